@@ -1,0 +1,32 @@
+# Starmall: `make run` starts the whole shop, `make test` runs the suite.
+# Both create .venv from pyproject.toml on first use (and again when pyproject.toml changes).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench clean-var
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+## run: migrate, load demo data, then web :8000 + Celery worker/beat + WeChat sandbox :8001
+run: $(STAMP)
+	$(BIN)/python manage.py runshop
+
+## test: the whole suite (embedded SQLite/Redis, or DATABASE_URL / REDIS_URL when set)
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## bench: speed targets (almanac search latency, order create throughput)
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+## clean-var: forget the demo shop's data (SQLite file, embedded Redis data, beat schedule)
+clean-var:
+	-$(BIN)/python -c "from starmall import embedded_redis; embedded_redis.stop()"
+	rm -rf var

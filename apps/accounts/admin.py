@@ -1,0 +1,46 @@
+from django.contrib import admin
+
+from apps.accounts.models import Address, Coupon, Customer, WalletEvent
+
+
+class AddressInline(admin.TabularInline):
+    model = Address
+    extra = 0
+
+
+@admin.register(Customer)
+class CustomerAdmin(admin.ModelAdmin):
+    list_display = ["id", "nickname", "openid", "phone", "balance_fen", "points", "is_active", "created_at"]
+    search_fields = ["openid", "nickname", "phone"]
+    list_filter = ["is_active"]
+    # Balance and points change only through services (conditional UPDATE + WalletEvent).
+    readonly_fields = ["openid", "unionid", "balance_fen", "points", "created_at"]
+    inlines = [AddressInline]
+
+
+@admin.register(WalletEvent)
+class WalletEventAdmin(admin.ModelAdmin):
+    list_display = ["id", "customer", "kind", "reason", "amount", "ref", "created_at"]
+    list_filter = ["kind", "reason"]
+    search_fields = ["ref", "customer__openid", "customer__nickname"]
+
+    def has_change_permission(self, request, obj=None):
+        return False  # append-only
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Coupon)
+class CouponAdmin(admin.ModelAdmin):
+    list_display = ["id", "customer", "title", "discount_fen", "min_spend_fen", "status", "valid_until", "used_order_no"]
+    list_filter = ["status"]
+    search_fields = ["customer__openid", "used_order_no", "title"]
+    raw_id_fields = ["customer"]
+
+
+@admin.register(Address)
+class AddressAdmin(admin.ModelAdmin):
+    list_display = ["id", "customer", "name", "phone", "city", "is_default"]
+    search_fields = ["customer__openid", "name", "phone"]
+    raw_id_fields = ["customer"]

@@ -1,0 +1,119 @@
+"""Customers of the mini-program, their wallet (balance, points, coupons) and addresses.
+
+Shop staff are Django's own ``auth.User`` (the admin); customers are not users: they log in
+with WeChat and carry an API token (``apps/accounts/tokens.py``).
+"""
+
+from django.db import models
+from django.db.models import Q
+
+
+class Customer(models.Model):
+    """A WeChat user of the mini-program, identified by ``openid`` under our appid."""
+
+    openid = models.CharField(max_length=64, unique=True)
+    unionid = models.CharField(max_length=64, blank=True)
+    nickname = models.CharField(max_length=64, blank=True)
+    avatar_url = models.URLField(blank=True)
+    phone = models.CharField(max_length=20, blank=True)
+    balance_fen = models.BigIntegerField(default=0)  # fen; changed only by conditional UPDATEs
+    points = models.BigIntegerField(default=0)  # one point is worth settings.POINT_VALUE_FEN fen
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(balance_fen__gte=0), name="customer_balance_fen_gte_0"),
+            models.CheckConstraint(condition=Q(points__gte=0), name="customer_points_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return self.nickname or self.openid
+
+    # DRF treats request.user as authenticated when this is true.
+    is_authenticated = True
+    is_anonymous = False
+
+
+class WalletEvent(models.Model):
+    """Append-only log of every balance or points change (UNIQUE per reason and reference).
+
+    ``(kind, reason, ref)`` is UNIQUE so that paying, refunding or returning points for the same
+    order twice is impossible: the second insert fails and the service reads that as done.
+    """
+
+    class Kind(models.TextChoices):
+        BALANCE = "balance", "余额"
+        POINTS = "points", "积分"
+
+    class Reason(models.TextChoices):
+        PAY = "pay", "支付订单"  # balance taken to pay an order
+        REFUND = "refund", "退款"  # balance returned by a refund
+        SPEND = "spend", "抵扣订单"  # points spent on an order
+        RETURN = "return", "订单取消退回"  # points given back when an order is cancelled
+        AWARD = "award", "消费奖励"  # points earned by a paid order
+        ADJUST = "adjust", "后台调整"  # staff adjustment
+
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="wallet_events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    amount = models.BigIntegerField()  # signed; fen for balance, points for points
+    ref = models.CharField(max_length=64)  # order_no, out_refund_no or a staff note id
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "reason", "ref"], name="wallet_event_once"),
+        ]
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount:+d} {self.reason} {self.ref}"
+
+
+class Coupon(models.Model):
+    """A customer's coupon: ``discount_fen`` off an order whose goods reach ``min_spend_fen``."""
+
+    class Status(models.TextChoices):
+        AVAILABLE = "available", "可用"  # may be used by a new order
+        USED = "used", "已使用"  # taken by order ``used_order_no`` (returned if it is cancelled)
+
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="coupons")
+    title = models.CharField(max_length=64)
+    discount_fen = models.PositiveIntegerField()  # fen
+    min_spend_fen = models.PositiveIntegerField(default=0)  # fen of goods
+    valid_until = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.AVAILABLE)
+    used_order_no = models.CharField(max_length=32, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.discount_fen / 100:.2f} 元)"
+
+
+class Address(models.Model):
+    """A delivery address of a customer (mainland format: province/city/district)."""
+
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="addresses")
+    name = models.CharField(max_length=32)
+    phone = models.CharField(max_length=20)
+    province = models.CharField(max_length=32)
+    city = models.CharField(max_length=32)
+    district = models.CharField(max_length=32, blank=True)
+    detail = models.CharField(max_length=200)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-is_default", "-id"]
+        verbose_name_plural = "addresses"
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.province}{self.city}{self.district}{self.detail}"
+
+    def snapshot(self) -> dict:
+        """The address as stored on an order (later edits do not change old orders)."""
+        return {
+            "name": self.name, "phone": self.phone, "province": self.province,
+            "city": self.city, "district": self.district, "detail": self.detail,
+        }

@@ -1,0 +1,95 @@
+"""The one place that talks to WeChat's mini-program APIs (login, subscription messages).
+
+wechatpy's ``WeChatClient`` has WeChat's hosts built in; we point its base URLs at
+``settings.WECHAT_API_BASE`` (the local sandbox by default, ``https://api.weixin.qq.com/`` in
+production) as WECHAT.md describes. The access token is kept in Redis so every process shares
+one (WeChat invalidates the previous token when a new one is fetched).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import requests
+from django.conf import settings
+from django_redis import get_redis_connection
+from wechatpy import WeChatClient
+from wechatpy.exceptions import WeChatClientException
+from wechatpy.session.redisstorage import RedisStorage
+
+from apps.accounts.exceptions import LoginCodeInvalid, LoginThrottled
+from starmall.errors import WechatUnavailable
+
+logger = logging.getLogger(__name__)
+
+# code2session error codes (WECHAT.md, "Mini-program login").
+_BAD_CODE = (40029, 40163, 40226)  # invalid, already used, blocked user
+_RATE_LIMIT = 45011
+
+
+class _Client(WeChatClient):
+    """WeChatClient whose token URL follows ``WECHAT_API_BASE`` too."""
+
+    def fetch_access_token(self):
+        return self._fetch_access_token(
+            url=settings.WECHAT_API_BASE + "cgi-bin/token",
+            params={"grant_type": "client_credential", "appid": self.appid, "secret": self.secret},
+        )
+
+
+def client() -> WeChatClient:
+    """A client bound to the configured base URL, with the access token stored in Redis."""
+    session = RedisStorage(get_redis_connection("default"), prefix="wechatpy")
+    c = _Client(
+        settings.WECHAT_APPID,
+        settings.WECHAT_APP_SECRET,
+        session=session,
+        timeout=settings.WECHAT_TIMEOUT_SECONDS,
+    )
+    c.API_BASE_URL = settings.WECHAT_API_BASE + "cgi-bin/"
+    c.wxa.API_BASE_URL = settings.WECHAT_API_BASE
+    return c
+
+
+@dataclass(frozen=True)
+class WechatSession:
+    """What code2session returns: ``openid`` (per appid), ``unionid`` (may be empty)."""
+
+    openid: str
+    unionid: str
+    session_key: str
+
+
+def code_to_session(code: str) -> WechatSession:
+    """Exchange a ``wx.login`` code for the user's openid (``sns/jscode2session``).
+
+    Raises LoginCodeInvalid (40029 invalid, 40163 used, 40226 blocked), LoginThrottled
+    (45011) or WechatUnavailable (network error, timeout, any other WeChat error).
+    """
+    try:
+        data = client().wxa.code_to_session(code)
+    except WeChatClientException as exc:
+        errcode = int(exc.errcode or 0)
+        if errcode in _BAD_CODE:
+            raise LoginCodeInvalid(wechat_errcode=errcode) from exc
+        if errcode == _RATE_LIMIT:
+            raise LoginThrottled(wechat_errcode=errcode) from exc
+        logger.warning("code2session failed: %s", exc)
+        raise WechatUnavailable(wechat_errcode=errcode) from exc
+    except requests.RequestException as exc:
+        logger.warning("code2session unreachable: %s", exc)
+        raise WechatUnavailable() from exc
+    return WechatSession(
+        openid=data["openid"], unionid=data.get("unionid", ""), session_key=data.get("session_key", "")
+    )
+
+
+def send_subscribe_message(*, openid: str, template_id: str, data: dict, page: str = "") -> dict:
+    """Send a subscription message (``cgi-bin/message/subscribe/send``).
+
+    ``data`` is WeChat's shape: ``{"thing1": {"value": "..."}}``. Returns WeChat's answer.
+    Raises ``WeChatClientException`` (errcode 43101 user refused, 40003 bad openid, 40037 bad
+    template) or ``requests.RequestException``: the follow-up handler decides what to retry.
+    """
+    return client().wxa.send_subscribe_message(openid, template_id, data, page=page or None)

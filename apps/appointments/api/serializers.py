@@ -1,0 +1,43 @@
+import datetime as dt
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.appointments.models import Slot
+
+MAX_RANGE_DAYS = 62
+
+
+class SlotQuerySerializer(serializers.Serializer):
+    """``from``/``to``: dates (Shanghai), inclusive; default today .. today + 7."""
+
+    from_ = serializers.DateField(required=False)
+    to = serializers.DateField(required=False)
+    good_for = serializers.CharField(required=False, max_length=20, allow_blank=True,
+                                     help_text="only days good (宜, not 忌) for this activity, e.g. 开业")
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+    def validate(self, attrs):
+        today = timezone.localdate()
+        start = attrs.get("from") or today
+        end = attrs.get("to") or start + dt.timedelta(days=7)
+        if end < start:
+            raise serializers.ValidationError({"to": ["must not be before from"]})
+        if (end - start).days > MAX_RANGE_DAYS:
+            raise serializers.ValidationError({"to": [f"at most {MAX_RANGE_DAYS} days after from"]})
+        return {"start": start, "end": end, "good_for": attrs.get("good_for") or None}
+
+
+class SlotSerializer(serializers.ModelSerializer):
+    available = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Slot
+        fields = ["id", "start", "end", "capacity", "booked", "available"]
+
+    def get_available(self, slot) -> bool:
+        return slot.available and slot.start > timezone.now()

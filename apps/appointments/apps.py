@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AppointmentsConfig(AppConfig):
+    name = "apps.appointments"
+    label = "appointments"

@@ -1,0 +1,46 @@
+"""Slots of a teacher's time and the bookings that fill them."""
+
+from django.db import models
+from django.db.models import F, Q
+
+
+class Slot(models.Model):
+    """One bookable hour of a teacher (aware datetimes, generated in Shanghai time).
+
+    ``booked`` moves only by conditional UPDATEs in ``apps.appointments.services``; the CHECK
+    constraints are the last line of defence. UNIQUE (teacher, start) makes generation rerunnable.
+    """
+
+    teacher = models.ForeignKey("catalog.Teacher", on_delete=models.PROTECT, related_name="slots")
+    start = models.DateTimeField()
+    end = models.DateTimeField()
+    capacity = models.PositiveSmallIntegerField(default=1)
+    booked = models.PositiveSmallIntegerField(default=0)
+    is_open = models.BooleanField(default=True)  # staff can close a slot to new bookings
+
+    class Meta:
+        ordering = ["start", "teacher_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["teacher", "start"], name="slot_teacher_start_unique"),
+            models.CheckConstraint(condition=Q(booked__lte=F("capacity")), name="slot_booked_lte_capacity"),
+        ]
+        indexes = [models.Index(fields=["teacher", "start"], name="slot_teacher_start_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.teacher} {self.start:%Y-%m-%d %H:%M}"
+
+    @property
+    def available(self) -> bool:
+        return self.is_open and self.booked < self.capacity
+
+
+class Booking(models.Model):
+    """A slot taken by an order; UNIQUE ``order_no`` makes book and release happen once."""
+
+    slot = models.ForeignKey(Slot, on_delete=models.PROTECT, related_name="bookings")
+    order_no = models.CharField(max_length=32, unique=True)
+    customer = models.ForeignKey("accounts.Customer", on_delete=models.PROTECT, related_name="bookings")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.slot} ← {self.order_no}"

@@ -1,0 +1,92 @@
+"""Slot generation, booking and release.
+
+Booking and release run inside the order's transaction, so an order never exists without the
+slot it paid for and a rolled-back order never holds a slot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.appointments.exceptions import SlotUnavailable
+from apps.appointments.models import Booking, Slot
+from apps.catalog.models import Teacher
+
+
+def slot_book(*, slot_id: int, teacher_id: int, order_no: str, customer_id: int) -> Slot:
+    """Book one place of the slot for ``order_no``; caller holds the transaction.
+
+    ``UPDATE slot SET booked = booked + 1 WHERE id = ? AND booked < capacity AND is_open AND
+    start > now AND teacher = ?``: 0 rows raises SlotUnavailable. The Booking row's UNIQUE
+    ``order_no`` makes a second booking for the same order impossible.
+    """
+    updated = Slot.objects.filter(
+        pk=slot_id,
+        teacher_id=teacher_id,
+        is_open=True,
+        booked__lt=F("capacity"),
+        start__gt=timezone.now(),
+    ).update(booked=F("booked") + 1)
+    if updated != 1:
+        raise SlotUnavailable(slot_id=slot_id)
+    Booking.objects.create(slot_id=slot_id, order_no=order_no, customer_id=customer_id)
+    return Slot.objects.get(pk=slot_id)
+
+
+def slot_release(*, order_no: str) -> bool:
+    """Give the order's place back; True if released now, False if it held none (or already did).
+
+    Deleting the Booking row is the once-only guard: only the caller that deletes it
+    decrements ``booked``. Caller holds the transaction.
+    """
+    booking = Booking.objects.filter(order_no=order_no).first()
+    if booking is None:
+        return False
+    deleted, _ = Booking.objects.filter(pk=booking.pk).delete()
+    if deleted != 1:
+        return False
+    Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
+    return True
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    created: int  # slots inserted
+    removed: int  # past slots nobody booked, deleted
+
+
+def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -> GenerateResult:
+    """Make sure every active teacher has slots for the next ``days`` days (DESIGN.md flow 9).
+
+    Slots start at ``settings.SLOT_HOURS`` o'clock Shanghai time (9, 11, 13, 15, 17, 19), last
+    ``SLOT_LENGTH_MINUTES``; today's slots that already started are skipped. UNIQUE
+    (teacher, start) with ``ignore_conflicts`` makes a rerun insert nothing. Past slots with
+    no booking and no order pointing at them are removed.
+    """
+    now = timezone.localtime(now or timezone.now())
+    days = days or settings.SLOT_DAYS_AHEAD
+    tz = timezone.get_current_timezone()
+    length = dt.timedelta(minutes=settings.SLOT_LENGTH_MINUTES)
+    wanted = []
+    teachers = list(Teacher.objects.filter(is_active=True).values_list("pk", flat=True))
+    for offset in range(days):
+        day = now.date() + dt.timedelta(days=offset)
+        for hour in settings.SLOT_HOURS:
+            start = dt.datetime(day.year, day.month, day.day, hour, tzinfo=tz)
+            if start <= now:
+                continue
+            wanted.extend(Slot(teacher_id=t, start=start, end=start + length) for t in teachers)
+    with transaction.atomic():
+        before = Slot.objects.count()
+        Slot.objects.bulk_create(wanted, ignore_conflicts=True, batch_size=500)
+        created = Slot.objects.count() - before
+        removed, _ = Slot.objects.filter(
+            start__lt=now, booked=0, bookings__isnull=True, orders__isnull=True
+        ).delete()
+    return GenerateResult(created=created, removed=removed)

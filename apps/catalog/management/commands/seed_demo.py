@@ -1,0 +1,17 @@
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from apps.catalog.models import Product
+
+
+class Command(BaseCommand):
+    help = "Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop."
+
+    def handle(self, *args, **options):
+        # Only into an empty catalog: reloading would reset stock and balances that orders
+        # have since changed (and break stock conservation).
+        if Product.objects.exists():
+            self.stdout.write("demo data: catalog not empty, nothing loaded")
+            return
+        call_command("loaddata", "fixtures/demo.json", verbosity=0)
+        self.stdout.write(f"demo data: loaded {Product.objects.count()} products")

@@ -1,0 +1,41 @@
+"""Reads for the catalog (what the mini-program lists)."""
+
+from django.db.models import Min, Q, QuerySet
+
+from apps.catalog.models import Category, Product, Teacher
+
+
+def category_list() -> QuerySet[Category]:
+    return Category.objects.all()
+
+
+def product_list(*, category_id: int | None = None, q: str = "", kind: str = "") -> QuerySet[Product]:
+    """Active products with ``min_price_fen`` (fen) annotated; a category includes its children."""
+    qs = Product.objects.filter(is_active=True).annotate(
+        min_price_fen=Min("skus__price_fen", filter=Q(skus__is_active=True))
+    )
+    if category_id:
+        qs = qs.filter(Q(category_id=category_id) | Q(category__parent_id=category_id))
+    if q:
+        qs = qs.filter(Q(name__icontains=q) | Q(description__icontains=q))
+    if kind:
+        qs = qs.filter(kind=kind)
+    return qs.order_by("sort", "id")
+
+
+def product_get(*, product_id: int) -> Product | None:
+    """An active product with its active SKUs and teacher, or None."""
+    return (
+        Product.objects.filter(pk=product_id, is_active=True)
+        .select_related("teacher")
+        .prefetch_related("skus")
+        .first()
+    )
+
+
+def teacher_list() -> QuerySet[Teacher]:
+    return Teacher.objects.filter(is_active=True).order_by("id")
+
+
+def teacher_get(*, teacher_id: int) -> Teacher | None:
+    return Teacher.objects.filter(pk=teacher_id, is_active=True).first()

@@ -1,0 +1,62 @@
+"""Where stock moves. Every change is a conditional UPDATE whose row count is checked.
+
+Both functions expect the caller's ``transaction.atomic()`` (order create / cancel): a failed
+line raises, and the caller's rollback restores every line taken before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from django.db.models import F
+
+from apps.catalog.exceptions import InsufficientStock
+from apps.catalog.models import Product, Sku
+
+
+def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
+    """Take ``quantities`` ({sku_id: units > 0}) from stock; caller holds the transaction.
+
+    SKUs are updated in ascending id order so that two orders sharing SKUs take the row locks
+    in the same order and cannot deadlock (django-oscar allocates stock the same way).
+    ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n``: 0 rows means not
+    enough stock (or an inactive SKU) and raises InsufficientStock with ``sku_id``.
+    """
+    for sku_id in sorted(quantities):
+        units = quantities[sku_id]
+        if units <= 0:
+            raise ValueError(f"quantity for SKU {sku_id} must be positive, got {units}")
+        updated = Sku.objects.filter(pk=sku_id, is_active=True, stock__gte=units).update(
+            stock=F("stock") - units
+        )
+        if updated != 1:
+            raise InsufficientStock(sku_id=sku_id, requested=units)
+
+
+def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
+    """Put ``quantities`` ({sku_id: units}) back; the caller guarantees it runs once per order.
+
+    (The caller's conditional order transition, e.g. ``unpaid -> cancelled``, is the guard.)
+    """
+    for sku_id in sorted(quantities):
+        Sku.objects.filter(pk=sku_id).update(stock=F("stock") + quantities[sku_id])
+
+
+def product_sales_add(*, quantities: Mapping[int, int]) -> None:
+    """Count paid units ({product_id: units}) into ``Product.sales``."""
+    for product_id in sorted(quantities):
+        Product.objects.filter(pk=product_id).update(sales=F("sales") + quantities[product_id])
+
+
+def sku_stock_adjust(*, sku_id: int, delta: int) -> int:
+    """Staff restock (+) or write-off (-) of ``delta`` units; returns the new stock.
+
+    A relative F() update, never "stock = <value read earlier>", so it cannot overwrite units
+    taken by orders meanwhile. A write-off below zero raises InsufficientStock.
+    """
+    qs = Sku.objects.filter(pk=sku_id)
+    if delta < 0:
+        qs = qs.filter(stock__gte=-delta)
+    if qs.update(stock=F("stock") + delta) != 1:
+        raise InsufficientStock("Cannot remove more units than are in stock.", sku_id=sku_id)
+    return Sku.objects.values_list("stock", flat=True).get(pk=sku_id)

@@ -1,0 +1,110 @@
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.orders.models import Order, OrderLine, OrderStatus
+from apps.orders.services import slot_json
+
+
+class ConfirmItemSerializer(serializers.Serializer):
+    sku_id = serializers.IntegerField(min_value=1)
+    quantity = serializers.IntegerField(min_value=1, max_value=999)
+
+
+class PointsField(serializers.Field):
+    """``use_points``: a number of points (>= 0) or ``true`` for as many as possible."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, int) and data >= 0:
+            return data
+        raise serializers.ValidationError("a number of points (>= 0) or true/false")
+
+    def to_representation(self, value):
+        return value
+
+
+class ConfirmInSerializer(serializers.Serializer):
+    items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=50)
+    slot_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    use_points = PointsField(required=False, default=0)
+
+
+class DraftLineSerializer(serializers.Serializer):
+    sku_id = serializers.IntegerField()
+    name = serializers.CharField()
+    specs = serializers.DictField()
+    price_fen = serializers.IntegerField(help_text="fen")
+    quantity = serializers.IntegerField()
+    amount_fen = serializers.IntegerField(help_text="fen")
+
+
+class SlotOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    teacher_id = serializers.IntegerField()
+    teacher_name = serializers.CharField()
+    start = serializers.CharField(help_text="ISO 8601, +08:00")
+    end = serializers.CharField(help_text="ISO 8601, +08:00")
+
+
+class ConfirmOutSerializer(serializers.Serializer):
+    order_key = serializers.CharField()
+    expires_at = serializers.CharField(help_text="ISO 8601; create before this")
+    lines = DraftLineSerializer(many=True)
+    goods_fen = serializers.IntegerField()
+    freight_fen = serializers.IntegerField()
+    coupon_fen = serializers.IntegerField()
+    points_fen = serializers.IntegerField()
+    points_used = serializers.IntegerField()
+    pay_fen = serializers.IntegerField()
+    slot = SlotOutSerializer(allow_null=True)
+    address = serializers.DictField(allow_null=True)
+
+
+class CreateInSerializer(serializers.Serializer):
+    order_key = serializers.CharField(max_length=64)
+    remark = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+
+
+class OrderLineSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = OrderLine
+        fields = ["sku_id", "product_id", "name", "specs", "price_fen", "quantity", "amount_fen"]
+
+
+class OrderSerializer(serializers.ModelSerializer):
+    lines = OrderLineSerializer(many=True, read_only=True)
+    slot = serializers.SerializerMethodField()
+    created_at = serializers.SerializerMethodField()
+    pay_deadline = serializers.SerializerMethodField()
+    paid_at = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Order
+        fields = [
+            "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
+            "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
+            "slot", "address", "remark",
+        ]
+
+    def get_slot(self, order) -> dict | None:
+        return slot_json(order.slot) if order.slot_id else None
+
+    @staticmethod
+    def _time(value):
+        return timezone.localtime(value).isoformat() if value else None
+
+    def get_created_at(self, order) -> str:
+        return self._time(order.created_at)
+
+    def get_pay_deadline(self, order) -> str:
+        return self._time(order.pay_deadline)
+
+    def get_paid_at(self, order) -> str | None:
+        return self._time(order.paid_at)
+
+
+class OrderListQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=OrderStatus.choices, required=False)

@@ -1,0 +1,81 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.generics import ListAPIView
+from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
+from rest_framework.views import APIView
+
+from apps.orders import selectors, services
+from apps.orders.api.serializers import (
+    ConfirmInSerializer,
+    ConfirmOutSerializer,
+    CreateInSerializer,
+    OrderListQuerySerializer,
+    OrderSerializer,
+)
+from apps.payments import services as payments
+from starmall.errors import InvalidState, WechatUnavailable
+
+
+class OrderCreateThrottle(UserRateThrottle):
+    scope = "order_create"
+
+
+class OrderConfirmView(APIView):
+    @extend_schema(request=ConfirmInSerializer, responses=ConfirmOutSerializer)
+    def post(self, request):
+        data = ConfirmInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        draft = services.order_confirm(customer=request.user, **data.validated_data)
+        return Response(ConfirmOutSerializer(draft).data)
+
+
+class OrderListCreateView(ListAPIView):
+    serializer_class = OrderSerializer
+
+    def get_throttles(self):
+        return [OrderCreateThrottle()] if self.request.method == "POST" else []
+
+    @extend_schema(parameters=[OrderListQuerySerializer])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        query = OrderListQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return selectors.order_list(customer_id=self.request.user.pk, status=query.validated_data.get("status"))
+
+    @extend_schema(request=CreateInSerializer, responses={201: OrderSerializer, 200: OrderSerializer})
+    def post(self, request):
+        data = CreateInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        order, created = services.order_create(customer=request.user, **data.validated_data)
+        return Response(OrderSerializer(order).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class OrderDetailView(APIView):
+    @extend_schema(responses=OrderSerializer)
+    def get(self, request, order_no: str):
+        order = services.order_get(order_no=order_no, customer_id=request.user.pk)
+        return Response(OrderSerializer(order).data)
+
+
+class OrderCancelView(APIView):
+    @extend_schema(request=None, responses=OrderSerializer)
+    def post(self, request, order_no: str):
+        order = services.order_get(order_no=order_no, customer_id=request.user.pk)
+        result = payments.order_cancel_checked(order=order, actor="customer", reason="customer cancelled")
+        if result == payments.Settle.UNKNOWN:
+            raise WechatUnavailable("Could not confirm with WeChat that this order is unpaid; try again.")
+        if result is not True:
+            order.refresh_from_db()
+            raise InvalidState("Only unpaid orders can be cancelled.", status=order.status)
+        order.refresh_from_db()
+        return Response(OrderSerializer(order).data)
+
+
+class OrderReceiveView(APIView):
+    @extend_schema(request=None, responses=OrderSerializer)
+    def post(self, request, order_no: str):
+        order = services.order_receive(order_no=order_no, customer_id=request.user.pk)
+        return Response(OrderSerializer(order).data)

@@ -1,0 +1,17 @@
+from starmall.errors import ShopError
+
+
+class OrderKeyExpired(ShopError):
+    """The order_key is unknown, expired or not the caller's (410 ``order_key_expired``)."""
+
+    code = "order_key_expired"
+    status = 410
+    message = "This checkout has expired; please confirm the order again."
+
+
+class CouponUnavailable(ShopError):
+    """The coupon is used, expired, not the caller's or the order is too small (409)."""
+
+    code = "coupon_unavailable"
+    status = 409
+    message = "This coupon cannot be used for this order."

@@ -1,0 +1,30 @@
+"""Celery tasks of orders: thin wrappers (ids in, call a service)."""
+
+from celery import shared_task
+
+from apps.orders import followups
+from apps.payments import services as payments
+
+
+@shared_task
+def order_expire(order_id: int) -> str:
+    """Countdown task scheduled at create for the order's pay deadline."""
+    return payments.order_expire(order_id=order_id)
+
+
+@shared_task
+def orders_expire_due() -> dict:
+    """Beat, every minute: catch every timeout the countdown missed (or that must be retried)."""
+    return payments.orders_expire_due()
+
+
+@shared_task
+def followup_run(followup_id: int) -> str:
+    """Run one outbox row (queue ``followups``); a redelivery of a done row does nothing."""
+    return followups.followup_execute(followup_id)
+
+
+@shared_task
+def followups_redispatch() -> int:
+    """Beat: re-push follow-ups still pending (the row is the source of truth, not Redis)."""
+    return followups.followups_redispatch()

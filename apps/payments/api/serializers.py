@@ -1,0 +1,28 @@
+from rest_framework import serializers
+
+from apps.orders.api.serializers import OrderSerializer
+from apps.orders.models import PayMethod
+
+
+class PayInSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=PayMethod.choices)
+
+
+class PayParamsSerializer(serializers.Serializer):
+    appId = serializers.CharField()  # noqa: N815 (wx.requestPayment's names)
+    timeStamp = serializers.CharField()  # noqa: N815
+    nonceStr = serializers.CharField()  # noqa: N815
+    package = serializers.CharField()
+    signType = serializers.CharField()  # noqa: N815
+    paySign = serializers.CharField()  # noqa: N815
+
+
+class PayOutSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=PayMethod.choices)
+    pay_params = PayParamsSerializer(required=False)
+    order = OrderSerializer(required=False)
+
+
+class PayStatusSerializer(serializers.Serializer):
+    order_status = serializers.CharField()
+    payment_status = serializers.CharField(help_text="none, pending, paid, closed, unknown or manual")

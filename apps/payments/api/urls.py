@@ -1,0 +1,9 @@
+from django.urls import path
+
+from apps.payments.api import views
+
+urlpatterns = [
+    path("orders/<str:order_no>/pay", views.OrderPayView.as_view(), name="order-pay"),
+    path("orders/<str:order_no>/pay-status", views.OrderPayStatusView.as_view(), name="order-pay-status"),
+    path("payments/wechat/notify", views.wechat_notify, name="wechat-notify"),
+]

@@ -1,0 +1,317 @@
+"""Payments: start a WeChat payment, pay from the balance, apply notifications, ask WeChat.
+
+Money moves here and nowhere else. The WeChat call itself is in ``apps/payments/wechat.py``
+and always runs outside a database transaction; what it returns is applied by conditional
+UPDATEs (``payment pending -> paid``, ``order unpaid -> paid``) whose row counts make every
+notification, query and admin click idempotent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from enum import Enum
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts import services as wallet
+from apps.orders import services as orders
+from apps.orders.models import Order, OrderEvent, OrderStatus, PayMethod
+from apps.payments import wechat
+from apps.payments.models import Notification, Payment, PaymentStatus
+from starmall.errors import InvalidState, WechatUnavailable
+
+logger = logging.getLogger(__name__)
+
+PREPAY_REUSE_MARGIN = dt.timedelta(minutes=5)
+_OPEN = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)
+
+
+class Applied(str, Enum):
+    """What applying a confirmed WeChat payment did."""
+
+    APPLIED = "applied"  # order went unpaid -> paid
+    DUPLICATE = "duplicate"  # this payment was applied before: nothing done
+    LATE = "late"  # order no longer unpaid (cancelled / paid otherwise): money needs refunding
+
+
+# --- starting a payment ---------------------------------------------------------------------
+
+def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
+    """``wx.requestPayment`` parameters for the customer's unpaid order.
+
+    One Payment per order with ``out_trade_no = order_no``; a prepay_id still valid for 5
+    minutes is reused. Raises NotFound, InvalidState (not unpaid, past deadline, already paid
+    at WeChat) or WechatUnavailable (WeChat did not answer: nothing changed, try again).
+    """
+    order = orders.order_get(order_no=order_no, customer_id=customer_id)
+    now = timezone.now()
+    if order.status != OrderStatus.UNPAID:
+        raise InvalidState("This order is not waiting for payment.", status=order.status)
+    if order.pay_deadline <= now:
+        raise InvalidState("The time to pay this order has run out.", status=order.status)
+    payment, _ = Payment.objects.get_or_create(
+        out_trade_no=order.order_no,
+        defaults={"order": order, "method": PayMethod.WECHAT, "total_fee": order.pay_fen},
+    )
+    if payment.status == PaymentStatus.PAID:
+        raise InvalidState("This order is already paid.", status="paid")
+    if payment.prepay_id and payment.prepay_expires_at > now + PREPAY_REUSE_MARGIN:
+        return wechat.jsapi_params(payment.prepay_id)
+    try:
+        prepay = wechat.unified_order(
+            out_trade_no=payment.out_trade_no, total_fee=payment.total_fee,
+            body=_body(order), openid=order.customer.openid,
+            starts_at=order.created_at, expires_at=order.pay_deadline,
+        )
+    except wechat.PayUnavailable as exc:
+        raise WechatUnavailable() from exc
+    except wechat.PayRejected as exc:
+        if exc.err_code == "ORDERPAID":
+            payment_sync(payment=payment)
+            raise InvalidState("This order is already paid.", status="paid") from exc
+        if exc.err_code == "ORDERCLOSED":
+            raise InvalidState("This payment was closed; the order can no longer be paid.") from exc
+        logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
+        raise WechatUnavailable(wechat_err_code=exc.err_code) from exc
+    Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(
+        prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
+    )
+    return wechat.jsapi_params(prepay.prepay_id)
+
+
+def _body(order: Order) -> str:
+    """WeChat's ``body``: shop name and first line, at most 128 characters."""
+    first = order.lines.first()
+    more = " 等" if order.lines.count() > 1 else ""
+    return f"Starmall-{first.name if first else order.order_no}{more}"
+
+
+def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
+    """Pay the customer's unpaid order from their balance; return the paid order.
+
+    If a WeChat payment was started, WeChat is asked first (and the order closed there) so the
+    customer can never pay twice. In one transaction: ``unpaid -> paid`` and a conditional
+    balance decrement (both or neither). Raises InvalidState, InsufficientBalance,
+    WechatUnavailable.
+    """
+    order = orders.order_get(order_no=order_no, customer_id=customer_id)
+    if order.status != OrderStatus.UNPAID:
+        raise InvalidState("This order is not waiting for payment.", status=order.status)
+    outcome = wechat_settle_before_cancel(order=order)
+    if outcome == Settle.PAID:
+        raise InvalidState("This order was already paid with WeChat Pay.", status="paid")
+    if outcome != Settle.CLEAR:
+        raise WechatUnavailable("A WeChat payment of this order is in progress; try again shortly.")
+    now = timezone.now()
+    with transaction.atomic():
+        if not orders.order_mark_paid(order=order, method=PayMethod.BALANCE, paid_at=now, actor="customer"):
+            raise InvalidState("This order is not waiting for payment.", status=order.status)
+        wallet.balance_debit(customer_id=customer_id, amount_fen=order.pay_fen, ref=order.order_no)
+        Payment.objects.create(
+            order=order, method=PayMethod.BALANCE, total_fee=order.pay_fen,
+            status=PaymentStatus.PAID, paid_at=now,
+        )
+    order.refresh_from_db()
+    return order
+
+
+# --- applying what WeChat says -------------------------------------------------------------
+
+def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.datetime, actor: str) -> Applied:
+    """Apply a WeChat-confirmed payment (already verified: signature, appid, amount).
+
+    ``pending/unknown/manual -> paid`` on the payment, then ``unpaid -> paid`` on the order, in
+    one transaction. A second delivery finds the payment paid and returns DUPLICATE; a payment
+    that lands on an order no longer unpaid returns LATE (the money is recorded; the order is
+    not revived and no stock is taken again).
+    """
+    with transaction.atomic():
+        updated = Payment.objects.filter(pk=payment.pk, status__in=_OPEN + (PaymentStatus.CLOSED,)).update(
+            status=PaymentStatus.PAID, transaction_id=transaction_id, paid_at=paid_at
+        )
+        if updated != 1:
+            current = Payment.objects.get(pk=payment.pk)
+            if current.transaction_id != transaction_id:
+                logger.error("payment %s already paid by %s, now %s", payment.out_trade_no,
+                             current.transaction_id, transaction_id)
+            return Applied.DUPLICATE
+        order = Order.objects.get(pk=payment.order_id)
+        if orders.order_mark_paid(order=order, method=PayMethod.WECHAT, paid_at=paid_at, actor=actor):
+            return Applied.APPLIED
+        OrderEvent.objects.create(
+            order=order, from_status=order.status, to_status=order.status, actor=actor,
+            note=f"WeChat payment {transaction_id} arrived after the order was {order.status}: refund it",
+        )
+        logger.error("late payment %s on %s order %s", transaction_id, order.status, order.order_no)
+        return Applied.LATE
+
+
+def notification_handle(body: bytes) -> bytes:
+    """Handle a WeChat Pay payment notification; return the XML answer for WeChat.
+
+    Order of checks (DESIGN.md flow 5): safe parse; signature over exactly the fields received;
+    return_code/appid/mch_id/result_code; known out_trade_no; ``total_fee`` equal to what we
+    asked for; then :func:`payment_apply_paid`. SUCCESS for applied, duplicate and late
+    payments (retrying would not help); FAIL for anything we could not trust or match, so that
+    WeChat keeps retrying while staff look at the Notification row.
+    """
+    try:
+        fields = wechat.parse_xml(body)
+    except ValueError:
+        _record(body, {}, Notification.Outcome.MALFORMED)
+        return wechat.fail_ack("malformed XML")
+    if not wechat.verify_signature(fields):
+        _record(body, fields, Notification.Outcome.BAD_SIGNATURE)
+        return wechat.fail_ack("bad signature")
+    if (
+        fields.get("return_code") != "SUCCESS"
+        or fields.get("appid") != settings.WECHAT_APPID
+        or fields.get("mch_id") != settings.WECHAT_MCH_ID
+        or fields.get("result_code") != "SUCCESS"
+        or not fields.get("transaction_id")
+    ):
+        _record(body, fields, Notification.Outcome.BAD_FIELDS)
+        return wechat.fail_ack("unexpected appid, mch_id or result")
+    payment = Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""), method=PayMethod.WECHAT).first()
+    if payment is None:
+        _record(body, fields, Notification.Outcome.UNKNOWN_ORDER)
+        return wechat.fail_ack("unknown out_trade_no")
+    if fields.get("total_fee") != str(payment.total_fee):
+        logger.error("amount mismatch on %s: got %s fen, expected %s", payment.out_trade_no,
+                     fields.get("total_fee"), payment.total_fee)
+        _record(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
+        return wechat.fail_ack("total_fee does not match")
+    paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
+    outcome = payment_apply_paid(payment=payment, transaction_id=fields["transaction_id"],
+                                 paid_at=paid_at, actor="wechat")
+    _record(body, fields, Notification.Outcome(outcome.value))
+    return wechat.SUCCESS_ACK
+
+
+def _record(body: bytes, fields: dict, outcome: str) -> None:
+    total = fields.get("total_fee", "")
+    Notification.objects.create(
+        out_trade_no=fields.get("out_trade_no", "")[:32],
+        transaction_id=fields.get("transaction_id", "")[:32],
+        total_fee=int(total) if total.isdigit() else None,
+        outcome=outcome,
+        body=body.decode("utf-8", "replace")[:20000],
+    )
+
+
+def payment_sync(*, payment: Payment) -> str:
+    """Ask WeChat (orderquery) about an open payment and apply a SUCCESS; return trade_state.
+
+    Returns "" when WeChat could not be asked (unreachable, error, bad signature).
+    """
+    try:
+        state = wechat.order_query(out_trade_no=payment.out_trade_no)
+    except (wechat.PayUnavailable, wechat.PayRejected, wechat.BadSignature) as exc:
+        logger.warning("orderquery %s failed: %s", payment.out_trade_no, exc)
+        return ""
+    if state.state in ("SUCCESS", "REFUND"):
+        if state.total_fee != payment.total_fee:
+            logger.error("orderquery amount mismatch on %s: %s != %s", payment.out_trade_no,
+                         state.total_fee, payment.total_fee)
+            return ""
+        paid_at = wechat.parse_time_end(state.time_end) or timezone.now()
+        payment_apply_paid(payment=payment, transaction_id=state.transaction_id, paid_at=paid_at,
+                           actor="wechat:orderquery")
+    return state.state
+
+
+class Settle(str, Enum):
+    """Where a WeChat payment stands before we cancel (or balance-pay) its order."""
+
+    CLEAR = "clear"  # no WeChat payment, or it is closed: safe to cancel
+    PAID = "paid"  # WeChat says paid: the order is now marked paid
+    PAYING = "paying"  # the user is paying right now: ask again later
+    UNKNOWN = "unknown"  # WeChat could not be asked: ask again later
+
+
+def wechat_settle_before_cancel(*, order: Order) -> Settle:
+    """Make sure WeChat will not take money for ``order`` any more (DESIGN.md flow 6).
+
+    orderquery; SUCCESS -> apply it (PAID); USERPAYING -> PAYING; NOTPAY -> closeorder (if
+    WeChat then says ORDERPAID, query and apply); CLOSED/closed -> mark the payment closed.
+    """
+    payment = Payment.objects.filter(order=order, method=PayMethod.WECHAT, status__in=_OPEN).first()
+    if payment is None:
+        paid = Payment.objects.filter(order=order, status=PaymentStatus.PAID).exists()
+        return Settle.PAID if paid else Settle.CLEAR
+    state = payment_sync(payment=payment)
+    if state in ("SUCCESS", "REFUND"):
+        return Settle.PAID
+    if state == "USERPAYING":
+        return Settle.PAYING
+    if state == "":
+        return Settle.UNKNOWN
+    if state in ("NOTPAY", "PAYERROR", "NOTEXIST"):
+        try:
+            closed = wechat.close_order(out_trade_no=payment.out_trade_no)
+        except (wechat.PayUnavailable, wechat.PayRejected) as exc:
+            logger.warning("closeorder %s failed: %s", payment.out_trade_no, exc)
+            return Settle.UNKNOWN
+        if closed == "ORDERPAID":
+            return Settle.PAID if payment_sync(payment=payment) in ("SUCCESS", "REFUND") else Settle.UNKNOWN
+    Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(status=PaymentStatus.CLOSED)
+    return Settle.CLEAR
+
+
+def order_cancel_checked(*, order: Order, actor: str, reason: str) -> Settle | bool:
+    """Cancel an unpaid order after making sure WeChat will not take its money.
+
+    Returns True (cancelled now), False (someone else changed it first) or the Settle value
+    that stopped the cancel (PAID: it turned out paid; PAYING/UNKNOWN: ask again later).
+    """
+    settle = wechat_settle_before_cancel(order=order)
+    if settle != Settle.CLEAR:
+        return settle
+    return orders.order_cancel(order=order, actor=actor, reason=reason)
+
+
+def order_expire(*, order_id: int, now: dt.datetime | None = None) -> str:
+    """The unpaid timeout of one order: cancel it when due, after asking WeChat.
+
+    Safe to run any number of times and concurrently with the customer's own cancel: the
+    conditional ``unpaid -> cancelled`` lets one of them restore stock and slot.
+    Returns "not_unpaid", "not_due", "cancelled", "raced" or a Settle value.
+    """
+    now = now or timezone.now()
+    order = Order.objects.filter(pk=order_id).first()
+    if order is None or order.status != OrderStatus.UNPAID:
+        return "not_unpaid"
+    if order.pay_deadline > now:
+        return "not_due"
+    result = order_cancel_checked(order=order, actor="system:timeout", reason="not paid in time")
+    if result is True:
+        return "cancelled"
+    if result is False:
+        return "raced"
+    return result.value
+
+
+def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> dict[str, int]:
+    """The per-minute sweep: run :func:`order_expire` for unpaid orders past their deadline."""
+    now = now or timezone.now()
+    ids = Order.objects.filter(status=OrderStatus.UNPAID, pay_deadline__lte=now).values_list("pk", flat=True)
+    counts: dict[str, int] = {}
+    for order_id in list(ids[:limit]):
+        outcome = order_expire(order_id=order_id, now=now)
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+def payment_status(*, order_no: str, customer_id: int) -> dict:
+    """``{"order_status", "payment_status"}``; asks WeChat when a WeChat payment is pending."""
+    order = orders.order_get(order_no=order_no, customer_id=customer_id)
+    payment = order.payments.order_by("-id").first()
+    if order.status == OrderStatus.UNPAID and payment and payment.method == PayMethod.WECHAT \
+            and payment.status in _OPEN and payment.prepay_id:
+        payment_sync(payment=payment)
+        order.refresh_from_db()
+        payment.refresh_from_db()
+    return {"order_status": order.status, "payment_status": payment.status if payment else "none"}

@@ -1,0 +1,60 @@
+"""DRF exception handler producing API.md's error format for every 4xx/5xx answer."""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions as drf
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from starmall.errors import ShopError
+
+_DRF_CODES = {
+    drf.NotAuthenticated: ("unauthenticated", 401, "Authentication is required."),
+    drf.AuthenticationFailed: ("unauthenticated", 401, "The token is missing, unknown or revoked."),
+    drf.PermissionDenied: ("forbidden", 403, "You may not do this."),
+    drf.NotFound: ("not_found", 404, "Not found."),
+    drf.MethodNotAllowed: ("method_not_allowed", 405, "Method not allowed."),
+    drf.NotAcceptable: ("not_acceptable", 406, "Not acceptable."),
+    drf.UnsupportedMediaType: ("unsupported_media_type", 415, "Send JSON (application/json)."),
+    drf.Throttled: ("throttled", 429, "Too many requests; slow down."),
+    drf.ParseError: ("invalid", 400, "Malformed request body."),
+}
+
+
+def error_response(code: str, status: int, message: str, detail: dict | None = None) -> Response:
+    """A response in API.md's error format."""
+    return Response({"code": code, "message": message, "detail": detail or {}}, status=status)
+
+
+def exception_handler(exc, context):
+    """Render ShopError, DRF and Django exceptions as ``{"code", "message", "detail"}``.
+
+    Anything else propagates (a 500 that is logged), as in DRF's own handler.
+    """
+    if isinstance(exc, ShopError):
+        set_rollback()
+        return error_response(exc.code, exc.status, exc.message, exc.detail)
+    if isinstance(exc, Http404):
+        exc = drf.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = drf.PermissionDenied()
+    if isinstance(exc, drf.ValidationError):
+        set_rollback()
+        detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        return error_response("invalid", 400, "Invalid input.", detail)
+    for cls, (code, status, message) in _DRF_CODES.items():
+        if isinstance(exc, cls):
+            set_rollback()
+            response = error_response(code, status, message)
+            if isinstance(exc, drf.Throttled) and exc.wait:
+                response["Retry-After"] = str(int(exc.wait))
+                response.data["detail"] = {"retry_after_seconds": int(exc.wait)}
+            if isinstance(exc, (drf.NotAuthenticated, drf.AuthenticationFailed)):
+                response["WWW-Authenticate"] = 'Bearer realm="api"'
+            return response
+    if isinstance(exc, drf.APIException):
+        set_rollback()
+        return error_response(exc.default_code, exc.status_code, str(exc.detail))
+    return None

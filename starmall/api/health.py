@@ -1,0 +1,27 @@
+"""``GET /healthz``: the database and Redis answer, or 503 naming the part that failed."""
+
+from django.core.cache import cache
+from django.db import connection
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+
+
+@require_GET
+def healthz(request):
+    """200 ``{"status": "ok", "database": "ok", "redis": "ok"}``; 503 with ``"error"`` parts."""
+    result = {"status": "ok", "database": "ok", "redis": "ok"}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:  # any driver error means "not healthy"
+        result["database"] = "error"
+    try:
+        cache.set("healthz", "1", timeout=5)
+        if cache.get("healthz") != "1":
+            raise RuntimeError("redis answered with something else")
+    except Exception:
+        result["redis"] = "error"
+    if "error" in result.values():
+        result["status"] = "error"
+        return JsonResponse(result, status=503)
+    return JsonResponse(result)

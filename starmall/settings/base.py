@@ -1,0 +1,238 @@
+"""Settings shared by every environment.
+
+Every value in DESIGN.md's configuration list is read from the environment through
+django-environ; defaults give a newcomer a working shop (SQLite under ``var/``, the embedded
+Redis, the local WeChat sandbox). :func:`_check` stops start-up on bad configuration.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from starmall import embedded_redis
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = embedded_redis.VAR_DIR
+
+env = environ.Env()
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[SITE_URL])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "starmall",
+    "apps.accounts",
+    "apps.catalog",
+    "apps.appointments",
+    "apps.orders",
+    "apps.payments",
+    "apps.almanac",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "starmall.urls"
+WSGI_APPLICATION = "starmall.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+DATABASES = {
+    "default": env.db_url(
+        "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'starmall.sqlite3'}"
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # One file shared by the web server, the worker and beat: WAL lets readers run beside a
+    # writer, IMMEDIATE takes the write lock at BEGIN (no upgrade deadlocks) and the timeout
+    # makes a writer wait for another instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Services own their transactions; a request-wide one would wrap WeChat calls (STYLE.md).
+DATABASES["default"]["ATOMIC_REQUESTS"] = False
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: cache, API tokens, order drafts, Celery queues -----------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+EMBEDDED_REDIS = not REDIS_URL
+if EMBEDDED_REDIS:
+    _sock = embedded_redis.socket_path()
+    CACHE_REDIS_URL = f"unix://{_sock}?db=0"
+    CELERY_BROKER_URL = f"redis+socket://{_sock}?virtual_host=0"
+else:
+    CACHE_REDIS_URL = REDIS_URL
+    CELERY_BROKER_URL = REDIS_URL
+
+CACHES = {
+    "default": {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": CACHE_REDIS_URL,
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="starmall"),
+        "OPTIONS": {
+            "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            "SOCKET_CONNECT_TIMEOUT": 2,
+            "SOCKET_TIMEOUT": 2,
+        },
+    }
+}
+
+# --- Celery (the slow follow-ups and the periodic jobs) --------------------------------------
+CELERY_TIMEZONE = "Asia/Shanghai"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "apps.payments.tasks.*": {"queue": "payments"},
+    "apps.orders.tasks.followup_*": {"queue": "followups"},
+}
+# A task is acknowledged only when it finished; a worker that dies mid-task leaves it on the
+# Redis list for another worker. Handlers are idempotent, so running twice is harmless.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "slots-generate": {
+        "task": "apps.appointments.tasks.slots_generate",
+        "schedule": 8 * 3600,
+    },
+    "orders-expire-unpaid": {
+        "task": "apps.orders.tasks.orders_expire_due",
+        "schedule": 60,
+    },
+    "followups-redispatch": {
+        "task": "apps.orders.tasks.followups_redispatch",
+        "schedule": 120,
+    },
+}
+
+# --- Auth, API ------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["apps.accounts.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "starmall.api.exceptions.exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "starmall.api.pagination.PageNumberPagination",
+    "PAGE_SIZE": 20,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_RATES": {
+        "login": env.str("THROTTLE_LOGIN", default="20/min"),
+        "order_create": env.str("THROTTLE_ORDER_CREATE", default="30/min"),
+    },
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Starmall mini-program API",
+    "DESCRIPTION": "The contract in docs/API.md: goods, consultation slots, WeChat Pay, almanac.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+AUTH_TOKEN_TTL_SECONDS = env.int("AUTH_TOKEN_TTL_SECONDS", default=7 * 24 * 3600)
+
+# --- Shop rules -----------------------------------------------------------------------------
+ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
+ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
+FREIGHT_FEN = env.int("FREIGHT_FEN", default=1000)  # fen, per order with goods
+FREE_FREIGHT_MIN_FEN = env.int("FREE_FREIGHT_MIN_FEN", default=9900)  # fen of goods
+POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
+SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
+SLOT_LENGTH_MINUTES = 60
+SLOT_DAYS_AHEAD = 8
+
+# --- WeChat (mini-program login + WeChat Pay V2) ---------------------------------------------
+# The defaults are the local sandbox's demo credentials; production sets its own.
+SANDBOX_BASE = "http://127.0.0.1:8001/"
+WECHAT_APPID = env.str("WECHAT_APPID", default="wx8d5f3c1a2b4e6f70")
+WECHAT_APP_SECRET = env.str("WECHAT_APP_SECRET", default="0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+WECHAT_MCH_ID = env.str("WECHAT_MCH_ID", default="1900000109")
+WECHAT_PAY_API_KEY = env.str("WECHAT_PAY_API_KEY", default="starmall0sandbox0pay0api0key0032")
+WECHAT_API_BASE = env.str("WECHAT_API_BASE", default=SANDBOX_BASE)
+WECHAT_PAY_API_BASE = env.str("WECHAT_PAY_API_BASE", default=SANDBOX_BASE)
+WECHAT_MCH_CERT = env.str("WECHAT_MCH_CERT", default="")  # PEM path, needed for refunds
+WECHAT_MCH_KEY = env.str("WECHAT_MCH_KEY", default="")
+WECHAT_TIMEOUT_SECONDS = env.float("WECHAT_TIMEOUT_SECONDS", default=5.0)
+WECHAT_SUBSCRIBE_TEMPLATE_PAID = env.str("WECHAT_SUBSCRIBE_TEMPLATE_PAID", default="order-paid")
+# The server's own address, sent as spbill_create_ip (WECHAT.md: always pass client_ip).
+WECHAT_SPBILL_CREATE_IP = env.str("WECHAT_SPBILL_CREATE_IP", default="127.0.0.1")
+
+# --- i18n / time ----------------------------------------------------------------------------
+LANGUAGE_CODE = "zh-hans"
+TIME_ZONE = "Asia/Shanghai"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}
+
+
+def _check() -> None:
+    """Refuse to start with configuration that would lose orders or money."""
+    if ORDER_DRAFT_TTL_SECONDS <= 0:
+        raise ImproperlyConfigured("ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds")
+    if ORDER_PAY_TIMEOUT_MINUTES <= 0:
+        raise ImproperlyConfigured("ORDER_PAY_TIMEOUT_MINUTES must be a positive number of minutes")
+    if len(WECHAT_PAY_API_KEY) != 32:
+        raise ImproperlyConfigured("WECHAT_PAY_API_KEY must be the 32-character WeChat Pay API key")
+    for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):
+        if not globals()[name].endswith("/"):
+            raise ImproperlyConfigured(f"{name} must end in '/' (wechatpy joins paths onto it)")

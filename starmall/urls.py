@@ -1,0 +1,27 @@
+"""Top-level URLs: the mini-program API under /api/v1/, admin, schema, health."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from starmall.api.health import healthz
+
+api_v1 = [
+    path("", include("apps.accounts.api.urls")),
+    path("", include("apps.catalog.api.urls")),
+    path("", include("apps.appointments.api.urls")),
+    path("", include("apps.orders.api.urls")),
+    path("", include("apps.payments.api.urls")),
+    path("", include("apps.almanac.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("admin/", admin.site.urls),
+]
+
+admin.site.site_header = "Starmall 后台"
+admin.site.site_title = "Starmall"

@@ -1,0 +1,125 @@
+"""Races on PostgreSQL with real threads: the invariants hold under contention."""
+
+from collections import Counter
+
+import pytest
+
+from apps.accounts.models import Address
+from apps.appointments.models import Booking, Slot
+from apps.catalog.exceptions import InsufficientStock
+from apps.appointments.exceptions import SlotUnavailable
+from apps.catalog.models import Product, Sku
+from apps.orders import services as orders
+from apps.orders.models import FollowUp, Order
+from apps.payments import services as payments
+from apps.payments.models import Notification, Payment
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+N = 8
+
+
+def _buyers(make_customer, n):
+    buyers = []
+    for _ in range(n):
+        customer = make_customer()
+        address = Address.objects.create(customer=customer, name="买家", phone="13800000000",
+                                          province="浙江省", city="杭州市", detail="1号")
+        buyers.append((customer, address))
+    return buyers
+
+
+def test_buyers_racing_for_fewer_units_get_exactly_the_stock(make_customer, make_sku, is_postgres, race):
+    assert is_postgres
+    sku = make_sku(price_fen=3600, stock=3)
+    other = make_sku(price_fen=100, stock=100, name="茶巾")
+    drafts = []
+    for customer, address in _buyers(make_customer, N):
+        draft = orders.order_confirm(customer=customer, address_id=address.pk,
+                                     items=[{"sku_id": other.pk, "quantity": 1}, {"sku_id": sku.pk, "quantity": 1}])
+        drafts.append((customer, draft["order_key"]))
+
+    results = race(lambda i: orders.order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
+
+    created = [r for r in results if isinstance(r, tuple)]
+    refused = [r for r in results if isinstance(r, InsufficientStock)]
+    assert (len(created), len(refused)) == (3, N - 3), results
+    assert Sku.objects.get(pk=sku.pk).stock == 0
+    assert Sku.objects.get(pk=other.pk).stock == 100 - 3  # losers' first lines rolled back
+    assert Order.objects.count() == 3
+
+
+def test_buyers_racing_for_one_slot_make_one_booking(make_customer, consultation, race):
+    slot = consultation.slots[2]
+    drafts = []
+    for customer, _ in _buyers(make_customer, N):
+        draft = orders.order_confirm(customer=customer, slot_id=slot.pk,
+                                     items=[{"sku_id": consultation.sku.pk, "quantity": 1}])
+        drafts.append((customer, draft["order_key"]))
+
+    results = race(lambda i: orders.order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
+
+    assert sum(isinstance(r, tuple) for r in results) == 1, results
+    assert sum(isinstance(r, SlotUnavailable) for r in results) == N - 1
+    assert Slot.objects.get(pk=slot.pk).booked == 1
+    assert Booking.objects.count() == Order.objects.count() == 1
+    assert Sku.objects.get(pk=consultation.sku.pk).stock == 1000 - 1
+
+
+def test_same_order_key_racing_makes_one_order(make_customer, make_sku, race):
+    sku = make_sku(stock=10)
+    (customer, address), = _buyers(make_customer, 1)
+    key = orders.order_confirm(customer=customer, address_id=address.pk,
+                               items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
+
+    results = race(lambda i: orders.order_create(customer=customer, order_key=key), N)
+
+    assert all(isinstance(r, tuple) for r in results), results
+    assert len({r[0].order_no for r in results}) == 1
+    assert sum(r[1] for r in results) == 1  # exactly one call created it
+    assert Order.objects.count() == 1
+    assert Sku.objects.get(pk=sku.pk).stock == 8
+
+
+def test_same_notification_delivered_concurrently_pays_once(make_customer, make_sku, make_api, wechat, race):
+    sku = make_sku(price_fen=12800, stock=5)
+    (customer, address), = _buyers(make_customer, 1)
+    key = orders.order_confirm(customer=customer, address_id=address.pk,
+                               items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+    order, _ = orders.order_create(customer=customer, order_key=key)
+    payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
+    wechat.control.pay(order.order_no)
+    body = wechat.control.notifications()[0]["body"].encode()
+
+    results = race(lambda i: payments.notification_handle(body), N)
+
+    assert all(b"SUCCESS" in r for r in results), results
+    assert Counter(Notification.objects.values_list("outcome", flat=True)) == {"applied": 1, "duplicate": N - 1}
+    assert Order.objects.get(pk=order.pk).status == "paid"
+    assert Payment.objects.get(order=order).status == "paid"
+    assert FollowUp.objects.filter(order=order).count() == 2
+    assert Product.objects.get(pk=sku.product_id).sales == 1
+
+
+def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sku, race):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    sku = make_sku(stock=5)
+    (customer, address), = _buyers(make_customer, 1)
+    key = orders.order_confirm(customer=customer, address_id=address.pk,
+                               items=[{"sku_id": sku.pk, "quantity": 3}])["order_key"]
+    order, _ = orders.order_create(customer=customer, order_key=key)
+    later = timezone.now() + dt.timedelta(hours=1)
+
+    def act(i):
+        if i % 2:
+            return payments.order_expire(order_id=order.pk, now=later)
+        return payments.order_cancel_checked(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
+
+    results = race(act, N)
+
+    assert sum(r in (True, "cancelled") for r in results) == 1, results
+    assert Sku.objects.get(pk=sku.pk).stock == 5
+    assert Order.objects.get(pk=order.pk).status == "cancelled"

@@ -1,0 +1,231 @@
+"""Fixtures shared by the whole suite.
+
+Runs on embedded defaults (SQLite in memory, the suite's own embedded Redis at
+var/test-redis.sock) or on PostgreSQL/Redis when DATABASE_URL / REDIS_URL are set. A WeChat
+sandbox runs in a thread for the whole session; each test starts with it reset and with
+settings pointing wechatpy at it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+
+from starmall import embedded_redis
+from starmall.wechat_sandbox.config import SandboxConfig
+from starmall.wechat_sandbox.server import SandboxServer
+
+_started_redis = False
+
+
+def pytest_configure(config):
+    global _started_redis
+    if not os.environ.get("REDIS_URL") and not embedded_redis.is_running():
+        embedded_redis.ensure_running()
+        _started_redis = True
+
+
+def pytest_unconfigure(config):
+    if _started_redis:
+        embedded_redis.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``postgres`` skip on SQLite — unless CI demands PostgreSQL, then they fail."""
+    if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        return
+    if os.environ.get("STARMALL_REQUIRE_POSTGRES"):
+        raise pytest.UsageError("STARMALL_REQUIRE_POSTGRES is set but DATABASE_URL is not PostgreSQL")
+    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL=postgres://...)")
+    for item in items:
+        if "postgres" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def wechat_sandbox_server():
+    """A WeChat sandbox on a free port, with the shop's credentials; notifications manual."""
+    config = SandboxConfig.from_env(
+        {},
+        appid=django_settings.WECHAT_APPID,
+        app_secret=django_settings.WECHAT_APP_SECRET,
+        mch_id=django_settings.WECHAT_MCH_ID,
+        api_key=django_settings.WECHAT_PAY_API_KEY,
+    )
+    server = SandboxServer(config=config, auto_notify=False)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def wechat(wechat_sandbox_server, settings):
+    """The sandbox, reset, with the shop's WeChat base URLs pointed at it."""
+    wechat_sandbox_server.state.reset()
+    settings.WECHAT_API_BASE = wechat_sandbox_server.url
+    settings.WECHAT_PAY_API_BASE = wechat_sandbox_server.url
+    return wechat_sandbox_server
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis():
+    """Forget the suite's Redis keys (cache, tokens, drafts, test queues) around each test."""
+    from django_redis import get_redis_connection
+
+    r = get_redis_connection("default")
+
+    def clean():
+        keys = list(r.scan_iter(f"{django_settings.CACHES['default']['KEY_PREFIX']}:*", count=1000))
+        keys += [q for q in queue_names()]
+        if keys:
+            r.delete(*keys)
+
+    clean()
+    yield
+    clean()
+
+
+def queue_names() -> list[str]:
+    routes = django_settings.CELERY_TASK_ROUTES
+    return [django_settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in routes.values()})
+
+
+@pytest.fixture
+def queued():
+    """``queued(name)``: the task names waiting on a Celery queue (a Redis list), oldest first."""
+    import json
+
+    from django_redis import get_redis_connection
+
+    r = get_redis_connection("default")
+
+    def read(queue: str) -> list[str]:
+        name = "test-" + queue if not queue.startswith("test-") else queue
+        return [json.loads(m)["headers"]["task"] for m in reversed(r.lrange(name, 0, -1))]
+
+    return read
+
+
+@pytest.fixture
+def is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+# --- shop objects -------------------------------------------------------------------------
+
+@pytest.fixture
+def make_customer(db):
+    """``make_customer(balance_fen=0, points=0, openid=None)`` -> Customer."""
+    import itertools
+
+    from apps.accounts.models import Customer
+
+    counter = itertools.count(1)
+
+    def make(*, balance_fen: int = 0, points: int = 0, openid: str | None = None) -> Customer:
+        n = next(counter)
+        return Customer.objects.create(
+            openid=openid or f"oTestCustomer{n:015d}", nickname=f"顾客{n}",
+            balance_fen=balance_fen, points=points,
+        )
+
+    return make
+
+
+@pytest.fixture
+def customer(make_customer):
+    return make_customer()
+
+
+@pytest.fixture
+def make_api():
+    """``make_api(customer)`` -> DRF APIClient sending that customer's bearer token."""
+    from rest_framework.test import APIClient
+
+    from apps.accounts.tokens import token_issue
+
+    def make(customer=None) -> APIClient:
+        client = APIClient()
+        if customer is not None:
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(customer_id=customer.pk)}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api(make_api, customer):
+    return make_api(customer)
+
+
+@pytest.fixture
+def address(customer):
+    from apps.accounts.models import Address
+
+    return Address.objects.create(
+        customer=customer, name="张三", phone="13800000000", province="浙江省", city="杭州市",
+        district="西湖区", detail="文三路100号", is_default=True,
+    )
+
+
+@pytest.fixture
+def make_sku(db):
+    """``make_sku(price_fen=12800, stock=10, name="青瓷盖碗", specs=None)`` -> Sku of a goods product."""
+    from apps.catalog.models import Category, Kind, Product, Sku
+
+    def make(*, price_fen: int = 12800, stock: int = 10, name: str = "青瓷盖碗", specs=None) -> Sku:
+        category, _ = Category.objects.get_or_create(name="茶器", defaults={"kind": Kind.GOODS})
+        product = Product.objects.create(category=category, name=name, kind=Kind.GOODS)
+        return Sku.objects.create(product=product, specs=specs or {"颜色": "天青"}, price_fen=price_fen, stock=stock)
+
+    return make
+
+
+@pytest.fixture
+def consultation(db):
+    """A teacher with a consultation product (one SKU, 29900 fen) and slots for 8 days."""
+    from apps.appointments.services import slots_generate
+    from apps.catalog.models import Category, Kind, Product, Sku, Teacher
+
+    category = Category.objects.create(name="咨询预约", kind=Kind.CONSULTATION)
+    product = Product.objects.create(category=category, name="命理咨询", kind=Kind.CONSULTATION)
+    sku = Sku.objects.create(product=product, specs={"时长": "60分钟"}, price_fen=29900, stock=1000)
+    teacher = Teacher.objects.create(name="李明远", title="国学讲师", product=product)
+    slots_generate()
+
+    class Consultation:
+        pass
+
+    c = Consultation()
+    c.product, c.sku, c.teacher = product, sku, teacher
+    c.slots = list(teacher.slots.order_by("start"))
+    return c
+
+
+@pytest.fixture
+def deliver(wechat, django_capture_on_commit_callbacks):
+    """``deliver()``: the sandbox sends its pending notifications through Django's test client.
+
+    ``on_commit`` callbacks run as after a real commit. Returns the attempts (each with ``ok``,
+    ``status``, ``response``), as the sandbox records them.
+    """
+    from urllib.parse import urlparse
+
+    from django.test import Client
+
+    client = Client()
+
+    def transport(url: str, body: bytes) -> tuple[int, str]:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(urlparse(url).path, data=body, content_type="text/xml")
+        return response.status_code, response.content.decode()
+
+    def run(notification_id: int | None = None) -> list[dict]:
+        if notification_id is not None:
+            return wechat.state.resend(notification_id, transport)
+        return wechat.deliver_pending(transport)
+
+    return run
