@@ -18,6 +18,9 @@ from starmall import embedded_redis
 from starmall.wechat_sandbox.config import SandboxConfig
 from starmall.wechat_sandbox.server import SandboxServer
 
+# The suite's own embedded Redis (var/test-redis-<pid>.sock): never the demo shop's. Set here
+# too because pytest_configure may run before Django imports starmall.settings.test.
+os.environ.setdefault("STARMALL_EMBEDDED_REDIS", f"test-redis-{os.getpid()}")
 _started_redis = False
 
 
@@ -31,6 +34,8 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if _started_redis:
         embedded_redis.stop()
+        for suffix in (".sock", ".pid", ".rdb", ".log"):
+            embedded_redis.socket_path().with_suffix(suffix).unlink(missing_ok=True)
 
 
 def pytest_collection_modifyitems(config, items):

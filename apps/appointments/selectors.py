@@ -7,6 +7,7 @@ import datetime as dt
 from django.db.models import F
 from django.utils import timezone
 
+from apps.almanac.selectors import good_dates
 from apps.appointments.models import Slot
 
 
@@ -30,8 +31,6 @@ def slot_list(
     lo, hi = day_bounds(start, end)
     slots = list(Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start"))
     if good_for:
-        from apps.almanac.selectors import good_dates  # TODO(lead): top-level once almanac lands
-
         good = good_dates(activity=good_for, start=start, end=end)
         slots = [s for s in slots if timezone.localtime(s.start).date() in good]
     return slots
@@ -46,8 +45,6 @@ def slot_next_available(*, teacher_id: int, limit: int = 5, good_for: str | None
     ).order_by("start")
     if not good_for:
         return list(qs[:limit])
-    from apps.almanac.selectors import good_dates  # TODO(lead): top-level once almanac lands
-
     today = timezone.localdate()
     good = good_dates(activity=good_for, start=today, end=today + dt.timedelta(days=horizon_days))
     _, hi = day_bounds(today, today + dt.timedelta(days=horizon_days))

@@ -249,12 +249,12 @@ def _transition(
     updated = Order.objects.filter(pk=order.pk, status__in=from_statuses).update(status=to, **fields)
     if updated != 1:
         return False
-    previous = order.status
+    # The row was in one of from_statuses; the in-memory status says which unless it is stale.
+    previous = order.status if order.status in from_statuses else from_statuses[0]
     order.status = to
     for name, value in fields.items():
         setattr(order, name, value)
-    OrderEvent.objects.create(order=order, from_status=previous if previous in from_statuses else from_statuses[0],
-                              to_status=to, actor=actor, note=note)
+    OrderEvent.objects.create(order=order, from_status=previous, to_status=to, actor=actor, note=note)
     return True
 
 
@@ -298,15 +298,6 @@ def _release_holdings(order: Order) -> None:
                          reason=WalletEvent.Reason.RETURN, ref=order.order_no)
 
 
-def order_cancel_by_customer(*, order_no: str, customer_id: int) -> Order:
-    """The customer's cancel button: only ``unpaid`` orders, else InvalidState."""
-    order = order_get(order_no=order_no, customer_id=customer_id)
-    if not order_cancel(order=order, actor="customer", reason="customer cancelled"):
-        raise InvalidState("Only unpaid orders can be cancelled.", status=_status(order))
-    order.refresh_from_db()
-    return order
-
-
 def _status(order: Order) -> str:
     return Order.objects.values_list("status", flat=True).get(pk=order.pk)
 
@@ -344,6 +335,13 @@ def order_complete(*, order: Order, actor: str) -> bool:
     with transaction.atomic():
         return _transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor,
                            completed_at=timezone.now())
+
+
+def orders_complete_held_consultations(*, now: dt.datetime | None = None) -> int:
+    """Beat: paid consultation orders whose slot has ended become ``completed``; returns how many."""
+    now = now or timezone.now()
+    due = Order.objects.filter(status=OrderStatus.PAID, kind=Kind.CONSULTATION, slot__end__lte=now)
+    return sum(order_complete(order=order, actor="system:slot-passed") for order in due[:500])
 
 
 def order_receive(*, order_no: str, customer_id: int) -> Order:

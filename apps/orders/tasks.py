@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.orders import followups
+from apps.orders import followups, services
 from apps.payments import services as payments
 
 
@@ -28,3 +28,9 @@ def followup_run(followup_id: int) -> str:
 def followups_redispatch() -> int:
     """Beat: re-push follow-ups still pending (the row is the source of truth, not Redis)."""
     return followups.followups_redispatch()
+
+
+@shared_task
+def orders_complete_consultations() -> int:
+    """Beat, hourly: paid consultations whose slot has passed become completed."""
+    return services.orders_complete_held_consultations()

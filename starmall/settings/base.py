@@ -141,6 +141,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.orders.tasks.orders_expire_due",
         "schedule": 60,
     },
+    "orders-complete-consultations": {
+        "task": "apps.orders.tasks.orders_complete_consultations",
+        "schedule": 3600,
+    },
     "followups-redispatch": {
         "task": "apps.orders.tasks.followups_redispatch",
         "schedule": 120,

@@ -2,8 +2,9 @@
 
 import os
 
-# Before base reads it: the suite's embedded Redis is its own, never the demo shop's.
-os.environ.setdefault("STARMALL_EMBEDDED_REDIS", "test-redis")
+# Before base reads it: each test run gets its own embedded Redis (var/test-redis-<pid>.sock),
+# never the demo shop's, and two runs at once do not stop each other's server.
+os.environ.setdefault("STARMALL_EMBEDDED_REDIS", f"test-redis-{os.getpid()}")
 
 from .base import *  # noqa: E402,F401,F403
 from .base import CACHES, _check  # noqa: E402

@@ -78,3 +78,17 @@ def test_receive_only_from_shipped(api, make_sku, address, place_order):
     response = api.post(f"/api/v1/orders/{order['order_no']}/receive")
     assert response.status_code == 200
     assert response.json()["status"] == "completed"
+
+
+def test_paid_consultation_completes_after_its_slot(api, consultation, place_order):
+    import datetime as dt
+
+    from apps.orders import services
+
+    slot = consultation.slots[0]
+    order = place_order(api, items=[(consultation.sku, 1)], slot=slot)
+    Order.objects.filter(order_no=order["order_no"]).update(status="paid")
+    assert services.orders_complete_held_consultations(now=slot.end - dt.timedelta(minutes=1)) == 0
+    assert services.orders_complete_held_consultations(now=slot.end) == 1
+    assert services.orders_complete_held_consultations(now=slot.end) == 0
+    assert Order.objects.get(order_no=order["order_no"]).status == "completed"

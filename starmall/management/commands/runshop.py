@@ -8,7 +8,6 @@ on Ctrl-C.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import sys
 
@@ -16,7 +15,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from django.utils import timezone
 from honcho.manager import Manager
 from honcho.printer import Printer
 
@@ -72,10 +70,8 @@ class Command(BaseCommand):
         call_command("seed_demo")
         username, password = self._staff_login()
         call_command("generate_slots")
-        today = timezone.localdate()
-        start = today - dt.timedelta(days=366)
-        end = today + dt.timedelta(days=3 * 366)
-        call_command("load_almanac", start=start.isoformat(), end=end.isoformat())
+        # One year back to three ahead; a rerun on a loaded window returns at once.
+        call_command("load_almanac", years_back=1, years_ahead=3, no_progress=True)
         site = settings.SITE_URL
         out.write(self.style.SUCCESS(
             "\nStarmall is starting:\n"

@@ -1,0 +1,82 @@
+"""Slot generation (6 a day, 8 days, Shanghai time), the slot list API, book/release once."""
+
+import datetime as dt
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.db import transaction
+
+from apps.appointments import services
+from apps.appointments.exceptions import SlotUnavailable
+from apps.appointments.models import Booking, Slot
+from apps.catalog.models import Teacher
+
+pytestmark = pytest.mark.django_db
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+
+def test_generate_makes_six_slots_a_day_for_eight_days_and_rerun_adds_nothing():
+    Teacher.objects.create(name="甲")
+    Teacher.objects.create(name="乙")
+    Teacher.objects.create(name="停用", is_active=False)
+    now = dt.datetime(2026, 12, 1, 8, 0, tzinfo=SHANGHAI)  # before the first slot of the day
+    first = services.slots_generate(now=now)
+    assert first.created == 2 * 8 * 6
+    assert services.slots_generate(now=now).created == 0
+    assert Slot.objects.count() == 96
+    starts = sorted({s.astimezone(SHANGHAI) for s in Slot.objects.values_list("start", flat=True)})
+    assert starts[0] == dt.datetime(2026, 12, 1, 9, 0, tzinfo=SHANGHAI)
+    assert starts[-1] == dt.datetime(2026, 12, 8, 19, 0, tzinfo=SHANGHAI)
+    assert {s.hour for s in starts} == {9, 11, 13, 15, 17, 19}
+    slot = Slot.objects.first()
+    assert slot.end - slot.start == dt.timedelta(hours=1)
+
+
+def test_generate_skips_started_slots_and_removes_past_free_ones():
+    teacher = Teacher.objects.create(name="甲")
+    services.slots_generate(now=dt.datetime(2026, 12, 1, 8, 0, tzinfo=SHANGHAI))
+    later = dt.datetime(2026, 12, 2, 12, 0, tzinfo=SHANGHAI)  # day 2, 09:00 and 11:00 have begun
+    result = services.slots_generate(now=later)
+    assert result.removed == 6 + 2  # all of Dec 1 and the first two of Dec 2, none booked
+    assert result.created == 6  # Dec 9 appears
+    assert Slot.objects.filter(teacher=teacher).count() == 8 * 6 - 8 + 6
+
+
+def test_book_respects_capacity_and_release_happens_once(customer):
+    teacher = Teacher.objects.create(name="甲")
+    services.slots_generate()
+    slot = Slot.objects.filter(teacher=teacher).first()
+    with transaction.atomic():
+        services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
+    with pytest.raises(SlotUnavailable):
+        services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A2", customer_id=customer.pk)
+    assert Slot.objects.get(pk=slot.pk).booked == 1
+    assert services.slot_release(order_no="A1") is True
+    assert services.slot_release(order_no="A1") is False
+    assert Slot.objects.get(pk=slot.pk).booked == 0
+    assert Booking.objects.count() == 0
+
+
+def test_slot_list_api_by_teacher_and_dates(client, consultation):
+    from django.utils import timezone
+
+    today = timezone.localdate()
+    response = client.get(f"/api/v1/teachers/{consultation.teacher.pk}/slots",
+                          {"from": today.isoformat(), "to": (today + dt.timedelta(days=7)).isoformat()})
+    assert response.status_code == 200
+    slots = response.json()
+    assert len(slots) == len(consultation.slots)
+    assert set(slots[0]) == {"id", "start", "end", "capacity", "booked", "available"}
+    assert slots[0]["start"].endswith("+08:00")
+    assert all(s["available"] for s in slots)
+    tomorrow = client.get(f"/api/v1/teachers/{consultation.teacher.pk}/slots",
+                          {"from": (today + dt.timedelta(days=1)).isoformat(),
+                           "to": (today + dt.timedelta(days=1)).isoformat()}).json()
+    assert [dt.datetime.fromisoformat(s["start"]).hour for s in tomorrow] == [9, 11, 13, 15, 17, 19]
+
+
+def test_slot_list_api_errors(client, consultation):
+    url = f"/api/v1/teachers/{consultation.teacher.pk}/slots"
+    assert client.get(url, {"from": "2026-13-01"}).json()["code"] == "invalid"
+    assert client.get(url, {"from": "2026-12-10", "to": "2026-12-01"}).status_code == 400
+    assert client.get("/api/v1/teachers/999999/slots").status_code == 404

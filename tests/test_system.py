@@ -1,0 +1,63 @@
+"""/healthz, the OpenAPI schema, configuration checks, and WeChat's signing test vector."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from wechatpy.pay.utils import calculate_signature
+
+
+@pytest.mark.django_db
+def test_healthz_ok(client):
+    assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "redis": "ok"}
+
+
+@pytest.mark.django_db
+def test_healthz_503_names_redis_when_it_is_down(client, settings):
+    # Changing CACHES makes Django drop its cache connections (setting_changed signal).
+    settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "error", "database": "ok", "redis": "error"}
+
+
+def test_schema_lists_the_contract_paths(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for path in ["/api/v1/auth/wechat/login", "/api/v1/orders/confirm", "/api/v1/orders",
+                 "/api/v1/orders/{order_no}/pay", "/api/v1/orders/{order_no}/pay-status",
+                 "/api/v1/teachers/{teacher_id}/slots", "/api/v1/products/{product_id}"]:
+        assert path in schema["paths"], path
+    assert client.get("/api/docs/").status_code == 200
+
+
+def test_wechat_official_signature_vector():
+    params = {"appid": "wxd930ea5d5a258f4f", "mch_id": "10000100", "device_info": "1000",
+              "body": "test", "nonce_str": "ibuaiVcKdpRxkhJA"}
+    assert calculate_signature(params, "192006250b4c09247ec02edce69f6a2d") == "9A0A8659F005D6984697E2CA0A9CF3B7"
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"ORDER_DRAFT_TTL_SECONDS": "0"}, "ORDER_DRAFT_TTL_SECONDS"),
+    ({"WECHAT_PAY_API_KEY": "short"}, "WECHAT_PAY_API_KEY"),
+    ({"WECHAT_PAY_API_BASE": "http://example.invalid"}, "must end in '/'"),
+])
+def test_bad_configuration_stops_startup(env, message):
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.local", **env},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_production_settings_demand_secrets():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WECHAT_", "DJANGO_SECRET"))}
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**env, "DJANGO_SETTINGS_MODULE": "starmall.settings.production"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY" in result.stderr and "WECHAT_PAY_API_KEY" in result.stderr
