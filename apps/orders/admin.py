@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from apps.orders import services
-from apps.orders.models import FollowUp, Order, OrderEvent, OrderLine
+from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine
 from apps.payments import services as payments
 
 
@@ -83,3 +83,39 @@ class FollowUpAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(AfterSale)
+class AfterSaleAdmin(admin.ModelAdmin):
+    list_display = ["refund_no", "order", "amount_fen", "status", "reason", "decided_by", "created_at"]
+    list_filter = ["status"]
+    search_fields = ["refund_no", "order__order_no", "order__customer__openid"]
+    readonly_fields = [f.name for f in AfterSale._meta.fields]
+    actions = ["approve", "reject"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Approve: refund the amount (WeChat or balance)")
+    def approve(self, request, queryset):
+        from apps.payments import refunds
+        from starmall.errors import ShopError
+
+        done = 0
+        for sale in queryset:
+            try:
+                done += refunds.after_sale_approve(after_sale_id=sale.pk, actor=f"staff:{request.user.username}") is not None
+            except ShopError as exc:
+                messages.error(request, f"{sale.refund_no}: {exc.message}")
+        messages.info(request, f"Approved {done} of {queryset.count()} requests.")
+
+    @admin.action(description="Reject")
+    def reject(self, request, queryset):
+        from apps.payments import refunds
+
+        done = sum(refunds.after_sale_reject(after_sale_id=s.pk, actor=f"staff:{request.user.username}",
+                                             note="rejected in admin") for s in queryset)
+        messages.info(request, f"Rejected {done} of {queryset.count()} requests.")

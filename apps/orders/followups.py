@@ -16,7 +16,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.orders.models import FollowUp, Order
@@ -53,37 +53,59 @@ def followup_dispatch(followup_id: int) -> bool:
     return True
 
 
-def followup_execute(followup_id: int) -> str:
+def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str:
     """Run one follow-up's handler; return its status afterwards.
 
-    Done rows are skipped (a redelivered message does nothing). A failed attempt counts and
-    stays pending until ``FollowUp.MAX_ATTEMPTS``, then becomes FAILED with its error.
+    The row is claimed first (``pending`` and not leased -> leased for LEASE_SECONDS), so two
+    deliveries of the same message cannot run it at once, and a done row is skipped. Database
+    effects (points) commit in the same transaction as ``done``: exactly once. External effects
+    (WeChat message, SMS) are at-least-once: a worker that dies between sending and marking
+    done leaves the row to be run again after its lease. A failed attempt stays pending until
+    ``FollowUp.MAX_ATTEMPTS``, then becomes FAILED with its error (visible in the admin).
     """
-    followup = FollowUp.objects.select_related("order", "order__customer").filter(pk=followup_id).first()
-    if followup is None or followup.status != FollowUp.Status.PENDING:
-        return followup.status if followup else "missing"
-    try:
-        HANDLERS[followup.kind](followup)
-    except Exception as exc:  # any handler error: record it and let the sweep retry
-        attempts = followup.attempts + 1
-        status = FollowUp.Status.FAILED if attempts >= FollowUp.MAX_ATTEMPTS else FollowUp.Status.PENDING
-        FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-            attempts=attempts, last_error=f"{type(exc).__name__}: {exc}"[:2000], status=status
-        )
-        logger.warning("follow-up %s failed (attempt %s): %s", followup.key, attempts, exc)
-        return status
-    FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-        status=FollowUp.Status.DONE, attempts=followup.attempts + 1, done_at=timezone.now(), last_error=""
+    now = now or timezone.now()
+    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    claimed = FollowUp.objects.filter(free, pk=followup_id, status=FollowUp.Status.PENDING).update(
+        locked_until=now + dt.timedelta(seconds=FollowUp.LEASE_SECONDS), attempts=F("attempts") + 1
     )
+    followup = FollowUp.objects.select_related("order", "order__customer").filter(pk=followup_id).first()
+    if followup is None:
+        return "missing"
+    if claimed != 1:
+        return followup.status  # done, failed, or another worker holds it
+    try:
+        with transaction.atomic():
+            HANDLERS[followup.kind](followup)
+            FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
+                status=FollowUp.Status.DONE, done_at=timezone.now(), last_error="", locked_until=None
+            )
+    except Exception as exc:  # any handler error: record it and let the sweep retry
+        status = (FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS
+                  else FollowUp.Status.PENDING)
+        FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
+            last_error=f"{type(exc).__name__}: {exc}"[:2000], status=status, locked_until=None
+        )
+        if status == FollowUp.Status.FAILED:
+            logger.error("ALERT follow-up %s FAILED after %s attempts: %s", followup.key, followup.attempts, exc)
+        else:
+            logger.warning("follow-up %s failed (attempt %s): %s", followup.key, followup.attempts, exc)
+        return status
     return FollowUp.Status.DONE
 
 
 def followups_redispatch(*, now: dt.datetime | None = None) -> int:
-    """Re-push pending follow-ups not dispatched (or not done) for a while; return how many."""
-    cutoff = (now or timezone.now()) - REDISPATCH_AFTER
+    """Re-push pending follow-ups that no worker finished; return how many were pushed.
+
+    A row qualifies when it was never pushed (Redis was down at commit) or was pushed more
+    than REDISPATCH_AFTER ago, and no worker holds a live lease on it. Pushing twice is
+    harmless: the claim in :func:`followup_execute` lets one run.
+    """
+    now = now or timezone.now()
+    cutoff = now - REDISPATCH_AFTER
     stale = Q(dispatched_at__isnull=True, created_at__lt=cutoff) | Q(dispatched_at__lt=cutoff)
+    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     ids = list(
-        FollowUp.objects.filter(stale, status=FollowUp.Status.PENDING).values_list("pk", flat=True)[:500]
+        FollowUp.objects.filter(stale, free, status=FollowUp.Status.PENDING).values_list("pk", flat=True)[:500]
     )
     return sum(followup_dispatch(pk) for pk in ids)
 
@@ -117,7 +139,19 @@ def _award_points(followup: FollowUp) -> None:
                   reason=WalletEvent.Reason.AWARD, ref=order.order_no)
 
 
+def _send_paid_sms(followup: FollowUp) -> None:
+    """Text the customer (when a phone is known) through ``settings.SMS_BACKEND``."""
+    from apps.orders.sms import backend
+
+    order = followup.order
+    phone = (order.address or {}).get("phone") or order.customer.phone
+    if phone:
+        backend().send(phone=phone, key=followup.key,
+                       text=f"【Starmall】订单{order.order_no}已支付{order.pay_fen / 100:.2f}元，感谢惠顾。")
+
+
 HANDLERS = {
     FollowUp.Kind.SUBSCRIBE_MESSAGE: _send_paid_message,
+    FollowUp.Kind.SMS: _send_paid_sms,
     FollowUp.Kind.POINTS_AWARD: _award_points,
 }

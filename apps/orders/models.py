@@ -107,6 +107,37 @@ class OrderEvent(models.Model):
         return f"{self.order_id}: {self.from_status or '-'} -> {self.to_status or '-'} ({self.actor})"
 
 
+class AfterSale(models.Model):
+    """A customer's refund request (售后). Staff approve or reject it; approval makes a Refund.
+
+    ``refund_no`` (UNIQUE) is shown to the customer and becomes the refund's ``out_refund_no``.
+    """
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", "待审核"  # waiting for staff (or the auto-approval rule)
+        APPROVED = "approved", "已同意"  # a Refund row exists and is on its way
+        REJECTED = "rejected", "已拒绝"  # staff said no; see decision_note
+        REFUNDED = "refunded", "已退款"  # the money is back
+        FAILED = "failed", "退款失败"  # WeChat refused after retries: staff must act
+
+    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="after_sales")
+    refund_no = models.CharField(max_length=32, unique=True)
+    reason = models.CharField(max_length=200)
+    amount_fen = models.PositiveIntegerField()  # fen asked for
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.REQUESTED)
+    decided_by = models.CharField(max_length=64, blank=True)  # "staff:<name>" or "system:auto"
+    decision_note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = "after-sale request"
+
+    def __str__(self) -> str:
+        return self.refund_no
+
+
 class FollowUp(models.Model):
     """Outbox row: a slow side effect written in the same transaction as the business change.
 
@@ -117,6 +148,7 @@ class FollowUp(models.Model):
 
     class Kind(models.TextChoices):
         SUBSCRIBE_MESSAGE = "subscribe_message", "订阅消息"  # "order paid" to the customer
+        SMS = "sms", "短信"  # "order paid" text to the customer's phone (pluggable backend)
         POINTS_AWARD = "points_award", "积分奖励"  # points for a paid order
 
     class Status(models.TextChoices):
@@ -125,6 +157,7 @@ class FollowUp(models.Model):
         FAILED = "failed", "失败"  # gave up after MAX_ATTEMPTS; see last_error
 
     MAX_ATTEMPTS = 5
+    LEASE_SECONDS = 300  # a worker that claimed a row and died frees it after this
 
     key = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=32, choices=Kind.choices)
@@ -132,6 +165,7 @@ class FollowUp(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True)  # claimed by a worker until then
     created_at = models.DateTimeField(auto_now_add=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     done_at = models.DateTimeField(null=True, blank=True)

@@ -286,14 +286,20 @@ def order_cancel(*, order: Order, actor: str, reason: str) -> bool:
 
 
 def _release_holdings(order: Order) -> None:
-    """Give back what the order took at create; runs once, under the caller's transition."""
+    """Give back what an unpaid order took at create; runs once, under the caller's transition."""
+    _restock(order)
+    if order.coupon_id:
+        wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
+
+
+def _restock(order: Order) -> None:
+    """Return the order's units to stock, its slot and the points it spent (once per order:
+    the caller's transition guards it; the points' WalletEvent is UNIQUE as well)."""
     quantities = Counter()
     for sku_id, quantity in order.lines.values_list("sku_id", "quantity"):
         quantities[sku_id] += quantity
     stock.sku_stock_restore(quantities=quantities)
     slots.slot_release(order_no=order.order_no)
-    if order.coupon_id:
-        wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
     wallet.points_credit(customer_id=order.customer_id, points=order.points_used,
                          reason=WalletEvent.Reason.RETURN, ref=order.order_no)
 
@@ -315,8 +321,26 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     for product_id, quantity in order.lines.values_list("product_id", "quantity"):
         quantities[product_id] += quantity
     stock.product_sales_add(quantities=quantities)
-    followups.followup_record(order=order, kind=FollowUp.Kind.SUBSCRIBE_MESSAGE)
-    followups.followup_record(order=order, kind=FollowUp.Kind.POINTS_AWARD)
+    for kind in (FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD):
+        followups.followup_record(order=order, kind=kind)
+    return True
+
+
+def order_mark_refunding(*, order: Order, actor: str) -> bool:
+    """A full refund was approved: ``paid/shipped/completed -> refunding`` (caller's transaction)."""
+    return _transition(order, from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
+                       to=OrderStatus.REFUNDING, actor=actor, note="full refund approved")
+
+
+def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
+    """The full refund arrived: ``refunding -> refunded``; with ``restock`` (goods not shipped,
+    or a consultation) the stock, the slot and the spent points come back, once."""
+    with transaction.atomic():
+        if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
+                           actor=actor, note="fully refunded"):
+            return False
+        if restock:
+            _restock(order)
     return True
 
 

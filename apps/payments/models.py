@@ -21,19 +21,28 @@ class Payment(models.Model):
     method = models.CharField(max_length=16)  # orders.PayMethod
     out_trade_no = models.CharField(max_length=32, unique=True, null=True, blank=True)  # WeChat only
     total_fee = models.PositiveIntegerField()  # fen, WeChat's total_fee
+    refunded_fen = models.PositiveIntegerField(default=0)  # fen committed to refunds (reserved)
     status = models.CharField(max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING)
     prepay_id = models.CharField(max_length=64, blank=True)
     prepay_expires_at = models.DateTimeField(null=True, blank=True)  # WeChat: prepay_id valid 2 h
     transaction_id = models.CharField(max_length=32, null=True, blank=True, unique=True)
     paid_at = models.DateTimeField(null=True, blank=True)
+    # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
+    checks = models.PositiveSmallIntegerField(default=0)
+    next_check_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-id"]
+        constraints = [
+            # The sum of refunds never exceeds what was paid (WECHAT.md: sum <= total_fee).
+            models.CheckConstraint(condition=models.Q(refunded_fen__lte=models.F("total_fee")),
+                                   name="payment_refunded_lte_total"),
+        ]
 
     def __str__(self) -> str:
-        return self.out_trade_no
+        return self.out_trade_no or f"balance:{self.order_id}"
 
 
 class Notification(models.Model):
@@ -61,3 +70,88 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"{self.out_trade_no} {self.outcome}"
+
+
+class Refund(models.Model):
+    """One refund of a payment, with its own UNIQUE ``out_refund_no`` (DESIGN.md flow 7).
+
+    A worker claims it with a conditional UPDATE (pending -> processing), calls WeChat (or
+    credits the balance) and retries with the SAME out_refund_no, so WeChat refunds it once.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "待退款"  # waiting for (another) attempt at next_attempt_at
+        PROCESSING = "processing", "提交中"  # a worker holds it (lease until next_attempt_at)
+        SUBMITTED = "submitted", "退款中"  # WeChat accepted it; waiting for its notification
+        SUCCESS = "success", "已退款"  # money returned (notification, refundquery or balance)
+        FAILED = "failed", "失败"  # out of tries or refused: staff must look (last_error)
+
+    class Reason(models.TextChoices):
+        AFTER_SALE = "after_sale", "售后退款"
+        LATE_PAYMENT = "late_payment", "订单已取消后到账"
+        DUPLICATE_PAYMENT = "duplicate_payment", "重复支付"
+
+    MAX_ATTEMPTS = 3
+    BACKOFF_SECONDS = (60, 300, 900)  # wait after the 1st, 2nd, 3rd failed try
+
+    order = models.ForeignKey("orders.Order", on_delete=models.PROTECT, related_name="refunds")
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="refunds")
+    after_sale = models.OneToOneField(
+        "orders.AfterSale", null=True, blank=True, on_delete=models.PROTECT, related_name="refund"
+    )
+    out_refund_no = models.CharField(max_length=64, unique=True)
+    refund_fen = models.PositiveIntegerField()  # fen to return
+    reason = models.CharField(max_length=32, choices=Reason.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    refund_id = models.CharField(max_length=64, blank=True)  # WeChat's number
+    last_error = models.TextField(blank=True)
+    restock = models.BooleanField(default=False)  # return stock and slot when it succeeds
+    created_at = models.DateTimeField(auto_now_add=True)
+    succeeded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="refund_status_next_idx")]
+        constraints = [
+            # One late-payment / duplicate-payment refund per payment, however often it is noticed.
+            models.UniqueConstraint(
+                fields=["payment", "reason"], condition=~models.Q(reason="after_sale"),
+                name="refund_once_per_payment_reason",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.out_refund_no
+
+
+class ReconciliationRun(models.Model):
+    """The comparison of one day's WeChat bill with local payments and refunds (one per day).
+
+    ``differences``: list of ``{"kind", "out_trade_no", "out_refund_no", "wechat_fen",
+    "local_fen", "wechat_status", "local_status"}``; kinds: missing_local, missing_wechat,
+    amount, status. ``alerted`` flips once (conditional UPDATE) so a day alerts once.
+    """
+
+    class Status(models.TextChoices):
+        OK = "ok", "一致"
+        DIFFERENCES = "differences", "有差异"
+        ERROR = "error", "下载失败"  # the bill could not be fetched; retried by the next run
+
+    bill_date = models.DateField(unique=True)  # Beijing date of the bill
+    status = models.CharField(max_length=16, choices=Status.choices)
+    wechat_count = models.PositiveIntegerField(default=0)  # bill rows (payments + refunds)
+    local_count = models.PositiveIntegerField(default=0)
+    wechat_fen = models.BigIntegerField(default=0)  # fen: paid minus refunded, per the bill
+    local_fen = models.BigIntegerField(default=0)  # fen: paid minus refunded, per our rows
+    differences = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    alerted = models.BooleanField(default=False)
+    checked_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-bill_date"]
+
+    def __str__(self) -> str:
+        return f"{self.bill_date} {self.status}"

@@ -19,13 +19,15 @@ from django.utils import timezone
 from apps.accounts import services as wallet
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderEvent, OrderStatus, PayMethod
-from apps.payments import wechat
-from apps.payments.models import Notification, Payment, PaymentStatus
+from apps.payments import refunds, wechat
+from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.errors import InvalidState, WechatUnavailable
 
 logger = logging.getLogger(__name__)
 
 PREPAY_REUSE_MARGIN = dt.timedelta(minutes=5)
+# An UNKNOWN payment is queried 1, 5 and 15 minutes after the timeout, then becomes MANUAL.
+UNCERTAIN_CHECK_WAITS = (dt.timedelta(minutes=1), dt.timedelta(minutes=4), dt.timedelta(minutes=10))
 _OPEN = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)
 
 
@@ -58,6 +60,8 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
     )
     if payment.status == PaymentStatus.PAID:
         raise InvalidState("This order is already paid.", status="paid")
+    if payment.status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
+        _clear_uncertainty_or_raise(payment)
     if payment.prepay_id and payment.prepay_expires_at > now + PREPAY_REUSE_MARGIN:
         return wechat.jsapi_params(payment.prepay_id)
     try:
@@ -67,6 +71,9 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             starts_at=order.created_at, expires_at=order.pay_deadline,
         )
     except wechat.PayUnavailable as exc:
+        # WeChat may or may not have created the trade: UNKNOWN until a query says (flow 8).
+        Payment.objects.filter(pk=payment.pk, status=PaymentStatus.PENDING).update(
+            status=PaymentStatus.UNKNOWN, checks=0, next_check_at=now + UNCERTAIN_CHECK_WAITS[0])
         raise WechatUnavailable() from exc
     except wechat.PayRejected as exc:
         if exc.err_code == "ORDERPAID":
@@ -80,6 +87,18 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
     )
     return wechat.jsapi_params(prepay.prepay_id)
+
+
+def _clear_uncertainty_or_raise(payment: Payment) -> None:
+    """A new unified order is made only after WeChat clearly says NOTPAY (or never saw it)."""
+    state = payment_sync(payment=payment)
+    if state in ("SUCCESS", "REFUND"):
+        raise InvalidState("This order is already paid.", status="paid")
+    if state not in ("NOTPAY", "NOTEXIST"):
+        raise WechatUnavailable("This payment is being confirmed with WeChat; try again shortly.")
+    Payment.objects.filter(pk=payment.pk, status__in=(PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)).update(
+        status=PaymentStatus.PENDING, next_check_at=None)
+    payment.refresh_from_db()
 
 
 def _body(order: Order) -> str:
@@ -141,11 +160,17 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
         order = Order.objects.get(pk=payment.order_id)
         if orders.order_mark_paid(order=order, method=PayMethod.WECHAT, paid_at=paid_at, actor=actor):
             return Applied.APPLIED
+        # Money for an order that is cancelled (or was paid another way): keep the record, do
+        # not revive the order or take stock again, and queue exactly one refund.
+        reason = Refund.Reason.LATE_PAYMENT if order.status == OrderStatus.CANCELLED else Refund.Reason.DUPLICATE_PAYMENT
+        payment.refresh_from_db()
+        refund = refunds.refund_for_unwanted_payment(payment=payment, reason=reason)
         OrderEvent.objects.create(
             order=order, from_status=order.status, to_status=order.status, actor=actor,
-            note=f"WeChat payment {transaction_id} arrived after the order was {order.status}: refund it",
+            note=f"WeChat payment {transaction_id} arrived after the order was {order.status}; "
+                 f"refund {refund.out_refund_no if refund else 'already queued'}",
         )
-        logger.error("late payment %s on %s order %s", transaction_id, order.status, order.order_no)
+        logger.error("late payment %s on %s order %s: refund queued", transaction_id, order.status, order.order_no)
         return Applied.LATE
 
 
@@ -221,6 +246,45 @@ def payment_sync(*, payment: Payment) -> str:
         payment_apply_paid(payment=payment, transaction_id=state.transaction_id, paid_at=paid_at,
                            actor="wechat:orderquery")
     return state.state
+
+
+def payment_check_uncertain(*, payment: Payment, now: dt.datetime | None = None) -> str:
+    """One scheduled check of an UNKNOWN payment (DESIGN.md flow 8); returns what it found.
+
+    "paid" (applied), "clear" (WeChat says it was not paid: PENDING again, or CLOSED),
+    "later" (still unsure: next check scheduled) or "manual" (checks ran out: MANUAL, one alert).
+    Staff use the same function from the admin on MANUAL payments.
+    """
+    now = now or timezone.now()
+    state = payment_sync(payment=payment)
+    if state in ("SUCCESS", "REFUND"):
+        return "paid"
+    if state in ("NOTPAY", "NOTEXIST", "PAYERROR", "CLOSED", "REVOKED"):
+        to = PaymentStatus.CLOSED if state in ("CLOSED", "REVOKED") else PaymentStatus.PENDING
+        Payment.objects.filter(pk=payment.pk, status__in=(PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)).update(
+            status=to, next_check_at=None)
+        return "clear"
+    checks = payment.checks + 1
+    if checks < len(UNCERTAIN_CHECK_WAITS):
+        Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
+            checks=checks, next_check_at=now + UNCERTAIN_CHECK_WAITS[checks])
+        return "later"
+    if Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
+        status=PaymentStatus.MANUAL, checks=checks, next_check_at=None
+    ) == 1:
+        logger.error("ALERT payment %s still uncertain after %s checks (last answer %r): MANUAL",
+                     payment.out_trade_no, checks, state or "no answer")
+    return "manual"
+
+
+def payments_check_uncertain(*, now: dt.datetime | None = None) -> dict[str, int]:
+    """Beat, every minute: the due checks of UNKNOWN payments."""
+    now = now or timezone.now()
+    counts: dict[str, int] = {}
+    for payment in Payment.objects.filter(status=PaymentStatus.UNKNOWN, next_check_at__lte=now)[:200]:
+        outcome = payment_check_uncertain(payment=payment, now=now)
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
 
 
 class Settle(str, Enum):
@@ -306,7 +370,11 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
 
 
 def payment_status(*, order_no: str, customer_id: int) -> dict:
-    """``{"order_status", "payment_status"}``; asks WeChat when a WeChat payment is pending."""
+    """``{"order_status", "payment_status", "refund_status", "message"}``.
+
+    Asks WeChat when a WeChat payment is still open. ``refund_status`` is the latest refund's
+    status (or null); ``message`` is a sentence for the customer.
+    """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
     if order.status == OrderStatus.UNPAID and payment and payment.method == PayMethod.WECHAT \
@@ -314,4 +382,25 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
         payment_sync(payment=payment)
         order.refresh_from_db()
         payment.refresh_from_db()
-    return {"order_status": order.status, "payment_status": payment.status if payment else "none"}
+    refund = order.refunds.order_by("-id").first()
+    payment_state = payment.status if payment else "none"
+    return {
+        "order_status": order.status,
+        "payment_status": payment_state,
+        "refund_status": refund.status if refund else None,
+        "message": _status_message(order.status, payment_state, refund),
+    }
+
+
+def _status_message(order_status: str, payment_status: str, refund: Refund | None) -> str:
+    if order_status == OrderStatus.CANCELLED and payment_status == PaymentStatus.PAID:
+        done = refund is not None and refund.status == Refund.Status.SUCCESS
+        return "paid, order cancelled, refund " + ("completed" if done else "in progress")
+    if payment_status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
+        return "payment being confirmed with WeChat"
+    return {
+        OrderStatus.UNPAID: "waiting for payment", OrderStatus.PAID: "paid",
+        OrderStatus.SHIPPED: "shipped", OrderStatus.COMPLETED: "completed",
+        OrderStatus.CANCELLED: "cancelled", OrderStatus.REFUNDING: "refund in progress",
+        OrderStatus.REFUNDED: "refunded",
+    }[order_status]

@@ -121,6 +121,12 @@ def parse_xml(body: bytes) -> dict[str, str]:
     return fields
 
 
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes without splitting a character
+    (WeChat's ``body`` limit is 128 bytes, about 42 Chinese characters)."""
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
 @dataclass(frozen=True)
 class Prepay:
     prepay_id: str
@@ -142,7 +148,7 @@ def unified_order(
     result = _call(
         client().order.create,
         trade_type="JSAPI",
-        body=body[:128],
+        body=truncate_utf8(body, 128),
         total_fee=total_fee,
         notify_url=settings.SITE_URL + "/api/v1/payments/wechat/notify",
         client_ip=settings.WECHAT_SPBILL_CREATE_IP,
@@ -212,3 +218,80 @@ def parse_time_end(value: str) -> dt.datetime | None:
     except (TypeError, ValueError):
         return None
     return naive.replace(tzinfo=timezone.get_current_timezone())
+
+
+def refund_apply(*, out_trade_no: str, out_refund_no: str, total_fee: int, refund_fee: int,
+                 reason: str) -> str:
+    """``secapi/pay/refund`` (client certificate) of ``refund_fee`` fen; returns WeChat's refund_id.
+
+    Calling again with the same ``out_refund_no`` is safe: WeChat refunds it once. Raises
+    PayUnavailable (retry with the same number), PayRejected (``err_code`` SYSTEMERROR /
+    BIZERR_NEED_RETRY: retry; NOTENOUGH, INVALID_REQUEST...: staff must look).
+    """
+    result = _call(
+        client().refund.apply,
+        total_fee=total_fee,
+        refund_fee=refund_fee,
+        out_refund_no=out_refund_no,
+        out_trade_no=out_trade_no,
+        refund_desc=reason[:80] or None,
+        notify_url=settings.SITE_URL + "/api/v1/payments/wechat/refund-notify",
+    )
+    return result.get("refund_id", "") or ""
+
+
+def refund_query(*, out_refund_no: str) -> str:
+    """``pay/refundquery``: SUCCESS, PROCESSING, REFUNDCLOSE, CHANGE or NOTEXIST.
+
+    Raises PayUnavailable, PayRejected, BadSignature.
+    """
+    try:
+        result = _call(client().refund.query, out_refund_no=out_refund_no)
+    except PayRejected as exc:
+        if exc.err_code == "REFUNDNOTEXIST":
+            return "NOTEXIST"
+        raise
+    if not verify_signature({k: v for k, v in result.items() if v is not None}):
+        raise BadSignature(f"refundquery answer for {out_refund_no}")
+    return result.get("refund_status_0", "") or ""
+
+
+def parse_refund_notification(body: bytes) -> dict[str, str]:
+    """Decrypt a refund notification's ``req_info`` (AES-256-ECB, key = md5(API key)).
+
+    The outer XML is parsed safely first and its appid / mch_id checked (WECHAT.md, "Refund
+    notification"). Returns the inner fields (out_refund_no, refund_fee, refund_status...).
+    Raises ValueError for anything malformed, foreign or undecryptable.
+    """
+    from wechatpy.crypto import WeChatRefundCrypto
+
+    outer = parse_xml(body)
+    if outer.get("return_code") != "SUCCESS" or not outer.get("req_info"):
+        raise ValueError("not a successful refund notification")
+    try:
+        inner = WeChatRefundCrypto(settings.WECHAT_PAY_API_KEY).decrypt_message(
+            outer, settings.WECHAT_APPID, settings.WECHAT_MCH_ID
+        )
+    except Exception as exc:  # wrong appid/mch_id, bad base64, bad padding, not XML
+        raise ValueError(f"cannot decrypt req_info: {type(exc).__name__}") from exc
+    if not isinstance(inner, dict):
+        raise ValueError("req_info is not a flat XML document")
+    return {k: str(v) for k, v in inner.items() if v is not None and not isinstance(v, dict)}
+
+
+def download_bill(*, bill_date: dt.date) -> str:
+    """``pay/downloadbill`` (ALL) for a Beijing date: the bill as text ("" when WeChat has none).
+
+    Raises PayUnavailable or PayRejected.
+    """
+    try:
+        result = client().tools.download_bill(bill_date, bill_type="ALL")
+    except WeChatPayException as exc:
+        if "No Bill Exist" in (exc.return_msg or "") or exc.errcode == "20002":
+            return ""
+        raise PayRejected(exc.errcode or exc.return_code, exc.return_msg or "") from exc
+    except requests.RequestException as exc:
+        raise PayUnavailable(str(exc)) from exc
+    if isinstance(result, dict):  # an XML answer that was not an error
+        return ""
+    return result

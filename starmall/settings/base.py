@@ -8,6 +8,7 @@ Redis, the local WeChat sandbox). :func:`_check` stops start-up on bad configura
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from starmall import embedded_redis
@@ -145,6 +146,18 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.orders.tasks.orders_complete_consultations",
         "schedule": 3600,
     },
+    "refunds-sweep": {
+        "task": "apps.payments.tasks.refunds_sweep",
+        "schedule": 60,
+    },
+    "payments-check-uncertain": {
+        "task": "apps.payments.tasks.payments_check_uncertain",
+        "schedule": 60,
+    },
+    "payments-reconcile-daily": {
+        "task": "apps.payments.tasks.reconcile_daily",
+        "schedule": crontab(hour=10, minute=30),
+    },
     "followups-redispatch": {
         "task": "apps.orders.tasks.followups_redispatch",
         "schedule": 120,
@@ -187,6 +200,10 @@ ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
 FREIGHT_FEN = env.int("FREIGHT_FEN", default=1000)  # fen, per order with goods
 FREE_FREIGHT_MIN_FEN = env.int("FREE_FREIGHT_MIN_FEN", default=9900)  # fen of goods
 POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
+# Full refunds of paid consultations whose slot is more than this many hours away are
+# approved without staff (0: every refund waits for staff).
+REFUND_AUTO_APPROVE_HOURS = env.int("REFUND_AUTO_APPROVE_HOURS", default=24)
+SMS_BACKEND = env.str("SMS_BACKEND", default="apps.orders.sms.LogSmsBackend")
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
 SLOT_LENGTH_MINUTES = 60
 SLOT_DAYS_AHEAD = 8

@@ -9,7 +9,7 @@ DEBUG = False
 _required = [
     "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "SITE_URL",
     "WECHAT_APPID", "WECHAT_APP_SECRET", "WECHAT_MCH_ID", "WECHAT_PAY_API_KEY",
-    "WECHAT_API_BASE", "WECHAT_PAY_API_BASE",
+    "WECHAT_API_BASE", "WECHAT_PAY_API_BASE", "WECHAT_MCH_CERT", "WECHAT_MCH_KEY",
 ]
 _missing = [name for name in _required if not env.str(name, default="")]
 if _missing:

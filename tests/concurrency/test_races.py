@@ -97,7 +97,7 @@ def test_same_notification_delivered_concurrently_pays_once(make_customer, make_
     assert Counter(Notification.objects.values_list("outcome", flat=True)) == {"applied": 1, "duplicate": N - 1}
     assert Order.objects.get(pk=order.pk).status == "paid"
     assert Payment.objects.get(order=order).status == "paid"
-    assert FollowUp.objects.filter(order=order).count() == 2
+    assert FollowUp.objects.filter(order=order).count() == 3
     assert Product.objects.get(pk=sku.product_id).sales == 1
 
 
@@ -123,3 +123,62 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
     assert sum(r in (True, "cancelled") for r in results) == 1, results
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert Order.objects.get(pk=order.pk).status == "cancelled"
+
+
+def _paid_wechat_order(make_customer, make_sku, wechat, price_fen=12800):
+    from apps.payments.services import notification_handle
+
+    sku = make_sku(price_fen=price_fen, stock=5)
+    (customer, address), = _buyers(make_customer, 1)
+    key = orders.order_confirm(customer=customer, address_id=address.pk,
+                               items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+    order, _ = orders.order_create(customer=customer, order_key=key)
+    payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
+    wechat.control.pay(order.order_no)
+    notification_handle(wechat.control.notifications()[0]["body"].encode())
+    return customer, order, sku
+
+
+def test_refund_double_clicks_and_approvals_racing_make_one_refund(make_customer, make_sku, wechat, race):
+    from apps.orders.models import AfterSale
+    from apps.payments import refunds
+    from apps.payments.models import Refund
+
+    customer, order, _ = _paid_wechat_order(make_customer, make_sku, wechat)
+
+    requests = race(lambda i: refunds.refund_request(order_no=order.order_no, customer_id=customer.pk,
+                                                     reason="重复点击"), N)
+    assert {r.refund_no for r in requests} == {f"{order.order_no}R1"}, requests
+    assert AfterSale.objects.count() == 1
+    sale = AfterSale.objects.get()
+
+    approvals = race(lambda i: refunds.after_sale_approve(after_sale_id=sale.pk, actor=f"staff:{i}"), N)
+    assert sum(r is not None for r in approvals) == 1, approvals
+    refund = Refund.objects.get()
+
+    runs = race(lambda i: refunds.refund_execute(refund_id=refund.pk), N)
+    assert set(runs) <= {"processing", "submitted"} and "submitted" in runs, runs  # losers see it held
+    assert Refund.objects.get().attempts == 1  # claimed once: one call to WeChat
+    assert len(wechat.control.refunds()) == 1
+    assert Payment.objects.get(order=order).refunded_fen == 12800
+
+
+def test_late_notifications_racing_queue_one_refund(make_customer, make_sku, wechat, race):
+    from apps.payments.models import Refund
+
+    sku = make_sku(price_fen=12800, stock=5)
+    (customer, address), = _buyers(make_customer, 1)
+    key = orders.order_confirm(customer=customer, address_id=address.pk,
+                               items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
+    order, _ = orders.order_create(customer=customer, order_key=key)
+    payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
+    wechat.control.pay(order.order_no)
+    assert orders.order_cancel(order=order, actor="system:test", reason="timeout raced the payment")
+    body = wechat.control.notifications()[0]["body"].encode()
+
+    results = race(lambda i: payments.notification_handle(body), N)
+
+    assert all(b"SUCCESS" in r for r in results), results
+    assert Refund.objects.filter(reason="late_payment").count() == 1
+    assert Order.objects.get(pk=order.pk).status == "cancelled"
+    assert Sku.objects.get(pk=sku.pk).stock == 5

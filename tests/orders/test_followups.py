@@ -20,7 +20,7 @@ def paid_order(api, make_sku, address, place_order, wechat, deliver):
 
 def test_followups_send_message_and_award_points_once(paid_order, customer, wechat):
     rows = {f.kind: f for f in FollowUp.objects.all()}
-    assert set(rows) == {"subscribe_message", "points_award"}
+    assert set(rows) == {"subscribe_message", "sms", "points_award"}
     for row in rows.values():
         assert followups.followup_execute(row.pk) == "done"
         assert followups.followup_execute(row.pk) == "done"  # redelivered message: no effect
@@ -29,7 +29,7 @@ def test_followups_send_message_and_award_points_once(paid_order, customer, wech
     assert messages[0]["touser"] == customer.openid
     assert messages[0]["data"]["character_string1"]["value"] == paid_order["order_no"]
     assert Customer.objects.get(pk=customer.pk).points == 128  # one per yuan of 128.00
-    assert FollowUp.objects.filter(status="done", attempts=1).count() == 2
+    assert FollowUp.objects.filter(status="done", attempts=1).count() == 3
 
 
 def test_followup_failure_is_retried_then_failed_with_error(paid_order, settings):
@@ -37,6 +37,7 @@ def test_followup_failure_is_retried_then_failed_with_error(paid_order, settings
     settings.WECHAT_API_BASE = "http://127.0.0.1:9/"
     for attempt in range(1, FollowUp.MAX_ATTEMPTS + 1):
         status = followups.followup_execute(row.pk)
+        assert FollowUp.objects.get(pk=row.pk).locked_until is None  # a failure frees the row
         assert status == ("failed" if attempt == FollowUp.MAX_ATTEMPTS else "pending")
     row.refresh_from_db()
     assert row.attempts == FollowUp.MAX_ATTEMPTS
@@ -51,6 +52,34 @@ def test_redispatch_pushes_stale_pending_rows_again(paid_order, queued):
     FollowUp.objects.update(dispatched_at=None)  # as if Redis was down at commit
     assert followups.followups_redispatch() == 0  # too fresh: the first push may still come
     later = timezone.now() + timedelta(minutes=3)
-    assert followups.followups_redispatch(now=later) == 2
-    assert queued("followups")[-2:] == ["apps.orders.tasks.followup_run"] * 2
-    assert FollowUp.objects.filter(dispatched_at__isnull=False).count() == 2
+    assert followups.followups_redispatch(now=later) == 3
+    assert queued("followups")[-3:] == ["apps.orders.tasks.followup_run"] * 3
+    assert FollowUp.objects.filter(dispatched_at__isnull=False).count() == 3
+
+
+def test_followup_sms_goes_to_the_backend_with_the_address_phone(paid_order, caplog):
+    import logging
+
+    row = FollowUp.objects.get(kind="sms")
+    with caplog.at_level(logging.INFO, logger="apps.orders.sms"):
+        assert followups.followup_execute(row.pk) == "done"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"SMS to 13800000000 [sms:{paid_order['order_no']}]: 【Starmall】订单{paid_order['order_no']}已支付128.00元，感谢惠顾。"]
+
+
+def test_followup_claimed_by_a_live_worker_is_not_run_again(paid_order):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    row = FollowUp.objects.get(kind="points_award")
+    FollowUp.objects.filter(pk=row.pk).update(locked_until=timezone.now() + timedelta(minutes=5))
+    assert followups.followup_execute(row.pk) == "pending"  # another worker holds it
+    assert Customer.objects.get(pk=paid_order_customer(row)).points == 0
+    later = timezone.now() + timedelta(minutes=6)  # that worker died; its lease ran out
+    assert followups.followup_execute(row.pk, now=later) == "done"
+    assert Customer.objects.get(pk=paid_order_customer(row)).points == 128
+
+
+def paid_order_customer(row):
+    return row.order.customer_id

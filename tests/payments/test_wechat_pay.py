@@ -44,15 +44,15 @@ def test_notification_pays_once_and_duplicates_change_nothing(api, order, wechat
     payment = Payment.objects.get(out_trade_no=order["order_no"])
     assert payment.status == "paid" and payment.transaction_id == trade["transaction_id"]
     assert Product.objects.get(pk=row.lines.get().product_id).sales == 3
-    assert FollowUp.objects.filter(order=row).count() == 2
-    assert queued("followups") == ["apps.orders.tasks.followup_run"] * 2
+    assert FollowUp.objects.filter(order=row).count() == 3  # message, SMS, points
+    assert queued("followups") == ["apps.orders.tasks.followup_run"] * 3
 
     notification = wechat.control.notifications()[0]
     for _ in range(3):  # WeChat re-sends, possibly from several servers
         assert [a["ok"] for a in deliver(notification["id"])] == [True]
     assert Product.objects.get(pk=row.lines.get().product_id).sales == 3
-    assert FollowUp.objects.filter(order=row).count() == 2
-    assert len(queued("followups")) == 2
+    assert FollowUp.objects.filter(order=row).count() == 3  # message, SMS, points
+    assert len(queued("followups")) == 3
     assert OrderEvent.objects.filter(order=row, to_status="paid").count() == 1
     assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == [
         "applied", "duplicate", "duplicate", "duplicate"]
@@ -128,10 +128,11 @@ def test_notify_endpoint_needs_post(client):
 def test_pay_status_asks_wechat_when_notification_is_lost(api, order, wechat):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
-        "order_status": "unpaid", "payment_status": "pending"}
+        "order_status": "unpaid", "payment_status": "pending", "refund_status": None,
+        "message": "waiting for payment"}
     wechat.control.pay(order["order_no"])  # paid, notification not delivered
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
-        "order_status": "paid", "payment_status": "paid"}
+        "order_status": "paid", "payment_status": "paid", "refund_status": None, "message": "paid"}
     assert Payment.objects.get(out_trade_no=order["order_no"]).transaction_id == \
         wechat.state.trades[order["order_no"]].transaction_id
 

@@ -7,9 +7,15 @@ from rest_framework.views import APIView
 
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.models import PayMethod
-from apps.payments import services
+from apps.payments import refunds, services
+from apps.payments.api.serializers import (
+    PayInSerializer,
+    PayOutSerializer,
+    PayStatusSerializer,
+    RefundInSerializer,
+    RefundOutSerializer,
+)
 from apps.payments.wechat import fail_ack
-from apps.payments.api.serializers import PayInSerializer, PayOutSerializer, PayStatusSerializer
 
 MAX_NOTIFY_BYTES = 64 * 1024
 
@@ -32,11 +38,30 @@ class OrderPayStatusView(APIView):
         return Response(services.payment_status(order_no=order_no, customer_id=request.user.pk))
 
 
-@csrf_exempt
-@require_POST
-def wechat_notify(request):
-    """WeChat Pay payment notification (XML in, XML out; see services.notification_handle)."""
-    body = request.body
-    if len(body) > MAX_NOTIFY_BYTES:
-        return HttpResponse(fail_ack("body too large"), content_type="application/xml")
-    return HttpResponse(services.notification_handle(body), content_type="application/xml")
+class OrderRefundView(APIView):
+    @extend_schema(request=RefundInSerializer, responses={202: RefundOutSerializer})
+    def post(self, request, order_no: str):
+        data = RefundInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        after_sale = refunds.refund_request(order_no=order_no, customer_id=request.user.pk, **data.validated_data)
+        return Response(RefundOutSerializer(after_sale).data, status=202)
+
+
+def _xml_view(handler):
+    """A WeChat callback: POST only, no CSRF (WeChat signs instead), XML in and out."""
+
+    @csrf_exempt
+    @require_POST
+    def view(request):
+        if len(request.body) > MAX_NOTIFY_BYTES:
+            return HttpResponse(fail_ack("body too large"), content_type="application/xml")
+        return HttpResponse(handler(request.body), content_type="application/xml")
+
+    view.__doc__ = handler.__doc__
+    return view
+
+
+wechat_notify = _xml_view(services.notification_handle)
+wechat_refund_notify = _xml_view(refunds.refund_notification_handle)
+
+

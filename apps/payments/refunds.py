@@ -1,0 +1,306 @@
+"""Refunds: after-sale requests, their approval, the refund worker and its confirmation.
+
+Each refund is a row with its own UNIQUE ``out_refund_no`` (DESIGN.md flow 7). Approval
+reserves the amount on the payment with a conditional UPDATE (``refunded_fen + n <=
+total_fee``), so the sum of refunds can never exceed what was paid. A worker claims a refund
+(``pending -> processing``), calls WeChat — or credits the balance for a balance payment —
+and retries with the SAME out_refund_no (3 tries with back-off, then FAILED and visible);
+the refund notification (or refundquery) confirms it. A full refund returns the stock (when
+not shipped) and the slot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from functools import partial
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, Sum
+from django.utils import timezone
+
+from apps.accounts import services as wallet
+from apps.accounts.models import WalletEvent
+from apps.catalog.models import Kind
+from apps.orders import services as orders
+from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
+from apps.payments import wechat
+from apps.payments.models import Payment, PaymentStatus, Refund
+from starmall.errors import InvalidInput, InvalidState
+
+logger = logging.getLogger(__name__)
+
+LEASE = dt.timedelta(minutes=2)  # a claimed refund is retried if its worker died
+CONFIRM_AFTER = dt.timedelta(minutes=5)  # ask refundquery when no notification came by then
+_RETRYABLE = {"SYSTEMERROR", "BIZERR_NEED_RETRY", "FREQUENCY_LIMITED"}
+_REFUNDABLE_ORDER = (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED)
+
+
+def paying_payment(order: Order) -> Payment | None:
+    """The payment that paid the order (the earliest paid one)."""
+    return order.payments.filter(status=PaymentStatus.PAID).order_by("paid_at", "id").first()
+
+
+# --- requests and decisions ----------------------------------------------------------------
+
+def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: int | None = None) -> AfterSale:
+    """The customer asks for a refund of ``amount_fen`` fen (default: all still refundable).
+
+    The same request again (double click, retry) returns the same open request. Raises
+    NotFound, InvalidState (order not paid, another request open with another amount),
+    InvalidInput (amount above what is refundable). May approve at once under the shop's
+    auto-approval rule (:func:`_auto_approvable`).
+    """
+    order = orders.order_get(order_no=order_no, customer_id=customer_id)
+    with transaction.atomic():
+        # Lock the order row: two clicks must see each other's request (check, then insert).
+        order = Order.objects.select_for_update().get(pk=order.pk)
+        if order.status not in _REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
+            raise InvalidState("Only paid orders can be refunded.", status=order.status)
+        open_request = order.after_sales.filter(
+            status__in=(AfterSale.Status.REQUESTED, AfterSale.Status.APPROVED)).first()
+        payment = paying_payment(order)
+        refundable = payment.total_fee - payment.refunded_fen if payment else 0
+        amount = refundable if amount_fen is None else amount_fen
+        if open_request is not None:
+            if open_request.amount_fen == amount or amount_fen is None:
+                return open_request
+            raise InvalidState("A refund request for this order is already open.", refund_no=open_request.refund_no)
+        if amount <= 0 or amount > refundable:
+            raise InvalidInput(amount_fen=[f"between 1 and {refundable} fen can be refunded"])
+        request = AfterSale.objects.create(
+            order=order, refund_no=f"{order.order_no}R{order.after_sales.count() + 1}",
+            reason=reason, amount_fen=amount,
+        )
+    if _auto_approvable(order, amount, payment):
+        after_sale_approve(after_sale_id=request.pk, actor="system:auto")
+        request.refresh_from_db()
+    return request
+
+
+def _auto_approvable(order: Order, amount_fen: int, payment: Payment | None) -> bool:
+    """The shop's rule (settings.REFUND_AUTO_APPROVE_HOURS, 0 = off): a full refund of a paid
+    consultation whose slot starts more than that many hours from now is approved at once."""
+    hours = settings.REFUND_AUTO_APPROVE_HOURS
+    if not hours or order.kind != Kind.CONSULTATION or order.status != OrderStatus.PAID or not order.slot_id:
+        return False
+    if payment is None or amount_fen != payment.total_fee - payment.refunded_fen:
+        return False
+    return order.slot.start - timezone.now() > dt.timedelta(hours=hours)
+
+
+def after_sale_approve(*, after_sale_id: int, actor: str) -> Refund | None:
+    """Approve a requested refund: reserve the amount, create the Refund, dispatch after commit.
+
+    Returns None when it was not ``requested`` any more (double click). Raises InvalidState
+    when the amount no longer fits what is refundable (the approval is not recorded).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        if AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
+            status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now
+        ) != 1:
+            return None
+        request = AfterSale.objects.select_related("order").get(pk=after_sale_id)
+        order = request.order
+        payment = paying_payment(order)
+        if payment is None or not _reserve(payment, request.amount_fen):
+            raise InvalidState("The amount is more than what is left to refund.", refund_no=request.refund_no)
+        payment.refresh_from_db()
+        full = payment.refunded_fen == payment.total_fee
+        restock = full and order.status == OrderStatus.PAID
+        if full:
+            orders.order_mark_refunding(order=order, actor=actor)
+        refund = Refund.objects.create(
+            order=order, payment=payment, after_sale=request, out_refund_no=request.refund_no,
+            refund_fen=request.amount_fen, reason=Refund.Reason.AFTER_SALE, restock=restock,
+            next_attempt_at=now,
+        )
+        transaction.on_commit(partial(refund_dispatch, refund.pk))
+    return refund
+
+
+def after_sale_reject(*, after_sale_id: int, actor: str, note: str = "") -> bool:
+    """Reject a requested refund; False if it was not ``requested`` any more."""
+    return AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
+        status=AfterSale.Status.REJECTED, decided_by=actor, decided_at=timezone.now(), decision_note=note[:200]
+    ) == 1
+
+
+def _reserve(payment: Payment, amount_fen: int) -> bool:
+    """``refunded_fen += n WHERE refunded_fen + n <= total_fee``; False when it does not fit."""
+    return Payment.objects.filter(
+        pk=payment.pk, refunded_fen__lte=F("total_fee") - amount_fen
+    ).update(refunded_fen=F("refunded_fen") + amount_fen) == 1
+
+
+def refund_for_unwanted_payment(*, payment: Payment, reason: str) -> Refund | None:
+    """Queue the one refund of a payment nobody should keep (late or duplicate); caller's transaction.
+
+    UNIQUE (payment, reason) makes a second call return None: the notification that revealed it
+    can be delivered any number of times.
+    """
+    try:
+        with transaction.atomic():
+            if not _reserve(payment, payment.total_fee):
+                return None
+            refund = Refund.objects.create(
+                order_id=payment.order_id, payment=payment, out_refund_no=f"{payment.out_trade_no}L",
+                refund_fen=payment.total_fee, reason=reason, next_attempt_at=timezone.now(),
+            )
+    except IntegrityError:
+        return None
+    transaction.on_commit(partial(refund_dispatch, refund.pk))
+    return refund
+
+
+# --- the worker ------------------------------------------------------------------------------
+
+def refund_dispatch(refund_id: int) -> None:
+    """Push the refund onto the ``payments`` queue; the sweep retries if Redis is down."""
+    from apps.payments.tasks import refund_run
+
+    try:
+        refund_run.delay(refund_id)
+    except Exception:  # kombu errors: refunds_sweep will pick the row up
+        logger.warning("refund %s not dispatched now; the sweep will retry", refund_id, exc_info=True)
+
+
+def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
+    """Make one attempt at a refund; return its status afterwards. Safe to run twice.
+
+    Claim: ``pending`` (due) or ``processing`` with an expired lease -> ``processing``.
+    Balance payments are credited in the same transaction as SUCCESS. WeChat refunds are
+    SUBMITTED on acceptance and confirmed by the notification or :func:`refunds_sweep`.
+    """
+    now = now or timezone.now()
+    due = Q(status=Refund.Status.PENDING, next_attempt_at__lte=now) | Q(
+        status=Refund.Status.PROCESSING, next_attempt_at__lte=now)
+    if Refund.objects.filter(due, pk=refund_id).update(
+        status=Refund.Status.PROCESSING, attempts=F("attempts") + 1, next_attempt_at=now + LEASE
+    ) != 1:
+        return Refund.objects.filter(pk=refund_id).values_list("status", flat=True).first() or "missing"
+    refund = Refund.objects.select_related("payment", "order").get(pk=refund_id)
+    if refund.payment.method == PayMethod.BALANCE:
+        with transaction.atomic():
+            wallet.balance_credit(customer_id=refund.order.customer_id, amount_fen=refund.refund_fen,
+                                  reason=WalletEvent.Reason.REFUND, ref=refund.out_refund_no)
+            refund_succeeded(refund=refund)
+        return Refund.Status.SUCCESS
+    try:
+        refund_id_wx = wechat.refund_apply(
+            out_trade_no=refund.payment.out_trade_no, out_refund_no=refund.out_refund_no,
+            total_fee=refund.payment.total_fee, refund_fee=refund.refund_fen,
+            reason=refund.get_reason_display(),
+        )
+    except (wechat.PayUnavailable, wechat.PayRejected) as exc:
+        retryable = isinstance(exc, wechat.PayUnavailable) or exc.err_code in _RETRYABLE
+        return _attempt_failed(refund, now, f"{type(exc).__name__}: {exc}", retryable)
+    Refund.objects.filter(pk=refund.pk, status=Refund.Status.PROCESSING).update(
+        status=Refund.Status.SUBMITTED, refund_id=refund_id_wx, last_error="", next_attempt_at=now + CONFIRM_AFTER
+    )
+    return Refund.Status.SUBMITTED
+
+
+def _attempt_failed(refund: Refund, now: dt.datetime, error: str, retryable: bool) -> str:
+    if retryable and refund.attempts < Refund.MAX_ATTEMPTS:
+        wait = dt.timedelta(seconds=Refund.BACKOFF_SECONDS[refund.attempts - 1])
+        Refund.objects.filter(pk=refund.pk, status=Refund.Status.PROCESSING).update(
+            status=Refund.Status.PENDING, last_error=error[:2000], next_attempt_at=now + wait
+        )
+        logger.warning("refund %s attempt %s failed, retry in %s: %s", refund.out_refund_no, refund.attempts, wait, error)
+        return Refund.Status.PENDING
+    _mark_failed(refund, error)
+    return Refund.Status.FAILED
+
+
+def _mark_failed(refund: Refund, error: str) -> None:
+    with transaction.atomic():
+        if Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
+            status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
+        ) == 1 and refund.after_sale_id:
+            AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.FAILED)
+    logger.error("ALERT refund %s FAILED after %s attempts: %s", refund.out_refund_no, refund.attempts, error)
+
+
+def refund_succeeded(*, refund: Refund) -> bool:
+    """Mark the refund SUCCESS once; a full after-sale refund makes the order ``refunded`` and
+    returns its stock (unless shipped) and slot. Caller may hold a transaction."""
+    with transaction.atomic():
+        if Refund.objects.filter(
+            pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
+        ).update(status=Refund.Status.SUCCESS, succeeded_at=timezone.now(), last_error="") != 1:
+            return False
+        if refund.after_sale_id:
+            AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.REFUNDED)
+        payment = Payment.objects.get(pk=refund.payment_id)
+        returned = Refund.objects.filter(payment=payment, status=Refund.Status.SUCCESS).aggregate(
+            fen=Sum("refund_fen"))["fen"] or 0
+        if refund.reason == Refund.Reason.AFTER_SALE and returned == payment.total_fee:
+            order = Order.objects.get(pk=refund.order_id)
+            orders.order_mark_refunded(order=order, actor="wechat" if payment.method == PayMethod.WECHAT
+                                       else "system", restock=refund.restock)
+    return True
+
+
+def refund_notification_handle(body: bytes) -> bytes:
+    """WeChat's refund notification: decrypt, match our refund and amount, confirm it once."""
+    try:
+        fields = wechat.parse_refund_notification(body)
+    except ValueError as exc:
+        logger.warning("refund notification rejected: %s", exc)
+        return wechat.fail_ack("cannot read req_info")
+    refund = Refund.objects.filter(out_refund_no=fields.get("out_refund_no", "")).first()
+    if refund is None or fields.get("refund_fee") != str(refund.refund_fen):
+        logger.error("refund notification does not match: %s", {k: fields.get(k) for k in ("out_refund_no", "refund_fee")})
+        return wechat.fail_ack("unknown out_refund_no or amount")
+    status = fields.get("refund_status")
+    if status == "SUCCESS":
+        refund_succeeded(refund=refund)
+    elif status in ("CHANGE", "REFUNDCLOSE"):
+        _mark_failed(refund, f"WeChat refund_status {status}")
+    return wechat.SUCCESS_ACK
+
+
+def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
+    """Beat: run due refunds (first try lost, back-off over, dead worker) and ask WeChat about
+    submitted ones with no notification yet. Returns counts by resulting status."""
+    now = now or timezone.now()
+    counts: dict[str, int] = {}
+    due = Refund.objects.filter(
+        status__in=(Refund.Status.PENDING, Refund.Status.PROCESSING), next_attempt_at__lte=now
+    ).values_list("pk", flat=True)
+    for refund_id in list(due[:200]):
+        status = refund_execute(refund_id=refund_id, now=now)
+        counts[status] = counts.get(status, 0) + 1
+    for refund in Refund.objects.filter(status=Refund.Status.SUBMITTED, next_attempt_at__lte=now)[:200]:
+        try:
+            state = wechat.refund_query(out_refund_no=refund.out_refund_no)
+        except (wechat.PayUnavailable, wechat.PayRejected, wechat.BadSignature) as exc:
+            logger.warning("refundquery %s failed: %s", refund.out_refund_no, exc)
+            continue
+        if state == "SUCCESS":
+            refund_succeeded(refund=refund)
+        elif state in ("CHANGE", "REFUNDCLOSE"):
+            _mark_failed(refund, f"WeChat refund_status {state}")
+        else:
+            Refund.objects.filter(pk=refund.pk, status=Refund.Status.SUBMITTED).update(
+                next_attempt_at=now + CONFIRM_AFTER)
+        counts[f"query:{state}"] = counts.get(f"query:{state}", 0) + 1
+    return counts
+
+
+def refund_retry(*, refund_id: int, actor: str) -> bool:
+    """Staff: try a FAILED refund again with the same out_refund_no (and a fresh try budget)."""
+    with transaction.atomic():
+        if Refund.objects.filter(pk=refund_id, status=Refund.Status.FAILED).update(
+            status=Refund.Status.PENDING, attempts=0, next_attempt_at=timezone.now(),
+            last_error=f"retried by {actor}",
+        ) != 1:
+            return False
+        refund = Refund.objects.get(pk=refund_id)
+        if refund.after_sale_id:
+            AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.APPROVED)
+        transaction.on_commit(partial(refund_dispatch, refund_id))
+    return True

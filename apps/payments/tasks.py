@@ -1,0 +1,31 @@
+"""Celery tasks of payments (queue ``payments``): thin wrappers around the services."""
+
+from celery import shared_task
+
+from apps.payments import refunds, services
+
+
+@shared_task
+def refund_run(refund_id: int) -> str:
+    """One attempt at a refund (claimed atomically; a duplicate message does nothing)."""
+    return refunds.refund_execute(refund_id=refund_id)
+
+
+@shared_task
+def refunds_sweep() -> dict:
+    """Beat, every minute: due retries, dead workers' refunds, refundquery for silent ones."""
+    return refunds.refunds_sweep()
+
+
+@shared_task
+def payments_check_uncertain() -> dict:
+    """Beat, every minute: query UNKNOWN payments at 1, 5, 15 minutes, then MANUAL."""
+    return services.payments_check_uncertain()
+
+
+@shared_task
+def reconcile_daily() -> str:
+    """Beat, daily 10:30 Beijing (WeChat's bill is ready after 10:00): yesterday vs our rows."""
+    from apps.payments import reconciliation
+
+    return reconciliation.reconcile_previous_day().status
