@@ -1,6 +1,6 @@
 """Benchmark: almanac search latency, answered from the (term, kind, date) index.
 
-    DJANGO_SETTINGS_MODULE=starmall.settings.local python bench/bench_almanac.py [--iterations 300] [--full]
+    DJANGO_SETTINGS_MODULE=starmall.settings.local python bench/bench_almanac.py [--iterations 200] [--full]
 
 Uses the configured database (DATABASE_URL) and Redis (REDIS_URL or the embedded one). If the
 window from 1 January last year to 31 December in three years is not loaded, it loads it
@@ -54,7 +54,7 @@ def _time(fn, iterations: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--full", action="store_true", help="make sure 1901..2100 is loaded first")
     args = parser.parse_args()
 
@@ -70,7 +70,14 @@ def main() -> None:
     from django.utils import timezone
 
     from apps.almanac import caching, compute, selectors, services
-    from apps.almanac.models import AlmanacActivity, AlmanacDay
+    from apps.almanac.models import AlmanacActivity, AlmanacDay, AlmanacRange
+
+    from django.db import DatabaseError
+
+    try:
+        AlmanacRange.objects.exists()
+    except DatabaseError as exc:
+        sys.exit(f"the almanac tables are missing ({exc}); run: python manage.py migrate")
 
     today = timezone.localdate()
     start, end = (compute.FIRST_DATE, compute.LAST_DATE) if args.full else (

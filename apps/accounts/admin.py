@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
+from starmall.admin import ReadOnlyModelAdmin
 
 
 class AddressInline(admin.TabularInline):
@@ -19,16 +20,10 @@ class CustomerAdmin(admin.ModelAdmin):
 
 
 @admin.register(WalletEvent)
-class WalletEventAdmin(admin.ModelAdmin):
+class WalletEventAdmin(ReadOnlyModelAdmin):  # append-only: written by the wallet services
     list_display = ["id", "customer", "kind", "reason", "amount", "ref", "created_at"]
     list_filter = ["kind", "reason"]
     search_fields = ["ref", "customer__openid", "customer__nickname"]
-
-    def has_change_permission(self, request, obj=None):
-        return False  # append-only
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Coupon)

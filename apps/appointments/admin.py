@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from apps.appointments.models import Booking, Slot
+from starmall.admin import ReadOnlyModelAdmin
 
 
 class BookingInline(admin.TabularInline):
@@ -24,16 +25,7 @@ class SlotAdmin(admin.ModelAdmin):
 
 
 @admin.register(Booking)
-class BookingAdmin(admin.ModelAdmin):
+class BookingAdmin(ReadOnlyModelAdmin):
     list_display = ["id", "slot", "order_no", "customer", "created_at"]
     search_fields = ["order_no", "customer__openid"]
     list_filter = ["slot__teacher"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

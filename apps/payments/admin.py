@@ -2,21 +2,11 @@ from django.contrib import admin, messages
 
 from apps.payments import refunds, services
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+from starmall.admin import ReadOnlyModelAdmin
 
 
 @admin.register(Payment)
-class PaymentAdmin(ReadOnlyAdmin):
+class PaymentAdmin(ReadOnlyModelAdmin):
     list_display = ["id", "order", "method", "out_trade_no", "total_fee", "refunded_fen", "status",
                     "transaction_id", "paid_at", "checks"]
     list_filter = ["status", "method"]  # status = MANUAL: payments staff must resolve
@@ -33,7 +23,7 @@ class PaymentAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Refund)
-class RefundAdmin(ReadOnlyAdmin):
+class RefundAdmin(ReadOnlyModelAdmin):
     list_display = ["out_refund_no", "order", "refund_fen", "reason", "status", "attempts", "next_attempt_at",
                     "created_at", "succeeded_at"]
     list_filter = ["status", "reason"]  # status = failed: refunds staff must look at (last_error)
@@ -47,7 +37,7 @@ class RefundAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Notification)
-class NotificationAdmin(ReadOnlyAdmin):
+class NotificationAdmin(ReadOnlyModelAdmin):
     list_display = ["id", "received_at", "out_trade_no", "transaction_id", "total_fee", "outcome"]
     list_filter = ["outcome"]
     search_fields = ["out_trade_no", "transaction_id"]

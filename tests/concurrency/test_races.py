@@ -106,11 +106,18 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
 
     from django.utils import timezone
 
-    sku = make_sku(stock=5)
+    from apps.accounts.models import Coupon, Customer, WalletEvent
+
+    sku = make_sku(price_fen=6000, stock=5)
     (customer, address), = _buyers(make_customer, 1)
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
+    Customer.objects.filter(pk=customer.pk).update(points=1000)
+    customer.refresh_from_db()
+    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000,
+                                   min_spend_fen=10000, valid_until="2099-01-01T00:00:00+08:00")
+    key = orders.order_confirm(customer=customer, address_id=address.pk, coupon_id=coupon.pk, use_points=300,
                                items=[{"sku_id": sku.pk, "quantity": 3}])["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
+    assert (Customer.objects.get(pk=customer.pk).points, Coupon.objects.get(pk=coupon.pk).status) == (700, "used")
     later = timezone.now() + dt.timedelta(hours=1)
 
     def act(i):
@@ -123,6 +130,9 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
     assert sum(r in (True, "cancelled") for r in results) == 1, results
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert Order.objects.get(pk=order.pk).status == "cancelled"
+    assert Customer.objects.get(pk=customer.pk).points == 1000
+    assert Coupon.objects.get(pk=coupon.pk).status == "available"
+    assert WalletEvent.objects.filter(reason="return").count() == 1
 
 
 def _paid_wechat_order(make_customer, make_sku, wechat, price_fen=12800):

@@ -4,6 +4,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.almanac.exceptions import DateOutOfRange
 from apps.appointments import selectors as slot_selectors
 from apps.catalog import selectors
 from apps.catalog.api.serializers import (
@@ -57,9 +58,12 @@ class ProductDetailView(APIView):
         context = {}
         teacher = getattr(product, "teacher", None)
         if product.kind == Kind.CONSULTATION and teacher is not None:
-            context["next_slots"] = slot_selectors.slot_next_available(
-                teacher_id=teacher.pk, good_for=request.query_params.get("good_for") or None
-            )
+            try:
+                context["next_slots"] = slot_selectors.slot_next_available(
+                    teacher_id=teacher.pk, good_for=request.query_params.get("good_for") or None
+                )
+            except DateOutOfRange:  # almanac not loaded that far: the product is still shown
+                context["next_slots"] = []
         return Response(ProductDetailSerializer(product, context=context).data)
 
 

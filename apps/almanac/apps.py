@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AlmanacConfig(AppConfig):
+    name = "apps.almanac"
+    label = "almanac"
