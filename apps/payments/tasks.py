@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.payments import refunds, services
+from apps.payments import reconciliation, refunds, services
 
 
 @shared_task
@@ -26,6 +26,4 @@ def payments_check_uncertain() -> dict:
 @shared_task
 def reconcile_daily() -> str:
     """Beat, daily 10:30 Beijing (WeChat's bill is ready after 10:00): yesterday vs our rows."""
-    from apps.payments import reconciliation
-
     return reconciliation.reconcile_previous_day().status

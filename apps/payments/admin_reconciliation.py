@@ -1,0 +1,80 @@
+"""Back office for the daily reconciliation against WeChat's bill (read-only, plus a rerun).
+
+Imported by ``apps/payments/admin.py``. Amounts are shown in fen as stored, with yuan beside
+them in the differences table.
+"""
+
+from django.contrib import admin, messages
+from django.utils.html import format_html, format_html_join
+
+from apps.payments import reconciliation
+from apps.payments.models import ReconciliationRun
+
+KIND_LABELS = {
+    reconciliation.MISSING_LOCAL: "微信有、本地无 (WeChat has it, we don't)",
+    reconciliation.MISSING_WECHAT: "本地有、微信无 (we have it, WeChat doesn't)",
+    reconciliation.AMOUNT: "金额不符 (amount differs)",
+    reconciliation.STATUS: "状态不符 (status differs)",
+}
+
+
+def _fen(value) -> str:
+    """``12345`` -> ``"12345 fen (¥123.45)"``; None (that side has no such row) -> "—"."""
+    if value is None:
+        return "—"
+    sign = "-" if value < 0 else ""
+    return f"{value} fen (¥{sign}{abs(value) // 100}.{abs(value) % 100:02d})"
+
+
+@admin.register(ReconciliationRun)
+class ReconciliationRunAdmin(admin.ModelAdmin):
+    list_display = ["bill_date", "status", "wechat_count", "local_count", "wechat_fen", "local_fen", "gap_fen",
+                    "difference_count", "alerted", "checked_at"]
+    list_filter = ["status", "alerted"]
+    date_hierarchy = "bill_date"
+    fields = ["bill_date", "status", "wechat_count", "local_count", "wechat_fen", "local_fen", "gap_fen",
+              "difference_count", "differences_table", "error", "alerted", "checked_at"]
+    readonly_fields = fields
+    actions = ["reconcile_again"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="WeChat - local (fen)")
+    def gap_fen(self, run: ReconciliationRun) -> int:
+        return run.wechat_fen - run.local_fen
+
+    @admin.display(description="differences")
+    def difference_count(self, run: ReconciliationRun) -> int:
+        return len(run.differences or [])
+
+    @admin.display(description="difference details")
+    def differences_table(self, run: ReconciliationRun) -> str:
+        if not run.differences:
+            return "—"
+        head = format_html_join("", "<th>{}</th>", ((h,) for h in (
+            "kind", "out_trade_no", "out_refund_no", "WeChat amount", "local amount", "WeChat status",
+            "local status")))
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                                    "<td>{}</td></tr>", (
+            (KIND_LABELS.get(d.get("kind"), d.get("kind")), d.get("out_trade_no") or "—",
+             d.get("out_refund_no") or "—", _fen(d.get("wechat_fen")), _fen(d.get("local_fen")),
+             d.get("wechat_status") or "—", d.get("local_status") or "—")
+            for d in run.differences
+        ))
+        return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, rows)
+
+    @admin.action(description="Reconcile this day again", permissions=["view"])
+    def reconcile_again(self, request, queryset):
+        for bill_date in queryset.order_by("bill_date").values_list("bill_date", flat=True):
+            run = reconciliation.reconcile(bill_date=bill_date)
+            level = messages.SUCCESS if run.status == ReconciliationRun.Status.OK else messages.WARNING
+            detail = run.error if run.status == ReconciliationRun.Status.ERROR else (
+                f"{len(run.differences)} differences, WeChat {run.wechat_fen} fen, local {run.local_fen} fen")
+            messages.add_message(request, level, f"{bill_date}: {run.get_status_display()} — {detail}")

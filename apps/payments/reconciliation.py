@@ -1,0 +1,434 @@
+"""Daily reconciliation: WeChat Pay's bill of a day against our payments and refunds.
+
+The bill comes from ``pay/downloadbill`` (WeChat Pay API v2, "下载对账单", bill_type ALL; see
+docs WECHAT.md and ``starmall/wechat_sandbox/bill.py``): a header line of column names, one
+line per trade or refund with every field prefixed by a backtick, then a summary header
+(总交易单数,应结订单总金额,退款总金额,...) and one summary line. Amounts are yuan with two
+decimals, times Beijing time. A payment is on the bill of the day it was paid; a refund on
+the bill of the day it was applied for.
+
+Everything here is integer fen (yuan strings go through ``Decimal``, never float) and Beijing
+(Asia/Shanghai) dates, whatever ``TIME_ZONE`` says: WeChat cuts its days in Beijing time.
+
+Difference rules (one item per problem, ``ReconciliationRun.differences``):
+
+payments (key ``out_trade_no``; ours = WeChat payments ``paid`` with ``paid_at`` on that
+Beijing day, plus any of ours the bill names)
+  - ``missing_local``: the bill has a SUCCESS payment we do not hold as ``paid`` (no row, or
+    still pending/unknown/closed: the notification never reached us) — money we don't know of.
+  - ``missing_wechat``: we hold it as ``paid`` that day and the bill does not list it.
+  - ``amount``: both list it, the fen differ.
+  - ``status``: the bill lists it in a state other than SUCCESS (e.g. REVOKED), we say paid.
+
+refunds (key ``out_refund_no``; ours = refunds of WeChat payments ``submitted``/``success``
+and created that Beijing day — the worker applies at WeChat at once, retries within 20
+minutes — plus any of ours the bill names, in any state)
+  - ``missing_local``: the bill has a refund we have no row for.
+  - ``missing_wechat``: we submitted/refunded it that day, the bill does not list it.
+  - ``amount``: the fen differ.
+  - ``status``: the states disagree: WeChat SUCCESS needs our ``success``; PROCESSING our
+    ``submitted`` or ``success`` (the bill is a snapshot; our success came from WeChat);
+    REFUNDCLOSE / CHANGE our ``failed``. E.g. WeChat refunded, we still say submitted.
+
+Totals, both sides computed the same way: ``*_fen = paid - refunded`` where paid counts
+SUCCESS / ``paid`` payments and refunded counts WeChat SUCCESS/PROCESSING, ours
+submitted/success. Every key without a difference contributes the same fen to both sides, so
+``wechat_fen - local_fen`` is exactly the sum of what the differences account for, and a day
+with no differences balances to the fen. ``wechat_count``: bill lines (payments + refunds);
+``local_count``: our rows compared (paid payments + refunds in scope). The bill is also
+checked against its own summary line (row count and every amount column, to the fen) before
+anything is compared.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
+from zoneinfo import ZoneInfo
+
+from django.db.models import Case, F, Value, When
+from django.utils import timezone
+
+from apps.orders.models import PayMethod
+from apps.payments import wechat
+from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refund
+
+logger = logging.getLogger(__name__)
+
+BEIJING = ZoneInfo("Asia/Shanghai")  # WeChat's bill days are Beijing days
+ERROR_RETRY_DAYS = 7  # reconcile_previous_day retries days that failed to download this far back
+_CHUNK = 500  # keys per IN (...) query (SQLite caps bound parameters)
+
+MISSING_LOCAL, MISSING_WECHAT, AMOUNT, STATUS = "missing_local", "missing_wechat", "amount", "status"
+
+# WeChat refund states that mean money leaves (or is leaving) the merchant account.
+_WECHAT_REFUND_LIVE = frozenset({"SUCCESS", "PROCESSING"})
+# Our refund states that mean we asked WeChat and were not told it failed.
+_LOCAL_REFUND_LIVE = frozenset({Refund.Status.SUBMITTED, Refund.Status.SUCCESS})
+# WeChat refund state -> our states that agree with it (anything else: a ``status`` difference).
+_REFUND_AGREES = {
+    "SUCCESS": {Refund.Status.SUCCESS},
+    "PROCESSING": {Refund.Status.SUBMITTED, Refund.Status.SUCCESS},
+    "REFUNDCLOSE": {Refund.Status.FAILED},
+    "CHANGE": {Refund.Status.FAILED},  # refund to a closed card: WeChat needs a manual step
+}
+
+# Summary column -> the per-row column it totals (WeChat's bill layout).
+_SUMMARY_OF = {
+    "应结订单总金额": "应结订单金额",
+    "退款总金额": "退款金额",
+    "充值券退款总金额": "充值券退款金额",
+    "手续费总金额": "手续费",
+    "订单总金额": "订单金额",
+    "申请退款总金额": "申请退款金额",
+}
+_REQUIRED_COLUMNS = ("交易状态", "微信订单号", "商户订单号", "商户退款单号", "应结订单金额", "退款金额")
+
+
+class BillFormatError(ValueError):
+    """The bill text is not WeChat's layout, or does not add up to its own summary line."""
+
+
+@dataclass(frozen=True)
+class BillTrade:
+    """A payment line of the bill. ``total_fen``: the order amount (订单金额, i.e. WeChat's
+    total_fee) in fen; older bills without that column give 应结订单金额."""
+
+    out_trade_no: str
+    transaction_id: str
+    trade_state: str  # SUCCESS (paid that day); REVOKED... for other trade types
+    total_fen: int
+    traded_at: str  # "yyyy-MM-dd HH:mm:ss", Beijing
+
+
+@dataclass(frozen=True)
+class BillRefund:
+    """A refund line of the bill (交易状态 REFUND). ``refund_fen``: the refund asked for
+    (申请退款金额) in fen; older bills without that column give 退款金额."""
+
+    out_trade_no: str
+    transaction_id: str
+    out_refund_no: str
+    refund_id: str
+    refund_fen: int
+    refund_status: str  # SUCCESS, PROCESSING, REFUNDCLOSE, CHANGE
+    trade_state: str  # "REFUND"
+
+
+@dataclass(frozen=True)
+class Bill:
+    """A parsed bill: its lines, in bill order, and the summary as read (amounts in fen)."""
+
+    trades: tuple[BillTrade, ...] = ()
+    refunds: tuple[BillRefund, ...] = ()
+    summary: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def row_count(self) -> int:
+        return len(self.trades) + len(self.refunds)
+
+
+def yuan_to_fen(text: str) -> int:
+    """``"1234.56"`` -> ``123456``, exactly (Decimal); ``""`` -> 0; negative allowed (fees).
+
+    Raises BillFormatError for anything that is not a yuan amount with at most 2 decimals.
+    """
+    text = text.strip()
+    if not text:
+        return 0
+    try:
+        fen = Decimal(text) * 100
+    except InvalidOperation as exc:
+        raise BillFormatError(f"not an amount in yuan: {text!r}") from exc
+    if not fen.is_finite() or fen != fen.to_integral_value():
+        raise BillFormatError(f"not an amount in yuan with 2 decimals: {text!r}")
+    return int(fen)
+
+
+def _cells(line: str) -> list[str]:
+    """The fields of a bill line. Each field starts with a backtick, so fields are split on
+    ",`" (a comma inside a product name stays in its field)."""
+    if not line.startswith("`"):
+        raise BillFormatError(f"bill line without the backtick prefix: {line[:80]!r}")
+    return line[1:].split(",`")
+
+
+def parse_bill(text: str) -> Bill:
+    """Parse WeChat's ALL bill (``pay/downloadbill`` text) into payment and refund lines in fen.
+
+    ``""`` (WeChat has no bill: no trade that day) is an empty Bill. The lines must add up to
+    the summary line to the fen (count and every amount column), so a truncated or garbled
+    download is refused rather than compared. Raises BillFormatError.
+    """
+    lines = [ln for ln in text.lstrip("\ufeff").replace("\r\n", "\n").split("\n") if ln.strip()]
+    if not lines:
+        return Bill()
+    header = [c.lstrip("`").strip() for c in lines[0].split(",")]
+    missing = [c for c in _REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise BillFormatError(f"bill header lacks {', '.join(missing)}")
+    try:
+        summary_at = next(i for i, ln in enumerate(lines) if ln.lstrip("`").startswith("总交易单数"))
+    except StopIteration:
+        raise BillFormatError("bill has no summary (总交易单数) line: truncated?") from None
+    if summary_at + 1 >= len(lines):
+        raise BillFormatError("bill summary header without its summary line")
+    summary_header = [c.strip() for c in lines[summary_at].split(",")]
+    summary_cells = _cells(lines[summary_at + 1])
+    if len(summary_cells) != len(summary_header):
+        raise BillFormatError("bill summary line does not match its header")
+
+    rows = []
+    for line in lines[1:summary_at]:
+        cells = _cells(line)
+        if len(cells) != len(header):
+            raise BillFormatError(f"bill line has {len(cells)} fields, header {len(header)}: {line[:80]!r}")
+        rows.append(dict(zip(header, (c.strip() for c in cells))))
+
+    summary: dict[str, int] = {}
+    for name, value in zip(summary_header, summary_cells):
+        if name == "总交易单数":
+            if not value.strip().isdigit():
+                raise BillFormatError(f"bad 总交易单数: {value!r}")
+            summary[name] = int(value)
+        else:
+            summary[name] = yuan_to_fen(value)
+    if summary.get("总交易单数") != len(rows):
+        raise BillFormatError(f"bill has {len(rows)} lines, its summary says {summary.get('总交易单数')}")
+    for total_name, column in _SUMMARY_OF.items():
+        if total_name in summary and column in header:
+            added = sum(yuan_to_fen(row[column]) for row in rows)
+            if added != summary[total_name]:
+                raise BillFormatError(f"{column} lines add up to {added} fen, {total_name} says {summary[total_name]}")
+
+    trade_amount = "订单金额" if "订单金额" in header else "应结订单金额"
+    refund_amount = "申请退款金额" if "申请退款金额" in header else "退款金额"
+    trades, refunds = [], []
+    for row in rows:
+        out_refund_no = row["商户退款单号"]
+        if row["交易状态"] == "REFUND" or out_refund_no not in ("", "0"):
+            refunds.append(BillRefund(
+                out_trade_no=row["商户订单号"], transaction_id=row["微信订单号"],
+                out_refund_no=out_refund_no, refund_id=row.get("微信退款单号", ""),
+                refund_fen=yuan_to_fen(row[refund_amount]), refund_status=row.get("退款状态", ""),
+                trade_state=row["交易状态"],
+            ))
+        else:
+            trades.append(BillTrade(
+                out_trade_no=row["商户订单号"], transaction_id=row["微信订单号"],
+                trade_state=row["交易状态"], total_fen=yuan_to_fen(row[trade_amount]),
+                traded_at=row.get("交易时间", ""),
+            ))
+    return Bill(trades=tuple(trades), refunds=tuple(refunds), summary=summary)
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    """What :func:`compare` found; fen totals are paid minus refunded."""
+
+    differences: list[dict] = field(default_factory=list)
+    wechat_count: int = 0
+    local_count: int = 0
+    wechat_fen: int = 0
+    local_fen: int = 0
+
+    def add(self, kind: str, *, out_trade_no: str, out_refund_no: str = "", wechat_fen: int | None,
+            local_fen: int | None, wechat_status: str, local_status: str) -> None:
+        self.differences.append({
+            "kind": kind, "out_trade_no": out_trade_no, "out_refund_no": out_refund_no,
+            "wechat_fen": wechat_fen, "local_fen": local_fen,
+            "wechat_status": wechat_status, "local_status": local_status,
+        })
+
+
+def _by_key(items: Iterable, key: str) -> dict:
+    """Index bill lines by ``key``; a key listed twice (WeChat does not) keeps both amounts."""
+    out: dict = {}
+    for item in items:
+        k = getattr(item, key)
+        if k in out:
+            amount = "total_fen" if isinstance(item, BillTrade) else "refund_fen"
+            item = replace(item, **{amount: getattr(out[k], amount) + getattr(item, amount)})
+        out[k] = item
+    return out
+
+
+def compare(bill: Bill, payments: dict[str, dict], refunds: dict[str, dict],
+            others: dict[str, str] | None = None) -> Comparison:
+    """Compare a parsed bill with our rows (see the module docstring for the rules).
+
+    ``payments``: ``{out_trade_no: {"total_fee", "status"}}`` of our PAID WeChat payments in
+    scope; ``refunds``: ``{out_refund_no: {"out_trade_no", "refund_fen", "status"}}``;
+    ``others``: ``{out_trade_no: status}`` of our not-paid payments the bill names (context
+    for ``missing_local``). Amounts in fen.
+    """
+    others = others or {}
+    result = Comparison(wechat_count=bill.row_count, local_count=len(payments) + len(refunds))
+    trades = _by_key(bill.trades, "out_trade_no")
+    for no in sorted(trades.keys() | payments.keys()):
+        line, ours = trades.get(no), payments.get(no)
+        result.wechat_fen += line.total_fen if line and line.trade_state == "SUCCESS" else 0
+        result.local_fen += ours["total_fee"] if ours else 0
+        if line is None:
+            result.add(MISSING_WECHAT, out_trade_no=no, wechat_fen=None, local_fen=ours["total_fee"],
+                       wechat_status="", local_status=ours["status"])
+        elif ours is None:
+            if line.trade_state == "SUCCESS":
+                result.add(MISSING_LOCAL, out_trade_no=no, wechat_fen=line.total_fen, local_fen=None,
+                           wechat_status=line.trade_state, local_status=others.get(no, ""))
+        else:
+            if line.trade_state != "SUCCESS":
+                result.add(STATUS, out_trade_no=no, wechat_fen=line.total_fen, local_fen=ours["total_fee"],
+                           wechat_status=line.trade_state, local_status=ours["status"])
+            if line.total_fen != ours["total_fee"]:
+                result.add(AMOUNT, out_trade_no=no, wechat_fen=line.total_fen, local_fen=ours["total_fee"],
+                           wechat_status=line.trade_state, local_status=ours["status"])
+
+    bill_refunds = _by_key(bill.refunds, "out_refund_no")
+    for no in sorted(bill_refunds.keys() | refunds.keys()):
+        line, ours = bill_refunds.get(no), refunds.get(no)
+        result.wechat_fen -= line.refund_fen if line and line.refund_status in _WECHAT_REFUND_LIVE else 0
+        result.local_fen -= ours["refund_fen"] if ours and ours["status"] in _LOCAL_REFUND_LIVE else 0
+        trade_no = line.out_trade_no if line else ours["out_trade_no"]
+        common = {"out_trade_no": trade_no, "out_refund_no": no,
+                  "wechat_status": line.refund_status if line else "", "local_status": ours["status"] if ours else ""}
+        if line is None:
+            result.add(MISSING_WECHAT, wechat_fen=None, local_fen=ours["refund_fen"], **common)
+        elif ours is None:
+            result.add(MISSING_LOCAL, wechat_fen=line.refund_fen, local_fen=None, **common)
+        else:
+            if line.refund_fen != ours["refund_fen"]:
+                result.add(AMOUNT, wechat_fen=line.refund_fen, local_fen=ours["refund_fen"], **common)
+            if ours["status"] not in _REFUND_AGREES.get(line.refund_status, ()):
+                result.add(STATUS, wechat_fen=line.refund_fen, local_fen=ours["refund_fen"], **common)
+    return result
+
+
+def _chunks(keys: Iterable[str]) -> Iterator[list[str]]:
+    keys = sorted(keys)
+    for i in range(0, len(keys), _CHUNK):
+        yield keys[i:i + _CHUNK]
+
+
+def beijing_day(bill_date: dt.date) -> tuple[dt.datetime, dt.datetime]:
+    """``[start, end)`` of a Beijing date as aware datetimes."""
+    start = dt.datetime.combine(bill_date, dt.time.min, tzinfo=BEIJING)
+    return start, dt.datetime.combine(bill_date + dt.timedelta(days=1), dt.time.min, tzinfo=BEIJING)
+
+
+def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
+    """Our side of ``bill_date`` (Beijing) for :func:`compare`: (payments, refunds, others).
+
+    Payments: WeChat payments ``paid`` with ``paid_at`` (WeChat's time_end) that day, plus our
+    paid ones the bill names. Refunds: of WeChat payments, ``submitted``/``success`` and created
+    that day, plus any the bill names. Others: our not-paid payments the bill names.
+    """
+    start, end = beijing_day(bill_date)
+    fields = ("out_trade_no", "total_fee", "status")
+    payments = {p["out_trade_no"]: p for p in Payment.objects.filter(
+        method=PayMethod.WECHAT, status=PaymentStatus.PAID, paid_at__gte=start, paid_at__lt=end,
+    ).values(*fields)}
+    others: dict[str, str] = {}
+    for keys in _chunks({t.out_trade_no for t in bill.trades} - payments.keys()):
+        for p in Payment.objects.filter(out_trade_no__in=keys).values(*fields):
+            if p["status"] == PaymentStatus.PAID:
+                payments[p["out_trade_no"]] = p
+            else:
+                others[p["out_trade_no"]] = p["status"]
+
+    refund_fields = ("out_refund_no", "refund_fen", "status", "payment__out_trade_no")
+    found = list(Refund.objects.filter(
+        payment__method=PayMethod.WECHAT, status__in=_LOCAL_REFUND_LIVE, created_at__gte=start, created_at__lt=end,
+    ).values(*refund_fields))
+    for keys in _chunks({r.out_refund_no for r in bill.refunds} - {r["out_refund_no"] for r in found}):
+        found += Refund.objects.filter(out_refund_no__in=keys).values(*refund_fields)
+    refunds = {r["out_refund_no"]: {"out_trade_no": r["payment__out_trade_no"] or "", "refund_fen": r["refund_fen"],
+                                    "status": r["status"]} for r in found}
+    payments = {k: {"total_fee": v["total_fee"], "status": v["status"]} for k, v in payments.items()}
+    return payments, refunds, others
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
+    """Download WeChat's bill of ``bill_date`` (a Beijing date), compare it with our rows, and
+    store the one ReconciliationRun of that day (a rerun replaces it).
+
+    Status ``ok`` (no difference: ``wechat_fen == local_fen``), ``differences``, or ``error``
+    (WeChat unreachable / refused, or the bill does not add up: message in ``error``). Never
+    raises for WeChat's failures. Alerts (one ``ALERT reconciliation`` error log line) when the
+    day turns ``differences`` or ``error``, once: ``alerted`` flips False -> True with a
+    conditional UPDATE; a rerun with the same status keeps it, a change of status clears it.
+    Calls WeChat outside any transaction.
+    """
+    try:
+        bill = parse_bill(wechat.download_bill(bill_date=bill_date))
+    except (wechat.PayUnavailable, wechat.PayRejected, BillFormatError) as exc:
+        return _store(bill_date, status=ReconciliationRun.Status.ERROR, error=f"{type(exc).__name__}: {exc}"[:2000])
+    payments, refunds, others = local_rows(bill_date, bill)
+    found = compare(bill, payments, refunds, others)
+    return _store(
+        bill_date,
+        status=ReconciliationRun.Status.DIFFERENCES if found.differences else ReconciliationRun.Status.OK,
+        wechat_count=found.wechat_count, local_count=found.local_count,
+        wechat_fen=found.wechat_fen, local_fen=found.local_fen, differences=found.differences,
+    )
+
+
+def _store(bill_date: dt.date, *, status: str, **values) -> ReconciliationRun:
+    """update_or_create the day's row, then alert once if it is not ok.
+
+    On update, ``alerted`` is computed by the UPDATE itself from the row's previous status
+    (kept when the status is unchanged, else False), so two runs of the same day at once
+    cannot both see "not alerted yet" for the same status.
+    """
+    values = {"wechat_count": 0, "local_count": 0, "wechat_fen": 0, "local_fen": 0, "differences": [],
+              "error": "", **values, "status": status}
+    run, _ = ReconciliationRun.objects.update_or_create(
+        bill_date=bill_date,
+        create_defaults={**values, "alerted": False},
+        defaults={**values, "alerted": Case(When(status=status, then=F("alerted")), default=Value(False))},
+    )
+    if status != ReconciliationRun.Status.OK and ReconciliationRun.objects.filter(
+        pk=run.pk, status=status, alerted=False
+    ).update(alerted=True) == 1:
+        logger.error("ALERT reconciliation %s %s", bill_date.isoformat(), _summary(status, values))
+    run.refresh_from_db()
+    if status == ReconciliationRun.Status.OK:
+        logger.info("reconciliation %s ok: %s lines, %s fen", bill_date, run.wechat_count, run.wechat_fen)
+    return run
+
+
+def _summary(status: str, values: dict) -> str:
+    if status == ReconciliationRun.Status.ERROR:
+        return f"error: {values['error']}"
+    kinds: dict[str, int] = {}
+    for item in values["differences"]:
+        kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+    by_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    return (f"differences: {len(values['differences'])} ({by_kind}); WeChat {values['wechat_count']} lines "
+            f"{values['wechat_fen']} fen, local {values['local_count']} rows {values['local_fen']} fen")
+
+
+def previous_day(today: dt.date | None = None) -> dt.date:
+    """Yesterday as a Beijing date (``today`` defaults to now in Beijing)."""
+    return (today or timezone.now().astimezone(BEIJING).date()) - dt.timedelta(days=1)
+
+
+def reconcile_previous_day(*, today: dt.date | None = None) -> ReconciliationRun:
+    """Beat (daily 10:30 Beijing): reconcile yesterday, then retry the days of the last
+    ``ERROR_RETRY_DAYS`` whose bill could not be fetched. Returns yesterday's run."""
+    yesterday = previous_day(today)
+    run = reconcile(bill_date=yesterday)
+    failed = ReconciliationRun.objects.filter(
+        status=ReconciliationRun.Status.ERROR, bill_date__lt=yesterday,
+        bill_date__gte=yesterday - dt.timedelta(days=ERROR_RETRY_DAYS),
+    ).order_by("bill_date").values_list("bill_date", flat=True)
+    for bill_date in list(failed):
+        reconcile(bill_date=bill_date)
+    return run
