@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounts import services as wallet
+from apps.accounts.exceptions import InsufficientBalance
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderEvent, OrderStatus, PayMethod
 from apps.payments import refunds, wechat
@@ -54,10 +55,7 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         raise InvalidState("This order is not waiting for payment.", status=order.status)
     if order.pay_deadline <= now:
         raise InvalidState("The time to pay this order has run out.", status=order.status)
-    payment, _ = Payment.objects.get_or_create(
-        out_trade_no=order.order_no,
-        defaults={"order": order, "method": PayMethod.WECHAT, "total_fee": order.pay_fen},
-    )
+    payment = _wechat_payment(order)
     if payment.status == PaymentStatus.PAID:
         raise InvalidState("This order is already paid.", status="paid")
     if payment.status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
@@ -87,6 +85,24 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
     )
     return wechat.jsapi_params(prepay.prepay_id)
+
+
+def _wechat_payment(order: Order) -> Payment:
+    """The order's WeChat payment that is not closed, created if needed.
+
+    The first one's ``out_trade_no`` is the order_no; a trade closed at WeChat (the customer
+    tried balance pay, say) cannot be reopened, so the next gets ``<order_no>P<n>`` (<= 32).
+    """
+    payment = order.payments.filter(method=PayMethod.WECHAT).exclude(status=PaymentStatus.CLOSED).order_by("-id").first()
+    if payment is not None:
+        return payment
+    tried = order.payments.filter(method=PayMethod.WECHAT).count()
+    out_trade_no = order.order_no if tried == 0 else f"{order.order_no}P{tried + 1}"
+    payment, _ = Payment.objects.get_or_create(
+        out_trade_no=out_trade_no,
+        defaults={"order": order, "method": PayMethod.WECHAT, "total_fee": order.pay_fen},
+    )
+    return payment
 
 
 def _clear_uncertainty_or_raise(payment: Payment) -> None:
@@ -119,6 +135,8 @@ def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     if order.status != OrderStatus.UNPAID:
         raise InvalidState("This order is not waiting for payment.", status=order.status)
+    if order.customer.balance_fen < order.pay_fen:  # don't close a WeChat trade for nothing
+        raise InsufficientBalance(amount_fen=order.pay_fen)
     outcome = wechat_settle_before_cancel(order=order)
     if outcome == Settle.PAID:
         raise InvalidState("This order was already paid with WeChat Pay.", status="paid")
@@ -302,10 +320,17 @@ def wechat_settle_before_cancel(*, order: Order) -> Settle:
     orderquery; SUCCESS -> apply it (PAID); USERPAYING -> PAYING; NOTPAY -> closeorder (if
     WeChat then says ORDERPAID, query and apply); CLOSED/closed -> mark the payment closed.
     """
-    payment = Payment.objects.filter(order=order, method=PayMethod.WECHAT, status__in=_OPEN).first()
-    if payment is None:
-        paid = Payment.objects.filter(order=order, status=PaymentStatus.PAID).exists()
-        return Settle.PAID if paid else Settle.CLEAR
+    if Payment.objects.filter(order=order, status=PaymentStatus.PAID).exists():
+        return Settle.PAID
+    outcomes = {_settle_one(payment) for payment in
+                Payment.objects.filter(order=order, method=PayMethod.WECHAT, status__in=_OPEN)}
+    for outcome in (Settle.PAID, Settle.PAYING, Settle.UNKNOWN):  # the most binding answer wins
+        if outcome in outcomes:
+            return outcome
+    return Settle.CLEAR
+
+
+def _settle_one(payment: Payment) -> Settle:
     state = payment_sync(payment=payment)
     if state in ("SUCCESS", "REFUND"):
         return Settle.PAID

@@ -73,3 +73,39 @@ def test_balance_pay_refused_when_wechat_already_took_the_money(rich, make_api, 
     assert response.status_code == 409
     assert Order.objects.get(order_no=order["order_no"]).pay_method == "wechat"
     assert Customer.objects.get(pk=rich.pk).balance_fen == 20000
+
+
+def test_wechat_pay_still_works_after_a_balance_attempt_closed_the_first_trade(
+        make_customer, make_api, make_sku, place_order, wechat, deliver):
+    from apps.accounts.models import Address
+
+    customer = make_customer(balance_fen=13000)
+    api = make_api(customer)
+    address = Address.objects.create(customer=customer, name="甲", phone="13800000000", province="浙江省",
+                                     city="杭州市", detail="1号")
+    order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)
+    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    Customer.objects.filter(pk=customer.pk).update(balance_fen=13000)
+    # The balance covers it at the check, then WeChat's trade is closed; suppose the balance
+    # pay then fails (another order spent it meanwhile): the customer must still be able to pay.
+    from apps.payments import services
+
+    assert services.wechat_settle_before_cancel(order=Order.objects.get(order_no=order["order_no"])) == "clear"
+    assert wechat.state.trades[order["order_no"]].trade_state == "CLOSED"
+    response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    assert response.status_code == 200
+    second = f"{order['order_no']}P2"
+    assert response.json()["pay_params"]["package"] == f"prepay_id={wechat.state.trades[second].prepay_id}"
+    wechat.control.pay(second)
+    deliver()
+    assert Order.objects.get(order_no=order["order_no"]).status == "paid"
+    assert list(Payment.objects.filter(order__order_no=order["order_no"]).order_by("id")
+                .values_list("out_trade_no", "status")) == [(order["order_no"], "closed"), (second, "paid")]
+
+
+def test_balance_short_does_not_close_the_wechat_trade(api, customer, make_sku, address, place_order, wechat):
+    order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)
+    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
+    assert response.status_code == 409 and response.json()["code"] == "insufficient_balance"
+    assert wechat.state.trades[order["order_no"]].trade_state == "NOTPAY"
