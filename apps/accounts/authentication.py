@@ -1,5 +1,6 @@
 """DRF authentication by ``Authorization: Bearer <token>`` (tokens in Redis)."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from apps.accounts.models import Customer
@@ -29,3 +30,13 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     def authenticate_header(self, request):
         # A value here makes DRF answer 401 (not 403) to unauthenticated requests.
         return self.keyword
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Describes the bearer token in the OpenAPI schema (/api/schema/)."""
+
+    target_class = "apps.accounts.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "token from POST /api/v1/auth/wechat/login"}

@@ -38,7 +38,8 @@ class RefundAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Notification)
 class NotificationAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "received_at", "out_trade_no", "transaction_id", "total_fee", "outcome"]
-    list_filter = ["outcome"]
-    search_fields = ["out_trade_no", "transaction_id"]
+    list_display = ["id", "received_at", "kind", "out_trade_no", "out_refund_no", "transaction_id",
+                    "total_fee", "outcome"]
+    list_filter = ["kind", "outcome"]
+    search_fields = ["out_trade_no", "out_refund_no", "transaction_id"]
 from apps.payments import admin_reconciliation  # noqa: E402,F401  (registers ReconciliationRun)

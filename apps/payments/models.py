@@ -46,30 +46,51 @@ class Payment(models.Model):
 
 
 class Notification(models.Model):
-    """Every payment notification received, raw, with what we did about it (audit trail)."""
+    """Every payment or refund notification received, raw, with what we did about it (audit)."""
+
+    class Kind(models.TextChoices):
+        PAYMENT = "payment", "支付通知"
+        REFUND = "refund", "退款通知"
 
     class Outcome(models.TextChoices):
-        APPLIED = "applied", "已入账"  # order moved unpaid -> paid
-        DUPLICATE = "duplicate", "重复通知"  # already applied with this transaction_id
-        LATE = "late", "订单已取消"  # paid after the order was cancelled: refund needed
+        APPLIED = "applied", "已处理"  # order unpaid -> paid / refund confirmed
+        DUPLICATE = "duplicate", "重复通知"  # applied before: nothing done
+        LATE = "late", "订单已取消"  # paid after the order was cancelled: refund queued
+        REFUND_CLOSED = "refund_closed", "退款关闭"  # WeChat says CHANGE / REFUNDCLOSE: refund FAILED
         BAD_SIGNATURE = "bad_signature", "签名错误"
         BAD_FIELDS = "bad_fields", "字段不符"  # appid / mch_id / result_code wrong
         AMOUNT_MISMATCH = "amount_mismatch", "金额不符"
-        UNKNOWN_ORDER = "unknown_order", "未知订单"
+        UNKNOWN_ORDER = "unknown_order", "未知订单"  # out_trade_no / out_refund_no not ours
         MALFORMED = "malformed", "无法解析"
 
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PAYMENT)
     out_trade_no = models.CharField(max_length=32, blank=True, db_index=True)
+    out_refund_no = models.CharField(max_length=64, blank=True)
     transaction_id = models.CharField(max_length=32, blank=True)
-    total_fee = models.IntegerField(null=True, blank=True)  # fen, as received
+    total_fee = models.IntegerField(null=True, blank=True)  # fen as received (refund_fee for refunds)
     outcome = models.CharField(max_length=20, choices=Outcome.choices)
-    body = models.TextField()  # the raw XML (truncated to 20 000 characters)
+    body = models.TextField()  # the raw XML (truncated to 20 000 characters; refunds: decrypted)
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-id"]
 
     def __str__(self) -> str:
-        return f"{self.out_trade_no} {self.outcome}"
+        return f"{self.kind} {self.out_refund_no or self.out_trade_no} {self.outcome}"
+
+    @classmethod
+    def record(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str) -> "Notification":
+        """Store one received notification; ``fields`` as parsed (may be empty)."""
+        amount = fields.get("refund_fee" if kind == cls.Kind.REFUND else "total_fee", "")
+        if isinstance(body, bytes):
+            body = body.decode("utf-8", "replace")
+        return cls.objects.create(
+            kind=kind, outcome=outcome, body=body[:20000],
+            out_trade_no=fields.get("out_trade_no", "")[:32],
+            out_refund_no=fields.get("out_refund_no", "")[:64],
+            transaction_id=fields.get("transaction_id", "")[:32],
+            total_fee=int(amount) if str(amount).isdigit() else None,
+        )
 
 
 class Refund(models.Model):

@@ -26,7 +26,7 @@ from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
 from apps.payments import wechat
-from apps.payments.models import Payment, PaymentStatus, Refund
+from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.errors import InvalidInput, InvalidState
 
 logger = logging.getLogger(__name__)
@@ -245,21 +245,38 @@ def refund_succeeded(*, refund: Refund) -> bool:
 
 
 def refund_notification_handle(body: bytes) -> bytes:
-    """WeChat's refund notification: decrypt, match our refund and amount, confirm it once."""
+    """WeChat's refund notification: decrypt, match our refund and amount, confirm it once.
+
+    Every notification is kept (admin: Notifications, kind refund) with what was done.
+    """
+    def record(fields: dict, outcome: str, text: bytes | str = body) -> None:
+        Notification.record(kind=Notification.Kind.REFUND, body=text, fields=fields, outcome=outcome)
+
     try:
         fields = wechat.parse_refund_notification(body)
     except ValueError as exc:
         logger.warning("refund notification rejected: %s", exc)
+        record({}, Notification.Outcome.MALFORMED)
         return wechat.fail_ack("cannot read req_info")
+    decrypted = "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
     refund = Refund.objects.filter(out_refund_no=fields.get("out_refund_no", "")).first()
-    if refund is None or fields.get("refund_fee") != str(refund.refund_fen):
-        logger.error("refund notification does not match: %s", {k: fields.get(k) for k in ("out_refund_no", "refund_fee")})
-        return wechat.fail_ack("unknown out_refund_no or amount")
+    if refund is None:
+        record(fields, Notification.Outcome.UNKNOWN_ORDER, decrypted)
+        return wechat.fail_ack("unknown out_refund_no")
+    if fields.get("refund_fee") != str(refund.refund_fen):
+        logger.error("refund notification amount %s != %s for %s", fields.get("refund_fee"),
+                     refund.refund_fen, refund.out_refund_no)
+        record(fields, Notification.Outcome.AMOUNT_MISMATCH, decrypted)
+        return wechat.fail_ack("refund_fee does not match")
     status = fields.get("refund_status")
     if status == "SUCCESS":
-        refund_succeeded(refund=refund)
+        outcome = Notification.Outcome.APPLIED if refund_succeeded(refund=refund) else Notification.Outcome.DUPLICATE
     elif status in ("CHANGE", "REFUNDCLOSE"):
         _mark_failed(refund, f"WeChat refund_status {status}")
+        outcome = Notification.Outcome.REFUND_CLOSED
+    else:
+        outcome = Notification.Outcome.BAD_FIELDS
+    record(fields, outcome, decrypted)
     return wechat.SUCCESS_ACK
 
 

@@ -235,14 +235,7 @@ def notification_handle(body: bytes) -> bytes:
 
 
 def _record(body: bytes, fields: dict, outcome: str) -> None:
-    total = fields.get("total_fee", "")
-    Notification.objects.create(
-        out_trade_no=fields.get("out_trade_no", "")[:32],
-        transaction_id=fields.get("transaction_id", "")[:32],
-        total_fee=int(total) if total.isdigit() else None,
-        outcome=outcome,
-        body=body.decode("utf-8", "replace")[:20000],
-    )
+    Notification.record(kind=Notification.Kind.PAYMENT, body=body, fields=fields, outcome=outcome)
 
 
 def payment_sync(*, payment: Payment) -> str:
@@ -397,8 +390,9 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
 def payment_status(*, order_no: str, customer_id: int) -> dict:
     """``{"order_status", "payment_status", "refund_status", "message"}``.
 
-    Asks WeChat when a WeChat payment is still open. ``refund_status`` is the latest refund's
-    status (or null); ``message`` is a sentence for the customer.
+    Asks WeChat when a WeChat payment is still open. ``refund_status``: "requested" while an
+    after-sale request waits for staff, else the latest refund's status (or null);
+    ``message`` is a sentence for the customer.
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
@@ -409,11 +403,13 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
         payment.refresh_from_db()
     refund = order.refunds.order_by("-id").first()
     payment_state = payment.status if payment else "none"
+    waiting = order.after_sales.filter(status="requested").exists()
     return {
         "order_status": order.status,
         "payment_status": payment_state,
-        "refund_status": refund.status if refund else None,
-        "message": _status_message(order.status, payment_state, refund),
+        "refund_status": "requested" if waiting else (refund.status if refund else None),
+        "message": "refund requested, waiting for the shop" if waiting
+        else _status_message(order.status, payment_state, refund),
     }
 
 

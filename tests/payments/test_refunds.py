@@ -11,7 +11,7 @@ from apps.appointments.models import Slot
 from apps.catalog.models import Sku
 from apps.orders.models import AfterSale, Order
 from apps.payments import refunds
-from apps.payments.models import Payment, Refund
+from apps.payments.models import Notification, Payment, Refund
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +47,8 @@ def test_full_refund_end_to_end_restocks_once(api, paid, sku, wechat, deliver):
     assert response.json() == {"refund_no": f"{paid['order_no']}R1", "status": "requested", "amount_fen": 12000}
     assert request_refund(api, paid["order_no"]).json()["refund_no"] == f"{paid['order_no']}R1"  # double click
     assert AfterSale.objects.count() == 1
+    assert api.get(f"/api/v1/orders/{paid['order_no']}/pay-status").json()["message"] == \
+        "refund requested, waiting for the shop"
 
     refund = approve(paid["order_no"])
     assert approve_again_is_noop(paid["order_no"])
@@ -66,6 +68,9 @@ def test_full_refund_end_to_end_restocks_once(api, paid, sku, wechat, deliver):
     assert AfterSale.objects.get().status == "refunded"
     assert Sku.objects.get(pk=sku.pk).stock == 10  # 2 units back, once
     assert api.get(f"/api/v1/orders/{paid['order_no']}/pay-status").json()["refund_status"] == "success"
+    assert list(Notification.objects.filter(kind="refund").order_by("id").values_list(
+        "out_refund_no", "total_fee", "outcome")) == [(refund.out_refund_no, 12000, "applied")] + [
+        (refund.out_refund_no, 12000, "duplicate")] * 2  # the two re-sends
 
 
 def approve_again_is_noop(order_no):
@@ -152,6 +157,7 @@ def test_refund_notification_rejects_garbage_and_wrong_amount(client, api, paid,
         response = client.post("/api/v1/payments/wechat/refund-notify", data=body, content_type="text/xml")
         assert b"FAIL" in response.content
     assert Refund.objects.get().status == "submitted"
+    assert list(Notification.objects.filter(kind="refund").values_list("outcome", flat=True)) == ["malformed"] * 3
 
 
 def test_balance_paid_order_is_refunded_to_the_balance_once(make_customer, make_api, sku, place_order):

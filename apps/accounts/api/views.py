@@ -13,6 +13,7 @@ from apps.accounts.api.serializers import (
     LoginOutSerializer,
     UserSerializer,
 )
+from starmall.api.schema import errors
 
 
 class LoginThrottle(AnonRateThrottle):
@@ -24,7 +25,8 @@ class LoginView(APIView):
     permission_classes = [AllowAny]
     throttle_classes = [LoginThrottle]
 
-    @extend_schema(request=LoginInSerializer, responses=LoginOutSerializer)
+    @extend_schema(request=LoginInSerializer, responses={200: LoginOutSerializer, **errors(
+        e400="invalid (bad or used code)", e429="throttled", e503="wechat_unavailable")})
     def post(self, request):
         data = LoginInSerializer(data=request.data)
         data.is_valid(raise_exception=True)

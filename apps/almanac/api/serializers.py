@@ -159,8 +159,3 @@ class ActivitiesSerializer(serializers.Serializer):
     terms = serializers.ListField(child=serializers.CharField(), help_text="every searchable almanac term")
     markers = serializers.ListField(child=serializers.CharField(), help_text="shown with days, not searchable")
 
-
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    detail = serializers.DictField()

@@ -14,14 +14,14 @@ from apps.almanac.api.serializers import (
     ActivitiesSerializer,
     DayPathSerializer,
     DaySerializer,
-    ErrorSerializer,
     MonthPathSerializer,
     MonthSerializer,
     SearchQuerySerializer,
     SearchSerializer,
 )
+from starmall.api.schema import ErrorSerializer
 
-_ERRORS = {400: ErrorSerializer, 404: ErrorSerializer}
+_ERRORS = {400: ErrorSerializer, 404: ErrorSerializer}  # API.md error body
 
 
 class _Public(APIView):

@@ -1,4 +1,5 @@
 from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.orders.models import Order, OrderLine, OrderStatus
@@ -10,6 +11,7 @@ class ConfirmItemSerializer(serializers.Serializer):
     quantity = serializers.IntegerField(min_value=1, max_value=999)
 
 
+@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "boolean"}]})
 class PointsField(serializers.Field):
     """``use_points``: a number of points (>= 0) or ``true`` for as many as possible."""
 

@@ -14,6 +14,7 @@ from apps.orders.api.serializers import (
     OrderSerializer,
 )
 from apps.payments import services as payments
+from starmall.api.schema import errors
 from starmall.errors import InvalidState, WechatUnavailable
 
 
@@ -22,7 +23,9 @@ class OrderCreateThrottle(UserRateThrottle):
 
 
 class OrderConfirmView(APIView):
-    @extend_schema(request=ConfirmInSerializer, responses=ConfirmOutSerializer)
+    @extend_schema(request=ConfirmInSerializer, responses={200: ConfirmOutSerializer, **errors(
+        e400="invalid", e404="not_found (SKU not on sale)",
+        e409="insufficient_stock, slot_unavailable, coupon_unavailable")})
     def post(self, request):
         data = ConfirmInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -45,7 +48,10 @@ class OrderListCreateView(ListAPIView):
         query.is_valid(raise_exception=True)
         return selectors.order_list(customer_id=self.request.user.pk, status=query.validated_data.get("status"))
 
-    @extend_schema(request=CreateInSerializer, responses={201: OrderSerializer, 200: OrderSerializer})
+    @extend_schema(request=CreateInSerializer, responses={
+        201: OrderSerializer, 200: OrderSerializer, **errors(
+            e400="invalid", e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state",
+            e410="order_key_expired", e429="throttled")})
     def post(self, request):
         data = CreateInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -61,7 +67,8 @@ class OrderDetailView(APIView):
 
 
 class OrderCancelView(APIView):
-    @extend_schema(request=None, responses=OrderSerializer)
+    @extend_schema(request=None, responses={200: OrderSerializer, **errors(
+        e404="not_found", e409="invalid_state", e503="wechat_unavailable")})
     def post(self, request, order_no: str):
         order = services.order_get(order_no=order_no, customer_id=request.user.pk)
         result = payments.order_cancel_checked(order=order, actor="customer", reason="customer cancelled")
@@ -75,7 +82,7 @@ class OrderCancelView(APIView):
 
 
 class OrderReceiveView(APIView):
-    @extend_schema(request=None, responses=OrderSerializer)
+    @extend_schema(request=None, responses={200: OrderSerializer, **errors(e404="not_found", e409="invalid_state")})
     def post(self, request, order_no: str):
         order = services.order_receive(order_no=order_no, customer_id=request.user.pk)
         return Response(OrderSerializer(order).data)

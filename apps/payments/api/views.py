@@ -1,7 +1,8 @@
 from django.http import HttpResponse
-from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,12 +17,14 @@ from apps.payments.api.serializers import (
     RefundOutSerializer,
 )
 from apps.payments.wechat import fail_ack
+from starmall.api.schema import errors
 
 MAX_NOTIFY_BYTES = 64 * 1024
 
 
 class OrderPayView(APIView):
-    @extend_schema(request=PayInSerializer, responses=PayOutSerializer)
+    @extend_schema(request=PayInSerializer, responses={200: PayOutSerializer, **errors(
+        e404="not_found", e409="invalid_state, insufficient_balance", e503="wechat_unavailable")})
     def post(self, request, order_no: str):
         data = PayInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -39,7 +42,8 @@ class OrderPayStatusView(APIView):
 
 
 class OrderRefundView(APIView):
-    @extend_schema(request=RefundInSerializer, responses={202: RefundOutSerializer})
+    @extend_schema(request=RefundInSerializer, responses={202: RefundOutSerializer, **errors(
+        e400="invalid (amount_fen)", e404="not_found", e409="invalid_state")})
     def post(self, request, order_no: str):
         data = RefundInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -47,21 +51,26 @@ class OrderRefundView(APIView):
         return Response(RefundOutSerializer(after_sale).data, status=202)
 
 
-def _xml_view(handler):
-    """A WeChat callback: POST only, no CSRF (WeChat signs instead), XML in and out."""
+def _xml_view(handler, summary: str):
+    """A WeChat callback: POST only, no token or CSRF (WeChat signs or encrypts), XML in and out."""
 
-    @csrf_exempt
-    @require_POST
+    @extend_schema(
+        summary=summary,
+        request={"text/xml": OpenApiTypes.STR},
+        responses={(200, "application/xml"): OpenApiTypes.STR},
+        auth=[],
+        description=handler.__doc__,
+    )
+    @api_view(["POST"])
+    @authentication_classes([])
+    @permission_classes([AllowAny])
     def view(request):
         if len(request.body) > MAX_NOTIFY_BYTES:
             return HttpResponse(fail_ack("body too large"), content_type="application/xml")
         return HttpResponse(handler(request.body), content_type="application/xml")
 
-    view.__doc__ = handler.__doc__
     return view
 
 
-wechat_notify = _xml_view(services.notification_handle)
-wechat_refund_notify = _xml_view(refunds.refund_notification_handle)
-
-
+wechat_notify = _xml_view(services.notification_handle, "WeChat Pay payment notification (called by WeChat)")
+wechat_refund_notify = _xml_view(refunds.refund_notification_handle, "WeChat Pay refund notification (called by WeChat)")

@@ -42,7 +42,7 @@ class Command(BaseCommand):
         manager.add_process(
             "web",
             f"{python} -m gunicorn starmall.wsgi --bind {bind} --workers 2 --threads 4 "
-            "--access-logfile - --graceful-timeout 5",
+            "--access-logfile - --graceful-timeout 5 --no-control-socket",
             env=env,
         )
         manager.add_process(
