@@ -78,6 +78,14 @@ def wechat(wechat_sandbox_server, settings):
 
 
 @pytest.fixture(autouse=True)
+def _broker_not_paused():
+    """Each test starts with pushes allowed (starmall.dispatch pauses after a broker failure)."""
+    from starmall import dispatch
+
+    dispatch.resume()
+
+
+@pytest.fixture(autouse=True)
 def _clean_redis():
     """Forget the suite's Redis keys (cache, tokens, drafts, test queues) around each test."""
     from django_redis import get_redis_connection
@@ -110,7 +118,7 @@ def queued():
     r = get_redis_connection("default")
 
     def read(queue: str) -> list[str]:
-        name = "test-" + queue if not queue.startswith("test-") else queue
+        name = next(q for q in queue_names() if q == queue or q.endswith("-" + queue))
         return [json.loads(m)["headers"]["task"] for m in reversed(r.lrange(name, 0, -1))]
 
     return read

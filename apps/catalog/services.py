@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from django.db.models import F
+from django.db.models import F, Q
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
@@ -20,12 +20,18 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
     SKUs are updated in ascending id order so that two orders sharing SKUs take the row locks
     in the same order and cannot deadlock (django-oscar allocates stock the same way).
     ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n``: 0 rows means not
-    enough stock (or an inactive SKU) and raises InsufficientStock with ``sku_id``.
+    enough stock (or a SKU / product taken off sale) and raises InsufficientStock with ``sku_id``.
     """
+    off_sale = Sku.objects.filter(Q(is_active=False) | Q(product__is_active=False), pk__in=list(quantities))
+    for sku_id in off_sale.values_list("pk", flat=True)[:1]:
+        raise InsufficientStock("This item is no longer on sale.", sku_id=sku_id)
     for sku_id in sorted(quantities):
         units = quantities[sku_id]
         if units <= 0:
             raise ValueError(f"quantity for SKU {sku_id} must be positive, got {units}")
+        # Only the SKU's own columns in the WHERE: a join would make Django write
+        # "WHERE id IN (SELECT ...)", and PostgreSQL re-checks only that after waiting for the
+        # row lock, with the stale stock of the subquery (oversold; test_races caught it).
         updated = Sku.objects.filter(pk=sku_id, is_active=True, stock__gte=units).update(
             stock=F("stock") - units
         )

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.orders.models import FollowUp, Order
+from starmall import dispatch
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +41,11 @@ def followup_record(*, order: Order, kind: str) -> FollowUp | None:
     return followup
 
 
-def followup_dispatch(followup_id: int) -> bool:
+def followup_dispatch(followup_id: int, *, sweep: bool = False) -> bool:
     """Push the follow-up onto its Redis queue; False (row stays pending) if Redis is down."""
     from apps.orders.tasks import followup_run
 
-    try:
-        followup_run.delay(followup_id)
-    except Exception:  # kombu raises OperationalError and friends; the beat sweep retries
-        logger.warning("follow-up %s not dispatched now; the sweep will retry", followup_id, exc_info=True)
+    if not dispatch.push(followup_run, followup_id, sweep=sweep):
         return False
     FollowUp.objects.filter(pk=followup_id).update(dispatched_at=timezone.now())
     return True
@@ -107,7 +105,7 @@ def followups_redispatch(*, now: dt.datetime | None = None) -> int:
     ids = list(
         FollowUp.objects.filter(stale, free, status=FollowUp.Status.PENDING).values_list("pk", flat=True)[:500]
     )
-    return sum(followup_dispatch(pk) for pk in ids)
+    return sum(followup_dispatch(pk, sweep=True) for pk in ids)
 
 
 # --- handlers: each idempotent or harmless to repeat ---------------------------------------

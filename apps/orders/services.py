@@ -31,12 +31,14 @@ from apps.catalog.models import Kind, Sku
 from apps.orders import drafts, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import FollowUp, Order, OrderEvent, OrderLine, OrderStatus
+from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState, NotFound
 
 logger = logging.getLogger(__name__)
 
 MAX_LINES = 50
 MAX_QUANTITY = 999
+MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fee and our columns
 
 
 # --- phase 1 -------------------------------------------------------------------------------
@@ -98,12 +100,16 @@ def order_confirm(
     freight_fen = 0
     if kind == Kind.GOODS and goods_fen < settings.FREE_FREIGHT_MIN_FEN:
         freight_fen = settings.FREIGHT_FEN
+    if goods_fen + freight_fen < 1:
+        raise InvalidInput(items=["the order must cost at least 0.01 yuan (WeChat's minimum)"])
+    if goods_fen + freight_fen > MAX_ORDER_FEN:
+        raise InvalidInput(items=[f"an order may cost at most {MAX_ORDER_FEN // 100} yuan"])
     coupon_fen = 0
     if coupon_id is not None:
         coupon = account_selectors.coupon_usable(customer_id=customer.pk, coupon_id=coupon_id)
         if coupon is None or goods_fen < coupon.min_spend_fen:
             raise CouponUnavailable(coupon_id=coupon_id)
-        coupon_fen = min(coupon.discount_fen, goods_fen + freight_fen - 1)
+        coupon_fen = max(0, min(coupon.discount_fen, goods_fen + freight_fen - 1))
     points_used, points_fen = _points(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
     pay_fen = goods_fen + freight_fen - coupon_fen - points_fen
 
@@ -228,12 +234,10 @@ def _new_order_no(now: dt.datetime) -> str:
 
 
 def _schedule_expiry(order_id: int, deadline: dt.datetime) -> None:
+    """The countdown task; if Redis is down the per-minute sweep (orders_expire_due) cancels it."""
     from apps.orders.tasks import order_expire  # tasks import services: import here
 
-    try:
-        order_expire.apply_async((order_id,), eta=deadline)
-    except Exception:  # broker down: the per-minute sweep (orders_expire_due) still cancels it
-        logger.exception("could not schedule the pay timeout of order %s", order_id)
+    dispatch.push(order_expire, order_id, eta=deadline)
 
 
 # --- transitions ---------------------------------------------------------------------------
@@ -300,6 +304,11 @@ def _restock(order: Order) -> None:
         quantities[sku_id] += quantity
     stock.sku_stock_restore(quantities=quantities)
     slots.slot_release(order_no=order.order_no)
+    _return_points(order)
+
+
+def _return_points(order: Order) -> None:
+    """Give back the points the order spent (UNIQUE WalletEvent: at most once)."""
     wallet.points_credit(customer_id=order.customer_id, points=order.points_used,
                          reason=WalletEvent.Reason.RETURN, ref=order.order_no)
 
@@ -333,14 +342,17 @@ def order_mark_refunding(*, order: Order, actor: str) -> bool:
 
 
 def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
-    """The full refund arrived: ``refunding -> refunded``; with ``restock`` (goods not shipped,
-    or a consultation) the stock, the slot and the spent points come back, once."""
+    """The full refund arrived: ``refunding -> refunded``. The points the order spent come back;
+    with ``restock`` (goods not shipped, or a consultation not held) the stock and the slot
+    too — once, under the transition."""
     with transaction.atomic():
         if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
                            actor=actor, note="fully refunded"):
             return False
         if restock:
             _restock(order)
+        else:
+            _return_points(order)
     return True
 
 

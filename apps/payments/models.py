@@ -1,4 +1,6 @@
-"""Payments (WeChat Pay V2 or balance) and the log of every notification received."""
+"""Payments (WeChat Pay V2 or balance), refunds, notifications received, reconciliation runs."""
+
+import re
 
 from django.db import models
 
@@ -81,15 +83,19 @@ class Notification(models.Model):
     @classmethod
     def record(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str) -> "Notification":
         """Store one received notification; ``fields`` as parsed (may be empty)."""
-        amount = fields.get("refund_fee" if kind == cls.Kind.REFUND else "total_fee", "")
-        if isinstance(body, bytes):
-            body = body.decode("utf-8", "replace")
+        def text(value, limit: int) -> str:
+            # Whatever arrived is kept, but PostgreSQL text cannot hold NUL.
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            return str(value or "").replace("\x00", "\ufffd")[:limit]
+
+        amount = text(fields.get("refund_fee" if kind == cls.Kind.REFUND else "total_fee"), 20)
         return cls.objects.create(
-            kind=kind, outcome=outcome, body=body[:20000],
-            out_trade_no=fields.get("out_trade_no", "")[:32],
-            out_refund_no=fields.get("out_refund_no", "")[:64],
-            transaction_id=fields.get("transaction_id", "")[:32],
-            total_fee=int(amount) if str(amount).isdigit() else None,
+            kind=kind, outcome=outcome, body=text(body, 20000),
+            out_trade_no=text(fields.get("out_trade_no"), 32),
+            out_refund_no=text(fields.get("out_refund_no"), 64),
+            transaction_id=text(fields.get("transaction_id"), 32),
+            total_fee=int(amount) if re.fullmatch(r"[0-9]{1,9}", amount) else None,  # ASCII digits, fits
         )
 
 

@@ -27,6 +27,7 @@ from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
 from apps.payments import wechat
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
+from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState
 
 logger = logging.getLogger(__name__)
@@ -38,8 +39,10 @@ _REFUNDABLE_ORDER = (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETE
 
 
 def paying_payment(order: Order) -> Payment | None:
-    """The payment that paid the order (the earliest paid one)."""
-    return order.payments.filter(status=PaymentStatus.PAID).order_by("paid_at", "id").first()
+    """The payment that paid the order: the paid one of the order's ``pay_method`` (a second,
+    duplicate WeChat payment is not it; it gets its own refund)."""
+    paid = order.payments.filter(status=PaymentStatus.PAID).order_by("id")
+    return paid.filter(method=order.pay_method).first() or paid.first()
 
 
 # --- requests and decisions ----------------------------------------------------------------
@@ -102,8 +105,9 @@ def after_sale_approve(*, after_sale_id: int, actor: str) -> Refund | None:
             status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now
         ) != 1:
             return None
-        request = AfterSale.objects.select_related("order").get(pk=after_sale_id)
-        order = request.order
+        request = AfterSale.objects.get(pk=after_sale_id)
+        # Lock the order: shipping it now must wait, so "restock" is decided on its real state.
+        order = Order.objects.select_for_update().get(pk=request.order_id)
         payment = paying_payment(order)
         if payment is None or not _reserve(payment, request.amount_fen):
             raise InvalidState("The amount is more than what is left to refund.", refund_no=request.refund_no)
@@ -161,10 +165,7 @@ def refund_dispatch(refund_id: int) -> None:
     """Push the refund onto the ``payments`` queue; the sweep retries if Redis is down."""
     from apps.payments.tasks import refund_run
 
-    try:
-        refund_run.delay(refund_id)
-    except Exception:  # kombu errors: refunds_sweep will pick the row up
-        logger.warning("refund %s not dispatched now; the sweep will retry", refund_id, exc_info=True)
+    dispatch.push(refund_run, refund_id)
 
 
 def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:

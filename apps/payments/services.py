@@ -81,9 +81,18 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             raise InvalidState("This payment was closed; the order can no longer be paid.") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable(wechat_err_code=exc.err_code) from exc
-    Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(
+    if Payment.objects.filter(pk=payment.pk, status__in=_OPEN, order__status=OrderStatus.UNPAID).update(
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
-    )
+    ) != 1:
+        # The order was cancelled or paid another way while WeChat created this trade: close
+        # it there so the customer cannot pay it (if they already did, the notification or
+        # the sweep finds a late payment and refunds it).
+        try:
+            wechat.close_order(out_trade_no=payment.out_trade_no)
+        except (wechat.PayUnavailable, wechat.PayRejected) as exc:
+            logger.warning("closeorder %s after a raced prepay failed: %s", payment.out_trade_no, exc)
+        Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(status=PaymentStatus.CLOSED)
+        raise InvalidState("This order is no longer waiting for payment.")
     return wechat.jsapi_params(prepay.prepay_id)
 
 
@@ -135,6 +144,8 @@ def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     if order.status != OrderStatus.UNPAID:
         raise InvalidState("This order is not waiting for payment.", status=order.status)
+    if order.pay_deadline <= timezone.now():
+        raise InvalidState("The time to pay this order has run out.", status=order.status)
     if order.customer.balance_fen < order.pay_fen:  # don't close a WeChat trade for nothing
         raise InsufficientBalance(amount_fen=order.pay_fen)
     outcome = wechat_settle_before_cancel(order=order)

@@ -117,6 +117,8 @@ def parse_xml(body: bytes) -> dict[str, str]:
     for child in root:
         if len(child):
             raise ValueError(f"field {child.tag} is not flat")
+        if child.tag in fields:  # WeChat never repeats a field; "last one wins" would be a trap
+            raise ValueError(f"field {child.tag} appears twice")
         fields[child.tag] = (child.text or "").strip()
     return fields
 

@@ -3,6 +3,10 @@
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
+# Largest id an API accepts: bigger numbers are refused as invalid instead of overflowing
+# SQLite's or PostgreSQL's integer columns (and stay exact in JavaScript).
+MAX_ID = 2**53
+
 
 class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="snake_case, e.g. insufficient_stock")

@@ -6,6 +6,7 @@ from rest_framework import serializers
 from apps.appointments.models import Slot
 
 MAX_RANGE_DAYS = 62
+MAX_DISTANCE_DAYS = 366
 
 
 class SlotQuerySerializer(serializers.Serializer):
@@ -23,6 +24,9 @@ class SlotQuerySerializer(serializers.Serializer):
 
     def validate(self, attrs):
         today = timezone.localdate()
+        for name in ("from", "to"):  # slots exist around today; far dates would overflow
+            if name in attrs and abs((attrs[name] - today).days) > MAX_DISTANCE_DAYS:
+                raise serializers.ValidationError({name: [f"must be within {MAX_DISTANCE_DAYS} days of today"]})
         start = attrs.get("from") or today
         end = attrs.get("to") or start + dt.timedelta(days=7)
         if end < start:

@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from apps.catalog.models import Category, Kind, Product, Sku, Teacher
+from starmall.api.schema import MAX_ID
 
 
 class CategorySerializer(serializers.ModelSerializer):
@@ -12,7 +13,7 @@ class CategorySerializer(serializers.ModelSerializer):
 
 
 class ProductListQuerySerializer(serializers.Serializer):
-    category = serializers.IntegerField(required=False, min_value=1)
+    category = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     q = serializers.CharField(required=False, max_length=50, allow_blank=True)
     kind = serializers.ChoiceField(choices=Kind.choices, required=False)
 

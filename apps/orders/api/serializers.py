@@ -4,10 +4,11 @@ from rest_framework import serializers
 
 from apps.orders.models import Order, OrderLine, OrderStatus
 from apps.orders.services import slot_json
+from starmall.api.schema import MAX_ID
 
 
 class ConfirmItemSerializer(serializers.Serializer):
-    sku_id = serializers.IntegerField(min_value=1)
+    sku_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     quantity = serializers.IntegerField(min_value=1, max_value=999)
 
 
@@ -18,7 +19,7 @@ class PointsField(serializers.Field):
     def to_internal_value(self, data):
         if isinstance(data, bool):
             return data
-        if isinstance(data, int) and data >= 0:
+        if isinstance(data, int) and 0 <= data <= MAX_ID:
             return data
         raise serializers.ValidationError("a number of points (>= 0) or true/false")
 
@@ -28,9 +29,9 @@ class PointsField(serializers.Field):
 
 class ConfirmInSerializer(serializers.Serializer):
     items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=50)
-    slot_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    slot_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
+    address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
+    coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     use_points = PointsField(required=False, default=0)
 
 
