@@ -65,14 +65,12 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.db import connection
+    from django.db import DatabaseError, connection
     from django.test import Client
     from django.utils import timezone
 
     from apps.almanac import caching, compute, selectors, services
     from apps.almanac.models import AlmanacActivity, AlmanacDay, AlmanacRange
-
-    from django.db import DatabaseError
 
     try:
         AlmanacRange.objects.exists()

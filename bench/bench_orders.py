@@ -47,9 +47,9 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    from django.conf import settings
     from wechatpy.pay.utils import calculate_signature
 
-    from django.conf import settings
     from apps.accounts.models import Address, Customer
     from apps.catalog.models import Category, Product, Sku
     from apps.orders import services as orders

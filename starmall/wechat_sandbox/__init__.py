@@ -7,7 +7,11 @@ See README.md in this package for endpoints, the control API and what is simplif
 
 from .client import SandboxControl, SandboxControlError
 from .config import (
-    DEMO_APP_SECRET, DEMO_APPID, DEMO_MCH_ID, DEMO_PAY_API_KEY, RETRY_SCHEDULE_SECONDS,
+    DEMO_APP_SECRET,
+    DEMO_APPID,
+    DEMO_MCH_ID,
+    DEMO_PAY_API_KEY,
+    RETRY_SCHEDULE_SECONDS,
     SandboxConfig,
 )
 from .server import SandboxServer

@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from . import payloads, wire
 from .models import (
-    CLOSED, NOTPAY, PAYERROR, R_PROCESSING, R_SUCCESS, REFUND_FINAL_STATES, SUCCESS, USERPAYING,
-    Notification, Refund, Trade,
+    CLOSED,
+    NOTPAY,
+    PAYERROR,
+    R_PROCESSING,
+    R_SUCCESS,
+    REFUND_FINAL_STATES,
+    SUCCESS,
+    USERPAYING,
+    Notification,
+    Refund,
+    Trade,
 )
 from .state import SandboxError, SandboxState
 

@@ -11,9 +11,9 @@ import datetime as dt
 import json
 
 import pytest
+from adv_helpers import assert_conserved, assert_error
 from django.utils import timezone
 
-from adv_helpers import assert_conserved, assert_error
 from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from adv_helpers import assert_conserved, assert_error
 from django.utils import timezone
 
-from adv_helpers import assert_conserved, assert_error
 from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku

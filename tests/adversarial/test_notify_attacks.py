@@ -12,8 +12,6 @@ import hashlib
 import hmac
 
 import pytest
-from django.conf import settings
-
 from adv_helpers import (
     assert_conserved,
     is_ack_fail,
@@ -24,6 +22,8 @@ from adv_helpers import (
     signed_body,
     xml_of,
 )
+from django.conf import settings
+
 from apps.accounts.models import Customer
 from apps.orders.models import FollowUp, Order
 from apps.payments.models import Notification, Payment, Refund

@@ -9,10 +9,10 @@ import time
 from collections import Counter
 
 import pytest
+from adv_helpers import assert_conserved
 from django.db import connection
 from django.utils import timezone
 
-from adv_helpers import assert_conserved
 from apps.accounts.models import Address, Coupon, Customer
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku

@@ -5,9 +5,9 @@ from collections import Counter
 import pytest
 
 from apps.accounts.models import Address
+from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, Slot
 from apps.catalog.exceptions import InsufficientStock
-from apps.appointments.exceptions import SlotUnavailable
 from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
 from apps.orders.models import FollowUp, Order

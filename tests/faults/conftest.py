@@ -15,8 +15,14 @@ import os
 import pytest
 from django.conf import settings as django_settings
 from django.test import override_settings
-
-from fault_helpers import PrivateRedis, RowLock, WorkerProcess, point_celery_at, wait_for, worker_db_sessions
+from fault_helpers import (
+    PrivateRedis,
+    RowLock,
+    WorkerProcess,
+    point_celery_at,
+    wait_for,
+    worker_db_sessions,
+)
 
 
 @pytest.fixture
@@ -87,23 +93,6 @@ def row_lock(celery_worker_process):
 
 
 # --- shop objects ---------------------------------------------------------------------------
-
-@pytest.fixture
-def place_order():
-    """``place_order(api, items=[(sku, qty)], address=None)`` -> order JSON (unpaid)."""
-
-    def place(api, *, items, address=None):
-        body = {"items": [{"sku_id": sku.pk, "quantity": qty} for sku, qty in items]}
-        if address is not None:
-            body["address_id"] = address.pk
-        confirmed = api.post("/api/v1/orders/confirm", body, format="json")
-        assert confirmed.status_code == 200, confirmed.json()
-        created = api.post("/api/v1/orders", {"order_key": confirmed.json()["order_key"]}, format="json")
-        assert created.status_code == 201, created.json()
-        return created.json()
-
-    return place
-
 
 class Shop:
     """Buy and pay through the real API and the sandbox, against the private Redis.

@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +22,6 @@ from urllib.parse import quote
 import pytest
 import redis
 from django.db import connection
-
 
 
 def followups_queue() -> str:
@@ -186,29 +184,6 @@ def drain(queue: str | None = None) -> list[object]:
         for delivery in deliveries:
             results.append(delivery.run())
             delivery.ack()
-    return results
-
-
-def race(fn: Callable[[int], object], n: int, timeout: float = 30) -> list[object]:
-    """Call ``fn(i)`` in n real threads released together by a Barrier; results or exceptions."""
-    barrier = threading.Barrier(n)
-    results: list[object] = [None] * n
-
-    def worker(i: int) -> None:
-        try:
-            barrier.wait(timeout)
-            results[i] = fn(i)
-        except BaseException as exc:  # noqa: BLE001 - the test inspects what each thread raised
-            results[i] = exc
-        finally:
-            connection.close()  # each thread has its own connection
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    assert not any(t.is_alive() for t in threads), "a racing thread hung"
     return results
 
 

@@ -16,13 +16,13 @@ import time
 import pytest
 from django.db.models import F
 from django.utils import timezone
+from fault_helpers import drain, free_port, taken, wait_for, worker_db_sessions
 from kombu import Connection
 
 from apps.accounts.models import Customer, WalletEvent
 from apps.orders import followups
 from apps.orders.models import FollowUp, Order
 from apps.orders.tasks import followup_run
-from fault_helpers import drain, free_port, race, taken, wait_for, worker_db_sessions
 
 TASK = "apps.orders.tasks.followup_run"
 KINDS = ("subscribe_message", "sms", "points_award")
@@ -231,7 +231,7 @@ def _slow_handlers(monkeypatch, seconds: float) -> None:
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_followup_delivered_twice_at_once_has_one_effect(shop, shop_redis, wechat, monkeypatch, caplog):
+def test_followup_delivered_twice_at_once_has_one_effect(shop, shop_redis, wechat, monkeypatch, caplog, race):
     customer, order = shop.paid_order()
     # The sweep runs while the first messages still wait (a slow or backed-up worker): each row
     # is now on the queue twice, the original push and the sweep's.

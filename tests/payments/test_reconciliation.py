@@ -15,7 +15,12 @@ import apps.payments.admin_reconciliation  # noqa: F401  (registers the admin un
 from apps.orders.models import AfterSale
 from apps.payments import reconciliation, refunds
 from apps.payments.models import Payment, ReconciliationRun, Refund
-from apps.payments.reconciliation import BillFormatError, parse_bill, reconcile, yuan_to_fen
+from apps.payments.reconciliation import (
+    BillFormatError,
+    parse_bill,
+    reconcile,
+    yuan_to_fen,
+)
 from apps.payments.tasks import reconcile_daily
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from wechatpy.pay import WeChatPay
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
-from wechatpy.pay import WeChatPay
 
 from starmall.wechat_sandbox import DEMO_APPID, DEMO_MCH_ID, DEMO_PAY_API_KEY
 

@@ -6,7 +6,13 @@ import pytest
 from wechatpy.exceptions import InvalidSignatureException
 from wechatpy.pay import WeChatPay
 
-from starmall.wechat_sandbox import DEMO_APPID, DEMO_MCH_ID, DEMO_PAY_API_KEY, fixtures, wire
+from starmall.wechat_sandbox import (
+    DEMO_APPID,
+    DEMO_MCH_ID,
+    DEMO_PAY_API_KEY,
+    fixtures,
+    wire,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wechat"
 PAY = WeChatPay(DEMO_APPID, DEMO_PAY_API_KEY, DEMO_MCH_ID)

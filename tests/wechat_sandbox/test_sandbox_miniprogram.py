@@ -5,7 +5,12 @@ import requests
 from wechatpy import WeChatClient
 from wechatpy.exceptions import WeChatClientException
 
-from starmall.wechat_sandbox import DEMO_APP_SECRET, DEMO_APPID, SandboxConfig, SandboxServer
+from starmall.wechat_sandbox import (
+    DEMO_APP_SECRET,
+    DEMO_APPID,
+    SandboxConfig,
+    SandboxServer,
+)
 
 
 def make_client(url: str, secret: str = DEMO_APP_SECRET, appid: str = DEMO_APPID):

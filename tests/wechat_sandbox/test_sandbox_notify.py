@@ -6,7 +6,14 @@ import time
 import pytest
 import requests
 from sandbox_helpers import (
-    FAIL_XML, NOTIFY_URL, OK_XML, Recorder, ShopStub, create_order, make_pay, paid_order,
+    FAIL_XML,
+    NOTIFY_URL,
+    OK_XML,
+    Recorder,
+    ShopStub,
+    create_order,
+    make_pay,
+    paid_order,
 )
 from wechatpy.exceptions import InvalidSignatureException
 

@@ -3,7 +3,13 @@
 import time
 
 import pytest
-from sandbox_helpers import REFUND_NOTIFY_URL, Recorder, create_order, make_pay, paid_order
+from sandbox_helpers import (
+    REFUND_NOTIFY_URL,
+    Recorder,
+    create_order,
+    make_pay,
+    paid_order,
+)
 from wechatpy.exceptions import WeChatPayException
 
 from starmall.wechat_sandbox import DEMO_PAY_API_KEY, SandboxConfig, SandboxServer, wire

@@ -18,13 +18,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from apps.almanac import compute, services
-
-
-def _date(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError as exc:
-        raise CommandError(f"not a date (YYYY-MM-DD): {text!r}") from exc
+from starmall.management.arguments import iso_date
 
 
 class Command(BaseCommand):
@@ -53,11 +47,11 @@ class Command(BaseCommand):
             raise CommandError("give --end or --years-ahead, not both")
         start, end = compute.FIRST_DATE, compute.LAST_DATE
         if opts["start"]:
-            start = _date(opts["start"])
+            start = iso_date(opts["start"])
         elif opts["years_back"] is not None:
             start = max(dt.date(today.year - opts["years_back"], 1, 1), compute.FIRST_DATE)
         if opts["end"]:
-            end = _date(opts["end"])
+            end = iso_date(opts["end"])
         elif opts["years_ahead"] is not None:
             end = min(dt.date(today.year + opts["years_ahead"], 12, 31), compute.LAST_DATE)
 

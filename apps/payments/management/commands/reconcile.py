@@ -9,19 +9,11 @@ bill could not be fetched or read; differences are printed and exit 0.
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.payments import reconciliation
 from apps.payments.models import ReconciliationRun
-
-
-def _date(text: str) -> dt.date:
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError as exc:
-        raise CommandError(f"not a date (YYYY-MM-DD): {text!r}") from exc
+from starmall.management.arguments import iso_date
 
 
 class Command(BaseCommand):
@@ -31,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--date", help="the bill's Beijing date, YYYY-MM-DD (default: yesterday)")
 
     def handle(self, *args, **opts) -> None:
-        bill_date = _date(opts["date"]) if opts["date"] else reconciliation.previous_day()
+        bill_date = iso_date(opts["date"]) if opts["date"] else reconciliation.previous_day()
         run = reconciliation.reconcile(bill_date=bill_date)
         if run.status == ReconciliationRun.Status.ERROR:
             raise CommandError(f"{bill_date}: could not reconcile: {run.error}")
