@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from apps.orders import services
 from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine
 from apps.payments import services as payments
+from starmall.admin import ReadOnlyModelAdmin
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -119,3 +120,14 @@ class AfterSaleAdmin(admin.ModelAdmin):
         done = sum(refunds.after_sale_reject(after_sale_id=s.pk, actor=f"staff:{request.user.username}",
                                              note="rejected in admin") for s in queryset)
         messages.info(request, f"Rejected {done} of {queryset.count()} requests.")
+
+
+@admin.register(OrderEvent)
+class OrderEventAdmin(ReadOnlyModelAdmin):
+    """The append-only status log of every order, across orders (audit)."""
+
+    list_display = ["created_at", "order", "from_status", "to_status", "actor", "note"]
+    list_filter = ["to_status", "actor"]
+    search_fields = ["order__order_no", "actor", "note"]
+    date_hierarchy = "created_at"
+    list_select_related = ["order"]

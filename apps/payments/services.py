@@ -345,9 +345,15 @@ def _settle_one(payment: Payment) -> Settle:
     if state in ("NOTPAY", "PAYERROR", "NOTEXIST"):
         try:
             closed = wechat.close_order(out_trade_no=payment.out_trade_no)
-        except (wechat.PayUnavailable, wechat.PayRejected) as exc:
-            logger.warning("closeorder %s failed: %s", payment.out_trade_no, exc)
+        except wechat.PayUnavailable as exc:
+            logger.warning("closeorder %s unanswered: %s", payment.out_trade_no, exc)
             return Settle.UNKNOWN
+        except wechat.PayRejected as exc:
+            # WeChat just said NOTPAY but will not close yet (it wants 5 minutes between create
+            # and close). Going on is money-safe: the trade lapses at its time_expire, and a
+            # payment made before that arrives as a late payment and is refunded exactly once.
+            logger.warning("closeorder %s refused (%s): left to lapse", payment.out_trade_no, exc)
+            return Settle.CLEAR
         if closed == "ORDERPAID":
             return Settle.PAID if payment_sync(payment=payment) in ("SUCCESS", "REFUND") else Settle.UNKNOWN
     Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(status=PaymentStatus.CLOSED)

@@ -26,6 +26,7 @@ from wechatpy.pay.utils import calculate_signature, calculate_signature_hmac
 
 logger = logging.getLogger(__name__)
 
+MIN_EXPIRE = dt.timedelta(minutes=5, seconds=30)  # WeChat: time_expire >= 5 min after the call
 SUCCESS_ACK = (
     b"<xml><return_code><![CDATA[SUCCESS]]></return_code>"
     b"<return_msg><![CDATA[OK]]></return_msg></xml>"
@@ -147,6 +148,9 @@ def unified_order(
     PayUnavailable or PayRejected (ORDERPAID, ORDERCLOSED, OUT_TRADE_NO_USED...).
     """
     now = timezone.localtime()
+    # WeChat refuses a JSAPI time_expire less than 5 minutes away: a customer paying in the
+    # last minutes gets a little longer at WeChat; the timeout task asks WeChat before cancelling.
+    expires_at = max(expires_at, now + MIN_EXPIRE)
     result = _call(
         client().order.create,
         trade_type="JSAPI",

@@ -99,3 +99,33 @@ def test_uncertain_payment_checked_at_1_5_15_minutes_then_manual_with_one_alert(
     settings.WECHAT_PAY_API_BASE = wechat.url  # staff resolve it from the admin: same service code
     assert services.payment_check_uncertain(payment=payment) == "clear"  # WeChat never saw it
     assert Payment.objects.get().status == "pending"
+
+
+def test_cancel_right_after_prepay_when_wechat_will_not_close_yet(api, sku, address, place_order, wechat, deliver):
+    """Real WeChat refuses closeorder within 5 minutes of unifiedorder. The customer can still
+    cancel (WeChat said NOTPAY); if they pay the lapsing trade anyway, the money is refunded."""
+    wechat.state.config.min_close_age_seconds = 300
+    order = place_order(api, items=[(sku, 1)], address=address)
+    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    response = api.post(f"/api/v1/orders/{order['order_no']}/cancel")
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    assert wechat.state.trades[order["order_no"]].trade_state == "NOTPAY"  # not closable yet
+    assert Sku.objects.get(pk=sku.pk).stock == 10
+
+    wechat.control.pay(order["order_no"])  # the customer pays the old pay sheet anyway
+    deliver()
+    assert Order.objects.get(order_no=order["order_no"]).status == "cancelled"
+    assert Sku.objects.get(pk=sku.pk).stock == 10
+    assert list(Refund.objects.values_list("reason", "refund_fen")) == [("late_payment", 7000)]
+
+
+def test_unifiedorder_in_the_last_minutes_gets_wechats_minimum_expiry(api, sku, address, place_order, wechat):
+    from apps.payments.wechat import MIN_EXPIRE
+
+    order = place_order(api, items=[(sku, 1)], address=address)
+    Order.objects.filter(order_no=order["order_no"]).update(pay_deadline=timezone.now() + dt.timedelta(minutes=1))
+    before = timezone.now()
+    assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
+    sent = dt.datetime.strptime(wechat.state.trades[order["order_no"]].params["time_expire"], "%Y%m%d%H%M%S")
+    sent = sent.replace(tzinfo=timezone.get_current_timezone())
+    assert sent >= (before + MIN_EXPIRE).replace(microsecond=0)

@@ -1,0 +1,76 @@
+"""The back office: every registered model's list and detail page opens, searches work,
+and the staff actions change state only through the services."""
+
+import pytest
+from django.contrib import admin
+from django.core.management import call_command
+from django.urls import reverse
+
+from apps.orders.models import AfterSale, Order
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    django_user_model.objects.create_superuser("boss", password="pw-123456")
+    client.login(username="boss", password="pw-123456")
+    return client
+
+
+@pytest.fixture
+def shop_with_a_paid_order(make_customer, make_api, wechat, deliver, place_order):
+    call_command("loaddata", "fixtures/demo.json", verbosity=0)
+    from apps.accounts.models import Address, Customer
+    from apps.catalog.models import Sku
+
+    customer = Customer.objects.get(pk=1)
+    api = make_api(customer)
+    order = place_order(api, items=[(Sku.objects.get(pk=1), 1)], address=Address.objects.get(pk=1))
+    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    wechat.control.pay(order["order_no"])
+    deliver()
+    api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了"}, format="json")
+    return order
+
+
+def test_every_admin_page_opens(staff, shop_with_a_paid_order):
+    opened = 0
+    for model in admin.site._registry:
+        meta = model._meta
+        listing = staff.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"))
+        assert listing.status_code == 200, meta.label
+        first = model._default_manager.first()
+        if first is not None:
+            detail = staff.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[first.pk]))
+            assert detail.status_code == 200, meta.label
+        opened += 1
+    assert opened >= 19
+
+
+def test_order_search_by_order_no_and_customer(staff, shop_with_a_paid_order):
+    url = reverse("admin:orders_order_changelist")
+    assert shop_with_a_paid_order["order_no"].encode() in staff.get(url, {"q": shop_with_a_paid_order["order_no"]}).content
+    assert shop_with_a_paid_order["order_no"].encode() in staff.get(url, {"q": "体验用户"}).content
+    assert shop_with_a_paid_order["order_no"].encode() not in staff.get(url, {"q": "nobody"}).content
+
+
+def test_staff_approves_a_refund_from_the_admin(staff, shop_with_a_paid_order):
+    sale = AfterSale.objects.get()
+    response = staff.post(reverse("admin:orders_aftersale_changelist"),
+                          {"action": "approve", "_selected_action": [sale.pk]}, follow=True)
+    assert response.status_code == 200
+    assert AfterSale.objects.get().status == "approved"
+    assert Order.objects.get(order_no=shop_with_a_paid_order["order_no"]).status == "refunding"
+
+
+def test_sku_stock_changes_relatively_never_overwritten(staff, shop_with_a_paid_order):
+    from apps.catalog.models import Sku
+
+    sku = Sku.objects.get(pk=1)  # 60 in the fixture, 1 sold
+    url = reverse("admin:catalog_sku_change", args=[sku.pk])
+    form = {"product": sku.product_id, "specs": '{"颜色": "天青", "容量": "120ml"}', "price_fen": sku.price_fen,
+            "code": sku.code, "is_active": "on", "stock_change": 5}
+    Sku.objects.filter(pk=sku.pk).update(stock=50)  # orders took units while the page was open
+    assert staff.post(url, form).status_code == 302
+    assert Sku.objects.get(pk=sku.pk).stock == 55
