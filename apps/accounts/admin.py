@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db import models
 
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
 from starmall.admin import ReadOnlyModelAdmin
@@ -17,6 +18,7 @@ class CustomerAdmin(admin.ModelAdmin):
     # Balance and points change only through services (conditional UPDATE + WalletEvent).
     readonly_fields = ["openid", "unionid", "balance_fen", "points", "created_at"]
     inlines = [AddressInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # avatar URLs (Django 6 default)
 
 
 @admin.register(WalletEvent)

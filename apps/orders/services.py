@@ -177,13 +177,16 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     schedule the unpaid timeout. Raises OrderKeyExpired, InsufficientStock, SlotUnavailable,
     CouponUnavailable, InvalidState (points changed); on any of them nothing is kept.
     """
-    existing = Order.objects.filter(order_key=order_key).first()
+    existing = _order_of_key(order_key, customer)
     if existing is not None:
-        if existing.customer_id != customer.pk:
-            raise OrderKeyExpired()
         return existing, False
     draft = drafts.draft_get(order_key)
     if draft is None or draft["customer_id"] != customer.pk:
+        # A racing create with the same key may have committed and dropped the draft between
+        # our two reads: its order is the answer, not "expired".
+        existing = _order_of_key(order_key, customer)
+        if existing is not None:
+            return existing, False
         raise OrderKeyExpired()
     now = timezone.now()
     try:
@@ -226,6 +229,14 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             raise
         return winner, False
     return order, True
+
+
+def _order_of_key(order_key: str, customer: Customer) -> Order | None:
+    """The order made from ``order_key``; another customer's key is OrderKeyExpired."""
+    order = Order.objects.filter(order_key=order_key).first()
+    if order is not None and order.customer_id != customer.pk:
+        raise OrderKeyExpired()
+    return order
 
 
 def _new_order_no(now: dt.datetime) -> str:

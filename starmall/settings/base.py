@@ -237,8 +237,6 @@ TIME_ZONE = "Asia/Shanghai"
 USE_I18N = True
 USE_TZ = True
 
-FORMS_URLFIELD_ASSUME_HTTPS = True  # Django 6 default, opted in now
-
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STORAGES = {

@@ -195,3 +195,26 @@ def test_create_schedules_pay_timeout_only_after_commit(api, make_sku, address, 
         callback()
     assert queued("default") == ["apps.orders.tasks.order_expire"]
     assert cache.get(f"order:draft:{key}") is None
+
+
+def test_create_replay_after_the_winner_dropped_the_draft_returns_the_order(api, make_sku, address, monkeypatch):
+    """The race the concurrency suite hit: a replay checks for an order (none yet), the first
+    create commits and drops the draft, then the replay reads the draft (gone)."""
+    from apps.orders import drafts, services
+
+    sku = make_sku()
+    key = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=address.pk).json()["order_key"]
+    winner = api.post("/api/v1/orders", {"order_key": key}, format="json").json()
+    drafts.draft_delete(key)
+    real = services._order_of_key
+    calls = []
+
+    def first_miss(order_key, customer):
+        calls.append(order_key)
+        return None if len(calls) == 1 else real(order_key, customer)
+
+    monkeypatch.setattr(services, "_order_of_key", first_miss)
+    replay = api.post("/api/v1/orders", {"order_key": key}, format="json")
+    assert replay.status_code == 200
+    assert replay.json()["order_no"] == winner["order_no"]
+    assert len(calls) == 2
