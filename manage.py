@@ -12,9 +12,13 @@ def main() -> None:
         from starmall import embedded_redis
 
         embedded_redis.ensure_running()
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    except ImproperlyConfigured as exc:  # bad configuration: say what, without a traceback
+        sys.exit(f"Starmall configuration error: {exc}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Top-level URLs: the mini-program API under /api/v1/, admin, schema, health."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from starmall.api.health import healthz
+from starmall.api.health import api_not_found, healthz
 
 api_v1 = [
     path("", include("apps.accounts.api.urls")),
@@ -13,6 +13,8 @@ api_v1 = [
     path("", include("apps.orders.api.urls")),
     path("", include("apps.payments.api.urls")),
     path("", include("apps.almanac.api.urls")),
+    # Anything else under /api/v1/ is a JSON 404 in the API's error format (also with DEBUG on).
+    re_path(r"^.*$", api_not_found),
 ]
 
 urlpatterns = [

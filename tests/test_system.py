@@ -54,6 +54,9 @@ def test_wechat_official_signature_vector():
     ({"ORDER_DRAFT_TTL_SECONDS": "0"}, "ORDER_DRAFT_TTL_SECONDS"),
     ({"WECHAT_PAY_API_KEY": "short"}, "WECHAT_PAY_API_KEY"),
     ({"WECHAT_PAY_API_BASE": "http://example.invalid"}, "must end in '/'"),
+    ({"AUTH_TOKEN_TTL_SECONDS": "0"}, "AUTH_TOKEN_TTL_SECONDS"),
+    ({"WECHAT_TIMEOUT_SECONDS": "0"}, "WECHAT_TIMEOUT_SECONDS"),
+    ({"REFUND_AUTO_APPROVE_HOURS": "-1"}, "REFUND_AUTO_APPROVE_HOURS"),
 ])
 def test_bad_configuration_stops_startup(env, message):
     result = subprocess.run(
@@ -74,3 +77,22 @@ def test_production_settings_demand_secrets():
     )
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY" in result.stderr and "WECHAT_PAY_API_KEY" in result.stderr
+
+
+def test_manage_py_reports_bad_configuration_in_one_line():
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.local", "ORDER_DRAFT_TTL_SECONDS": "0"},
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "Starmall configuration error: ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/coupons", "/api/v1/orders/x/y/z", "/api/v1/"])
+def test_unknown_api_path_is_a_json_404(client, path):
+    response = client.get(path)
+    assert response.status_code == 404
+    assert response.json() == {"code": "not_found", "message": "No such API endpoint.", "detail": {"path": path}}

@@ -32,6 +32,7 @@ from starmall.errors import InvalidInput, InvalidState
 
 logger = logging.getLogger(__name__)
 
+REPLAY_WINDOW = dt.timedelta(hours=24)  # the same refund request again within this returns it
 LEASE = dt.timedelta(minutes=2)  # a claimed refund is retried if its worker died
 CONFIRM_AFTER = dt.timedelta(minutes=5)  # ask refundquery when no notification came by then
 _RETRYABLE = {"SYSTEMERROR", "BIZERR_NEED_RETRY", "FREQUENCY_LIMITED"}
@@ -59,12 +60,15 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
     with transaction.atomic():
         # Lock the order row: two clicks must see each other's request (check, then insert).
         order = Order.objects.select_for_update().get(pk=order.pk)
+        payment = paying_payment(order)
+        refundable = payment.total_fee - payment.refunded_fen if payment else 0
+        replay = _same_request(order, reason, amount_fen, refundable)
+        if replay is not None:  # a retry of a request already made (perhaps already refunded)
+            return replay
         if order.status not in _REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
             raise InvalidState("Only paid orders can be refunded.", status=order.status)
         open_request = order.after_sales.filter(
             status__in=(AfterSale.Status.REQUESTED, AfterSale.Status.APPROVED)).first()
-        payment = paying_payment(order)
-        refundable = payment.total_fee - payment.refunded_fen if payment else 0
         amount = refundable if amount_fen is None else amount_fen
         if open_request is not None:
             if open_request.amount_fen == amount or amount_fen is None:
@@ -80,6 +84,25 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
         after_sale_approve(after_sale_id=request.pk, actor="system:auto")
         request.refresh_from_db()
     return request
+
+
+def _same_request(order: Order, reason: str, amount_fen: int | None, refundable: int) -> AfterSale | None:
+    """The customer's earlier, not rejected request with the same reason made within
+    REPLAY_WINDOW, when this one asks for the same thing: the same ``amount_fen``, or (no
+    amount: "everything") the amount still refundable — or it was the request that refunded
+    the rest. A retry after a lost answer then returns it, even once refunded. (Two partial
+    refunds of one amount need different reasons.)"""
+    recent = order.after_sales.filter(
+        reason=reason, created_at__gte=timezone.now() - REPLAY_WINDOW
+    ).exclude(status=AfterSale.Status.REJECTED).order_by("-id")
+    if amount_fen is not None:
+        return recent.filter(amount_fen=amount_fen).first()
+    latest = recent.first()
+    if latest is None:
+        return None
+    if latest.amount_fen == refundable or (refundable == 0 and latest == order.after_sales.order_by("-id").first()):
+        return latest
+    return None
 
 
 def _auto_approvable(order: Order, amount_fen: int, payment: Payment | None) -> bool:

@@ -1,4 +1,5 @@
-"""``GET /healthz``: the database and Redis answer, or 503 naming the part that failed."""
+"""``GET /healthz`` (the database and Redis answer, or 503 naming the part that failed) and the
+API's catch-all 404."""
 
 from django.core.cache import cache
 from django.db import connection
@@ -25,3 +26,10 @@ def healthz(request):
         result["status"] = "error"
         return JsonResponse(result, status=503)
     return JsonResponse(result)
+
+
+def api_not_found(request):
+    """Unknown path under /api/v1/: 404 in API.md's error format, not Django's HTML page."""
+    return JsonResponse(
+        {"code": "not_found", "message": "No such API endpoint.", "detail": {"path": request.path}}, status=404
+    )

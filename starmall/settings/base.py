@@ -259,6 +259,14 @@ def _check() -> None:
         raise ImproperlyConfigured("ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds")
     if ORDER_PAY_TIMEOUT_MINUTES <= 0:
         raise ImproperlyConfigured("ORDER_PAY_TIMEOUT_MINUTES must be a positive number of minutes")
+    if AUTH_TOKEN_TTL_SECONDS <= 0:
+        raise ImproperlyConfigured("AUTH_TOKEN_TTL_SECONDS must be a positive number of seconds")
+    if WECHAT_TIMEOUT_SECONDS <= 0:
+        raise ImproperlyConfigured("WECHAT_TIMEOUT_SECONDS must be positive (wechatpy has no timeout by default)")
+    if REFUND_AUTO_APPROVE_HOURS < 0:
+        raise ImproperlyConfigured("REFUND_AUTO_APPROVE_HOURS must be 0 (off) or a number of hours")
+    if FREIGHT_FEN < 0 or FREE_FREIGHT_MIN_FEN < 0 or POINT_VALUE_FEN < 1:
+        raise ImproperlyConfigured("FREIGHT_FEN and FREE_FREIGHT_MIN_FEN must be >= 0 fen, POINT_VALUE_FEN >= 1 fen")
     if len(WECHAT_PAY_API_KEY) != 32:
         raise ImproperlyConfigured("WECHAT_PAY_API_KEY must be the 32-character WeChat Pay API key")
     for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):

@@ -96,7 +96,12 @@ def test_partial_refunds_never_exceed_what_was_paid(api, paid, sku):
     refunds.refund_succeeded(refund=second)
     assert Payment.objects.get(out_trade_no=paid["order_no"]).refunded_fen == 12000
     assert sum(Refund.objects.values_list("refund_fen", flat=True)) == 12000
-    assert request_refund(api, paid["order_no"]).status_code == 409  # refunded: nothing left
+    replay = request_refund(api, paid["order_no"])  # the same request again: the same refund
+    assert replay.status_code == 202 and replay.json() == {
+        "refund_no": f"{paid['order_no']}R2", "status": "refunded", "amount_fen": 7000}
+    other = request_refund(api, paid["order_no"], reason="还想再退")  # a new request: nothing left
+    assert other.status_code == 409 and other.json()["code"] == "invalid_state"
+    assert AfterSale.objects.count() == 2
     assert Order.objects.get(order_no=paid["order_no"]).status == "refunded"  # the partials made it whole
     assert Sku.objects.get(pk=sku.pk).stock == 10
 
@@ -192,3 +197,8 @@ def test_consultation_refund_far_ahead_is_auto_approved_and_frees_the_slot(make_
     refunds.refund_execute(refund_id=Refund.objects.get().pk)
     assert Slot.objects.get(pk=slot.pk).booked == 0
     assert Order.objects.get(order_no=order["order_no"]).status == "refunded"
+    again = request_refund(api, order["order_no"])  # the client retries after a lost answer
+    assert again.status_code == 202
+    assert again.json() == {"refund_no": response.json()["refund_no"], "status": "refunded", "amount_fen": 29900}
+    assert Refund.objects.count() == AfterSale.objects.count() == 1
+    assert Customer.objects.get(pk=customer.pk).balance_fen == 50000

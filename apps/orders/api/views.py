@@ -60,7 +60,7 @@ class OrderListCreateView(ListAPIView):
 
 
 class OrderDetailView(APIView):
-    @extend_schema(responses=OrderSerializer)
+    @extend_schema(responses={200: OrderSerializer, **errors(e404="not_found (also another customer's order)")})
     def get(self, request, order_no: str):
         order = services.order_get(order_no=order_no, customer_id=request.user.pk)
         return Response(OrderSerializer(order).data)
