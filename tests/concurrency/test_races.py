@@ -81,15 +81,8 @@ def test_same_order_key_racing_makes_one_order(make_customer, make_sku, race):
     assert Sku.objects.get(pk=sku.pk).stock == 8
 
 
-def test_same_notification_delivered_concurrently_pays_once(make_customer, make_sku, make_api, wechat, race):
-    sku = make_sku(price_fen=12800, stock=5)
-    (customer, address), = _buyers(make_customer, 1)
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
-    payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
-    wechat.control.pay(order.order_no)
-    body = wechat.control.notifications()[0]["body"].encode()
+def test_same_notification_delivered_concurrently_pays_once(make_customer, make_sku, wechat, race):
+    _, order, sku, body = _paid_at_wechat(make_customer, make_sku, wechat)
 
     results = race(lambda i: payments.notification_handle(body), N)
 
@@ -135,18 +128,17 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
     assert WalletEvent.objects.filter(reason="return").count() == 1
 
 
-def _paid_wechat_order(make_customer, make_sku, wechat, price_fen=12800):
-    from apps.payments.services import notification_handle
-
-    sku = make_sku(price_fen=price_fen, stock=5)
+def _paid_at_wechat(make_customer, make_sku, wechat, *, quantity=1):
+    """An order of ``quantity`` x 128.00 yuan the customer paid at WeChat; the signed
+    notification (bytes) not delivered yet. Returns (customer, order, sku, notification)."""
+    sku = make_sku(price_fen=12800, stock=5)
     (customer, address), = _buyers(make_customer, 1)
     key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+                               items=[{"sku_id": sku.pk, "quantity": quantity}])["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
     payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
     wechat.control.pay(order.order_no)
-    notification_handle(wechat.control.notifications()[0]["body"].encode())
-    return customer, order, sku
+    return customer, order, sku, wechat.control.notifications()[0]["body"].encode()
 
 
 def test_refund_double_clicks_and_approvals_racing_make_one_refund(make_customer, make_sku, wechat, race):
@@ -154,7 +146,8 @@ def test_refund_double_clicks_and_approvals_racing_make_one_refund(make_customer
     from apps.payments import refunds
     from apps.payments.models import Refund
 
-    customer, order, _ = _paid_wechat_order(make_customer, make_sku, wechat)
+    customer, order, _, notification = _paid_at_wechat(make_customer, make_sku, wechat)
+    payments.notification_handle(notification)
 
     requests = race(lambda i: refunds.refund_request(order_no=order.order_no, customer_id=customer.pk,
                                                      reason="重复点击"), N)
@@ -176,15 +169,8 @@ def test_refund_double_clicks_and_approvals_racing_make_one_refund(make_customer
 def test_late_notifications_racing_queue_one_refund(make_customer, make_sku, wechat, race):
     from apps.payments.models import Refund
 
-    sku = make_sku(price_fen=12800, stock=5)
-    (customer, address), = _buyers(make_customer, 1)
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
-    payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
-    wechat.control.pay(order.order_no)
+    _, order, sku, body = _paid_at_wechat(make_customer, make_sku, wechat, quantity=2)
     assert orders.order_cancel(order=order, actor="system:test", reason="timeout raced the payment")
-    body = wechat.control.notifications()[0]["body"].encode()
 
     results = race(lambda i: payments.notification_handle(body), N)
 
