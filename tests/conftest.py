@@ -1,7 +1,7 @@
 """Fixtures shared by the whole suite.
 
 Runs on embedded defaults (SQLite in memory, the suite's own embedded Redis at
-var/test-redis.sock) or on PostgreSQL/Redis when DATABASE_URL / REDIS_URL are set. A WeChat
+var/test-redis-<run id>.sock) or on PostgreSQL/Redis when DATABASE_URL / REDIS_URL are set. A WeChat
 sandbox runs in a thread for the whole session; each test starts with it reset and with
 settings pointing wechatpy at it.
 """
@@ -16,13 +16,13 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
+# Imported for its side effect: it names this run's embedded Redis (and queues, keys,
+# test database) in the environment, before pytest_configure starts that Redis.
+import starmall.settings.test  # noqa: E402,F401
 from starmall import embedded_redis
 from starmall.wechat_sandbox.config import SandboxConfig
 from starmall.wechat_sandbox.server import SandboxServer
 
-# The suite's own embedded Redis (var/test-redis-<pid>.sock): never the demo shop's. Set here
-# too because pytest_configure may run before Django imports starmall.settings.test.
-os.environ.setdefault("STARMALL_EMBEDDED_REDIS", f"test-redis-{os.getpid()}")
 _started_redis = False
 
 
