@@ -53,3 +53,12 @@ class WechatUnavailable(ShopError):
     code = "wechat_unavailable"
     status = 503
     message = "WeChat is not reachable right now; please try again."
+
+
+class LimitExceeded(ShopError):
+    """A per-customer cap was reached (409 ``limit_exceeded``, API.md Additions): unpaid orders
+    (``MAX_UNPAID_ORDERS``), one unpaid consultation, a flash-sale or coupon limit."""
+
+    code = "limit_exceeded"
+    status = 409
+    message = "已达到购买上限。"

@@ -216,7 +216,10 @@ def consultation(db):
 
     c = Consultation()
     c.product, c.sku, c.teacher = product, sku, teacher
-    c.slots = list(teacher.slots.order_by("start"))
+    # Only slots that can still be booked (BOOKING_MIN_NOTICE_MINUTES ahead), whatever the time of day.
+    from apps.appointments.services import booking_open_after
+
+    c.slots = list(teacher.slots.filter(start__gt=booking_open_after()).order_by("start"))
     return c
 
 

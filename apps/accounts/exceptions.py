@@ -8,7 +8,7 @@ class LoginCodeInvalid(ShopError):
 
     code = "invalid"
     status = 400
-    message = "The WeChat login code is invalid, expired or already used; call wx.login again."
+    message = "微信登录凭证无效、已过期或已被使用，请重新登录。"
 
 
 class LoginThrottled(ShopError):
@@ -16,7 +16,7 @@ class LoginThrottled(ShopError):
 
     code = "throttled"
     status = 429
-    message = "WeChat is rate-limiting logins; try again in a minute."
+    message = "登录过于频繁，请一分钟后再试。"
 
 
 class InsufficientBalance(ShopError):
@@ -24,4 +24,4 @@ class InsufficientBalance(ShopError):
 
     code = "insufficient_balance"
     status = 409
-    message = "Your balance is not enough to pay this order."
+    message = "余额不足，无法支付此订单。"

@@ -36,7 +36,14 @@ class Customer(models.Model):
 
 
 class WalletEvent(models.Model):
-    """Append-only log of every balance or points change (UNIQUE per reason and reference).
+    """The append-only ledger of the balance and the points: every change is a row.
+
+    ``Customer.balance_fen`` equals the sum of the customer's balance rows and
+    ``Customer.points`` the sum of their points rows in state AVAILABLE; frozen points are the
+    sum of rows in state FROZEN (not stored on the customer). Rows are never deleted and their
+    amounts never edited; the one UPDATE a row ever gets is the state of a points award, by a
+    conditional UPDATE: FROZEN -> AVAILABLE when released (the customer's points grow by the
+    amount in the same transaction) or FROZEN -> VOID when its order is cancelled or refunded.
 
     ``(kind, reason, ref)`` is UNIQUE so that paying, refunding or returning points for the same
     order twice is impossible: the second insert fails and the service reads that as done.
@@ -50,25 +57,45 @@ class WalletEvent(models.Model):
         PAY = "pay", "支付订单"  # balance taken to pay an order
         REFUND = "refund", "退款"  # balance returned by a refund
         SPEND = "spend", "抵扣订单"  # points spent on an order
-        RETURN = "return", "订单取消退回"  # points given back when an order is cancelled
-        AWARD = "award", "消费奖励"  # points earned by a paid order
+        RETURN = "return", "订单取消退回"  # points given back when an order is cancelled or refunded
+        AWARD = "award", "消费奖励"  # points earned by a paid order (frozen first)
+        REVOKE = "revoke", "退款扣回奖励"  # released award points taken back by a later full refund
         ADJUST = "adjust", "后台调整"  # staff adjustment
+
+    class State(models.TextChoices):
+        AVAILABLE = "available", "可用"  # counted in the customer's balance / spendable points
+        FROZEN = "frozen", "冻结中"  # an award waiting for its order to complete + POINTS_FREEZE_DAYS
+        VOID = "void", "已作废"  # an award whose order was cancelled or refunded: never counted
 
     customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="wallet_events")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     reason = models.CharField(max_length=16, choices=Reason.choices)
     amount = models.BigIntegerField()  # signed; fen for balance, points for points
     ref = models.CharField(max_length=64)  # order_no, out_refund_no or a staff note id
+    order_no = models.CharField(max_length=32, blank=True)  # the order this change belongs to
+    state = models.CharField(max_length=16, choices=State.choices, default=State.AVAILABLE)
+    # When a frozen award becomes spendable: null until its order completes (then completed_at +
+    # POINTS_FREEZE_DAYS); for other rows the moment they counted (= created_at).
+    available_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["kind", "reason", "ref"], name="wallet_event_once"),
+            models.CheckConstraint(
+                condition=Q(state="available") | Q(kind="points", reason="award"),
+                name="wallet_event_only_awards_freeze",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["customer", "kind", "-id"], name="wallet_event_customer_idx"),
+            models.Index(fields=["state", "available_at"], name="wallet_event_due_idx"),
+            models.Index(fields=["order_no"], name="wallet_event_order_idx"),
         ]
         ordering = ["-id"]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.amount:+d} {self.reason} {self.ref}"
+        return f"{self.kind} {self.amount:+d} {self.reason} {self.ref} ({self.state})"
 
 
 class Coupon(models.Model):

@@ -1,9 +1,9 @@
 """Reads for customers."""
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from apps.accounts.models import Address, Coupon, Customer
+from apps.accounts.models import Address, Coupon, Customer, WalletEvent
 
 
 def address_list(*, customer: Customer) -> QuerySet[Address]:
@@ -22,3 +22,20 @@ def coupon_usable(*, customer_id: int, coupon_id: int) -> Coupon | None:
         pk=coupon_id, customer_id=customer_id, status=Coupon.Status.AVAILABLE,
         valid_until__gt=timezone.now(),
     ).first()
+
+
+def address_default(*, customer: Customer) -> Address | None:
+    """The address a goods order uses when none is chosen: the default one, else the newest."""
+    return customer.addresses.order_by("-is_default", "-id").first()
+
+
+def points_frozen(*, customer_id: int) -> int:
+    """Points the customer earned that are still frozen (sum of FROZEN award rows)."""
+    return WalletEvent.objects.filter(
+        customer_id=customer_id, kind=WalletEvent.Kind.POINTS, state=WalletEvent.State.FROZEN
+    ).aggregate(total=Sum("amount"))["total"] or 0
+
+
+def wallet_ledger(*, customer_id: int, kind: str) -> QuerySet[WalletEvent]:
+    """The customer's balance or points ledger (``kind``), newest first."""
+    return WalletEvent.objects.filter(customer_id=customer_id, kind=kind).order_by("-id")

@@ -1,15 +1,21 @@
 """Writes for customers: login, addresses and the wallet (balance, points, coupons).
 
 Wallet functions change a counter with a conditional UPDATE (``... WHERE balance_fen >= n``)
-and write a ``WalletEvent`` whose UNIQUE ``(kind, reason, ref)`` makes a repeat a no-op. They
-expect to run inside the caller's ``transaction.atomic()`` (the order or payment service), so
-that the wallet change commits or rolls back with the business change.
+and write a ``WalletEvent`` ledger row whose UNIQUE ``(kind, reason, ref)`` makes a repeat a
+no-op. They carry ``@transaction.atomic(savepoint=False)``: they join the caller's transaction
+(the order or payment service), so that the wallet change commits or rolls back with the
+business change, or open one when called alone. Points an order earns are frozen
+(:func:`points_award_freeze`) until it completes plus ``POINTS_FREEZE_DAYS``
+(:func:`points_release_due`) and die with a cancelled or refunded order (:func:`points_award_void`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -17,6 +23,9 @@ from django.utils import timezone
 from apps.accounts import tokens, wechat
 from apps.accounts.exceptions import InsufficientBalance, LoginCodeInvalid
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
+from starmall.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ def customer_login(*, code: str) -> LoginResult:
         openid=session.openid, defaults={"unionid": session.unionid, "nickname": "微信用户"}
     )
     if not customer.is_active:
-        raise LoginCodeInvalid("This account is disabled.")
+        raise LoginCodeInvalid("该账号已停用。")
     return LoginResult(customer=customer, token=tokens.token_issue(customer_id=customer.pk))
 
 
@@ -53,22 +62,33 @@ def address_create(*, customer: Customer, **fields) -> Address:
         return Address.objects.create(customer=customer, is_default=is_default, **fields)
 
 
-def _event(customer_id: int, kind: str, reason: str, amount: int, ref: str) -> bool:
-    """Insert a wallet event; False if this (kind, reason, ref) was already recorded."""
+def _event(customer_id: int, kind: str, reason: str, amount: int, ref: str, *, order_no: str = "",
+           state: str = WalletEvent.State.AVAILABLE, available_at: dt.datetime | None = None) -> bool:
+    """Insert a ledger row; False if this (kind, reason, ref) was already recorded.
+
+    ``available_at`` defaults to now for rows that count at once (everything but frozen awards).
+    """
+    if available_at is None and state == WalletEvent.State.AVAILABLE:
+        available_at = timezone.now()
     try:
         with transaction.atomic():  # savepoint: a duplicate must not spoil the caller's transaction
             WalletEvent.objects.create(
-                customer_id=customer_id, kind=kind, reason=reason, amount=amount, ref=ref
+                customer_id=customer_id, kind=kind, reason=reason, amount=amount, ref=ref,
+                order_no=order_no, state=state, available_at=available_at,
             )
     except IntegrityError:
         return False
     return True
 
 
-def balance_debit(*, customer_id: int, amount_fen: int, ref: str) -> None:
-    """Take ``amount_fen`` (fen, > 0) from the balance to pay order ``ref``; caller's transaction.
+# --- balance (fen) ---------------------------------------------------------------------------
 
-    Raises InsufficientBalance (nothing changed) when the balance is short.
+@transaction.atomic(savepoint=False)
+def balance_debit(*, customer_id: int, amount_fen: int, ref: str) -> None:
+    """Take ``amount_fen`` (fen, > 0) from the balance to pay order ``ref``, with its ledger row.
+
+    Joins the caller's transaction (the paying one) or opens one. Raises InsufficientBalance
+    (nothing changed) when the balance is short.
     """
     assert amount_fen > 0
     updated = Customer.objects.filter(pk=customer_id, balance_fen__gte=amount_fen).update(
@@ -76,21 +96,43 @@ def balance_debit(*, customer_id: int, amount_fen: int, ref: str) -> None:
     )
     if updated != 1:
         raise InsufficientBalance(amount_fen=amount_fen)
-    if not _event(customer_id, WalletEvent.Kind.BALANCE, WalletEvent.Reason.PAY, -amount_fen, ref):
+    if not _event(customer_id, WalletEvent.Kind.BALANCE, WalletEvent.Reason.PAY, -amount_fen, ref, order_no=ref):
         raise RuntimeError(f"order {ref} was already paid from the balance")  # rolls back
 
 
-def balance_credit(*, customer_id: int, amount_fen: int, reason: str, ref: str) -> bool:
-    """Give ``amount_fen`` (fen, > 0) back for ``(reason, ref)`` once; False if already done."""
+@transaction.atomic(savepoint=False)
+def balance_credit(*, customer_id: int, amount_fen: int, reason: str, ref: str, order_no: str = "") -> bool:
+    """Give ``amount_fen`` (fen, > 0) for ``(reason, ref)`` once (a refund: ``ref`` is the
+    out_refund_no, ``order_no`` its order), with its ledger row; False if already done."""
     assert amount_fen > 0
-    if not _event(customer_id, WalletEvent.Kind.BALANCE, reason, amount_fen, ref):
+    if not _event(customer_id, WalletEvent.Kind.BALANCE, reason, amount_fen, ref, order_no=order_no):
         return False
     Customer.objects.filter(pk=customer_id).update(balance_fen=F("balance_fen") + amount_fen)
     return True
 
 
+@transaction.atomic(savepoint=False)
+def balance_adjust(*, customer_id: int, amount_fen: int, ref: str) -> bool:
+    """Staff: add (+) or remove (-) ``amount_fen`` fen once per ``ref`` (a note id); False if
+    ``ref`` was used before. Removing more than the balance raises InsufficientBalance."""
+    if amount_fen < 0 and Customer.objects.filter(pk=customer_id, balance_fen__gte=-amount_fen).update(
+            balance_fen=F("balance_fen") + amount_fen) != 1:
+        raise InsufficientBalance(amount_fen=-amount_fen)
+    if not _event(customer_id, WalletEvent.Kind.BALANCE, WalletEvent.Reason.ADJUST, amount_fen, ref):
+        if amount_fen < 0:
+            raise RuntimeError(f"adjustment {ref} was already made")  # rolls the decrement back
+        return False
+    if amount_fen > 0:
+        Customer.objects.filter(pk=customer_id).update(balance_fen=F("balance_fen") + amount_fen)
+    return True
+
+
+# --- points ----------------------------------------------------------------------------------
+
+@transaction.atomic(savepoint=False)
 def points_spend(*, customer_id: int, points: int, ref: str) -> bool:
-    """Spend ``points`` on order ``ref`` (caller's transaction); False if the customer lacks them."""
+    """Spend ``points`` on order ``ref`` (joins the create transaction); False if the customer
+    lacks them (nothing changed)."""
     if points <= 0:
         return True
     updated = Customer.objects.filter(pk=customer_id, points__gte=points).update(
@@ -98,22 +140,142 @@ def points_spend(*, customer_id: int, points: int, ref: str) -> bool:
     )
     if updated != 1:
         return False
-    _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.SPEND, -points, ref)
+    if not _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.SPEND, -points, ref, order_no=ref):
+        raise RuntimeError(f"points were already spent on order {ref}")  # rolls back
     return True
 
 
-def points_credit(*, customer_id: int, points: int, reason: str, ref: str) -> bool:
-    """Add ``points`` for ``(reason, ref)`` once (award for a paid order, return on cancel).
+@transaction.atomic(savepoint=False)
+def points_credit(*, customer_id: int, points: int, reason: str, ref: str, order_no: str = "") -> bool:
+    """Add spendable ``points`` for ``(reason, ref)`` once (points an order spent, returned on
+    cancel or refund; staff adjustments). False if already credited or ``points`` is 0.
 
-    False if already credited or ``points`` is 0.
+    Points an order *earns* are not credited here: see :func:`points_award_freeze`.
     """
     if points <= 0:
         return False
-    if not _event(customer_id, WalletEvent.Kind.POINTS, reason, points, ref):
+    if not _event(customer_id, WalletEvent.Kind.POINTS, reason, points, ref, order_no=order_no or ref):
         return False
     Customer.objects.filter(pk=customer_id).update(points=F("points") + points)
     return True
 
+
+def customer_lock(*, customer_id: int) -> None:
+    """``SELECT ... FOR UPDATE`` the customer's row: the wallet's serialization point (awards
+    and their voiding; the per-customer order caps). Needs a transaction."""
+    Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk", flat=True).first()
+
+
+def points_release_at(completed_at: dt.datetime) -> dt.datetime:
+    """When points earned by an order completed at ``completed_at`` become spendable."""
+    return completed_at + dt.timedelta(days=settings.POINTS_FREEZE_DAYS)
+
+
+@transaction.atomic(savepoint=False)
+def points_award_freeze(*, customer_id: int, points: int, order_no: str, order_live: bool,
+                        completed_at: dt.datetime | None) -> bool:
+    """Record the ``points`` an order earned, FROZEN (API.md: until the order completes plus
+    ``POINTS_FREEZE_DAYS``); once per order (UNIQUE). Returns False if already recorded.
+
+    ``order_live``: False when the order was cancelled or refunded meanwhile: the row is written
+    VOID (it never counts). ``completed_at``: set when the order already completed.
+    The customer's row is locked first: :func:`points_award_void` takes the same lock, so an
+    award and the void of its order cannot miss each other.
+    """
+    if points <= 0:
+        return False
+    customer_lock(customer_id=customer_id)
+    state = WalletEvent.State.FROZEN if order_live else WalletEvent.State.VOID
+    release = points_release_at(completed_at) if completed_at and order_live else None
+    return _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.AWARD, points, order_no,
+                  order_no=order_no, state=state, available_at=release)
+
+
+def points_award_schedule(*, order_no: str, completed_at: dt.datetime) -> int:
+    """The order completed: its frozen award becomes due at ``completed_at`` + POINTS_FREEZE_DAYS."""
+    return WalletEvent.objects.filter(
+        kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD, order_no=order_no,
+        state=WalletEvent.State.FROZEN,
+    ).update(available_at=points_release_at(completed_at))
+
+
+@transaction.atomic(savepoint=False)
+def points_award_void(*, customer_id: int, order_no: str) -> int:
+    """The order was cancelled or fully refunded: the points it earned die; returns how many.
+
+    A frozen award becomes VOID (conditional UPDATE). An award already released is taken back
+    with a REVOKE row when the customer still has the points (``points >= n``); if they were
+    spent, nothing is taken (logged) — the freeze window exists so that this is rare.
+    Locks the customer's row first (see :func:`points_award_freeze`).
+    """
+    customer_lock(customer_id=customer_id)
+    awards = WalletEvent.objects.filter(kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD,
+                                        order_no=order_no)
+    voided = 0
+    for award in awards:
+        if award.state == WalletEvent.State.FROZEN:
+            voided += awards.filter(pk=award.pk, state=WalletEvent.State.FROZEN).update(
+                state=WalletEvent.State.VOID) * award.amount
+        elif award.state == WalletEvent.State.AVAILABLE:
+            try:
+                with transaction.atomic():  # savepoint: a short balance undoes the REVOKE row
+                    WalletEvent.objects.create(
+                        customer_id=customer_id, kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.REVOKE,
+                        amount=-award.amount, ref=order_no, order_no=order_no, available_at=timezone.now())
+                    if Customer.objects.filter(pk=customer_id, points__gte=award.amount).update(
+                            points=F("points") - award.amount) != 1:
+                        raise _PointsSpent()
+            except IntegrityError:
+                continue  # revoked before
+            except _PointsSpent:
+                logger.warning("points of refunded order %s already spent: %s not taken back", order_no, award.amount)
+                continue
+            voided += award.amount
+    return voided
+
+
+class _PointsSpent(Exception):
+    pass
+
+
+def points_release_due(*, now: dt.datetime | None = None, limit: int = 500) -> int:
+    """Beat: frozen awards whose ``available_at`` has passed become spendable; returns points.
+
+    Each row in its own transaction: ``UPDATE ... SET state = available WHERE id = ? AND state =
+    frozen`` and, only when that changed a row, ``points = points + n`` — so running twice (or
+    two beats at once) releases each award once.
+    """
+    now = now or timezone.now()
+    due = WalletEvent.objects.filter(state=WalletEvent.State.FROZEN, available_at__lte=now).values_list(
+        "pk", "customer_id", "amount")
+    released = 0
+    for pk, customer_id, amount in list(due[:limit]):
+        with transaction.atomic():
+            if WalletEvent.objects.filter(pk=pk, state=WalletEvent.State.FROZEN).update(
+                    state=WalletEvent.State.AVAILABLE) != 1:
+                continue
+            Customer.objects.filter(pk=customer_id).update(points=F("points") + amount)
+            released += amount
+    return released
+
+
+@transaction.atomic(savepoint=False)
+def points_adjust(*, customer_id: int, points: int, ref: str) -> bool:
+    """Staff: add (+) or remove (-) spendable points once per ``ref``; False if ``ref`` was used.
+    Removing more than the customer has raises InvalidInput."""
+    if points < 0 and Customer.objects.filter(pk=customer_id, points__gte=-points).update(
+            points=F("points") + points) != 1:
+        raise InvalidInput("积分不足，无法扣减。", points=[f"最多可扣减 {Customer.objects.get(pk=customer_id).points} 积分"])
+    if not _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.ADJUST, points, ref):
+        if points < 0:
+            raise RuntimeError(f"adjustment {ref} was already made")
+        return False
+    if points > 0:
+        Customer.objects.filter(pk=customer_id).update(points=F("points") + points)
+    return True
+
+
+# --- coupons ---------------------------------------------------------------------------------
 
 def coupon_take(*, coupon_id: int, customer_id: int, order_no: str) -> bool:
     """Mark the coupon used by ``order_no`` (available -> used); False if it is not available."""
@@ -129,9 +291,11 @@ def coupon_take(*, coupon_id: int, customer_id: int, order_no: str) -> bool:
 
 
 def coupon_return(*, coupon_id: int, order_no: str) -> bool:
-    """Make the coupon available again after ``order_no`` was cancelled, once."""
+    """Make the coupon available again after ``order_no`` was cancelled or fully refunded, once
+    (``used`` by that order -> ``available``) and only while it has not expired (API.md)."""
     return (
-        Coupon.objects.filter(pk=coupon_id, status=Coupon.Status.USED, used_order_no=order_no)
+        Coupon.objects.filter(pk=coupon_id, status=Coupon.Status.USED, used_order_no=order_no,
+                              valid_until__gt=timezone.now())
         .update(status=Coupon.Status.AVAILABLE, used_order_no="")
         == 1
     )

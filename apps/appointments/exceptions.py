@@ -6,4 +6,4 @@ class SlotUnavailable(ShopError):
 
     code = "slot_unavailable"
     status = 409
-    message = "This time slot is no longer available; please pick another."
+    message = "该时段已被预约或已停止预约，请选择其他时段。"

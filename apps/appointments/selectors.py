@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
@@ -39,7 +40,7 @@ def slot_list(
 def slot_next_available(*, teacher_id: int, limit: int = 5, good_for: str | None = None,
                         horizon_days: int = 31) -> list[Slot]:
     """The next ``limit`` bookable slots of the teacher, optionally on days good for ``good_for``."""
-    now = timezone.now()
+    now = timezone.now() + dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)  # booking closes then
     qs = Slot.objects.filter(
         teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=now
     ).order_by("start")

@@ -19,19 +19,35 @@ from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Teacher
 
 
-def slot_book(*, slot_id: int, teacher_id: int, order_no: str, customer_id: int) -> Slot:
-    """Book one place of the slot for ``order_no``; caller holds the transaction.
+def booking_closes_at(start: dt.datetime) -> dt.datetime:
+    """The last moment a slot starting at ``start`` can be booked or paid: ``start`` minus
+    ``BOOKING_MIN_NOTICE_MINUTES`` (API.md Additions)."""
+    return start - dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)
+
+
+def booking_open_after() -> dt.datetime:
+    """Slots starting after this moment can still be booked (now + the minimum notice)."""
+    return timezone.now() + dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)
+
+
+@transaction.atomic(savepoint=False)
+def slot_book(*, slot_id: int, teacher_id: int, order_no: str, customer_id: int,
+              start: dt.datetime | None = None) -> Slot:
+    """Book one place of the slot for ``order_no``, in the caller's transaction (the order's).
 
     ``UPDATE slot SET booked = booked + 1 WHERE id = ? AND booked < capacity AND is_open AND
-    start > now AND teacher = ?``: 0 rows raises SlotUnavailable. The Booking row's UNIQUE
-    ``order_no`` makes a second booking for the same order impossible.
+    start > now + BOOKING_MIN_NOTICE_MINUTES AND teacher = ? [AND start = ?]``: 0 rows raises
+    SlotUnavailable. ``start`` (the time the customer confirmed) refuses a slot moved since.
+    The Booking row's UNIQUE ``order_no`` makes a second booking for the same order impossible.
     """
+    same_time = {"start": start} if start is not None else {}
     updated = Slot.objects.filter(
         pk=slot_id,
         teacher_id=teacher_id,
         is_open=True,
         booked__lt=F("capacity"),
-        start__gt=timezone.now(),
+        start__gt=booking_open_after(),
+        **same_time,
     ).update(booked=F("booked") + 1)
     if updated != 1:
         raise SlotUnavailable(slot_id=slot_id)
@@ -39,11 +55,12 @@ def slot_book(*, slot_id: int, teacher_id: int, order_no: str, customer_id: int)
     return Slot.objects.get(pk=slot_id)
 
 
+@transaction.atomic(savepoint=False)
 def slot_release(*, order_no: str) -> bool:
     """Give the order's place back; True if released now, False if it held none (or already did).
 
     Deleting the Booking row is the once-only guard: only the caller that deletes it
-    decrements ``booked``. Caller holds the transaction.
+    decrements ``booked``. Joins the caller's transaction (cancel, refund) or opens one.
     """
     booking = Booking.objects.filter(order_no=order_no).first()
     if booking is None:

@@ -6,4 +6,4 @@ class InsufficientStock(ShopError):
 
     code = "insufficient_stock"
     status = 409
-    message = "Not enough stock for one of the items."
+    message = "库存不足。"

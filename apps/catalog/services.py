@@ -1,21 +1,25 @@
 """Where stock moves. Every change is a conditional UPDATE whose row count is checked.
 
-Both functions expect the caller's ``transaction.atomic()`` (order create / cancel): a failed
-line raises, and the caller's rollback restores every line taken before it.
+The stock functions join the caller's transaction (order create / cancel) or open one
+(``@transaction.atomic(savepoint=False)``): a failed line raises, and the rollback restores
+every line taken before it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.db import transaction
 from django.db.models import F, Q
+from django.db.models.functions import Greatest
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 
 
+@transaction.atomic(savepoint=False)
 def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
-    """Take ``quantities`` ({sku_id: units > 0}) from stock; caller holds the transaction.
+    """Take ``quantities`` ({sku_id: units > 0}) from stock, in the caller's transaction.
 
     SKUs are updated in ascending id order so that two orders sharing SKUs take the row locks
     in the same order and cannot deadlock (django-oscar allocates stock the same way).
@@ -24,7 +28,7 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
     """
     off_sale = Sku.objects.filter(Q(is_active=False) | Q(product__is_active=False), pk__in=list(quantities))
     for sku_id in off_sale.values_list("pk", flat=True)[:1]:
-        raise InsufficientStock("This item is no longer on sale.", sku_id=sku_id)
+        raise InsufficientStock("该商品已下架。", sku_id=sku_id)
     for sku_id in sorted(quantities):
         units = quantities[sku_id]
         if units <= 0:
@@ -39,6 +43,7 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
             raise InsufficientStock(sku_id=sku_id, requested=units)
 
 
+@transaction.atomic(savepoint=False)
 def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
     """Put ``quantities`` ({sku_id: units}) back; the caller guarantees it runs once per order.
 
@@ -54,6 +59,14 @@ def product_sales_add(*, quantities: Mapping[int, int]) -> None:
         Product.objects.filter(pk=product_id).update(sales=F("sales") + quantities[product_id])
 
 
+def product_sales_remove(*, quantities: Mapping[int, int]) -> None:
+    """Take the units of an order that stopped being live (fully refunded) out of ``sales``:
+    ``sales`` counts live orders only. ``SET sales = GREATEST(sales - n, 0)``: relative, never
+    below zero; the caller's order transition guarantees it runs once per order."""
+    for product_id in sorted(quantities):
+        Product.objects.filter(pk=product_id).update(sales=Greatest(F("sales") - quantities[product_id], 0))
+
+
 def sku_stock_adjust(*, sku_id: int, delta: int) -> int:
     """Staff restock (+) or write-off (-) of ``delta`` units; returns the new stock.
 
@@ -64,5 +77,5 @@ def sku_stock_adjust(*, sku_id: int, delta: int) -> int:
     if delta < 0:
         qs = qs.filter(stock__gte=-delta)
     if qs.update(stock=F("stock") + delta) != 1:
-        raise InsufficientStock("Cannot remove more units than are in stock.", sku_id=sku_id)
+        raise InsufficientStock("库存不足，不能减去比现有库存更多的数量。", sku_id=sku_id)
     return Sku.objects.values_list("stock", flat=True).get(pk=sku_id)

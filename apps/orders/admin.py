@@ -4,6 +4,7 @@ from apps.orders import services
 from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine
 from apps.payments import services as payments
 from starmall.admin import ReadOnlyModelAdmin
+from starmall.errors import ShopError
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -68,11 +69,15 @@ class OrderAdmin(admin.ModelAdmin):
     @admin.action(description="Cancel (unpaid orders; WeChat is asked first)")
     def cancel_unpaid(self, request, queryset):
         actor = f"staff:{request.user.username}"
-        self._run(
-            request, queryset,
-            lambda o: payments.order_cancel_checked(order=o, actor=actor, reason="cancelled by staff") is True,
-            "Cancelled",
-        )
+        def cancel(order):
+            try:
+                payments.order_cancel(order=order, actor=actor, reason="cancelled by staff")
+            except ShopError as exc:
+                messages.warning(request, f"{order.order_no}: {exc.message}")
+                return False
+            return True
+
+        self._run(request, queryset, cancel, "Cancelled")
 
 
 @admin.register(FollowUp)

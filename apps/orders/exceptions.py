@@ -6,7 +6,7 @@ class OrderKeyExpired(ShopError):
 
     code = "order_key_expired"
     status = 410
-    message = "This checkout has expired; please confirm the order again."
+    message = "订单确认已过期，请重新确认订单。"
 
 
 class CouponUnavailable(ShopError):
@@ -14,4 +14,4 @@ class CouponUnavailable(ShopError):
 
     code = "coupon_unavailable"
     status = 409
-    message = "This coupon cannot be used for this order."
+    message = "该优惠券不可用于此订单。"

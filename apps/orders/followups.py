@@ -27,10 +27,11 @@ logger = logging.getLogger(__name__)
 REDISPATCH_AFTER = dt.timedelta(minutes=2)
 
 
+@transaction.atomic(savepoint=False)
 def followup_record(*, order: Order, kind: str) -> FollowUp | None:
     """Insert the follow-up ``kind`` for ``order`` once and push it after commit.
 
-    Caller holds the transaction. Returns None if it was already recorded (UNIQUE key).
+    Joins the caller's (business) transaction. Returns None if it was already recorded (UNIQUE key).
     """
     try:
         with transaction.atomic():  # savepoint: a duplicate must not spoil the caller's transaction
@@ -128,13 +129,20 @@ def _send_paid_message(followup: FollowUp) -> None:
 
 
 def _award_points(followup: FollowUp) -> None:
-    """One point per whole yuan paid; WalletEvent's UNIQUE makes a repeat a no-op."""
-    from apps.accounts.models import WalletEvent
-    from apps.accounts.services import points_credit
+    """One point per whole yuan paid, FROZEN until the order completes plus POINTS_FREEZE_DAYS
+    (API.md); written VOID if the order was cancelled or refunded meanwhile. The customer's row
+    is locked before the order's status is read, as the refund's void does: the two cannot
+    miss each other. WalletEvent's UNIQUE makes a repeat a no-op."""
+    from apps.accounts import services as wallet
+    from apps.orders.models import OrderStatus
 
     order = followup.order
-    points_credit(customer_id=order.customer_id, points=order.pay_fen // 100,
-                  reason=WalletEvent.Reason.AWARD, ref=order.order_no)
+    wallet.customer_lock(customer_id=order.customer_id)
+    status, completed_at = Order.objects.filter(pk=order.pk).values_list("status", "completed_at").get()
+    live = status in (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED)
+    wallet.points_award_freeze(customer_id=order.customer_id, points=order.pay_fen // 100,
+                               order_no=order.order_no, order_live=live,
+                               completed_at=completed_at if status == OrderStatus.COMPLETED else None)
 
 
 def _send_paid_sms(followup: FollowUp) -> None:

@@ -5,6 +5,14 @@ Phase 1, :func:`order_confirm`, prices the cart and caches a draft in Redis unde
 order row (UNIQUE order_key), stock, slot, coupon and points — all or nothing. Every status
 change is a conditional UPDATE (``WHERE id = ? AND status = <expected>``) through
 :func:`_transition`, whose row count decides what happens next.
+
+The ``order_mark_*`` functions are the bare state changes. Cancelling an order is
+``apps.payments.services.order_cancel`` (it asks WeChat first); :func:`order_mark_cancelled`
+is only its last step.
+
+Per-customer caps (API.md Additions): at most ``MAX_UNPAID_ORDERS`` unpaid orders and
+``MAX_UNPAID_CONSULTATIONS`` (1) unpaid consultation at once, checked at confirm and enforced
+in create's transaction under a lock of the customer's row (:func:`_enforce_caps`).
 """
 
 from __future__ import annotations
@@ -28,11 +36,11 @@ from apps.appointments.models import Slot
 from apps.catalog import services as stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
-from apps.orders import drafts, followups
+from apps.orders import drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
-from apps.orders.models import FollowUp, Order, OrderEvent, OrderLine, OrderStatus
+from apps.orders.models import FollowUp, Order, OrderLine, OrderStatus
 from starmall import dispatch
-from starmall.errors import InvalidInput, InvalidState, NotFound
+from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -55,25 +63,28 @@ def order_confirm(
     """Price a cart and store it as a draft; return the draft with its ``order_key``.
 
     ``items``: ``[{"sku_id": int, "quantity": int}]``. A consultation order is one SKU of a
-    consultation product, quantity 1, with ``slot_id`` of that product's teacher; a goods
-    order needs ``address_id``. ``use_points``: a number of points, or ``true`` for as many
-    as the order can take. Amounts are fen; ``pay_fen`` never drops below 1 fen (WeChat's
-    minimum). Raises InvalidInput, NotFound, InsufficientStock, SlotUnavailable,
-    CouponUnavailable. Writes nothing to the database.
+    consultation product, quantity 1, with ``slot_id`` of that product's teacher (bookable
+    until ``BOOKING_MIN_NOTICE_MINUTES`` before it starts); a goods order is delivered to
+    ``address_id``, or to the customer's default address when it is omitted (API.md
+    Additions; the answer's ``address`` is the one used). ``use_points``: a number of points,
+    or ``true`` for as many as the order can take. Amounts are fen; ``pay_fen`` never drops
+    below 1 fen (WeChat's minimum). Raises InvalidInput (no address: ``detail.address_id``),
+    NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps).
+    Writes nothing to the database.
     """
     quantities = Counter()
     for item in items:
         quantities[item["sku_id"]] += item["quantity"]
     if not quantities or len(quantities) > MAX_LINES:
-        raise InvalidInput(items=[f"between 1 and {MAX_LINES} different SKUs"])
+        raise InvalidInput("商品种类数量不正确。", items=[f"请选择 1 到 {MAX_LINES} 种商品"])
     skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
     lines = []
     for sku_id, quantity in quantities.items():
         sku = skus.get(sku_id)
         if sku is None or not sku.is_active or not sku.product.is_active:
-            raise NotFound("This item is no longer on sale.", sku_id=sku_id)
+            raise NotFound("该商品已下架。", sku_id=sku_id)
         if quantity > MAX_QUANTITY:
-            raise InvalidInput(items=[f"at most {MAX_QUANTITY} of one SKU"])
+            raise InvalidInput("购买数量过多。", items=[f"每种商品最多购买 {MAX_QUANTITY} 件"])
         if sku.stock < quantity:
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
         lines.append({
@@ -83,27 +94,33 @@ def order_confirm(
         })
     kinds = {skus[line["sku_id"]].product.kind for line in lines}
     if len(kinds) != 1:
-        raise InvalidInput(items=["goods and consultations are ordered separately"])
+        raise InvalidInput("商品和咨询服务需分开下单。", items=["商品和咨询服务需分开下单"])
     kind = kinds.pop()
+    _check_caps(customer_id=customer.pk, kind=kind)
 
     slot_data, address = None, None
     if kind == Kind.CONSULTATION:
         slot_data = _confirm_slot(lines, skus, slot_id)
     else:
         if slot_id is not None:
-            raise InvalidInput(slot_id=["only consultation orders take a slot"])
-        address = account_selectors.address_get(customer=customer, address_id=address_id or 0)
-        if address is None:
-            raise InvalidInput(address_id=["choose one of your delivery addresses"])
+            raise InvalidInput("只有咨询订单需要选择时段。", slot_id=["只有咨询订单需要选择时段"])
+        if address_id is None:
+            address = account_selectors.address_default(customer=customer)
+            if address is None:
+                raise InvalidInput("请先添加收货地址。", address_id=["请先添加收货地址"])
+        else:
+            address = account_selectors.address_get(customer=customer, address_id=address_id)
+            if address is None:
+                raise InvalidInput("收货地址不存在，请重新选择。", address_id=["请选择您自己的收货地址"])
 
     goods_fen = sum(line["amount_fen"] for line in lines)
     freight_fen = 0
     if kind == Kind.GOODS and goods_fen < settings.FREE_FREIGHT_MIN_FEN:
         freight_fen = settings.FREIGHT_FEN
     if goods_fen + freight_fen < 1:
-        raise InvalidInput(items=["the order must cost at least 0.01 yuan (WeChat's minimum)"])
+        raise InvalidInput("订单金额至少为 0.01 元。", items=["订单金额至少为 0.01 元（微信支付的最低金额）"])
     if goods_fen + freight_fen > MAX_ORDER_FEN:
-        raise InvalidInput(items=[f"an order may cost at most {MAX_ORDER_FEN // 100} yuan"])
+        raise InvalidInput("订单金额过大。", items=[f"单笔订单最多 {MAX_ORDER_FEN // 100} 元"])
     coupon_fen = 0
     if coupon_id is not None:
         coupon = account_selectors.coupon_usable(customer_id=customer.pk, coupon_id=coupon_id)
@@ -120,7 +137,8 @@ def order_confirm(
         "expires_at": timezone.localtime(expires_at).isoformat(), "lines": lines,
         "goods_fen": goods_fen, "freight_fen": freight_fen, "coupon_id": coupon_id,
         "coupon_fen": coupon_fen, "points_used": points_used, "points_fen": points_fen,
-        "pay_fen": pay_fen, "slot": slot_data, "address": address.snapshot() if address else None,
+        "pay_fen": pay_fen, "slot": slot_data,
+        "address": {"id": address.pk, **address.snapshot()} if address else None,
     }
     drafts.draft_save(order_key, draft)
     return draft
@@ -128,16 +146,51 @@ def order_confirm(
 
 def _confirm_slot(lines: list[dict], skus: dict[int, Sku], slot_id: int | None) -> dict:
     if len(lines) != 1 or lines[0]["quantity"] != 1:
-        raise InvalidInput(items=["a consultation order is one SKU, quantity 1"])
+        raise InvalidInput("咨询订单只能预约一个时段。", items=["咨询订单只能包含一项服务，数量为 1"])
     if slot_id is None:
-        raise InvalidInput(slot_id=["choose a time slot for the consultation"])
+        raise InvalidInput("请选择咨询时段。", slot_id=["请选择咨询时段"])
     teacher = getattr(skus[lines[0]["sku_id"]].product, "teacher", None)
     slot = Slot.objects.select_related("teacher").filter(pk=slot_id).first()
     if slot is None or teacher is None or slot.teacher_id != teacher.pk:
-        raise SlotUnavailable("This slot does not belong to this consultation.", slot_id=slot_id)
-    if not slot.available or slot.start <= timezone.now():
+        raise SlotUnavailable("该时段不属于此咨询服务。", slot_id=slot_id)
+    if not slot.available:
         raise SlotUnavailable(slot_id=slot_id)
+    if slot.start <= slots.booking_open_after():
+        raise SlotUnavailable(f"该时段已截止预约（需提前 {settings.BOOKING_MIN_NOTICE_MINUTES} 分钟预约）。",
+                              slot_id=slot_id)
     return slot_json(slot)
+
+
+def _check_caps(*, customer_id: int, kind: str, new: int = 1) -> None:
+    """Raise LimitExceeded when the customer's unpaid orders plus ``new`` more of ``kind``
+    pass the caps. Confirm passes ``new=1`` (the order it prepares); create passes 0, as its
+    own uncommitted order is already in the count (:func:`_enforce_caps`). One query on the
+    (customer, status) index.
+    """
+    unpaid = list(Order.objects.filter(customer_id=customer_id, status=OrderStatus.UNPAID)
+                  .values_list("kind", flat=True)[:settings.MAX_UNPAID_ORDERS + 1])
+    limit = settings.MAX_UNPAID_ORDERS
+    if len(unpaid) + new > limit:
+        raise LimitExceeded(f"您有 {limit} 个待支付订单，请先支付或取消后再下单。",
+                            max_unpaid_orders=limit)
+    if kind == Kind.CONSULTATION and unpaid.count(Kind.CONSULTATION) + new > settings.MAX_UNPAID_CONSULTATIONS:
+        raise LimitExceeded("您有一个待支付的咨询预约，请先支付或取消后再预约。",
+                            max_unpaid_consultations=settings.MAX_UNPAID_CONSULTATIONS)
+
+
+def _enforce_caps(*, customer_id: int, kind: str) -> None:
+    """The caps inside create's transaction, after the new order row was inserted.
+
+    The customer's row is locked (``SELECT ... FOR UPDATE``) so that creates of one customer
+    pass this point one at a time; under READ COMMITTED the count that follows the lock sees
+    every order a previous holder committed, plus our own uncommitted one. A counter column
+    would need a decrement on every way out of ``unpaid`` (paid, cancelled, by any path);
+    the lock needs nothing but this check. The lock comes last in create, after stock, slot
+    and coupon — the order in which cancel reaches the customer's row too (stock, slot, then
+    points), so the two cannot deadlock; only one customer's own creates wait for each other.
+    """
+    wallet.customer_lock(customer_id=customer_id)
+    _check_caps(customer_id=customer_id, kind=kind, new=0)
 
 
 def slot_json(slot: Slot) -> dict:
@@ -159,7 +212,7 @@ def _points(customer: Customer, use_points: int | bool, max_fen: int) -> tuple[i
     else:
         wanted = int(use_points)
         if wanted > customer.points:
-            raise InvalidInput(use_points=[f"you have {customer.points} points"])
+            raise InvalidInput("积分不足。", use_points=[f"您只有 {customer.points} 积分可用"])
     used = max(0, min(wanted, max_fen // value))
     return used, used * value
 
@@ -173,9 +226,11 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
     slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
     insert the order, take stock (conditional UPDATEs, SKU id order), book the slot, take the
-    coupon and points, insert lines and the first event. After commit: drop the draft and
-    schedule the unpaid timeout. Raises OrderKeyExpired, InsufficientStock, SlotUnavailable,
-    CouponUnavailable, InvalidState (points changed); on any of them nothing is kept.
+    coupon and points, enforce the per-customer caps, insert lines and the first event. After
+    commit: drop the draft and schedule the unpaid timeout. A consultation's ``pay_deadline``
+    is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start - BOOKING_MIN_NOTICE_MINUTES)``.
+    Raises OrderKeyExpired, InsufficientStock, SlotUnavailable, CouponUnavailable,
+    InvalidState (points changed), LimitExceeded; on any of them nothing is kept.
     """
     existing = _order_of_key(order_key, customer)
     if existing is not None:
@@ -189,6 +244,10 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             return existing, False
         raise OrderKeyExpired()
     now = timezone.now()
+    pay_deadline = now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES)
+    slot_start = dt.datetime.fromisoformat(draft["slot"]["start"]) if draft["slot"] else None
+    if slot_start is not None:
+        pay_deadline = min(pay_deadline, slots.booking_closes_at(slot_start))
     try:
         with transaction.atomic():
             order = Order.objects.create(
@@ -198,20 +257,21 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 points_used=draft["points_used"], points_fen=draft["points_fen"],
                 pay_fen=draft["pay_fen"], address=draft["address"], remark=remark,
                 slot_id=draft["slot"]["id"] if draft["slot"] else None,
-                pay_deadline=now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES),
+                pay_deadline=pay_deadline,
             )
             stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             if draft["slot"]:
                 slots.slot_book(
                     slot_id=draft["slot"]["id"], teacher_id=draft["slot"]["teacher_id"],
-                    order_no=order.order_no, customer_id=customer.pk,
+                    order_no=order.order_no, customer_id=customer.pk, start=slot_start,
                 )
             if draft["coupon_id"] and not wallet.coupon_take(
                 coupon_id=draft["coupon_id"], customer_id=customer.pk, order_no=order.order_no
             ):
                 raise CouponUnavailable(coupon_id=draft["coupon_id"])
+            _enforce_caps(customer_id=customer.pk, kind=draft["kind"])
             if not wallet.points_spend(customer_id=customer.pk, points=draft["points_used"], ref=order.order_no):
-                raise InvalidState("Your points changed since confirm; please confirm again.")
+                raise InvalidState("您的积分已变化，请重新确认订单。")
             OrderLine.objects.bulk_create([
                 OrderLine(
                     order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
@@ -220,7 +280,7 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 )
                 for line in draft["lines"]
             ])
-            OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor="customer", note="created")
+            events.order_created_event(order=order, actor="customer")
             transaction.on_commit(partial(drafts.draft_delete, order_key))
             transaction.on_commit(partial(_schedule_expiry, order.pk, order.pay_deadline))
     except IntegrityError:
@@ -253,13 +313,14 @@ def _schedule_expiry(order_id: int, deadline: dt.datetime) -> None:
 
 # --- transitions ---------------------------------------------------------------------------
 
+@transaction.atomic(savepoint=False)
 def _transition(
     order: Order, *, from_statuses: tuple[str, ...], to: str, actor: str, note: str = "", **fields
 ) -> bool:
     """``UPDATE order SET status = to WHERE id = ? AND status IN from_statuses``; log it.
 
     Returns False (and changes nothing) when the order was no longer in ``from_statuses``:
-    someone else got there first. Caller holds the transaction.
+    someone else got there first. Joins the caller's transaction or opens one.
     """
     updated = Order.objects.filter(pk=order.pk, status__in=from_statuses).update(status=to, **fields)
     if updated != 1:
@@ -269,7 +330,7 @@ def _transition(
     order.status = to
     for name, value in fields.items():
         setattr(order, name, value)
-    OrderEvent.objects.create(order=order, from_status=previous, to_status=to, actor=actor, note=note)
+    events.order_status_changed_event(order=order, from_status=previous, to_status=to, actor=actor, note=note)
     return True
 
 
@@ -280,31 +341,31 @@ def order_get(*, order_no: str, customer_id: int | None = None) -> Order:
         qs = qs.filter(customer_id=customer_id)
     order = qs.first()
     if order is None:
-        raise NotFound("No such order.", order_no=order_no)
+        raise NotFound("订单不存在。", order_no=order_no)
     return order
 
 
-def order_cancel(*, order: Order, actor: str, reason: str) -> bool:
-    """Cancel an unpaid order and give back stock, slot, coupon and points — exactly once.
+@transaction.atomic(savepoint=False)
+def order_mark_cancelled(*, order: Order, actor: str, reason: str) -> bool:
+    """The bare state change ``unpaid -> cancelled``: give back stock, slot, coupon and points
+    — exactly once. NOT the cancel: call ``apps.payments.services.order_cancel``, which first
+    makes sure WeChat will not take the money, then calls this.
 
-    The conditional ``unpaid -> cancelled`` UPDATE is the guard: whoever wins it (customer,
-    timeout task, sweep) restores; everyone else gets False and restores nothing.
+    The conditional UPDATE is the guard: whoever wins it (customer, timeout task, sweep)
+    restores; everyone else gets False and restores nothing. Joins the caller's transaction
+    or opens one.
     """
-    with transaction.atomic():
-        if not _transition(
-            order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.CANCELLED, actor=actor,
-            note=reason, cancelled_at=timezone.now(), cancel_reason=reason,
-        ):
-            return False
-        _release_holdings(order)
-    return True
-
-
-def _release_holdings(order: Order) -> None:
-    """Give back what an unpaid order took at create; runs once, under the caller's transition."""
+    if not _transition(
+        order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.CANCELLED, actor=actor,
+        note=reason, cancelled_at=timezone.now(), cancel_reason=reason,
+    ):
+        return False
     _restock(order)
     if order.coupon_id:
         wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
+    if order.paid_at:  # only a paid order can have earned points (awards follow a payment)
+        wallet.points_award_void(customer_id=order.customer_id, order_no=order.order_no)
+    return True
 
 
 def _restock(order: Order) -> None:
@@ -324,12 +385,21 @@ def _return_points(order: Order) -> None:
                          reason=WalletEvent.Reason.RETURN, ref=order.order_no)
 
 
+def _product_units(order: Order) -> Counter:
+    quantities = Counter()
+    for product_id, quantity in order.lines.values_list("product_id", "quantity"):
+        quantities[product_id] += quantity
+    return quantities
+
+
 def _status(order: Order) -> str:
     return Order.objects.values_list("status", flat=True).get(pk=order.pk)
 
 
+@transaction.atomic(savepoint=False)
 def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: str) -> bool:
-    """``unpaid -> paid``, count sales and record the follow-ups; caller holds the transaction.
+    """``unpaid -> paid``, count sales and record the follow-ups (message, SMS, the points award,
+    which is frozen: see ``followups._award_points``), in the paying transaction.
 
     Returns False when the order was not unpaid (already paid, or cancelled: the caller decides
     what a late payment means). Follow-ups are rows here and reach Redis after commit.
@@ -337,33 +407,42 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if not _transition(order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID,
                        actor=actor, pay_method=method, paid_at=paid_at):
         return False
-    quantities = Counter()
-    for product_id, quantity in order.lines.values_list("product_id", "quantity"):
-        quantities[product_id] += quantity
-    stock.product_sales_add(quantities=quantities)
+    stock.product_sales_add(quantities=_product_units(order))
     for kind in (FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD):
         followups.followup_record(order=order, kind=kind)
     return True
 
 
+@transaction.atomic(savepoint=False)
 def order_mark_refunding(*, order: Order, actor: str) -> bool:
-    """A full refund was approved: ``paid/shipped/completed -> refunding`` (caller's transaction)."""
-    return _transition(order, from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
-                       to=OrderStatus.REFUNDING, actor=actor, note="full refund approved")
+    """A full refund was approved: ``paid/shipped/completed -> refunding``, in the approving
+    transaction. The points the order earned die now (frozen: void; released: taken back)."""
+    if not _transition(order, from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
+                       to=OrderStatus.REFUNDING, actor=actor, note="full refund approved"):
+        return False
+    wallet.points_award_void(customer_id=order.customer_id, order_no=order.order_no)
+    return True
 
 
+@transaction.atomic(savepoint=False)
 def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
-    """The full refund arrived: ``refunding -> refunded``. The points the order spent come back;
-    with ``restock`` (goods not shipped, or a consultation not held) the stock and the slot
-    too — once, under the transition."""
-    with transaction.atomic():
-        if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
-                           actor=actor, note="fully refunded"):
-            return False
-        if restock:
-            _restock(order)
-        else:
-            _return_points(order)
+    """The full refund arrived: ``refunding -> refunded``, once, under the transition.
+
+    The points the order spent come back, its coupon too while still valid (API.md), and its
+    units leave ``Product.sales`` (sales count live orders only); with ``restock`` (goods not
+    shipped, or a consultation not held) the stock and the slot come back as well. (The points
+    it earned died at ``refunding``.)
+    """
+    if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
+                       actor=actor, note="fully refunded"):
+        return False
+    if restock:
+        _restock(order)
+    else:
+        _return_points(order)
+    if order.coupon_id:
+        wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
+    stock.product_sales_remove(quantities=_product_units(order))
     return True
 
 
@@ -377,11 +456,17 @@ def order_ship(*, order: Order, actor: str) -> bool:
 
 
 def order_complete(*, order: Order, actor: str) -> bool:
-    """``shipped -> completed`` (goods received) or ``paid -> completed`` (consultation held)."""
+    """``shipped -> completed`` (goods received) or ``paid -> completed`` (consultation held).
+
+    The points the order earned become due ``POINTS_FREEZE_DAYS`` after this moment.
+    """
     allowed = (OrderStatus.SHIPPED,) if order.kind == Kind.GOODS else (OrderStatus.PAID,)
+    now = timezone.now()
     with transaction.atomic():
-        return _transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor,
-                           completed_at=timezone.now())
+        if not _transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor, completed_at=now):
+            return False
+        wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+    return True
 
 
 def orders_complete_held_consultations(*, now: dt.datetime | None = None) -> int:
@@ -395,6 +480,6 @@ def order_receive(*, order_no: str, customer_id: int) -> Order:
     """The customer confirms receipt: ``shipped -> completed``, else InvalidState."""
     order = order_get(order_no=order_no, customer_id=customer_id)
     if order.kind != Kind.GOODS or not order_complete(order=order, actor="customer"):
-        raise InvalidState("Only shipped orders can be confirmed as received.", status=_status(order))
+        raise InvalidState("只有已发货的订单可以确认收货。", status=_status(order))
     order.refresh_from_db()
     return order

@@ -6,7 +6,8 @@ total_fee``), so the sum of refunds can never exceed what was paid. A worker cla
 (``pending -> processing``), calls WeChat — or credits the balance for a balance payment —
 and retries with the SAME out_refund_no (3 tries with back-off, then FAILED and visible);
 the refund notification (or refundquery) confirms it. A full refund returns the stock (when
-not shipped) and the slot.
+not shipped), the slot, the points spent and the coupon (if still valid); the points the order
+earned die when it is approved.
 """
 
 from __future__ import annotations
@@ -66,16 +67,16 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
         if replay is not None:  # a retry of a request already made (perhaps already refunded)
             return replay
         if order.status not in _REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
-            raise InvalidState("Only paid orders can be refunded.", status=order.status)
+            raise InvalidState("只有已支付的订单可以申请退款。", status=order.status)
         open_request = order.after_sales.filter(
             status__in=(AfterSale.Status.REQUESTED, AfterSale.Status.APPROVED)).first()
         amount = refundable if amount_fen is None else amount_fen
         if open_request is not None:
             if open_request.amount_fen == amount or amount_fen is None:
                 return open_request
-            raise InvalidState("A refund request for this order is already open.", refund_no=open_request.refund_no)
+            raise InvalidState("该订单已有处理中的退款申请。", refund_no=open_request.refund_no)
         if amount <= 0 or amount > refundable:
-            raise InvalidInput(amount_fen=[f"between 1 and {refundable} fen can be refunded"])
+            raise InvalidInput("退款金额不正确。", amount_fen=[f"可退款金额为 1 到 {refundable} 分"])
         request = AfterSale.objects.create(
             order=order, refund_no=f"{order.order_no}R{order.after_sales.count() + 1}",
             reason=reason, amount_fen=amount,
@@ -133,7 +134,7 @@ def after_sale_approve(*, after_sale_id: int, actor: str) -> Refund | None:
         order = Order.objects.select_for_update().get(pk=request.order_id)
         payment = paying_payment(order)
         if payment is None or not _reserve(payment, request.amount_fen):
-            raise InvalidState("The amount is more than what is left to refund.", refund_no=request.refund_no)
+            raise InvalidState("退款金额超过了可退款金额。", refund_no=request.refund_no)
         payment.refresh_from_db()
         full = payment.refunded_fen == payment.total_fee
         restock = full and order.status == OrderStatus.PAID
@@ -162,8 +163,10 @@ def _reserve(payment: Payment, amount_fen: int) -> bool:
     ).update(refunded_fen=F("refunded_fen") + amount_fen) == 1
 
 
+@transaction.atomic(savepoint=False)
 def refund_for_unwanted_payment(*, payment: Payment, reason: str) -> Refund | None:
-    """Queue the one refund of a payment nobody should keep (late or duplicate); caller's transaction.
+    """Queue the one refund of a payment nobody should keep (late or duplicate), in the
+    caller's transaction (the notification's) or its own.
 
     UNIQUE (payment, reason) makes a second call return None: the notification that revealed it
     can be delivered any number of times.
@@ -209,7 +212,8 @@ def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
     if refund.payment.method == PayMethod.BALANCE:
         with transaction.atomic():
             wallet.balance_credit(customer_id=refund.order.customer_id, amount_fen=refund.refund_fen,
-                                  reason=WalletEvent.Reason.REFUND, ref=refund.out_refund_no)
+                                  reason=WalletEvent.Reason.REFUND, ref=refund.out_refund_no,
+                                  order_no=refund.order.order_no)
             refund_succeeded(refund=refund)
         return Refund.Status.SUCCESS
     try:

@@ -18,9 +18,11 @@ from django.utils import timezone
 
 from apps.accounts import services as wallet
 from apps.accounts.exceptions import InsufficientBalance
+from apps.orders import events
 from apps.orders import services as orders
-from apps.orders.models import Order, OrderEvent, OrderStatus, PayMethod
+from apps.orders.models import Order, OrderStatus, PayMethod
 from apps.payments import refunds, wechat
+from apps.payments.exceptions import CancelUnconfirmed, OrderNotCancelled
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.errors import InvalidState, WechatUnavailable
 
@@ -52,12 +54,12 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     now = timezone.now()
     if order.status != OrderStatus.UNPAID:
-        raise InvalidState("This order is not waiting for payment.", status=order.status)
+        raise InvalidState("该订单不是待支付状态。", status=order.status)
     if order.pay_deadline <= now:
-        raise InvalidState("The time to pay this order has run out.", status=order.status)
+        raise InvalidState("该订单已超过支付时限。", status=order.status)
     payment = _wechat_payment(order)
     if payment.status == PaymentStatus.PAID:
-        raise InvalidState("This order is already paid.", status="paid")
+        raise InvalidState("该订单已支付。", status="paid")
     if payment.status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
         _clear_uncertainty_or_raise(payment)
     if payment.prepay_id and payment.prepay_expires_at > now + PREPAY_REUSE_MARGIN:
@@ -76,9 +78,9 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
     except wechat.PayRejected as exc:
         if exc.err_code == "ORDERPAID":
             payment_sync(payment=payment)
-            raise InvalidState("This order is already paid.", status="paid") from exc
+            raise InvalidState("该订单已支付。", status="paid") from exc
         if exc.err_code == "ORDERCLOSED":
-            raise InvalidState("This payment was closed; the order can no longer be paid.") from exc
+            raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable(wechat_err_code=exc.err_code) from exc
     if Payment.objects.filter(pk=payment.pk, status__in=_OPEN, order__status=OrderStatus.UNPAID).update(
@@ -92,7 +94,7 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         except (wechat.PayUnavailable, wechat.PayRejected) as exc:
             logger.warning("closeorder %s after a raced prepay failed: %s", payment.out_trade_no, exc)
         Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(status=PaymentStatus.CLOSED)
-        raise InvalidState("This order is no longer waiting for payment.")
+        raise InvalidState("该订单已不是待支付状态。")
     return wechat.jsapi_params(prepay.prepay_id)
 
 
@@ -118,9 +120,9 @@ def _clear_uncertainty_or_raise(payment: Payment) -> None:
     """A new unified order is made only after WeChat clearly says NOTPAY (or never saw it)."""
     state = payment_sync(payment=payment)
     if state in ("SUCCESS", "REFUND"):
-        raise InvalidState("This order is already paid.", status="paid")
+        raise InvalidState("该订单已支付。", status="paid")
     if state not in ("NOTPAY", "NOTEXIST"):
-        raise WechatUnavailable("This payment is being confirmed with WeChat; try again shortly.")
+        raise WechatUnavailable("正在向微信确认这笔支付，请稍后再试。")
     Payment.objects.filter(pk=payment.pk, status__in=(PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)).update(
         status=PaymentStatus.PENDING, next_check_at=None)
     payment.refresh_from_db()
@@ -143,20 +145,20 @@ def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     if order.status != OrderStatus.UNPAID:
-        raise InvalidState("This order is not waiting for payment.", status=order.status)
+        raise InvalidState("该订单不是待支付状态。", status=order.status)
     if order.pay_deadline <= timezone.now():
-        raise InvalidState("The time to pay this order has run out.", status=order.status)
+        raise InvalidState("该订单已超过支付时限。", status=order.status)
     if order.customer.balance_fen < order.pay_fen:  # don't close a WeChat trade for nothing
         raise InsufficientBalance(amount_fen=order.pay_fen)
     outcome = wechat_settle_before_cancel(order=order)
     if outcome == Settle.PAID:
-        raise InvalidState("This order was already paid with WeChat Pay.", status="paid")
+        raise InvalidState("该订单已通过微信支付。", status="paid")
     if outcome != Settle.CLEAR:
-        raise WechatUnavailable("A WeChat payment of this order is in progress; try again shortly.")
+        raise WechatUnavailable("该订单的微信支付正在进行中，请稍后再试。")
     now = timezone.now()
     with transaction.atomic():
         if not orders.order_mark_paid(order=order, method=PayMethod.BALANCE, paid_at=now, actor="customer"):
-            raise InvalidState("This order is not waiting for payment.", status=order.status)
+            raise InvalidState("该订单不是待支付状态。", status=order.status)
         wallet.balance_debit(customer_id=customer_id, amount_fen=order.pay_fen, ref=order.order_no)
         Payment.objects.create(
             order=order, method=PayMethod.BALANCE, total_fee=order.pay_fen,
@@ -194,11 +196,8 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
         reason = Refund.Reason.LATE_PAYMENT if order.status == OrderStatus.CANCELLED else Refund.Reason.DUPLICATE_PAYMENT
         payment.refresh_from_db()
         refund = refunds.refund_for_unwanted_payment(payment=payment, reason=reason)
-        OrderEvent.objects.create(
-            order=order, from_status=order.status, to_status=order.status, actor=actor,
-            note=f"WeChat payment {transaction_id} arrived after the order was {order.status}; "
-                 f"refund {refund.out_refund_no if refund else 'already queued'}",
-        )
+        events.order_late_payment_event(order=order, actor=actor, transaction_id=transaction_id,
+                                        out_refund_no=refund.out_refund_no if refund else None)
         logger.error("late payment %s on %s order %s: refund queued", transaction_id, order.status, order.order_no)
         return Applied.LATE
 
@@ -360,16 +359,28 @@ def _settle_one(payment: Payment) -> Settle:
     return Settle.CLEAR
 
 
-def order_cancel_checked(*, order: Order, actor: str, reason: str) -> Settle | bool:
-    """Cancel an unpaid order after making sure WeChat will not take its money.
+def order_cancel(*, order: Order, actor: str, reason: str) -> Order:
+    """THE cancel of an unpaid order (customer, staff, timeout and sweep all call this one):
+    make sure WeChat will not take its money (:func:`wechat_settle_before_cancel`), then
+    ``unpaid -> cancelled`` with stock, slot, coupon and points given back, exactly once
+    (``orders.order_mark_cancelled``). Returns the cancelled order.
 
-    Returns True (cancelled now), False (someone else changed it first) or the Settle value
-    that stopped the cancel (PAID: it turned out paid; PAYING/UNKNOWN: ask again later).
+    Raises OrderNotCancelled (409 ``invalid_state``; ``.outcome`` "raced": not unpaid any
+    more, "paid": WeChat says paid and the payment is now applied, "paying": the customer is
+    paying right now) or CancelUnconfirmed (503 ``wechat_unavailable``, ``.outcome``
+    "unknown": WeChat could not be asked; nothing changed).
     """
+    if order.status != OrderStatus.UNPAID:  # a status never goes back to unpaid: no need to ask
+        raise OrderNotCancelled("raced", status=order.status)
     settle = wechat_settle_before_cancel(order=order)
+    if settle == Settle.UNKNOWN:
+        raise CancelUnconfirmed()
     if settle != Settle.CLEAR:
-        return settle
-    return orders.order_cancel(order=order, actor=actor, reason=reason)
+        raise OrderNotCancelled(settle.value, status=orders.order_get(order_no=order.order_no).status)
+    if not orders.order_mark_cancelled(order=order, actor=actor, reason=reason):
+        raise OrderNotCancelled("raced", status=orders.order_get(order_no=order.order_no).status)
+    order.refresh_from_db()
+    return order
 
 
 def order_expire(*, order_id: int, now: dt.datetime | None = None) -> str:
@@ -385,12 +396,11 @@ def order_expire(*, order_id: int, now: dt.datetime | None = None) -> str:
         return "not_unpaid"
     if order.pay_deadline > now:
         return "not_due"
-    result = order_cancel_checked(order=order, actor="system:timeout", reason="not paid in time")
-    if result is True:
-        return "cancelled"
-    if result is False:
-        return "raced"
-    return result.value
+    try:
+        order_cancel(order=order, actor="system:timeout", reason="not paid in time")
+    except (OrderNotCancelled, CancelUnconfirmed) as exc:
+        return exc.outcome
+    return "cancelled"
 
 
 def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> dict[str, int]:

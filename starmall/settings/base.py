@@ -165,6 +165,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.orders.tasks.followups_redispatch",
         "schedule": 120,
     },
+    "points-release-due": {
+        "task": "apps.accounts.tasks.points_release_due",
+        "schedule": 600,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -211,6 +215,13 @@ POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is wort
 # approved without staff (0: every refund waits for staff).
 REFUND_AUTO_APPROVE_HOURS = env.int("REFUND_AUTO_APPROVE_HOURS", default=24)
 SMS_BACKEND = env.str("SMS_BACKEND", default="apps.orders.sms.LogSmsBackend")
+# Points an order earns stay frozen until it completes plus this many days (API.md Additions).
+POINTS_FREEZE_DAYS = env.int("POINTS_FREEZE_DAYS", default=7)
+# Per-customer caps against hoarding stock and slots (API.md Additions; 409 limit_exceeded).
+MAX_UNPAID_ORDERS = env.int("MAX_UNPAID_ORDERS", default=3)
+MAX_UNPAID_CONSULTATIONS = 1
+# A slot can be booked (and paid) only until this many minutes before it starts.
+BOOKING_MIN_NOTICE_MINUTES = env.int("BOOKING_MIN_NOTICE_MINUTES", default=120)
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
 SLOT_LENGTH_MINUTES = 60
 SLOT_DAYS_AHEAD = 8
@@ -265,6 +276,10 @@ def _check() -> None:
         raise ImproperlyConfigured("WECHAT_TIMEOUT_SECONDS must be positive (wechatpy has no timeout by default)")
     if REFUND_AUTO_APPROVE_HOURS < 0:
         raise ImproperlyConfigured("REFUND_AUTO_APPROVE_HOURS must be 0 (off) or a number of hours")
+    if POINTS_FREEZE_DAYS < 0 or BOOKING_MIN_NOTICE_MINUTES < 0:
+        raise ImproperlyConfigured("POINTS_FREEZE_DAYS and BOOKING_MIN_NOTICE_MINUTES must be >= 0")
+    if MAX_UNPAID_ORDERS < 1:
+        raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if FREIGHT_FEN < 0 or FREE_FREIGHT_MIN_FEN < 0 or POINT_VALUE_FEN < 1:
         raise ImproperlyConfigured("FREIGHT_FEN and FREE_FREIGHT_MIN_FEN must be >= 0 fen, POINT_VALUE_FEN >= 1 fen")
     if len(WECHAT_PAY_API_KEY) != 32:

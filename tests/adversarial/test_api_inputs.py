@@ -136,7 +136,6 @@ CASES = [
     ("confirm-goods-and-consultation", "post", "/api/v1/orders/confirm",
      {"items": [item(), item(sku="{csku}")], "slot_id": "{slot}", **GOODS}, 400, "invalid"),
     ("confirm-goods-with-slot", "post", "/api/v1/orders/confirm", {"items": [item()], "slot_id": "{slot}", **GOODS}, 400, "invalid"),
-    ("confirm-goods-no-address", "post", "/api/v1/orders/confirm", {"items": [item()]}, 400, "invalid"),
     ("confirm-goods-others-address", "post", "/api/v1/orders/confirm", {"items": [item()], "address_id": "{b_addr}"}, 400, "invalid"),
     ("confirm-address-huge", "post", "/api/v1/orders/confirm", {"items": [item()], "address_id": BIG}, 400, "invalid"),
     ("confirm-address-string", "post", "/api/v1/orders/confirm", {"items": [item()], "address_id": "x"}, 400, "invalid"),

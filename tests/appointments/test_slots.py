@@ -45,16 +45,26 @@ def test_generate_skips_started_slots_and_removes_past_free_ones():
 def test_book_respects_capacity_and_release_happens_once(customer):
     teacher = Teacher.objects.create(name="甲")
     services.slots_generate()
-    slot = Slot.objects.filter(teacher=teacher).first()
+    slot = Slot.objects.filter(teacher=teacher, start__gt=services.booking_open_after()).first()
     with transaction.atomic():
         services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
-    with pytest.raises(SlotUnavailable):
+    with pytest.raises(SlotUnavailable), transaction.atomic():  # as in the order's transaction
         services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A2", customer_id=customer.pk)
     assert Slot.objects.get(pk=slot.pk).booked == 1
     assert services.slot_release(order_no="A1") is True
     assert services.slot_release(order_no="A1") is False
     assert Slot.objects.get(pk=slot.pk).booked == 0
     assert Booking.objects.count() == 0
+
+
+def test_book_refuses_a_slot_within_the_minimum_notice(customer, settings):
+    teacher = Teacher.objects.create(name="甲")
+    services.slots_generate()
+    slot = Slot.objects.filter(teacher=teacher, start__gt=services.booking_open_after()).first()
+    settings.BOOKING_MIN_NOTICE_MINUTES += int((slot.start - services.booking_open_after()).total_seconds() // 60) + 1
+    with pytest.raises(SlotUnavailable), transaction.atomic():
+        services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
+    assert Slot.objects.get(pk=slot.pk).booked == 0 and Booking.objects.count() == 0
 
 
 def test_slot_list_api_by_teacher_and_dates(client, consultation):
@@ -65,10 +75,12 @@ def test_slot_list_api_by_teacher_and_dates(client, consultation):
                           {"from": today.isoformat(), "to": (today + dt.timedelta(days=7)).isoformat()})
     assert response.status_code == 200
     slots = response.json()
-    assert len(slots) == len(consultation.slots)
+    listed = Slot.objects.filter(teacher=consultation.teacher, start__gte=timezone.now()).count()
+    assert len(slots) == listed  # slots that have not started; ...
     assert set(slots[0]) == {"id", "start", "end", "capacity", "booked", "available"}
     assert slots[0]["start"].endswith("+08:00")
-    assert all(s["available"] for s in slots)
+    # ... available: those starting more than BOOKING_MIN_NOTICE_MINUTES from now
+    assert [s["id"] for s in slots if s["available"]] == [s.pk for s in consultation.slots]
     tomorrow = client.get(f"/api/v1/teachers/{consultation.teacher.pk}/slots",
                           {"from": (today + dt.timedelta(days=1)).isoformat(),
                            "to": (today + dt.timedelta(days=1)).isoformat()}).json()

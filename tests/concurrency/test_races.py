@@ -12,6 +12,7 @@ from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
 from apps.orders.models import FollowUp, Order
 from apps.payments import services as payments
+from apps.payments.exceptions import OrderNotCancelled
 from apps.payments.models import Notification, Payment
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -116,11 +117,12 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
     def act(i):
         if i % 2:
             return payments.order_expire(order_id=order.pk, now=later)
-        return payments.order_cancel_checked(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
+        return payments.order_cancel(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
 
     results = race(act, N)
 
-    assert sum(r in (True, "cancelled") for r in results) == 1, results
+    assert sum(isinstance(r, Order) or r == "cancelled" for r in results) == 1, results
+    assert all(isinstance(r, (Order, str, OrderNotCancelled)) for r in results), results
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert Order.objects.get(pk=order.pk).status == "cancelled"
     assert Customer.objects.get(pk=customer.pk).points == 1000
@@ -170,7 +172,7 @@ def test_late_notifications_racing_queue_one_refund(make_customer, make_sku, wec
     from apps.payments.models import Refund
 
     _, order, sku, body = _paid_at_wechat(make_customer, make_sku, wechat, quantity=2)
-    assert orders.order_cancel(order=order, actor="system:test", reason="timeout raced the payment")
+    assert orders.order_mark_cancelled(order=order, actor="system:test", reason="timeout raced the payment")
 
     results = race(lambda i: payments.notification_handle(body), N)
 

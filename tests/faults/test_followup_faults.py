@@ -43,7 +43,12 @@ def _awards(order: dict) -> list[int]:
 
 
 def _points(customer) -> int:
-    return Customer.objects.values_list("points", flat=True).get(pk=customer.pk)
+    """The points the order earned: frozen until it completes + POINTS_FREEZE_DAYS (API.md), so
+    in the ledger's FROZEN rows; none of them spendable yet."""
+    from apps.accounts.selectors import points_frozen
+
+    assert Customer.objects.values_list("points", flat=True).get(pk=customer.pk) == 0
+    return points_frozen(customer_id=customer.pk)
 
 
 def _sms_lines(text: str, order: dict) -> list[str]:
@@ -77,8 +82,8 @@ def test_followup_worker_killed_mid_task_is_finished_once_by_a_fresh_worker(
     customer, order = shop.paid_order()
     rows = _rows(order)
     assert [m["headers"]["task"] for m in shop_redis.queue()] == [TASK] * 3
-    # Another session holds the customer's row: the points handler inserts its WalletEvent,
-    # then waits on ``UPDATE accounts_customer SET points = ...`` -- before its effect commits.
+    # Another session holds the customer's row: the points handler waits on its
+    # ``SELECT ... FOR UPDATE`` of that row -- before its effect commits.
     row_lock.hold(Customer._meta.db_table, customer.pk)
 
     worker = celery_worker_process(shop_redis.url)

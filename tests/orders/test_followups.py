@@ -3,6 +3,7 @@
 import pytest
 
 from apps.accounts.models import Customer
+from apps.accounts.selectors import points_frozen
 from apps.orders import followups
 from apps.orders.models import FollowUp
 
@@ -28,7 +29,9 @@ def test_followups_send_message_and_award_points_once(paid_order, customer, wech
     assert len(messages) == 1
     assert messages[0]["touser"] == customer.openid
     assert messages[0]["data"]["character_string1"]["value"] == paid_order["order_no"]
-    assert Customer.objects.get(pk=customer.pk).points == 128  # one per yuan of 128.00
+    # one per yuan of 128.00, frozen until the order completes + POINTS_FREEZE_DAYS (API.md)
+    assert Customer.objects.get(pk=customer.pk).points == 0
+    assert points_frozen(customer_id=customer.pk) == 128
     assert FollowUp.objects.filter(status="done", attempts=1).count() == 3
 
 
@@ -78,7 +81,8 @@ def test_followup_claimed_by_a_live_worker_is_not_run_again(paid_order):
     assert Customer.objects.get(pk=paid_order_customer(row)).points == 0
     later = timezone.now() + timedelta(minutes=6)  # that worker died; its lease ran out
     assert followups.followup_execute(row.pk, now=later) == "done"
-    assert Customer.objects.get(pk=paid_order_customer(row)).points == 128
+    assert points_frozen(customer_id=paid_order_customer(row)) == 128  # earned once, frozen
+    assert Customer.objects.get(pk=paid_order_customer(row)).points == 0
 
 
 def paid_order_customer(row):

@@ -25,7 +25,7 @@ def test_payment_on_cancelled_order_is_kept_and_refunded_exactly_once(api, sku, 
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])  # the user pays ...
     row = Order.objects.get(order_no=order["order_no"])
-    assert orders.order_cancel(order=row, actor="system:test", reason="cancelled meanwhile")  # ... as it is cancelled
+    assert orders.order_mark_cancelled(order=row, actor="system:test", reason="cancelled meanwhile")  # ... as it is cancelled
     assert Sku.objects.get(pk=sku.pk).stock == 10
 
     attempts = deliver()

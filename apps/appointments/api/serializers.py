@@ -4,6 +4,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.appointments.models import Slot
+from apps.appointments.services import booking_open_after
 
 MAX_RANGE_DAYS = 62
 MAX_DISTANCE_DAYS = 366
@@ -44,4 +45,4 @@ class SlotSerializer(serializers.ModelSerializer):
         fields = ["id", "start", "end", "capacity", "booked", "available"]
 
     def get_available(self, slot) -> bool:
-        return slot.available and slot.start > timezone.now()
+        return slot.available and slot.start > booking_open_after()  # BOOKING_MIN_NOTICE_MINUTES

@@ -15,7 +15,6 @@ from apps.orders.api.serializers import (
 )
 from apps.payments import services as payments
 from starmall.api.schema import errors
-from starmall.errors import InvalidState, WechatUnavailable
 
 
 class OrderCreateThrottle(UserRateThrottle):
@@ -25,7 +24,7 @@ class OrderCreateThrottle(UserRateThrottle):
 class OrderConfirmView(APIView):
     @extend_schema(request=ConfirmInSerializer, responses={200: ConfirmOutSerializer, **errors(
         e400="invalid", e404="not_found (SKU not on sale)",
-        e409="insufficient_stock, slot_unavailable, coupon_unavailable")})
+        e409="insufficient_stock, slot_unavailable, coupon_unavailable, limit_exceeded")})
     def post(self, request):
         data = ConfirmInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -50,7 +49,7 @@ class OrderListCreateView(ListAPIView):
 
     @extend_schema(request=CreateInSerializer, responses={
         201: OrderSerializer, 200: OrderSerializer, **errors(
-            e400="invalid", e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state",
+            e400="invalid", e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state, limit_exceeded",
             e410="order_key_expired", e429="throttled")})
     def post(self, request):
         data = CreateInSerializer(data=request.data)
@@ -71,13 +70,7 @@ class OrderCancelView(APIView):
         e404="not_found", e409="invalid_state", e503="wechat_unavailable")})
     def post(self, request, order_no: str):
         order = services.order_get(order_no=order_no, customer_id=request.user.pk)
-        result = payments.order_cancel_checked(order=order, actor="customer", reason="customer cancelled")
-        if result == payments.Settle.UNKNOWN:
-            raise WechatUnavailable("Could not confirm with WeChat that this order is unpaid; try again.")
-        if result is not True:
-            order.refresh_from_db()
-            raise InvalidState("Only unpaid orders can be cancelled.", status=order.status)
-        order.refresh_from_db()
+        order = payments.order_cancel(order=order, actor="customer", reason="customer cancelled")
         return Response(OrderSerializer(order).data)
 
 

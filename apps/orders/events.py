@@ -1,0 +1,30 @@
+"""One function per audit event of an order (Saleor ``order/events.py``): the OrderEvent rows.
+
+``OrderEvent`` is append-only; nothing else creates its rows, so every kind of entry is written
+one way and found by one name.
+"""
+
+from __future__ import annotations
+
+from apps.orders.models import Order, OrderEvent, OrderStatus
+
+
+def order_created_event(*, order: Order, actor: str) -> OrderEvent:
+    """The order was created (unpaid; stock, slot, coupon and points held)."""
+    return OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=actor, note="created")
+
+
+def order_status_changed_event(*, order: Order, from_status: str, to_status: str, actor: str,
+                               note: str = "") -> OrderEvent:
+    """A conditional status UPDATE won (``from_status -> to_status``)."""
+    return OrderEvent.objects.create(order=order, from_status=from_status, to_status=to_status,
+                                     actor=actor, note=note[:255])
+
+
+def order_late_payment_event(*, order: Order, actor: str, transaction_id: str, out_refund_no: str | None) -> OrderEvent:
+    """Money arrived for an order no longer unpaid; the refund that returns it (None: already queued)."""
+    return OrderEvent.objects.create(
+        order=order, from_status=order.status, to_status=order.status, actor=actor,
+        note=f"WeChat payment {transaction_id} arrived after the order was {order.status}; "
+             f"refund {out_refund_no or 'already queued'}"[:255],
+    )

@@ -1,0 +1,65 @@
+"""Per-customer caps under races (PostgreSQL, real threads): one customer's racing creates
+cannot pass MAX_UNPAID_ORDERS or hold two unpaid consultations; frozen points and their
+release hold under races too."""
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from apps.accounts import services as wallet
+from apps.accounts.models import Address, Customer, WalletEvent
+from apps.appointments.models import Booking, Slot
+from apps.catalog.models import Sku
+from apps.orders import services as orders
+from apps.orders.models import Order
+from starmall.errors import LimitExceeded
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def test_ten_racing_creates_of_one_customer_make_exactly_max_unpaid_orders(make_customer, make_sku, race, settings):
+    settings.MAX_UNPAID_ORDERS = 3
+    sku = make_sku(price_fen=1000, stock=100)
+    customer = make_customer()
+    Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
+                           city="杭州市", detail="1号", is_default=True)
+    keys = [orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
+            for _ in range(10)]
+
+    results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), 10)
+
+    created = [r for r in results if isinstance(r, tuple)]
+    refused = [r for r in results if isinstance(r, LimitExceeded)]
+    assert (len(created), len(refused)) == (3, 7), results
+    assert Order.objects.filter(customer=customer, status="unpaid").count() == 3
+    assert Sku.objects.get(pk=sku.pk).stock == 100 - 3 * 2  # the refused ones kept no stock
+
+
+def test_five_racing_consultation_creates_hold_one_slot(make_customer, consultation, race):
+    customer = make_customer()
+    chosen = consultation.slots[-5:]
+    keys = [orders.order_confirm(customer=customer, slot_id=slot.pk,
+                                 items=[{"sku_id": consultation.sku.pk, "quantity": 1}])["order_key"]
+            for slot in chosen]
+
+    results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), 5)
+
+    assert sum(isinstance(r, tuple) for r in results) == 1, results
+    assert sum(isinstance(r, LimitExceeded) for r in results) == 4, results
+    assert Booking.objects.count() == Order.objects.count() == 1
+    assert sum(Slot.objects.filter(pk__in=[s.pk for s in chosen]).values_list("booked", flat=True)) == 1
+
+
+def test_racing_releases_credit_each_frozen_award_once(make_customer, race):
+    customer = make_customer()
+    completed = timezone.now() - dt.timedelta(days=30)
+    for n in range(6):
+        assert wallet.points_award_freeze(customer_id=customer.pk, points=100 + n, order_no=f"O{n}",
+                                          order_live=True, completed_at=completed)
+
+    results = race(lambda i: wallet.points_release_due(), 6)
+
+    assert sum(results) == sum(100 + n for n in range(6)), results
+    assert Customer.objects.get(pk=customer.pk).points == 615
+    assert WalletEvent.objects.filter(state="available", reason="award").count() == 6
