@@ -76,10 +76,10 @@ def code_to_session(code: str) -> WechatSession:
         if errcode == _RATE_LIMIT:
             raise LoginThrottled(wechat_errcode=errcode) from exc
         logger.warning("code2session failed: %s", exc)
-        raise WechatUnavailable(wechat_errcode=errcode) from exc
+        raise WechatUnavailable("微信登录暂时不可用，请稍后再试。", wechat_errcode=errcode) from exc
     except requests.RequestException as exc:
         logger.warning("code2session unreachable: %s", exc)
-        raise WechatUnavailable() from exc
+        raise WechatUnavailable("微信暂时无法连接，请稍后再试。") from exc
     return WechatSession(
         openid=data["openid"], unionid=data.get("unionid", ""), session_key=data.get("session_key", "")
     )

@@ -74,7 +74,7 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         # WeChat may or may not have created the trade: UNKNOWN until a query says (flow 8).
         Payment.objects.filter(pk=payment.pk, status=PaymentStatus.PENDING).update(
             status=PaymentStatus.UNKNOWN, checks=0, next_check_at=now + UNCERTAIN_CHECK_WAITS[0])
-        raise WechatUnavailable() from exc
+        raise WechatUnavailable("微信支付暂时无法连接，请稍后再试。") from exc
     except wechat.PayRejected as exc:
         if exc.err_code == "ORDERPAID":
             payment_sync(payment=payment)
@@ -82,7 +82,7 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         if exc.err_code == "ORDERCLOSED":
             raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
-        raise WechatUnavailable(wechat_err_code=exc.err_code) from exc
+        raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
     if Payment.objects.filter(pk=payment.pk, status__in=_OPEN, order__status=OrderStatus.UNPAID).update(
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
     ) != 1:
