@@ -23,9 +23,9 @@ class CustomerAdmin(admin.ModelAdmin):
 
 @admin.register(WalletEvent)
 class WalletEventAdmin(ReadOnlyModelAdmin):  # append-only: written by the wallet services
-    list_display = ["id", "customer", "kind", "reason", "amount", "ref", "created_at"]
-    list_filter = ["kind", "reason"]
-    search_fields = ["ref", "customer__openid", "customer__nickname"]
+    list_display = ["id", "customer", "kind", "reason", "amount", "state", "order_no", "available_at", "created_at"]
+    list_filter = ["kind", "reason", "state"]
+    search_fields = ["ref", "order_no", "customer__openid", "customer__nickname"]
 
 
 @admin.register(Coupon)

@@ -92,3 +92,24 @@ def test_paid_consultation_completes_after_its_slot(api, consultation, place_ord
     assert services.orders_complete_held_consultations(now=slot.end) == 1
     assert services.orders_complete_held_consultations(now=slot.end) == 0
     assert Order.objects.get(order_no=order["order_no"]).status == "completed"
+
+
+def test_cancel_refusals_say_why_in_chinese_and_change_nothing(api, make_customer, make_sku, address, place_order, wechat):
+    from apps.payments import services as payments
+    from apps.payments.exceptions import OrderNotCancelled
+
+    sku = make_sku(price_fen=12800, stock=5)
+    paid = place_order(api, items=[(sku, 1)], address=address)
+    api.post(f"/api/v1/orders/{paid['order_no']}/pay", {"method": "wechat"}, format="json")
+    wechat.control.pay(paid["order_no"])  # paid at WeChat; the notification is not delivered yet
+    response = api.post(f"/api/v1/orders/{paid['order_no']}/cancel")
+    assert response.status_code == 409
+    assert response.json() == {"code": "invalid_state", "message": "该订单已支付，不能取消。",
+                               "detail": {"status": "paid"}}
+    assert Order.objects.get(order_no=paid["order_no"]).status == "paid"  # the payment was found and applied
+    again = api.post(f"/api/v1/orders/{paid['order_no']}/cancel")
+    assert (again.status_code, again.json()["message"]) == (409, "只有待支付的订单可以取消。")
+    with pytest.raises(OrderNotCancelled) as refused:
+        payments.order_cancel(order=Order.objects.get(order_no=paid["order_no"]), actor="staff:t", reason="x")
+    assert refused.value.outcome == "raced"
+    assert Sku.objects.get(pk=sku.pk).stock == 4
