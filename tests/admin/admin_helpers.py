@@ -20,7 +20,7 @@ def form_data(response) -> dict:
     data = {}
     for form in forms:
         for bound in form:
-            value = bound.field.prepare_value(bound.value())
+            value = bound.value()  # already prepared for the widget
             widget = bound.field.widget
             if isinstance(widget, CheckboxInput):
                 if value:
