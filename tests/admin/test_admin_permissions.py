@@ -5,16 +5,21 @@ action POSTed by hand, every change form and every direct call of an action is r
 nothing changed in the database. A staff user with exactly the named permission succeeds,
 through the same service as the API (status changed, event row written)."""
 
+import datetime as dt
+
 import pytest
-from admin_helpers import action, request_refund, texts
+from admin_helpers import action, form_data, request_refund, texts
+from django.apps import apps as django_apps
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.test import RequestFactory
 from django.urls import reverse
+from django.utils import timezone
 
 from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.appointments.models import Slot
 from apps.catalog.models import Sku
+from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderEvent
 from apps.payments import refunds
 from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refund
@@ -45,10 +50,6 @@ def shop(buyer, paid_orders, goods_sku, place_order, consultation):
     Payment.objects.filter(out_trade_no=unpaid["order_no"]).update(status=PaymentStatus.MANUAL)
     consult = place_order(api, items=[(consultation.sku, 1)], slot=consultation.slots[-1])
     api.post(f"/api/v1/orders/{consult['order_no']}/pay", {"method": "balance"}, format="json")
-    import datetime as dt
-
-    from django.utils import timezone
-
     Coupon.objects.create(customer=customer, title="满100减10", discount_fen=1000, min_spend_fen=10000,
                           valid_until=timezone.now() + dt.timedelta(days=30))
     ReconciliationRun.objects.create(bill_date=dt.date(2026, 11, 30), status="ok")
@@ -77,9 +78,7 @@ def snapshot() -> dict:
 
 def _all_pks(model_label: str) -> list[int]:
     app_label, model = model_label.split(".")
-    from django.apps import apps
-
-    return list(apps.get_model(app_label, model).objects.values_list("pk", flat=True))
+    return list(django_apps.get_model(app_label, model).objects.values_list("pk", flat=True))
 
 
 def test_view_only_staff_is_offered_no_action_and_every_hand_made_action_is_refused(viewer, shop):
@@ -98,11 +97,9 @@ def test_view_only_staff_is_offered_no_action_and_every_hand_made_action_is_refu
 
 def test_view_only_staff_cannot_call_an_action_directly(viewer, shop):
     """Checked again inside the action: even a call that skipped Django's action filter is refused."""
-    from django.apps import apps
-
     before = snapshot()
     for model_label, name in ACTIONS:
-        model = apps.get_model(*model_label.split("."))
+        model = django_apps.get_model(*model_label.split("."))
         model_admin = admin.site._registry[model]
         request = RequestFactory().post("/")
         request.user = viewer.user
@@ -178,9 +175,7 @@ def test_ship_permission_ships_through_the_service(make_staff, shop):
 
 
 def test_complete_permission_completes_a_shipped_order(make_staff, shop):
-    from apps.orders import services
-
-    assert services.order_ship(order=shop["paid"], actor="staff:warehouse")
+    assert orders.order_ship(order=shop["paid"], actor="staff:warehouse")
     client = make_staff("orders.complete_order", "orders.view_order")
     response = action(client, "orders.order", "mark_completed", [shop["paid"].pk, shop["unpaid"].pk])
     assert Order.objects.get(pk=shop["paid"].pk).status == "completed"
@@ -263,8 +258,6 @@ def test_manage_slot_permission_changes_an_unbooked_slot(make_staff, shop):
     slot = shop["free_slot"]
     client = make_staff("appointments.manage_slot")
     url = reverse("admin:appointments_slot_change", args=[slot.pk])
-    from admin_helpers import form_data
-
     data = form_data(client.get(url))
     data["capacity"] = "3"
     assert client.post(url, data).status_code == 302
