@@ -266,3 +266,18 @@ def test_manage_slot_permission_changes_an_unbooked_slot(make_staff, shop):
     data["capacity"] = "5"
     assert generic.post(url, data).status_code == 403  # the generic permission is not enough
     assert Slot.objects.get(pk=slot.pk).capacity == 3
+
+
+def test_view_only_staff_can_open_every_page_without_a_save_button(viewer, shop):
+    opened = 0
+    for model in admin.site._registry:
+        meta = model._meta
+        listing = viewer.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_changelist"))
+        assert listing.status_code == 200, meta.label
+        first = model._default_manager.first()
+        if first is not None:
+            detail = viewer.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[first.pk]))
+            assert detail.status_code == 200, meta.label
+            assert b'name="_save"' not in detail.content, meta.label
+            opened += 1
+    assert opened >= 15
