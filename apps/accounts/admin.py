@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.db import models
 
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
-from starmall.admin import ReadOnlyModelAdmin
+from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin
 
 
 class AddressInline(admin.TabularInline):
@@ -11,11 +11,12 @@ class AddressInline(admin.TabularInline):
 
 
 @admin.register(Customer)
-class CustomerAdmin(admin.ModelAdmin):
+class CustomerAdmin(ChangedFieldsAdmin):
     list_display = ["id", "nickname", "openid", "phone", "balance_fen", "points", "is_active", "created_at"]
     search_fields = ["openid", "nickname", "phone"]
     list_filter = ["is_active"]
-    # Balance and points change only through services (conditional UPDATE + WalletEvent).
+    # Balance and points change only through services (conditional UPDATE + WalletEvent); a
+    # save writes only the fields changed here, never the balance or points read at page load.
     readonly_fields = ["openid", "unionid", "balance_fen", "points", "created_at"]
     inlines = [AddressInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}  # avatar URLs (Django 6 default)
@@ -29,15 +30,23 @@ class WalletEventAdmin(ReadOnlyModelAdmin):  # append-only: written by the walle
 
 
 @admin.register(Coupon)
-class CouponAdmin(admin.ModelAdmin):
+class CouponAdmin(ChangedFieldsAdmin):
+    """Staff may grant coupons and edit their terms; ``status`` / ``used_order_no`` move only in
+    the wallet services (take at order create, return on cancel)."""
+
     list_display = ["id", "customer", "title", "discount_fen", "min_spend_fen", "status", "valid_until", "used_order_no"]
     list_filter = ["status"]
     search_fields = ["customer__openid", "used_order_no", "title"]
     raw_id_fields = ["customer"]
 
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ["status", "used_order_no"]
+        return ["customer", "status", "used_order_no"]  # a coupon does not change hands
+
 
 @admin.register(Address)
-class AddressAdmin(admin.ModelAdmin):
+class AddressAdmin(ChangedFieldsAdmin):
     list_display = ["id", "customer", "name", "phone", "city", "is_default"]
     search_fields = ["customer__openid", "name", "phone"]
     raw_id_fields = ["customer"]

@@ -2,6 +2,7 @@
 
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 class Slot(models.Model):
@@ -20,6 +21,7 @@ class Slot(models.Model):
 
     class Meta:
         ordering = ["start", "teacher_id"]
+        permissions = [("manage_slot", "Can add, change and delete slots (capacity, open, times of unbooked slots)")]
         constraints = [
             models.UniqueConstraint(fields=["teacher", "start"], name="slot_teacher_start_unique"),
             models.CheckConstraint(condition=Q(booked__lte=F("capacity")), name="slot_booked_lte_capacity"),
@@ -27,7 +29,8 @@ class Slot(models.Model):
         indexes = [models.Index(fields=["teacher", "start"], name="slot_teacher_start_idx")]
 
     def __str__(self) -> str:
-        return f"{self.teacher} {self.start:%Y-%m-%d %H:%M}"
+        # Shanghai wall time: the stored value is UTC (the admin showed slots 8 h off).
+        return f"{self.teacher} {timezone.localtime(self.start):%Y-%m-%d %H:%M}"
 
     @property
     def available(self) -> bool:

@@ -10,13 +10,14 @@ import datetime as dt
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Teacher
+from starmall.errors import InvalidInput, InvalidState
 
 
 def booking_closes_at(start: dt.datetime) -> dt.datetime:
@@ -107,3 +108,51 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
             start__lt=now, booked=0, bookings__isnull=True, orders__isnull=True
         ).delete()
     return GenerateResult(created=created, removed=removed)
+
+
+def slot_update(
+    *,
+    slot_id: int,
+    capacity: int | None = None,
+    is_open: bool | None = None,
+    teacher_id: int | None = None,
+    start: dt.datetime | None = None,
+    end: dt.datetime | None = None,
+) -> Slot:
+    """Staff change a slot (the admin's only way to write one); returns the slot as stored.
+
+    Arguments left None are not touched. One conditional UPDATE whose guard is repeated in its
+    WHERE, so a booking made while the page was open is never overridden (issue 7):
+    ``capacity`` only if ``booked <= capacity``; ``teacher_id``, ``start`` and ``end`` (aware,
+    Shanghai wall time in the admin) only while ``booked = 0`` — a booked slot's time is the
+    customer's appointment. ``is_open`` may always change (closing keeps existing bookings).
+    Raises InvalidInput (end not after start, teacher already has a slot at that start) or
+    InvalidState (booked; capacity below bookings) with a Chinese reason; nothing is written.
+    """
+    values: dict = {}
+    guards: dict = {}
+    if capacity is not None:
+        values["capacity"] = capacity
+        guards["booked__lte"] = capacity
+    if is_open is not None:
+        values["is_open"] = is_open
+    for name, value in (("teacher_id", teacher_id), ("start", start), ("end", end)):
+        if value is not None:
+            values[name] = value
+            guards["booked"] = 0
+    current = Slot.objects.get(pk=slot_id)
+    if (start or current.start) >= (end or current.end):
+        raise InvalidInput(end=["结束时间必须晚于开始时间"])
+    if not values:
+        return current
+    try:
+        with transaction.atomic():  # savepoint: a UNIQUE (teacher, start) clash must not spoil the caller's
+            updated = Slot.objects.filter(pk=slot_id, **guards).update(**values)
+    except IntegrityError:
+        raise InvalidInput(start=["该老师在这个开始时间已有时段"]) from None
+    if updated != 1:
+        booked = Slot.objects.values_list("booked", flat=True).get(pk=slot_id)
+        if capacity is not None and booked > capacity:
+            raise InvalidState(f"容量不能小于已预约人数（{booked}）", slot_id=slot_id, booked=booked)
+        raise InvalidState("该时段已有预约，不能修改老师或时间", slot_id=slot_id, booked=booked)
+    return Slot.objects.get(pk=slot_id)

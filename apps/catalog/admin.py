@@ -4,10 +4,13 @@ from django.contrib import admin, messages
 from apps.catalog import services
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Category, Product, Sku, Teacher
+from starmall.admin import ChangedFieldsAdmin, save_changed_fields
+
+CHANGE_STOCK = "catalog.change_stock"
 
 
 @admin.register(Category)
-class CategoryAdmin(admin.ModelAdmin):
+class CategoryAdmin(ChangedFieldsAdmin):
     list_display = ["id", "name", "parent", "kind", "sort"]
     list_filter = ["kind"]
 
@@ -21,7 +24,7 @@ class SkuInline(admin.TabularInline):
 
 
 @admin.register(Product)
-class ProductAdmin(admin.ModelAdmin):
+class ProductAdmin(ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
     list_display = ["id", "name", "kind", "category", "is_active", "sales", "sort"]
     list_filter = ["kind", "category", "is_active"]
     search_fields = ["name"]
@@ -42,6 +45,10 @@ class SkuForm(forms.ModelForm):
 
 @admin.register(Sku)
 class SkuAdmin(admin.ModelAdmin):
+    """The SKU page. ``stock_change`` (relative, through ``sku_stock_adjust``) needs
+    ``catalog.change_stock``; the other fields need ``catalog.change_sku``. A holder of only
+    one of them sees the other part read-only."""
+
     form = SkuForm
     list_display = ["id", "__str__", "price_fen", "stock", "is_active"]
     list_filter = ["is_active", "product__kind"]
@@ -49,24 +56,45 @@ class SkuAdmin(admin.ModelAdmin):
     readonly_fields = ["stock"]
     raw_id_fields = ["product"]
 
+    def _may_edit(self, request) -> bool:
+        return super().has_change_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        return self._may_edit(request) or request.user.has_perm(CHANGE_STOCK)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and not self._may_edit(request):
+            return ["product", "specs", "price_fen", "code", "is_active", "stock"]
+        return self.readonly_fields
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        if not request.user.has_perm(CHANGE_STOCK):
+            form.base_fields.pop("stock_change", None)
+        return form
+
     def save_model(self, request, obj, form, change):
         # Never save the stock value read when the page was opened: orders may have taken units.
         if change:
-            obj.save(update_fields=["product", "specs", "price_fen", "code", "is_active"])
+            save_changed_fields(obj, form.changed_data)
         else:
             obj.save()
         delta = form.cleaned_data.get("stock_change") or 0
-        if delta:
-            try:
-                obj.stock = services.sku_stock_adjust(sku_id=obj.pk, delta=delta)
-            except InsufficientStock as exc:
-                messages.error(request, exc.message)
-            else:
-                messages.info(request, f"Stock changed by {delta:+d}; now {obj.stock}.")
+        if not delta:
+            return
+        if not request.user.has_perm(CHANGE_STOCK):  # checked again: a hand-made POST
+            messages.error(request, f"{obj}: 库存未修改：需要 change_stock 权限")
+            return
+        try:
+            obj.stock = services.sku_stock_adjust(sku_id=obj.pk, delta=delta)
+        except InsufficientStock as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, f"Stock changed by {delta:+d}; now {obj.stock}.")
 
 
 @admin.register(Teacher)
-class TeacherAdmin(admin.ModelAdmin):
+class TeacherAdmin(ChangedFieldsAdmin):
     list_display = ["id", "name", "title", "product", "is_active"]
     list_filter = ["is_active"]
     search_fields = ["name"]

@@ -74,6 +74,7 @@ class Sku(models.Model):
     class Meta:
         ordering = ["product_id", "id"]
         verbose_name = "SKU"
+        permissions = [("change_stock", "Can change SKU stock (relatively, through the stock service)")]
         constraints = [models.CheckConstraint(condition=Q(stock__gte=0), name="sku_stock_gte_0")]
 
     def __str__(self) -> str:

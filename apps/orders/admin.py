@@ -1,9 +1,14 @@
+"""Back office for orders and refund requests: read-only pages, state moved only by actions
+that call the API's services and are gated by named permissions (README "Back office")."""
+
 from django.contrib import admin, messages
 
+from apps.catalog.models import Kind
 from apps.orders import services
-from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine
+from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine, OrderStatus
 from apps.payments import services as payments
-from starmall.admin import ReadOnlyModelAdmin
+from apps.payments.exceptions import OrderNotCancelled
+from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.errors import ShopError
 
 
@@ -35,8 +40,21 @@ class FollowUpInline(ReadOnlyInline):
     readonly_fields = ["created_at"]
 
 
+def _actor(request) -> str:
+    return f"staff:{request.user.username}"
+
+
+def _state(order: Order) -> str:
+    """The order's current status label, read again (the action's copy may be stale)."""
+    order.refresh_from_db(fields=["status"])
+    return order.get_status_display()
+
+
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
+    """Orders are read-only pages (no save: a full-row save would undo a payment landing
+    meanwhile); state moves only through the actions, each gated by its named permission."""
+
     list_display = ["order_no", "customer", "kind", "status", "pay_fen", "pay_method", "created_at", "paid_at"]
     list_filter = ["status", "kind", "pay_method"]
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
@@ -49,50 +67,89 @@ class OrderAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
+    def has_change_permission(self, request, obj=None):
+        return False
+
     def has_delete_permission(self, request, obj=None):
         return False
 
-    def _run(self, request, queryset, action, label):
-        done = sum(1 for order in queryset if action(order))
-        messages.info(request, f"{label}: {done} of {queryset.count()} orders changed.")
+    def has_ship_permission(self, request):
+        return request.user.has_perm("orders.ship_order")
 
-    @admin.action(description="Mark shipped (paid goods orders)")
+    def has_complete_permission(self, request):
+        return request.user.has_perm("orders.complete_order")
+
+    def has_cancel_permission(self, request):
+        return request.user.has_perm("orders.cancel_order")
+
+    @admin.action(description="Mark shipped (paid goods orders)", permissions=["ship"])
     def mark_shipped(self, request, queryset):
-        actor = f"staff:{request.user.username}"
-        self._run(request, queryset, lambda o: services.order_ship(order=o, actor=actor), "Shipped")
+        require_perm(request, "orders.ship_order")
+        report(request, "发货", [self._ship(request, order) for order in queryset.order_by("pk")])
 
-    @admin.action(description="Mark completed (shipped goods / held consultations)")
+    def _ship(self, request, order: Order) -> Outcome:
+        try:
+            if services.order_ship(order=order, actor=_actor(request)):
+                return Outcome(order.order_no, messages.SUCCESS, "已发货")
+        except ShopError as exc:
+            return Outcome(order.order_no, messages.WARNING, f"未发货：{exc.message}")
+        if order.kind != Kind.GOODS:
+            return Outcome(order.order_no, messages.WARNING, "未发货：咨询订单不需要发货")
+        return Outcome(order.order_no, messages.WARNING, f"未发货：订单状态为「{_state(order)}」，只有已支付的订单可以发货")
+
+    @admin.action(description="Mark completed (shipped goods / held consultations)", permissions=["complete"])
     def mark_completed(self, request, queryset):
-        actor = f"staff:{request.user.username}"
-        self._run(request, queryset, lambda o: services.order_complete(order=o, actor=actor), "Completed")
+        require_perm(request, "orders.complete_order")
+        outcomes = []
+        for order in queryset.order_by("pk"):
+            if services.order_complete(order=order, actor=_actor(request)):
+                outcomes.append(Outcome(order.order_no, messages.SUCCESS, "已完成"))
+            else:
+                needed = "已发货" if order.kind == Kind.GOODS else "已支付"
+                outcomes.append(Outcome(order.order_no, messages.WARNING,
+                                        f"未完成：订单状态为「{_state(order)}」，需要「{needed}」"))
+        report(request, "完成", outcomes)
 
-    @admin.action(description="Cancel (unpaid orders; WeChat is asked first)")
+    @admin.action(description="Cancel (unpaid orders; WeChat is asked first)", permissions=["cancel"])
     def cancel_unpaid(self, request, queryset):
-        actor = f"staff:{request.user.username}"
-        def cancel(order):
-            try:
-                payments.order_cancel(order=order, actor=actor, reason="cancelled by staff")
-            except ShopError as exc:
-                messages.warning(request, f"{order.order_no}: {exc.message}")
-                return False
-            return True
+        require_perm(request, "orders.cancel_order")
+        report(request, "取消", [self._cancel(request, order) for order in queryset.order_by("pk")])
 
-        self._run(request, queryset, cancel, "Cancelled")
+    def _cancel(self, request, order: Order) -> Outcome:
+        if order.status != OrderStatus.UNPAID:
+            return Outcome(order.order_no, messages.WARNING,
+                           f"未取消：订单状态为「{order.get_status_display()}」，只有待支付的订单可以取消")
+        try:  # THE cancel: WeChat is asked (and the trade closed) before the order is
+            payments.order_cancel(order=order, actor=_actor(request), reason="cancelled by staff")
+        except OrderNotCancelled as exc:
+            if exc.outcome == "raced":
+                return Outcome(order.order_no, messages.WARNING, f"未取消：订单状态已变为「{_state(order)}」")
+            return Outcome(order.order_no, messages.WARNING if exc.outcome == "paid" else messages.ERROR,
+                           CANCEL_REFUSED[exc.outcome])
+        except ShopError as exc:
+            return Outcome(order.order_no, messages.ERROR, f"未取消：{exc.message}")
+        return Outcome(order.order_no, messages.SUCCESS, "已取消")
+
+
+CANCEL_REFUSED = {
+    "paid": "未取消：微信显示已支付，订单已标记为已支付",
+    "paying": "未取消：用户正在支付，请稍后再试",
+}
 
 
 @admin.register(FollowUp)
-class FollowUpAdmin(admin.ModelAdmin):
+class FollowUpAdmin(ReadOnlyModelAdmin):
+    """The outbox: rows written by the services, delivered by the worker (look, never edit)."""
+
     list_display = ["key", "kind", "status", "attempts", "created_at", "dispatched_at", "done_at"]
     list_filter = ["status", "kind"]
     search_fields = ["key", "order__order_no"]
-    readonly_fields = [f.name for f in FollowUp._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
 
 
 @admin.register(AfterSale)
 class AfterSaleAdmin(admin.ModelAdmin):
+    """Refund requests: approved or rejected only by the actions (``orders.decide_aftersale``)."""
+
     list_display = ["refund_no", "order", "amount_fen", "status", "reason", "decided_by", "created_at"]
     list_filter = ["status"]
     search_fields = ["refund_no", "order__order_no", "order__customer__openid"]
@@ -102,29 +159,49 @@ class AfterSaleAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
+    def has_change_permission(self, request, obj=None):
+        return False
+
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.action(description="Approve: refund the amount (WeChat or balance)")
+    def has_decide_permission(self, request):
+        return request.user.has_perm("orders.decide_aftersale")
+
+    @admin.action(description="Approve: refund the amount (WeChat or balance)", permissions=["decide"])
     def approve(self, request, queryset):
         from apps.payments import refunds
-        from starmall.errors import ShopError
 
-        done = 0
-        for sale in queryset:
+        require_perm(request, "orders.decide_aftersale")
+        outcomes = []
+        for sale in queryset.order_by("pk"):
             try:
-                done += refunds.after_sale_approve(after_sale_id=sale.pk, actor=f"staff:{request.user.username}") is not None
+                refund = refunds.after_sale_approve(after_sale_id=sale.pk, actor=_actor(request))
             except ShopError as exc:
-                messages.error(request, f"{sale.refund_no}: {exc.message}")
-        messages.info(request, f"Approved {done} of {queryset.count()} requests.")
+                outcomes.append(Outcome(sale.refund_no, messages.ERROR, f"未同意：{exc.message}"))
+                continue
+            if refund is None:
+                sale.refresh_from_db(fields=["status"])
+                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
+                                        f"未同意：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
+            else:
+                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已同意，退款 {refund.refund_fen} 分已提交"))
+        report(request, "同意退款", outcomes)
 
-    @admin.action(description="Reject")
+    @admin.action(description="Reject", permissions=["decide"])
     def reject(self, request, queryset):
         from apps.payments import refunds
 
-        done = sum(refunds.after_sale_reject(after_sale_id=s.pk, actor=f"staff:{request.user.username}",
-                                             note="rejected in admin") for s in queryset)
-        messages.info(request, f"Rejected {done} of {queryset.count()} requests.")
+        require_perm(request, "orders.decide_aftersale")
+        outcomes = []
+        for sale in queryset.order_by("pk"):
+            if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note="rejected in admin"):
+                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, "已拒绝"))
+            else:
+                sale.refresh_from_db(fields=["status"])
+                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
+                                        f"未拒绝：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
+        report(request, "拒绝退款", outcomes)
 
 
 @admin.register(OrderEvent)

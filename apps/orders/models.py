@@ -55,6 +55,11 @@ class Order(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        permissions = [  # the back office's state changes (admin actions; README "Back office")
+            ("ship_order", "Can ship paid goods orders"),
+            ("complete_order", "Can mark orders completed"),
+            ("cancel_order", "Can cancel unpaid orders (WeChat is asked first)"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(pay_fen=models.F("goods_fen") + models.F("freight_fen")
@@ -133,6 +138,7 @@ class AfterSale(models.Model):
     class Meta:
         ordering = ["-id"]
         verbose_name = "after-sale request"
+        permissions = [("decide_aftersale", "Can approve or reject refund requests")]
 
     def __str__(self) -> str:
         return self.refund_no

@@ -38,7 +38,7 @@ from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.orders import drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
-from apps.orders.models import FollowUp, Order, OrderLine, OrderStatus
+from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
 from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
@@ -447,10 +447,22 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
 
 
 def order_ship(*, order: Order, actor: str) -> bool:
-    """Staff: a paid goods order was handed to the carrier (``paid -> shipped``)."""
+    """Staff: a paid goods order was handed to the carrier (``paid -> shipped``).
+
+    False when the order is not a paid goods order (any more). Raises InvalidState (reason in
+    Chinese, ``refund_no`` in detail) while a refund request waits for staff: decide it first
+    (issue 7). The order row is locked before that check, as ``refund_request`` and
+    ``after_sale_approve`` lock it, so a request cannot slip in between check and shipment.
+    """
     if order.kind != Kind.GOODS:
         return False
     with transaction.atomic():
+        locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
+        if locked != OrderStatus.PAID:
+            return False
+        waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
+        if waiting is not None:
+            raise InvalidState("有进行中的退款申请", refund_no=waiting.refund_no)
         return _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED,
                            actor=actor, shipped_at=timezone.now())
 

@@ -2,7 +2,15 @@ from django.contrib import admin, messages
 
 from apps.payments import refunds, services
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
-from starmall.admin import ReadOnlyModelAdmin
+from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
+
+
+CHECK_OUTCOMES = {  # payment_check_uncertain's answer -> (level, what staff read)
+    "paid": (messages.SUCCESS, "微信确认已支付，订单已标记为已支付"),
+    "clear": (messages.SUCCESS, "微信确认未支付，支付记录已恢复为待支付/已关闭"),
+    "later": (messages.WARNING, "仍无法确认，稍后会自动再查"),
+    "manual": (messages.WARNING, "仍无法确认（微信无明确答复），请稍后再试"),
+}
 
 
 @admin.register(Payment)
@@ -13,13 +21,22 @@ class PaymentAdmin(ReadOnlyModelAdmin):
     search_fields = ["out_trade_no", "transaction_id", "order__order_no"]
     actions = ["check_with_wechat"]
 
-    @admin.action(description="Check with WeChat now (uncertain / manual payments)")
+    def has_resolve_permission(self, request):
+        return request.user.has_perm("payments.resolve_payment")
+
+    @admin.action(description="Check with WeChat now (uncertain / manual payments)", permissions=["resolve"])
     def check_with_wechat(self, request, queryset):
-        for payment in queryset.filter(status__in=(PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)):
-            outcome = services.payment_check_uncertain(payment=payment)
-            if outcome == "manual":  # still no clear answer: stays with staff
-                outcome = "still uncertain"
-            messages.info(request, f"{payment.out_trade_no}: {outcome}")
+        require_perm(request, "payments.resolve_payment")
+        outcomes = []
+        for payment in queryset.order_by("pk"):
+            label = payment.out_trade_no or str(payment)
+            if payment.status not in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
+                outcomes.append(Outcome(label, messages.WARNING,
+                                        f"未查询：状态为「{payment.get_status_display()}」，只处理状态未知/人工处理的支付"))
+                continue
+            level, text = CHECK_OUTCOMES[services.payment_check_uncertain(payment=payment)]
+            outcomes.append(Outcome(label, level, text))
+        report(request, "向微信查询", outcomes)
 
 
 @admin.register(Refund)
@@ -30,10 +47,21 @@ class RefundAdmin(ReadOnlyModelAdmin):
     search_fields = ["out_refund_no", "order__order_no", "refund_id"]
     actions = ["retry"]
 
-    @admin.action(description="Retry failed refunds (same out_refund_no)")
+    def has_retry_permission(self, request):
+        return request.user.has_perm("payments.retry_refund")
+
+    @admin.action(description="Retry failed refunds (same out_refund_no)", permissions=["retry"])
     def retry(self, request, queryset):
-        done = sum(refunds.refund_retry(refund_id=r.pk, actor=f"staff:{request.user.username}") for r in queryset)
-        messages.info(request, f"Queued {done} of {queryset.count()} refunds again.")
+        require_perm(request, "payments.retry_refund")
+        outcomes = []
+        for refund in queryset.order_by("pk"):
+            if refunds.refund_retry(refund_id=refund.pk, actor=f"staff:{request.user.username}"):
+                outcomes.append(Outcome(refund.out_refund_no, messages.SUCCESS, "已重新提交（同一退款单号）"))
+            else:
+                refund.refresh_from_db(fields=["status"])
+                outcomes.append(Outcome(refund.out_refund_no, messages.WARNING,
+                                        f"未重试：状态为「{refund.get_status_display()}」，只能重试失败的退款"))
+        report(request, "重试退款", outcomes)
 
 
 @admin.register(Notification)

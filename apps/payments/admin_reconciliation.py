@@ -9,6 +9,7 @@ from django.utils.html import format_html, format_html_join
 
 from apps.payments import reconciliation
 from apps.payments.models import ReconciliationRun
+from starmall.admin import require_perm
 
 KIND_LABELS = {
     reconciliation.MISSING_LOCAL: "微信有、本地无 (WeChat has it, we don't)",
@@ -70,8 +71,12 @@ class ReconciliationRunAdmin(admin.ModelAdmin):
         ))
         return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, rows)
 
-    @admin.action(description="Reconcile this day again", permissions=["view"])
+    def has_reconcile_permission(self, request):
+        return request.user.has_perm("payments.run_reconciliation")
+
+    @admin.action(description="Reconcile this day again", permissions=["reconcile"])
     def reconcile_again(self, request, queryset):
+        require_perm(request, "payments.run_reconciliation")
         for bill_date in queryset.order_by("bill_date").values_list("bill_date", flat=True):
             run = reconciliation.reconcile(bill_date=bill_date)
             level = messages.SUCCESS if run.status == ReconciliationRun.Status.OK else messages.WARNING

@@ -37,6 +37,7 @@ class Payment(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        permissions = [("resolve_payment", "Can resolve uncertain / MANUAL payments (ask WeChat)")]
         constraints = [
             # The sum of refunds never exceeds what was paid (WECHAT.md: sum <= total_fee).
             models.CheckConstraint(condition=models.Q(refunded_fen__lte=models.F("total_fee")),
@@ -140,6 +141,7 @@ class Refund(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        permissions = [("retry_refund", "Can retry failed refunds")]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="refund_status_next_idx")]
         constraints = [
             # One late-payment / duplicate-payment refund per payment, however often it is noticed.
@@ -179,6 +181,7 @@ class ReconciliationRun(models.Model):
 
     class Meta:
         ordering = ["-bill_date"]
+        permissions = [("run_reconciliation", "Can reconcile a day with WeChat's bill again")]
 
     def __str__(self) -> str:
         return f"{self.bill_date} {self.status}"
