@@ -407,14 +407,15 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
 def payment_status(*, order_no: str, customer_id: int) -> dict:
     """``{"order_status", "payment_status", "refund_status", "message"}``.
 
-    Asks WeChat when a WeChat payment is still open. ``refund_status``: "requested" while an
+    Asks WeChat when a WeChat payment is still open, at most once per
+    ``PAY_STATUS_QUERY_INTERVAL_SECONDS`` per payment (``Payment.claim_status_query``). ``refund_status``: "requested" while an
     after-sale request waits for staff, else the latest refund's status (or null);
     ``message`` is a sentence for the customer.
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
     if order.status == OrderStatus.UNPAID and payment and payment.method == PayMethod.WECHAT \
-            and payment.status in _OPEN and payment.prepay_id:
+            and payment.status in _OPEN and payment.prepay_id and Payment.claim_status_query(payment.pk):
         payment_sync(payment=payment)
         order.refresh_from_db()
         payment.refresh_from_db()

@@ -6,6 +6,8 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from starmall import messages
+
 
 @require_GET
 def healthz(request):
@@ -31,5 +33,5 @@ def healthz(request):
 def api_not_found(request):
     """Unknown path under /api/v1/: 404 in API.md's error format, not Django's HTML page."""
     return JsonResponse(
-        {"code": "not_found", "message": "No such API endpoint.", "detail": {"path": request.path}}, status=404
+        {"code": "not_found", "message": messages.API_NOT_FOUND, "detail": {"path": request.path}}, status=404
     )
