@@ -180,7 +180,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "starmall.api.exceptions.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "starmall.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 20,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "starmall.api.schema.ShopAutoSchema",
     "DEFAULT_THROTTLE_RATES": {
         "login": env.str("THROTTLE_LOGIN", default="20/min"),
         "order_create": env.str("THROTTLE_ORDER_CREATE", default="30/min"),
@@ -199,6 +199,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"PayMethodEnum": "apps.orders.models.PayMethod"},
+    # The strict path converters of starmall/api/converters.py, as the schema states them.
+    "PATH_CONVERTER_OVERRIDES": {
+        "order_no": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
+        "id": {"type": "integer", "minimum": 1, "maximum": 2**53},
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -67,6 +67,15 @@ def test_unparsable_order_no_is_404_not_found(unpaid, method, suffix, order_no):
     assert Order.objects.get(order_no=real_no).status == "unpaid"
 
 
+@pytest.mark.parametrize("path", ["/api/v1/orders/abc%00def/cancel", "/api/v1/orders/x/y/z", "/api/v1/nowhere"])
+def test_post_to_an_unknown_path_is_404_even_with_csrf_checks(customer, path):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False,
+                    HTTP_AUTHORIZATION=f"Bearer {token_issue(customer_id=customer.pk)}")
+    assert_error(client.post(path, {}, content_type="application/json"), 404, "not_found")
+
+
 @pytest.mark.parametrize("path", [
     "/api/v1/products/99999999999999999999", "/api/v1/products/9007199254740993", "/api/v1/products/0",
     "/api/v1/products/1%00", "/api/v1/teachers/99999999999999999999/slots", "/api/v1/teachers/0/slots",
