@@ -4,7 +4,7 @@ import logging
 
 from drf_spectacular.drainage import set_override
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication
 
 from apps.accounts.models import Customer
 from apps.accounts.tokens import token_customer_id
