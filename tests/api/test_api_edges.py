@@ -235,3 +235,12 @@ def test_revoked_token_sees_the_catalog_but_not_its_orders(customer, client_of, 
     token_revoke(token)
     assert client.get(f"/api/v1/products/{consultation.product.pk}").json()["id"] == consultation.product.pk
     assert_error(client.get("/api/v1/me"), 401, "unauthenticated")
+
+
+def test_admin_shows_invalid_notification_days_read_only(admin_client, client_of):
+    client_of().generic("POST", NOTIFY, b"junk", content_type="text/xml")
+    response = admin_client.get("/admin/payments/invalidnotificationday/")
+    assert response.status_code == 200 and response.context["cl"].result_count == 1
+    day = InvalidNotificationDay.objects.get()
+    assert admin_client.get(f"/admin/payments/invalidnotificationday/{day.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/payments/invalidnotificationday/add/").status_code == 403
