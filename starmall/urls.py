@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...> first
+from starmall.api import converters  # noqa: F401 - registers the path converters first
 from starmall.api.health import api_not_found, healthz
 
 api_v1 = [

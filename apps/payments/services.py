@@ -407,8 +407,7 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
 def payment_status(*, order_no: str, customer_id: int) -> dict:
     """``{"order_status", "payment_status", "refund_status", "message"}``.
 
-    Asks WeChat when a WeChat payment is still open, at most once per
-    ``PAY_STATUS_QUERY_INTERVAL_SECONDS`` per payment (``Payment.claim_status_query``). ``refund_status``: "requested" while an
+    Asks WeChat when a WeChat payment is still open. ``refund_status``: "requested" while an
     after-sale request waits for staff, else the latest refund's status (or null);
     ``message`` is a sentence for the customer.
     """

@@ -42,5 +42,11 @@ class IdConverter:
         return str(int(value))
 
 
+class PlainConverter(OrderNoConverter):
+    """``<plain:...>``: a short token of letters, digits, ``_`` and ``-`` (1 to 32), e.g. an
+    almanac date or month; the view still validates it (400 ``invalid`` for ``2025-13``)."""
+
+
 register_converter(OrderNoConverter, "order_no")
+register_converter(PlainConverter, "plain")
 register_converter(IdConverter, "id")

@@ -202,6 +202,7 @@ SPECTACULAR_SETTINGS = {
     # The strict path converters of starmall/api/converters.py, as the schema states them.
     "PATH_CONVERTER_OVERRIDES": {
         "order_no": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
+        "plain": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
         "id": {"type": "integer", "minimum": 1, "maximum": 2**53},
     },
     "SWAGGER_UI_DIST": "SIDECAR",

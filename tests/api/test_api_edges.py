@@ -79,7 +79,8 @@ def test_post_to_an_unknown_path_is_404_even_with_csrf_checks(customer, path):
 @pytest.mark.parametrize("path", [
     "/api/v1/products/99999999999999999999", "/api/v1/products/9007199254740993", "/api/v1/products/0",
     "/api/v1/products/1%00", "/api/v1/teachers/99999999999999999999/slots", "/api/v1/teachers/0/slots",
-    "/api/v1/products/" + "9" * 400,
+    "/api/v1/products/" + "9" * 400, "/api/v1/almanac/days/2025-01-01%00", "/api/v1/almanac/months/2025%0A-01",
+    "/api/v1/almanac/days/" + "1" * 40,
 ])
 def test_out_of_range_ids_are_404_not_found(client_of, path):
     assert_error(client_of().get(path), 404, "not_found")
