@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean-var
+.PHONY: run test lint bench clean-var
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: $(STAMP)
 ## test: the whole suite (embedded SQLite/Redis, or DATABASE_URL / REDIS_URL when set)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## lint: ruff (rules in pyproject.toml [tool.ruff]); no formatter is run
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 ## bench: speed targets (almanac search latency, order create throughput)
 bench: $(STAMP)

@@ -11,11 +11,11 @@ from typing import Any
 
 
 class ShopError(Exception):
-    """Base class: ``code`` (snake_case, API.md), HTTP ``status``, human ``message``, ``detail``."""
+    """Base class: ``code`` (snake_case, API.md), HTTP ``status``, Chinese ``message`` (shown to the customer), ``detail``."""
 
     code = "error"
     status = 400
-    message = "The request could not be handled."
+    message = "请求无法处理。"
 
     def __init__(self, message: str | None = None, **detail: Any) -> None:
         self.message = message or self.message
@@ -28,7 +28,7 @@ class InvalidInput(ShopError):
 
     code = "invalid"
     status = 400
-    message = "Invalid input."
+    message = "输入有误，请检查后重试。"
 
 
 class NotFound(ShopError):
@@ -36,7 +36,7 @@ class NotFound(ShopError):
 
     code = "not_found"
     status = 404
-    message = "Not found."
+    message = "内容不存在。"
 
 
 class InvalidState(ShopError):
@@ -44,7 +44,7 @@ class InvalidState(ShopError):
 
     code = "invalid_state"
     status = 409
-    message = "The operation is not allowed in the current state."
+    message = "当前状态不允许此操作。"
 
 
 class WechatUnavailable(ShopError):
@@ -52,7 +52,7 @@ class WechatUnavailable(ShopError):
 
     code = "wechat_unavailable"
     status = 503
-    message = "WeChat is not reachable right now; please try again."
+    message = "暂时无法连接微信，请稍后再试。"
 
 
 class LimitExceeded(ShopError):

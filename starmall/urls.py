@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from starmall.api import converters  # noqa: F401 - registers the path converters first
 from starmall.api.health import api_not_found, healthz
 
 api_v1 = [
@@ -14,7 +15,7 @@ api_v1 = [
     path("", include("apps.payments.api.urls")),
     path("", include("apps.almanac.api.urls")),
     # Anything else under /api/v1/ is a JSON 404 in the API's error format (also with DEBUG on).
-    re_path(r"^.*$", api_not_found),
+    re_path(r"^[\s\S]*$", api_not_found),  # any path, also one with a newline in it
 ]
 
 urlpatterns = [

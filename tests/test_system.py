@@ -95,4 +95,4 @@ def test_manage_py_reports_bad_configuration_in_one_line():
 def test_unknown_api_path_is_a_json_404(client, path):
     response = client.get(path)
     assert response.status_code == 404
-    assert response.json() == {"code": "not_found", "message": "No such API endpoint.", "detail": {"path": path}}
+    assert response.json() == {"code": "not_found", "message": "接口不存在。", "detail": {"path": path}}

@@ -70,4 +70,5 @@ class NotificationAdmin(ReadOnlyModelAdmin):
                     "total_fee", "outcome"]
     list_filter = ["kind", "outcome"]
     search_fields = ["out_trade_no", "out_refund_no", "transaction_id"]
-from apps.payments import admin_reconciliation  # noqa: E402,F401  (registers ReconciliationRun)
+# Further admin pages of this app, registered on import.
+from apps.payments import admin_invalid, admin_reconciliation  # noqa: E402,F401

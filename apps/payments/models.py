@@ -1,8 +1,11 @@
 """Payments (WeChat Pay V2 or balance), refunds, notifications received, reconciliation runs."""
 
+import datetime as dt
 import re
 
-from django.db import models
+from django.conf import settings
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
 
 
 class PaymentStatus(models.TextChoices):
@@ -32,6 +35,8 @@ class Payment(models.Model):
     # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
     checks = models.PositiveSmallIntegerField(default=0)
     next_check_at = models.DateTimeField(null=True, blank=True)
+    # When GET pay-status last asked WeChat (orderquery) about this payment (claim_status_query).
+    status_queried_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -46,6 +51,20 @@ class Payment(models.Model):
 
     def __str__(self) -> str:
         return self.out_trade_no or f"balance:{self.order_id}"
+
+    @classmethod
+    def claim_status_query(cls, pk: int) -> bool:
+        """True if the caller may ask WeChat about this payment now (GET pay-status).
+
+        At most one orderquery per payment per ``PAY_STATUS_QUERY_INTERVAL_SECONDS``: a
+        conditional UPDATE of ``status_queried_at`` whose row count says who won, so it holds
+        across processes and needs no Redis (a cache ``add`` would let every request query
+        while Redis is down). Losers answer from the database.
+        """
+        now = timezone.now()
+        due = models.Q(status_queried_at__isnull=True) | models.Q(
+            status_queried_at__lte=now - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS))
+        return cls.objects.filter(due, pk=pk).update(status_queried_at=now) == 1
 
 
 class Notification(models.Model):
@@ -81,9 +100,24 @@ class Notification(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} {self.out_refund_no or self.out_trade_no} {self.outcome}"
 
+    # Not from WeChat as far as we can tell (no valid signature, cannot be parsed or decrypted):
+    # counted per day, only a bounded sample is kept (InvalidNotificationDay).
+    INVALID = (Outcome.BAD_SIGNATURE, Outcome.MALFORMED)
+
     @classmethod
-    def record(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str) -> "Notification":
-        """Store one received notification; ``fields`` as parsed (may be empty)."""
+    def record(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str) -> "Notification | None":
+        """Store one received notification; ``fields`` as parsed (may be empty).
+
+        Invalid ones (``INVALID``) are counted instead, and stored only while the day's count
+        is within ``INVALID_NOTIFICATION_SAMPLES``, with the body cut to
+        ``INVALID_NOTIFICATION_SAMPLE_CHARS``; returns None when not stored.
+        """
+        limit = 20000
+        if outcome in cls.INVALID:
+            if InvalidNotificationDay.count_one(kind=kind) > settings.INVALID_NOTIFICATION_SAMPLES:
+                return None
+            limit = settings.INVALID_NOTIFICATION_SAMPLE_CHARS
+
         def text(value, limit: int) -> str:
             # Whatever arrived is kept, but PostgreSQL text cannot hold NUL.
             if isinstance(value, bytes):
@@ -92,12 +126,45 @@ class Notification(models.Model):
 
         amount = text(fields.get("refund_fee" if kind == cls.Kind.REFUND else "total_fee"), 20)
         return cls.objects.create(
-            kind=kind, outcome=outcome, body=text(body, 20000),
+            kind=kind, outcome=outcome, body=text(body, limit),
             out_trade_no=text(fields.get("out_trade_no"), 32),
             out_refund_no=text(fields.get("out_refund_no"), 64),
             transaction_id=text(fields.get("transaction_id"), 32),
             total_fee=int(amount) if re.fullmatch(r"[0-9]{1,9}", amount) else None,  # ASCII digits, fits
         )
+
+
+class InvalidNotificationDay(models.Model):
+    """How many invalid notifications (bad or no signature, unparsable, too large) arrived on a
+    Shanghai day, per kind. Junk cannot fill the database: one row per day and kind, plus at
+    most ``INVALID_NOTIFICATION_SAMPLES`` sample Notification rows a day."""
+
+    day = models.DateField()  # Asia/Shanghai
+    kind = models.CharField(max_length=16, choices=Notification.Kind.choices)
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-day"]
+        constraints = [models.UniqueConstraint(fields=["day", "kind"], name="invalid_notification_day_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.kind}: {self.count}"
+
+    @classmethod
+    @transaction.atomic(savepoint=False)
+    def count_one(cls, *, kind: str) -> int:
+        """Add one to today's count and return the new count (exact under concurrency: the
+        conditional UPDATE holds the row until commit; the first of a day inserts, UNIQUE)."""
+        day = timezone.localdate()
+        rows = cls.objects.filter(day=day, kind=kind)
+        if not rows.update(count=models.F("count") + 1):
+            try:
+                with transaction.atomic():
+                    cls.objects.create(day=day, kind=kind, count=1)
+                return 1
+            except IntegrityError:  # another request inserted it first
+                rows.update(count=models.F("count") + 1)
+        return rows.values_list("count", flat=True).get()
 
 
 class Refund(models.Model):

@@ -424,7 +424,7 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
     if order.status == OrderStatus.UNPAID and payment and payment.method == PayMethod.WECHAT \
-            and payment.status in _OPEN and payment.prepay_id:
+            and payment.status in _OPEN and payment.prepay_id and Payment.claim_status_query(payment.pk):
         payment_sync(payment=payment)
         order.refresh_from_db()
         payment.refresh_from_db()

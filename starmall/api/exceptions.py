@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from starmall import messages
 from starmall.errors import ShopError
 
 _DRF_CODES = {
-    drf.NotAuthenticated: ("unauthenticated", 401, "Authentication is required."),
-    drf.AuthenticationFailed: ("unauthenticated", 401, "The token is missing, unknown or revoked."),
-    drf.PermissionDenied: ("forbidden", 403, "You may not do this."),
-    drf.NotFound: ("not_found", 404, "Not found."),
-    drf.MethodNotAllowed: ("method_not_allowed", 405, "Method not allowed."),
-    drf.NotAcceptable: ("not_acceptable", 406, "Not acceptable."),
-    drf.UnsupportedMediaType: ("unsupported_media_type", 415, "Send JSON (application/json)."),
-    drf.Throttled: ("throttled", 429, "Too many requests; slow down."),
-    drf.ParseError: ("invalid", 400, "Malformed request body."),
+    drf.NotAuthenticated: ("unauthenticated", 401, messages.UNAUTHENTICATED),
+    drf.AuthenticationFailed: ("unauthenticated", 401, messages.UNAUTHENTICATED),
+    drf.PermissionDenied: ("forbidden", 403, messages.FORBIDDEN),
+    drf.NotFound: ("not_found", 404, messages.NOT_FOUND),
+    drf.MethodNotAllowed: ("method_not_allowed", 405, messages.METHOD_NOT_ALLOWED),
+    drf.NotAcceptable: ("not_acceptable", 406, messages.NOT_ACCEPTABLE),
+    drf.UnsupportedMediaType: ("unsupported_media_type", 415, messages.UNSUPPORTED_MEDIA_TYPE),
+    drf.Throttled: ("throttled", 429, messages.THROTTLED),
+    drf.ParseError: ("invalid", 400, messages.MALFORMED_BODY),
 }
 
 
@@ -36,6 +38,10 @@ def exception_handler(exc, context):
     if isinstance(exc, ShopError):
         set_rollback()
         return error_response(exc.code, exc.status, exc.message, exc.detail)
+    if isinstance(exc, RequestDataTooBig):  # a body read past Django's limit (no Content-Length)
+        set_rollback()
+        return error_response("payload_too_large", 413, messages.PAYLOAD_TOO_LARGE,
+                              {"max_bytes": settings.API_MAX_BODY_BYTES})
     if isinstance(exc, Http404):
         exc = drf.NotFound()
     elif isinstance(exc, PermissionDenied):
@@ -43,7 +49,7 @@ def exception_handler(exc, context):
     if isinstance(exc, drf.ValidationError):
         set_rollback()
         detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        return error_response("invalid", 400, "Invalid input.", detail)
+        return error_response("invalid", 400, messages.INVALID_INPUT, detail)
     for cls, (code, status, message) in _DRF_CODES.items():
         if isinstance(exc, cls):
             set_rollback()

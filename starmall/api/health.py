@@ -4,7 +4,10 @@ API's catch-all 404."""
 from django.core.cache import cache
 from django.db import connection
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
+
+from starmall import messages
 
 
 @require_GET
@@ -28,8 +31,10 @@ def healthz(request):
     return JsonResponse(result)
 
 
+@csrf_exempt  # a POST to an unknown path is a 404 too, not CSRF's HTML 403 (no session here)
 def api_not_found(request):
-    """Unknown path under /api/v1/: 404 in API.md's error format, not Django's HTML page."""
+    """Unknown path under /api/v1/ (or a path parameter no converter accepts): 404 in API.md's
+    error format, not Django's HTML page."""
     return JsonResponse(
-        {"code": "not_found", "message": "No such API endpoint.", "detail": {"path": request.path}}, status=404
+        {"code": "not_found", "message": messages.API_NOT_FOUND, "detail": {"path": request.path}}, status=404
     )

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "starmall.api.middleware.BodySizeLimitMiddleware",  # 413 before anything reads the body
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -183,12 +184,15 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "starmall.api.exceptions.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "starmall.api.pagination.PageNumberPagination",
     "PAGE_SIZE": 20,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "starmall.api.schema.ShopAutoSchema",
     "DEFAULT_THROTTLE_RATES": {
         "login": env.str("THROTTLE_LOGIN", default="20/min"),
         "order_create": env.str("THROTTLE_ORDER_CREATE", default="30/min"),
     },
     "UNAUTHENTICATED_USER": None,
+    # Throttles key anonymous clients by address. DRF's default (None) believes any
+    # X-Forwarded-For, so a client could pick a new "address" per request; 0 ignores the header.
+    "NUM_PROXIES": env.int("TRUSTED_PROXY_COUNT", default=0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Starmall mini-program API",
@@ -199,11 +203,25 @@ SPECTACULAR_SETTINGS = {
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"PayMethodEnum": "apps.orders.models.PayMethod"},
+    # The strict path converters of starmall/api/converters.py, as the schema states them.
+    "PATH_CONVERTER_OVERRIDES": {
+        "order_no": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
+        "plain": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
+        "id": {"type": "integer", "minimum": 1, "maximum": 2**53},
+    },
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
 AUTH_TOKEN_TTL_SECONDS = env.int("AUTH_TOKEN_TTL_SECONDS", default=7 * 24 * 3600)
+# Largest API request body in bytes (Content-Length), else 413 payload_too_large.
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=1024 * 1024)
+# pay-status asks WeChat (orderquery) about one order at most once per this many seconds.
+PAY_STATUS_QUERY_INTERVAL_SECONDS = env.int("PAY_STATUS_QUERY_INTERVAL_SECONDS", default=10)
+# Unsigned, badly signed or unparsable notifications: counted per day; the first N of a day are
+# kept as samples with the body cut to this many characters (admin: Notifications).
+INVALID_NOTIFICATION_SAMPLES = env.int("INVALID_NOTIFICATION_SAMPLES", default=20)
+INVALID_NOTIFICATION_SAMPLE_CHARS = env.int("INVALID_NOTIFICATION_SAMPLE_CHARS", default=2048)
 
 # --- Shop rules -----------------------------------------------------------------------------
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
@@ -282,6 +300,12 @@ def _check() -> None:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if FREIGHT_FEN < 0 or FREE_FREIGHT_MIN_FEN < 0 or POINT_VALUE_FEN < 1:
         raise ImproperlyConfigured("FREIGHT_FEN and FREE_FREIGHT_MIN_FEN must be >= 0 fen, POINT_VALUE_FEN >= 1 fen")
+    if REST_FRAMEWORK["NUM_PROXIES"] < 0:
+        raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (ignore X-Forwarded-For) or the number of proxies")
+    if API_MAX_BODY_BYTES <= 0 or PAY_STATUS_QUERY_INTERVAL_SECONDS < 0:
+        raise ImproperlyConfigured("API_MAX_BODY_BYTES must be positive, PAY_STATUS_QUERY_INTERVAL_SECONDS >= 0")
+    if INVALID_NOTIFICATION_SAMPLES < 0 or INVALID_NOTIFICATION_SAMPLE_CHARS <= 0:
+        raise ImproperlyConfigured("INVALID_NOTIFICATION_SAMPLES must be >= 0, INVALID_NOTIFICATION_SAMPLE_CHARS > 0")
     if len(WECHAT_PAY_API_KEY) != 32:
         raise ImproperlyConfigured("WECHAT_PAY_API_KEY must be the 32-character WeChat Pay API key")
     for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):

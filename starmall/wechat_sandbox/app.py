@@ -74,6 +74,8 @@ class SandboxApp:
     # --- WeChat APIs, with faults ------------------------------------------------------------
 
     def _api(self, name: str, request: Request) -> Response:
+        with self.state.lock:
+            self.state.api_calls[name] += 1  # how often the shop called each API (tests assert it)
         fault = self.state.faults.take(name) or {}
         if name in PAY_ENDPOINTS:
             response = self._pay(name, request, fault)

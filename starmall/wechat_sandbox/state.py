@@ -7,6 +7,7 @@ seconds; tests may replace it to jump ahead), notification scheduling from ``tim
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 import time
@@ -68,6 +69,7 @@ class SandboxState:
             self.refunds: dict[str, Refund] = {}  # by out_refund_no, in creation order
             self.notifications: dict[int, Notification] = {}
             self.messages: list[Message] = []
+            self.api_calls: collections.Counter[str] = collections.Counter()  # e.g. "pay/orderquery"
             self._next_notification_id = 1
             self._next_msgid = 2_000_000_000_000_000_001
             self.faults.clear()

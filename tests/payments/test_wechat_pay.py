@@ -1,6 +1,10 @@
 """WeChat Pay end to end through the sandbox: prepay, notification (verified, idempotent), query."""
 
+import datetime as dt
+
 import pytest
+from django.conf import settings
+from django.utils import timezone
 from wechatpy.pay.utils import calculate_signature
 
 from apps.catalog.models import Product
@@ -131,6 +135,9 @@ def test_pay_status_asks_wechat_when_notification_is_lost(api, order, wechat):
         "order_status": "unpaid", "payment_status": "pending", "refund_status": None,
         "message": "waiting for payment"}
     wechat.control.pay(order["order_no"])  # paid, notification not delivered
+    # pay-status asks WeChat at most once per PAY_STATUS_QUERY_INTERVAL_SECONDS: let that pass.
+    Payment.objects.filter(out_trade_no=order["order_no"]).update(
+        status_queried_at=timezone.now() - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS))
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
         "order_status": "paid", "payment_status": "paid", "refund_status": None, "message": "paid"}
     assert Payment.objects.get(out_trade_no=order["order_no"]).transaction_id == \

@@ -32,7 +32,7 @@ class MonthPathSerializer(serializers.Serializer):
     def validate_month(self, value: str) -> tuple[int, int]:
         match = re.fullmatch(r"(\d{4})-(\d{2})", value)
         if not match or not 1 <= int(match[2]) <= 12 or int(match[1]) < 1:
-            raise serializers.ValidationError("Use YYYY-MM, e.g. 2025-06.")
+            raise serializers.ValidationError("请使用 YYYY-MM 格式，例如 2025-06。")
         return int(match[1]), int(match[2])
 
 

@@ -27,13 +27,13 @@ class SlotQuerySerializer(serializers.Serializer):
         today = timezone.localdate()
         for name in ("from", "to"):  # slots exist around today; far dates would overflow
             if name in attrs and abs((attrs[name] - today).days) > MAX_DISTANCE_DAYS:
-                raise serializers.ValidationError({name: [f"must be within {MAX_DISTANCE_DAYS} days of today"]})
+                raise serializers.ValidationError({name: [f"须在今天前后 {MAX_DISTANCE_DAYS} 天以内。"]})
         start = attrs.get("from") or today
         end = attrs.get("to") or start + dt.timedelta(days=7)
         if end < start:
-            raise serializers.ValidationError({"to": ["must not be before from"]})
+            raise serializers.ValidationError({"to": ["不能早于 from。"]})
         if (end - start).days > MAX_RANGE_DAYS:
-            raise serializers.ValidationError({"to": [f"at most {MAX_RANGE_DAYS} days after from"]})
+            raise serializers.ValidationError({"to": [f"最多在 from 之后 {MAX_RANGE_DAYS} 天。"]})
         return {"start": start, "end": end, "good_for": attrs.get("good_for") or None}
 
 

@@ -1,7 +1,8 @@
 from django.urls import path
 
 from apps.appointments.api import views
+from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
-    path("teachers/<int:teacher_id>/slots", views.TeacherSlotListView.as_view(), name="teacher-slots"),
+    path("teachers/<id:teacher_id>/slots", views.TeacherSlotListView.as_view(), name="teacher-slots"),
 ]

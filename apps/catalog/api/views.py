@@ -4,6 +4,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.authentication import PublicTokenAuthentication
 from apps.almanac.exceptions import DateOutOfRange
 from apps.appointments import selectors as slot_selectors
 from apps.catalog import selectors
@@ -19,6 +20,7 @@ from starmall.errors import NotFound
 
 
 class CategoryListView(APIView):
+    authentication_classes = [PublicTokenAuthentication]
     permission_classes = [AllowAny]
 
     @extend_schema(responses=CategorySerializer(many=True))
@@ -27,6 +29,7 @@ class CategoryListView(APIView):
 
 
 class ProductListView(ListAPIView):
+    authentication_classes = [PublicTokenAuthentication]
     permission_classes = [AllowAny]
     serializer_class = ProductListSerializer
 
@@ -45,6 +48,7 @@ class ProductListView(ListAPIView):
 
 
 class ProductDetailView(APIView):
+    authentication_classes = [PublicTokenAuthentication]
     permission_classes = [AllowAny]
 
     @extend_schema(
@@ -54,7 +58,7 @@ class ProductDetailView(APIView):
     def get(self, request, product_id: int):
         product = selectors.product_get(product_id=product_id)
         if product is None:
-            raise NotFound("No such product.", product_id=product_id)
+            raise NotFound("商品不存在。", product_id=product_id)
         context = {}
         teacher = getattr(product, "teacher", None)
         if product.kind == Kind.CONSULTATION and teacher is not None:
@@ -68,6 +72,7 @@ class ProductDetailView(APIView):
 
 
 class TeacherListView(APIView):
+    authentication_classes = [PublicTokenAuthentication]
     permission_classes = [AllowAny]
 
     @extend_schema(responses=TeacherSerializer(many=True))

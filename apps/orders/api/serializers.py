@@ -21,7 +21,7 @@ class PointsField(serializers.Field):
             return data
         if isinstance(data, int) and 0 <= data <= MAX_ID:
             return data
-        raise serializers.ValidationError("a number of points (>= 0) or true/false")
+        raise serializers.ValidationError("请填写要使用的积分数（>= 0），或 true/false。")
 
     def to_representation(self, value):
         return value

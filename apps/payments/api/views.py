@@ -1,6 +1,6 @@
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.decorators import (
     api_view,
     authentication_classes,
@@ -20,7 +20,9 @@ from apps.payments.api.serializers import (
     RefundInSerializer,
     RefundOutSerializer,
 )
+from apps.payments.models import InvalidNotificationDay, Notification
 from apps.payments.wechat import fail_ack
+from starmall.api.middleware import content_length
 from starmall.api.schema import errors
 
 MAX_NOTIFY_BYTES = 64 * 1024
@@ -55,13 +57,20 @@ class OrderRefundView(APIView):
         return Response(RefundOutSerializer(after_sale).data, status=202)
 
 
-def _xml_view(handler, summary: str):
-    """A WeChat callback: POST only, no token or CSRF (WeChat signs or encrypts), XML in and out."""
+def _xml_view(handler, summary: str, kind: str):
+    """A WeChat callback: POST only, no token or CSRF (WeChat signs or encrypts), XML in and out.
+
+    A body over ``MAX_NOTIFY_BYTES`` (by Content-Length, before reading it) is no notification
+    of WeChat's: counted as invalid and answered with WeChat's FAIL XML, HTTP 200 like every
+    FAIL here (WeChat reads any answer but SUCCESS as "send again"; JSON would mean nothing to it).
+    """
 
     @extend_schema(
         summary=summary,
         request={"text/xml": OpenApiTypes.STR},
-        responses={(200, "application/xml"): OpenApiTypes.STR},
+        responses={(200, "application/xml"): OpenApiResponse(
+            OpenApiTypes.STR, description="SUCCESS; FAIL for a notification we cannot trust or match, "
+            f"or a body over {MAX_NOTIFY_BYTES} bytes (WeChat sends again)")},
         auth=[],
         description=handler.__doc__,
     )
@@ -69,12 +78,15 @@ def _xml_view(handler, summary: str):
     @authentication_classes([])
     @permission_classes([AllowAny])
     def view(request):
-        if len(request.body) > MAX_NOTIFY_BYTES:
+        if content_length(request) > MAX_NOTIFY_BYTES or len(request.body) > MAX_NOTIFY_BYTES:
+            InvalidNotificationDay.count_one(kind=kind)
             return HttpResponse(fail_ack("body too large"), content_type="application/xml")
         return HttpResponse(handler(request.body), content_type="application/xml")
 
     return view
 
 
-wechat_notify = _xml_view(services.notification_handle, "WeChat Pay payment notification (called by WeChat)")
-wechat_refund_notify = _xml_view(refunds.refund_notification_handle, "WeChat Pay refund notification (called by WeChat)")
+wechat_notify = _xml_view(services.notification_handle, "WeChat Pay payment notification (called by WeChat)",
+                          Notification.Kind.PAYMENT)
+wechat_refund_notify = _xml_view(refunds.refund_notification_handle,
+                                 "WeChat Pay refund notification (called by WeChat)", Notification.Kind.REFUND)
