@@ -141,9 +141,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Socket timeouts: a hung Redis must fail a publish quickly, not hold a request (starmall.dispatch).
 # Keepalive and a health check every 10 s find a connection that a Redis restart left dead.
+# max_retries 0: a publisher (a request, a notification) opening a broker connection fails at
+# once instead of retrying for broker_connection_timeout; worker and beat pass their own
+# (broker_connection_max_retries, below) and keep reconnecting.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 3600, "socket_timeout": 2, "socket_connect_timeout": 2,
-    "socket_keepalive": True, "health_check_interval": 10,
+    "socket_keepalive": True, "health_check_interval": 10, "max_retries": 0,
 }
 CELERY_TASK_PUBLISH_RETRY = False
 # Workers and beat outlive Redis: reconnect for ever (2 s, 4 s, ... at most 10 s apart), at
