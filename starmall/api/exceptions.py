@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from starmall import messages
-from starmall.errors import ShopError
+from starmall.errors import ServiceUnavailable, ShopError, backend_errors
 
 _DRF_CODES = {
     drf.NotAuthenticated: ("unauthenticated", 401, messages.UNAUTHENTICATED),
@@ -33,11 +33,18 @@ def error_response(code: str, status: int, message: str, detail: dict | None = N
 def exception_handler(exc, context):
     """Render ShopError, DRF and Django exceptions as ``{"code", "message", "detail"}``.
 
-    Anything else propagates (a 500 that is logged), as in DRF's own handler.
+    A Redis error (tokens, drafts, throttles: ``starmall.errors.backend_errors``) is 503
+    ``service_unavailable``. Anything else propagates (a 500 that is logged), as in DRF's own
+    handler.
     """
+    if isinstance(exc, backend_errors()):
+        exc = ServiceUnavailable()
     if isinstance(exc, ShopError):
         set_rollback()
-        return error_response(exc.code, exc.status, exc.message, exc.detail)
+        response = error_response(exc.code, exc.status, exc.message, exc.detail)
+        if isinstance(exc, ServiceUnavailable):
+            response["Retry-After"] = str(exc.retry_after_seconds)
+        return response
     if isinstance(exc, RequestDataTooBig):  # a body read past Django's limit (no Content-Length)
         set_rollback()
         return error_response("payload_too_large", 413, messages.PAYLOAD_TOO_LARGE,

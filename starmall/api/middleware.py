@@ -1,21 +1,26 @@
-"""Request-size guard for the API: a body over the limit is a 413 JSON answer, read by nobody.
+"""Request plumbing shared by the API and the admin: the 413 answer for bodies over the limit,
+the 503 answer when Redis is down, and the client address (throttles, admin lockout).
 
-Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads it, and then
-with an HTML 400 (``RequestDataTooBig``). This middleware looks at ``Content-Length`` before any
-view, parser or middleware reads the body and answers API.md's
-``{"code": "payload_too_large", "message", "detail": {"max_bytes"}}`` with status 413.
-
-Not covered here: WeChat's notification URLs (``/api/v1/payments/wechat/``) answer in WeChat's
-XML and apply their own smaller limit (``apps.payments.api.views``), and ``multipart/form-data``
-uploads, whose files Django streams to disk (their endpoint checks the file size).
+Body size: Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads
+it, and then with an HTML 400 (``RequestDataTooBig``). :class:`BodySizeLimitMiddleware` looks at
+``Content-Length`` before any view, parser or middleware reads the body and answers API.md's
+``{"code": "payload_too_large", "message", "detail": {"max_bytes"}}`` with status 413. Not covered
+there: WeChat's notification URLs (``/api/v1/payments/wechat/``) answer in WeChat's XML and apply
+their own smaller limit (``apps.payments.api.views``), and ``multipart/form-data`` uploads, whose
+files Django streams to disk (their endpoint checks the file size).
 """
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.http import JsonResponse
+import logging
 
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+
+from starmall.errors import ServiceUnavailable, backend_errors
 from starmall.messages import PAYLOAD_TOO_LARGE
+
+logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
 NOTIFY_PREFIX = "/api/v1/payments/wechat/"
@@ -53,3 +58,47 @@ class BodySizeLimitMiddleware:
         ):
             return payload_too_large(settings.API_MAX_BODY_BYTES)
         return self.get_response(request)
+
+
+def service_unavailable_response(exc: BaseException) -> JsonResponse:
+    """503 ``service_unavailable`` in API.md's error format, with ``Retry-After``."""
+    error = ServiceUnavailable()
+    response = JsonResponse({"code": error.code, "message": error.message, "detail": {}}, status=error.status)
+    response["Retry-After"] = str(error.retry_after_seconds)
+    return response
+
+
+class ServiceUnavailableMiddleware:
+    """Turn a Redis error that escaped a view (outside DRF's exception handler) into a JSON 503.
+
+    DRF views get the same answer from ``starmall.api.exceptions.exception_handler``; this
+    covers plain Django views and anything below them, so no request gets an HTML 500 because
+    Redis is down.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception):
+        if isinstance(exception, backend_errors()):
+            logger.warning("503 for %s %s: %s: %s", request.method, request.path, type(exception).__name__, exception)
+            return service_unavailable_response(exception)
+        return None
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The client's address: ``REMOTE_ADDR``, unless ``TRUSTED_PROXY_COUNT`` (default 0) proxies
+    in front each append to ``X-Forwarded-For``; then the address the outermost trusted proxy
+    saw (the N-th entry from the end, as DRF's ``NUM_PROXIES``). A client-sent header is never
+    believed beyond that."""
+    count = getattr(settings, "TRUSTED_PROXY_COUNT", 0)
+    remote = request.META.get("REMOTE_ADDR")
+    if count <= 0:
+        return remote
+    forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
+    if not forwarded:
+        return remote
+    return forwarded[-min(count, len(forwarded))]

@@ -6,6 +6,7 @@ Redis, the local WeChat sandbox). :func:`_check` stops start-up on bad configura
 """
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from celery.schedules import crontab
@@ -21,8 +22,12 @@ env = environ.Env()
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
-SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
-CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[SITE_URL])
+# Public base URL (the WeChat notify_url is built from it); locally: where make run binds web.
+SITE_URL = env.str("SITE_URL", default="http://" + env.str("WEB_BIND", default="127.0.0.1:8000")).rstrip("/")
+_site = urlsplit(SITE_URL)
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[f"{_site.scheme}://{_site.netloc}"])
+# False under production settings: runshop (make run) then refuses demo data and the demo login.
+DEMO_SHOP_ALLOWED = True
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -41,11 +46,13 @@ INSTALLED_APPS = [
     "apps.orders",
     "apps.payments",
     "apps.almanac",
+    "axes",  # admin login lockout; last, as its docs ask
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "starmall.api.middleware.BodySizeLimitMiddleware",  # 413 before anything reads the body
+    "starmall.api.middleware.ServiceUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -53,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # the lockout page for a locked-out admin login
 ]
 
 ROOT_URLCONF = "starmall.urls"
@@ -133,10 +141,27 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Socket timeouts: a hung Redis must fail a publish quickly, not hold a request (starmall.dispatch).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_timeout": 2, "socket_connect_timeout": 2}
+# Keepalive and a health check every 10 s find a connection that a Redis restart left dead.
+# max_retries 0: a publisher (a request, a notification) opening a broker connection fails at
+# once instead of retrying for broker_connection_timeout; worker and beat pass their own
+# (broker_connection_max_retries, below) and keep reconnecting.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600, "socket_timeout": 2, "socket_connect_timeout": 2,
+    "socket_keepalive": True, "health_check_interval": 10, "max_retries": 0,
+}
 CELERY_TASK_PUBLISH_RETRY = False
+# Workers and beat outlive Redis: reconnect for ever (2 s, 4 s, ... at most 10 s apart), at
+# start-up too; a task running when the connection drops is cancelled and, acked late,
+# redelivered (handlers are idempotent). If a worker exits anyway, the supervisor restarts it.
+CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = 4
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Seconds between the sweeps that make the database, not the broker, the source of truth
+# (unpaid timeouts, refunds, uncertain payments; follow-ups at twice this). Tests shorten it.
+BEAT_SWEEP_SECONDS = env.int("BEAT_SWEEP_SECONDS", default=60)
 CELERY_BEAT_SCHEDULE = {
     "slots-generate": {
         "task": "apps.appointments.tasks.slots_generate",
@@ -144,7 +169,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "orders-expire-unpaid": {
         "task": "apps.orders.tasks.orders_expire_due",
-        "schedule": 60,
+        "schedule": BEAT_SWEEP_SECONDS,
     },
     "orders-complete-consultations": {
         "task": "apps.orders.tasks.orders_complete_consultations",
@@ -152,11 +177,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "refunds-sweep": {
         "task": "apps.payments.tasks.refunds_sweep",
-        "schedule": 60,
+        "schedule": BEAT_SWEEP_SECONDS,
     },
     "payments-check-uncertain": {
         "task": "apps.payments.tasks.payments_check_uncertain",
-        "schedule": 60,
+        "schedule": BEAT_SWEEP_SECONDS,
     },
     "payments-reconcile-daily": {
         "task": "apps.payments.tasks.reconcile_daily",
@@ -164,7 +189,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "followups-redispatch": {
         "task": "apps.orders.tasks.followups_redispatch",
-        "schedule": 120,
+        "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
     "points-release-due": {
         "task": "apps.accounts.tasks.points_release_due",
@@ -173,6 +198,22 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before checking it
+    "django.contrib.auth.backends.ModelBackend",
+]
+# django-axes: AXES_FAILURE_LIMIT wrong passwords for one username from one address lock that
+# pair out for AXES_COOLOFF_MINUTES (the right password is refused too; a superuser can reset
+# it: `manage.py axes_reset`). The address is REMOTE_ADDR unless TRUSTED_PROXY_COUNT (the same
+# setting as the API throttles) says how many proxies in front append to X-Forwarded-For.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=30) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "starmall.api.middleware.client_ip"
+AXES_VERBOSE = False
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -192,7 +233,7 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     # Throttles key anonymous clients by address. DRF's default (None) believes any
     # X-Forwarded-For, so a client could pick a new "address" per request; 0 ignores the header.
-    "NUM_PROXIES": env.int("TRUSTED_PROXY_COUNT", default=0),
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # DRF default None would trust X-Forwarded-For
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Starmall mini-program API",
@@ -246,7 +287,10 @@ SLOT_DAYS_AHEAD = 8
 
 # --- WeChat (mini-program login + WeChat Pay V2) ---------------------------------------------
 # The defaults are the local sandbox's demo credentials; production sets its own.
-SANDBOX_BASE = "http://127.0.0.1:8001/"
+# WECHAT_SANDBOX_PORT moves the sandbox and both default bases at once (make run starts the
+# sandbox on whatever loopback http base the shop is given; see runshop.sandbox_address).
+WECHAT_SANDBOX_PORT = env.int("WECHAT_SANDBOX_PORT", default=8001)
+SANDBOX_BASE = f"http://127.0.0.1:{WECHAT_SANDBOX_PORT}/"
 WECHAT_APPID = env.str("WECHAT_APPID", default="wx8d5f3c1a2b4e6f70")
 WECHAT_APP_SECRET = env.str("WECHAT_APP_SECRET", default="0f1e2d3c4b5a69788796a5b4c3d2e1f0")
 WECHAT_MCH_ID = env.str("WECHAT_MCH_ID", default="1900000109")

@@ -1,11 +1,21 @@
-"""Settings for a real shop: every secret must come from the environment."""
+"""Settings for a real shop: every secret comes from the environment; start-up refuses anything
+that would talk to a fake WeChat, lose refunds, or fail ``manage.py check --deploy``.
+
+Imports nothing of the WeChat sandbox (a dev package). Behind nginx (docs/DEPLOY.md): TLS ends
+at nginx, which sets ``X-Forwarded-Proto``; Django redirects plain http and sends HSTS.
+"""
+
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
 from .base import *  # noqa: F401,F403
-from .base import SANDBOX_BASE, _check, env
+from .base import _check, env
 
 DEBUG = False
+DEMO_SHOP_ALLOWED = False  # runshop (make run) refuses demo data and the demo staff login
+
 _required = [
     "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "SITE_URL",
     "WECHAT_APPID", "WECHAT_APP_SECRET", "WECHAT_MCH_ID", "WECHAT_PAY_API_KEY",
@@ -14,11 +24,49 @@ _required = [
 _missing = [name for name in _required if not env.str(name, default="")]
 if _missing:
     raise ImproperlyConfigured("production needs these environment variables: " + ", ".join(_missing))
-if SANDBOX_BASE in (WECHAT_API_BASE, WECHAT_PAY_API_BASE):  # noqa: F405
-    raise ImproperlyConfigured("production must not talk to the local WeChat sandbox")
 
+# WeChat's own hosts only, over https (WECHAT.md): api.mch.weixin.qq.com and its backup
+# api2.mch.weixin.qq.com for Pay, api.weixin.qq.com for the mini-program.
+WECHAT_HOSTS = {
+    "WECHAT_PAY_API_BASE": {"api.mch.weixin.qq.com", "api2.mch.weixin.qq.com"},
+    "WECHAT_API_BASE": {"api.weixin.qq.com"},
+}
+for _name, _hosts in WECHAT_HOSTS.items():
+    _url = urlsplit(globals()[_name])
+    if _url.scheme != "https" or _url.hostname not in _hosts or _url.port not in (None, 443) or _url.username:
+        raise ImproperlyConfigured(
+            f"{_name} must be https://{sorted(_hosts)[0]}/ (https on WeChat's hosts: {', '.join(sorted(_hosts))}), "
+            f"not {globals()[_name]!r}"
+        )
+
+# The merchant API certificate is needed for every refund: find a wrong path at start-up, not
+# at the first refund.
+for _name in ("WECHAT_MCH_CERT", "WECHAT_MCH_KEY"):
+    _path = Path(globals()[_name])
+    if not _path.is_file():
+        raise ImproperlyConfigured(f"{_name} must be the path of a readable PEM file; {_path} does not exist")
+    try:
+        with _path.open("rb"):
+            pass
+    except OSError as _exc:
+        raise ImproperlyConfigured(f"{_name}: {_path} cannot be read ({_exc.strerror})") from None
+
+_site = urlsplit(SITE_URL)  # noqa: F405
+if _site.scheme != "https" or not _site.hostname:
+    raise ImproperlyConfigured(f"SITE_URL must be the shop's public https address (WeChat posts notifications there), not {SITE_URL!r}")  # noqa: F405
+# The site's own host unless DJANGO_ALLOWED_HOSTS lists them (then exactly those).
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=[_site.hostname])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[f"https://{_site.netloc}"])
+
+# HTTPS everywhere: nginx terminates TLS and says so in X-Forwarded-Proto.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the local health probe speaks plain http to gunicorn
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
+SESSION_COOKIE_HTTPONLY = True
 
 _check()

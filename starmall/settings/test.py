@@ -24,6 +24,9 @@ CELERY_TASK_ROUTES = {
 if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": f"test_starmall_{RUN_ID}"}
 WECHAT_TIMEOUT_SECONDS = 3.0
+# django-axes needs the request in authenticate(); the test client's login() passes none.
+# tests/accounts/test_admin_lockout.py turns it on (override_settings) to test the lockout.
+AXES_ENABLED = False
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 MIDDLEWARE = [m for m in MIDDLEWARE if "whitenoise" not in m]  # no collected static in tests
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}

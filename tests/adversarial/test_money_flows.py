@@ -397,7 +397,7 @@ def test_unified_order_in_flight_while_the_order_is_cancelled_or_balance_paid(
     live trade of a cancelled/paid order and can be charged (refunded later, if all goes well).
     Correct: 409 and the trade closed (DESIGN: a conditional UPDATE's row count decides)."""
     from apps.payments import wechat as wechat_api
-    from starmall.wechat_sandbox.client import SandboxControlError
+    from wechat_sandbox.client import SandboxControlError
 
     customer, api, address = shopper(balance_fen=50000)
     sku = make_sku(price_fen=12800, stock=5)

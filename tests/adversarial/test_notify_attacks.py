@@ -251,7 +251,7 @@ def test_notification_with_another_transaction_id_for_a_paid_payment_changes_not
 # --- refund notifications ---------------------------------------------------------------------
 
 def _refund_notify_body(inner: dict, appid=None, mch_id=None) -> bytes:
-    from starmall.wechat_sandbox.wire import refund_req_info_encrypt, to_xml
+    from wechat_sandbox.wire import refund_req_info_encrypt, to_xml
 
     req_info = refund_req_info_encrypt(to_xml(inner, root="root"), settings.WECHAT_PAY_API_KEY)
     outer = {"return_code": "SUCCESS", "appid": appid or settings.WECHAT_APPID,

@@ -145,7 +145,7 @@ def test_balance_pay_racing_the_timeout_has_one_winner(make_customer, make_sku, 
 
 
 def test_wechat_start_racing_balance_pay_then_user_pays_keeps_one_payment(make_customer, make_sku, wechat, race):
-    from starmall.wechat_sandbox.client import SandboxControlError
+    from wechat_sandbox.client import SandboxControlError
 
     sku = make_sku(price_fen=12800, stock=5)
     customer, address = _buyer(make_customer, balance_fen=100000)

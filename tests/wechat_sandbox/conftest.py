@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from sandbox_helpers import make_pay
 
-from starmall.wechat_sandbox import SandboxConfig, SandboxServer
+from wechat_sandbox import SandboxConfig, SandboxServer
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from wechatpy.pay import WeChatPay
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
-from starmall.wechat_sandbox import DEMO_APPID, DEMO_MCH_ID, DEMO_PAY_API_KEY
+from wechat_sandbox import DEMO_APPID, DEMO_MCH_ID, DEMO_PAY_API_KEY
 
 OK_XML = ("<xml><return_code><![CDATA[SUCCESS]]></return_code>"
           "<return_msg><![CDATA[OK]]></return_msg></xml>")

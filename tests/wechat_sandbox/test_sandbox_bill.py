@@ -4,7 +4,7 @@ import pytest
 from sandbox_helpers import paid_order
 from wechatpy.exceptions import WeChatPayException
 
-from starmall.wechat_sandbox import bill, wire
+from wechat_sandbox import bill, wire
 
 
 def today(sandbox) -> str:

@@ -13,8 +13,8 @@ import pytest
 import requests
 from sandbox_helpers import create_order, paid_order
 
-import starmall.wechat_sandbox
-from starmall.wechat_sandbox import SandboxControl, SandboxControlError, SandboxServer
+import wechat_sandbox
+from wechat_sandbox import SandboxControl, SandboxControlError, SandboxServer
 
 
 def test_control_health_and_unknown_path(sandbox):
@@ -116,7 +116,7 @@ def test_cli_serves_and_stops_on_sigterm(tmp_path):
         port = probe.getsockname()[1]
     env = {**os.environ, "WECHAT_MCH_ID": "1900000999", "SANDBOX_RETRY_SCALE": "0.5"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "starmall.wechat_sandbox", "--port", str(port), "--appid",
+        [sys.executable, "-m", "wechat_sandbox", "--port", str(port), "--appid",
          "wxcli", "--log-level", "WARNING"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
@@ -138,7 +138,7 @@ def test_cli_serves_and_stops_on_sigterm(tmp_path):
 
 
 def test_package_never_imports_django():
-    package = Path(starmall.wechat_sandbox.__file__).parent
+    package = Path(wechat_sandbox.__file__).parent
     for module in package.glob("*.py"):
         source = module.read_text(encoding="utf-8")
         assert not re.search(r"^\s*(from|import)\s+django", source, re.M), module.name

@@ -5,7 +5,7 @@ import requests
 from sandbox_helpers import create_order, make_pay, paid_order
 from wechatpy.exceptions import WeChatPayException
 
-from starmall.wechat_sandbox import SandboxControlError
+from wechat_sandbox import SandboxControlError
 
 
 def test_fault_system_error_applies_count_times(sandbox, wxpay):

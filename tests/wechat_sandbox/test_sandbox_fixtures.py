@@ -6,7 +6,7 @@ import pytest
 from wechatpy.exceptions import InvalidSignatureException
 from wechatpy.pay import WeChatPay
 
-from starmall.wechat_sandbox import (
+from wechat_sandbox import (
     DEMO_APPID,
     DEMO_MCH_ID,
     DEMO_PAY_API_KEY,
@@ -24,7 +24,7 @@ def read(name: str) -> str:
 
 def test_fixtures_match_the_generator():
     for name, text in fixtures.build().items():
-        assert read(name) == text, f"{name}: rerun python -m starmall.wechat_sandbox.fixtures"
+        assert read(name) == text, f"{name}: rerun python -m wechat_sandbox.fixtures"
 
 
 def test_fixture_payment_success_verifies():

@@ -5,7 +5,7 @@ import requests
 from wechatpy import WeChatClient
 from wechatpy.exceptions import WeChatClientException
 
-from starmall.wechat_sandbox import (
+from wechat_sandbox import (
     DEMO_APP_SECRET,
     DEMO_APPID,
     SandboxConfig,

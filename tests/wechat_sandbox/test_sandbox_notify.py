@@ -17,8 +17,8 @@ from sandbox_helpers import (
 )
 from wechatpy.exceptions import InvalidSignatureException
 
-from starmall.wechat_sandbox import SandboxConfig, SandboxServer, wire
-from starmall.wechat_sandbox.notifier import is_acknowledged
+from wechat_sandbox import SandboxConfig, SandboxServer, wire
+from wechat_sandbox.notifier import is_acknowledged
 
 
 def wait_until(predicate, timeout=5.0):

@@ -8,7 +8,7 @@ import xmltodict
 from sandbox_helpers import NOTIFY_URL, create_order, make_pay
 from wechatpy.exceptions import WeChatPayException
 
-from starmall.wechat_sandbox import DEMO_PAY_API_KEY, SandboxConfig, SandboxServer, wire
+from wechat_sandbox import DEMO_PAY_API_KEY, SandboxConfig, SandboxServer, wire
 
 
 def post_xml(url, endpoint, fields, api_key=DEMO_PAY_API_KEY, sign=True):

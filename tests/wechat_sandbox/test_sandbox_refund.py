@@ -12,7 +12,7 @@ from sandbox_helpers import (
 )
 from wechatpy.exceptions import WeChatPayException
 
-from starmall.wechat_sandbox import DEMO_PAY_API_KEY, SandboxConfig, SandboxServer, wire
+from wechat_sandbox import DEMO_PAY_API_KEY, SandboxConfig, SandboxServer, wire
 
 
 def apply(client, out_refund_no, refund_fee, total_fee=100, out_trade_no="SM1", **extra):

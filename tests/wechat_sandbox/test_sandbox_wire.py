@@ -6,8 +6,8 @@ import pytest
 from wechatpy.crypto import WeChatRefundCrypto
 from wechatpy.pay.utils import calculate_signature, calculate_signature_hmac
 
-from starmall.wechat_sandbox import SandboxConfig, wire
-from starmall.wechat_sandbox.config import DEMO_PAY_API_KEY
+from wechat_sandbox import SandboxConfig, wire
+from wechat_sandbox.config import DEMO_PAY_API_KEY
 
 OFFICIAL_PARAMS = {
     "appid": "wxd930ea5d5a258f4f",

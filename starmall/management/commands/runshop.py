@@ -1,24 +1,46 @@
-"""``manage.py runshop``: the whole shop on one machine (what ``make run`` does).
+"""``manage.py runshop``: the whole demo shop on one machine (what ``make run`` does).
 
 Prepares the database (migrate, demo data once, staff login, slots, almanac window), then runs
-every process under honcho — web (gunicorn), Celery worker, Celery beat and, unless WeChat is
-configured elsewhere, the local WeChat sandbox — and stops all of them (and the embedded Redis)
-on Ctrl-C.
+every process under supervisord (``starmall.supervision``) — web (gunicorn, configured by
+``starmall/gunicorn_conf.py``), Celery worker, Celery beat, the embedded Redis when
+``REDIS_URL`` is unset and, while WeChat points at this machine, the local WeChat sandbox. A
+process that exits is restarted (with back-off when it keeps failing) and logged; the others
+go on. Ctrl-C (SIGINT) or SIGTERM stops all of them, the embedded Redis included.
+
+A demo tool: it refuses to run under ``starmall.settings.production`` (demo data and a known
+staff password have no place in a real shop; docs/DEPLOY.md says what to run instead).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
-from honcho.manager import Manager
-from honcho.printer import Printer
+from django.core.management.base import BaseCommand, CommandError
 
-from starmall import embedded_redis
+from starmall import embedded_redis, supervision
+
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+def sandbox_address() -> tuple[str, int] | None:
+    """``(host, port)`` of the local WeChat sandbox to start, or None.
+
+    The sandbox runs when ``WECHAT_PAY_API_BASE`` or ``WECHAT_API_BASE`` is plain http on this
+    machine; it listens where that base points (by default ``WECHAT_SANDBOX_PORT``, 8001).
+    """
+    for base in (settings.WECHAT_PAY_API_BASE, settings.WECHAT_API_BASE):
+        url = urlsplit(base)
+        if url.scheme == "http" and url.hostname in LOOPBACK_HOSTS:
+            return url.hostname, url.port or 80
+    return None
 
 
 class Command(BaseCommand):
@@ -29,40 +51,49 @@ class Command(BaseCommand):
         parser.add_argument("--prepare-only", action="store_true", help="prepare, then exit")
 
     def handle(self, *args, bind: str, prepare_only: bool, **options):
-        self._prepare()
+        if not settings.DEMO_SHOP_ALLOWED:
+            raise CommandError(
+                "runshop loads demo data and a demo staff login, which production settings refuse: "
+                "run `manage.py migrate`, `manage.py createsuperuser` and the processes in docs/DEPLOY.md"
+            )
+        self._prepare(bind)
         if prepare_only:
             return
-        manager = Manager(Printer(sys.stdout))
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "starmall.settings.local"))
-        python = sys.executable
-        if settings.WECHAT_PAY_API_BASE == settings.SANDBOX_BASE or settings.WECHAT_API_BASE == settings.SANDBOX_BASE:
-            host_port = settings.SANDBOX_BASE.split("//")[1].rstrip("/")
-            host, port = host_port.split(":")
-            manager.add_process("wechat", f"{python} -m starmall.wechat_sandbox --host {host} --port {port}", env=env)
-        manager.add_process(
-            "web",
-            f"{python} -m gunicorn starmall.wsgi --bind {bind} --workers 2 --threads 4 "
-            "--access-logfile - --graceful-timeout 5 --no-control-socket",
-            env=env,
+        sys.exit(self._supervise(bind))
+
+    def _supervise(self, bind: str) -> int:
+        """Run supervisord in the foreground until it exits; return its exit code."""
+        redis_command = None
+        if settings.EMBEDDED_REDIS:
+            embedded_redis.stop()  # the daemon manage.py started: supervisord runs its own
+            redis_command = embedded_redis.server_command(daemonize=False)
+        queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in settings.CELERY_TASK_ROUTES.values()})
+        programs = supervision.shop_programs(
+            queues=queues, beat_schedule=settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            sandbox=sandbox_address(), redis_command=redis_command,
         )
-        manager.add_process(
-            "worker",
-            f"{python} -m celery -A starmall worker -Q default,payments,followups -c 2 -l INFO",
-            env=env,
-        )
-        manager.add_process(
-            "beat",
-            f"{python} -m celery -A starmall beat -l INFO -s {settings.CELERY_BEAT_SCHEDULE_FILENAME}",
-            env=env,
-        )
+        config = supervision.write_config(Path(settings.VAR_DIR) / "supervisor" / "supervisord.conf", programs,
+                                          directory=settings.BASE_DIR)
+        env = dict(os.environ, WEB_BIND=bind, PYTHONUNBUFFERED="1",
+                   DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "starmall.settings.local"))
+        self.stdout.write(f"supervisord: {config} (supervisorctl -c {config} status)", ending="\n")
+        self.stdout.flush()
+        process = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(config)], env=env)
+
+        def forward(signum, frame):  # Ctrl-C reaches supervisord too; SIGTERM may reach only us
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+        signal.signal(signal.SIGINT, forward)
+        signal.signal(signal.SIGTERM, forward)
         try:
-            manager.loop()
+            code = process.wait()
         finally:
             if settings.EMBEDDED_REDIS:
-                embedded_redis.stop()
-        sys.exit(manager.returncode)
+                embedded_redis.stop()  # only if something left it running
+        return code
 
-    def _prepare(self) -> None:
+    def _prepare(self, bind: str) -> None:
         out = self.stdout
         call_command("migrate", interactive=False, verbosity=0)
         out.write("database: migrated")
@@ -73,13 +104,15 @@ class Command(BaseCommand):
         # One year back to three ahead; a rerun on a loaded window returns at once.
         call_command("load_almanac", years_back=1, years_ahead=3, no_progress=True)
         site = settings.SITE_URL
+        sandbox = sandbox_address()
         out.write(self.style.SUCCESS(
             "\nStarmall is starting:\n"
-            f"  API        {site}/api/v1/   (docs {site}/api/docs/)\n"
+            f"  API        {site}/api/v1/   (docs {site}/api/docs/; gunicorn on {bind})\n"
             f"  health     {site}/healthz\n"
             f"  admin      {site}/admin/    login: {username} / {password}\n"
-            f"  WeChat     {settings.WECHAT_PAY_API_BASE}  (sandbox control API: /sandbox/, see README)\n"
-            f"  database   {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
+            f"  WeChat     {settings.WECHAT_PAY_API_BASE}"
+            + (f"  (sandbox on port {sandbox[1]}, control API: /sandbox/, see README)\n" if sandbox else "\n")
+            + f"  database   {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
             f"  redis {'embedded (var/redis.sock)' if settings.EMBEDDED_REDIS else 'REDIS_URL'}\n"
             "Press Ctrl-C to stop everything.\n"
         ))

@@ -1,6 +1,6 @@
 """A faithful local emulator of WeChat Pay V2 and the mini-program server APIs.
 
-Its own process (``python -m starmall.wechat_sandbox``) or a background thread in tests
+Its own process (``python -m wechat_sandbox``) or a background thread in tests
 (:class:`SandboxServer`); the shop reaches it only through wechatpy over HTTP. No Django here.
 See README.md in this package for endpoints, the control API and what is simplified.
 """

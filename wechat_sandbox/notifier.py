@@ -26,7 +26,7 @@ from . import wire
 from .models import Notification
 from .state import SandboxError, SandboxState, Transport
 
-log = logging.getLogger("starmall.wechat_sandbox.notifier")
+log = logging.getLogger("wechat_sandbox.notifier")
 
 MAX_RESPONSE_CHARS = 2000
 

@@ -1,9 +1,10 @@
-"""CLI: ``python -m starmall.wechat_sandbox --host 127.0.0.1 --port 8001``.
+"""CLI: ``python -m wechat_sandbox --host 127.0.0.1 --port 8001``.
 
 Flags win over the environment (``WECHAT_APPID``, ``WECHAT_APP_SECRET``, ``WECHAT_MCH_ID``,
 ``WECHAT_PAY_API_KEY``, ``SANDBOX_RETRY_SCALE``, ``SANDBOX_REFUND_NOTIFY_URL``,
 ``SANDBOX_MIN_CLOSE_AGE_SECONDS``, ``SANDBOX_REFUND_DELAY_SECONDS``, ``SANDBOX_HOST``,
-``SANDBOX_PORT``), which win over the demo defaults.
+``SANDBOX_PORT``, else ``WECHAT_SANDBOX_PORT`` as the shop's settings read it), which win
+over the demo defaults.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from .server import SandboxServer
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m starmall.wechat_sandbox",
+        prog="python -m wechat_sandbox",
         description="Local WeChat Pay V2 + mini-program API sandbox.",
     )
     parser.add_argument("--host", default=os.environ.get("SANDBOX_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT", "8001")))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("SANDBOX_PORT") or os.environ.get("WECHAT_SANDBOX_PORT") or "8001"))
     parser.add_argument("--appid")
     parser.add_argument("--app-secret")
     parser.add_argument("--mch-id")
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _terminate(signum, frame) -> None:
-    """SIGTERM (honcho, ``make run`` stopping) ends serving like Ctrl-C."""
+    """SIGTERM (supervisord, ``make run`` stopping) ends serving like Ctrl-C."""
     raise KeyboardInterrupt
 
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     server = SandboxServer(config, host=args.host, port=args.port,
                            auto_notify=not args.no_auto_notify, quiet=False)
     signal.signal(signal.SIGTERM, _terminate)
-    logging.getLogger("starmall.wechat_sandbox").info(
+    logging.getLogger("wechat_sandbox").info(
         "WeChat sandbox on %s (appid %s, mch_id %s, retry_scale %g, auto_notify %s)",
         server.url, config.appid, config.mch_id, config.retry_scale, server.auto_notify,
     )

@@ -12,7 +12,7 @@ from .config import SandboxConfig
 from .notifier import Notifier
 from .state import SandboxState, Transport
 
-log = logging.getLogger("starmall.wechat_sandbox")
+log = logging.getLogger("wechat_sandbox")
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -74,7 +74,7 @@ class SandboxServer:
 
     @property
     def control(self):
-        """A :class:`~starmall.wechat_sandbox.client.SandboxControl` for this server."""
+        """A :class:`~wechat_sandbox.client.SandboxControl` for this server."""
         from .client import SandboxControl
 
         return SandboxControl(self.url)

@@ -20,7 +20,7 @@ from . import control, miniprogram, pay
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
-log = logging.getLogger("starmall.wechat_sandbox")
+log = logging.getLogger("wechat_sandbox")
 
 PAY_ENDPOINTS = tuple(pay.ENDPOINTS)
 MAX_BODY_BYTES = 1024 * 1024

@@ -1,6 +1,6 @@
 """Generate the static notification payloads of ``fixtures/wechat/``.
 
-``python -m starmall.wechat_sandbox.fixtures fixtures/wechat`` rewrites them; every value is
+``python -m wechat_sandbox.fixtures fixtures/wechat`` rewrites them; every value is
 fixed (nonces included), so the output is byte-for-byte reproducible. Signed with the demo
 credentials. The files' README lists what is inside each one.
 """

@@ -1,0 +1,118 @@
+"""Production settings refuse what would break a real shop, and pass ``check --deploy`` clean.
+
+Each case runs ``manage.py`` in a subprocess with a production environment (settings are read
+once per process), asserting the exit code and the one-line error or the check's output.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+SECRET = "k3#Vq9!zR2@mL8$wT5^nY1&bH6*cJ4(dF7)gS0-aU3+eO9=pX2"  # 50 chars, as check --deploy wants
+
+
+@pytest.fixture
+def prod_env(tmp_path) -> dict[str, str]:
+    """A complete production environment (nothing is connected to by these commands)."""
+    cert, key = tmp_path / "apiclient_cert.pem", tmp_path / "apiclient_key.pem"
+    cert.write_text("-----BEGIN CERTIFICATE-----\n")
+    key.write_text("-----BEGIN PRIVATE KEY-----\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST"))}
+    env.update({
+        "DJANGO_SETTINGS_MODULE": "starmall.settings.production",
+        "DJANGO_SECRET_KEY": SECRET,
+        "DATABASE_URL": "postgres://shop:pw@127.0.0.1:5432/starmall",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+        "SITE_URL": "https://shop.example.com",
+        "WECHAT_APPID": "wx0123456789abcdef",
+        "WECHAT_APP_SECRET": "0123456789abcdef0123456789abcdef",
+        "WECHAT_MCH_ID": "1900000109",
+        "WECHAT_PAY_API_KEY": "abcdefghijklmnopqrstuvwxyz012345",
+        "WECHAT_API_BASE": "https://api.weixin.qq.com/",
+        "WECHAT_PAY_API_BASE": "https://api.mch.weixin.qq.com/",
+        "WECHAT_MCH_CERT": str(cert),
+        "WECHAT_MCH_KEY": str(key),
+    })
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def setting(env: dict[str, str], expression: str) -> str:
+    result = manage(env, "shell", "--no-imports", "-c", f"from django.conf import settings; print({expression})")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_check_deploy_passes_with_no_warnings(prod_env):
+    result = manage(prod_env, "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+    assert "WARNINGS" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("WECHAT_PAY_API_BASE", "http://localhost:8001/"),  # the sandbox under another name
+    ("WECHAT_PAY_API_BASE", "http://127.0.0.1:8001/"),
+    ("WECHAT_PAY_API_BASE", "http://api.mch.weixin.qq.com/"),  # WeChat's host, not https
+    ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com.evil.example/"),
+    ("WECHAT_PAY_API_BASE", "https://api.weixin.qq.com/"),  # the mini-program host is not Pay
+    ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com:8443/"),
+    ("WECHAT_API_BASE", "http://localhost:8001/"),
+    ("WECHAT_API_BASE", "https://api.mch.weixin.qq.com/"),
+])
+def test_wechat_base_must_be_https_on_wechat_hosts(prod_env, name, value):
+    result = manage({**prod_env, name: value}, "check")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(f"Starmall configuration error: {name} must be https://")
+
+
+def test_wechat_pay_backup_host_is_accepted(prod_env):
+    result = manage({**prod_env, "WECHAT_PAY_API_BASE": "https://api2.mch.weixin.qq.com/"}, "check")
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", ["WECHAT_MCH_CERT", "WECHAT_MCH_KEY"])
+def test_missing_merchant_certificate_stops_start_up(prod_env, name, tmp_path):
+    result = manage({**prod_env, name: str(tmp_path / "nowhere.pem")}, "check")
+    assert result.returncode == 1
+    assert f"Starmall configuration error: {name} must be the path of a readable PEM file" in result.stderr
+
+
+def test_allowed_hosts_and_csrf_origins_come_from_site_url(prod_env):
+    assert setting(prod_env, "settings.ALLOWED_HOSTS") == "['shop.example.com']"
+    assert setting(prod_env, "settings.CSRF_TRUSTED_ORIGINS") == "['https://shop.example.com']"
+    env = {**prod_env, "DJANGO_ALLOWED_HOSTS": "shop.example.com,api.example.com"}
+    assert setting(env, "settings.ALLOWED_HOSTS") == "['shop.example.com', 'api.example.com']"
+
+
+def test_site_url_must_be_https(prod_env):
+    result = manage({**prod_env, "SITE_URL": "http://shop.example.com"}, "check")
+    assert result.returncode == 1
+    assert "Starmall configuration error: SITE_URL must be the shop's public https address" in result.stderr
+
+
+def test_production_settings_import_nothing_of_the_sandbox(prod_env):
+    code = ("import sys, django; django.setup(); import starmall.settings.production; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'wechat_sandbox'))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=BASE_DIR, env=prod_env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_runshop_refuses_demo_data_under_production(prod_env):
+    result = manage(prod_env, "runshop", "--prepare-only")
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("CommandError: runshop loads demo data and a demo staff login")
+    assert "createsuperuser" in last
