@@ -41,8 +41,8 @@ class Command(BaseCommand):
             manager.add_process("wechat", f"{python} -m starmall.wechat_sandbox --host {host} --port {port}", env=env)
         manager.add_process(
             "web",
-            f"{python} -m gunicorn starmall.wsgi --bind {bind} --workers 2 --threads 4 "
-            "--access-logfile - --graceful-timeout 5 --no-control-socket",
+            # Every other gunicorn setting lives in starmall/gunicorn_conf.py (README).
+            f"{python} -m gunicorn -c {settings.BASE_DIR / 'starmall' / 'gunicorn_conf.py'} starmall.wsgi --bind {bind}",
             env=env,
         )
         manager.add_process(
