@@ -26,6 +26,7 @@ from apps.appointments import services as slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Slot
 from apps.catalog import services as stock
+from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.orders import drafts, followups
@@ -66,6 +67,9 @@ def order_confirm(
         quantities[item["sku_id"]] += item["quantity"]
     if not quantities or len(quantities) > MAX_LINES:
         raise InvalidInput(items=[f"between 1 and {MAX_LINES} different SKUs"])
+    # A flash sale's losers: answered from a Redis flag before any database work (issue 8).
+    for sku_id in sorted(soldout.sold_out(quantities)):
+        raise InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
     skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
     lines = []
     for sku_id, quantity in quantities.items():
@@ -75,6 +79,8 @@ def order_confirm(
         if quantity > MAX_QUANTITY:
             raise InvalidInput(items=[f"at most {MAX_QUANTITY} of one SKU"])
         if sku.stock < quantity:
+            if sku.stock == 0:
+                soldout.mark(sku_id)  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
         lines.append({
             "sku_id": sku.pk, "product_id": sku.product_id, "name": sku.product.name,
@@ -177,13 +183,12 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     schedule the unpaid timeout. Raises OrderKeyExpired, InsufficientStock, SlotUnavailable,
     CouponUnavailable, InvalidState (points changed); on any of them nothing is kept.
     """
-    existing = _order_of_key(order_key, customer)
-    if existing is not None:
-        return existing, False
+    # The draft first: while it exists the key has no committed order (the draft is dropped
+    # after that commit), and a create racing that commit meets UNIQUE(order_key) below.
+    # Saves the order lookup on every first create (issue 8).
     draft = drafts.draft_get(order_key)
     if draft is None or draft["customer_id"] != customer.pk:
-        # A racing create with the same key may have committed and dropped the draft between
-        # our two reads: its order is the answer, not "expired".
+        # Replayed key (its order committed and dropped the draft), or expired.
         existing = _order_of_key(order_key, customer)
         if existing is not None:
             return existing, False
@@ -200,6 +205,18 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 slot_id=draft["slot"]["id"] if draft["slot"] else None,
                 pay_deadline=now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES),
             )
+            lines = OrderLine.objects.bulk_create([
+                OrderLine(
+                    order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
+                    specs=line["specs"], price_fen=line["price_fen"], quantity=line["quantity"],
+                    amount_fen=line["amount_fen"],
+                )
+                for line in draft["lines"]
+            ])
+            OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor="customer", note="created")
+            # The rows everyone competes for are taken last, right before commit, so that a hot
+            # SKU stays locked for as short as possible (issue 8); the lock order stays
+            # SKU (id order) -> slot -> coupon -> customer, as in cancel and refund.
             stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             if draft["slot"]:
                 slots.slot_book(
@@ -212,23 +229,24 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 raise CouponUnavailable(coupon_id=draft["coupon_id"])
             if not wallet.points_spend(customer_id=customer.pk, points=draft["points_used"], ref=order.order_no):
                 raise InvalidState("Your points changed since confirm; please confirm again.")
-            OrderLine.objects.bulk_create([
-                OrderLine(
-                    order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
-                    specs=line["specs"], price_fen=line["price_fen"], quantity=line["quantity"],
-                    amount_fen=line["amount_fen"],
-                )
-                for line in draft["lines"]
-            ])
-            OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor="customer", note="created")
             transaction.on_commit(partial(drafts.draft_delete, order_key))
             transaction.on_commit(partial(_schedule_expiry, order.pk, order.pay_deadline))
+        _cache_lines(order, lines)
     except IntegrityError:
         winner = Order.objects.filter(order_key=order_key, customer=customer).first()
         if winner is None:
             raise
         return winner, False
     return order, True
+
+
+def _cache_lines(order: Order, lines: list[OrderLine]) -> None:
+    """Let ``order.lines.all()`` answer from the rows just inserted, as prefetch_related would
+    (the create response serializes them: one query less per order, issue 8)."""
+    cached = order.lines.all()
+    cached._result_cache = lines
+    cached._prefetch_done = True
+    order._prefetched_objects_cache = {"lines": cached}
 
 
 def _order_of_key(order_key: str, customer: Customer) -> Order | None:
@@ -337,12 +355,13 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if not _transition(order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID,
                        actor=actor, pay_method=method, paid_at=paid_at):
         return False
+    followups.followups_record(
+        order=order, kinds=[FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD])
+    # Last: a flash sale's orders all count into one product row, locked until commit (issue 8).
     quantities = Counter()
     for product_id, quantity in order.lines.values_list("product_id", "quantity"):
         quantities[product_id] += quantity
     stock.product_sales_add(quantities=quantities)
-    for kind in (FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD):
-        followups.followup_record(order=order, kind=kind)
     return True
 
 
