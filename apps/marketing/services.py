@@ -147,6 +147,11 @@ def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock:
 
 # --- staff (admin) ---------------------------------------------------------------------------
 
+def _moved(new: dt.datetime, old: dt.datetime) -> bool:
+    """A changed time, to the second (the admin's form has no microseconds)."""
+    return new.replace(microsecond=0) != old.replace(microsecond=0)
+
+
 def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt.datetime | None,
                         ends_at: dt.datetime | None, limit_per_customer: int | None, stock: int | None = None,
                         sale: FlashSale | None = None, now: dt.datetime | None = None) -> None:
@@ -172,9 +177,9 @@ def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt
         errors["ends_at"] = [f"一场秒杀最长 {MAX_WINDOW.days} 天"]
     elif sale is None and ends_at <= now:
         errors["ends_at"] = ["结束时间已过"]
-    elif sale is not None and sale.starts_at <= now and starts_at != sale.starts_at:
+    elif sale is not None and sale.starts_at <= now and _moved(starts_at, sale.starts_at):
         errors["starts_at"] = ["活动已开始，不能修改开始时间"]
-    elif sale is not None and sale.ends_at <= now and ends_at != sale.ends_at:
+    elif sale is not None and sale.ends_at <= now and _moved(ends_at, sale.ends_at):
         errors["ends_at"] = ["活动已结束，不能重新开放"]
     if limit_per_customer is None or limit_per_customer < 1:
         errors["limit_per_customer"] = ["每人限购至少 1 件"]
