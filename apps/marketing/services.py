@@ -10,18 +10,20 @@ Conservation (each rule has a test in tests/marketing/):
   takes ``n`` from the sale (``stock -= n, sold += n``) AND ``n`` from the SKU (the ordinary
   ``sku_stock_decrement``), both conditional, in the order's one transaction. So the shop's
   invariant stays exactly as DESIGN.md states it: for every SKU,
-  ``initial SKU stock = sku.stock + units in live orders`` (flash-sale orders included).
+  ``initial SKU stock = sku.stock + units in live orders`` (flash-sale orders included; "live"
+  as DESIGN.md: not cancelled and not refunded-and-restocked — goods refunded after shipping
+  stay counted, their units left the warehouse).
 * A cancelled, or refunded-and-restocked, flash-sale order gives its ``n`` units back:
   to the SKU always (``sku.stock += n``, the ordinary ``sku_stock_restore``: the units are
   physically back); to the sale's quota too while the sale has not ended
   (``sale.stock += n``: another buyer may have them at the sale price); ``sale.sold -= n`` always.
-  Hence ``sale.sold = units of the sale in live orders`` at all times, and, until the sale
+  Hence ``sale.sold = units of the sale in live orders`` (DESIGN's sense) at all times, and, until the sale
   ends, ``sale.stock + sale.sold = the sale's quota`` (initial stock plus staff changes).
   After the end the units go back to the SKU only: they sell at the normal price.
-* A customer's allowance (``FlashSalePurchase.quantity``) counts units in the customer's live
-  orders of the sale: it grows at create and shrinks on cancel and on every full refund
-  (with or without restock: a refunded order is not live), so it never passes
-  ``limit_per_customer``.
+* A customer's allowance (``FlashSalePurchase.quantity``) counts units in the customer's orders
+  of the sale that are neither cancelled nor refunded (API.md "counted over live orders": a
+  refunded order no longer counts, shipped or not): it grows at create and shrinks on cancel
+  and on every full refund, with or without restock, so it never passes ``limit_per_customer``.
 
 "Live" for a sale means ``is_active and starts_at <= now < ends_at`` (aware, Shanghai).
 """
