@@ -29,6 +29,7 @@ from apps.catalog import services as stock
 from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import services as flash_sales
 from apps.orders import drafts, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import FollowUp, Order, OrderEvent, OrderLine, OrderStatus
@@ -52,6 +53,7 @@ def order_confirm(
     address_id: int | None = None,
     coupon_id: int | None = None,
     use_points: int | bool = 0,
+    flash_sale_id: int | None = None,
 ) -> dict:
     """Price a cart and store it as a draft; return the draft with its ``order_key``.
 
@@ -59,8 +61,11 @@ def order_confirm(
     consultation product, quantity 1, with ``slot_id`` of that product's teacher; a goods
     order needs ``address_id``. ``use_points``: a number of points, or ``true`` for as many
     as the order can take. Amounts are fen; ``pay_fen`` never drops below 1 fen (WeChat's
-    minimum). Raises InvalidInput, NotFound, InsufficientStock, SlotUnavailable,
-    CouponUnavailable. Writes nothing to the database.
+    minimum). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU, at the sale's price,
+    no coupon (-> CouponUnavailable; points are allowed); the sale's rules are
+    ``apps.marketing.services.flash_sale_check`` (invalid_state, limit_exceeded,
+    insufficient_stock). Raises InvalidInput, NotFound, InsufficientStock, SlotUnavailable,
+    CouponUnavailable, LimitExceeded, InvalidState. Writes nothing to the database.
     """
     quantities = Counter()
     for item in items:
@@ -70,6 +75,11 @@ def order_confirm(
     # A flash sale's losers: answered from a Redis flag before any database work (issue 8).
     for sku_id in sorted(soldout.sold_out(quantities)):
         raise InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
+    sale = None
+    if flash_sale_id is not None:  # 秒杀: the sale's price is final, no coupon on top of it
+        if coupon_id is not None:
+            raise CouponUnavailable("秒杀商品不能使用优惠券。", coupon_id=coupon_id)
+        sale = flash_sales.flash_sale_check(sale_id=flash_sale_id, customer_id=customer.pk, quantities=quantities)
     skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
     lines = []
     for sku_id, quantity in quantities.items():
@@ -82,10 +92,11 @@ def order_confirm(
             if sku.stock == 0:
                 soldout.mark(sku_id)  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
+        price_fen = sale.price_fen if sale else sku.price_fen
         lines.append({
             "sku_id": sku.pk, "product_id": sku.product_id, "name": sku.product.name,
-            "specs": sku.specs, "price_fen": sku.price_fen, "quantity": quantity,
-            "amount_fen": sku.price_fen * quantity,
+            "specs": sku.specs, "price_fen": price_fen, "quantity": quantity,
+            "amount_fen": price_fen * quantity,
         })
     kinds = {skus[line["sku_id"]].product.kind for line in lines}
     if len(kinds) != 1:
@@ -127,6 +138,7 @@ def order_confirm(
         "goods_fen": goods_fen, "freight_fen": freight_fen, "coupon_id": coupon_id,
         "coupon_fen": coupon_fen, "points_used": points_used, "points_fen": points_fen,
         "pay_fen": pay_fen, "slot": slot_data, "address": address.snapshot() if address else None,
+        "flash_sale_id": sale.pk if sale else None,
     }
     drafts.draft_save(order_key, draft)
     return draft
@@ -178,10 +190,12 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     The same key again returns the existing order with ``created=False`` — also when two
     requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
     slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
-    insert the order, take stock (conditional UPDATEs, SKU id order), book the slot, take the
-    coupon and points, insert lines and the first event. After commit: drop the draft and
-    schedule the unpaid timeout. Raises OrderKeyExpired, InsufficientStock, SlotUnavailable,
-    CouponUnavailable, InvalidState (points changed); on any of them nothing is kept.
+    insert the order, book the slot, take the coupon and points, insert lines and the first
+    event, and last (hot rows locked briefly) a flash sale's allowance and stock
+    (``flash_sale_take``) and the SKUs' stock (conditional UPDATEs, SKU id order). After
+    commit: drop the draft and schedule the unpaid timeout. Raises OrderKeyExpired,
+    InsufficientStock, SlotUnavailable, CouponUnavailable, InvalidState (points changed; a flash
+    sale no longer live), LimitExceeded (flash-sale limit); on any of them nothing is kept.
     """
     # The draft first: while it exists the key has no committed order (the draft is dropped
     # after that commit), and a create racing that commit meets UNIQUE(order_key) below.
@@ -203,21 +217,9 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 points_used=draft["points_used"], points_fen=draft["points_fen"],
                 pay_fen=draft["pay_fen"], address=draft["address"], remark=remark,
                 slot_id=draft["slot"]["id"] if draft["slot"] else None,
+                flash_sale_id=draft.get("flash_sale_id"),
                 pay_deadline=now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES),
             )
-            lines = OrderLine.objects.bulk_create([
-                OrderLine(
-                    order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
-                    specs=line["specs"], price_fen=line["price_fen"], quantity=line["quantity"],
-                    amount_fen=line["amount_fen"],
-                )
-                for line in draft["lines"]
-            ])
-            OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor="customer", note="created")
-            # The rows everyone competes for are taken last, right before commit, so that a hot
-            # SKU stays locked for as short as possible (issue 8); the lock order stays
-            # SKU (id order) -> slot -> coupon -> customer, as in cancel and refund.
-            stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             if draft["slot"]:
                 slots.slot_book(
                     slot_id=draft["slot"]["id"], teacher_id=draft["slot"]["teacher_id"],
@@ -229,6 +231,21 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 raise CouponUnavailable(coupon_id=draft["coupon_id"])
             if not wallet.points_spend(customer_id=customer.pk, points=draft["points_used"], ref=order.order_no):
                 raise InvalidState("Your points changed since confirm; please confirm again.")
+            lines = OrderLine.objects.bulk_create([
+                OrderLine(
+                    order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
+                    specs=line["specs"], price_fen=line["price_fen"], quantity=line["quantity"],
+                    amount_fen=line["amount_fen"],
+                )
+                for line in draft["lines"]
+            ])
+            OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor="customer", note="created")
+            # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
+            # allowance and sale (marketing), then the SKUs (in id order).
+            if draft.get("flash_sale_id"):
+                flash_sales.flash_sale_take(sale_id=draft["flash_sale_id"], customer_id=customer.pk,
+                                            units=sum(line["quantity"] for line in draft["lines"]), now=now)
+            stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             transaction.on_commit(partial(drafts.draft_delete, order_key))
             transaction.on_commit(partial(_schedule_expiry, order.pk, order.pay_deadline))
         _cache_lines(order, lines)
@@ -332,6 +349,9 @@ def _restock(order: Order) -> None:
     for sku_id, quantity in order.lines.values_list("sku_id", "quantity"):
         quantities[sku_id] += quantity
     stock.sku_stock_restore(quantities=quantities)
+    if order.flash_sale_id:  # the sale's quota (while not ended) and the customer's allowance
+        flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
+                                         units=sum(quantities.values()), restock=True)
     slots.slot_release(order_no=order.order_no)
     _return_points(order)
 
@@ -383,6 +403,10 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
             _restock(order)
         else:
             _return_points(order)
+            if order.flash_sale_id:  # not live any more: the allowance comes back, the units do not
+                flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
+                                                 units=sum(order.lines.values_list("quantity", flat=True)),
+                                                 restock=False)
     return True
 
 

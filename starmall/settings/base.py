@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.catalog",
     "apps.appointments",
+    "apps.marketing",
     "apps.orders",
     "apps.payments",
     "apps.almanac",
