@@ -325,13 +325,13 @@ def flash_audit(sku_id: int, flash_sale_id: int | None = None) -> dict:
         "customers_with_2_orders": lines.values("order__customer_id").annotate(n=Count("order_id"))
         .filter(n__gt=1).count(),
     }
-    if flash_sale_id is not None:
+    expected = {"orders": UNITS, "units": UNITS, "stock_left": 0, "customers_with_2_orders": 0}
+    if flash_sale_id is not None:  # the SKU held 1,000: the sale's quota is what sells out
         from apps.marketing.models import FlashSale
 
-        audit["flash_stock_left"] = FlashSale.objects.get(pk=flash_sale_id).stock
-    expected = {"orders": UNITS, "units": UNITS, "stock_left": 0, "customers_with_2_orders": 0}
-    if flash_sale_id is not None:
-        expected["flash_stock_left"] = 0
+        sale = FlashSale.objects.get(pk=flash_sale_id)
+        audit.update(flash_stock_left=sale.stock, flash_sold=sale.sold)
+        expected.update(stock_left=UNITS, flash_stock_left=0, flash_sold=UNITS)
     audit["ok"] = all(audit[k] == v for k, v in expected.items())
     return audit
 
@@ -616,12 +616,20 @@ def main() -> int:
 
 
 def flash_sale_activity() -> tuple[int, int] | None:
-    """A live flash-sale activity of 500 units on a fresh SKU, when the shop has flash sales."""
+    """A live 秒杀 of 500 units (limit 1 per customer) on a fresh SKU of 1,000 units, when the
+    shop has flash sales (apps.marketing); returns (flash_sale_id, sku_id)."""
     try:
-        from apps.marketing.models import FlashSale  # noqa: F401
+        from apps.marketing import services as marketing
     except ImportError:
         return None
-    return None
+    from django.utils import timezone
+
+    _, sku_id = new_sku("秒杀 activity SKU", 2 * UNITS, price_fen=1990)
+    now = timezone.now()
+    sale = marketing.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=UNITS,
+                                         starts_at=now - dt.timedelta(minutes=1),
+                                         ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
+    return sale.pk, sku_id
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
         if row is None:
             _refuse(sku_id, units)
         if row[0] == 0:
-            transaction.on_commit(partial(soldout.mark, sku_id))
+            transaction.on_commit(partial(soldout.mark, soldout.sku_key(sku_id)))
 
 
 def _refuse(sku_id: int, units: int) -> None:
@@ -58,7 +58,7 @@ def _refuse(sku_id: int, units: int) -> None:
     if sku is None or not sku["is_active"] or not sku["product__is_active"]:
         raise InsufficientStock("This item is no longer on sale.", sku_id=sku_id)
     if sku["stock"] == 0:
-        soldout.mark(sku_id)
+        soldout.mark(soldout.sku_key(sku_id))
     raise InsufficientStock(sku_id=sku_id, requested=units)
 
 
@@ -70,7 +70,7 @@ def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
     """
     for sku_id in sorted(quantities):
         Sku.objects.filter(pk=sku_id).update(stock=F("stock") + quantities[sku_id])
-    transaction.on_commit(partial(soldout.clear, sorted(quantities)))
+    soldout.clear_now_and_after_commit([soldout.sku_key(pk) for pk in sorted(quantities)])
 
 
 def product_sales_add(*, quantities: Mapping[int, int]) -> None:
@@ -91,5 +91,5 @@ def sku_stock_adjust(*, sku_id: int, delta: int) -> int:
     if qs.update(stock=F("stock") + delta) != 1:
         raise InsufficientStock("Cannot remove more units than are in stock.", sku_id=sku_id)
     if delta > 0:
-        transaction.on_commit(partial(soldout.clear, [sku_id]))
+        soldout.clear_now_and_after_commit([soldout.sku_key(sku_id)])
     return Sku.objects.values_list("stock", flat=True).get(pk=sku_id)

@@ -18,41 +18,57 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from functools import partial
 
 from django.core.cache import cache
+from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
 FLAG_SECONDS = 3  # seconds a flag may outlive the moment stock was seen at 0
 
 
-def _key(sku_id: int) -> str:
-    return f"sku:soldout:{sku_id}"
+def sku_key(sku_id: int) -> str:
+    """The flag of a SKU's own stock."""
+    return f"soldout:sku:{sku_id}"
 
 
-def sold_out(sku_ids: Iterable[int]) -> set[int]:
-    """The SKUs among ``sku_ids`` flagged sold out (one Redis round trip; empty on Redis errors)."""
-    keys = {_key(sku_id): sku_id for sku_id in sku_ids}
+def flash_sale_key(sale_id: int) -> str:
+    """The flag of a flash sale's (秒杀) own quota (``apps.marketing``)."""
+    return f"soldout:flash_sale:{sale_id}"
+
+
+def flagged(keys: Iterable[str]) -> set[str]:
+    """Which of ``keys`` are flagged sold out (one Redis round trip; empty on Redis errors)."""
+    keys = list(keys)
     try:
-        found = cache.get_many(list(keys))
+        return set(cache.get_many(keys))
     except Exception:  # Redis down or hung: ask the database instead
         logger.warning("sold-out flags unavailable", exc_info=True)
         return set()
-    return {keys[key] for key in found}
 
 
-def mark(sku_id: int) -> None:
-    """Flag ``sku_id`` sold out for FLAG_SECONDS. Call only with stock seen at 0 and committed
+def mark(key: str) -> None:
+    """Flag ``key`` sold out for FLAG_SECONDS. Call only with stock seen at 0 and committed
     (from ``transaction.on_commit`` when this transaction took the last unit)."""
     try:
-        cache.set(_key(sku_id), 1, timeout=FLAG_SECONDS)
+        cache.set(key, 1, timeout=FLAG_SECONDS)
     except Exception:
-        logger.warning("could not flag SKU %s sold out", sku_id, exc_info=True)
+        logger.warning("could not flag %s sold out", key, exc_info=True)
 
 
-def clear(sku_ids: Iterable[int]) -> None:
-    """Units came back (call after commit): drop the flags so buyers reach the database."""
+def clear(keys: Iterable[str]) -> None:
+    """Units came back: drop the flags so buyers reach the database (an early drop only sends
+    buyers to the database, never away)."""
+    keys = list(keys)
     try:
-        cache.delete_many([_key(sku_id) for sku_id in sku_ids])
+        cache.delete_many(keys)
     except Exception:  # the flag expires by itself within FLAG_SECONDS
-        logger.warning("could not clear sold-out flags of %s", list(sku_ids), exc_info=True)
+        logger.warning("could not clear sold-out flags %s", keys, exc_info=True)
+
+
+def clear_now_and_after_commit(keys: list[str]) -> None:
+    """Units are being put back in the caller's transaction: drop the flags now and again
+    after commit (a loser may re-flag from the not yet committed 0 in between)."""
+    clear(keys)
+    transaction.on_commit(partial(clear, keys))

@@ -36,6 +36,7 @@ from django.db import transaction
 from django.db.models import Case, F, IntegerField, Subquery, When
 from django.utils import timezone
 
+from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing.exceptions import FlashSaleLimitExceeded, FlashSaleNotLive
@@ -74,6 +75,8 @@ def flash_sale_check(*, sale_id: int, customer_id: int, quantities: dict[int, in
                                ends_at=timezone.localtime(sale.ends_at).isoformat())
     units = quantities[sale.sku_id]
     if sale.stock < units:
+        if sale.stock == 0:  # committed quota seen at 0: later losers hear it from Redis (issue 8)
+            soldout.mark(soldout.flash_sale_key(sale.pk))
         raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale.pk, sku_id=sale.sku_id,
                                 requested=units, available=sale.stock)
     held = FlashSalePurchase.objects.filter(sale=sale, customer_id=customer_id).values_list(
@@ -121,6 +124,8 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
         sale = FlashSale.objects.get(pk=sale_id)
         if not flash_sale_is_live(sale, now):
             raise FlashSaleNotLive(flash_sale_id=sale_id)
+        if sale.stock == 0:
+            soldout.mark(soldout.flash_sale_key(sale_id))
         raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units)
 
 
@@ -145,6 +150,7 @@ def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock:
             sold=F("sold") - units,
             stock=Case(When(ends_at__gt=now, then=F("stock") + units), default=F("stock")),
         )
+        soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
 
 
 # --- staff (admin) ---------------------------------------------------------------------------
@@ -246,4 +252,6 @@ def flash_sale_stock_adjust(*, sale_id: int, delta: int) -> int:
         qs = qs.filter(stock__gte=-delta)
     if qs.update(stock=F("stock") + delta) != 1:
         raise InsufficientStock("不能减去比剩余秒杀库存更多的数量。", flash_sale_id=sale_id)
+    if delta > 0:
+        soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
     return FlashSale.objects.values_list("stock", flat=True).get(pk=sale_id)

@@ -72,9 +72,14 @@ def order_confirm(
         quantities[item["sku_id"]] += item["quantity"]
     if not quantities or len(quantities) > MAX_LINES:
         raise InvalidInput(items=[f"between 1 and {MAX_LINES} different SKUs"])
-    # A flash sale's losers: answered from a Redis flag before any database work (issue 8).
-    for sku_id in sorted(soldout.sold_out(quantities)):
-        raise InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
+    # A flash sale's losers: answered from Redis flags before any database work (issue 8).
+    flags = soldout.flagged([soldout.sku_key(pk) for pk in quantities]
+                            + ([soldout.flash_sale_key(flash_sale_id)] if flash_sale_id is not None else []))
+    if flash_sale_id is not None and soldout.flash_sale_key(flash_sale_id) in flags:
+        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, available=0)
+    for sku_id in sorted(quantities):
+        if soldout.sku_key(sku_id) in flags:
+            raise InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
     sale = None
     if flash_sale_id is not None:  # 秒杀: the sale's price is final, no coupon on top of it
         if coupon_id is not None:
@@ -90,7 +95,7 @@ def order_confirm(
             raise InvalidInput(items=[f"at most {MAX_QUANTITY} of one SKU"])
         if sku.stock < quantity:
             if sku.stock == 0:
-                soldout.mark(sku_id)  # committed stock seen at 0
+                soldout.mark(soldout.sku_key(sku_id))  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
         price_fen = sale.price_fen if sale else sku.price_fen
         lines.append({

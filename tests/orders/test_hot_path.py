@@ -32,10 +32,10 @@ def test_last_unit_flags_the_sku_after_commit_and_losers_are_answered_without_th
     key = _confirm(api, sku, address).json()["order_key"]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         assert _create(api, key).status_code == 201
-        assert soldout.sold_out([sku.pk]) == set()  # not before commit
+        assert not soldout.flagged([soldout.sku_key(sku.pk)])  # not before commit
     for callback in callbacks:
         callback()
-    assert soldout.sold_out([sku.pk]) == {sku.pk}
+    assert soldout.flagged([soldout.sku_key(sku.pk)])
     with django_assert_max_num_queries(1):  # the customer (token auth); no SKU, no address
         response = _confirm(api, sku, address)
     assert response.status_code == 409
@@ -50,7 +50,7 @@ def test_a_sku_with_units_left_is_not_flagged(api, make_sku, address, django_cap
     key = _confirm(api, sku, address).json()["order_key"]
     with django_capture_on_commit_callbacks(execute=True):
         assert _create(api, key).status_code == 201
-    assert soldout.sold_out([sku.pk]) == set()
+    assert not soldout.flagged([soldout.sku_key(sku.pk)])
     assert _confirm(api, sku, address).status_code == 200
 
 
@@ -59,10 +59,10 @@ def test_cancel_gives_units_back_and_clears_the_flag(api, make_sku, address, dja
     key = _confirm(api, sku, address).json()["order_key"]
     with django_capture_on_commit_callbacks(execute=True):
         order_no = _create(api, key).json()["order_no"]
-    assert soldout.sold_out([sku.pk]) == {sku.pk}
+    assert soldout.flagged([soldout.sku_key(sku.pk)])
     with django_capture_on_commit_callbacks(execute=True):
         assert api.post(f"/api/v1/orders/{order_no}/cancel").status_code == 200
-    assert soldout.sold_out([sku.pk]) == set()
+    assert not soldout.flagged([soldout.sku_key(sku.pk)])
     assert Sku.objects.get(pk=sku.pk).stock == 1
     assert _confirm(api, sku, address).status_code == 200
 
@@ -70,10 +70,10 @@ def test_cancel_gives_units_back_and_clears_the_flag(api, make_sku, address, dja
 def test_staff_restock_clears_the_flag(api, make_sku, address, django_capture_on_commit_callbacks):
     sku = make_sku(stock=0)
     assert _confirm(api, sku, address).status_code == 409  # reads 0 in the database: flags it
-    assert soldout.sold_out([sku.pk]) == {sku.pk}
+    assert soldout.flagged([soldout.sku_key(sku.pk)])
     with django_capture_on_commit_callbacks(execute=True):
         assert stock_services.sku_stock_adjust(sku_id=sku.pk, delta=5) == 5
-    assert soldout.sold_out([sku.pk]) == set()
+    assert not soldout.flagged([soldout.sku_key(sku.pk)])
     assert _confirm(api, sku, address).status_code == 200
 
 
@@ -81,7 +81,7 @@ def test_a_wrong_flag_expires_by_itself(api, make_sku, address, monkeypatch):
     """A flag that missed its clear (a loser racing a restock) lasts at most FLAG_SECONDS."""
     monkeypatch.setattr(soldout, "FLAG_SECONDS", 1)
     sku = make_sku(stock=3)
-    soldout.mark(sku.pk)
+    soldout.mark(soldout.sku_key(sku.pk))
     assert _confirm(api, sku, address).status_code == 409
     time.sleep(1.2)
     assert _confirm(api, sku, address).status_code == 200
@@ -93,10 +93,10 @@ def test_create_that_finds_no_stock_flags_only_a_stock_of_zero(api, make_sku, ad
     Sku.objects.filter(pk=sku.pk).update(stock=2)  # someone else took one meanwhile
     response = _create(api, key)
     assert response.status_code == 409 and response.json()["code"] == "insufficient_stock"
-    assert soldout.sold_out([sku.pk]) == set()  # 2 left: others may still buy
+    assert not soldout.flagged([soldout.sku_key(sku.pk)])  # 2 left: others may still buy
     Sku.objects.filter(pk=sku.pk).update(stock=0)
     assert _create(api, key).status_code == 409
-    assert soldout.sold_out([sku.pk]) == {sku.pk}
+    assert soldout.flagged([soldout.sku_key(sku.pk)])
     assert Order.objects.count() == 0
 
 
