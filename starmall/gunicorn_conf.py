@@ -1,22 +1,31 @@
 """gunicorn's whole configuration: ``gunicorn -c python:starmall.gunicorn_conf starmall.wsgi``.
 
-``make run`` (``manage.py runshop``), the fault tests and the deployment guide (docs/DEPLOY.md)
-all start the web server with this one file, so tuning it here changes every one of them.
-Values that differ per machine come from the environment:
+``make run`` (``manage.py runshop``), the fault tests, ``make bench`` and the deployment guide
+(docs/DEPLOY.md) all start the web server with this one file, so tuning it here changes every
+one of them. The defaults are the model measured best for a 2-core machine with PostgreSQL on
+the same host (README "Benchmarks"); the environment can override each of them:
 
-- ``WEB_BIND`` — address to listen on (default ``127.0.0.1:8000``; behind nginx keep it local);
-- ``WEB_WORKERS`` / ``WEB_THREADS`` — processes x threads (default 2 x 4: 8 requests at once);
-- ``WEB_TIMEOUT`` — seconds a request may take before its worker is replaced (default 30).
+| variable | default | meaning |
+| --- | --- | --- |
+| ``WEB_BIND`` | ``127.0.0.1:8000`` | address to listen on (behind nginx keep it local) |
+| ``WEB_WORKERS`` | 2 | worker processes |
+| ``WEB_THREADS`` | 4 | threads per worker (gthread) |
+| ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
+| ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none) |
+| ``WEB_FORWARDED_ALLOW_IPS`` | ``127.0.0.1`` | proxies whose X-Forwarded-Proto is believed (nginx on the same host) |
 """
 
 import os
 
 bind = os.environ.get("WEB_BIND", "127.0.0.1:8000")
+worker_class = "gthread"
 workers = int(os.environ.get("WEB_WORKERS", "2"))
 threads = int(os.environ.get("WEB_THREADS", "4"))
+# The mini-program keeps its HTTPS connection open between taps; keep it open here too.
+keepalive = 5
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
 graceful_timeout = 5  # seconds a stopping worker may finish its requests
-accesslog = "-"  # access log on stdout (the supervisor's log)
+accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 errorlog = "-"
 control_socket_disable = True  # no gunicornc socket in the working directory
-forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")  # nginx on the same host
+forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")

@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.catalog.api.urls")),
     path("", include("apps.appointments.api.urls")),
+    path("", include("apps.marketing.api.urls")),
     path("", include("apps.orders.api.urls")),
     path("", include("apps.payments.api.urls")),
     path("", include("apps.almanac.api.urls")),

@@ -8,11 +8,13 @@ every line taken before it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import F
 from django.db.models.functions import Greatest
 
+from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 
@@ -23,24 +25,44 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
 
     SKUs are updated in ascending id order so that two orders sharing SKUs take the row locks
     in the same order and cannot deadlock (django-oscar allocates stock the same way).
-    ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n``: 0 rows means not
-    enough stock (or a SKU / product taken off sale) and raises InsufficientStock with ``sku_id``.
+    ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n AND <on sale> RETURNING
+    stock``: 0 rows means not enough stock (or a SKU / product taken off sale) and raises
+    InsufficientStock with ``sku_id``. One statement per SKU, so the caller should call this
+    as late as possible in its transaction: the row stays locked until commit (issue 8).
+    A SKU left at 0 is flagged sold out after commit (:mod:`apps.catalog.soldout`).
     """
-    off_sale = Sku.objects.filter(Q(is_active=False) | Q(product__is_active=False), pk__in=list(quantities))
-    for sku_id in off_sale.values_list("pk", flat=True)[:1]:
-        raise InsufficientStock("该商品已下架。", sku_id=sku_id)
     for sku_id in sorted(quantities):
         units = quantities[sku_id]
         if units <= 0:
             raise ValueError(f"quantity for SKU {sku_id} must be positive, got {units}")
-        # Only the SKU's own columns in the WHERE: a join would make Django write
-        # "WHERE id IN (SELECT ...)", and PostgreSQL re-checks only that after waiting for the
-        # row lock, with the stale stock of the subquery (oversold; test_races caught it).
-        updated = Sku.objects.filter(pk=sku_id, is_active=True, stock__gte=units).update(
-            stock=F("stock") - units
-        )
-        if updated != 1:
-            raise InsufficientStock(sku_id=sku_id, requested=units)
+        # Only the SKU's own row is locked and re-checked: PostgreSQL re-evaluates
+        # "stock >= n" on the newest row version after waiting for the lock (a join written
+        # as "id IN (SELECT ...)" would re-check a stale stock: oversold, test_races caught it).
+        # The product's flag is read from the statement's snapshot, like the old separate check.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Sku._meta.db_table} SET stock = stock - %s"
+                f" WHERE id = %s AND is_active AND stock >= %s AND EXISTS ("
+                f"SELECT 1 FROM {Product._meta.db_table} p WHERE p.id = {Sku._meta.db_table}.product_id AND p.is_active)"
+                " RETURNING stock",
+                [units, sku_id, units],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            _refuse(sku_id, units)
+        if row[0] == 0:
+            transaction.on_commit(partial(soldout.mark, soldout.sku_key(sku_id)))
+
+
+def _refuse(sku_id: int, units: int) -> None:
+    """Raise InsufficientStock for a 0-row decrement: off sale, or not enough units (a stock
+    seen at 0 is flagged sold out at once: it is committed state, read after the UPDATE)."""
+    sku = Sku.objects.filter(pk=sku_id).values("stock", "is_active", "product__is_active").first()
+    if sku is None or not sku["is_active"] or not sku["product__is_active"]:
+        raise InsufficientStock("该商品已下架。", sku_id=sku_id)
+    if sku["stock"] == 0:
+        soldout.mark(soldout.sku_key(sku_id))
+    raise InsufficientStock(sku_id=sku_id, requested=units)
 
 
 @transaction.atomic(savepoint=False)
@@ -48,9 +70,11 @@ def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
     """Put ``quantities`` ({sku_id: units}) back; the caller guarantees it runs once per order.
 
     (The caller's conditional order transition, e.g. ``unpaid -> cancelled``, is the guard.)
+    Sold-out flags of these SKUs are dropped after commit.
     """
     for sku_id in sorted(quantities):
         Sku.objects.filter(pk=sku_id).update(stock=F("stock") + quantities[sku_id])
+    soldout.clear_now_and_after_commit([soldout.sku_key(pk) for pk in sorted(quantities)])
 
 
 def product_sales_add(*, quantities: Mapping[int, int]) -> None:
@@ -78,4 +102,6 @@ def sku_stock_adjust(*, sku_id: int, delta: int) -> int:
         qs = qs.filter(stock__gte=-delta)
     if qs.update(stock=F("stock") + delta) != 1:
         raise InsufficientStock("库存不足，不能减去比现有库存更多的数量。", sku_id=sku_id)
+    if delta > 0:
+        soldout.clear_now_and_after_commit([soldout.sku_key(sku_id)])
     return Sku.objects.values_list("stock", flat=True).get(pk=sku_id)

@@ -42,6 +42,34 @@ def followup_record(*, order: Order, kind: str) -> FollowUp | None:
     return followup
 
 
+def followups_record(*, order: Order, kinds: list[str]) -> list[FollowUp]:
+    """Insert the follow-ups ``kinds`` of ``order`` in one INSERT and push them after commit.
+
+    What :func:`followup_record` does per kind, in one statement and one savepoint instead of
+    one each (the paying transaction holds hot rows; issue 8). If one of them exists already,
+    falls back to :func:`followup_record` per kind. Caller holds the transaction.
+    """
+    try:
+        with transaction.atomic():
+            rows = FollowUp.objects.bulk_create(
+                [FollowUp(key=f"{kind}:{order.order_no}", kind=kind, order=order) for kind in kinds]
+            )
+    except IntegrityError:
+        return [row for kind in kinds if (row := followup_record(order=order, kind=kind)) is not None]
+    transaction.on_commit(partial(followups_dispatch, [row.pk for row in rows]))
+    return rows
+
+
+def followups_dispatch(followup_ids: list[int]) -> int:
+    """Push several follow-ups; mark the pushed ones dispatched in one UPDATE; return how many."""
+    from apps.orders.tasks import followup_run
+
+    pushed = [pk for pk in followup_ids if dispatch.push(followup_run, pk)]
+    if pushed:
+        FollowUp.objects.filter(pk__in=pushed).update(dispatched_at=timezone.now())
+    return len(pushed)
+
+
 def followup_dispatch(followup_id: int, *, sweep: bool = False) -> bool:
     """Push the follow-up onto its Redis queue; False (row stays pending) if Redis is down."""
     from apps.orders.tasks import followup_run

@@ -43,6 +43,9 @@ class Order(models.Model):
     slot = models.ForeignKey(
         "appointments.Slot", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
+    flash_sale = models.ForeignKey(  # the 秒杀 this order bought in (one line, the sale's price)
+        "marketing.FlashSale", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
+    )
     address = models.JSONField(null=True, blank=True)  # snapshot of accounts.Address
     remark = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

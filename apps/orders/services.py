@@ -34,8 +34,10 @@ from apps.appointments import services as slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Slot
 from apps.catalog import services as stock
+from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import services as flash_sales
 from apps.orders import drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
@@ -59,6 +61,7 @@ def order_confirm(
     address_id: int | None = None,
     coupon_id: int | None = None,
     use_points: int | bool = 0,
+    flash_sale_id: int | None = None,
 ) -> dict:
     """Price a cart and store it as a draft; return the draft with its ``order_key``.
 
@@ -68,15 +71,31 @@ def order_confirm(
     ``address_id``, or to the customer's default address when it is omitted (API.md
     Additions; the answer's ``address`` is the one used). ``use_points``: a number of points,
     or ``true`` for as many as the order can take. Amounts are fen; ``pay_fen`` never drops
-    below 1 fen (WeChat's minimum). Raises InvalidInput (no address: ``detail.address_id``),
-    NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps).
-    Writes nothing to the database.
+    below 1 fen (WeChat's minimum). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
+    at the sale's price, no coupon (-> CouponUnavailable; points are allowed); the sale's rules
+    are ``apps.marketing.services.flash_sale_check`` (invalid_state, limit_exceeded,
+    insufficient_stock). Raises InvalidInput (no address: ``detail.address_id``), NotFound,
+    InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps, flash-sale
+    limit), InvalidState. Writes nothing to the database.
     """
     quantities = Counter()
     for item in items:
         quantities[item["sku_id"]] += item["quantity"]
     if not quantities or len(quantities) > MAX_LINES:
         raise InvalidInput("商品种类数量不正确。", items=[f"请选择 1 到 {MAX_LINES} 种商品"])
+    # A flash sale's losers: answered from Redis flags before any database work (issue 8).
+    flags = soldout.flagged([soldout.sku_key(pk) for pk in quantities]
+                            + ([soldout.flash_sale_key(flash_sale_id)] if flash_sale_id is not None else []))
+    if flash_sale_id is not None and soldout.flash_sale_key(flash_sale_id) in flags:
+        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, available=0)
+    for sku_id in sorted(quantities):
+        if soldout.sku_key(sku_id) in flags:
+            raise InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
+    sale = None
+    if flash_sale_id is not None:  # 秒杀: the sale's price is final, no coupon on top of it
+        if coupon_id is not None:
+            raise CouponUnavailable("秒杀商品不能使用优惠券。", coupon_id=coupon_id)
+        sale = flash_sales.flash_sale_check(sale_id=flash_sale_id, customer_id=customer.pk, quantities=quantities)
     skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
     lines = []
     for sku_id, quantity in quantities.items():
@@ -86,11 +105,14 @@ def order_confirm(
         if quantity > MAX_QUANTITY:
             raise InvalidInput("购买数量过多。", items=[f"每种商品最多购买 {MAX_QUANTITY} 件"])
         if sku.stock < quantity:
+            if sku.stock == 0:
+                soldout.mark(soldout.sku_key(sku_id))  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
+        price_fen = sale.price_fen if sale else sku.price_fen
         lines.append({
             "sku_id": sku.pk, "product_id": sku.product_id, "name": sku.product.name,
-            "specs": sku.specs, "price_fen": sku.price_fen, "quantity": quantity,
-            "amount_fen": sku.price_fen * quantity,
+            "specs": sku.specs, "price_fen": price_fen, "quantity": quantity,
+            "amount_fen": price_fen * quantity,
         })
     kinds = {skus[line["sku_id"]].product.kind for line in lines}
     if len(kinds) != 1:
@@ -139,6 +161,7 @@ def order_confirm(
         "coupon_fen": coupon_fen, "points_used": points_used, "points_fen": points_fen,
         "pay_fen": pay_fen, "slot": slot_data,
         "address": {"id": address.pk, **address.snapshot()} if address else None,
+        "flash_sale_id": sale.pk if sale else None,
     }
     drafts.draft_save(order_key, draft)
     return draft
@@ -225,20 +248,21 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     The same key again returns the existing order with ``created=False`` — also when two
     requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
     slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
-    insert the order, take stock (conditional UPDATEs, SKU id order), book the slot, take the
-    coupon and points, enforce the per-customer caps, insert lines and the first event. After
-    commit: drop the draft and schedule the unpaid timeout. A consultation's ``pay_deadline``
-    is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start - BOOKING_MIN_NOTICE_MINUTES)``.
-    Raises OrderKeyExpired, InsufficientStock, SlotUnavailable, CouponUnavailable,
-    InvalidState (points changed), LimitExceeded; on any of them nothing is kept.
+    insert the order, book the slot, take the coupon and points, enforce the per-customer caps,
+    insert lines and the first event, and last (hot rows locked briefly) a flash sale's
+    allowance and stock (``flash_sale_take``) and the SKUs' stock (conditional UPDATEs, SKU id
+    order). After commit: drop the draft and schedule the unpaid timeout. A consultation's
+    ``pay_deadline`` is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start -
+    BOOKING_MIN_NOTICE_MINUTES)``. Raises OrderKeyExpired, InsufficientStock, SlotUnavailable,
+    CouponUnavailable, InvalidState (points changed; a flash sale no longer live), LimitExceeded
+    (caps, flash-sale limit); on any of them nothing is kept.
     """
-    existing = _order_of_key(order_key, customer)
-    if existing is not None:
-        return existing, False
+    # The draft first: while it exists the key has no committed order (the draft is dropped
+    # after that commit), and a create racing that commit meets UNIQUE(order_key) below.
+    # Saves the order lookup on every first create (issue 8).
     draft = drafts.draft_get(order_key)
     if draft is None or draft["customer_id"] != customer.pk:
-        # A racing create with the same key may have committed and dropped the draft between
-        # our two reads: its order is the answer, not "expired".
+        # Replayed key (its order committed and dropped the draft), or expired.
         existing = _order_of_key(order_key, customer)
         if existing is not None:
             return existing, False
@@ -257,9 +281,9 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 points_used=draft["points_used"], points_fen=draft["points_fen"],
                 pay_fen=draft["pay_fen"], address=draft["address"], remark=remark,
                 slot_id=draft["slot"]["id"] if draft["slot"] else None,
+                flash_sale_id=draft.get("flash_sale_id"),
                 pay_deadline=pay_deadline,
             )
-            stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             if draft["slot"]:
                 slots.slot_book(
                     slot_id=draft["slot"]["id"], teacher_id=draft["slot"]["teacher_id"],
@@ -272,7 +296,7 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             _enforce_caps(customer_id=customer.pk, kind=draft["kind"])
             if not wallet.points_spend(customer_id=customer.pk, points=draft["points_used"], ref=order.order_no):
                 raise InvalidState("您的积分已变化，请重新确认订单。")
-            OrderLine.objects.bulk_create([
+            lines = OrderLine.objects.bulk_create([
                 OrderLine(
                     order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
                     specs=line["specs"], price_fen=line["price_fen"], quantity=line["quantity"],
@@ -281,14 +305,30 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                 for line in draft["lines"]
             ])
             events.order_created_event(order=order, actor="customer")
+            # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
+            # allowance and sale (marketing), then the SKUs (in id order).
+            if draft.get("flash_sale_id"):
+                flash_sales.flash_sale_take(sale_id=draft["flash_sale_id"], customer_id=customer.pk,
+                                            units=sum(line["quantity"] for line in draft["lines"]), now=now)
+            stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             transaction.on_commit(partial(drafts.draft_delete, order_key))
             transaction.on_commit(partial(_schedule_expiry, order.pk, order.pay_deadline))
+        _cache_lines(order, lines)
     except IntegrityError:
         winner = Order.objects.filter(order_key=order_key, customer=customer).first()
         if winner is None:
             raise
         return winner, False
     return order, True
+
+
+def _cache_lines(order: Order, lines: list[OrderLine]) -> None:
+    """Let ``order.lines.all()`` answer from the rows just inserted, as prefetch_related would
+    (the create response serializes them: one query less per order, issue 8)."""
+    cached = order.lines.all()
+    cached._result_cache = lines
+    cached._prefetch_done = True
+    order._prefetched_objects_cache = {"lines": cached}
 
 
 def _order_of_key(order_key: str, customer: Customer) -> Order | None:
@@ -375,6 +415,9 @@ def _restock(order: Order) -> None:
     for sku_id, quantity in order.lines.values_list("sku_id", "quantity"):
         quantities[sku_id] += quantity
     stock.sku_stock_restore(quantities=quantities)
+    if order.flash_sale_id:  # the sale's quota (while not ended) and the customer's allowance
+        flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
+                                         units=sum(quantities.values()), restock=True)
     slots.slot_release(order_no=order.order_no)
     _return_points(order)
 
@@ -407,9 +450,10 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if not _transition(order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID,
                        actor=actor, pay_method=method, paid_at=paid_at):
         return False
+    followups.followups_record(
+        order=order, kinds=[FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD])
+    # Last: a flash sale's orders all count into one product row, locked until commit (issue 8).
     stock.product_sales_add(quantities=_product_units(order))
-    for kind in (FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD):
-        followups.followup_record(order=order, kind=kind)
     return True
 
 
@@ -440,6 +484,10 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
         _restock(order)
     else:
         _return_points(order)
+        if order.flash_sale_id:  # not live any more: the allowance comes back, the units do not
+            flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
+                                             units=sum(order.lines.values_list("quantity", flat=True)),
+                                             restock=False)
     if order.coupon_id:
         wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
     stock.product_sales_remove(quantities=_product_units(order))

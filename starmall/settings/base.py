@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.catalog",
     "apps.appointments",
+    "apps.marketing",
     "apps.orders",
     "apps.payments",
     "apps.almanac",
@@ -323,6 +324,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # 4xx answers (sold out, expired key, throttled) are the API working, not the server
+    # failing: a flash sale's 1,500 "Conflict" warnings cost a log write each (issue 8).
+    "loggers": {"django.request": {"level": "ERROR"}},
 }
 
 

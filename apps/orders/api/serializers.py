@@ -33,6 +33,9 @@ class ConfirmInSerializer(serializers.Serializer):
     address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     use_points = PointsField(required=False, default=0)
+    flash_sale_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+        help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon")
 
 
 class DraftLineSerializer(serializers.Serializer):
@@ -64,6 +67,7 @@ class ConfirmOutSerializer(serializers.Serializer):
     pay_fen = serializers.IntegerField()
     slot = SlotOutSerializer(allow_null=True)
     address = serializers.DictField(allow_null=True)
+    flash_sale_id = serializers.IntegerField(allow_null=True, help_text="the 秒杀 the order buys in, or null")
 
 
 class CreateInSerializer(serializers.Serializer):
@@ -89,7 +93,7 @@ class OrderSerializer(serializers.ModelSerializer):
         fields = [
             "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
             "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
-            "slot", "address", "remark",
+            "slot", "address", "remark", "flash_sale_id",
         ]
 
     def get_slot(self, order) -> dict | None:

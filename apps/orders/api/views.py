@@ -23,8 +23,9 @@ class OrderCreateThrottle(UserRateThrottle):
 
 class OrderConfirmView(APIView):
     @extend_schema(request=ConfirmInSerializer, responses={200: ConfirmOutSerializer, **errors(
-        e400="invalid", e404="not_found (SKU not on sale)",
-        e409="insufficient_stock, slot_unavailable, coupon_unavailable, limit_exceeded")})
+        e400="invalid", e404="not_found (SKU not on sale, no such flash sale)",
+        e409="insufficient_stock, slot_unavailable, coupon_unavailable, "
+             "limit_exceeded (flash-sale limit), invalid_state (flash sale not live)")})
     def post(self, request):
         data = ConfirmInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -49,7 +50,8 @@ class OrderListCreateView(ListAPIView):
 
     @extend_schema(request=CreateInSerializer, responses={
         201: OrderSerializer, 200: OrderSerializer, **errors(
-            e400="invalid", e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state, limit_exceeded",
+            e400="invalid", e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state, "
+                                  "limit_exceeded",
             e410="order_key_expired", e429="throttled")})
     def post(self, request):
         data = CreateInSerializer(data=request.data)

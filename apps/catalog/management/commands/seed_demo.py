@@ -5,13 +5,17 @@ from apps.catalog.models import Product
 
 
 class Command(BaseCommand):
-    help = "Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop."
+    help = ("Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop; "
+            "then demo flash sales (seed_flash_sales).")
 
     def handle(self, *args, **options):
         # Only into an empty catalog: reloading would reset stock and balances that orders
         # have since changed (and break stock conservation).
         if Product.objects.exists():
             self.stdout.write("demo data: catalog not empty, nothing loaded")
-            return
-        call_command("loaddata", "fixtures/demo.json", verbosity=0)
-        self.stdout.write(f"demo data: loaded {Product.objects.count()} products")
+        else:
+            call_command("loaddata", "fixtures/demo.json", verbosity=0)
+            self.stdout.write(f"demo data: loaded {Product.objects.count()} products")
+        # A live and an upcoming 秒杀 whenever there is none (their times are relative to now);
+        # by name: marketing sits above catalog.
+        call_command("seed_flash_sales")

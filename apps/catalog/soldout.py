@@ -1,0 +1,74 @@
+"""A short-lived "sold out" flag per SKU in Redis: the cheap answer for a flash sale's losers.
+
+When a SKU sells out, thousands of buyers keep pressing "buy"; each would cost a PostgreSQL
+query just to learn that stock is 0. The flag lets ``order_confirm`` answer
+``insufficient_stock`` from one Redis read instead (issue 8). PostgreSQL stays the only truth
+for winners: the flag never lets an order through, it only turns buyers away, and only while:
+
+- it was set from an OBSERVED committed stock of 0 (after the commit of the order that took
+  the last unit, or a read/0-row UPDATE that saw 0 in the database);
+- it lives at most :data:`FLAG_SECONDS`; and
+- any change that puts units back (cancel, refund, staff restock) deletes it after its commit.
+
+So a wrong "sold out" (e.g. a flag set by a loser racing a restock's delete) lasts at most
+``FLAG_SECONDS``. Redis errors are swallowed: without the flag the database answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import partial
+
+from django.core.cache import cache
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+FLAG_SECONDS = 3  # seconds a flag may outlive the moment stock was seen at 0
+
+
+def sku_key(sku_id: int) -> str:
+    """The flag of a SKU's own stock."""
+    return f"soldout:sku:{sku_id}"
+
+
+def flash_sale_key(sale_id: int) -> str:
+    """The flag of a flash sale's (秒杀) own quota (``apps.marketing``)."""
+    return f"soldout:flash_sale:{sale_id}"
+
+
+def flagged(keys: Iterable[str]) -> set[str]:
+    """Which of ``keys`` are flagged sold out (one Redis round trip; empty on Redis errors)."""
+    keys = list(keys)
+    try:
+        return set(cache.get_many(keys))
+    except Exception:  # Redis down or hung: ask the database instead
+        logger.warning("sold-out flags unavailable", exc_info=True)
+        return set()
+
+
+def mark(key: str) -> None:
+    """Flag ``key`` sold out for FLAG_SECONDS. Call only with stock seen at 0 and committed
+    (from ``transaction.on_commit`` when this transaction took the last unit)."""
+    try:
+        cache.set(key, 1, timeout=FLAG_SECONDS)
+    except Exception:
+        logger.warning("could not flag %s sold out", key, exc_info=True)
+
+
+def clear(keys: Iterable[str]) -> None:
+    """Units came back: drop the flags so buyers reach the database (an early drop only sends
+    buyers to the database, never away)."""
+    keys = list(keys)
+    try:
+        cache.delete_many(keys)
+    except Exception:  # the flag expires by itself within FLAG_SECONDS
+        logger.warning("could not clear sold-out flags %s", keys, exc_info=True)
+
+
+def clear_now_and_after_commit(keys: list[str]) -> None:
+    """Units are being put back in the caller's transaction: drop the flags now and again
+    after commit (a loser may re-flag from the not yet committed 0 in between)."""
+    clear(keys)
+    transaction.on_commit(partial(clear, keys))

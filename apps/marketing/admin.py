@@ -1,0 +1,106 @@
+"""Staff schedule and change flash sales (秒杀) here, through the same services as everything else.
+
+Adding or changing a sale needs the ``marketing.manage_flashsale`` permission. The SKU never
+changes after scheduling; the sale's stock only relatively ("stock change": stock = stock + n).
+"""
+
+from django import forms
+from django.contrib import admin, messages
+
+from apps.catalog.exceptions import InsufficientStock
+from apps.catalog.models import Sku
+from apps.marketing import services
+from apps.marketing.models import FlashSale, FlashSalePurchase
+from starmall.admin import ReadOnlyModelAdmin
+from starmall.errors import InvalidInput
+
+MANAGE = "marketing.manage_flashsale"
+
+
+class FlashSaleForm(forms.ModelForm):
+    stock_change = forms.IntegerField(
+        required=False, initial=0,
+        help_text="Units to add to the sale or, negative, to withdraw. Applied as stock = stock + n.",
+    )
+
+    class Meta:
+        model = FlashSale
+        fields = ["title", "sku", "price_fen", "stock", "starts_at", "ends_at", "limit_per_customer", "is_active"]
+        help_texts = {
+            "price_fen": "fen (1 yuan = 100), at least 1 and at most the SKU's price",
+            "stock": "units for the sale, at most the SKU's stock now; taken from both at each order",
+            "starts_at": "Shanghai time", "ends_at": "Shanghai time; a sale lasts at most 31 days",
+        }
+
+    def clean(self):
+        data = super().clean()
+        sale = self.instance if self.instance.pk else None
+        sku = sale.sku if sale else data.get("sku")
+        if isinstance(sku, Sku):
+            sku = Sku.objects.select_related("product").get(pk=sku.pk)
+        try:
+            services.flash_sale_validate(
+                sku=sku, price_fen=data.get("price_fen"), starts_at=data.get("starts_at"),
+                ends_at=data.get("ends_at"), limit_per_customer=data.get("limit_per_customer"),
+                stock=data.get("stock"), sale=sale,
+            )
+        except InvalidInput as exc:
+            for field, problems in exc.detail.items():
+                for problem in problems:
+                    self.add_error(field if field in self.fields else None, problem)
+        return data
+
+
+@admin.register(FlashSale)
+class FlashSaleAdmin(admin.ModelAdmin):
+    form = FlashSaleForm
+    list_display = ["id", "title", "sku", "price_fen", "stock", "sold", "starts_at", "ends_at",
+                    "limit_per_customer", "is_active"]
+    list_filter = ["is_active"]
+    search_fields = ["title", "sku__product__name"]
+    raw_id_fields = ["sku"]
+    date_hierarchy = "starts_at"
+
+    def get_readonly_fields(self, request, obj=None):
+        # Once scheduled, orders refer to the SKU and take the stock: neither is overwritten.
+        return ["sku", "stock", "sold", "created_at"] if obj else ["sold", "created_at"]
+
+    def get_fields(self, request, obj=None):
+        fields = ["title", "sku", "price_fen", "stock", "starts_at", "ends_at", "limit_per_customer", "is_active"]
+        return fields + ["stock_change", "sold", "created_at"] if obj else fields
+
+    def has_add_permission(self, request):
+        return request.user.has_perm(MANAGE)
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.has_perm(MANAGE)
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # pause it (is_active off) instead: orders refer to it
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        terms = {k: data[k] for k in ("title", "price_fen", "starts_at", "ends_at", "limit_per_customer", "is_active")}
+        if change:
+            services.flash_sale_update(sale_id=obj.pk, **terms)
+        else:
+            sale = services.flash_sale_schedule(sku_id=data["sku"].pk, stock=data["stock"], **terms)
+            obj.pk, obj.created_at, obj.sold = sale.pk, sale.created_at, sale.sold
+        delta = data.get("stock_change") or 0
+        if change and delta:
+            try:
+                obj.stock = services.flash_sale_stock_adjust(sale_id=obj.pk, delta=delta)
+            except InsufficientStock as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.info(request, f"Sale stock changed by {delta:+d}; now {obj.stock}.")
+
+
+@admin.register(FlashSalePurchase)
+class FlashSalePurchaseAdmin(ReadOnlyModelAdmin):
+    """Units each customer holds in each sale (live orders); written only by orders."""
+
+    list_display = ["sale", "customer", "quantity"]
+    list_filter = ["sale"]
+    search_fields = ["customer__nickname", "customer__openid"]
+    list_select_related = ["sale", "customer"]

@@ -1,0 +1,257 @@
+"""Flash sales (秒杀): scheduling by staff, and the units orders take and give back.
+
+Orders ask marketing, never the reverse: ``order_confirm`` calls :func:`flash_sale_check`,
+``order_create`` calls :func:`flash_sale_take` inside the order's transaction, and the order's
+restore path (cancel, refund) calls :func:`flash_sale_give_back`.
+
+Conservation (each rule has a test in tests/marketing/):
+
+* The sale's ``stock`` is a quota on the SKU's stock, not units of its own: a flash-sale order
+  takes ``n`` from the sale (``stock -= n, sold += n``) AND ``n`` from the SKU (the ordinary
+  ``sku_stock_decrement``), both conditional, in the order's one transaction. So the shop's
+  invariant stays exactly as DESIGN.md states it: for every SKU,
+  ``initial SKU stock = sku.stock + units in live orders`` (flash-sale orders included; "live"
+  as DESIGN.md: not cancelled and not refunded-and-restocked — goods refunded after shipping
+  stay counted, their units left the warehouse).
+* A cancelled, or refunded-and-restocked, flash-sale order gives its ``n`` units back:
+  to the SKU always (``sku.stock += n``, the ordinary ``sku_stock_restore``: the units are
+  physically back); to the sale's quota too while the sale has not ended
+  (``sale.stock += n``: another buyer may have them at the sale price); ``sale.sold -= n`` always.
+  Hence ``sale.sold = units of the sale in live orders`` (DESIGN's sense) at all times, and, until the sale
+  ends, ``sale.stock + sale.sold = the sale's quota`` (initial stock plus staff changes).
+  After the end the units go back to the SKU only: they sell at the normal price.
+* A customer's allowance (``FlashSalePurchase.quantity``) counts units in the customer's orders
+  of the sale that are neither cancelled nor refunded (API.md "counted over live orders": a
+  refunded order no longer counts, shipped or not): it grows at create and shrinks on cancel
+  and on every full refund, with or without restock, so it never passes ``limit_per_customer``.
+
+"Live" for a sale means ``is_active and starts_at <= now < ends_at`` (aware, Shanghai).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import transaction
+from django.db.models import Case, F, IntegerField, Subquery, When
+from django.utils import timezone
+
+from apps.catalog import soldout
+from apps.catalog.exceptions import InsufficientStock
+from apps.catalog.models import Kind, Sku
+from apps.marketing.exceptions import FlashSaleLimitExceeded, FlashSaleNotLive
+from apps.marketing.models import FlashSale, FlashSalePurchase
+from starmall.errors import InvalidInput, NotFound
+
+MAX_WINDOW = dt.timedelta(days=31)  # a 秒杀 lasts minutes or hours; a month is certainly a typo
+
+
+def flash_sale_is_live(sale: FlashSale, now: dt.datetime | None = None) -> bool:
+    """True while ``sale`` sells: active and ``starts_at <= now < ends_at``."""
+    now = now or timezone.now()
+    return sale.is_active and sale.starts_at <= now < sale.ends_at
+
+
+# --- orders ask (confirm, create, cancel/refund) -----------------------------------------
+
+def flash_sale_check(*, sale_id: int, customer_id: int, quantities: dict[int, int],
+                     now: dt.datetime | None = None) -> FlashSale:
+    """Confirm (phase 1) of a flash-sale order: return the sale whose price the order takes.
+
+    ``quantities``: the cart as {sku_id: units}; it must be exactly one SKU, the sale's.
+    Reads only (the units are taken at create). Raises NotFound (no such sale),
+    InvalidInput (``items``: not exactly the sale's SKU), FlashSaleNotLive (409
+    ``invalid_state``: outside the window or paused), InsufficientStock (the sale's own stock),
+    FlashSaleLimitExceeded (409 ``limit_exceeded``: the customer's units in live orders of this
+    sale plus these would pass ``limit_per_customer``).
+    """
+    sale = FlashSale.objects.filter(pk=sale_id).first()
+    if sale is None:
+        raise NotFound("没有这个秒杀活动。", flash_sale_id=sale_id)
+    if list(quantities) != [sale.sku_id]:
+        raise InvalidInput(items=["秒杀订单只能包含该活动的一个商品规格"])
+    if not flash_sale_is_live(sale, now):
+        raise FlashSaleNotLive(flash_sale_id=sale.pk, starts_at=timezone.localtime(sale.starts_at).isoformat(),
+                               ends_at=timezone.localtime(sale.ends_at).isoformat())
+    units = quantities[sale.sku_id]
+    if sale.stock < units:
+        if sale.stock == 0:  # committed quota seen at 0: later losers hear it from Redis (issue 8)
+            soldout.mark(soldout.flash_sale_key(sale.pk))
+        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale.pk, sku_id=sale.sku_id,
+                                requested=units, available=sale.stock)
+    held = FlashSalePurchase.objects.filter(sale=sale, customer_id=customer_id).values_list(
+        "quantity", flat=True).first() or 0
+    if held + units > sale.limit_per_customer:
+        raise FlashSaleLimitExceeded(flash_sale_id=sale.pk, limit_per_customer=sale.limit_per_customer,
+                                     held=held, requested=units)
+    return sale
+
+
+@transaction.atomic(savepoint=False)
+def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datetime | None = None) -> None:
+    """Create (phase 2): take the customer's allowance and the sale's stock; joins the
+    caller's (the order's) transaction, whose rollback gives everything back.
+
+    Call it as late as possible in the order's transaction, right before the SKU's
+    ``sku_stock_decrement``: the sale row is the hottest row of a 秒杀 and stays locked until
+    commit. Lock order: the customer's allowance row, then the sale, then the SKU (every
+    flash-sale order takes them in this order, a plain order takes only SKUs: no deadlock).
+
+    1. ``INSERT ... ON CONFLICT DO NOTHING`` the (sale, customer) row, then
+       ``UPDATE ... SET quantity = quantity + n WHERE ... AND quantity + n <= limit``: 0 rows ->
+       FlashSaleLimitExceeded. Racing orders of one customer serialise on that row.
+    2. ``UPDATE sale SET stock = stock - n, sold = sold + n WHERE id = ? AND is_active AND
+       starts_at <= now < ends_at AND stock >= n`` (only the sale's own columns: PostgreSQL
+       re-checks them after waiting for the row lock): 0 rows -> FlashSaleNotLive or
+       InsufficientStock (``detail.flash_sale_id``).
+    """
+    if units <= 0:
+        raise ValueError(f"units must be positive, got {units}")
+    now = now or timezone.now()
+    FlashSalePurchase.objects.bulk_create([FlashSalePurchase(sale_id=sale_id, customer_id=customer_id)],
+                                          ignore_conflicts=True)
+    # The limit as a scalar subquery: evaluated once per statement, which is all a limit needs;
+    # the row's own ``quantity`` is what PostgreSQL re-checks after waiting for the row lock.
+    limit = Subquery(FlashSale.objects.filter(pk=sale_id).values("limit_per_customer")[:1],
+                     output_field=IntegerField())
+    if FlashSalePurchase.objects.filter(
+        sale_id=sale_id, customer_id=customer_id, quantity__lte=limit - units
+    ).update(quantity=F("quantity") + units) != 1:
+        raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
+    if FlashSale.objects.filter(
+        pk=sale_id, is_active=True, starts_at__lte=now, ends_at__gt=now, stock__gte=units
+    ).update(stock=F("stock") - units, sold=F("sold") + units) != 1:
+        sale = FlashSale.objects.get(pk=sale_id)
+        if not flash_sale_is_live(sale, now):
+            raise FlashSaleNotLive(flash_sale_id=sale_id)
+        if sale.stock == 0:
+            soldout.mark(soldout.flash_sale_key(sale_id))
+        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units)
+
+
+@transaction.atomic(savepoint=False)
+def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock: bool,
+                         now: dt.datetime | None = None) -> None:
+    """A flash-sale order of ``units`` stopped being live (cancelled or fully refunded).
+
+    The caller runs this once per order, under its conditional order transition, in its
+    transaction; the SKU's units are the caller's business (``sku_stock_restore`` when it
+    restocks). Always: the customer's allowance shrinks by ``units``. With ``restock``
+    (cancelled, or refunded and restocked): ``sold -= units``, and ``stock += units`` while
+    the sale has not ended (see "Conservation" above). One UPDATE each; the guards
+    (``quantity >= units``, ``sold >= units``) keep a double call from going negative.
+    """
+    now = now or timezone.now()
+    FlashSalePurchase.objects.filter(sale_id=sale_id, customer_id=customer_id, quantity__gte=units).update(
+        quantity=F("quantity") - units
+    )
+    if restock:
+        FlashSale.objects.filter(pk=sale_id, sold__gte=units).update(
+            sold=F("sold") - units,
+            stock=Case(When(ends_at__gt=now, then=F("stock") + units), default=F("stock")),
+        )
+        soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
+
+
+# --- staff (admin) ---------------------------------------------------------------------------
+
+def _moved(new: dt.datetime, old: dt.datetime) -> bool:
+    """A changed time, to the second (the admin's form has no microseconds)."""
+    return new.replace(microsecond=0) != old.replace(microsecond=0)
+
+
+def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt.datetime | None,
+                        ends_at: dt.datetime | None, limit_per_customer: int | None, stock: int | None = None,
+                        sale: FlashSale | None = None, now: dt.datetime | None = None) -> None:
+    """The scheduling rules, all at once: raises InvalidInput whose ``detail`` maps each field
+    to its problems (the admin shows them as form errors). ``sale``: the sale being changed
+    (then ``stock`` and ``sku`` are not checked: they do not change). Rules: see
+    :func:`flash_sale_schedule` and :func:`flash_sale_update`.
+    """
+    now = now or timezone.now()
+    errors: dict[str, list[str]] = {}
+    if sale is None and (sku is None or not sku.is_active or sku.product.kind != Kind.GOODS
+                         or not sku.product.is_active):
+        errors["sku"] = ["请选择在售的实物商品规格（咨询预约不能秒杀）"]
+    if price_fen is None or price_fen < 1:
+        errors["price_fen"] = ["秒杀价至少 1 分"]
+    elif sku is not None and price_fen > sku.price_fen:
+        errors["price_fen"] = [f"秒杀价不能高于原价 {sku.price_fen} 分"]
+    if starts_at is None or ends_at is None or timezone.is_naive(starts_at) or timezone.is_naive(ends_at):
+        errors["starts_at"] = ["请填写开始和结束时间（上海时间）"]
+    elif ends_at <= starts_at:
+        errors["ends_at"] = ["结束时间必须晚于开始时间"]
+    elif ends_at - starts_at > MAX_WINDOW:
+        errors["ends_at"] = [f"一场秒杀最长 {MAX_WINDOW.days} 天"]
+    elif sale is None and ends_at <= now:
+        errors["ends_at"] = ["结束时间已过"]
+    elif sale is not None and sale.starts_at <= now and _moved(starts_at, sale.starts_at):
+        errors["starts_at"] = ["活动已开始，不能修改开始时间"]
+    elif sale is not None and sale.ends_at <= now and _moved(ends_at, sale.ends_at):
+        errors["ends_at"] = ["活动已结束，不能重新开放"]
+    if limit_per_customer is None or limit_per_customer < 1:
+        errors["limit_per_customer"] = ["每人限购至少 1 件"]
+    if sale is None and sku is not None and "sku" not in errors and (stock is None or not 1 <= stock <= sku.stock):
+        errors["stock"] = [f"秒杀库存须在 1 到该规格当前库存 {sku.stock} 之间"]
+    if errors:
+        raise InvalidInput(**errors)
+
+
+@transaction.atomic
+def flash_sale_schedule(*, title: str, sku_id: int, price_fen: int, stock: int, starts_at: dt.datetime,
+                        ends_at: dt.datetime, limit_per_customer: int = 1, is_active: bool = True) -> FlashSale:
+    """Staff schedule a sale. Prices in fen, times aware (Shanghai).
+
+    Rules (InvalidInput with the field's name in ``detail``): the SKU is an active goods SKU
+    (a consultation needs a slot: no 秒杀); ``1 <= price_fen <= the SKU's price``;
+    ``starts_at < ends_at``, at most 31 days apart, ending in the future;
+    ``limit_per_customer >= 1``;
+    ``1 <= stock <= the SKU's stock at this moment`` — checked at scheduling only: later
+    SKU sales or restocks do not change the sale's quota, and the SKU's own conditional
+    UPDATE at create still refuses what the warehouse does not hold.
+    """
+    sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
+    flash_sale_validate(sku=sku, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
+                        limit_per_customer=limit_per_customer, stock=stock)
+    return FlashSale.objects.create(
+        title=title, sku=sku, price_fen=price_fen, stock=stock, starts_at=starts_at, ends_at=ends_at,
+        limit_per_customer=limit_per_customer, is_active=is_active,
+    )
+
+
+@transaction.atomic
+def flash_sale_update(*, sale_id: int, title: str, price_fen: int, starts_at: dt.datetime,
+                      ends_at: dt.datetime, limit_per_customer: int, is_active: bool,
+                      now: dt.datetime | None = None) -> FlashSale:
+    """Staff change a sale's terms (never its SKU, stock or sold: see :func:`flash_sale_stock_adjust`).
+
+    The same rules as :func:`flash_sale_schedule`; in addition a sale that has started keeps
+    its ``starts_at``, and an ended sale cannot be reopened (``ends_at`` in the past stays).
+    Orders already confirmed keep the price they were shown (the draft's price).
+    """
+    now = now or timezone.now()
+    sale = FlashSale.objects.get(pk=sale_id)  # no row lock: the sale row is hot during a 秒杀
+    flash_sale_validate(sku=Sku.objects.get(pk=sale.sku_id), price_fen=price_fen, starts_at=starts_at,
+                        ends_at=ends_at, limit_per_customer=limit_per_customer, sale=sale, now=now)
+    FlashSale.objects.filter(pk=sale_id).update(
+        title=title, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
+        limit_per_customer=limit_per_customer, is_active=is_active,
+    )
+    return FlashSale.objects.get(pk=sale_id)
+
+
+def flash_sale_stock_adjust(*, sale_id: int, delta: int) -> int:
+    """Staff add (+) or withdraw (-) ``delta`` units of a sale's quota; returns the new stock.
+
+    Relative (``stock = stock + delta``), never "stock = <value read when the page opened>",
+    so units taken by orders meanwhile are not overwritten; withdrawing more than is left
+    raises InsufficientStock.
+    """
+    qs = FlashSale.objects.filter(pk=sale_id)
+    if delta < 0:
+        qs = qs.filter(stock__gte=-delta)
+    if qs.update(stock=F("stock") + delta) != 1:
+        raise InsufficientStock("不能减去比剩余秒杀库存更多的数量。", flash_sale_id=sale_id)
+    if delta > 0:
+        soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
+    return FlashSale.objects.values_list("stock", flat=True).get(pk=sale_id)

@@ -1,0 +1,636 @@
+"""Benchmark: the running shop under a flash sale, a notification storm and browsing.
+
+Usage: ``python bench/bench_shop.py [--only flash,sql,storm,browse] [--no-save]`` (``make bench``
+runs it). It needs PostgreSQL and Redis: the server of ``DATABASE_URL`` (default
+``postgres://postgres@127.0.0.1:5432/``) with its own database ``starmall_bench``, created
+empty and dropped at the end, and the server of ``REDIS_URL`` (default
+``redis://127.0.0.1:6379``) with its own database number ``BENCH_REDIS_DB`` (default 11,
+flushed at start and end; never 0).
+
+The shop is started exactly as ``make run`` starts it (``manage.py runshop``: gunicorn with
+``starmall/gunicorn_conf.py`` + Celery worker and beat) on ``BENCH_WEB_PORT`` (8600), with
+``DJANGO_DEBUG=false``, the WeChat sandbox on ``BENCH_SANDBOX_PORT`` (8601) and the login
+throttle raised (2,000 logins from one address are the set-up, not the test). The load comes
+from this separate process: threads, each with one keep-alive ``http.client`` connection
+(docs/PERFORMANCE.md).
+
+1. flash sale: 500 units, 2,000 customers logged in through the sandbox with an address
+   before the clock starts, concurrency 64, confirm + create each, against a plain SKU (and a
+   flash-sale activity when the shop has them); then the database must hold exactly 500
+   orders, stock 0, one order per customer.
+2. the limit: the same sale as one SQL statement per attempt (pgbench, same server, same
+   concurrency, same run) and the ratio API / SQL.
+3. notification storm: 1,000 unpaid WeChat orders, each signed notification (the sandbox's
+   signing code) delivered 3 times, shuffled, concurrency 64; every order paid exactly once
+   and 1,000 follow-ups of each kind, all finished by the Celery worker.
+4. browse: product list and detail.
+
+Prints a table and writes ``bench/results/<UTC time>.json`` (machine, versions, git sha, load).
+Exit status 1 when a count is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import os
+import platform
+import queue
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CONCURRENCY = 64
+UNITS = 500
+CUSTOMERS = 2000
+STORM_ORDERS = 1000
+STORM_COPIES = 3
+BROWSE_REQUESTS = 2000
+DB_NAME = "starmall_bench"
+WEB_PORT = int(os.environ.get("BENCH_WEB_PORT", "8600"))
+SANDBOX_PORT = int(os.environ.get("BENCH_SANDBOX_PORT", "8601"))
+REDIS_DB = int(os.environ.get("BENCH_REDIS_DB", "11"))
+if REDIS_DB == 0:
+    sys.exit("BENCH_REDIS_DB must not be 0: the bench flushes its Redis database")
+
+PG = urllib.parse.urlsplit(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/")
+if not PG.scheme.startswith("postgres"):
+    sys.exit("bench_shop needs PostgreSQL: set DATABASE_URL=postgres://... (or leave it unset)")
+DATABASE_URL = urllib.parse.urlunsplit((PG.scheme, PG.netloc, "/" + DB_NAME, "", ""))
+_redis = urllib.parse.urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
+REDIS_URL = urllib.parse.urlunsplit((_redis.scheme, _redis.netloc, f"/{REDIS_DB}", "", ""))
+VAR_DIR = ROOT / "var" / "bench"
+SHOP_ENV = {
+    **os.environ,
+    "DATABASE_URL": DATABASE_URL,
+    "REDIS_URL": REDIS_URL,
+    "DJANGO_SETTINGS_MODULE": "starmall.settings.local",
+    "DJANGO_DEBUG": "false",
+    "STARMALL_VAR_DIR": str(VAR_DIR),
+    "SITE_URL": f"http://127.0.0.1:{WEB_PORT}",
+    "WEB_BIND": f"127.0.0.1:{WEB_PORT}",
+    "WECHAT_API_BASE": f"http://127.0.0.1:{SANDBOX_PORT}/",
+    "WECHAT_PAY_API_BASE": f"http://127.0.0.1:{SANDBOX_PORT}/",
+    "THROTTLE_LOGIN": "100000/min",
+    "LOG_LEVEL": "WARNING",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+# --- load: threads with one keep-alive connection each --------------------------------------
+
+class Client:
+    """One keep-alive HTTP/1.1 connection; JSON in and out."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def request(self, method: str, path: str, body=None, token: str | None = None,
+                content_type: str = "application/json") -> tuple[int, bytes]:
+        headers = {"Content-Type": content_type}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if body is not None and not isinstance(body, bytes):
+            body = json.dumps(body).encode()
+        for attempt in (1, 2):
+            try:
+                self.conn.request(method, path, body=body, headers=headers)
+                response = self.conn.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # The server closed an idle keep-alive connection: open a new one, once.
+                self.conn.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def json(self, method: str, path: str, body=None, token: str | None = None) -> tuple[int, dict]:
+        status, raw = self.request(method, path, body, token)
+        try:
+            return status, json.loads(raw) if raw else {}
+        except ValueError:
+            return status, {"code": f"not-json: {raw[:80]!r}"}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_PORT) -> dict:
+    """Run ``work(client, task) -> outcome`` over ``tasks`` from ``concurrency`` threads.
+
+    The clock starts when every thread holds its connection (Barrier) and stops at the last
+    answer. Returns wall seconds, per-task latencies (s) and outcome counts.
+    """
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    for task in tasks:
+        todo.put(task)
+    latencies: list[float] = []
+    outcomes: dict[str, int] = {}
+    lock = threading.Lock()
+    barrier = threading.Barrier(concurrency + 1)
+
+    def worker() -> None:
+        client = Client(port)
+        client.conn.connect()
+        barrier.wait()
+        mine, counts = [], {}
+        while True:
+            try:
+                task = todo.get_nowait()
+            except queue.Empty:
+                break
+            t0 = time.perf_counter()
+            try:
+                outcome = work(client, task)
+            except Exception as exc:  # a failed request is an outcome to count, not a crash
+                outcome = f"error {type(exc).__name__}"
+                client.close()
+            mine.append(time.perf_counter() - t0)
+            counts[outcome] = counts.get(outcome, 0) + 1
+        client.close()
+        with lock:
+            latencies.extend(mine)
+            for key, n in counts.items():
+                outcomes[key] = outcomes.get(key, 0) + n
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "latencies": latencies, "outcomes": outcomes}
+
+
+def stats(result: dict) -> dict:
+    ms = sorted(x * 1000 for x in result["latencies"])
+
+    def pct(p: float) -> float:
+        return round(ms[min(len(ms) - 1, int(len(ms) * p))], 1) if ms else 0.0
+
+    return {"n": len(ms), "per_s": round(len(ms) / result["wall"], 1) if result["wall"] else 0,
+            "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
+            "wall_s": round(result["wall"], 2), "outcomes": dict(sorted(result["outcomes"].items()))}
+
+
+# --- processes -------------------------------------------------------------------------------
+
+class Processes:
+    """The sandbox and ``runshop`` (its own process group), stopped at the end whatever happens."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(VAR_DIR / f"{name}.log", "wb")
+        proc = subprocess.Popen(argv, cwd=ROOT, env=SHOP_ENV, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def wait_http(port: int, path: str, proc: subprocess.Popen, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"process for port {port} exited ({proc.returncode}); see {VAR_DIR}/*.log")
+        try:
+            client = Client(port)
+            status, _ = client.request("GET", path)
+            client.close()
+            if status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"nothing answered on port {port}{path} within {seconds} s")
+
+
+def pg_admin(sql: str) -> None:
+    import psycopg
+
+    dsn = urllib.parse.urlunsplit((PG.scheme, PG.netloc, "/postgres", "", ""))
+    with psycopg.connect(dsn.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def redis_flush() -> None:
+    import redis
+
+    redis.Redis.from_url(REDIS_URL).flushdb()
+
+
+# --- set-up (before any clock) -------------------------------------------------------------
+
+def customers_login(n: int, prefix: str) -> list[dict]:
+    """Log ``n`` customers in through the sandbox (wx.login code -> token) and give each an
+    address through the API, 64 at a time. Returns ``[{"token", "address_id", "openid"}]``."""
+    out: list[dict] = []
+    lock = threading.Lock()
+
+    def one(client: Client, i: int) -> str:
+        openid = f"oBench{prefix}{i:08d}"
+        sandbox = Client(SANDBOX_PORT)
+        _, code = sandbox.json("POST", "/sandbox/login-codes", {"openid": openid})
+        sandbox.close()
+        status, login = client.json("POST", "/api/v1/auth/wechat/login", {"code": code["code"]})
+        if status != 200:
+            return f"login {status} {login.get('code')}"
+        token = login["token"]
+        status, address = client.json("POST", "/api/v1/addresses", {
+            "name": f"买家{i}", "phone": "13800000000", "province": "广东省", "city": "深圳市",
+            "district": "南山区", "detail": f"科技园 {i} 号", "is_default": True}, token)
+        if status != 201:
+            return f"address {status} {address.get('code')}"
+        with lock:
+            out.append({"token": token, "address_id": address["id"], "openid": openid})
+        return "ok"
+
+    result = run_load(list(range(n)), one)
+    if result["outcomes"] != {"ok": n}:
+        raise SystemExit(f"customer set-up failed: {result['outcomes']}")
+    return out
+
+
+def new_sku(name: str, stock: int, price_fen: int = 990) -> tuple[int, int]:
+    """A goods product with one SKU of ``stock`` units; returns (product_id, sku_id)."""
+    from apps.catalog.models import Category, Product, Sku
+
+    category, _ = Category.objects.get_or_create(name="bench")
+    product = Product.objects.create(category=category, name=name)
+    sku = Sku.objects.create(product=product, price_fen=price_fen, stock=stock, specs={"规格": "秒杀"})
+    return product.pk, sku.pk
+
+
+# --- 1. flash sale ---------------------------------------------------------------------------
+
+def flash_sale(customers: list[dict], sku_id: int, extra: dict | None = None) -> dict:
+    """2,000 confirm + create attempts for one SKU; outcome per attempt."""
+    extra = extra or {}
+
+    def attempt(client: Client, customer: dict) -> str:
+        body = {"items": [{"sku_id": sku_id, "quantity": 1}], "address_id": customer["address_id"], **extra}
+        status, draft = client.json("POST", "/api/v1/orders/confirm", body, customer["token"])
+        if status != 200:
+            return f"confirm {status} {draft.get('code')}"
+        status, order = client.json("POST", "/api/v1/orders", {"order_key": draft["order_key"]}, customer["token"])
+        if status == 201:
+            return "won (201)"
+        return f"create {status} {order.get('code')}"
+
+    shuffled = customers[:]
+    random.shuffle(shuffled)
+    return stats(run_load(shuffled, attempt))
+
+
+def flash_audit(sku_id: int, flash_sale_id: int | None = None) -> dict:
+    """The database after the sale: orders, units, stock, customers with more than one order."""
+    from django.db.models import Count, Sum
+
+    from apps.catalog.models import Sku
+    from apps.orders.models import OrderLine
+
+    lines = OrderLine.objects.filter(sku_id=sku_id)
+    audit = {
+        "orders": lines.values("order_id").distinct().count(),
+        "units": lines.aggregate(n=Sum("quantity"))["n"] or 0,
+        "stock_left": Sku.objects.get(pk=sku_id).stock,
+        "customers_with_2_orders": lines.values("order__customer_id").annotate(n=Count("order_id"))
+        .filter(n__gt=1).count(),
+    }
+    expected = {"orders": UNITS, "units": UNITS, "stock_left": 0, "customers_with_2_orders": 0}
+    if flash_sale_id is not None:  # the SKU held 1,000: the sale's quota is what sells out
+        from apps.marketing.models import FlashSale
+
+        sale = FlashSale.objects.get(pk=flash_sale_id)
+        audit.update(flash_stock_left=sale.stock, flash_sold=sale.sold)
+        expected.update(stock_left=UNITS, flash_stock_left=0, flash_sold=UNITS)
+    audit["ok"] = all(audit[k] == v for k, v in expected.items())
+    return audit
+
+
+# --- 2. the limit: bare SQL ------------------------------------------------------------------
+
+SQL_SETUP = """
+DROP TABLE IF EXISTS bench_sql_order, bench_sql_sku;
+CREATE TABLE bench_sql_sku (id int PRIMARY KEY, stock int NOT NULL CHECK (stock >= 0));
+CREATE TABLE bench_sql_order (id bigserial PRIMARY KEY, sku_id int NOT NULL REFERENCES bench_sql_sku,
+                              customer int NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+INSERT INTO bench_sql_sku VALUES (1, {units});
+"""
+SQL_ATTEMPT = """\\set customer random(1, {customers})
+WITH u AS (UPDATE bench_sql_sku SET stock = stock - 1 WHERE id = 1 AND stock >= 1 RETURNING id)
+INSERT INTO bench_sql_order (sku_id, customer) SELECT id, :customer FROM u;
+"""
+
+
+def bare_sql() -> dict:
+    """The same sale as one statement per attempt: pgbench -c 64, 2,048 attempts (32 each)."""
+    import psycopg
+
+    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(SQL_SETUP.format(units=UNITS))
+    pgbench = shutil.which("pgbench")
+    if pgbench is None:
+        return {"skipped": "pgbench not installed (postgresql-client)"}
+    per_client = -(-CUSTOMERS // CONCURRENCY)
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
+        script.write(SQL_ATTEMPT.format(customers=CUSTOMERS))
+    env = dict(os.environ, PGHOST=PG.hostname or "127.0.0.1", PGPORT=str(PG.port or 5432),
+               PGUSER=urllib.parse.unquote(PG.username or "postgres"), PGDATABASE=DB_NAME)
+    if PG.password:
+        env["PGPASSWORD"] = urllib.parse.unquote(PG.password)
+    out = subprocess.run([pgbench, "-n", "-c", str(CONCURRENCY), "-j", "2", "-t", str(per_client),
+                          "-f", script.name], env=env, capture_output=True, text=True)
+    os.unlink(script.name)
+    if out.returncode != 0:
+        return {"error": out.stderr[-500:]}
+    tps = float(re.search(r"tps = ([\d.]+) \(without initial connection time\)", out.stdout).group(1))
+    latency = float(re.search(r"latency average = ([\d.]+) ms", out.stdout).group(1))
+    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1)) as conn:
+        orders = conn.execute("SELECT count(*) FROM bench_sql_order").fetchone()[0]
+        stock = conn.execute("SELECT stock FROM bench_sql_sku").fetchone()[0]
+    return {"n": per_client * CONCURRENCY, "per_s": round(tps, 1), "mean_ms": latency,
+            "orders": orders, "stock_left": stock, "ok": orders == UNITS and stock == 0}
+
+
+# --- 3. notification storm -------------------------------------------------------------------
+
+def storm_orders(customer: dict, n: int) -> list[dict]:
+    """``n`` unpaid goods orders of one customer, each with a pending WeChat payment (made
+    directly in the database: set-up, not measured). Returns the signed notification fields."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from apps.accounts.models import Customer
+    from apps.orders.models import Order, OrderEvent, OrderLine, OrderStatus
+    from apps.payments.models import Payment
+    from wechat_sandbox import wire
+
+    product_id, sku_id = new_sku("storm", stock=0, price_fen=12800)
+    owner = Customer.objects.get(openid=customer["openid"])
+    now = timezone.now()
+    stamp = timezone.localtime(now).strftime("%Y%m%d%H%M%S")
+    orders = Order.objects.bulk_create([
+        Order(order_no=f"{stamp}9{i:07d}", order_key=f"bench-storm-{stamp}-{i}", customer=owner,
+              kind="goods", goods_fen=12800, pay_fen=12800, status=OrderStatus.UNPAID,
+              address={"name": "storm"}, pay_deadline=now + dt.timedelta(hours=2))
+        for i in range(n)
+    ])
+    OrderLine.objects.bulk_create([
+        OrderLine(order=o, sku_id=sku_id, product_id=product_id, name="storm", specs={},
+                  price_fen=12800, quantity=1, amount_fen=12800) for o in orders])
+    OrderEvent.objects.bulk_create([
+        OrderEvent(order=o, to_status=OrderStatus.UNPAID, actor="customer", note="created") for o in orders])
+    Payment.objects.bulk_create([
+        Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen) for o in orders])
+    notices = []
+    for i, order in enumerate(orders):
+        fields = {
+            "appid": settings.WECHAT_APPID, "bank_type": "CMB_DEBIT", "cash_fee": order.pay_fen,
+            "fee_type": "CNY", "is_subscribe": "N", "mch_id": settings.WECHAT_MCH_ID,
+            "nonce_str": wire.nonce_str(), "openid": customer["openid"], "out_trade_no": order.order_no,
+            "result_code": "SUCCESS", "return_code": "SUCCESS", "time_end": timezone.localtime(now).strftime("%Y%m%d%H%M%S"),
+            "total_fee": order.pay_fen, "trade_type": "JSAPI", "transaction_id": f"4200{stamp}{i:010d}",
+        }
+        notices.append(wire.to_xml(wire.signed(fields, settings.WECHAT_PAY_API_KEY), newlines=True).encode())
+    return notices
+
+
+def storm(notices: list[bytes]) -> dict:
+    deliveries = [body for body in notices for _ in range(STORM_COPIES)]
+    random.shuffle(deliveries)
+
+    def deliver(client: Client, body: bytes) -> str:
+        status, raw = client.request("POST", "/api/v1/payments/wechat/notify", body, content_type="text/xml")
+        return "SUCCESS" if status == 200 and b"SUCCESS" in raw else f"{status} {raw[:60]!r}"
+
+    return stats(run_load(deliveries, deliver))
+
+
+def storm_audit(order_nos: list[str], wait_seconds: float = 120) -> dict:
+    """Every order paid once, one payment paid each, 1,000 follow-ups per kind, all done."""
+    from django.db.models import Count
+
+    from apps.orders.models import FollowUp, Order, OrderEvent, OrderStatus
+    from apps.payments.models import Payment
+
+    orders = Order.objects.filter(order_no__in=order_nos)
+    audit = {
+        "orders_paid": orders.filter(status=OrderStatus.PAID).count(),
+        "payments_paid": Payment.objects.filter(out_trade_no__in=order_nos, status="paid").count(),
+        "paid_events": OrderEvent.objects.filter(order__in=orders, to_status=OrderStatus.PAID).count(),
+        "followups": dict(FollowUp.objects.filter(order__in=orders).values_list("kind").annotate(n=Count("id"))),
+    }
+    deadline = time.monotonic() + wait_seconds
+    t0 = time.monotonic()
+    followups = FollowUp.objects.filter(order__in=orders)
+    while followups.exclude(status=FollowUp.Status.DONE).exists() and time.monotonic() < deadline:
+        time.sleep(1)
+    audit["followups_done"] = followups.filter(status=FollowUp.Status.DONE).count()
+    audit["followups_drained_s"] = round(time.monotonic() - t0, 1)
+    n = len(order_nos)
+    audit["ok"] = (audit["orders_paid"] == n and audit["payments_paid"] == n and audit["paid_events"] == n
+                   and len(audit["followups"]) >= 1 and all(v == n for v in audit["followups"].values())
+                   and audit["followups_done"] == n * len(audit["followups"]))
+    return audit
+
+
+# --- 4. browse -------------------------------------------------------------------------------
+
+def browse() -> dict:
+    from apps.catalog.models import Product
+
+    ids = list(Product.objects.filter(is_active=True, category__name__in=["bench"]).exclude(
+        name__in=["bench"]).values_list("pk", flat=True)[:1]) + list(
+        Product.objects.filter(is_active=True).exclude(category__name="bench").values_list("pk", flat=True))
+    paths = [("/api/v1/products" if i % 2 == 0 else f"/api/v1/products/{ids[i % len(ids)]}")
+             for i in range(BROWSE_REQUESTS)]
+
+    def get(client: Client, path: str) -> str:
+        status, _ = client.request("GET", path)
+        return f"{'list' if path.endswith('products') else 'detail'} {status}"
+
+    return stats(run_load(paths, get))
+
+
+# --- report ----------------------------------------------------------------------------------
+
+def machine() -> dict:
+    import django
+    import psycopg
+
+    mem = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal"):
+                mem = int(line.split()[1]) // 1024
+    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1)) as conn:
+        pg_version = conn.execute("SHOW server_version").fetchone()[0]
+    import redis
+
+    conf = {}
+    exec((ROOT / "starmall" / "gunicorn_conf.py").read_text(), {"os": os, "__name__": "conf"}, conf)
+    return {
+        "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_sha": sha + ("+dirty" if dirty else ""), "cores": os.cpu_count(), "memory_mb": mem,
+        "load_avg": os.getloadavg(), "python": platform.python_version(), "django": django.__version__,
+        "postgresql": pg_version, "redis": redis.Redis.from_url(REDIS_URL).info()["redis_version"],
+        "gunicorn": {k: conf.get(k) for k in ("worker_class", "workers", "threads", "keepalive", "accesslog")},
+    }
+
+
+def table(results: dict) -> str:
+    rows = [("benchmark", "n", "per s", "p50 ms", "p95 ms", "p99 ms", "checks")]
+    for name, r in results["runs"].items():
+        if "per_s" not in r:
+            rows.append((name, "-", "-", "-", "-", "-", str(r)))
+            continue
+        check = r.get("audit", {}).get("ok", r.get("ok", ""))
+        rows.append((name, str(r["n"]), f"{r['per_s']:.0f}", str(r.get("p50_ms", "-")), str(r.get("p95_ms", "-")),
+                     str(r.get("p99_ms", r.get("mean_ms", "-"))), "ok" if check is True else str(check)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    for name, r in results["runs"].items():
+        if r.get("outcomes"):
+            lines.append(f"{name} outcomes: {r['outcomes']}")
+        if r.get("audit"):
+            lines.append(f"{name} audit: {r['audit']}")
+    for name, ratio in results.get("ratios", {}).items():
+        lines.append(f"{name}: {ratio}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default="flash,sql,storm,browse")
+    parser.add_argument("--no-save", action="store_true", help="print, do not write bench/results/")
+    parser.add_argument("--keep", action="store_true", help="leave the shop running (debugging)")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    pg_admin(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+    pg_admin(f'CREATE DATABASE "{DB_NAME}"')
+    redis_flush()
+    procs = Processes()
+    results: dict = {"runs": {}}
+    failed = False
+    try:
+        sandbox = procs.start("sandbox", [sys.executable, "-m", "wechat_sandbox", "--host", "127.0.0.1",
+                                          "--port", str(SANDBOX_PORT), "--no-auto-notify", "--log-level", "WARNING"])
+        wait_http(SANDBOX_PORT, "/sandbox/health", sandbox)
+        shop = procs.start("shop", [sys.executable, "manage.py", "runshop", "--bind", f"127.0.0.1:{WEB_PORT}"])
+        wait_http(WEB_PORT, "/healthz", shop)
+        for key in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "STARMALL_VAR_DIR", "DJANGO_DEBUG",
+                    "WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):
+            os.environ[key] = SHOP_ENV[key]
+        import django
+
+        django.setup()
+        results["machine"] = machine()
+        print(f"shop up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
+              flush=True)
+        customers = customers_login(CUSTOMERS, prefix=str(os.getpid()))
+        print(f"{len(customers)} customers logged in with addresses after {time.monotonic() - started:.0f} s",
+              flush=True)
+        if "flash" in only:
+            _, sku_id = new_sku("秒杀 plain SKU", UNITS)
+            run = flash_sale(customers, sku_id)
+            run["audit"] = flash_audit(sku_id)
+            results["runs"]["flash sale, plain SKU (confirm+create)"] = run
+            failed |= not run["audit"]["ok"]
+            flash = flash_sale_activity()
+            if flash is not None:
+                sale_id, sku_id = flash
+                run = flash_sale(customers, sku_id, {"flash_sale_id": sale_id})
+                run["audit"] = flash_audit(sku_id, sale_id)
+                results["runs"]["flash sale, activity (confirm+create)"] = run
+                failed |= not run["audit"]["ok"]
+        if "sql" in only:
+            sql = bare_sql()
+            results["runs"]["bare SQL limit (pgbench)"] = sql
+            failed |= not sql.get("ok", False)
+            if sql.get("per_s"):
+                results["ratios"] = {
+                    f"API / SQL ({name})": f"{100 * r['per_s'] / sql['per_s']:.1f} %"
+                    for name, r in results["runs"].items() if name.startswith("flash") and r.get("per_s")}
+        if "storm" in only:
+            notices = storm_orders(customers[0], STORM_ORDERS)
+            order_nos = [re.search(rb"<out_trade_no>(?:<!\[CDATA\[)?(\w+)", n).group(1).decode() for n in notices]
+            run = storm(notices)
+            run["audit"] = storm_audit(order_nos)
+            results["runs"]["notification storm (1,000 x 3)"] = run
+            failed |= not run["audit"]["ok"] or set(run["outcomes"]) != {"SUCCESS"}
+        if "browse" in only:
+            results["runs"]["browse (product list + detail)"] = browse()
+        results["bench_seconds"] = round(time.monotonic() - started)
+        print(table(results))
+        if not args.no_save:
+            name = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + ".json"
+            out = ROOT / "bench" / "results" / name
+            out.parent.mkdir(exist_ok=True)
+            out.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
+            print(f"written: {out.relative_to(ROOT)}")
+        if args.keep:
+            input("shop still running; Enter stops it")
+    finally:
+        procs.stop()
+        from django.db import connections
+
+        connections.close_all()
+        redis_flush()
+        pg_admin(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+    if failed:
+        print("FAILED: a count is wrong (see the audits above)")
+    return 1 if failed else 0
+
+
+def flash_sale_activity() -> tuple[int, int] | None:
+    """A live 秒杀 of 500 units (limit 1 per customer) on a fresh SKU of 1,000 units, when the
+    shop has flash sales (apps.marketing); returns (flash_sale_id, sku_id)."""
+    try:
+        from apps.marketing import services as marketing
+    except ImportError:
+        return None
+    from django.utils import timezone
+
+    _, sku_id = new_sku("秒杀 activity SKU", 2 * UNITS, price_fen=1990)
+    now = timezone.now()
+    sale = marketing.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=UNITS,
+                                         starts_at=now - dt.timedelta(minutes=1),
+                                         ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
+    return sale.pk, sku_id
+
+
+if __name__ == "__main__":
+    sys.exit(main())
