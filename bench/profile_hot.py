@@ -79,7 +79,7 @@ def run(paths: list[str]) -> None:
         cpu0 = time.process_time()
         with CaptureQueriesContext(connection) as queries:
             profiler.start()
-            for i, (c, a, token) in enumerate(customers):
+            for i, (_c, a, token) in enumerate(customers):
                 if name == "confirm":
                     r = post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": a.pk}, token)
                     keys.append((r.json()["order_key"], token))

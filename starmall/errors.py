@@ -47,14 +47,6 @@ class InvalidState(ShopError):
     message = "当前状态不允许此操作。"
 
 
-class LimitExceeded(ShopError):
-    """A per-customer cap or a flash-sale limit would be passed (409 ``limit_exceeded``, API.md)."""
-
-    code = "limit_exceeded"
-    status = 409
-    message = "已超过限购数量。"
-
-
 class WechatUnavailable(ShopError):
     """WeChat did not answer, or answered with a system error (503 ``wechat_unavailable``)."""
 

@@ -4,7 +4,6 @@ from apps.payments import refunds, services
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 
-
 CHECK_OUTCOMES = {  # payment_check_uncertain's answer -> (level, what staff read)
     "paid": (messages.SUCCESS, "微信确认已支付，订单已标记为已支付"),
     "clear": (messages.SUCCESS, "微信确认未支付，支付记录已恢复为待支付/已关闭"),
