@@ -77,12 +77,14 @@ def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
     soldout.clear_now_and_after_commit([soldout.sku_key(pk) for pk in sorted(quantities)])
 
 
+@transaction.atomic(savepoint=False)
 def product_sales_add(*, quantities: Mapping[int, int]) -> None:
     """Count paid units ({product_id: units}) into ``Product.sales``."""
     for product_id in sorted(quantities):
         Product.objects.filter(pk=product_id).update(sales=F("sales") + quantities[product_id])
 
 
+@transaction.atomic(savepoint=False)
 def product_sales_remove(*, quantities: Mapping[int, int]) -> None:
     """Take the units of an order that stopped being live (fully refunded) out of ``sales``:
     ``sales`` counts live orders only. ``SET sales = GREATEST(sales - n, 0)``: relative, never

@@ -158,7 +158,7 @@ class FollowUp(models.Model):
     class Kind(models.TextChoices):
         SUBSCRIBE_MESSAGE = "subscribe_message", "订阅消息"  # "order paid" to the customer
         SMS = "sms", "短信"  # "order paid" text to the customer's phone (pluggable backend)
-        POINTS_AWARD = "points_award", "积分奖励"  # points for a paid order
+        POINTS_AWARD = "points_award", "积分奖励"  # points for a paid order, frozen until it completes
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

@@ -63,3 +63,34 @@ def test_racing_releases_credit_each_frozen_award_once(make_customer, race):
     assert sum(results) == sum(100 + n for n in range(6)), results
     assert Customer.objects.get(pk=customer.pk).points == 615
     assert WalletEvent.objects.filter(state="available", reason="award").count() == 6
+
+
+def test_points_award_racing_the_refund_approval_always_ends_void(make_customer, make_sku, race, settings):
+    """The award follow-up and the approval of a full refund lock the customer's row before
+    they look: whichever runs first, the award ends VOID and nothing stays frozen."""
+    from apps.orders import followups
+    from apps.orders.models import FollowUp
+    from apps.payments import refunds
+    from apps.payments import services as payments
+
+    settings.MAX_UNPAID_ORDERS = 10
+    sku = make_sku(price_fen=6000, stock=100)
+    customer = make_customer(balance_fen=10**6)
+    Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
+                           city="杭州市", detail="1号", is_default=True)
+    for _ in range(4):
+        key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+        order, _ = orders.order_create(customer=customer, order_key=key)
+        payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+        sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="不要了")
+        award = FollowUp.objects.get(order=order, kind="points_award")
+
+        results = race(lambda i: followups.followup_execute(award.pk) if i == 0
+                       else refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:t"), 2)
+
+        assert results[0] == "done" and not isinstance(results[1], BaseException), results
+        assert list(WalletEvent.objects.filter(order_no=order.order_no, reason="award").values_list(
+            "amount", "state")) == [(70, "void")]
+        assert Order.objects.get(pk=order.pk).status == "refunding"
+    assert Customer.objects.get(pk=customer.pk).points == 0
+    assert not WalletEvent.objects.filter(state="frozen").exists()

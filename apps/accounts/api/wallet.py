@@ -6,13 +6,17 @@
 """
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.views import APIView
 
 from apps.accounts import selectors
 from apps.accounts.models import WalletEvent
 from starmall.api.pagination import PageNumberPagination
+from starmall.api.schema import errors
+
+PAGE_PARAMETERS = [OpenApiParameter("page", int, description="1, 2, ..."),
+                   OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)")]
 
 
 def _time(value):
@@ -80,8 +84,9 @@ class PointsLedgerView(_LedgerView):
         customer.refresh_from_db(fields=["points"])
         return {"points": customer.points, "frozen": selectors.points_frozen(customer_id=customer.pk)}
 
-    @extend_schema(responses=_page_schema("PointsLedger", {
-        "points": serializers.IntegerField(), "frozen": serializers.IntegerField()}, PointsEntrySerializer))
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: _page_schema("PointsLedger", {
+        "points": serializers.IntegerField(), "frozen": serializers.IntegerField()}, PointsEntrySerializer),
+        **errors(e401="unauthenticated", e404="not_found (no such page)")})
     def get(self, request):
         return super().get(request)
 
@@ -96,7 +101,8 @@ class BalanceLedgerView(_LedgerView):
         customer.refresh_from_db(fields=["balance_fen"])
         return {"balance_fen": customer.balance_fen}
 
-    @extend_schema(responses=_page_schema("BalanceLedger", {
-        "balance_fen": serializers.IntegerField()}, BalanceEntrySerializer))
+    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: _page_schema("BalanceLedger", {
+        "balance_fen": serializers.IntegerField()}, BalanceEntrySerializer),
+        **errors(e401="unauthenticated", e404="not_found (no such page)")})
     def get(self, request):
         return super().get(request)
