@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
@@ -31,7 +33,16 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def api_schema(db, wechat):
-    return schemathesis.openapi.from_wsgi("/api/schema/", application)
+    # Django closes "old" connections when a request starts and ends; inside the test's
+    # transaction that would close it (on PostgreSQL). Django's test client unhooks the same
+    # signals around each request; the WSGI calls here go around it.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield schemathesis.openapi.from_wsgi("/api/schema/", application)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
