@@ -2,7 +2,8 @@
 
 A bounded property-based run: for every operation, ``EXAMPLES`` cases of schema-valid data
 (positive) and as many of invalid data (negative), each sent with a customer's valid token and
-without one. Checks: no 5xx, no status the schema does not declare, the declared content type.
+without one. Checks: no 5xx, no status the schema does not declare, the declared content
+type and body schema.
 Calls go through Django's WSGI application into this test's database (the schema is loaded
 from the served ``/api/schema/``, so it is what a client downloads). Hypothesis runs
 derandomized: the same cases every run, so a failure reproduces.
@@ -21,11 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import content_type_conformance, status_code_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from starmall.wsgi import application
 
-CHECKS = (not_a_server_error, status_code_conformance, content_type_conformance)
+CHECKS = (not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance)
 EXAMPLES = 6  # per operation, mode and token: about 500 calls in all (fewer where nothing can be made invalid)
 
 pytestmark = pytest.mark.django_db
