@@ -38,7 +38,7 @@ def payload_too_large(max_bytes: int) -> JsonResponse:
     """413 in API.md's error format."""
     return JsonResponse(
         {"code": "payload_too_large", "message": PAYLOAD_TOO_LARGE, "detail": {"max_bytes": max_bytes}},
-        status=413,
+        status=413, json_dumps_params={"ensure_ascii": False},
     )
 
 

@@ -2,7 +2,8 @@
 
 A bounded property-based run: for every operation, ``EXAMPLES`` cases of schema-valid data
 (positive) and as many of invalid data (negative), each sent with a customer's valid token and
-without one. Checks: no 5xx, no status the schema does not declare, the declared content type.
+without one. Checks: no 5xx, no status the schema does not declare, the declared content
+type and body schema.
 Calls go through Django's WSGI application into this test's database (the schema is loaded
 from the served ``/api/schema/``, so it is what a client downloads). Hypothesis runs
 derandomized: the same cases every run, so a failure reproduces.
@@ -15,15 +16,21 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import content_type_conformance, status_code_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from starmall.wsgi import application
 
-CHECKS = (not_a_server_error, status_code_conformance, content_type_conformance)
+CHECKS = (not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance)
 EXAMPLES = 6  # per operation, mode and token: about 500 calls in all (fewer where nothing can be made invalid)
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +38,16 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def api_schema(db, wechat):
-    return schemathesis.openapi.from_wsgi("/api/schema/", application)
+    # Django closes "old" connections when a request starts and ends; inside the test's
+    # transaction that would close it (on PostgreSQL). Django's test client unhooks the same
+    # signals around each request; the WSGI calls here go around it.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield schemathesis.openapi.from_wsgi("/api/schema/", application)
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
