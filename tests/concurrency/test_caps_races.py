@@ -85,7 +85,7 @@ def test_points_award_racing_the_refund_approval_always_ends_void(make_customer,
         sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="不要了")
         award = FollowUp.objects.get(order=order, kind="points_award")
 
-        results = race(lambda i: followups.followup_execute(award.pk) if i == 0
+        results = race(lambda i, award=award, sale=sale: followups.followup_execute(award.pk) if i == 0
                        else refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:t"), 2)
 
         assert results[0] == "done" and not isinstance(results[1], BaseException), results
