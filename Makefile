@@ -22,7 +22,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## bench: speed targets (almanac search latency, order create throughput)
+## bench: speed targets (flash sale vs bare SQL on PostgreSQL + Redis, storm, browse; almanac; order create)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
