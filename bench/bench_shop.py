@@ -1,6 +1,6 @@
 """Benchmark: the running shop under a flash sale, a notification storm and browsing.
 
-Usage: ``python bench/bench_shop.py [--only flash,sql,storm,browse] [--no-save]`` (``make bench``
+Usage: ``python bench/bench_shop.py [--only floor,flash,sql,storm,browse] [--no-save]`` (``make bench``
 runs it). It needs PostgreSQL and Redis: the server of ``DATABASE_URL`` (default
 ``postgres://postgres@127.0.0.1:5432/``) with its own database ``starmall_bench``, created
 empty and dropped at the end, and the server of ``REDIS_URL`` (default
@@ -19,7 +19,9 @@ from this separate process: threads, each with one keep-alive ``http.client`` co
    flash-sale activity when the shop has them); then the database must hold exactly 500
    orders, stock 0, one order per customer.
 2. the limit: the same sale as one SQL statement per attempt (pgbench, same server, same
-   concurrency, same run) and the ratio API / SQL.
+   concurrency, same run) and the ratio API / SQL; and the floor: the same statement in the
+   smallest Django app (``bench/minimal_view.py``) on the same gunicorn configuration, run
+   first, before the shop takes the port.
 3. notification storm: 1,000 unpaid WeChat orders, each signed notification (the sandbox's
    signing code) delivered 3 times, shuffled, concurrency 64; every order paid exactly once
    and 1,000 follow-ups of each kind, all finished by the Celery worker.
@@ -204,6 +206,11 @@ class Processes:
         self.procs.append(proc)
         return proc
 
+    def stop_one(self, proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+        self.procs.remove(proc)
+
     def stop(self) -> None:
         for proc in reversed(self.procs):
             if proc.poll() is None:
@@ -381,6 +388,33 @@ def bare_sql() -> dict:
             "orders": orders, "stock_left": stock, "ok": orders == UNITS and stock == 0}
 
 
+def floor(procs: Processes) -> dict:
+    """The same sale through the smallest Django app (bench/minimal_view.py) on the same
+    gunicorn configuration: what Django's request cycle allows here (docs/PERFORMANCE.md)."""
+    import psycopg
+
+    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(SQL_SETUP.format(units=UNITS))
+    SHOP_ENV["MINIMAL_DATABASE_URL"] = DATABASE_URL
+    server = procs.start("minimal", [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "starmall" / "gunicorn_conf.py"),
+                                     "bench.minimal_view:application", "--bind", f"127.0.0.1:{WEB_PORT}"])
+    try:
+        wait_http(WEB_PORT, "/health", server)
+
+        def attempt(client: Client, customer: int) -> str:
+            status, _ = client.request("POST", "/buy", {"customer": customer})
+            return {201: "won (201)", 409: "sold out (409)"}.get(status, f"error {status}")
+
+        run = stats(run_load(list(range(CUSTOMERS)), attempt))
+    finally:
+        procs.stop_one(server)
+    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1)) as conn:
+        orders = conn.execute("SELECT count(*) FROM bench_sql_order").fetchone()[0]
+        stock = conn.execute("SELECT stock FROM bench_sql_sku").fetchone()[0]
+    run["audit"] = {"orders": orders, "stock_left": stock, "ok": orders == UNITS and stock == 0}
+    return run
+
+
 # --- 3. notification storm -------------------------------------------------------------------
 
 def storm_orders(customer: dict, n: int) -> list[dict]:
@@ -532,7 +566,7 @@ def table(results: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default="flash,sql,storm,browse")
+    parser.add_argument("--only", default="floor,flash,sql,storm,browse")
     parser.add_argument("--no-save", action="store_true", help="print, do not write bench/results/")
     parser.add_argument("--keep", action="store_true", help="leave the shop running (debugging)")
     args = parser.parse_args()
@@ -549,6 +583,9 @@ def main() -> int:
         sandbox = procs.start("sandbox", [sys.executable, "-m", "wechat_sandbox", "--host", "127.0.0.1",
                                           "--port", str(SANDBOX_PORT), "--no-auto-notify", "--log-level", "WARNING"])
         wait_http(SANDBOX_PORT, "/sandbox/health", sandbox)
+        if "floor" in only:  # before the shop takes the port
+            results["runs"]["floor: minimal Django view, same SQL"] = floor(procs)
+            failed |= not results["runs"]["floor: minimal Django view, same SQL"]["audit"]["ok"]
         shop = procs.start("shop", [sys.executable, "manage.py", "runshop", "--bind", f"127.0.0.1:{WEB_PORT}"])
         wait_http(WEB_PORT, "/healthz", shop)
         for key in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "STARMALL_VAR_DIR", "DJANGO_DEBUG",
@@ -560,7 +597,7 @@ def main() -> int:
         results["machine"] = machine()
         print(f"shop up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
               flush=True)
-        customers = customers_login(CUSTOMERS, prefix=str(os.getpid()))
+        customers = customers_login(CUSTOMERS if only & {"flash", "storm"} else 1, prefix=str(os.getpid()))
         print(f"{len(customers)} customers logged in with addresses after {time.monotonic() - started:.0f} s",
               flush=True)
         if "flash" in only:
@@ -582,8 +619,13 @@ def main() -> int:
             failed |= not sql.get("ok", False)
             if sql.get("per_s"):
                 results["ratios"] = {
-                    f"API / SQL ({name})": f"{100 * r['per_s'] / sql['per_s']:.1f} %"
-                    for name, r in results["runs"].items() if name.startswith("flash") and r.get("per_s")}
+                    f"{name} / bare SQL": f"{100 * r['per_s'] / sql['per_s']:.1f} %"
+                    for name, r in results["runs"].items()
+                    if name.startswith(("flash", "floor")) and r.get("per_s")}
+                base = results["runs"].get("floor: minimal Django view, same SQL", {}).get("per_s")
+                for name, r in list(results["runs"].items()):
+                    if base and name.startswith("flash") and r.get("per_s"):
+                        results["ratios"][f"{name} / floor"] = f"{100 * r['per_s'] / base:.1f} %"
         if "storm" in only:
             notices = storm_orders(customers[0], STORM_ORDERS)
             order_nos = [re.search(rb"<out_trade_no>(?:<!\[CDATA\[)?(\w+)", n).group(1).decode() for n in notices]

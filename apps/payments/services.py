@@ -237,6 +237,12 @@ def notification_handle(body: bytes) -> bytes:
                      fields.get("total_fee"), payment.total_fee)
         _record(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
         return wechat.fail_ack("total_fee does not match")
+    if payment.status == PaymentStatus.PAID and payment.transaction_id == fields["transaction_id"]:
+        # A re-sent notification of a payment already applied (WeChat re-sends, a storm sends
+        # the same one several times): answer without a transaction (issue 8). Racing copies
+        # that read it unpaid still meet the conditional UPDATE in payment_apply_paid.
+        _record(body, fields, Notification.Outcome.DUPLICATE)
+        return wechat.SUCCESS_ACK
     paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
     outcome = payment_apply_paid(payment=payment, transaction_id=fields["transaction_id"],
                                  paid_at=paid_at, actor="wechat")

@@ -138,3 +138,20 @@ def test_queries_per_payment_notification(api, make_sku, address, place_order, w
         attempts = deliver()
     assert [a["ok"] for a in attempts] == [True]
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"
+
+
+def test_a_resent_notification_of_an_applied_payment_needs_no_transaction(
+        api, make_sku, address, place_order, wechat, deliver, django_assert_max_num_queries):
+    from apps.payments.models import Notification
+
+    sku = make_sku(price_fen=3600, stock=10)
+    order = place_order(api, items=[(sku, 1)], address=address)
+    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    wechat.control.pay(order["order_no"])
+    assert [a["ok"] for a in deliver()] == [True]
+    notification = wechat.control.notifications()[0]
+    with django_assert_max_num_queries(2):  # the payment, the Notification row
+        assert [a["ok"] for a in deliver(notification["id"])] == [True]
+    assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == ["applied", "duplicate"]
+    assert Order.objects.get(order_no=order["order_no"]).status == "paid"
+    assert sku.product.__class__.objects.get(pk=sku.product_id).sales == 1
