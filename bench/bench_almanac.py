@@ -72,6 +72,9 @@ def main() -> None:
     from apps.almanac import caching, compute, selectors, services
     from apps.almanac.models import AlmanacActivity, AlmanacDay, AlmanacRange
 
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)  # a fresh clone: make bench needs no make run first
     try:
         AlmanacRange.objects.exists()
     except DatabaseError as exc:
