@@ -65,14 +65,13 @@ def main() -> None:
     import django
 
     django.setup()
+    from django.core.management import call_command
     from django.db import DatabaseError, connection
     from django.test import Client
     from django.utils import timezone
 
     from apps.almanac import caching, compute, selectors, services
     from apps.almanac.models import AlmanacActivity, AlmanacDay, AlmanacRange
-
-    from django.core.management import call_command
 
     call_command("migrate", verbosity=0)  # a fresh clone: make bench needs no make run first
     try:
