@@ -73,14 +73,30 @@ def is_running(path: Path | None = None) -> bool:
         return False
 
 
+def supervised() -> bool:
+    """True while ``make run``'s supervisord (pid in ``var/supervisor/supervisord.pid``) is alive:
+    it runs the demo shop's embedded Redis (name ``redis``) and restarts it itself."""
+    if _name() != "redis":
+        return False
+    try:
+        pid = int((VAR_DIR / "supervisor" / "supervisord.pid").read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False  # no pid file, a stale one, or garbage
+    return True
+
+
 def ensure_running(timeout: float = 10.0) -> Path:
     """Start the embedded Redis daemon unless one already answers; return the socket path.
 
     The server keeps its data in ``var/redis.rdb`` so drafts and tokens survive a restart of
-    the shop. Raises ``RuntimeError`` if it does not answer within ``timeout`` seconds.
+    the shop. Raises ``RuntimeError`` if it does not answer within ``timeout`` seconds. While
+    ``make run``'s supervisord runs (:func:`supervised`) nothing is started: a second server on
+    the same socket would split the shop in two (its worker on one, web and beat on the other);
+    the command then meets a Redis that is down, as with ``REDIS_URL``.
     """
     path = socket_path()
-    if is_running(path):
+    if is_running(path) or supervised():
         return path
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     subprocess.run(server_command(daemonize=True), check=True)

@@ -67,6 +67,8 @@ def test_check_deploy_passes_with_no_warnings(prod_env):
     ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com.evil.example/"),
     ("WECHAT_PAY_API_BASE", "https://api.weixin.qq.com/"),  # the mini-program host is not Pay
     ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com:8443/"),
+    ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com/sandboxnew/"),  # WeChat Pay's simulation: no real money
+    ("WECHAT_API_BASE", "https://api.weixin.qq.com/proxy/"),  # the README: "anything else is refused"
     ("WECHAT_API_BASE", "http://localhost:8001/"),
     ("WECHAT_API_BASE", "https://api.mch.weixin.qq.com/"),
 ])

@@ -48,6 +48,13 @@ def config(state: SandboxState, request: Request) -> dict:
     return state.config.to_dict()
 
 
+def api_calls(state: SandboxState, request: Request) -> dict:
+    """How often the shop called each WeChat API since the start or the last reset,
+    e.g. ``{"pay/orderquery": 1, "pay/unifiedorder": 3}``."""
+    with state.lock:
+        return dict(state.api_calls)
+
+
 def users(state: SandboxState, request: Request) -> object:
     if request.method == "GET":
         with state.lock:
@@ -161,6 +168,7 @@ def reset(state: SandboxState, request: Request) -> dict:
 HANDLERS = {
     "health": health,
     "config": config,
+    "api_calls": api_calls,
     "users": users,
     "login_codes": login_codes,
     "pay": pay,
@@ -185,6 +193,7 @@ def rules() -> list[Rule]:
     spec = [
         ("/sandbox/health", "health", ["GET"]),
         ("/sandbox/config", "config", ["GET"]),
+        ("/sandbox/api-calls", "api_calls", ["GET"]),
         ("/sandbox/users", "users", ["GET", "POST"]),
         ("/sandbox/login-codes", "login_codes", ["POST"]),
         ("/sandbox/pay", "pay", ["POST"]),

@@ -27,7 +27,8 @@ class ShopAutoSchema(AutoSchema):
     What a view declares stays; added (API.md error body) where the operation can answer it:
     400 ``invalid`` (a request body or query parameters), 401 ``unauthenticated`` (a token is
     required), 404 ``not_found`` (a path parameter, or a paginated list's ``page``), 413
-    ``payload_too_large`` and 415 ``unsupported_media_type`` (a JSON request body), 429
+    ``payload_too_large`` (every POST/PUT/PATCH: the body limit applies to bodiless ones too), 415
+    ``unsupported_media_type`` (a JSON request body), 429
     ``throttled`` (a throttle applies), 503 ``service_unavailable`` (needs Redis: tokens,
     throttles). XML endpoints (WeChat's notifications) are left as declared.
     """
@@ -60,8 +61,9 @@ class ShopAutoSchema(AutoSchema):
             statuses[401] = "unauthenticated (token missing, unknown, expired or revoked)"
         if in_path or paginated:
             statuses[404] = "not_found"
-        if has_body:
+        if has_body or self.method in ("POST", "PUT", "PATCH"):  # the body limit applies to every write
             statuses[413] = "payload_too_large"
+        if has_body:
             statuses[415] = "unsupported_media_type"
         if throttled:
             statuses[429] = "throttled (Retry-After header, detail.retry_after_seconds)"

@@ -33,7 +33,8 @@ WECHAT_HOSTS = {
 }
 for _name, _hosts in WECHAT_HOSTS.items():
     _url = urlsplit(globals()[_name])
-    if _url.scheme != "https" or _url.hostname not in _hosts or _url.port not in (None, 443) or _url.username:
+    if (_url.scheme != "https" or _url.hostname not in _hosts or _url.port not in (None, 443) or _url.username
+            or _url.path != "/" or _url.query or _url.fragment):  # a path: e.g. /sandboxnew/, Pay's simulation
         raise ImproperlyConfigured(
             f"{_name} must be https://{sorted(_hosts)[0]}/ (https on WeChat's hosts: {', '.join(sorted(_hosts))}), "
             f"not {globals()[_name]!r}"

@@ -10,6 +10,7 @@ import datetime as dt
 import json
 
 import pytest
+import requests
 from django.conf import settings
 from django.utils import timezone
 
@@ -161,6 +162,8 @@ def test_pay_status_asks_wechat_once_per_ten_seconds(unpaid, wechat):
     assert {r.status_code for r in answers} == {200}
     assert {r.json()["payment_status"] for r in answers} == {"pending"}
     assert wechat.state.api_calls["pay/orderquery"] == 1
+    # What a tester of the running shop reads: the sandbox's control API counts the calls too.
+    assert requests.get(wechat.url + "sandbox/api-calls", timeout=5).json()["pay/orderquery"] == 1
     # 10 s later the next call asks again and finds the payment its notification never brought.
     wechat.control.pay(order_no)
     Payment.objects.filter(out_trade_no=order_no).update(

@@ -24,6 +24,16 @@ def test_private_writes_declare_every_error(paths):
     assert statuses(paths, "post", "/api/v1/auth/wechat/login") == {"200", "400", "413", "415", "429", "503"}
 
 
+def test_every_post_declares_413(paths):
+    # BodySizeLimitMiddleware answers 413 to any API POST over the limit, bodiless ones included
+    # (a 2 MB body to cancel, receive or logout was an undocumented 413).
+    for path in ("/api/v1/orders/{order_no}/cancel", "/api/v1/orders/{order_no}/receive", "/api/v1/auth/logout"):
+        assert statuses(paths, "post", path) >= {"413", "401"}, path
+    for path, ops in paths.items():
+        if "post" in ops and not path.startswith("/api/v1/payments/wechat/"):
+            assert "413" in ops["post"]["responses"], path
+
+
 def test_public_reads_never_declare_401(paths):
     assert statuses(paths, "get", "/api/v1/categories") == {"200"}
     assert statuses(paths, "get", "/api/v1/products") == {"200", "400", "404"}  # 404: ?page= past the end
