@@ -49,7 +49,12 @@ def shipment_record(*, order: Order, carrier_code: str, carrier: str, tracking_n
 
 
 def shipment_json(order: Order) -> dict | None:
-    """The order's ``shipment`` (API.md): null, or carrier, carrier_code, tracking_no, shipped_at."""
+    """The order's ``shipment`` (API.md): null, or carrier, carrier_code, tracking_no, shipped_at.
+
+    No query for an order never shipped (``shipped_at`` null: the create and pay answers of the
+    hot path stay as they were)."""
+    if order.shipped_at is None:
+        return None
     shipment = getattr(order, "shipment", None) if _has_shipment(order) else None
     if shipment is None:
         return None

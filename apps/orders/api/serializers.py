@@ -114,6 +114,8 @@ class OrderSerializer(serializers.ModelSerializer):
         return shipments.shipment_json(order)
 
     def get_refund_status(self, order) -> str | None:
+        if order.paid_at is None:  # never paid: no request possible, and no query (create's answer)
+            return None
         latest = next(iter(order.after_sales.all()), None)  # newest first (Meta.ordering), prefetched in lists
         return latest.status if latest else None
 
