@@ -31,8 +31,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
 ]
 if settings.MEDIA_SERVE and settings.MEDIA_URL.startswith("/"):  # development; nginx in production
-    urlpatterns.append(re_path(r"^" + settings.MEDIA_URL.strip("/") + r"/(?P<path>.*)$",
-                               serve, {"document_root": settings.MEDIA_ROOT}))
+    def media(request, path):
+        """Uploads and demo pictures from MEDIA_ROOT (read per request)."""
+        return serve(request, path, document_root=settings.MEDIA_ROOT)
+
+    urlpatterns.append(re_path(r"^" + settings.MEDIA_URL.strip("/") + r"/(?P<path>.*)$", media))
 
 admin.site.site_header = "Starmall 后台"
 admin.site.site_title = "Starmall"
