@@ -126,3 +126,11 @@ def test_sniff_recognises_the_magic_bytes():
     assert services.sniff(b"\xff\xf1\x50\x80") is services.AAC  # ADTS
     assert services.sniff(b"\x00\x00\x00\x20ftypM4A \x00") is services.M4A
     assert services.sniff(b"RIFF....WAVE") is None
+
+
+def test_a_body_too_big_for_any_file_is_refused_before_it_is_read(api, media):
+    body = b"\x89PNG\r\n\x1a\n" + b"\x00" * (6 * 1024 * 1024)
+    response = upload(api, body, name="big.png")
+    assert response.status_code == 413
+    assert response.json()["detail"] == {"max_bytes": 5 * 1024 * 1024}
+    assert list(media.rglob("*.png")) == []

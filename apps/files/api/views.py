@@ -6,7 +6,11 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from apps.files import services
+from apps.files.exceptions import PayloadTooLarge
+from starmall.api.middleware import content_length
 from starmall.api.schema import errors
+
+MULTIPART_OVERHEAD = 64 * 1024  # boundaries and part headers around the file
 
 
 class UploadThrottle(UserRateThrottle):
@@ -29,6 +33,10 @@ class UploadView(APIView):
         201: UploadOutSerializer, **errors(e400="invalid (no file, not JPEG/PNG/AAC/MP3, unreadable image)",
                                            e413="payload_too_large (detail.max_bytes)")})
     def post(self, request):
+        # A body that cannot hold an acceptable file is refused before it is read (and spooled
+        # to disk by Django's multipart parser).
+        if content_length(request) > services.IMAGE_MAX_BYTES + MULTIPART_OVERHEAD:
+            raise PayloadTooLarge("文件过大（最大 5 MB）。", max_bytes=services.IMAGE_MAX_BYTES)
         data = UploadInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         url = services.upload_store(file=data.validated_data["file"])
