@@ -1,13 +1,16 @@
 """Top-level URLs: the mini-program API under /api/v1/, admin, schema, health."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.views.static import serve
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from starmall.api import converters  # noqa: F401 - registers the path converters first
 from starmall.api.health import api_not_found, healthz
 
 api_v1 = [
+    path("", include("apps.files.api.urls")),
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.catalog.api.urls")),
     path("", include("apps.appointments.api.urls")),
@@ -15,6 +18,7 @@ api_v1 = [
     path("", include("apps.orders.api.urls")),
     path("", include("apps.payments.api.urls")),
     path("", include("apps.almanac.api.urls")),
+    path("", include("apps.reviews.api.urls")),
     # Anything else under /api/v1/ is a JSON 404 in the API's error format (also with DEBUG on).
     re_path(r"^[\s\S]*$", api_not_found),  # any path, also one with a newline in it
 ]
@@ -26,6 +30,12 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
 ]
+if settings.MEDIA_SERVE and settings.MEDIA_URL.startswith("/"):  # development; nginx in production
+    def media(request, path):
+        """Uploads and demo pictures from MEDIA_ROOT (read per request)."""
+        return serve(request, path, document_root=settings.MEDIA_ROOT)
+
+    urlpatterns.append(re_path(r"^" + settings.MEDIA_URL.strip("/") + r"/(?P<path>.*)$", media))
 
 admin.site.site_header = "Starmall 后台"
 admin.site.site_title = "Starmall"

@@ -74,6 +74,7 @@ def wechat(wechat_sandbox_server, settings):
     wechat_sandbox_server.state.reset()
     settings.WECHAT_API_BASE = wechat_sandbox_server.url
     settings.WECHAT_PAY_API_BASE = wechat_sandbox_server.url
+    settings.LOGISTICS_API_BASE = wechat_sandbox_server.url  # its tracking sandbox (logistics.py)
     return wechat_sandbox_server
 
 

@@ -16,7 +16,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from . import control, miniprogram, pay
+from . import control, logistics, miniprogram, pay
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
@@ -39,7 +39,7 @@ class SandboxApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         rules = [Rule("/" + name, endpoint=name) for name in API_ENDPOINTS]
-        self.url_map = Map(rules + control.rules(), strict_slashes=False)
+        self.url_map = Map(rules + control.rules() + logistics.rules(), strict_slashes=False)
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -56,6 +56,8 @@ class SandboxApp:
                 return json_response({"error": exc.description}, exc.code or 404)
             return exc.get_response(request.environ)
         try:
+            if endpoint.startswith("logistics:"):  # Kuaidi100-shaped tracking (logistics.py)
+                return logistics.handle(self.state, request, endpoint.split(":", 1)[1])
             if endpoint.startswith("control:"):
                 return self._control(endpoint.split(":", 1)[1], request, values)
             return self._api(endpoint, request)

@@ -73,6 +73,7 @@ class SandboxState:
             self._next_notification_id = 1
             self._next_msgid = 2_000_000_000_000_000_001
             self.faults.clear()
+            self.logistics = {"down": False, "queries": 0}  # the tracking sandbox (logistics.py)
             self.changed.notify_all()
 
     # --- users, login codes, access tokens, messages ------------------------------------------

@@ -131,9 +131,14 @@ class Address(models.Model):
     is_default = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    MAX_PER_CUSTOMER = 20  # API.md Additions: at most 20 addresses (409 limit_exceeded)
+
     class Meta:
         ordering = ["-is_default", "-id"]
         verbose_name_plural = "addresses"
+        constraints = [  # at most one default per customer; the services keep exactly one
+            models.UniqueConstraint(fields=["customer"], condition=Q(is_default=True), name="address_one_default"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} {self.province}{self.city}{self.district}{self.detail}"

@@ -54,8 +54,18 @@ def customer_logout(*, token: str) -> None:
 
 
 def address_create(*, customer: Customer, **fields) -> Address:
-    """Add an address; ``is_default=True`` (or a first address) makes it the only default."""
+    """Add an address; ``is_default=True`` (or a first address) makes it the only default.
+
+    At most ``Address.MAX_PER_CUSTOMER`` (20) per customer, else LimitExceeded; the customer's
+    row is locked first so that two adds cannot both pass the count.
+    """
+    from starmall.errors import LimitExceeded
+
     with transaction.atomic():
+        customer_lock(customer_id=customer.pk)
+        if customer.addresses.count() >= Address.MAX_PER_CUSTOMER:
+            raise LimitExceeded(f"最多保存 {Address.MAX_PER_CUSTOMER} 个收货地址。",
+                                max_addresses=Address.MAX_PER_CUSTOMER)
         is_default = fields.pop("is_default", False) or not customer.addresses.exists()
         if is_default:
             customer.addresses.filter(is_default=True).update(is_default=False)

@@ -47,6 +47,10 @@ class Product(models.Model):
     images = models.JSONField(default=list, blank=True)  # list of image URLs
     is_active = models.BooleanField(default=True)  # only active products are listed and sold
     sales = models.PositiveIntegerField(default=0)  # units paid for; grows with F() on payment
+    # Visible reviews (apps.reviews): count and sum of ratings, moved with F() in the review's
+    # transaction (posting, hiding, showing) so the product page reads them without a query.
+    review_count = models.PositiveIntegerField(default=0)
+    rating_total = models.PositiveIntegerField(default=0)
     sort = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -55,6 +59,13 @@ class Product(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def rating(self) -> float | None:
+        """Average rating of the visible reviews, one decimal (API.md); None without reviews."""
+        if not self.review_count:
+            return None
+        return round(self.rating_total / self.review_count + 1e-9, 1)
 
 
 class Sku(models.Model):

@@ -2,10 +2,14 @@
 that call the API's services and are gated by named permissions (README "Back office")."""
 
 from django.contrib import admin, messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from apps.catalog.models import Kind
+from apps.logistics import carriers
 from apps.orders import services
-from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine, OrderStatus
+from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine, OrderStatus, Shipment
 from apps.payments import services as payments
 from apps.payments.exceptions import OrderNotCancelled
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
@@ -40,6 +44,28 @@ class FollowUpInline(ReadOnlyInline):
     readonly_fields = ["created_at"]
 
 
+class ShipmentInline(ReadOnlyInline):
+    model = Shipment
+    fields = ["carrier", "carrier_code", "tracking_no", "shipped_at", "shipped_by"]
+    readonly_fields = fields
+
+
+class AfterSaleInline(ReadOnlyInline):
+    model = AfterSale
+    fields = ["refund_no", "status", "amount_fen", "reason", "decision_note", "return_carrier",
+              "return_tracking_no", "created_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+def address_text(address: dict | None) -> str:
+    """An order's address snapshot as one line: 张三 138... 浙江省杭州市西湖区文三路100号."""
+    if not address:
+        return "-"
+    place = "".join(address.get(k) or "" for k in ("province", "city", "district", "detail"))
+    return f"{address.get('name', '')} {address.get('phone', '')} {place}"
+
+
 def _actor(request) -> str:
     return f"staff:{request.user.username}"
 
@@ -60,9 +86,64 @@ class OrderAdmin(admin.ModelAdmin):
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
     date_hierarchy = "created_at"
     list_select_related = ["customer"]
-    inlines = [OrderLineInline, OrderEventInline, FollowUpInline]
-    actions = ["mark_shipped", "mark_completed", "cancel_unpaid"]
-    readonly_fields = [f.name for f in Order._meta.fields]  # state moves only through actions
+    inlines = [OrderLineInline, ShipmentInline, AfterSaleInline, OrderEventInline, FollowUpInline]
+    actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid"]
+    # state moves only through actions; the page reads like a back office: who, where, what
+    fieldsets = [
+        (None, {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "remark"]}),
+        ("金额（分）", {"fields": ["goods_fen", "freight_fen", "coupon_fen", "points_fen", "points_used",
+                              "pay_fen", "pay_method", "coupon", "flash_sale"]}),
+        ("时间", {"fields": ["created_at", "pay_deadline", "paid_at", "shipped_at", "completed_at",
+                           "cancelled_at", "cancel_reason", "slot"]}),
+    ]
+    readonly_fields = [f.name for f in Order._meta.fields] + ["delivery_address", "ship_link"]
+
+    @admin.display(description="收货地址")
+    def delivery_address(self, order: Order) -> str:
+        return address_text(order.address)
+
+    @admin.display(description="发货")
+    def ship_link(self, order: Order) -> str:
+        if order.kind != Kind.GOODS or order.status != OrderStatus.PAID:
+            return "-"
+        return format_html('<a class="button" href="{}">填写快递单号并发货</a>',
+                           reverse("admin:orders_order_ship", args=[order.pk]))
+
+    def get_urls(self):
+        ship = self.admin_site.admin_view(self.ship_view)
+        return [path("<int:object_id>/ship/", ship, name="orders_order_ship")] + super().get_urls()
+
+    def ship_view(self, request, object_id: int):
+        """The order page's shipping form: carrier + tracking number, then THE shipping service."""
+        require_perm(request, "orders.ship_order")
+        order = get_object_or_404(Order, pk=object_id)
+        back = reverse("admin:orders_order_change", args=[order.pk])
+        if request.method == "POST":
+            report(request, "发货", [self._ship(request, order, request.POST.get(f"carrier_{order.pk}", ""),
+                                              request.POST.get(f"tracking_{order.pk}", ""))])
+            return redirect(back)
+        return self._ship_form(request, [order], form_action="", back_url=back, bulk=False)
+
+    def _ship_form(self, request, orders, *, form_action: str, back_url: str, bulk: bool):
+        for order in orders:
+            order.address_text = address_text(order.address)
+        return render(request, "admin/starmall/ship.html", {
+            **self.admin_site.each_context(request), "title": "发货", "orders": orders,
+            "carriers": carriers.choices(), "form_action": form_action, "back_url": back_url, "bulk": bulk,
+        })
+
+    @admin.action(description="Ship with carrier and tracking number (paid goods orders)", permissions=["ship"])
+    def ship_with_tracking(self, request, queryset):
+        require_perm(request, "orders.ship_order")
+        orders = list(queryset.order_by("pk"))
+        if not request.POST.get("apply"):
+            back = reverse("admin:orders_order_changelist")
+            return self._ship_form(request, orders, form_action=back, back_url=back, bulk=True)
+        report(request, "发货", [
+            self._ship(request, order, request.POST.get(f"carrier_{order.pk}", ""),
+                       request.POST.get(f"tracking_{order.pk}", ""))
+            for order in orders])
+        return None
 
     def has_add_permission(self, request):
         return False
@@ -82,15 +163,18 @@ class OrderAdmin(admin.ModelAdmin):
     def has_cancel_permission(self, request):
         return request.user.has_perm("orders.cancel_order")
 
-    @admin.action(description="Mark shipped (paid goods orders)", permissions=["ship"])
+    @admin.action(description="Mark shipped without tracking (hand delivery)", permissions=["ship"])
     def mark_shipped(self, request, queryset):
         require_perm(request, "orders.ship_order")
         report(request, "发货", [self._ship(request, order) for order in queryset.order_by("pk")])
 
-    def _ship(self, request, order: Order) -> Outcome:
+    def _ship(self, request, order: Order, carrier_code: str = "", tracking_no: str = "") -> Outcome:
         try:
-            if services.order_ship(order=order, actor=_actor(request)):
-                return Outcome(order.order_no, messages.SUCCESS, "已发货")
+            if services.order_ship(order=order, actor=_actor(request), carrier_code=carrier_code,
+                                   tracking_no=tracking_no):
+                return Outcome(order.order_no, messages.SUCCESS,
+                               f"已发货（{carriers.carrier_name(carrier_code)} {tracking_no.strip()}）"
+                               if carrier_code else "已发货")
         except ShopError as exc:
             return Outcome(order.order_no, messages.WARNING, f"未发货：{exc.message}")
         if order.kind != Kind.GOODS:
@@ -150,11 +234,17 @@ class FollowUpAdmin(ReadOnlyModelAdmin):
 class AfterSaleAdmin(admin.ModelAdmin):
     """Refund requests: approved or rejected only by the actions (``orders.decide_aftersale``)."""
 
-    list_display = ["refund_no", "order", "amount_fen", "status", "reason", "decided_by", "created_at"]
+    list_display = ["refund_no", "order", "order_status", "amount_fen", "status", "reason", "return_tracking_no",
+                    "decided_by", "created_at"]
     list_filter = ["status"]
-    search_fields = ["refund_no", "order__order_no", "order__customer__openid"]
+    list_select_related = ["order"]
+    search_fields = ["refund_no", "order__order_no", "order__customer__openid", "return_tracking_no"]
     readonly_fields = [f.name for f in AfterSale._meta.fields]
-    actions = ["approve", "reject"]
+    actions = ["approve", "approve_return", "confirm_return_received", "reject_with_reason", "reject"]
+
+    @admin.display(description="订单状态")
+    def order_status(self, sale: AfterSale) -> str:
+        return sale.order.get_status_display()
 
     def has_add_permission(self, request):
         return False
@@ -167,6 +257,82 @@ class AfterSaleAdmin(admin.ModelAdmin):
 
     def has_decide_permission(self, request):
         return request.user.has_perm("orders.decide_aftersale")
+
+    def has_receive_permission(self, request):
+        return request.user.has_perm("orders.receive_return")
+
+    def _text_form(self, request, queryset, *, action: str, title: str, label: str, required: bool):
+        return render(request, "admin/starmall/text_action.html", {
+            **self.admin_site.each_context(request), "title": title, "label": label, "action": action,
+            "objects": list(queryset.order_by("pk")), "required": required,
+        })
+
+    @admin.action(description="Approve return first (shipped goods): the customer sends them back", permissions=["decide"])
+    def approve_return(self, request, queryset):
+        from apps.payments import returns
+
+        require_perm(request, "orders.decide_aftersale")
+        if not request.POST.get("apply"):
+            return self._text_form(request, queryset, action="approve_return", title="同意退货",
+                                   label="给顾客的说明（退货地址、注意事项）", required=False)
+        note = request.POST.get("text", "").strip()
+        outcomes = []
+        for sale in queryset.order_by("pk"):
+            try:
+                done = returns.after_sale_approve_return(after_sale_id=sale.pk, actor=_actor(request), note=note)
+            except ShopError as exc:
+                outcomes.append(Outcome(sale.refund_no, messages.WARNING, f"未同意退货：{exc.message}"))
+                continue
+            if done:
+                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, "已同意退货，等待顾客寄回"))
+            else:
+                sale.refresh_from_db(fields=["status"])
+                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
+                                        f"未同意退货：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
+        report(request, "同意退货", outcomes)
+        return None
+
+    @admin.action(description="Returned goods received: refund now (restocks a full return)", permissions=["receive"])
+    def confirm_return_received(self, request, queryset):
+        from apps.payments import returns
+
+        require_perm(request, "orders.receive_return")
+        outcomes = []
+        for sale in queryset.order_by("pk"):
+            try:
+                refund = returns.after_sale_return_received(after_sale_id=sale.pk, actor=_actor(request))
+            except ShopError as exc:
+                outcomes.append(Outcome(sale.refund_no, messages.ERROR, f"未退款：{exc.message}"))
+                continue
+            if refund is None:
+                sale.refresh_from_db(fields=["status"])
+                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
+                                        f"未退款：申请状态为「{sale.get_status_display()}」，需要「退货中」"))
+            else:
+                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS,
+                                        f"已收到退货，退款 {refund.refund_fen} 分已提交"
+                                        + ("，商品已回库存" if refund.restock else "")))
+        report(request, "确认收到退货", outcomes)
+
+    @admin.action(description="Reject with a reason the customer sees", permissions=["decide"])
+    def reject_with_reason(self, request, queryset):
+        from apps.payments import refunds
+
+        require_perm(request, "orders.decide_aftersale")
+        if not request.POST.get("apply"):
+            return self._text_form(request, queryset, action="reject_with_reason", title="拒绝退款",
+                                   label="拒绝原因（顾客可见）", required=True)
+        note = request.POST.get("text", "").strip() or "不符合退款条件"
+        outcomes = []
+        for sale in queryset.order_by("pk"):
+            if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note=note):
+                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已拒绝：{note}"))
+            else:
+                sale.refresh_from_db(fields=["status"])
+                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
+                                        f"未拒绝：申请状态为「{sale.get_status_display()}」，只能拒绝未退款的申请"))
+        report(request, "拒绝退款", outcomes)
+        return None
 
     @admin.action(description="Approve: refund the amount (WeChat or balance)", permissions=["decide"])
     def approve(self, request, queryset):

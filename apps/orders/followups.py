@@ -184,8 +184,31 @@ def _send_paid_sms(followup: FollowUp) -> None:
                        text=f"【Starmall】订单{order.order_no}已支付{order.pay_fen / 100:.2f}元，感谢惠顾。")
 
 
+def _send_shipped_message(followup: FollowUp) -> None:
+    """Tell the customer their order is on its way: carrier and tracking number."""
+    from apps.accounts import wechat
+    from apps.orders.models import Shipment
+
+    order = followup.order
+    shipment = Shipment.objects.filter(order=order).first()
+    if shipment is None:
+        return
+    wechat.send_subscribe_message(
+        openid=order.customer.openid,
+        template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED,
+        page=f"pages/order/detail?order_no={order.order_no}",
+        data={
+            "character_string1": {"value": order.order_no},
+            "thing2": {"value": shipment.carrier},
+            "character_string3": {"value": shipment.tracking_no},
+            "time4": {"value": timezone.localtime(shipment.shipped_at).strftime("%Y-%m-%d %H:%M")},
+        },
+    )
+
+
 HANDLERS = {
     FollowUp.Kind.SUBSCRIBE_MESSAGE: _send_paid_message,
+    FollowUp.Kind.SHIPPED_MESSAGE: _send_shipped_message,
     FollowUp.Kind.SMS: _send_paid_sms,
     FollowUp.Kind.POINTS_AWARD: _award_points,
 }

@@ -123,10 +123,15 @@ class AfterSale(models.Model):
 
     class Status(models.TextChoices):
         REQUESTED = "requested", "待审核"  # waiting for staff (or the auto-approval rule)
+        # Return first (shipped goods): staff agreed once the goods are back (apps.payments.returns).
+        APPROVED_RETURN = "approved_return", "待退货"  # the customer is to send the goods back
+        RETURNING = "returning", "退货中"  # the customer gave the return tracking number
         APPROVED = "approved", "已同意"  # a Refund row exists and is on its way
         REJECTED = "rejected", "已拒绝"  # staff said no; see decision_note
         REFUNDED = "refunded", "已退款"  # the money is back
         FAILED = "failed", "退款失败"  # WeChat refused after retries: staff must act
+
+    OPEN = (Status.REQUESTED, Status.APPROVED_RETURN, Status.RETURNING, Status.APPROVED)
 
     order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="after_sales")
     refund_no = models.CharField(max_length=32, unique=True)
@@ -137,11 +142,20 @@ class AfterSale(models.Model):
     decision_note = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Return first: the customer's parcel back to the shop, and when staff received it.
+    return_carrier = models.CharField(max_length=32, blank=True)
+    return_tracking_no = models.CharField(max_length=40, blank=True)
+    return_sent_at = models.DateTimeField(null=True, blank=True)
+    return_received_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
         verbose_name = "after-sale request"
-        permissions = [("decide_aftersale", "Can approve or reject refund requests")]
+        permissions = [
+            ("decide_aftersale", "Can approve or reject refund requests"),
+            ("receive_return", "Can confirm returned goods arrived (then the refund runs)"),
+        ]
+        indexes = [models.Index(fields=["order", "status"], name="aftersale_order_status_idx")]
 
     def __str__(self) -> str:
         return self.refund_no
@@ -159,6 +173,7 @@ class FollowUp(models.Model):
         SUBSCRIBE_MESSAGE = "subscribe_message", "订阅消息"  # "order paid" to the customer
         SMS = "sms", "短信"  # "order paid" text to the customer's phone (pluggable backend)
         POINTS_AWARD = "points_award", "积分奖励"  # points for a paid order, frozen until it completes
+        SHIPPED_MESSAGE = "shipped_message", "发货通知"  # "order shipped" subscription message
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt
@@ -185,3 +200,22 @@ class FollowUp(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class Shipment(models.Model):
+    """The parcel of a shipped goods order: carrier (``apps.logistics.carriers``) and tracking
+    number, written by ``order_ship`` in the shipping transaction. One per order (UNIQUE)."""
+
+    order = models.OneToOneField(Order, on_delete=models.CASCADE, related_name="shipment")
+    carrier_code = models.CharField(max_length=32)  # Kuaidi100 ``com``: shunfeng, zhongtong, ...
+    carrier = models.CharField(max_length=32)  # shown name: 顺丰速运
+    tracking_no = models.CharField(max_length=40)
+    shipped_by = models.CharField(max_length=64)
+    shipped_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["tracking_no"], name="shipment_tracking_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.carrier} {self.tracking_no}"

@@ -6,8 +6,9 @@ from apps.orders.models import Order
 
 
 def order_list(*, customer_id: int, status: str | None = None) -> QuerySet[Order]:
-    """The customer's orders, newest first, with lines and slot loaded."""
-    qs = Order.objects.filter(customer_id=customer_id).select_related("slot__teacher").prefetch_related("lines")
+    """The customer's orders, newest first, with lines, slot, shipment and after-sales loaded."""
+    qs = (Order.objects.filter(customer_id=customer_id).select_related("slot__teacher", "shipment")
+          .prefetch_related("lines", "after_sales"))
     if status:
         qs = qs.filter(status=status)
     return qs.order_by("-id")

@@ -494,14 +494,23 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
     return True
 
 
-def order_ship(*, order: Order, actor: str) -> bool:
+def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no: str = "") -> bool:
     """Staff: a paid goods order was handed to the carrier (``paid -> shipped``).
 
+    With ``carrier_code`` (``apps.logistics.carriers``) and ``tracking_no`` the same transaction
+    writes the Shipment and the customer's "shipped" subscription message (an outbox
+    follow-up; ``shipments.shipment_record``); without them (hand delivery) only the status
+    moves. Raises InvalidInput (unknown carrier, bad number: checked before anything changes).
     False when the order is not a paid goods order (any more). Raises InvalidState (reason in
     Chinese, ``refund_no`` in detail) while a refund request waits for staff: decide it first
     (issue 7). The order row is locked before that check, as ``refund_request`` and
     ``after_sale_approve`` lock it, so a request cannot slip in between check and shipment.
     """
+    from apps.orders import shipments
+
+    carrier = None
+    if carrier_code or tracking_no:
+        carrier, tracking_no = shipments.shipment_check(carrier_code=carrier_code, tracking_no=tracking_no)
     if order.kind != Kind.GOODS:
         return False
     with transaction.atomic():
@@ -511,8 +520,14 @@ def order_ship(*, order: Order, actor: str) -> bool:
         waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
         if waiting is not None:
             raise InvalidState("有进行中的退款申请", refund_no=waiting.refund_no)
-        return _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED,
-                           actor=actor, shipped_at=timezone.now())
+        now = timezone.now()
+        if not _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED,
+                           actor=actor, shipped_at=now):
+            return False
+        if carrier is not None:
+            shipments.shipment_record(order=order, carrier_code=carrier_code, carrier=carrier,
+                                      tracking_no=tracking_no, actor=actor, shipped_at=now)
+        return True
 
 
 def order_complete(*, order: Order, actor: str) -> bool:

@@ -34,3 +34,11 @@ def followups_redispatch() -> int:
 def orders_complete_consultations() -> int:
     """Beat, hourly: paid consultations whose slot has passed become completed."""
     return services.orders_complete_held_consultations()
+
+
+@shared_task
+def orders_auto_receive() -> int:
+    """Beat, every 10 minutes: shipped goods orders AUTO_RECEIVE_DAYS after shipping complete."""
+    from apps.orders import shipments
+
+    return shipments.orders_auto_receive()

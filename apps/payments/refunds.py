@@ -68,8 +68,7 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
             return replay
         if order.status not in _REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
             raise InvalidState("只有已支付的订单可以申请退款。", status=order.status)
-        open_request = order.after_sales.filter(
-            status__in=(AfterSale.Status.REQUESTED, AfterSale.Status.APPROVED)).first()
+        open_request = order.after_sales.filter(status__in=AfterSale.OPEN).first()
         amount = refundable if amount_fen is None else amount_fen
         if open_request is not None:
             if open_request.amount_fen == amount or amount_fen is None:
@@ -117,17 +116,25 @@ def _auto_approvable(order: Order, amount_fen: int, payment: Payment | None) -> 
     return order.slot.start - timezone.now() > dt.timedelta(hours=hours)
 
 
-def after_sale_approve(*, after_sale_id: int, actor: str) -> Refund | None:
+def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False) -> Refund | None:
     """Approve a requested refund: reserve the amount, create the Refund, dispatch after commit.
 
-    Returns None when it was not ``requested`` any more (double click). Raises InvalidState
-    when the amount no longer fits what is refundable (the approval is not recorded).
+    ``returned=True`` is the last step of "return first" (``apps.payments.returns``): staff
+    received the goods of a ``returning`` request; a full refund then puts the units back in
+    stock (returned goods are restocked; a partial refund restocks nothing — staff count what
+    came back through the stock service). Returns None when it was not ``requested``
+    (``returning``) any more (double click). Raises InvalidState when the amount no longer fits
+    what is refundable (the approval is not recorded).
     """
     now = timezone.now()
     with transaction.atomic():
-        if AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
-            status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now
-        ) != 1:
+        if returned:
+            moved = AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.RETURNING).update(
+                status=AfterSale.Status.APPROVED, return_received_at=now)
+        else:
+            moved = AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
+                status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now)
+        if moved != 1:
             return None
         request = AfterSale.objects.get(pk=after_sale_id)
         # Lock the order: shipping it now must wait, so "restock" is decided on its real state.
@@ -137,7 +144,7 @@ def after_sale_approve(*, after_sale_id: int, actor: str) -> Refund | None:
             raise InvalidState("退款金额超过了可退款金额。", refund_no=request.refund_no)
         payment.refresh_from_db()
         full = payment.refunded_fen == payment.total_fee
-        restock = full and order.status == OrderStatus.PAID
+        restock = full and (order.status == OrderStatus.PAID or returned)
         if full:
             orders.order_mark_refunding(order=order, actor=actor)
         refund = Refund.objects.create(
@@ -150,8 +157,11 @@ def after_sale_approve(*, after_sale_id: int, actor: str) -> Refund | None:
 
 
 def after_sale_reject(*, after_sale_id: int, actor: str, note: str = "") -> bool:
-    """Reject a requested refund; False if it was not ``requested`` any more."""
-    return AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
+    """Reject a refund request that is still ``requested`` (or waiting for / on its way back
+    as a return: ``approved_return``, ``returning``); False otherwise. ``note`` is the reason
+    the customer sees (``reject_reason`` in GET /refunds)."""
+    waiting = (AfterSale.Status.REQUESTED, AfterSale.Status.APPROVED_RETURN, AfterSale.Status.RETURNING)
+    return AfterSale.objects.filter(pk=after_sale_id, status__in=waiting).update(
         status=AfterSale.Status.REJECTED, decided_by=actor, decided_at=timezone.now(), decision_note=note[:200]
     ) == 1
 

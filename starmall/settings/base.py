@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served locally: /api/docs/ works offline
     "starmall",
+    "apps.files",
     "apps.accounts",
     "apps.catalog",
     "apps.appointments",
@@ -47,6 +48,7 @@ INSTALLED_APPS = [
     "apps.orders",
     "apps.payments",
     "apps.almanac",
+    "apps.reviews",
     "axes",  # admin login lockout; last, as its docs ask
 ]
 
@@ -192,6 +194,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.orders.tasks.followups_redispatch",
         "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
+    "orders-auto-receive": {
+        "task": "apps.orders.tasks.orders_auto_receive",
+        "schedule": 600,
+    },
     "points-release-due": {
         "task": "apps.accounts.tasks.points_release_due",
         "schedule": 600,
@@ -230,6 +236,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "login": env.str("THROTTLE_LOGIN", default="20/min"),
         "order_create": env.str("THROTTLE_ORDER_CREATE", default="30/min"),
+        "upload": env.str("THROTTLE_UPLOAD", default="30/min"),
     },
     "UNAUTHENTICATED_USER": None,
     # Throttles key anonymous clients by address. DRF's default (None) believes any
@@ -305,11 +312,33 @@ WECHAT_SUBSCRIBE_TEMPLATE_PAID = env.str("WECHAT_SUBSCRIBE_TEMPLATE_PAID", defau
 # The server's own address, sent as spbill_create_ip (WECHAT.md: always pass client_ip).
 WECHAT_SPBILL_CREATE_IP = env.str("WECHAT_SPBILL_CREATE_IP", default="127.0.0.1")
 
+# --- Logistics (apps.logistics: shipping carriers, parcel tracking) -------------------------
+# The tracking provider (Kuaidi100's real-time query shape); by default the sandbox served by the
+# WeChat sandbox's process (wechat_sandbox/logistics.py). Production: https://poll.kuaidi100.com/
+# and the account's customer id and key.
+LOGISTICS_PROVIDER = env.str("LOGISTICS_PROVIDER", default="apps.logistics.providers.Kuaidi100Provider")
+LOGISTICS_API_BASE = env.str("LOGISTICS_API_BASE", default=SANDBOX_BASE)
+LOGISTICS_CUSTOMER = env.str("LOGISTICS_CUSTOMER", default="STARMALLSANDBOX")
+LOGISTICS_KEY = env.str("LOGISTICS_KEY", default="starmall-logistics-sandbox-key")
+LOGISTICS_TIMEOUT_SECONDS = env.float("LOGISTICS_TIMEOUT_SECONDS", default=5.0)
+LOGISTICS_CACHE_SECONDS = env.int("LOGISTICS_CACHE_SECONDS", default=600)
+# Shipped goods orders complete by themselves this many days after shipping (API.md Additions).
+AUTO_RECEIVE_DAYS = env.int("AUTO_RECEIVE_DAYS", default=10)
+WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED", default="order-shipped")
+
 # --- i18n / time ----------------------------------------------------------------------------
 LANGUAGE_CODE = "zh-hans"
 TIME_ZONE = "Asia/Shanghai"
 USE_I18N = True
 USE_TZ = True
+
+# Uploaded files and demo pictures (apps.files): stored through STORAGES["default"] (local
+# FileSystemStorage under MEDIA_ROOT here; a django-storages backend in production), answered as
+# absolute URLs. MEDIA_SERVE: Django serves MEDIA_URL itself (development; nginx does it in
+# production, docs/DEPLOY.md).
+MEDIA_URL = env.str("MEDIA_URL", default="/media/")
+MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "media"))
+MEDIA_SERVE = env.bool("MEDIA_SERVE", default=True)
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"

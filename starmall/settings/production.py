@@ -15,6 +15,7 @@ from .base import _check, env
 
 DEBUG = False
 DEMO_SHOP_ALLOWED = False  # runshop (make run) refuses demo data and the demo staff login
+MEDIA_SERVE = env.bool("MEDIA_SERVE", default=False)  # nginx serves MEDIA_URL (docs/DEPLOY.md)
 
 _required = [
     "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "SITE_URL",

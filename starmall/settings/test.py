@@ -32,3 +32,8 @@ MIDDLEWARE = [m for m in MIDDLEWARE if "whitenoise" not in m]  # no collected st
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
 
 _check()
+
+# Uploads and demo pictures of this run go to a temporary folder, not var/media.
+import tempfile  # noqa: E402
+
+MEDIA_ROOT = tempfile.mkdtemp(prefix=f"starmall-media-{RUN_ID}-")

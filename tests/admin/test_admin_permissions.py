@@ -29,6 +29,8 @@ pytestmark = pytest.mark.django_db
 ACTIONS = [  # (model label, action name): every state-changing admin action
     ("orders.order", "mark_shipped"), ("orders.order", "mark_completed"), ("orders.order", "cancel_unpaid"),
     ("orders.aftersale", "approve"), ("orders.aftersale", "reject"),
+    ("orders.order", "ship_with_tracking"), ("orders.aftersale", "approve_return"),
+    ("orders.aftersale", "confirm_return_received"), ("orders.aftersale", "reject_with_reason"),
     ("payments.payment", "check_with_wechat"), ("payments.refund", "retry"),
     ("payments.reconciliationrun", "reconcile_again"),
 ]

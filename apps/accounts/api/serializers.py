@@ -26,3 +26,9 @@ class AddressSerializer(serializers.ModelSerializer):
         model = Address
         fields = ["id", "name", "phone", "province", "city", "district", "detail", "is_default"]
         read_only_fields = ["id"]
+
+
+class ProfileInSerializer(serializers.Serializer):
+    nickname = serializers.CharField(required=False, max_length=64)
+    avatar_url = serializers.CharField(required=False, allow_blank=True, max_length=500,
+                                       help_text="a URL answered by POST /api/v1/uploads, or empty")

@@ -1,7 +1,23 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.models import Category, Kind, Product, Sku, Teacher
+from apps.files.services import public_url
 from starmall.api.schema import MAX_ID
+
+
+@extend_schema_field({"type": "string", "description": "absolute URL"})
+class PublicUrlField(serializers.Field):
+    """A stored picture reference (storage name, path or URL) as an absolute URL."""
+
+    def to_representation(self, value):
+        return public_url(value or "")
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string", "description": "absolute URL"}})
+class PublicUrlListField(serializers.Field):
+    def to_representation(self, value):
+        return [public_url(v) for v in (value or []) if isinstance(v, str)]
 
 
 class CategorySerializer(serializers.ModelSerializer):
@@ -19,6 +35,7 @@ class ProductListQuerySerializer(serializers.Serializer):
 
 
 class ProductListSerializer(serializers.ModelSerializer):
+    cover_url = PublicUrlField()
     min_price_fen = serializers.IntegerField(allow_null=True, help_text="fen")
 
     class Meta:
@@ -45,6 +62,9 @@ class SlotBriefSerializer(serializers.Serializer):
 
 
 class ProductDetailSerializer(serializers.ModelSerializer):
+    cover_url = PublicUrlField()
+    images = PublicUrlListField()
+    rating = serializers.SerializerMethodField(help_text="average of the visible reviews, one decimal; null without")
     skus = serializers.SerializerMethodField()
     teacher = serializers.SerializerMethodField()
     next_slots = serializers.SerializerMethodField(
@@ -53,8 +73,11 @@ class ProductDetailSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Product
-        fields = ["id", "name", "kind", "description", "cover_url", "images", "skus", "teacher", "next_slots"]
+        fields = ["id", "name", "kind", "description", "cover_url", "images", "skus", "teacher", "next_slots",
+                  "rating", "review_count"]
 
+    def get_rating(self, product) -> float | None:
+        return product.rating
     def get_skus(self, product) -> list[dict]:
         return SkuSerializer([s for s in product.skus.all() if s.is_active], many=True).data
 

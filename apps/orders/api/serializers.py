@@ -2,6 +2,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.orders import shipments
 from apps.orders.models import Order, OrderLine, OrderStatus
 from apps.orders.services import slot_json
 from starmall.api.schema import MAX_ID
@@ -78,7 +79,14 @@ class CreateInSerializer(serializers.Serializer):
 class OrderLineSerializer(serializers.ModelSerializer):
     class Meta:
         model = OrderLine
-        fields = ["sku_id", "product_id", "name", "specs", "price_fen", "quantity", "amount_fen"]
+        fields = ["id", "sku_id", "product_id", "name", "specs", "price_fen", "quantity", "amount_fen"]
+
+
+class ShipmentOutSerializer(serializers.Serializer):
+    carrier = serializers.CharField()
+    carrier_code = serializers.CharField(help_text="Kuaidi100 com code, e.g. shunfeng")
+    tracking_no = serializers.CharField()
+    shipped_at = serializers.CharField(help_text="ISO 8601, +08:00")
 
 
 class OrderSerializer(serializers.ModelSerializer):
@@ -87,14 +95,32 @@ class OrderSerializer(serializers.ModelSerializer):
     created_at = serializers.SerializerMethodField()
     pay_deadline = serializers.SerializerMethodField()
     paid_at = serializers.SerializerMethodField()
+    shipment = serializers.SerializerMethodField()
+    refund_status = serializers.SerializerMethodField(
+        help_text="status of the latest after-sale request (requested, approved_return, returning, approved, "
+                  "rejected, refunded, failed) or null")
+    auto_receive_at = serializers.SerializerMethodField(help_text="shipped goods: completes by itself then")
 
     class Meta:
         model = Order
         fields = [
             "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
             "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
-            "slot", "address", "remark", "flash_sale_id",
+            "slot", "address", "remark", "flash_sale_id", "shipment", "refund_status", "auto_receive_at",
         ]
+
+    @extend_schema_field(ShipmentOutSerializer(allow_null=True))
+    def get_shipment(self, order) -> dict | None:
+        return shipments.shipment_json(order)
+
+    def get_refund_status(self, order) -> str | None:
+        if order.paid_at is None:  # never paid: no request possible, and no query (create's answer)
+            return None
+        latest = next(iter(order.after_sales.all()), None)  # newest first (Meta.ordering), prefetched in lists
+        return latest.status if latest else None
+
+    def get_auto_receive_at(self, order) -> str | None:
+        return self._time(shipments.auto_receive_at(order))
 
     def get_slot(self, order) -> dict | None:
         return slot_json(order.slot) if order.slot_id else None
@@ -115,3 +141,28 @@ class OrderSerializer(serializers.ModelSerializer):
 
 class OrderListQuerySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=OrderStatus.choices, required=False)
+
+
+class TrackingEventSerializer(serializers.Serializer):
+    time = serializers.CharField(help_text="YYYY-MM-DD HH:MM:SS, Shanghai")
+    text = serializers.CharField()
+
+
+class TrackingSerializer(serializers.Serializer):
+    carrier = serializers.CharField()
+    carrier_code = serializers.CharField()
+    tracking_no = serializers.CharField()
+    state = serializers.CharField(help_text="in_transit, collected, delivering, signed, problem, returning, unknown...")
+    events = TrackingEventSerializer(many=True, help_text="newest first")
+
+
+class MissingLineSerializer(serializers.Serializer):
+    sku_id = serializers.IntegerField()
+    name = serializers.CharField()
+    specs = serializers.DictField()
+    quantity = serializers.IntegerField()
+    reason = serializers.ChoiceField(choices=["off_sale", "sold_out"])
+
+
+class ReorderOutSerializer(ConfirmOutSerializer):
+    missing = MissingLineSerializer(many=True)

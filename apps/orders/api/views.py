@@ -5,13 +5,15 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from apps.orders import selectors, services
+from apps.orders import reorder, selectors, services, shipments
 from apps.orders.api.serializers import (
     ConfirmInSerializer,
     ConfirmOutSerializer,
     CreateInSerializer,
     OrderListQuerySerializer,
     OrderSerializer,
+    ReorderOutSerializer,
+    TrackingSerializer,
 )
 from apps.payments import services as payments
 from starmall.api.schema import errors
@@ -81,3 +83,19 @@ class OrderReceiveView(APIView):
     def post(self, request, order_no: str):
         order = services.order_receive(order_no=order_no, customer_id=request.user.pk)
         return Response(OrderSerializer(order).data)
+
+
+class OrderTrackingView(APIView):
+    @extend_schema(responses={200: TrackingSerializer, **errors(
+        e404="not_found", e409="invalid_state (not shipped with a tracking number)",
+        e503="service_unavailable (the tracking provider is down)")})
+    def get(self, request, order_no: str):
+        return Response(TrackingSerializer(shipments.order_tracking(order_no=order_no, customer_id=request.user.pk)).data)
+
+
+class OrderReorderView(APIView):
+    @extend_schema(request=None, responses={200: ReorderOutSerializer, **errors(
+        e400="invalid (no address)", e404="not_found",
+        e409="invalid_state (consultation; nothing left on sale), insufficient_stock, limit_exceeded")})
+    def post(self, request, order_no: str):
+        return Response(ReorderOutSerializer(reorder.order_reorder(order_no=order_no, customer=request.user)).data)

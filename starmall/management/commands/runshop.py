@@ -33,10 +33,11 @@ LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 def sandbox_address() -> tuple[str, int] | None:
     """``(host, port)`` of the local WeChat sandbox to start, or None.
 
-    The sandbox runs when ``WECHAT_PAY_API_BASE`` or ``WECHAT_API_BASE`` is plain http on this
-    machine; it listens where that base points (by default ``WECHAT_SANDBOX_PORT``, 8001).
+    The sandbox runs when ``WECHAT_PAY_API_BASE``, ``WECHAT_API_BASE`` or ``LOGISTICS_API_BASE``
+    (its parcel-tracking sandbox) is plain http on this machine; it listens where that base
+    points (by default ``WECHAT_SANDBOX_PORT``, 8001).
     """
-    for base in (settings.WECHAT_PAY_API_BASE, settings.WECHAT_API_BASE):
+    for base in (settings.WECHAT_PAY_API_BASE, settings.WECHAT_API_BASE, settings.LOGISTICS_API_BASE):
         url = urlsplit(base)
         if url.scheme == "http" and url.hostname in LOOPBACK_HOSTS:
             return url.hostname, url.port or 80

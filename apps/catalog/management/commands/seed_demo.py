@@ -1,3 +1,8 @@
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
@@ -16,6 +21,19 @@ class Command(BaseCommand):
         else:
             call_command("loaddata", "fixtures/demo.json", verbosity=0)
             self.stdout.write(f"demo data: loaded {Product.objects.count()} products")
+        self._copy_pictures()
         # A live and an upcoming 秒杀 whenever there is none (their times are relative to now);
         # by name: marketing sits above catalog.
         call_command("seed_flash_sales")
+
+    def _copy_pictures(self) -> None:
+        """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into
+        the media storage as ``demo/<name>`` — the storage names demo.json's ``cover_url`` and
+        ``images`` hold — unless already there."""
+        copied = 0
+        for path in sorted((Path(settings.BASE_DIR) / "fixtures" / "images").glob("*.png")):
+            name = f"demo/{path.name}"
+            if not default_storage.exists(name):
+                default_storage.save(name, ContentFile(path.read_bytes()))
+                copied += 1
+        self.stdout.write(f"demo pictures: {copied} copied to media")

@@ -1,0 +1,182 @@
+"""Uploaded files (review images, avatars, chat voice and images) and the shop's media URLs.
+
+``upload_store`` is the one way a file enters the shop: its type is sniffed from the content
+(magic bytes, then Pillow for images), never from the name or the client's Content-Type;
+images are decoded and re-encoded with Pillow, which drops EXIF (GPS position, camera) and
+anything appended to the file; the result goes through Django's storage API (``STORAGES
+["default"]``: the local ``MEDIA_ROOT`` by default, any django-storages backend in production)
+under a random name. URLs handed out are absolute (``SITE_URL`` + ``MEDIA_URL`` for local
+storage; the backend's own URL otherwise). :func:`is_our_upload_url` lets reviews, avatars and
+chat accept only such URLs.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.utils import timezone
+from PIL import Image, ImageOps
+
+from apps.files.exceptions import PayloadTooLarge
+from starmall.errors import InvalidInput
+
+MB = 1024 * 1024
+IMAGE_MAX_BYTES = 5 * MB  # API.md: JPEG/PNG <= 5 MB
+AUDIO_MAX_BYTES = 2 * MB  # API.md: AAC/MP3 <= 2 MB
+IMAGE_MAX_PIXELS = 40_000_000  # a decompression bomb is refused before it is decoded
+UPLOAD_PREFIX = "uploads/"
+_NAME = re.compile(r"uploads/[0-9]{4}/[0-9]{2}/[0-9a-f]{32}\.(?:jpg|png|mp3|aac|m4a)")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A type the shop accepts: ``ext`` of the stored name, ``image`` or ``audio``, size limit."""
+
+    ext: str
+    family: str
+    max_bytes: int
+
+
+JPEG = Kind("jpg", "image", IMAGE_MAX_BYTES)
+PNG = Kind("png", "image", IMAGE_MAX_BYTES)
+MP3 = Kind("mp3", "audio", AUDIO_MAX_BYTES)
+AAC = Kind("aac", "audio", AUDIO_MAX_BYTES)  # ADTS stream (wx RecorderManager format "aac")
+M4A = Kind("m4a", "audio", AUDIO_MAX_BYTES)  # AAC in an MP4 container ("M4A " brand)
+
+
+def sniff(head: bytes) -> Kind | None:
+    """The type of a file from its first bytes (at least 12), or None when not accepted.
+
+    JPEG ``FF D8 FF``; PNG's 8-byte signature; MP3 an ID3v2 tag or an MPEG audio frame sync
+    (11 bits set, layer not 0); AAC an ADTS frame sync (12 bits set, layer 0); M4A an MP4
+    ``ftyp`` box with brand ``M4A``.
+    """
+    if head[:3] == b"\xff\xd8\xff":
+        return JPEG
+    if head[:8] == b"\x89PNG\r\n\x1a\n":
+        return PNG
+    if head[:3] == b"ID3":
+        return MP3
+    if len(head) >= 2 and head[0] == 0xFF:
+        if head[1] & 0xF6 == 0xF0:
+            return AAC
+        if head[1] & 0xE0 == 0xE0 and (head[1] >> 1) & 0x3:
+            return MP3
+    if head[4:8] == b"ftyp" and head[8:11] == b"M4A":
+        return M4A
+    return None
+
+
+def upload_store(*, file, folder: str = "") -> str:
+    """Check, clean and store an uploaded file; return its absolute URL.
+
+    ``file``: a Django ``UploadedFile`` (or any file object with ``size`` and ``read``).
+    Accepted (API.md): JPEG/PNG up to ``IMAGE_MAX_BYTES`` (5 MB), AAC/MP3 up to
+    ``AUDIO_MAX_BYTES`` (2 MB), by content. Images are re-encoded (EXIF and trailing data
+    dropped; the EXIF orientation is applied first so the picture stays upright).
+    Raises InvalidInput (``detail.file``: not an accepted type, or an image Pillow cannot
+    decode) and PayloadTooLarge (``detail.max_bytes``). ``folder`` is ignored for now (names
+    are ``uploads/<yyyy>/<mm>/<random>.<ext>``).
+    """
+    size = getattr(file, "size", None)
+    if size is None:
+        raise InvalidInput("请上传文件。", file=["请上传文件"])
+    head = file.read(16)
+    kind = sniff(head)
+    if kind is None:
+        raise InvalidInput("只支持 JPEG/PNG 图片和 AAC/MP3 音频。", file=["只支持 JPEG/PNG 图片和 AAC/MP3 音频"])
+    if size > kind.max_bytes:
+        raise PayloadTooLarge(f"文件过大（最大 {kind.max_bytes // MB} MB）。", max_bytes=kind.max_bytes)
+    file.seek(0)
+    data = file.read(kind.max_bytes + 1)
+    if len(data) > kind.max_bytes:  # the declared size lied
+        raise PayloadTooLarge(f"文件过大（最大 {kind.max_bytes // MB} MB）。", max_bytes=kind.max_bytes)
+    if kind.family == "image":
+        data = _reencode(data, kind)
+    now = timezone.localtime()
+    name = f"{UPLOAD_PREFIX}{now:%Y/%m}/{uuid.uuid4().hex}.{kind.ext}"
+    name = default_storage.save(name, ContentFile(data))
+    return media_url(name)
+
+
+def _reencode(data: bytes, kind: Kind) -> bytes:
+    """Decode with Pillow and write a fresh file of the same format (no metadata)."""
+    try:
+        with Image.open(io.BytesIO(data)) as probe:
+            if probe.format != ("JPEG" if kind is JPEG else "PNG"):
+                raise InvalidInput("图片格式与内容不符。", file=["图片格式与内容不符"])
+            if probe.width * probe.height > IMAGE_MAX_PIXELS:
+                raise InvalidInput("图片尺寸过大。", file=[f"图片最多 {IMAGE_MAX_PIXELS} 像素"])
+            image = ImageOps.exif_transpose(probe)
+            image.load()
+    except InvalidInput:
+        raise
+    except Exception as exc:  # truncated, corrupt, bomb: Pillow's errors vary by format
+        raise InvalidInput("无法读取该图片。", file=["无法读取该图片"]) from exc
+    out = io.BytesIO()
+    if kind is JPEG:
+        if image.mode not in ("RGB", "L"):
+            image = image.convert("RGB")
+        image.save(out, format="JPEG", quality=88, optimize=True)
+    else:
+        if image.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+            image = image.convert("RGBA")
+        image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def absolute_url(url: str) -> str:
+    """``url`` made absolute against ``SITE_URL`` (an absolute one is returned as it is)."""
+    if not url or re.match(r"^[a-z][a-z0-9+.-]*://", url, re.I):
+        return url
+    return settings.SITE_URL + ("" if url.startswith("/") else "/") + url
+
+
+def media_url(name: str) -> str:
+    """The absolute URL of a stored file ``name`` (storage name, e.g. ``demo/product-1.png``)."""
+    return absolute_url(default_storage.url(name))
+
+
+def public_url(value: str) -> str:
+    """A URL as kept on a row (product cover, image list) made absolute for the API: an
+    absolute URL stays, a path (``/static/...``) gets ``SITE_URL``, a bare storage name
+    (``demo/product-1.png``) becomes its media URL."""
+    if not value or re.match(r"^[a-z][a-z0-9+.-]*://", value, re.I):
+        return value
+    if value.startswith("/"):
+        return absolute_url(value)
+    return media_url(value)
+
+
+def upload_name(url: str) -> str | None:
+    """The storage name of one of our uploads from its URL, or None when it is not one."""
+    if not isinstance(url, str) or len(url) > 500:
+        return None
+    base = media_url(UPLOAD_PREFIX)
+    if not url.startswith(base):
+        return None
+    name = UPLOAD_PREFIX + url[len(base):]
+    return name if _NAME.fullmatch(name) else None
+
+
+def is_our_upload_url(url: str, *, family: str | None = None) -> bool:
+    """True when ``url`` is a file :func:`upload_store` stored (and it still exists).
+
+    ``family`` ``"image"`` or ``"audio"`` narrows it to that kind. Reviews (images), the
+    avatar and chat accept only these URLs, so the mini-program never shows a third party's
+    address or a file that never passed the checks above.
+    """
+    name = upload_name(url)
+    if name is None:
+        return False
+    if family == "image" and not name.endswith((".jpg", ".png")):
+        return False
+    if family == "audio" and not name.endswith((".mp3", ".aac", ".m4a")):
+        return False
+    return default_storage.exists(name)

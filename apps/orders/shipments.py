@@ -1,0 +1,111 @@
+"""Shipping with a carrier and tracking number, tracking, automatic receipt, buying again.
+
+``order_ship`` (services) is THE shipping: it validates the carrier and number with
+:func:`shipment_check`, and in its transaction calls :func:`shipment_record` (the Shipment row
+and the "shipped" subscription message, an outbox follow-up). Tracking asks the pluggable
+provider of ``apps.logistics`` (cached; 503 when it is down).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.catalog.models import Kind
+from apps.logistics import carriers, providers
+from apps.orders import followups
+from apps.orders.models import AfterSale, FollowUp, Order, OrderStatus, Shipment
+from starmall.errors import InvalidInput, InvalidState
+
+TRACKING_NO = re.compile(r"[A-Za-z0-9-]{6,40}")
+
+
+def shipment_check(*, carrier_code: str, tracking_no: str) -> tuple[str, str]:
+    """``(carrier name, cleaned tracking number)``; InvalidInput for a carrier the shop does not
+    ship with (``apps.logistics.carriers.CARRIERS``) or a number that is not 6-40 letters,
+    digits or dashes."""
+    name = carriers.carrier_name(carrier_code)
+    if name is None:
+        raise InvalidInput("请选择快递公司。", carrier_code=[f"可选：{', '.join(carriers.CARRIERS)}"])
+    tracking_no = (tracking_no or "").strip()
+    if not TRACKING_NO.fullmatch(tracking_no):
+        raise InvalidInput("快递单号不正确。", tracking_no=["6 到 40 位字母、数字或短横线"])
+    return name, tracking_no
+
+
+@transaction.atomic(savepoint=False)
+def shipment_record(*, order: Order, carrier_code: str, carrier: str, tracking_no: str, actor: str,
+                    shipped_at: dt.datetime) -> Shipment:
+    """In the shipping transaction (after ``paid -> shipped`` won): the Shipment row (UNIQUE
+    order) and the "shipped" subscription message follow-up."""
+    shipment = Shipment.objects.create(order=order, carrier_code=carrier_code, carrier=carrier,
+                                       tracking_no=tracking_no, shipped_by=actor, shipped_at=shipped_at)
+    followups.followup_record(order=order, kind=FollowUp.Kind.SHIPPED_MESSAGE)
+    return shipment
+
+
+def shipment_json(order: Order) -> dict | None:
+    """The order's ``shipment`` (API.md): null, or carrier, carrier_code, tracking_no, shipped_at.
+
+    No query for an order never shipped (``shipped_at`` null: the create and pay answers of the
+    hot path stay as they were)."""
+    if order.shipped_at is None:
+        return None
+    shipment = getattr(order, "shipment", None) if _has_shipment(order) else None
+    if shipment is None:
+        return None
+    return {"carrier": shipment.carrier, "carrier_code": shipment.carrier_code,
+            "tracking_no": shipment.tracking_no,
+            "shipped_at": timezone.localtime(shipment.shipped_at).isoformat()}
+
+
+def _has_shipment(order: Order) -> bool:
+    try:
+        order.shipment  # noqa: B018 - loads (or reads the select_related cache)
+    except Shipment.DoesNotExist:
+        return False
+    return True
+
+
+def auto_receive_at(order: Order) -> dt.datetime | None:
+    """When a shipped goods order completes by itself: shipped_at + AUTO_RECEIVE_DAYS."""
+    if order.kind != Kind.GOODS or order.status != OrderStatus.SHIPPED or not order.shipped_at:
+        return None
+    return order.shipped_at + dt.timedelta(days=settings.AUTO_RECEIVE_DAYS)
+
+
+def order_tracking(*, order_no: str, customer_id: int) -> dict:
+    """The customer's parcel: ``{"carrier", "carrier_code", "tracking_no", "state", "events"}``.
+
+    NotFound (not theirs), InvalidState (not shipped with a tracking number),
+    LogisticsUnavailable (503) when the provider cannot answer.
+    """
+    from apps.orders.services import order_get
+
+    order = order_get(order_no=order_no, customer_id=customer_id)
+    shipment = Shipment.objects.filter(order=order).first()
+    if shipment is None:
+        raise InvalidState("订单尚未发货，暂无物流信息。", status=order.status)
+    phone = (order.address or {}).get("phone", "")
+    tracking = providers.tracking_get(carrier_code=shipment.carrier_code, tracking_no=shipment.tracking_no,
+                                      phone=phone[-4:])
+    return {"carrier": shipment.carrier, "carrier_code": shipment.carrier_code,
+            "tracking_no": shipment.tracking_no, "state": tracking.state, "events": tracking.events}
+
+
+def orders_auto_receive(*, now: dt.datetime | None = None, limit: int = 500) -> int:
+    """Beat: shipped goods orders shipped AUTO_RECEIVE_DAYS ago or more become ``completed``
+    (which starts the points' freeze countdown); returns how many. An order with an open
+    after-sale request (requested, return under way) waits for it. Safe to run twice: each
+    completion is the conditional ``shipped -> completed``."""
+    from apps.orders.services import order_complete
+
+    now = now or timezone.now()
+    due = (Order.objects.filter(status=OrderStatus.SHIPPED, kind=Kind.GOODS,
+                                shipped_at__lte=now - dt.timedelta(days=settings.AUTO_RECEIVE_DAYS))
+           .exclude(after_sales__status__in=AfterSale.OPEN).order_by("id"))
+    return sum(order_complete(order=order, actor="system:auto-receive") for order in due[:limit])
