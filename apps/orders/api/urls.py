@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.orders.api import views
+from apps.orders.api import cart, views
 from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
@@ -9,4 +9,7 @@ urlpatterns = [
     path("orders/<order_no:order_no>", views.OrderDetailView.as_view(), name="order-detail"),
     path("orders/<order_no:order_no>/cancel", views.OrderCancelView.as_view(), name="order-cancel"),
     path("orders/<order_no:order_no>/receive", views.OrderReceiveView.as_view(), name="order-receive"),
+    path("cart", cart.CartView.as_view(), name="cart"),
+    path("cart/items", cart.CartItemAddView.as_view(), name="cart-item-add"),
+    path("cart/items/<id:item_id>", cart.CartItemView.as_view(), name="cart-item"),
 ]
