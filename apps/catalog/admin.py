@@ -18,15 +18,15 @@ class CategoryAdmin(ChangedFieldsAdmin):
 class SkuInline(admin.TabularInline):
     model = Sku
     extra = 0
-    fields = ["specs", "price_fen", "stock", "code", "is_active"]
+    fields = ["specs", "price_fen", "stock", "code", "weight_g", "volume_cm3", "is_active"]
     readonly_fields = ["stock"]  # stock moves through the SKU page's "stock change" field only
     show_change_link = True
 
 
 @admin.register(Product)
 class ProductAdmin(ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
-    list_display = ["id", "name", "kind", "category", "is_active", "sales", "sort"]
-    list_filter = ["kind", "category", "is_active"]
+    list_display = ["id", "name", "kind", "category", "freight_template", "is_active", "sales", "sort"]
+    list_filter = ["kind", "category", "is_active", "freight_template"]
     search_fields = ["name"]
     readonly_fields = ["sales", "created_at"]
     inlines = [SkuInline]
@@ -40,7 +40,7 @@ class SkuForm(forms.ModelForm):
 
     class Meta:
         model = Sku
-        fields = ["product", "specs", "price_fen", "code", "is_active"]
+        fields = ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active"]
 
 
 @admin.register(Sku)
@@ -64,7 +64,7 @@ class SkuAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and not self._may_edit(request):
-            return ["product", "specs", "price_fen", "code", "is_active", "stock"]
+            return ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active", "stock"]
         return self.readonly_fields
 
     def get_form(self, request, obj=None, **kwargs):
