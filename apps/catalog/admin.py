@@ -38,9 +38,21 @@ class SkuForm(forms.ModelForm):
         help_text="Units to add (restock) or, negative, to remove. Applied as stock = stock + n.",
     )
 
+    # Optional on this page: left out or empty keeps the SKU's value (freight by weight/volume).
+    weight_g = forms.IntegerField(required=False, min_value=0, help_text="克/件（按重量计费的运费模板用）")
+    volume_cm3 = forms.IntegerField(required=False, min_value=0, help_text="立方厘米/件（按体积计费的运费模板用）")
+
     class Meta:
         model = Sku
         fields = ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active"]
+
+    def clean_weight_g(self):
+        value = self.cleaned_data["weight_g"]
+        return self.instance.weight_g if value is None else value
+
+    def clean_volume_cm3(self):
+        value = self.cleaned_data["volume_cm3"]
+        return self.instance.volume_cm3 if value is None else value
 
 
 @admin.register(Sku)
