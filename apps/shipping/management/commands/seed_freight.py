@@ -1,7 +1,7 @@
+from django.apps import apps
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from apps.catalog.models import Product, Sku
 from apps.shipping.models import FreeShippingRule, FreightRegionRule, FreightTemplate
 from apps.shipping.regions import PROVINCE_NAMES
 
@@ -18,8 +18,9 @@ class Command(BaseCommand):
 
     @transaction.atomic
     def handle(self, *args, **options):
-        # seed_demo calls this by name (shipping is asked by orders; catalog does not import it).
-        # Demo data only: a management command may read both sides.
+        # seed_demo calls this by name; the demo products are reached by model name too, so that
+        # shipping imports neither catalog nor orders (orders asks shipping, never the reverse).
+        Product, Sku = apps.get_model("catalog", "Product"), apps.get_model("catalog", "Sku")
         if FreightRegionRule.objects.exists():
             self.stdout.write("demo data: freight templates already set up, nothing changed")
             return
