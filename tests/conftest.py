@@ -132,6 +132,31 @@ def is_postgres() -> bool:
 
 # --- shop objects -------------------------------------------------------------------------
 
+_DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback"}
+
+
+@pytest.fixture(autouse=True)
+def freight_default(request):
+    """The shop's default freight template, exactly as the data migration seeds it (by piece:
+    the first piece 1000 fen, further pieces 0, free everywhere from 9900 fen of goods), for
+    every test that uses the database — a transactional test's flush removes migrated rows.
+    Tests compute expected freight from it: ``freight_default.first_fee_fen``. None without db.
+    """
+    if not (_DB_FIXTURES & set(request.fixturenames) or request.node.get_closest_marker("django_db")):
+        return None
+    import importlib
+
+    from apps.shipping.models import FreeShippingRule, FreightTemplate
+
+    request.getfixturevalue("_django_db_helper")  # what db / the django_db marker set up
+    seed = importlib.import_module("apps.shipping.migrations.0002_default_template")
+    template = FreightTemplate.objects.filter(is_default=True).first()
+    if template is None:
+        template = FreightTemplate.objects.create(is_default=True, **seed.DEFAULT)
+        FreeShippingRule.objects.create(template=template, provinces=[], cities=[], min_amount_fen=seed.FREE_FROM_FEN)
+    return template
+
+
 @pytest.fixture
 def make_customer(db):
     """``make_customer(balance_fen=0, points=0, openid=None)`` -> Customer."""

@@ -18,15 +18,15 @@ class CategoryAdmin(ChangedFieldsAdmin):
 class SkuInline(admin.TabularInline):
     model = Sku
     extra = 0
-    fields = ["specs", "price_fen", "stock", "code", "is_active"]
+    fields = ["specs", "price_fen", "stock", "code", "weight_g", "volume_cm3", "is_active"]
     readonly_fields = ["stock"]  # stock moves through the SKU page's "stock change" field only
     show_change_link = True
 
 
 @admin.register(Product)
 class ProductAdmin(ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
-    list_display = ["id", "name", "kind", "category", "is_active", "sales", "sort"]
-    list_filter = ["kind", "category", "is_active"]
+    list_display = ["id", "name", "kind", "category", "freight_template", "is_active", "sales", "sort"]
+    list_filter = ["kind", "category", "is_active", "freight_template"]
     search_fields = ["name"]
     readonly_fields = ["sales", "created_at"]
     inlines = [SkuInline]
@@ -38,9 +38,21 @@ class SkuForm(forms.ModelForm):
         help_text="Units to add (restock) or, negative, to remove. Applied as stock = stock + n.",
     )
 
+    # Optional on this page: left out or empty keeps the SKU's value (freight by weight/volume).
+    weight_g = forms.IntegerField(required=False, min_value=0, help_text="克/件（按重量计费的运费模板用）")
+    volume_cm3 = forms.IntegerField(required=False, min_value=0, help_text="立方厘米/件（按体积计费的运费模板用）")
+
     class Meta:
         model = Sku
-        fields = ["product", "specs", "price_fen", "code", "is_active"]
+        fields = ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active"]
+
+    def clean_weight_g(self):
+        value = self.cleaned_data["weight_g"]
+        return self.instance.weight_g if value is None else value
+
+    def clean_volume_cm3(self):
+        value = self.cleaned_data["volume_cm3"]
+        return self.instance.volume_cm3 if value is None else value
 
 
 @admin.register(Sku)
@@ -64,7 +76,7 @@ class SkuAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and not self._may_edit(request):
-            return ["product", "specs", "price_fen", "code", "is_active", "stock"]
+            return ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active", "stock"]
         return self.readonly_fields
 
     def get_form(self, request, obj=None, **kwargs):

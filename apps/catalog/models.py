@@ -53,6 +53,12 @@ class Product(models.Model):
     rating_total = models.PositiveIntegerField(default=0)
     sort = models.IntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    # How shipping it is charged; null = the shop's default template. By name: catalog imports
+    # nothing from shipping (orders asks shipping at confirm).
+    freight_template = models.ForeignKey(
+        "shipping.FreightTemplate", null=True, blank=True, on_delete=models.PROTECT, related_name="products",
+        help_text="空 = 默认运费模板",
+    )
 
     class Meta:
         ordering = ["sort", "id"]
@@ -81,6 +87,8 @@ class Sku(models.Model):
     stock = models.IntegerField(default=0)  # units on hand
     code = models.CharField(max_length=64, blank=True)  # merchant's own SKU code
     is_active = models.BooleanField(default=True)
+    weight_g = models.PositiveIntegerField(default=0, help_text="克/件（按重量计费的运费模板用）")  # grams per unit
+    volume_cm3 = models.PositiveIntegerField(default=0, help_text="立方厘米/件（按体积计费的运费模板用）")  # cm³ per unit
 
     class Meta:
         ordering = ["product_id", "id"]

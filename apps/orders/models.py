@@ -1,4 +1,4 @@
-"""Orders, their lines (price snapshots), the status log and the follow-up outbox."""
+"""Orders, their lines (price snapshots), the status log, the follow-up outbox and the cart."""
 
 from django.db import models
 from django.db.models import Q
@@ -219,3 +219,27 @@ class Shipment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.carrier} {self.tracking_no}"
+
+
+class CartItem(models.Model):
+    """A line of a customer's cart: one SKU (UNIQUE per customer) and how many.
+
+    Changes only through ``apps.orders.cart`` (adding to a line is a conditional UPDATE, never
+    read-modify-write); ``order_create`` removes the lines an order bought in its transaction.
+    """
+
+    customer = models.ForeignKey("accounts.Customer", on_delete=models.CASCADE, related_name="cart_items")
+    sku = models.ForeignKey("catalog.Sku", on_delete=models.CASCADE, related_name="cart_items")
+    quantity = models.PositiveIntegerField()  # 1..MAX_QUANTITY (apps.orders.cart)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "sku"], name="cart_item_customer_sku_uniq"),
+            models.CheckConstraint(condition=Q(quantity__gte=1), name="cart_item_quantity_gte_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sku_id} x{self.quantity}"

@@ -38,9 +38,10 @@ from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import services as flash_sales
-from apps.orders import drafts, events, followups
+from apps.orders import cart, drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
+from apps.shipping import selectors as freight
 from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
@@ -56,7 +57,8 @@ MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fe
 def order_confirm(
     *,
     customer: Customer,
-    items: list[dict],
+    items: list[dict] | None = None,
+    cart_item_ids: list[int] | None = None,
     slot_id: int | None = None,
     address_id: int | None = None,
     coupon_id: int | None = None,
@@ -74,10 +76,16 @@ def order_confirm(
     below 1 fen (WeChat's minimum). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
     at the sale's price, no coupon (-> CouponUnavailable; points are allowed); the sale's rules
     are ``apps.marketing.services.flash_sale_check`` (invalid_state, limit_exceeded,
-    insufficient_stock). Raises InvalidInput (no address: ``detail.address_id``), NotFound,
-    InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps, flash-sale
-    limit), InvalidState. Writes nothing to the database.
+    insufficient_stock). ``cart_item_ids`` instead of ``items``: those of the customer's cart
+    lines (another's or a gone line -> NotFound); the draft records them and create removes
+    them (``apps.orders.cart``). Freight: ``apps.shipping`` for the address's province and
+    city (consultations: none). Raises InvalidInput (no address: ``detail.address_id``),
+    NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps,
+    flash-sale limit), InvalidState. Writes nothing to the database.
     """
+    cart_items = None
+    if cart_item_ids is not None:
+        items, cart_items = cart.cart_items_for_confirm(customer_id=customer.pk, item_ids=cart_item_ids)
     quantities = Counter()
     for item in items:
         quantities[item["sku_id"]] += item["quantity"]
@@ -136,9 +144,7 @@ def order_confirm(
                 raise InvalidInput("收货地址不存在，请重新选择。", address_id=["请选择您自己的收货地址"])
 
     goods_fen = sum(line["amount_fen"] for line in lines)
-    freight_fen = 0
-    if kind == Kind.GOODS and goods_fen < settings.FREE_FREIGHT_MIN_FEN:
-        freight_fen = settings.FREIGHT_FEN
+    freight_fen = _freight_fen(lines, skus, address) if kind == Kind.GOODS else 0
     if goods_fen + freight_fen < 1:
         raise InvalidInput("订单金额至少为 0.01 元。", items=["订单金额至少为 0.01 元（微信支付的最低金额）"])
     if goods_fen + freight_fen > MAX_ORDER_FEN:
@@ -161,10 +167,21 @@ def order_confirm(
         "coupon_fen": coupon_fen, "points_used": points_used, "points_fen": points_fen,
         "pay_fen": pay_fen, "slot": slot_data,
         "address": {"id": address.pk, **address.snapshot()} if address else None,
-        "flash_sale_id": sale.pk if sale else None,
+        "flash_sale_id": sale.pk if sale else None, "cart_items": cart_items,
     }
     drafts.draft_save(order_key, draft)
     return draft
+
+
+def _freight_fen(lines: list[dict], skus: dict[int, Sku], address) -> int:
+    """Freight in fen for the goods ``lines`` to ``address`` (each product's freight template,
+    the default for products without one; rule: ``apps.shipping.calculator.freight_quote``)."""
+    return freight.freight_for_lines(lines=[
+        {"template_id": skus[line["sku_id"]].product.freight_template_id, "quantity": line["quantity"],
+         "weight_g": skus[line["sku_id"]].weight_g, "volume_cm3": skus[line["sku_id"]].volume_cm3,
+         "amount_fen": line["amount_fen"]}
+        for line in lines
+    ], province=address.province, city=address.city)
 
 
 def _confirm_slot(lines: list[dict], skus: dict[int, Sku], slot_id: int | None) -> dict:
@@ -249,7 +266,8 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
     slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
     insert the order, book the slot, take the coupon and points, enforce the per-customer caps,
-    insert lines and the first event, and last (hot rows locked briefly) a flash sale's
+    remove the cart lines it bought (``cart_item_ids`` at confirm), insert lines and the first
+    event, and last (hot rows locked briefly) a flash sale's
     allowance and stock (``flash_sale_take``) and the SKUs' stock (conditional UPDATEs, SKU id
     order). After commit: drop the draft and schedule the unpaid timeout. A consultation's
     ``pay_deadline`` is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start -
@@ -296,6 +314,8 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             _enforce_caps(customer_id=customer.pk, kind=draft["kind"])
             if not wallet.points_spend(customer_id=customer.pk, points=draft["points_used"], ref=order.order_no):
                 raise InvalidState("您的积分已变化，请重新确认订单。")
+            if draft.get("cart_items"):  # after the customer's row lock, as cart adds take it
+                cart.cart_items_remove_bought(customer_id=customer.pk, bought=draft["cart_items"])
             lines = OrderLine.objects.bulk_create([
                 OrderLine(
                     order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "apps.catalog",
     "apps.appointments",
     "apps.marketing",
+    "apps.shipping",
     "apps.orders",
     "apps.payments",
     "apps.almanac",
@@ -275,8 +276,6 @@ INVALID_NOTIFICATION_SAMPLE_CHARS = env.int("INVALID_NOTIFICATION_SAMPLE_CHARS",
 # --- Shop rules -----------------------------------------------------------------------------
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
 ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
-FREIGHT_FEN = env.int("FREIGHT_FEN", default=1000)  # fen, per order with goods
-FREE_FREIGHT_MIN_FEN = env.int("FREE_FREIGHT_MIN_FEN", default=9900)  # fen of goods
 POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
 # Full refunds of paid consultations whose slot is more than this many hours away are
 # approved without staff (0: every refund waits for staff).
@@ -375,8 +374,8 @@ def _check() -> None:
         raise ImproperlyConfigured("POINTS_FREEZE_DAYS and BOOKING_MIN_NOTICE_MINUTES must be >= 0")
     if MAX_UNPAID_ORDERS < 1:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
-    if FREIGHT_FEN < 0 or FREE_FREIGHT_MIN_FEN < 0 or POINT_VALUE_FEN < 1:
-        raise ImproperlyConfigured("FREIGHT_FEN and FREE_FREIGHT_MIN_FEN must be >= 0 fen, POINT_VALUE_FEN >= 1 fen")
+    if POINT_VALUE_FEN < 1:
+        raise ImproperlyConfigured("POINT_VALUE_FEN must be >= 1 fen")
     if REST_FRAMEWORK["NUM_PROXIES"] < 0:
         raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (ignore X-Forwarded-For) or the number of proxies")
     if API_MAX_BODY_BYTES <= 0 or PAY_STATUS_QUERY_INTERVAL_SECONDS < 0:

@@ -115,11 +115,13 @@ def test_create_refuses_a_product_taken_off_sale(api, make_sku, address):
 def test_queries_per_request_confirm_and_create(api, make_sku, address, django_assert_max_num_queries,
                                                 django_capture_on_commit_callbacks):
     sku = make_sku(stock=5)
-    with django_assert_max_num_queries(4):  # customer, SKUs with products, unpaid-order caps (issue 7), address
+    # customer, SKUs with products, unpaid orders (caps), address, freight templates with their
+    # region and free-shipping rules (3)
+    with django_assert_max_num_queries(7):
         response = _confirm(api, sku, address)
     assert response.status_code == 200
-    # customer; transaction: order, customer row lock + unpaid-order caps (issue 7), lines,
-    # event, stock (+ savepoint/begin and commit markers)
+    # customer; transaction: order, customer lock + unpaid count (caps), lines, event, stock
+    # (+ savepoint/begin and commit markers)
     with django_assert_max_num_queries(9), django_capture_on_commit_callbacks(execute=True):
         created = _create(api, response.json()["order_key"])
     assert created.status_code == 201

@@ -29,7 +29,12 @@ class PointsField(serializers.Field):
 
 
 class ConfirmInSerializer(serializers.Serializer):
-    items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=50)
+    items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=50, required=False,
+                                  help_text="exactly one of items and cart_item_ids")
+    cart_item_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), allow_empty=False, max_length=50,
+        required=False, help_text="ids of the caller's cart lines (GET /cart), instead of items; "
+                                  "the order removes them from the cart when it is created")
     slot_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
@@ -37,6 +42,13 @@ class ConfirmInSerializer(serializers.Serializer):
     flash_sale_id = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_ID,
         help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon")
+
+    def validate(self, data):
+        if "items" not in data and "cart_item_ids" not in data:  # items are the usual way: "required"
+            raise serializers.ValidationError({"items": [self.fields["items"].error_messages["required"]]})
+        if "items" in data and "cart_item_ids" in data:
+            raise serializers.ValidationError({"cart_item_ids": ["items 和 cart_item_ids 只能提供其一"]})
+        return data
 
 
 class DraftLineSerializer(serializers.Serializer):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.orders.api import views
+from apps.orders.api import cart, views
 from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
@@ -11,4 +11,7 @@ urlpatterns = [
     path("orders/<order_no:order_no>/receive", views.OrderReceiveView.as_view(), name="order-receive"),
     path("orders/<order_no:order_no>/tracking", views.OrderTrackingView.as_view(), name="order-tracking"),
     path("orders/<order_no:order_no>/reorder", views.OrderReorderView.as_view(), name="order-reorder"),
+    path("cart", cart.CartView.as_view(), name="cart"),
+    path("cart/items", cart.CartItemAddView.as_view(), name="cart-item-add"),
+    path("cart/items/<id:item_id>", cart.CartItemView.as_view(), name="cart-item"),
 ]

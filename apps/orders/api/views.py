@@ -25,7 +25,7 @@ class OrderCreateThrottle(UserRateThrottle):
 
 class OrderConfirmView(APIView):
     @extend_schema(request=ConfirmInSerializer, responses={200: ConfirmOutSerializer, **errors(
-        e400="invalid", e404="not_found (SKU not on sale, no such flash sale)",
+        e400="invalid", e404="not_found (SKU not on sale, no such flash sale, not a cart line of the caller)",
         e409="insufficient_stock, slot_unavailable, coupon_unavailable, "
              "limit_exceeded (flash-sale limit), invalid_state (flash sale not live)")})
     def post(self, request):

@@ -11,7 +11,7 @@ from apps.catalog.models import Product
 
 class Command(BaseCommand):
     help = ("Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop; "
-            "then demo flash sales (seed_flash_sales).")
+            "then demo flash sales (seed_flash_sales) and freight templates (seed_freight).")
 
     def handle(self, *args, **options):
         # Only into an empty catalog: reloading would reset stock and balances that orders
@@ -25,6 +25,7 @@ class Command(BaseCommand):
         # A live and an upcoming 秒杀 whenever there is none (their times are relative to now);
         # by name: marketing sits above catalog.
         call_command("seed_flash_sales")
+        call_command("seed_freight")  # freight templates (shipping): remote provinces, heavy goods
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into
