@@ -196,6 +196,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.accounts.tasks.points_release_due",
         "schedule": 600,
     },
+    "recharges-expire-due": {
+        "task": "apps.payments.tasks.recharges_expire_due",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
+    "coupon-issues-redispatch": {
+        "task": "apps.marketing.tasks.coupon_issues_redispatch",
+        "schedule": 2 * BEAT_SWEEP_SECONDS,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -271,6 +279,8 @@ ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
 FREIGHT_FEN = env.int("FREIGHT_FEN", default=1000)  # fen, per order with goods
 FREE_FREIGHT_MIN_FEN = env.int("FREE_FREIGHT_MIN_FEN", default=9900)  # fen of goods
 POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
+# Minutes a recharge (top-up) can be paid; sent to WeChat as time_expire (apps/payments/recharges.py).
+RECHARGE_PAY_MINUTES = env.int("RECHARGE_PAY_MINUTES", default=30)
 # Full refunds of paid consultations whose slot is more than this many hours away are
 # approved without staff (0: every refund waits for staff).
 REFUND_AUTO_APPROVE_HOURS = env.int("REFUND_AUTO_APPROVE_HOURS", default=24)
@@ -334,6 +344,8 @@ def _check() -> None:
     """Refuse to start with configuration that would lose orders or money."""
     if ORDER_DRAFT_TTL_SECONDS <= 0:
         raise ImproperlyConfigured("ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds")
+    if RECHARGE_PAY_MINUTES <= 0:
+        raise ImproperlyConfigured("RECHARGE_PAY_MINUTES must be a positive number of minutes")
     if ORDER_PAY_TIMEOUT_MINUTES <= 0:
         raise ImproperlyConfigured("ORDER_PAY_TIMEOUT_MINUTES must be a positive number of minutes")
     if AUTH_TOKEN_TTL_SECONDS <= 0:

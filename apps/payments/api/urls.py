@@ -1,12 +1,15 @@
 from django.urls import path
 
-from apps.payments.api import views
+from apps.payments.api import recharges, views
 from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
     path("orders/<order_no:order_no>/pay", views.OrderPayView.as_view(), name="order-pay"),
     path("orders/<order_no:order_no>/pay-status", views.OrderPayStatusView.as_view(), name="order-pay-status"),
     path("orders/<order_no:order_no>/refund", views.OrderRefundView.as_view(), name="order-refund"),
+    path("recharge/packages", recharges.PackageListView.as_view(), name="recharge-packages"),
+    path("recharges", recharges.RechargeCreateView.as_view(), name="recharge-create"),
+    path("recharges/<plain:recharge_no>", recharges.RechargeDetailView.as_view(), name="recharge-detail"),
     path("payments/wechat/notify", views.wechat_notify, name="wechat-notify"),
     path("payments/wechat/refund-notify", views.wechat_refund_notify, name="wechat-refund-notify"),
 ]
