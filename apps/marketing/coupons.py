@@ -68,7 +68,9 @@ def coupon_template_validate(*, kind: str, amount_fen: int | None, percent: int 
         problems["amount_fen"] = ["满减券需填写优惠金额（至少 0.01 元）"]
     if kind == CouponTemplate.Kind.PERCENT and not 1 <= (percent or 0) <= 99:
         problems["percent"] = ["折扣券的优惠比例需在 1 到 99 之间（例如 15 表示减 15%）"]
-    if not valid_days and valid_to is None:
+    if valid_days is not None and valid_days < 1:
+        problems["valid_days"] = ["领取后有效天数至少为 1 天"]
+    elif not valid_days and valid_to is None:
         problems["valid_to"] = ["请填写有效期截止时间，或领取后有效天数"]
     if valid_from and valid_to and valid_to <= valid_from:
         problems["valid_to"] = ["截止时间须晚于开始时间"]
@@ -80,6 +82,30 @@ def coupon_template_validate(*, kind: str, amount_fen: int | None, percent: int 
         problems["products"] = ["请选择适用商品"]
     if problems:
         raise InvalidInput("优惠券设置有误。", **problems)
+
+
+def coupon_template_save(*, template: CouponTemplate, changed: list[str], categories=None,
+                         products=None) -> CouponTemplate:
+    """Staff create a template (``template.pk`` None) or change the ``changed`` columns of one
+    (admin; ``issued`` is never written here). A lower ``total`` is applied by a conditional
+    ``UPDATE ... WHERE issued <= total`` so a coupon received meanwhile cannot be undercut
+    (InvalidInput). ``categories`` / ``products``: the scope's M2M, when given."""
+    with transaction.atomic():
+        if template.pk is None:
+            template.issued = 0
+            template.save()
+        else:
+            columns = [c for c in changed if c not in ("issued", "total", "categories", "products")]
+            if columns:
+                template.save(update_fields=columns)
+            if "total" in changed and CouponTemplate.objects.filter(
+                    pk=template.pk, issued__lte=template.total).update(total=template.total) != 1:
+                raise InvalidInput("发放总量不能少于已发放数量。", total=["发放总量不能少于已发放数量"])
+        if categories is not None:
+            template.categories.set(categories)
+        if products is not None:
+            template.products.set(products)
+    return template
 
 
 def templates_receivable(*, customer_id: int | None, now: dt.datetime | None = None) -> list[CouponTemplate]:
