@@ -6,7 +6,8 @@ from apps.catalog.models import Product
 
 class Command(BaseCommand):
     help = ("Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop; "
-            "then demo flash sales (seed_flash_sales).")
+            "then demo flash sales (seed_flash_sales), coupon templates and sign-in rules "
+            "(seed_marketing), recharge packages (seed_recharge_packages).")
 
     def handle(self, *args, **options):
         # Only into an empty catalog: reloading would reset stock and balances that orders
@@ -19,3 +20,5 @@ class Command(BaseCommand):
         # A live and an upcoming 秒杀 whenever there is none (their times are relative to now);
         # by name: marketing sits above catalog.
         call_command("seed_flash_sales")
+        call_command("seed_marketing")  # coupon templates, sign-in rules, the demo customer's coupon
+        call_command("seed_recharge_packages")
