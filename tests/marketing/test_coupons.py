@@ -274,3 +274,28 @@ def test_template_validation_names_the_fields():
                                          valid_from=None, valid_to=None, valid_days=None, total=1,
                                          scope="category", categories=[], issued=5)
     assert set(caught.value.detail) == {"percent", "valid_to", "total", "categories"}
+
+
+def test_full_refund_gives_the_coupon_back_while_valid(make_customer, make_api, consultation, make_template):
+    from apps.accounts import services as wallet
+    from apps.payments import refunds
+    from apps.payments.models import Refund
+
+    customer = make_customer()
+    wallet.balance_adjust(customer_id=customer.pk, amount_fen=100000, ref="opening")
+    api = make_api(customer)
+    coupon = coupons.coupon_receive(template_id=make_template(amount_fen=5000).pk, customer_id=customer.pk)
+    body = {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}], "slot_id": consultation.slots[-1].pk,
+            "coupon_id": coupon.pk}
+    key = api.post("/api/v1/orders/confirm", body, format="json").json()["order_key"]
+    order = api.post("/api/v1/orders", {"order_key": key}, format="json").json()
+    assert order["coupon_fen"] == 5000 and order["pay_fen"] == 24900
+    assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+    assert Coupon.objects.get(pk=coupon.pk).status == "used"
+    refund = api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "时间有变"}, format="json")
+    assert refund.status_code == 202 and refund.json()["status"] == "approved"  # slot days away: automatic
+    for row in Refund.objects.filter(order__order_no=order["order_no"], status="pending"):
+        assert refunds.refund_execute(refund_id=row.pk) == "success"
+    assert api.get(f"/api/v1/orders/{order['order_no']}").json()["status"] == "refunded"
+    assert Coupon.objects.get(pk=coupon.pk).status == "available"
+    assert [r["id"] for r in api.get("/api/v1/me/coupons?status=usable").json()["results"]] == [coupon.pk]
