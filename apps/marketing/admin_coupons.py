@@ -13,7 +13,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from apps.marketing import coupons
+from apps.marketing import coupons, signin
 from apps.marketing.models import CouponIssue, CouponTemplate, SignIn, SignInRule
 from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin, require_perm
 from starmall.admin_money import YuanField, yuan
@@ -156,6 +156,10 @@ class SignInRuleAdmin(ChangedFieldsAdmin):
 
     list_display = ["day", "points"]
     ordering = ["day"]
+
+    def save_model(self, request, obj, form, change):
+        signin.sign_in_rule_save(rule=obj, changed=[f for f in form.changed_data if f in ("day", "points")]
+                                 if change else None)
 
 
 @admin.register(SignIn)

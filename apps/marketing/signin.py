@@ -32,6 +32,16 @@ class SignInResult:
     already: bool  # signed in before today: nothing credited now
 
 
+def sign_in_rule_save(*, rule: SignInRule, changed: list[str] | None = None) -> SignInRule:
+    """Staff add a rule (``changed`` None) or change the ``changed`` columns of one (admin).
+    Points already credited stay as they were; the table applies to the next sign-ins."""
+    if changed is None or rule.pk is None:
+        rule.save()
+    elif changed:
+        rule.save(update_fields=changed)
+    return rule
+
+
 def sign_in_points(streak: int, rules: dict[int, int] | None = None) -> int:
     """Points for streak day ``streak`` (>= 1) under ``rules`` ({day: points}; default: the
     table in the database). Cycling rule in the module docstring."""

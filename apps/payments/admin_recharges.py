@@ -5,6 +5,7 @@ recharges themselves (read-only: they change only through WeChat's notification 
 from django import forms
 from django.contrib import admin
 
+from apps.payments import recharges
 from apps.payments.models import Recharge, RechargePackage
 from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin
 from starmall.admin_money import YuanField, yuan
@@ -38,6 +39,10 @@ class RechargePackageAdmin(ChangedFieldsAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def save_model(self, request, obj, form, change):
+        columns = [f for f in form.changed_data if f in ("pay_fen", "bonus_fen", "is_active", "sort")]
+        recharges.recharge_package_save(package=obj, changed=columns if change else None)
 
 
 @admin.register(Recharge)

@@ -37,7 +37,7 @@ from apps.accounts import services as wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.payments import wechat
 from apps.payments.models import Notification, Recharge, RechargePackage
-from starmall.errors import NotFound, WechatUnavailable
+from starmall.errors import InvalidInput, NotFound, WechatUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,19 @@ def is_recharge_no(out_trade_no: str) -> bool:
 def _new_recharge_no(now: dt.datetime) -> str:
     """``R`` + ``yyyyMMddHHmmss`` (Shanghai) + 8 random digits: 23 characters."""
     return PREFIX + timezone.localtime(now).strftime("%Y%m%d%H%M%S") + f"{secrets.randbelow(10**8):08d}"
+
+
+def recharge_package_save(*, package: RechargePackage, changed: list[str] | None = None) -> RechargePackage:
+    """Staff add a package (``changed`` None) or change the ``changed`` columns of one (admin).
+    Recharges copy the terms when made, so an edit never changes one already made. Raises
+    InvalidInput for ``pay_fen`` < 1 fen or a negative bonus."""
+    if package.pay_fen is None or package.pay_fen < 1 or (package.bonus_fen or 0) < 0:
+        raise InvalidInput("充值金额至少 0.01 元，赠送金额不能为负。", pay_fen=["充值金额至少 0.01 元"])
+    if changed is None or package.pk is None:
+        package.save()
+    elif changed:
+        package.save(update_fields=changed)
+    return package
 
 
 def packages_active() -> list[RechargePackage]:
