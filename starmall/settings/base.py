@@ -252,7 +252,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"PayMethodEnum": "apps.orders.models.PayMethod"},
+    "ENUM_NAME_OVERRIDES": {
+        "PayMethodEnum": "apps.orders.models.PayMethod",
+        # issue 9: coupons' kind and scope, a recharge's status (names that other enums use too)
+        "KindEnum": "apps.catalog.models.Kind",  # goods / consultation keeps its name beside the coupons' kind
+        "CouponKindEnum": "apps.marketing.models.CouponTemplate.Kind",  # = accounts Coupon.Kind
+        "CouponScopeEnum": "apps.marketing.models.CouponTemplate.Scope",
+        "RechargeStatusEnum": "apps.payments.models.Recharge.Status",
+    },
     # The strict path converters of starmall/api/converters.py, as the schema states them.
     "PATH_CONVERTER_OVERRIDES": {
         "order_no": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
