@@ -34,15 +34,16 @@ class CouponAdmin(ChangedFieldsAdmin):
     """Staff may grant coupons and edit their terms; ``status`` / ``used_order_no`` move only in
     the wallet services (take at order create, return on cancel)."""
 
-    list_display = ["id", "customer", "title", "discount_fen", "min_spend_fen", "status", "valid_until", "used_order_no"]
-    list_filter = ["status"]
+    list_display = ["id", "customer", "title", "kind", "discount_fen", "percent", "min_spend_fen", "status",
+                    "valid_until", "used_order_no", "template"]
+    list_filter = ["status", "kind"]
     search_fields = ["customer__openid", "used_order_no", "title"]
     raw_id_fields = ["customer"]
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
-            return ["status", "used_order_no"]
-        return ["customer", "status", "used_order_no"]  # a coupon does not change hands
+            return ["status", "used_order_no", "template", "batch"]
+        return ["customer", "status", "used_order_no", "template", "batch"]  # a coupon does not change hands
 
 
 @admin.register(Address)

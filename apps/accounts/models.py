@@ -61,6 +61,9 @@ class WalletEvent(models.Model):
         AWARD = "award", "消费奖励"  # points earned by a paid order (frozen first)
         REVOKE = "revoke", "退款扣回奖励"  # released award points taken back by a later full refund
         ADJUST = "adjust", "后台调整"  # staff adjustment
+        RECHARGE = "recharge", "充值"  # balance paid in by a recharge (ref: recharge_no)
+        BONUS = "bonus", "充值赠送"  # the bonus of a recharge package (ref: recharge_no)
+        SIGN_IN = "sign_in", "签到"  # daily sign-in points (ref: sign-in date / customer)
 
     class State(models.TextChoices):
         AVAILABLE = "available", "可用"  # counted in the customer's balance / spendable points
@@ -99,22 +102,57 @@ class WalletEvent(models.Model):
 
 
 class Coupon(models.Model):
-    """A customer's coupon: ``discount_fen`` off an order whose goods reach ``min_spend_fen``."""
+    """A customer's coupon, usually received from a ``marketing.CouponTemplate``.
+
+    Its terms are copied from the template at receipt (later template edits do not change
+    coupons already held): ``kind`` AMOUNT takes ``discount_fen`` off, PERCENT takes
+    ``percent``% off (at most ``max_discount_fen``, null = no cap), both only when the goods in
+    the template's scope reach ``min_spend_fen`` (the threshold); usable from ``valid_from``
+    (null: at once) until ``valid_until``. The scope (all / categories / products) is read from
+    the template; a coupon without one (granted by hand) applies to everything. The pricing
+    rules are ``apps.marketing.coupons.coupon_discount``.
+
+    ``status`` moves only in the wallet services (conditional UPDATEs): taken at order create
+    (``coupon_take``), given back on cancel / full refund while valid (``coupon_return``).
+    ``batch``: the staff issue that granted it; UNIQUE (batch, customer) makes issuing idempotent.
+    (The FKs point up to marketing by name only; accounts code never imports marketing.)
+    """
 
     class Status(models.TextChoices):
         AVAILABLE = "available", "可用"  # may be used by a new order
         USED = "used", "已使用"  # taken by order ``used_order_no`` (returned if it is cancelled)
 
+    class Kind(models.TextChoices):
+        AMOUNT = "amount", "满减"
+        PERCENT = "percent", "折扣"
+
     customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="coupons")
     title = models.CharField(max_length=64)
-    discount_fen = models.PositiveIntegerField()  # fen
-    min_spend_fen = models.PositiveIntegerField(default=0)  # fen of goods
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
+    discount_fen = models.PositiveIntegerField(default=0)  # fen off (kind AMOUNT)
+    percent = models.PositiveSmallIntegerField(default=0)  # % off (kind PERCENT), 1..99
+    max_discount_fen = models.PositiveIntegerField(null=True, blank=True)  # fen cap (PERCENT); null: none
+    min_spend_fen = models.PositiveIntegerField(default=0)  # fen of in-scope goods (the threshold)
+    valid_from = models.DateTimeField(null=True, blank=True)
     valid_until = models.DateTimeField()
+    template = models.ForeignKey("marketing.CouponTemplate", null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="coupons")
+    batch = models.ForeignKey("marketing.CouponIssue", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="coupons")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.AVAILABLE)
     used_order_no = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "customer"], condition=Q(batch__isnull=False),
+                                    name="coupon_once_per_batch"),
+        ]
+        indexes = [models.Index(fields=["customer", "status", "valid_until"], name="coupon_customer_status_idx")]
+
     def __str__(self) -> str:
+        if self.kind == self.Kind.PERCENT:
+            return f"{self.title} ({self.percent}% off)"
         return f"{self.title} ({self.discount_fen / 100:.2f} 元)"
 
 

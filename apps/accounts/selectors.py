@@ -1,6 +1,6 @@
 """Reads for customers."""
 
-from django.db.models import QuerySet, Sum
+from django.db.models import Q, QuerySet, Sum
 from django.utils import timezone
 
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
@@ -18,10 +18,30 @@ def address_get(*, customer: Customer, address_id: int) -> Address | None:
 
 def coupon_usable(*, customer_id: int, coupon_id: int) -> Coupon | None:
     """The customer's coupon if it is available and not expired, else None."""
+    return coupons_usable(customer_id=customer_id).filter(pk=coupon_id).first()
+
+
+def coupons_usable(*, customer_id: int) -> QuerySet[Coupon]:
+    """The customer's coupons usable now: available, ``valid_from`` passed, not expired."""
+    now = timezone.now()
     return Coupon.objects.filter(
-        pk=coupon_id, customer_id=customer_id, status=Coupon.Status.AVAILABLE,
-        valid_until__gt=timezone.now(),
-    ).first()
+        Q(valid_from__isnull=True) | Q(valid_from__lte=now),
+        customer_id=customer_id, status=Coupon.Status.AVAILABLE, valid_until__gt=now,
+    ).select_related("template")
+
+
+def coupons_of(*, customer_id: int, status: str | None) -> QuerySet[Coupon]:
+    """``GET /me/coupons``: ``usable`` (available, not expired: also those not valid yet),
+    ``used``, ``expired`` (available but past ``valid_until``), or all; newest first."""
+    qs = Coupon.objects.filter(customer_id=customer_id).order_by("-id")
+    now = timezone.now()
+    if status == "usable":
+        qs = qs.filter(status=Coupon.Status.AVAILABLE, valid_until__gt=now)
+    elif status == "used":
+        qs = qs.filter(status=Coupon.Status.USED)
+    elif status == "expired":
+        qs = qs.filter(status=Coupon.Status.AVAILABLE, valid_until__lte=now)
+    return qs
 
 
 def address_default(*, customer: Customer) -> Address | None:

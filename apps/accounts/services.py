@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.accounts import tokens, wechat
@@ -170,6 +170,18 @@ def points_credit(*, customer_id: int, points: int, reason: str, ref: str, order
     return True
 
 
+@transaction.atomic(savepoint=False)
+def points_reward(*, customer_id: int, points: int, reason: str, ref: str) -> bool:
+    """Add spendable ``points`` not tied to an order (daily sign-in: ``reason`` SIGN_IN) once
+    per ``(reason, ref)``; joins the caller's transaction. False if already credited or 0."""
+    if points <= 0:
+        return False
+    if not _event(customer_id, WalletEvent.Kind.POINTS, reason, points, ref):
+        return False
+    Customer.objects.filter(pk=customer_id).update(points=F("points") + points)
+    return True
+
+
 def customer_lock(*, customer_id: int) -> None:
     """``SELECT ... FOR UPDATE`` the customer's row: the wallet's serialization point (awards
     and their voiding; the per-customer order caps). Needs a transaction."""
@@ -288,13 +300,16 @@ def points_adjust(*, customer_id: int, points: int, ref: str) -> bool:
 # --- coupons ---------------------------------------------------------------------------------
 
 def coupon_take(*, coupon_id: int, customer_id: int, order_no: str) -> bool:
-    """Mark the coupon used by ``order_no`` (available -> used); False if it is not available."""
+    """Mark the coupon used by ``order_no`` (available -> used); False if it is not available
+    (used, expired or not yet valid). The conditional UPDATE makes single use hold under races."""
+    now = timezone.now()
     return (
         Coupon.objects.filter(
+            Q(valid_from__isnull=True) | Q(valid_from__lte=now),
             pk=coupon_id,
             customer_id=customer_id,
             status=Coupon.Status.AVAILABLE,
-            valid_until__gt=timezone.now(),
+            valid_until__gt=now,
         ).update(status=Coupon.Status.USED, used_order_no=order_no)
         == 1
     )

@@ -104,3 +104,7 @@ class FlashSalePurchaseAdmin(ReadOnlyModelAdmin):
     list_filter = ["sale"]
     search_fields = ["customer__nickname", "customer__openid"]
     list_select_related = ["sale", "customer"]
+
+
+# Coupons and the daily sign-in (issue 9), registered on import.
+from apps.marketing import admin_coupons  # noqa: E402,F401

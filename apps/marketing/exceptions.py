@@ -13,3 +13,10 @@ class FlashSaleLimitExceeded(LimitExceeded):
     """The customer would hold more than ``limit_per_customer`` units (409 ``limit_exceeded``)."""
 
     message = "已超过本场秒杀的限购数量。"
+
+
+class CouponLimitExceeded(LimitExceeded):
+    """The customer received the template's ``per_customer`` coupons, or none are left
+    (409 ``limit_exceeded``)."""
+
+    message = "已达到领取上限。"

@@ -37,6 +37,7 @@ from apps.catalog import services as stock
 from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import coupons
 from apps.marketing import services as flash_sales
 from apps.orders import cart, drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
@@ -73,7 +74,9 @@ def order_confirm(
     ``address_id``, or to the customer's default address when it is omitted (API.md
     Additions; the answer's ``address`` is the one used). ``use_points``: a number of points,
     or ``true`` for as many as the order can take. Amounts are fen; ``pay_fen`` never drops
-    below 1 fen (WeChat's minimum). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
+    below 1 fen (WeChat's minimum). ``usable_coupons``: the customer's coupons that apply to
+    this cart with the fen each takes off (capped at the goods total and so that 1 fen is left),
+    best first; ``coupon_id`` must be one of them (else CouponUnavailable). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
     at the sale's price, no coupon (-> CouponUnavailable; points are allowed); the sale's rules
     are ``apps.marketing.services.flash_sale_check`` (invalid_state, limit_exceeded,
     insufficient_stock). ``cart_item_ids`` instead of ``items``: those of the customer's cart
@@ -149,12 +152,18 @@ def order_confirm(
         raise InvalidInput("订单金额至少为 0.01 元。", items=["订单金额至少为 0.01 元（微信支付的最低金额）"])
     if goods_fen + freight_fen > MAX_ORDER_FEN:
         raise InvalidInput("订单金额过大。", items=[f"单笔订单最多 {MAX_ORDER_FEN // 100} 元"])
+    # Coupons (apps.marketing.coupons): what each usable one takes off THIS cart, best first;
+    # never more than the goods, and at least 1 fen is left to pay.
+    usable = [] if sale else [
+        {**c, "discount_fen": max(0, min(c["discount_fen"], goods_fen, goods_fen + freight_fen - 1))}
+        for c in coupons.coupons_for_cart(customer_id=customer.pk, lines=lines)]
+    usable = [c for c in usable if c["discount_fen"] > 0]
     coupon_fen = 0
     if coupon_id is not None:
-        coupon = account_selectors.coupon_usable(customer_id=customer.pk, coupon_id=coupon_id)
-        if coupon is None or goods_fen < coupon.min_spend_fen:
+        chosen = next((c for c in usable if c["id"] == coupon_id), None)
+        if chosen is None:
             raise CouponUnavailable(coupon_id=coupon_id)
-        coupon_fen = max(0, min(coupon.discount_fen, goods_fen + freight_fen - 1))
+        coupon_fen = chosen["discount_fen"]
     points_used, points_fen = _points(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
     pay_fen = goods_fen + freight_fen - coupon_fen - points_fen
 
@@ -167,7 +176,7 @@ def order_confirm(
         "coupon_fen": coupon_fen, "points_used": points_used, "points_fen": points_fen,
         "pay_fen": pay_fen, "slot": slot_data,
         "address": {"id": address.pk, **address.snapshot()} if address else None,
-        "flash_sale_id": sale.pk if sale else None, "cart_items": cart_items,
+        "flash_sale_id": sale.pk if sale else None, "cart_items": cart_items, "usable_coupons": usable,
     }
     drafts.draft_save(order_key, draft)
     return draft

@@ -252,3 +252,59 @@ class ReconciliationRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.bill_date} {self.status}"
+
+
+# --- recharge (top up the balance through WeChat Pay) --------------------------------------
+
+class RechargePackage(models.Model):
+    """Pay ``pay_fen`` through WeChat Pay, get ``pay_fen + bonus_fen`` on the balance (fen)."""
+
+    pay_fen = models.PositiveIntegerField()
+    bonus_fen = models.PositiveIntegerField(default=0)
+    is_active = models.BooleanField(default=True)
+    sort = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sort", "pay_fen", "id"]
+        constraints = [models.CheckConstraint(condition=models.Q(pay_fen__gte=1), name="rechargepackage_pay_gte_1")]
+
+    def __str__(self) -> str:
+        return f"{self.pay_fen / 100:.2f} 元 + {self.bonus_fen / 100:.2f} 元"
+
+
+class Recharge(models.Model):
+    """One top-up. ``recharge_no`` (UNIQUE, ``R`` + 14 digits of Shanghai time + 8 random digits)
+    is the WeChat ``out_trade_no``: order numbers are digits only, so the payment notification
+    routes by the leading ``R`` (``apps.payments.recharges``). ``pay_fen``/``bonus_fen`` are
+    copied from the package at creation.
+
+    ``unpaid -> paid`` by a conditional UPDATE that also credits the balance (two ledger rows,
+    UNIQUE per recharge), once; ``unpaid -> expired`` after ``expires_at`` (the WeChat trade's
+    time_expire: WeChat refuses payment after it) by the beat sweep. A payment WeChat reports
+    anyway for an expired recharge is still credited (the customer's money arrived).
+    """
+
+    class Status(models.TextChoices):
+        UNPAID = "unpaid", "待支付"
+        PAID = "paid", "已到账"
+        EXPIRED = "expired", "已过期"
+
+    recharge_no = models.CharField(max_length=32, unique=True)
+    customer = models.ForeignKey("accounts.Customer", on_delete=models.PROTECT, related_name="recharges")
+    package = models.ForeignKey(RechargePackage, null=True, on_delete=models.SET_NULL, related_name="recharges")
+    pay_fen = models.PositiveIntegerField()  # WeChat's total_fee
+    bonus_fen = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNPAID)
+    prepay_id = models.CharField(max_length=64, blank=True)
+    transaction_id = models.CharField(max_length=32, null=True, blank=True, unique=True)
+    expires_at = models.DateTimeField()
+    paid_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "expires_at"], name="recharge_status_expires_idx")]
+
+    def __str__(self) -> str:
+        return self.recharge_no

@@ -13,7 +13,8 @@ Everything here is integer fen (yuan strings go through ``Decimal``, never float
 Difference rules (one item per problem, ``ReconciliationRun.differences``):
 
 payments (key ``out_trade_no``; ours = WeChat payments ``paid`` with ``paid_at`` on that
-Beijing day, plus any of ours the bill names)
+Beijing day, plus any of ours the bill names; recharges (``R...``) the same way, ``pay_fen``
+being their total_fee)
   - ``missing_local``: the bill has a SUCCESS payment we do not hold as ``paid`` (no row, or
     still pending/unknown/closed: the notification never reached us) — money we don't know of.
   - ``missing_wechat``: we hold it as ``paid`` that day and the bill does not list it.
@@ -54,7 +55,7 @@ from django.utils import timezone
 
 from apps.orders.models import PayMethod
 from apps.payments import wechat
-from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refund
+from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
 
 logger = logging.getLogger(__name__)
 
@@ -350,7 +351,26 @@ def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
     refunds = {r["out_refund_no"]: {"out_trade_no": r["payment__out_trade_no"] or "", "refund_fen": r["refund_fen"],
                                     "status": r["status"]} for r in found}
     payments = {k: {"total_fee": v["total_fee"], "status": v["status"]} for k, v in payments.items()}
+    _recharge_rows(start, end, bill, payments, others)
     return payments, refunds, others
+
+
+def _recharge_rows(start: dt.datetime, end: dt.datetime, bill: Bill, payments: dict, others: dict) -> None:
+    """Recharges are WeChat trades too (``out_trade_no`` = recharge_no, ``R...``): the paid ones
+    of the day, plus our paid ones the bill names, join ``payments`` (``total_fee`` = pay_fen);
+    unpaid / expired ones the bill names go to ``others``. A bill trade with no such recharge
+    (or not paid here) is then a ``missing_local`` difference, an amount that differs ``amount``."""
+    fields = ("recharge_no", "pay_fen", "status")
+    found = list(Recharge.objects.filter(status=Recharge.Status.PAID, paid_at__gte=start, paid_at__lt=end)
+                 .values(*fields))
+    named = {t.out_trade_no for t in bill.trades if t.out_trade_no.startswith("R")} - {r["recharge_no"] for r in found}
+    for keys in _chunks(named):
+        found += Recharge.objects.filter(recharge_no__in=keys).values(*fields)
+    for r in found:
+        if r["status"] == Recharge.Status.PAID:
+            payments[r["recharge_no"]] = {"total_fee": r["pay_fen"], "status": r["status"]}
+        else:
+            others[r["recharge_no"]] = r["status"]
 
 
 # --- the run -----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from apps.accounts.exceptions import InsufficientBalance
 from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
-from apps.payments import refunds, wechat
+from apps.payments import recharges, refunds, wechat
 from apps.payments.exceptions import CancelUnconfirmed, OrderNotCancelled
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.errors import InvalidState, WechatUnavailable
@@ -207,7 +207,8 @@ def notification_handle(body: bytes) -> bytes:
 
     Order of checks (DESIGN.md flow 5): safe parse; signature over exactly the fields received;
     return_code/appid/mch_id/result_code; known out_trade_no; ``total_fee`` equal to what we
-    asked for; then :func:`payment_apply_paid`. SUCCESS for applied, duplicate and late
+    asked for; then :func:`payment_apply_paid`. A recharge (``out_trade_no`` ``R...``) passes the
+    same checks up to the out_trade_no and continues in ``recharges.recharge_notification``. SUCCESS for applied, duplicate and late
     payments (retrying would not help); FAIL for anything we could not trust or match, so that
     WeChat keeps retrying while staff look at the Notification row.
     """
@@ -228,6 +229,8 @@ def notification_handle(body: bytes) -> bytes:
     ):
         _record(body, fields, Notification.Outcome.BAD_FIELDS)
         return wechat.fail_ack("unexpected appid, mch_id or result")
+    if recharges.is_recharge_no(fields.get("out_trade_no", "")):  # a top-up, not an order: same checks above
+        return recharges.recharge_notification(body=body, fields=fields)
     payment = Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""), method=PayMethod.WECHAT).first()
     if payment is None:
         _record(body, fields, Notification.Outcome.UNKNOWN_ORDER)

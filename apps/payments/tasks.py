@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.payments import reconciliation, refunds, services
+from apps.payments import recharges, reconciliation, refunds, services
 
 
 @shared_task
@@ -27,3 +27,9 @@ def payments_check_uncertain() -> dict:
 def reconcile_daily() -> str:
     """Beat, daily 10:30 Beijing (WeChat's bill is ready after 10:00): yesterday vs our rows."""
     return reconciliation.reconcile_previous_day().status
+
+
+@shared_task
+def recharges_expire_due() -> dict:
+    """Beat, every minute: unpaid recharges past their deadline: asked about, then expired."""
+    return recharges.recharges_expire_due()

@@ -203,6 +203,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.accounts.tasks.points_release_due",
         "schedule": 600,
     },
+    "recharges-expire-due": {
+        "task": "apps.payments.tasks.recharges_expire_due",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
+    "coupon-issues-redispatch": {
+        "task": "apps.marketing.tasks.coupon_issues_redispatch",
+        "schedule": 2 * BEAT_SWEEP_SECONDS,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -252,7 +260,14 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"PayMethodEnum": "apps.orders.models.PayMethod"},
+    "ENUM_NAME_OVERRIDES": {
+        "PayMethodEnum": "apps.orders.models.PayMethod",
+        # issue 9: coupons' kind and scope, a recharge's status (names that other enums use too)
+        "KindEnum": "apps.catalog.models.Kind",  # goods / consultation keeps its name beside the coupons' kind
+        "CouponKindEnum": "apps.marketing.models.CouponTemplate.Kind",  # = accounts Coupon.Kind
+        "CouponScopeEnum": "apps.marketing.models.CouponTemplate.Scope",
+        "RechargeStatusEnum": "apps.payments.models.Recharge.Status",
+    },
     # The strict path converters of starmall/api/converters.py, as the schema states them.
     "PATH_CONVERTER_OVERRIDES": {
         "order_no": {"type": "string", "pattern": "^[0-9A-Za-z_-]{1,32}$"},
@@ -277,6 +292,8 @@ INVALID_NOTIFICATION_SAMPLE_CHARS = env.int("INVALID_NOTIFICATION_SAMPLE_CHARS",
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
 ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
 POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
+# Minutes a recharge (top-up) can be paid; sent to WeChat as time_expire (apps/payments/recharges.py).
+RECHARGE_PAY_MINUTES = env.int("RECHARGE_PAY_MINUTES", default=30)
 # Full refunds of paid consultations whose slot is more than this many hours away are
 # approved without staff (0: every refund waits for staff).
 REFUND_AUTO_APPROVE_HOURS = env.int("REFUND_AUTO_APPROVE_HOURS", default=24)
@@ -362,6 +379,8 @@ def _check() -> None:
     """Refuse to start with configuration that would lose orders or money."""
     if ORDER_DRAFT_TTL_SECONDS <= 0:
         raise ImproperlyConfigured("ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds")
+    if RECHARGE_PAY_MINUTES <= 0:
+        raise ImproperlyConfigured("RECHARGE_PAY_MINUTES must be a positive number of minutes")
     if ORDER_PAY_TIMEOUT_MINUTES <= 0:
         raise ImproperlyConfigured("ORDER_PAY_TIMEOUT_MINUTES must be a positive number of minutes")
     if AUTH_TOKEN_TTL_SECONDS <= 0:

@@ -116,8 +116,8 @@ def test_queries_per_request_confirm_and_create(api, make_sku, address, django_a
                                                 django_capture_on_commit_callbacks):
     sku = make_sku(stock=5)
     # customer, SKUs with products, unpaid orders (caps), address, freight templates with their
-    # region and free-shipping rules (3)
-    with django_assert_max_num_queries(7):
+    # region and free-shipping rules (3), the customer's usable coupons (issue 9)
+    with django_assert_max_num_queries(8):
         response = _confirm(api, sku, address)
     assert response.status_code == 200
     # customer; transaction: order, customer lock + unpaid count (caps), lines, event, stock

@@ -68,6 +68,12 @@ class SlotOutSerializer(serializers.Serializer):
     end = serializers.CharField(help_text="ISO 8601, +08:00")
 
 
+class UsableCouponSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    discount_fen = serializers.IntegerField(help_text="fen this coupon takes off this cart")
+
+
 class ConfirmOutSerializer(serializers.Serializer):
     order_key = serializers.CharField()
     expires_at = serializers.CharField(help_text="ISO 8601; create before this")
@@ -81,6 +87,7 @@ class ConfirmOutSerializer(serializers.Serializer):
     slot = SlotOutSerializer(allow_null=True)
     address = serializers.DictField(allow_null=True)
     flash_sale_id = serializers.IntegerField(allow_null=True, help_text="the 秒杀 the order buys in, or null")
+    usable_coupons = UsableCouponSerializer(many=True, required=False, help_text="the caller's coupons for this cart, best first")
 
 
 class CreateInSerializer(serializers.Serializer):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.payments.api import aftersales, views
+from apps.payments.api import aftersales, recharges, views
 from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
@@ -9,6 +9,9 @@ urlpatterns = [
     path("orders/<order_no:order_no>/refund", views.OrderRefundView.as_view(), name="order-refund"),
     path("refunds", aftersales.RefundListView.as_view(), name="refund-list"),
     path("refunds/<order_no:refund_no>/return", aftersales.RefundReturnView.as_view(), name="refund-return"),
+    path("recharge/packages", recharges.PackageListView.as_view(), name="recharge-packages"),
+    path("recharges", recharges.RechargeCreateView.as_view(), name="recharge-create"),
+    path("recharges/<plain:recharge_no>", recharges.RechargeDetailView.as_view(), name="recharge-detail"),
     path("payments/wechat/notify", views.wechat_notify, name="wechat-notify"),
     path("payments/wechat/refund-notify", views.wechat_refund_notify, name="wechat-refund-notify"),
 ]

@@ -11,7 +11,8 @@ from apps.catalog.models import Product
 
 class Command(BaseCommand):
     help = ("Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop; "
-            "then demo flash sales (seed_flash_sales) and freight templates (seed_freight).")
+            "then demo flash sales (seed_flash_sales), freight templates (seed_freight), coupon "
+            "templates and sign-in rules (seed_marketing), recharge packages (seed_recharge_packages).")
 
     def handle(self, *args, **options):
         # Only into an empty catalog: reloading would reset stock and balances that orders
@@ -26,6 +27,8 @@ class Command(BaseCommand):
         # by name: marketing sits above catalog.
         call_command("seed_flash_sales")
         call_command("seed_freight")  # freight templates (shipping): remote provinces, heavy goods
+        call_command("seed_marketing")  # coupon templates, sign-in rules, the demo customer's coupon
+        call_command("seed_recharge_packages")
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into

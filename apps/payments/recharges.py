@@ -1,0 +1,189 @@
+"""Recharge (top up the balance) through WeChat Pay, with a package's bonus.
+
+Why here (``apps.payments``) and not an app of its own: a recharge is a WeChat payment like an
+order's. It uses the same unified order (``apps/payments/wechat.py``), arrives on the SAME
+notification URL and passes the same checks (signature over exactly the fields received,
+appid / mch_id / result_code, ``total_fee`` == ``pay_fen``) in
+``apps.payments.services.notification_handle``, which hands it here by its ``out_trade_no``
+(``R...``, order numbers are digits only); and it must appear in the daily reconciliation
+(``apps/payments/reconciliation.py``). An app beside payments would have to import payments
+(for WeChat) and be imported by it (for the routing): a cycle. It sits above accounts, whose
+wallet services credit the balance.
+
+Crediting, exactly once: ``UPDATE recharge SET status = paid WHERE id = ? AND status IN
+(unpaid, expired)`` and, only when that changed the row, in the same transaction, two ledger
+rows (``WalletEvent`` balance ``recharge`` +pay_fen and ``bonus`` +bonus_fen, both with ref =
+recharge_no, UNIQUE (kind, reason, ref)) and ``balance_fen += pay_fen + bonus_fen``. A duplicate
+notification, a racing one, or orderquery finding it paid afterwards changes nothing.
+
+Expiry: a recharge is payable until ``expires_at`` = creation + ``RECHARGE_PAY_MINUTES`` (the
+WeChat trade's ``time_expire``: WeChat refuses payment after it). Beat
+(:func:`recharges_expire_due`) asks WeChat (orderquery) about recharges past it: a payment whose
+notification was lost is applied, the rest become ``expired``. A notification arriving later
+anyway is still credited: the money is the customer's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import secrets
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts import services as wallet
+from apps.accounts.models import Customer, WalletEvent
+from apps.payments import wechat
+from apps.payments.models import Notification, Recharge, RechargePackage
+from starmall.errors import InvalidInput, NotFound, WechatUnavailable
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "R"
+EXPIRE_GRACE = wechat.MIN_EXPIRE  # WeChat may keep a trade open this much past our deadline
+
+
+def is_recharge_no(out_trade_no: str) -> bool:
+    """True for a recharge's out_trade_no (``R`` + digits); order numbers start with a digit."""
+    return out_trade_no.startswith(PREFIX)
+
+
+def _new_recharge_no(now: dt.datetime) -> str:
+    """``R`` + ``yyyyMMddHHmmss`` (Shanghai) + 8 random digits: 23 characters."""
+    return PREFIX + timezone.localtime(now).strftime("%Y%m%d%H%M%S") + f"{secrets.randbelow(10**8):08d}"
+
+
+def recharge_package_save(*, package: RechargePackage, changed: list[str] | None = None) -> RechargePackage:
+    """Staff add a package (``changed`` None) or change the ``changed`` columns of one (admin).
+    Recharges copy the terms when made, so an edit never changes one already made. Raises
+    InvalidInput for ``pay_fen`` < 1 fen or a negative bonus."""
+    if package.pay_fen is None or package.pay_fen < 1 or (package.bonus_fen or 0) < 0:
+        raise InvalidInput("充值金额至少 0.01 元，赠送金额不能为负。", pay_fen=["充值金额至少 0.01 元"])
+    if changed is None or package.pk is None:
+        package.save()
+    elif changed:
+        package.save(update_fields=changed)
+    return package
+
+
+def packages_active() -> list[RechargePackage]:
+    """``GET /recharge/packages``: active packages in their ``sort`` order."""
+    return list(RechargePackage.objects.filter(is_active=True))
+
+
+def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | None = None) -> tuple[Recharge, dict]:
+    """``POST /recharges``: a recharge of the package and its ``wx.requestPayment`` parameters.
+
+    The row is committed first (unpaid, ``expires_at`` = now + RECHARGE_PAY_MINUTES), then
+    WeChat's unified order is made outside any transaction (``out_trade_no`` = recharge_no,
+    ``total_fee`` = pay_fen). Raises NotFound (no such active package), WechatUnavailable
+    (WeChat did not answer or refused: the recharge stays unpaid and expires; make a new one).
+    """
+    now = now or timezone.now()
+    package = RechargePackage.objects.filter(pk=package_id, is_active=True).first()
+    if package is None:
+        raise NotFound("没有这个充值套餐。", package_id=package_id)
+    recharge = Recharge.objects.create(
+        recharge_no=_new_recharge_no(now), customer=customer, package=package, pay_fen=package.pay_fen,
+        bonus_fen=package.bonus_fen, expires_at=now + dt.timedelta(minutes=settings.RECHARGE_PAY_MINUTES),
+    )
+    try:
+        prepay = wechat.unified_order(
+            out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen,
+            body=f"Starmall-余额充值 {recharge.pay_fen / 100:.2f} 元", openid=customer.openid,
+            starts_at=now, expires_at=recharge.expires_at,
+        )
+    except (wechat.PayUnavailable, wechat.PayRejected) as exc:
+        logger.warning("unifiedorder for recharge %s failed: %s", recharge.recharge_no, exc)
+        raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。") from exc
+    Recharge.objects.filter(pk=recharge.pk).update(prepay_id=prepay.prepay_id)
+    recharge.prepay_id = prepay.prepay_id
+    return recharge, wechat.jsapi_params(prepay.prepay_id)
+
+
+def recharge_get(*, recharge_no: str, customer_id: int) -> Recharge:
+    """The customer's recharge (another customer's: NotFound)."""
+    recharge = Recharge.objects.filter(recharge_no=recharge_no, customer_id=customer_id).first()
+    if recharge is None:
+        raise NotFound("充值记录不存在。", recharge_no=recharge_no)
+    return recharge
+
+
+def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.datetime) -> str:
+    """Credit a WeChat-confirmed recharge (already verified); "applied" or "duplicate".
+
+    One transaction: conditional ``unpaid/expired -> paid`` and, only for its winner, the
+    balance ``recharge`` and ``bonus`` ledger rows and ``balance_fen += pay_fen + bonus_fen``.
+    """
+    with transaction.atomic():
+        if Recharge.objects.filter(pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)).update(
+                status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at) != 1:
+            return "duplicate"
+        wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.pay_fen,
+                              reason=WalletEvent.Reason.RECHARGE, ref=recharge.recharge_no)
+        if recharge.bonus_fen > 0:
+            wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.bonus_fen,
+                                  reason=WalletEvent.Reason.BONUS, ref=recharge.recharge_no)
+    return "applied"
+
+
+def recharge_notification(*, body: bytes, fields: dict) -> bytes:
+    """The rest of ``notification_handle`` for an ``R...`` out_trade_no, whose signature,
+    appid, mch_id, result_code and transaction_id were checked there: known recharge,
+    ``total_fee`` == ``pay_fen``, then :func:`recharge_apply_paid`. Returns WeChat's answer."""
+    recharge = Recharge.objects.filter(recharge_no=fields.get("out_trade_no", "")).first()
+    if recharge is None:
+        _record(body, fields, Notification.Outcome.UNKNOWN_ORDER)
+        return wechat.fail_ack("unknown out_trade_no")
+    if fields.get("total_fee") != str(recharge.pay_fen):
+        logger.error("amount mismatch on recharge %s: got %s fen, expected %s", recharge.recharge_no,
+                     fields.get("total_fee"), recharge.pay_fen)
+        _record(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
+        return wechat.fail_ack("total_fee does not match")
+    paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
+    outcome = recharge_apply_paid(recharge=recharge, transaction_id=fields["transaction_id"], paid_at=paid_at)
+    _record(body, fields, outcome)
+    return wechat.SUCCESS_ACK
+
+
+def _record(body: bytes, fields: dict, outcome: str) -> None:
+    Notification.record(kind=Notification.Kind.PAYMENT, body=body, fields=fields, outcome=outcome)
+
+
+def recharge_sync(*, recharge: Recharge) -> str:
+    """Ask WeChat (orderquery) about a recharge and apply a SUCCESS; return trade_state ("" if
+    WeChat could not be asked or the amount does not match)."""
+    try:
+        state = wechat.order_query(out_trade_no=recharge.recharge_no)
+    except (wechat.PayUnavailable, wechat.PayRejected, wechat.BadSignature) as exc:
+        logger.warning("orderquery recharge %s failed: %s", recharge.recharge_no, exc)
+        return ""
+    if state.state in ("SUCCESS", "REFUND"):
+        if state.total_fee != recharge.pay_fen:
+            logger.error("orderquery amount mismatch on recharge %s: %s != %s", recharge.recharge_no,
+                         state.total_fee, recharge.pay_fen)
+            return ""
+        recharge_apply_paid(recharge=recharge, transaction_id=state.transaction_id,
+                            paid_at=wechat.parse_time_end(state.time_end) or timezone.now())
+    return state.state
+
+
+def recharges_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> dict[str, int]:
+    """Beat, every minute: unpaid recharges past ``expires_at`` (plus WeChat's grace) are asked
+    about (orderquery): paid ones are credited, the others become ``expired`` (conditional
+    UPDATE); WeChat unreachable: left for the next sweep. Returns counts per outcome."""
+    now = now or timezone.now()
+    counts = {"paid": 0, "expired": 0, "later": 0}
+    for recharge in Recharge.objects.filter(status=Recharge.Status.UNPAID,
+                                            expires_at__lte=now - EXPIRE_GRACE)[:limit]:
+        state = recharge_sync(recharge=recharge)
+        if state in ("SUCCESS", "REFUND"):
+            counts["paid"] += 1
+        elif state in ("NOTPAY", "NOTEXIST", "CLOSED", "REVOKED", "PAYERROR"):
+            counts["expired"] += Recharge.objects.filter(pk=recharge.pk, status=Recharge.Status.UNPAID).update(
+                status=Recharge.Status.EXPIRED)
+        else:
+            counts["later"] += 1
+    return counts
