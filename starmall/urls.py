@@ -26,6 +26,3 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
 ]
-
-admin.site.site_header = "Starmall 后台"
-admin.site.site_title = "Starmall"

@@ -73,6 +73,9 @@ class Order(models.Model):
         indexes = [
             models.Index(fields=["customer", "status"], name="order_customer_status_idx"),
             models.Index(fields=["status", "pay_deadline"], name="order_status_deadline_idx"),
+            # The back-office dashboard's ranges (apps/backoffice/selectors.py).
+            models.Index(fields=["created_at"], name="order_created_at_idx"),
+            models.Index(fields=["paid_at"], name="order_paid_at_idx"),
         ]
 
     def __str__(self) -> str:

@@ -248,7 +248,7 @@ def test_change_stock_permission_changes_stock_relatively_and_nothing_else(make_
     # The generic "change SKU" permission does not reach the stock.
     editor = make_staff("catalog.change_sku", "catalog.view_sku")
     assert b'name="stock_change"' not in editor.get(url).content
-    editor.post(url, {"product": goods_sku.product_id, "specs": '{"颜色": "天青"}', "price_fen": "7000",
+    editor.post(url, {"product": goods_sku.product_id, "specs": '{"颜色": "天青"}', "price_fen": "70.00",  # yuan (stored 7000 fen)
                       "code": "", "is_active": "on", "stock_change": "100", "_save": "Save"})
     sku = Sku.objects.get(pk=goods_sku.pk)
     assert (sku.stock, sku.price_fen) == (9, 7000)
