@@ -10,14 +10,15 @@ class Kind(models.TextChoices):
 
 
 class Category(models.Model):
-    name = models.CharField(max_length=32)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GOODS)
-    sort = models.IntegerField(default=0)
+    name = models.CharField(verbose_name="名称", max_length=32)
+    parent = models.ForeignKey("self", verbose_name="上级分类", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
+    sort = models.IntegerField(verbose_name="排序", default=0)
 
     class Meta:
+        verbose_name = "分类"
+        verbose_name_plural = "分类"
         ordering = ["sort", "id"]
-        verbose_name_plural = "categories"
 
     def __str__(self) -> str:
         return self.name
@@ -26,31 +27,37 @@ class Category(models.Model):
 class Teacher(models.Model):
     """A consultant whose time is sold as slots (``apps.appointments``) through ``product``."""
 
-    name = models.CharField(max_length=32)
-    title = models.CharField(max_length=64, blank=True)
-    bio = models.TextField(blank=True)
+    name = models.CharField(verbose_name="姓名", max_length=32)
+    title = models.CharField(verbose_name="头衔", max_length=64, blank=True)
+    bio = models.TextField(verbose_name="简介", blank=True)
     product = models.OneToOneField(
-        "Product", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+        "Product", verbose_name="咨询商品", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
     )
-    is_active = models.BooleanField(default=True)  # slots are generated only for active teachers
+    is_active = models.BooleanField(verbose_name="启用", default=True)  # slots are generated only for active teachers
+
+    class Meta:
+        verbose_name = "老师"
+        verbose_name_plural = "老师"
 
     def __str__(self) -> str:
         return f"{self.name}（{self.title}）" if self.title else self.name
 
 
 class Product(models.Model):
-    category = models.ForeignKey(Category, on_delete=models.PROTECT, related_name="products")
-    name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GOODS)
-    description = models.TextField(blank=True)
-    cover_url = models.CharField(max_length=300, blank=True)
-    images = models.JSONField(default=list, blank=True)  # list of image URLs
-    is_active = models.BooleanField(default=True)  # only active products are listed and sold
-    sales = models.PositiveIntegerField(default=0)  # units paid for; grows with F() on payment
-    sort = models.IntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    category = models.ForeignKey(Category, verbose_name="分类", on_delete=models.PROTECT, related_name="products")
+    name = models.CharField(verbose_name="名称", max_length=100)
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
+    description = models.TextField(verbose_name="描述", blank=True)
+    cover_url = models.CharField(verbose_name="封面图", max_length=300, blank=True)
+    images = models.JSONField(verbose_name="图片", default=list, blank=True)  # list of image URLs
+    is_active = models.BooleanField(verbose_name="启用", default=True)  # only active products are listed and sold
+    sales = models.PositiveIntegerField(verbose_name="销量", default=0)  # units paid for; grows with F() on payment
+    sort = models.IntegerField(verbose_name="排序", default=0)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "商品"
+        verbose_name_plural = "商品"
         ordering = ["sort", "id"]
 
     def __str__(self) -> str:
@@ -64,16 +71,17 @@ class Sku(models.Model):
     constraint is the last line of defence against overselling.
     """
 
-    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="skus")
-    specs = models.JSONField(default=dict, blank=True)  # e.g. {"颜色": "青瓷", "容量": "350ml"}
-    price_fen = models.PositiveIntegerField()  # fen
-    stock = models.IntegerField(default=0)  # units on hand
-    code = models.CharField(max_length=64, blank=True)  # merchant's own SKU code
-    is_active = models.BooleanField(default=True)
+    product = models.ForeignKey(Product, verbose_name="商品", on_delete=models.PROTECT, related_name="skus")
+    specs = models.JSONField(verbose_name="规格", default=dict, blank=True)  # e.g. {"颜色": "青瓷", "容量": "350ml"}
+    price_fen = models.PositiveIntegerField(verbose_name="价格")  # fen
+    stock = models.IntegerField(verbose_name="库存", default=0)  # units on hand
+    code = models.CharField(verbose_name="商家编码", max_length=64, blank=True)  # merchant's own SKU code
+    is_active = models.BooleanField(verbose_name="启用", default=True)
 
     class Meta:
-        ordering = ["product_id", "id"]
         verbose_name = "SKU"
+        verbose_name_plural = "SKU"
+        ordering = ["product_id", "id"]
         permissions = [("change_stock", "Can change SKU stock (relatively, through the stock service)")]
         constraints = [models.CheckConstraint(condition=Q(stock__gte=0), name="sku_stock_gte_0")]
 

@@ -212,7 +212,7 @@ def test_decide_permission_approves_and_rejects_through_the_refund_service(make_
     response = action(client, "orders.aftersale", "approve", [approved.pk])
     fen = shop["requested"].pay_fen  # 60.00 yuan + freight
     assert fen == 7000
-    assert texts(response)[0] == ("success", f"{approved.refund_no}: 已同意，退款 7000 分已提交")
+    assert texts(response)[0] == ("success", f"{approved.refund_no}: 已同意，退款 70.00 元已提交")
     action(client, "orders.aftersale", "reject", [rejected.pk])
     assert AfterSale.objects.get(pk=approved.pk).status == "approved"
     assert Refund.objects.filter(after_sale=approved, refund_fen=fen, status="pending").count() == 1
