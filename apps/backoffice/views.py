@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 
 from apps.backoffice import selectors
 from starmall.admin_money import yuan
@@ -19,9 +19,30 @@ TODO = [
 ]
 
 
+#: Shortcuts on the index: (label, url name, permission)
+LINKS = [
+    ("导出数据（CSV / Excel）", "admin:backoffice_export", "backoffice.export_data"),
+    ("老师周历", "admin:backoffice_week", "appointments.view_slot"),
+    ("黄历月历", "admin:backoffice_almanac", "almanac.view_almanacday"),
+]
+
+
+def _links(request) -> list[dict]:
+    out = []
+    for label, name, perm in LINKS:
+        try:
+            url = reverse(name)
+        except NoReverseMatch:  # a page not built (yet)
+            continue
+        if request.user.has_perm(perm):
+            out.append({"label": label, "url": url})
+    return out
+
+
 def dashboard_callback(request, context: dict) -> dict:
     """django-unfold's DASHBOARD_CALLBACK: the admin index gets the dashboard (staff who may
     see orders) — figures from :func:`apps.backoffice.selectors.dashboard`, money as yuan."""
+    context["backoffice_links"] = _links(request)
     if not request.user.has_perm("orders.view_order"):
         return context
     data = selectors.dashboard()
