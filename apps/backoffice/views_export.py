@@ -17,8 +17,8 @@ MAX_DAYS = 366
 
 class ExportForm(forms.Form):
     kind = forms.ChoiceField(label="数据", choices=list(exports.KINDS.items()))
-    start = forms.DateField(label="开始日期", widget=forms.DateInput(attrs={"type": "date"}))
-    end = forms.DateField(label="结束日期（含）", widget=forms.DateInput(attrs={"type": "date"}))
+    start = forms.DateField(label="开始日期", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
+    end = forms.DateField(label="结束日期（含）", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
     fmt = forms.ChoiceField(label="格式", choices=[("csv", "CSV"), ("xlsx", "Excel (.xlsx)")])
 
     def clean(self):
