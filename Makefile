@@ -27,7 +27,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-## bench: speed targets (almanac search latency, order create throughput)
+## bench: speed targets (almanac search latency, order create throughput, back-office dashboard with 100k orders)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
