@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
+from django.utils import timezone
 
 from apps.accounts.models import Address, Customer
 from apps.appointments.models import Slot
@@ -95,6 +96,9 @@ def test_roles_do_their_daily_tasks_in_the_browser(page_for, shot, base_url, sho
     slot = Slot.objects.filter(booked=0, is_open=True).order_by("start").first()
     teacher = page_for("老师", PASSWORD)
     shot(teacher, "07-index-teacher")
+    teacher.goto(f"{base_url}/admin/backoffice/week/?start={timezone.localdate():%Y-%m-%d}")
+    assert teacher.locator("#week a.bo-slot").count() > 0
+    shot(teacher, "07b-week-teacher")
     teacher.goto(f"{base_url}/admin/appointments/slot/{slot.pk}/change/")
     teacher.uncheck("input[name=is_open]")
     shot(teacher, "08-slot-teacher")
@@ -102,4 +106,8 @@ def test_roles_do_their_daily_tasks_in_the_browser(page_for, shot, base_url, sho
     teacher.wait_for_load_state("networkidle")
     slot.refresh_from_db()
     assert slot.is_open is False
+    week = slot.start.astimezone(timezone.get_current_timezone()).date()
+    teacher.goto(f"{base_url}/admin/backoffice/week/?start={week:%Y-%m-%d}")
+    assert teacher.locator(f"a[href='/admin/appointments/slot/{slot.pk}/change/']").get_attribute("data-state") == "blocked"
+    shot(teacher, "09-week-slot-blocked")
     assert (slot.capacity, slot.booked) == (1, 0)
