@@ -43,6 +43,7 @@ def week_view(request, site):
     today = timezone.localdate()
     start = _date(request.GET.get("start"), today - dt.timedelta(days=today.weekday()))
     days = [start + dt.timedelta(days=i) for i in range(7)]
+    labels = [f"{d:%m-%d} 周{'一二三四五六日'[d.weekday()]}" for d in days]
     lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
     slots = Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=lo + dt.timedelta(days=7)).order_by("start") \
         if teacher else Slot.objects.none()
@@ -55,7 +56,7 @@ def week_view(request, site):
         }
     rows = [{"time": time, "cells": [grid[time].get(day) for day in days]} for time in sorted(grid)]
     context = {**site.each_context(request), "title": f"老师周历 · {teacher.name if teacher else '-'}",
-               "teachers": teachers, "teacher": teacher, "days": days, "rows": rows, "today": today,
+               "teachers": teachers, "teacher": teacher, "days": days, "heads": list(zip(days, labels)), "rows": rows, "today": today,
                "prev": start - dt.timedelta(days=7), "next": start + dt.timedelta(days=7)}
     return TemplateResponse(request, "admin/backoffice/week.html", context)
 
