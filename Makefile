@@ -27,7 +27,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-## bench: speed targets (flash sale vs bare SQL on PostgreSQL + Redis, storm, browse; almanac; order create)
+## bench: speed targets (flash sale vs bare SQL on PostgreSQL + Redis, storm, browse; almanac; order create; back-office dashboard with 100k orders)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 

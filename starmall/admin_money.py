@@ -1,66 +1,160 @@
-"""Money in the back office: staff type and read yuan, the database keeps integer fen.
+"""Money in the back office: stored as integer fen, entered and shown as yuan with two decimals.
 
-:class:`YuanField` is the form field for an integer ``*_fen`` model field (staff type ``12.5``,
-the form's cleaned value is ``1250``); :func:`yuan` formats fen for lists and read-only fields
-(``1250`` -> ``"12.50"``). Exact: Decimal with two places, never float (``int(19.99 * 100)``
-is 1998). One field and one display helper for every amount in the admin.
+ONE display helper (:func:`yuan`) and ONE form field (:class:`YuanField`), used for every
+``*_fen`` model field by :class:`YuanAdminMixin` (which ``starmall.admin_site`` mixes into every
+registered ModelAdmin and inline), so no admin formats money by hand.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import forms
+from django.core.exceptions import ValidationError
+
+FEN_PER_YUAN = 100
 
 
 def yuan(fen: int | None) -> str:
-    """``12800`` -> ``"128.00"``; None -> ``"-"``. Negative amounts keep their sign; integer
-    arithmetic only."""
+    """``1234`` (fen) -> ``"12.34"`` (yuan, two decimals); ``None`` -> ``"-"``. Negative fen keep the sign."""
     if fen is None:
         return "-"
     sign = "-" if fen < 0 else ""
-    whole, cents = divmod(abs(int(fen)), 100)
-    return f"{sign}{whole}.{cents:02d}"
+    whole, part = divmod(abs(int(fen)), FEN_PER_YUAN)
+    return f"{sign}{whole}.{part:02d}"
 
 
-def fen_of(value: Decimal) -> int:
-    """Yuan (a Decimal with at most two decimals) -> integer fen."""
-    return int((value * 100).to_integral_value())
+def fen_from_yuan(value) -> int:
+    """``"12.34"`` / ``Decimal("12.3")`` (yuan) -> ``1234`` (fen). Raises ValidationError for more
+    than two decimals or a value that is not a number."""
+    try:
+        amount = Decimal(str(value).strip())
+    except (InvalidOperation, ValueError) as exc:
+        raise ValidationError("请输入金额（元），例如 12.34", code="invalid") from exc
+    if not amount.is_finite():
+        raise ValidationError("请输入金额（元），例如 12.34", code="invalid")
+    if amount != amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP):
+        raise ValidationError("金额最多两位小数（分）", code="max_decimal_places")
+    return int(amount * FEN_PER_YUAN)
 
 
-class YuanField(forms.DecimalField):
-    """A form field entered in yuan whose cleaned value is integer fen (None when empty).
+class YuanField(forms.Field):
+    """A form field for a ``*_fen`` column: the user types yuan ("12.34"), ``cleaned_data`` holds
+    integer fen (1234). The initial fen value is shown as yuan. ``min_fen``/``max_fen`` bound it."""
 
-    ``min_fen`` / ``max_fen`` bound the amount in fen (default 0 .. 1,000,000 yuan). Initial
-    values (fen from the model) are shown as yuan; ``has_changed`` compares fen with fen, so
-    ``ChangedFieldsAdmin`` writes the column only when staff changed the amount.
-    """
+    widget = forms.TextInput(attrs={"inputmode": "decimal", "class": "vTextField yuan-input", "style": "width:10em"})
 
-    def __init__(self, *, min_fen: int | None = 0, max_fen: int | None = 100_000_000, **kwargs) -> None:
-        kwargs.setdefault("max_digits", 12)
-        kwargs.setdefault("decimal_places", 2)
-        if min_fen is not None:
-            kwargs.setdefault("min_value", Decimal(min_fen) / 100)
-        if max_fen is not None:
-            kwargs.setdefault("max_value", Decimal(max_fen) / 100)
-        kwargs.setdefault("help_text", "元（保存为分）")
+    def __init__(self, *, min_fen: int | None = 0, max_fen: int | None = None, **kwargs):
+        kwargs.pop("max_length", None)
+        self.min_fen, self.max_fen = min_fen, max_fen
+        kwargs.setdefault("help_text", "")
         super().__init__(**kwargs)
+        if not self.help_text:
+            self.help_text = "单位：元，两位小数"
 
     def prepare_value(self, value):
-        if isinstance(value, int) and not isinstance(value, bool):  # fen from the model
+        if isinstance(value, int) and not isinstance(value, bool):
             return yuan(value)
-        return value  # what staff typed (a form shown again with errors)
+        return value
 
-    def _fen(self, value) -> int | None:
-        value = super().to_python(value)
-        return None if value is None else fen_of(value)
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        return fen_from_yuan(value)
 
-    def clean(self, value):
-        super().clean(value)  # required, decimal places, bounds
-        return self._fen(value)
+    def validate(self, value):
+        super().validate(value)
+        if value is None:
+            return
+        if self.min_fen is not None and value < self.min_fen:
+            raise ValidationError(f"金额不能小于 {yuan(self.min_fen)} 元", code="min_value")
+        if self.max_fen is not None and value > self.max_fen:
+            raise ValidationError(f"金额不能大于 {yuan(self.max_fen)} 元", code="max_value")
 
-    def has_changed(self, initial, data) -> bool:
+    def has_changed(self, initial, data):
         try:
-            return initial != self._fen(data)
-        except forms.ValidationError:
+            return self.to_python(data) != (None if initial in self.empty_values else int(initial))
+        except (ValidationError, TypeError, ValueError):
             return True
+
+
+def _yuan_column(field):
+    """A read-only column/field showing ``field`` (a ``*_fen`` model field) in yuan."""
+    name = field.name
+
+    def column(obj):
+        return yuan(getattr(obj, name))
+
+    label = str(field.verbose_name)
+    if label == name.replace("_", " "):  # no Chinese label on the model: say what it is
+        label = name[: -len("_fen")].replace("_", " ")
+    column.short_description = f"{label}（元）"
+    column.admin_order_field = name
+    return column
+
+
+class YuanAdminMixin:
+    """For ModelAdmins and inlines: every ``*_fen`` field is a :class:`YuanField` when editable and a
+    yuan column (``<name>_yuan``) when shown read-only or in the change list."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._fen_fields = {
+            f.name: f for f in self.model._meta.concrete_fields
+            if f.name.endswith("_fen") and f.get_internal_type() in ("IntegerField", "PositiveIntegerField", "BigIntegerField", "PositiveBigIntegerField", "SmallIntegerField", "PositiveSmallIntegerField")
+        }
+        for name, field in self._fen_fields.items():
+            setattr(self, f"{name}_yuan", _yuan_column(field))
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name in getattr(self, "_fen_fields", {}):
+            min_fen = 0 if "Positive" in db_field.get_internal_type() else None
+            return YuanField(
+                label=f"{db_field.verbose_name}（元）", required=not db_field.blank,
+                initial=db_field.default if isinstance(db_field.default, int) else None,
+                min_fen=min_fen, help_text=db_field.help_text or "",
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def _as_yuan(self, name):
+        return f"{name}_yuan" if isinstance(name, str) and name in self._fen_fields else name
+
+    def get_list_display(self, request):
+        return [self._as_yuan(n) for n in super().get_list_display(request)]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The yuan columns are callables: listed here so that a form never looks for them.
+        names = list(super().get_readonly_fields(request, obj))
+        return names + [f"{n}_yuan" for n in self._fen_fields if f"{n}_yuan" not in names]
+
+    def _map_readonly(self, request, obj, names):
+        readonly = set(super().get_readonly_fields(request, obj))
+        if not self.has_change_permission(request, obj):
+            readonly |= set(self._fen_fields)
+        editable = {n for n in names if n in self._fen_fields and n not in readonly}
+        out = []
+        for name in names:
+            if isinstance(name, str) and name.endswith("_yuan") and name[: -len("_yuan")] in editable:
+                continue  # the field itself is on the form
+            if isinstance(name, str) and name.endswith("_yuan") and name[: -len("_yuan")] not in names:
+                continue  # a yuan column nobody asked for
+            name = self._as_yuan(name) if name in readonly else name
+            if name not in out:
+                out.append(name)
+        return out
+
+    def get_fields(self, request, obj=None):
+        return self._map_readonly(request, obj, super().get_fields(request, obj))
+
+    def get_fieldsets(self, request, obj=None):
+        if not self.fieldsets:
+            return [(None, {"fields": self.get_fields(request, obj)})]
+        out = []
+        for title, options in super().get_fieldsets(request, obj):
+            options = dict(options)
+            options["fields"] = [
+                self._map_readonly(request, obj, list(f)) if isinstance(f, (list, tuple)) else self._map_readonly(request, obj, [f])[0]
+                for f in options.get("fields", ())
+            ]
+            out.append((title, options))
+        return out

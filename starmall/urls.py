@@ -37,5 +37,3 @@ if settings.MEDIA_SERVE and settings.MEDIA_URL.startswith("/"):  # development; 
 
     urlpatterns.append(re_path(r"^" + settings.MEDIA_URL.strip("/") + r"/(?P<path>.*)$", media))
 
-admin.site.site_header = "Starmall 后台"
-admin.site.site_title = "Starmall"

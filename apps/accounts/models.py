@@ -11,17 +11,19 @@ from django.db.models import Q
 class Customer(models.Model):
     """A WeChat user of the mini-program, identified by ``openid`` under our appid."""
 
-    openid = models.CharField(max_length=64, unique=True)
-    unionid = models.CharField(max_length=64, blank=True)
-    nickname = models.CharField(max_length=64, blank=True)
-    avatar_url = models.URLField(blank=True)
-    phone = models.CharField(max_length=20, blank=True)
-    balance_fen = models.BigIntegerField(default=0)  # fen; changed only by conditional UPDATEs
-    points = models.BigIntegerField(default=0)  # one point is worth settings.POINT_VALUE_FEN fen
-    is_active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    openid = models.CharField(verbose_name="openid", max_length=64, unique=True)
+    unionid = models.CharField(verbose_name="unionid", max_length=64, blank=True)
+    nickname = models.CharField(verbose_name="昵称", max_length=64, blank=True)
+    avatar_url = models.URLField(verbose_name="头像", blank=True)
+    phone = models.CharField(verbose_name="手机号", max_length=20, blank=True)
+    balance_fen = models.BigIntegerField(verbose_name="余额", default=0)  # fen; changed only by conditional UPDATEs
+    points = models.BigIntegerField(verbose_name="积分", default=0)  # one point is worth settings.POINT_VALUE_FEN fen
+    is_active = models.BooleanField(verbose_name="启用", default=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "顾客"
+        verbose_name_plural = "顾客"
         constraints = [
             models.CheckConstraint(condition=Q(balance_fen__gte=0), name="customer_balance_fen_gte_0"),
             models.CheckConstraint(condition=Q(points__gte=0), name="customer_points_gte_0"),
@@ -70,19 +72,21 @@ class WalletEvent(models.Model):
         FROZEN = "frozen", "冻结中"  # an award waiting for its order to complete + POINTS_FREEZE_DAYS
         VOID = "void", "已作废"  # an award whose order was cancelled or refunded: never counted
 
-    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="wallet_events")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    reason = models.CharField(max_length=16, choices=Reason.choices)
-    amount = models.BigIntegerField()  # signed; fen for balance, points for points
-    ref = models.CharField(max_length=64)  # order_no, out_refund_no or a staff note id
-    order_no = models.CharField(max_length=32, blank=True)  # the order this change belongs to
-    state = models.CharField(max_length=16, choices=State.choices, default=State.AVAILABLE)
+    customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.PROTECT, related_name="wallet_events")
+    kind = models.CharField(verbose_name="账户", max_length=16, choices=Kind.choices)
+    reason = models.CharField(verbose_name="原因", max_length=16, choices=Reason.choices)
+    amount = models.BigIntegerField(verbose_name="变动")  # signed; fen for balance, points for points
+    ref = models.CharField(verbose_name="关联", max_length=64)  # order_no, out_refund_no or a staff note id
+    order_no = models.CharField(verbose_name="订单号", max_length=32, blank=True)  # the order this change belongs to
+    state = models.CharField(verbose_name="积分状态", max_length=16, choices=State.choices, default=State.AVAILABLE)
     # When a frozen award becomes spendable: null until its order completes (then completed_at +
     # POINTS_FREEZE_DAYS); for other rows the moment they counted (= created_at).
-    available_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    available_at = models.DateTimeField(verbose_name="可用时间", null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "余额/积分流水"
+        verbose_name_plural = "余额/积分流水"
         constraints = [
             models.UniqueConstraint(fields=["kind", "reason", "ref"], name="wallet_event_once"),
             models.CheckConstraint(
@@ -159,21 +163,22 @@ class Coupon(models.Model):
 class Address(models.Model):
     """A delivery address of a customer (mainland format: province/city/district)."""
 
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="addresses")
-    name = models.CharField(max_length=32)
-    phone = models.CharField(max_length=20)
-    province = models.CharField(max_length=32)
-    city = models.CharField(max_length=32)
-    district = models.CharField(max_length=32, blank=True)
-    detail = models.CharField(max_length=200)
-    is_default = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.CASCADE, related_name="addresses")
+    name = models.CharField(verbose_name="收货人", max_length=32)
+    phone = models.CharField(verbose_name="手机号", max_length=20)
+    province = models.CharField(verbose_name="省", max_length=32)
+    city = models.CharField(verbose_name="市", max_length=32)
+    district = models.CharField(verbose_name="区", max_length=32, blank=True)
+    detail = models.CharField(verbose_name="详细地址", max_length=200)
+    is_default = models.BooleanField(verbose_name="默认", default=False)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     MAX_PER_CUSTOMER = 20  # API.md Additions: at most 20 addresses (409 limit_exceeded)
 
     class Meta:
+        verbose_name = "收货地址"
+        verbose_name_plural = "收货地址"
         ordering = ["-is_default", "-id"]
-        verbose_name_plural = "addresses"
         constraints = [  # at most one default per customer; the services keep exactly one
             models.UniqueConstraint(fields=["customer"], condition=Q(is_default=True), name="address_one_default"),
         ]

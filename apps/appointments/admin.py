@@ -63,11 +63,11 @@ class SlotAdmin(admin.ModelAdmin):
     list_editable = ["is_open"]
     inlines = [BookingInline]
 
-    @admin.display(description="start (Shanghai)", ordering="start")
+    @admin.display(description="开始（北京时间）", ordering="start")
     def start_local(self, slot: Slot) -> str:
         return _local(slot.start)
 
-    @admin.display(description="end (Shanghai)", ordering="end")
+    @admin.display(description="结束（北京时间）", ordering="end")
     def end_local(self, slot: Slot) -> str:
         return _local(slot.end)
 

@@ -12,14 +12,16 @@ class Slot(models.Model):
     constraints are the last line of defence. UNIQUE (teacher, start) makes generation rerunnable.
     """
 
-    teacher = models.ForeignKey("catalog.Teacher", on_delete=models.PROTECT, related_name="slots")
-    start = models.DateTimeField()
-    end = models.DateTimeField()
-    capacity = models.PositiveSmallIntegerField(default=1)
-    booked = models.PositiveSmallIntegerField(default=0)
-    is_open = models.BooleanField(default=True)  # staff can close a slot to new bookings
+    teacher = models.ForeignKey("catalog.Teacher", verbose_name="老师", on_delete=models.PROTECT, related_name="slots")
+    start = models.DateTimeField(verbose_name="开始")
+    end = models.DateTimeField(verbose_name="结束")
+    capacity = models.PositiveSmallIntegerField(verbose_name="可约人数", default=1)
+    booked = models.PositiveSmallIntegerField(verbose_name="已约", default=0)
+    is_open = models.BooleanField(verbose_name="开放预约", default=True)  # staff can close a slot to new bookings
 
     class Meta:
+        verbose_name = "预约时段"
+        verbose_name_plural = "预约时段"
         ordering = ["start", "teacher_id"]
         permissions = [("manage_slot", "Can add, change and delete slots (capacity, open, times of unbooked slots)")]
         constraints = [
@@ -40,10 +42,14 @@ class Slot(models.Model):
 class Booking(models.Model):
     """A slot taken by an order; UNIQUE ``order_no`` makes book and release happen once."""
 
-    slot = models.ForeignKey(Slot, on_delete=models.PROTECT, related_name="bookings")
-    order_no = models.CharField(max_length=32, unique=True)
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.PROTECT, related_name="bookings")
-    created_at = models.DateTimeField(auto_now_add=True)
+    slot = models.ForeignKey(Slot, verbose_name="时段", on_delete=models.PROTECT, related_name="bookings")
+    order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="bookings")
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "预约"
+        verbose_name_plural = "预约"
 
     def __str__(self) -> str:
         return f"{self.slot} ← {self.order_no}"

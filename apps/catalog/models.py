@@ -10,14 +10,15 @@ class Kind(models.TextChoices):
 
 
 class Category(models.Model):
-    name = models.CharField(max_length=32)
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GOODS)
-    sort = models.IntegerField(default=0)
+    name = models.CharField(verbose_name="名称", max_length=32)
+    parent = models.ForeignKey("self", verbose_name="上级分类", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
+    sort = models.IntegerField(verbose_name="排序", default=0)
 
     class Meta:
+        verbose_name = "分类"
+        verbose_name_plural = "分类"
         ordering = ["sort", "id"]
-        verbose_name_plural = "categories"
 
     def __str__(self) -> str:
         return self.name
@@ -26,13 +27,17 @@ class Category(models.Model):
 class Teacher(models.Model):
     """A consultant whose time is sold as slots (``apps.appointments``) through ``product``."""
 
-    name = models.CharField(max_length=32)
-    title = models.CharField(max_length=64, blank=True)
-    bio = models.TextField(blank=True)
+    name = models.CharField(verbose_name="姓名", max_length=32)
+    title = models.CharField(verbose_name="头衔", max_length=64, blank=True)
+    bio = models.TextField(verbose_name="简介", blank=True)
     product = models.OneToOneField(
-        "Product", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+        "Product", verbose_name="咨询商品", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
     )
-    is_active = models.BooleanField(default=True)  # slots are generated only for active teachers
+    is_active = models.BooleanField(verbose_name="启用", default=True)  # slots are generated only for active teachers
+
+    class Meta:
+        verbose_name = "老师"
+        verbose_name_plural = "老师"
 
     def __str__(self) -> str:
         return f"{self.name}（{self.title}）" if self.title else self.name
@@ -61,6 +66,8 @@ class Product(models.Model):
     )
 
     class Meta:
+        verbose_name = "商品"
+        verbose_name_plural = "商品"
         ordering = ["sort", "id"]
 
     def __str__(self) -> str:
@@ -91,8 +98,9 @@ class Sku(models.Model):
     volume_cm3 = models.PositiveIntegerField(default=0, help_text="立方厘米/件（按体积计费的运费模板用）")  # cm³ per unit
 
     class Meta:
-        ordering = ["product_id", "id"]
         verbose_name = "SKU"
+        verbose_name_plural = "SKU"
+        ordering = ["product_id", "id"]
         permissions = [("change_stock", "Can change SKU stock (relatively, through the stock service)")]
         constraints = [models.CheckConstraint(condition=Q(stock__gte=0), name="sku_stock_gte_0")]
 

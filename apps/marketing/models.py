@@ -21,20 +21,21 @@ class FlashSale(models.Model):
     The original price shown next to the sale price is the SKU's current ``price_fen``.
     """
 
-    title = models.CharField(max_length=64)
-    sku = models.ForeignKey("catalog.Sku", on_delete=models.PROTECT, related_name="flash_sales")
-    price_fen = models.PositiveIntegerField()  # fen per unit during the sale
-    stock = models.IntegerField()  # units the sale may still sell
-    sold = models.IntegerField(default=0)  # units of this sale in live orders
-    starts_at = models.DateTimeField()  # aware; shown in Shanghai time
-    ends_at = models.DateTimeField()  # aware; the sale is live while starts_at <= now < ends_at
-    limit_per_customer = models.PositiveIntegerField(default=1)  # units per customer, live orders
-    is_active = models.BooleanField(default=True)  # off: not listed and not sold (staff pause)
-    created_at = models.DateTimeField(auto_now_add=True)
+    title = models.CharField(verbose_name="标题", max_length=64)
+    sku = models.ForeignKey("catalog.Sku", verbose_name="SKU", on_delete=models.PROTECT, related_name="flash_sales")
+    price_fen = models.PositiveIntegerField(verbose_name="秒杀价")  # fen per unit during the sale
+    stock = models.IntegerField(verbose_name="秒杀库存")  # units the sale may still sell
+    sold = models.IntegerField(verbose_name="已售", default=0)  # units of this sale in live orders
+    starts_at = models.DateTimeField(verbose_name="开始时间")  # aware; shown in Shanghai time
+    ends_at = models.DateTimeField(verbose_name="结束时间")  # aware; the sale is live while starts_at <= now < ends_at
+    limit_per_customer = models.PositiveIntegerField(verbose_name="每人限购", default=1)  # units per customer, live orders
+    is_active = models.BooleanField(verbose_name="启用", default=True)  # off: not listed and not sold (staff pause)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "秒杀"
+        verbose_name_plural = "秒杀"
         ordering = ["starts_at", "id"]
-        verbose_name = "flash sale (秒杀)"
         permissions = [("manage_flashsale", "Can schedule and change flash sales (秒杀)")]
         constraints = [
             models.CheckConstraint(condition=Q(stock__gte=0), name="flashsale_stock_gte_0"),
@@ -58,12 +59,13 @@ class FlashSalePurchase(models.Model):
     races without locking the sale.
     """
 
-    sale = models.ForeignKey(FlashSale, on_delete=models.CASCADE, related_name="purchases")
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.CASCADE, related_name="flash_purchases")
-    quantity = models.IntegerField(default=0)  # units in live orders of this sale
+    sale = models.ForeignKey(FlashSale, verbose_name="秒杀", on_delete=models.CASCADE, related_name="purchases")
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="flash_purchases")
+    quantity = models.IntegerField(verbose_name="数量", default=0)  # units in live orders of this sale
 
     class Meta:
-        verbose_name = "flash-sale purchase"
+        verbose_name = "秒杀购买"
+        verbose_name_plural = "秒杀购买"
         constraints = [
             models.UniqueConstraint(fields=["sale", "customer"], name="flashsalepurchase_sale_customer_uniq"),
             models.CheckConstraint(condition=Q(quantity__gte=0), name="flashsalepurchase_quantity_gte_0"),

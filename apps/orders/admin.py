@@ -2,6 +2,7 @@
 that call the API's services and are gated by named permissions (README "Back office")."""
 
 from django.contrib import admin, messages
+from django.db.models import Exists, OuterRef, Subquery
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -13,6 +14,8 @@ from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine
 from apps.payments import services as payments
 from apps.payments.exceptions import OrderNotCancelled
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
+from starmall.admin_display import address_text, specs_text
+from starmall.admin_money import yuan
 from starmall.errors import ShopError
 
 
@@ -29,7 +32,12 @@ class ReadOnlyInline(admin.TabularInline):
 
 class OrderLineInline(ReadOnlyInline):
     model = OrderLine
-    fields = ["name", "specs", "sku", "price_fen", "quantity", "amount_fen"]
+    fields = ["name", "specs_display", "sku", "price_fen", "quantity", "amount_fen"]
+    readonly_fields = ["specs_display"]
+
+    @admin.display(description="规格")
+    def specs_display(self, line):
+        return specs_text(line.specs)
 
 
 class OrderEventInline(ReadOnlyInline):
@@ -81,7 +89,9 @@ class OrderAdmin(admin.ModelAdmin):
     """Orders are read-only pages (no save: a full-row save would undo a payment landing
     meanwhile); state moves only through the actions, each gated by its named permission."""
 
-    list_display = ["order_no", "customer", "kind", "status", "pay_fen", "pay_method", "created_at", "paid_at"]
+    # What matters at 1,400 px: who, state, payment state, money, when paid, a refund in play.
+    list_display = ["order_no", "customer", "kind", "status", "pay_status", "pay_fen", "pay_method", "paid_at",
+                    "refund_flag", "created_at"]
     list_filter = ["status", "kind", "pay_method"]
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
     date_hierarchy = "created_at"
@@ -145,6 +155,25 @@ class OrderAdmin(admin.ModelAdmin):
             for order in orders])
         return None
 
+    def get_queryset(self, request):
+        from apps.payments.models import Payment
+
+        latest = Payment.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
+        refund = AfterSale.objects.filter(order=OuterRef("pk")).exclude(status=AfterSale.Status.REJECTED)
+        return super().get_queryset(request).annotate(latest_pay_status=Subquery(latest), has_refund=Exists(refund))
+
+    @admin.display(description="支付状态")
+    def pay_status(self, order):
+        from apps.payments.models import PaymentStatus
+
+        value = getattr(order, "latest_pay_status", None)
+        return PaymentStatus(value).label if value else "-"
+
+    @admin.display(description="退款", boolean=True)
+    def refund_flag(self, order):
+        return bool(getattr(order, "has_refund", False))
+
+
     def has_add_permission(self, request):
         return False
 
@@ -163,7 +192,7 @@ class OrderAdmin(admin.ModelAdmin):
     def has_cancel_permission(self, request):
         return request.user.has_perm("orders.cancel_order")
 
-    @admin.action(description="Mark shipped without tracking (hand delivery)", permissions=["ship"])
+    @admin.action(description="标记发货（无快递单号：当面交付）", permissions=["ship"])
     def mark_shipped(self, request, queryset):
         require_perm(request, "orders.ship_order")
         report(request, "发货", [self._ship(request, order) for order in queryset.order_by("pk")])
@@ -181,7 +210,7 @@ class OrderAdmin(admin.ModelAdmin):
             return Outcome(order.order_no, messages.WARNING, "未发货：咨询订单不需要发货")
         return Outcome(order.order_no, messages.WARNING, f"未发货：订单状态为「{_state(order)}」，只有已支付的订单可以发货")
 
-    @admin.action(description="Mark completed (shipped goods / held consultations)", permissions=["complete"])
+    @admin.action(description="标记完成（已发货的实物 / 已进行的咨询）", permissions=["complete"])
     def mark_completed(self, request, queryset):
         require_perm(request, "orders.complete_order")
         outcomes = []
@@ -194,7 +223,7 @@ class OrderAdmin(admin.ModelAdmin):
                                         f"未完成：订单状态为「{_state(order)}」，需要「{needed}」"))
         report(request, "完成", outcomes)
 
-    @admin.action(description="Cancel (unpaid orders; WeChat is asked first)", permissions=["cancel"])
+    @admin.action(description="取消订单（待支付；先向微信确认并关单）", permissions=["cancel"])
     def cancel_unpaid(self, request, queryset):
         require_perm(request, "orders.cancel_order")
         report(request, "取消", [self._cancel(request, order) for order in queryset.order_by("pk")])
@@ -351,10 +380,10 @@ class AfterSaleAdmin(admin.ModelAdmin):
                 outcomes.append(Outcome(sale.refund_no, messages.WARNING,
                                         f"未同意：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
             else:
-                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已同意，退款 {refund.refund_fen} 分已提交"))
+                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已同意，退款 {yuan(refund.refund_fen)} 元已提交"))
         report(request, "同意退款", outcomes)
 
-    @admin.action(description="Reject", permissions=["decide"])
+    @admin.action(description="拒绝退款", permissions=["decide"])
     def reject(self, request, queryset):
         from apps.payments import refunds
 

@@ -27,36 +27,38 @@ class Order(models.Model):
     ``out_trade_no``. ``status`` changes only by conditional UPDATEs in ``services``.
     """
 
-    order_no = models.CharField(max_length=32, unique=True)
-    order_key = models.CharField(max_length=64, unique=True)
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.PROTECT, related_name="orders")
-    kind = models.CharField(max_length=16, default="goods")  # goods / consultation (catalog.Kind)
-    status = models.CharField(max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID)
-    goods_fen = models.PositiveIntegerField()  # fen: sum of line amounts
-    freight_fen = models.PositiveIntegerField(default=0)  # fen
-    coupon_fen = models.PositiveIntegerField(default=0)  # fen taken off by the coupon
-    points_fen = models.PositiveIntegerField(default=0)  # fen taken off by points
-    points_used = models.PositiveIntegerField(default=0)  # points spent (returned on cancel)
-    pay_fen = models.PositiveIntegerField()  # fen the customer pays (= WeChat total_fee)
-    coupon = models.ForeignKey("accounts.Coupon", null=True, blank=True, on_delete=models.PROTECT)
-    pay_method = models.CharField(max_length=16, choices=PayMethod.choices, blank=True)
+    order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
+    order_key = models.CharField(verbose_name="下单令牌 order_key", max_length=64, unique=True)
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="orders")
+    kind = models.CharField(verbose_name="类型", max_length=16, default="goods")  # goods / consultation (catalog.Kind)
+    status = models.CharField(verbose_name="状态", max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID)
+    goods_fen = models.PositiveIntegerField(verbose_name="商品金额")  # fen: sum of line amounts
+    freight_fen = models.PositiveIntegerField(verbose_name="运费", default=0)  # fen
+    coupon_fen = models.PositiveIntegerField(verbose_name="优惠券抵扣", default=0)  # fen taken off by the coupon
+    points_fen = models.PositiveIntegerField(verbose_name="积分抵扣", default=0)  # fen taken off by points
+    points_used = models.PositiveIntegerField(verbose_name="使用积分", default=0)  # points spent (returned on cancel)
+    pay_fen = models.PositiveIntegerField(verbose_name="实付")  # fen the customer pays (= WeChat total_fee)
+    coupon = models.ForeignKey("accounts.Coupon", verbose_name="优惠券", null=True, blank=True, on_delete=models.PROTECT)
+    pay_method = models.CharField(verbose_name="支付方式", max_length=16, choices=PayMethod.choices, blank=True)
     slot = models.ForeignKey(
-        "appointments.Slot", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
+        "appointments.Slot", verbose_name="时段", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
     flash_sale = models.ForeignKey(  # the 秒杀 this order bought in (one line, the sale's price)
-        "marketing.FlashSale", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
+        "marketing.FlashSale", verbose_name="秒杀", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
-    address = models.JSONField(null=True, blank=True)  # snapshot of accounts.Address
-    remark = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    pay_deadline = models.DateTimeField()  # unpaid after this -> cancelled by the timeout task
-    paid_at = models.DateTimeField(null=True, blank=True)
-    shipped_at = models.DateTimeField(null=True, blank=True)
-    completed_at = models.DateTimeField(null=True, blank=True)
-    cancelled_at = models.DateTimeField(null=True, blank=True)
-    cancel_reason = models.CharField(max_length=64, blank=True)
+    address = models.JSONField(verbose_name="收货地址", null=True, blank=True)  # snapshot of accounts.Address
+    remark = models.CharField(verbose_name="备注", max_length=200, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    pay_deadline = models.DateTimeField(verbose_name="支付截止")  # unpaid after this -> cancelled by the timeout task
+    paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
+    shipped_at = models.DateTimeField(verbose_name="发货时间", null=True, blank=True)
+    completed_at = models.DateTimeField(verbose_name="完成时间", null=True, blank=True)
+    cancelled_at = models.DateTimeField(verbose_name="取消时间", null=True, blank=True)
+    cancel_reason = models.CharField(verbose_name="取消原因", max_length=64, blank=True)
 
     class Meta:
+        verbose_name = "订单"
+        verbose_name_plural = "订单"
         ordering = ["-id"]
         permissions = [  # the back office's state changes (admin actions; README "Back office")
             ("ship_order", "Can ship paid goods orders"),
@@ -73,6 +75,9 @@ class Order(models.Model):
         indexes = [
             models.Index(fields=["customer", "status"], name="order_customer_status_idx"),
             models.Index(fields=["status", "pay_deadline"], name="order_status_deadline_idx"),
+            # The back-office dashboard's ranges (apps/backoffice/selectors.py).
+            models.Index(fields=["created_at"], name="order_created_at_idx"),
+            models.Index(fields=["paid_at"], name="order_paid_at_idx"),
         ]
 
     def __str__(self) -> str:
@@ -82,16 +87,18 @@ class Order(models.Model):
 class OrderLine(models.Model):
     """A line of an order: a snapshot of name, specs and price at confirm time."""
 
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="lines")
-    sku = models.ForeignKey("catalog.Sku", on_delete=models.PROTECT, related_name="order_lines")
-    product = models.ForeignKey("catalog.Product", on_delete=models.PROTECT, related_name="order_lines")
-    name = models.CharField(max_length=100)
-    specs = models.JSONField(default=dict)
-    price_fen = models.PositiveIntegerField()  # fen per unit
-    quantity = models.PositiveIntegerField()
-    amount_fen = models.PositiveIntegerField()  # fen: price_fen * quantity
+    order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="lines")
+    sku = models.ForeignKey("catalog.Sku", verbose_name="SKU", on_delete=models.PROTECT, related_name="order_lines")
+    product = models.ForeignKey("catalog.Product", verbose_name="商品", on_delete=models.PROTECT, related_name="order_lines")
+    name = models.CharField(verbose_name="商品名", max_length=100)
+    specs = models.JSONField(verbose_name="规格", default=dict)
+    price_fen = models.PositiveIntegerField(verbose_name="价格")  # fen per unit
+    quantity = models.PositiveIntegerField(verbose_name="数量")
+    amount_fen = models.PositiveIntegerField(verbose_name="金额")  # fen: price_fen * quantity
 
     class Meta:
+        verbose_name = "订单明细"
+        verbose_name_plural = "订单明细"
         ordering = ["id"]
 
     def __str__(self) -> str:
@@ -101,14 +108,16 @@ class OrderLine(models.Model):
 class OrderEvent(models.Model):
     """Append-only log of an order's status changes and money/stock events (Saleor OrderEvent)."""
 
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(max_length=16, blank=True)
-    to_status = models.CharField(max_length=16, blank=True)
-    actor = models.CharField(max_length=64)  # "customer", "system:timeout", "wechat", "staff:<name>"
-    note = models.CharField(max_length=255, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="events")
+    from_status = models.CharField(verbose_name="原状态", max_length=16, blank=True)
+    to_status = models.CharField(verbose_name="新状态", max_length=16, blank=True)
+    actor = models.CharField(verbose_name="操作人", max_length=64)  # "customer", "system:timeout", "wechat", "staff:<name>"
+    note = models.CharField(verbose_name="说明", max_length=255, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "订单日志"
+        verbose_name_plural = "订单日志"
         ordering = ["id"]
 
     def __str__(self) -> str:
@@ -149,8 +158,9 @@ class AfterSale(models.Model):
     return_received_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "退款申请"
+        verbose_name_plural = "退款申请"
         ordering = ["-id"]
-        verbose_name = "after-sale request"
         permissions = [
             ("decide_aftersale", "Can approve or reject refund requests"),
             ("receive_return", "Can confirm returned goods arrived (then the refund runs)"),
@@ -183,18 +193,20 @@ class FollowUp(models.Model):
     MAX_ATTEMPTS = 5
     LEASE_SECONDS = 300  # a worker that claimed a row and died frees it after this
 
-    key = models.CharField(max_length=100, unique=True)
-    kind = models.CharField(max_length=32, choices=Kind.choices)
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="followups")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    last_error = models.TextField(blank=True)
-    locked_until = models.DateTimeField(null=True, blank=True)  # claimed by a worker until then
-    created_at = models.DateTimeField(auto_now_add=True)
-    dispatched_at = models.DateTimeField(null=True, blank=True)
-    done_at = models.DateTimeField(null=True, blank=True)
+    key = models.CharField(verbose_name="唯一键", max_length=100, unique=True)
+    kind = models.CharField(verbose_name="类型", max_length=32, choices=Kind.choices)
+    order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="followups")
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
+    last_error = models.TextField(verbose_name="最近错误", blank=True)
+    locked_until = models.DateTimeField(verbose_name="锁定至", null=True, blank=True)  # claimed by a worker until then
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    dispatched_at = models.DateTimeField(verbose_name="派发时间", null=True, blank=True)
+    done_at = models.DateTimeField(verbose_name="完成时间", null=True, blank=True)
 
     class Meta:
+        verbose_name = "后续任务"
+        verbose_name_plural = "后续任务"
         ordering = ["-id"]
         indexes = [models.Index(fields=["status", "dispatched_at"], name="followup_status_idx")]
 

@@ -23,7 +23,7 @@ class PaymentAdmin(ReadOnlyModelAdmin):
     def has_resolve_permission(self, request):
         return request.user.has_perm("payments.resolve_payment")
 
-    @admin.action(description="Check with WeChat now (uncertain / manual payments)", permissions=["resolve"])
+    @admin.action(description="立即向微信查询（状态未知 / 人工处理的支付）", permissions=["resolve"])
     def check_with_wechat(self, request, queryset):
         require_perm(request, "payments.resolve_payment")
         outcomes = []
@@ -49,7 +49,7 @@ class RefundAdmin(ReadOnlyModelAdmin):
     def has_retry_permission(self, request):
         return request.user.has_perm("payments.retry_refund")
 
-    @admin.action(description="Retry failed refunds (same out_refund_no)", permissions=["retry"])
+    @admin.action(description="重试失败的退款（同一退款单号 out_refund_no）", permissions=["retry"])
     def retry(self, request, queryset):
         require_perm(request, "payments.retry_refund")
         outcomes = []

@@ -1,7 +1,6 @@
 """Back office for the daily reconciliation against WeChat's bill (read-only, plus a rerun).
 
-Imported by ``apps/payments/admin.py``. Amounts are shown in fen as stored, with yuan beside
-them in the differences table.
+Imported by ``apps/payments/admin.py``. Amounts are shown in yuan (``starmall.admin_money.yuan``).
 """
 
 from django.contrib import admin, messages
@@ -10,21 +9,19 @@ from django.utils.html import format_html, format_html_join
 from apps.payments import reconciliation
 from apps.payments.models import ReconciliationRun
 from starmall.admin import require_perm
+from starmall.admin_money import yuan
 
 KIND_LABELS = {
-    reconciliation.MISSING_LOCAL: "微信有、本地无 (WeChat has it, we don't)",
-    reconciliation.MISSING_WECHAT: "本地有、微信无 (we have it, WeChat doesn't)",
-    reconciliation.AMOUNT: "金额不符 (amount differs)",
-    reconciliation.STATUS: "状态不符 (status differs)",
+    reconciliation.MISSING_LOCAL: "微信有、本地无",
+    reconciliation.MISSING_WECHAT: "本地有、微信无",
+    reconciliation.AMOUNT: "金额不符",
+    reconciliation.STATUS: "状态不符",
 }
 
 
 def _fen(value) -> str:
-    """``12345`` -> ``"12345 fen (¥123.45)"``; None (that side has no such row) -> "—"."""
-    if value is None:
-        return "—"
-    sign = "-" if value < 0 else ""
-    return f"{value} fen (¥{sign}{abs(value) // 100}.{abs(value) % 100:02d})"
+    """``12345`` (fen) -> ``"123.45"`` (yuan); None (that side has no such row) -> "—"."""
+    return "—" if value is None else yuan(value)
 
 
 @admin.register(ReconciliationRun)
@@ -47,21 +44,21 @@ class ReconciliationRunAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="WeChat - local (fen)")
-    def gap_fen(self, run: ReconciliationRun) -> int:
-        return run.wechat_fen - run.local_fen
+    @admin.display(description="微信 - 本地（元）")
+    def gap_fen(self, run: ReconciliationRun) -> str:
+        return yuan(run.wechat_fen - run.local_fen)
 
-    @admin.display(description="differences")
+    @admin.display(description="差异数")
     def difference_count(self, run: ReconciliationRun) -> int:
         return len(run.differences or [])
 
-    @admin.display(description="difference details")
+    @admin.display(description="差异明细")
     def differences_table(self, run: ReconciliationRun) -> str:
         if not run.differences:
             return "—"
         head = format_html_join("", "<th>{}</th>", ((h,) for h in (
-            "kind", "out_trade_no", "out_refund_no", "WeChat amount", "local amount", "WeChat status",
-            "local status")))
+            "类型", "商户订单号 out_trade_no", "退款单号 out_refund_no", "微信金额（元）", "本地金额（元）", "微信状态",
+            "本地状态")))
         rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                                     "<td>{}</td></tr>", (
             (KIND_LABELS.get(d.get("kind"), d.get("kind")), d.get("out_trade_no") or "—",
@@ -74,7 +71,7 @@ class ReconciliationRunAdmin(admin.ModelAdmin):
     def has_reconcile_permission(self, request):
         return request.user.has_perm("payments.run_reconciliation")
 
-    @admin.action(description="Reconcile this day again", permissions=["reconcile"])
+    @admin.action(description="重新对账这一天", permissions=["reconcile"])
     def reconcile_again(self, request, queryset):
         require_perm(request, "payments.run_reconciliation")
         for bill_date in queryset.order_by("bill_date").values_list("bill_date", flat=True):

@@ -22,25 +22,27 @@ class Payment(models.Model):
     ``transaction_id`` (WeChat's number, UNIQUE when set) makes a notification applied once.
     """
 
-    order = models.ForeignKey("orders.Order", on_delete=models.PROTECT, related_name="payments")
-    method = models.CharField(max_length=16)  # orders.PayMethod
-    out_trade_no = models.CharField(max_length=32, unique=True, null=True, blank=True)  # WeChat only
-    total_fee = models.PositiveIntegerField()  # fen, WeChat's total_fee
-    refunded_fen = models.PositiveIntegerField(default=0)  # fen committed to refunds (reserved)
-    status = models.CharField(max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING)
-    prepay_id = models.CharField(max_length=64, blank=True)
-    prepay_expires_at = models.DateTimeField(null=True, blank=True)  # WeChat: prepay_id valid 2 h
-    transaction_id = models.CharField(max_length=32, null=True, blank=True, unique=True)
-    paid_at = models.DateTimeField(null=True, blank=True)
+    order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="payments")
+    method = models.CharField(verbose_name="支付方式", max_length=16)  # orders.PayMethod
+    out_trade_no = models.CharField(verbose_name="商户订单号 out_trade_no", max_length=32, unique=True, null=True, blank=True)  # WeChat only
+    total_fee = models.PositiveIntegerField(verbose_name="支付金额（分，total_fee）")  # fen, WeChat's total_fee
+    refunded_fen = models.PositiveIntegerField(verbose_name="已退", default=0)  # fen committed to refunds (reserved)
+    status = models.CharField(verbose_name="状态", max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING)
+    prepay_id = models.CharField(verbose_name="prepay_id", max_length=64, blank=True)
+    prepay_expires_at = models.DateTimeField(verbose_name="prepay_id 过期", null=True, blank=True)  # WeChat: prepay_id valid 2 h
+    transaction_id = models.CharField(verbose_name="微信支付单号 transaction_id", max_length=32, null=True, blank=True, unique=True)
+    paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
     # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
-    checks = models.PositiveSmallIntegerField(default=0)
-    next_check_at = models.DateTimeField(null=True, blank=True)
+    checks = models.PositiveSmallIntegerField(verbose_name="查询次数", default=0)
+    next_check_at = models.DateTimeField(verbose_name="下次查询", null=True, blank=True)
     # When GET pay-status last asked WeChat (orderquery) about this payment (claim_status_query).
-    status_queried_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    status_queried_at = models.DateTimeField(verbose_name="最近查单", null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
 
     class Meta:
+        verbose_name = "支付"
+        verbose_name_plural = "支付"
         ordering = ["-id"]
         permissions = [("resolve_payment", "Can resolve uncertain / MANUAL payments (ask WeChat)")]
         constraints = [
@@ -85,16 +87,18 @@ class Notification(models.Model):
         UNKNOWN_ORDER = "unknown_order", "未知订单"  # out_trade_no / out_refund_no not ours
         MALFORMED = "malformed", "无法解析"
 
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.PAYMENT)
-    out_trade_no = models.CharField(max_length=32, blank=True, db_index=True)
-    out_refund_no = models.CharField(max_length=64, blank=True)
-    transaction_id = models.CharField(max_length=32, blank=True)
-    total_fee = models.IntegerField(null=True, blank=True)  # fen as received (refund_fee for refunds)
-    outcome = models.CharField(max_length=20, choices=Outcome.choices)
-    body = models.TextField()  # the raw XML (truncated to 20 000 characters; refunds: decrypted)
-    received_at = models.DateTimeField(auto_now_add=True)
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.PAYMENT)
+    out_trade_no = models.CharField(verbose_name="商户订单号 out_trade_no", max_length=32, blank=True, db_index=True)
+    out_refund_no = models.CharField(verbose_name="退款单号 out_refund_no", max_length=64, blank=True)
+    transaction_id = models.CharField(verbose_name="微信支付单号 transaction_id", max_length=32, blank=True)
+    total_fee = models.IntegerField(verbose_name="支付金额（分，total_fee）", null=True, blank=True)  # fen as received (refund_fee for refunds)
+    outcome = models.CharField(verbose_name="处理结果", max_length=20, choices=Outcome.choices)
+    body = models.TextField(verbose_name="原文")  # the raw XML (truncated to 20 000 characters; refunds: decrypted)
+    received_at = models.DateTimeField(verbose_name="收到时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "微信通知"
+        verbose_name_plural = "微信通知"
         ordering = ["-id"]
 
     def __str__(self) -> str:
@@ -139,11 +143,13 @@ class InvalidNotificationDay(models.Model):
     Shanghai day, per kind. Junk cannot fill the database: one row per day and kind, plus at
     most ``INVALID_NOTIFICATION_SAMPLES`` sample Notification rows a day."""
 
-    day = models.DateField()  # Asia/Shanghai
-    kind = models.CharField(max_length=16, choices=Notification.Kind.choices)
-    count = models.PositiveIntegerField(default=0)
+    day = models.DateField(verbose_name="日期")  # Asia/Shanghai
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Notification.Kind.choices)
+    count = models.PositiveIntegerField(verbose_name="次数", default=0)
 
     class Meta:
+        verbose_name = "无效通知（按日）"
+        verbose_name_plural = "无效通知（按日）"
         ordering = ["-day"]
         constraints = [models.UniqueConstraint(fields=["day", "kind"], name="invalid_notification_day_kind")]
 
@@ -189,24 +195,26 @@ class Refund(models.Model):
     MAX_ATTEMPTS = 3
     BACKOFF_SECONDS = (60, 300, 900)  # wait after the 1st, 2nd, 3rd failed try
 
-    order = models.ForeignKey("orders.Order", on_delete=models.PROTECT, related_name="refunds")
-    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="refunds")
+    order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="refunds")
+    payment = models.ForeignKey(Payment, verbose_name="支付", on_delete=models.PROTECT, related_name="refunds")
     after_sale = models.OneToOneField(
-        "orders.AfterSale", null=True, blank=True, on_delete=models.PROTECT, related_name="refund"
+        "orders.AfterSale", verbose_name="退款申请", null=True, blank=True, on_delete=models.PROTECT, related_name="refund"
     )
-    out_refund_no = models.CharField(max_length=64, unique=True)
-    refund_fen = models.PositiveIntegerField()  # fen to return
-    reason = models.CharField(max_length=32, choices=Reason.choices)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    refund_id = models.CharField(max_length=64, blank=True)  # WeChat's number
-    last_error = models.TextField(blank=True)
-    restock = models.BooleanField(default=False)  # return stock and slot when it succeeds
-    created_at = models.DateTimeField(auto_now_add=True)
-    succeeded_at = models.DateTimeField(null=True, blank=True)
+    out_refund_no = models.CharField(verbose_name="退款单号 out_refund_no", max_length=64, unique=True)
+    refund_fen = models.PositiveIntegerField(verbose_name="退款金额")  # fen to return
+    reason = models.CharField(verbose_name="原因", max_length=32, choices=Reason.choices)
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
+    next_attempt_at = models.DateTimeField(verbose_name="下次尝试", null=True, blank=True)
+    refund_id = models.CharField(verbose_name="微信退款单号 refund_id", max_length=64, blank=True)  # WeChat's number
+    last_error = models.TextField(verbose_name="最近错误", blank=True)
+    restock = models.BooleanField(verbose_name="退回库存", default=False)  # return stock and slot when it succeeds
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    succeeded_at = models.DateTimeField(verbose_name="退款成功时间", null=True, blank=True)
 
     class Meta:
+        verbose_name = "退款"
+        verbose_name_plural = "退款"
         ordering = ["-id"]
         permissions = [("retry_refund", "Can retry failed refunds")]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="refund_status_next_idx")]
@@ -235,18 +243,20 @@ class ReconciliationRun(models.Model):
         DIFFERENCES = "differences", "有差异"
         ERROR = "error", "下载失败"  # the bill could not be fetched; retried by the next run
 
-    bill_date = models.DateField(unique=True)  # Beijing date of the bill
-    status = models.CharField(max_length=16, choices=Status.choices)
-    wechat_count = models.PositiveIntegerField(default=0)  # bill rows (payments + refunds)
-    local_count = models.PositiveIntegerField(default=0)
-    wechat_fen = models.BigIntegerField(default=0)  # fen: paid minus refunded, per the bill
-    local_fen = models.BigIntegerField(default=0)  # fen: paid minus refunded, per our rows
-    differences = models.JSONField(default=list, blank=True)
-    error = models.TextField(blank=True)
-    alerted = models.BooleanField(default=False)
-    checked_at = models.DateTimeField(auto_now=True)
+    bill_date = models.DateField(verbose_name="账单日期", unique=True)  # Beijing date of the bill
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices)
+    wechat_count = models.PositiveIntegerField(verbose_name="微信笔数", default=0)  # bill rows (payments + refunds)
+    local_count = models.PositiveIntegerField(verbose_name="本地笔数", default=0)
+    wechat_fen = models.BigIntegerField(verbose_name="微信金额", default=0)  # fen: paid minus refunded, per the bill
+    local_fen = models.BigIntegerField(verbose_name="本地金额", default=0)  # fen: paid minus refunded, per our rows
+    differences = models.JSONField(verbose_name="差异", default=list, blank=True)
+    error = models.TextField(verbose_name="错误", blank=True)
+    alerted = models.BooleanField(verbose_name="已告警", default=False)
+    checked_at = models.DateTimeField(verbose_name="对账时间", auto_now=True)
 
     class Meta:
+        verbose_name = "对账"
+        verbose_name_plural = "对账"
         ordering = ["-bill_date"]
         permissions = [("run_reconciliation", "Can reconcile a day with WeChat's bill again")]
 

@@ -30,7 +30,8 @@ CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[f"{_site
 DEMO_SHOP_ALLOWED = True
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "unfold.apps.BasicAppConfig",  # the admin theme (BasicAppConfig: admin.site stays ours); (before django.contrib.admin: its templates win)
+    "apps.backoffice.apps.ShopAdminConfig",  # django.contrib.admin with the shop's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "apps.payments",
     "apps.almanac",
     "apps.reviews",
+    "apps.backoffice",
     "axes",  # admin login lockout; last, as its docs ask
 ]
 
@@ -355,6 +357,17 @@ USE_TZ = True
 MEDIA_URL = env.str("MEDIA_URL", default="/media/")
 MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "media"))
 MEDIA_SERVE = env.bool("MEDIA_SERVE", default=True)
+
+# The admin theme (django-unfold; assets are in the package, served by whitenoise: no CDN).
+UNFOLD = {
+    "SITE_TITLE": "Starmall 后台",
+    "SITE_HEADER": "Starmall 后台",
+    "SITE_SYMBOL": "storefront",
+    "SHOW_HISTORY": True,
+    "SHOW_VIEW_ON_SITE": False,
+    "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",
+    "SIDEBAR": {"show_search": True, "show_all_applications": True},
+}
 
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"

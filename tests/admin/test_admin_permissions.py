@@ -214,7 +214,7 @@ def test_decide_permission_approves_and_rejects_through_the_refund_service(make_
     response = action(client, "orders.aftersale", "approve", [approved.pk])
     fen = shop["requested"].pay_fen  # 60.00 yuan + freight
     assert fen == 7000
-    assert texts(response)[0] == ("success", f"{approved.refund_no}: 已同意，退款 7000 分已提交")
+    assert texts(response)[0] == ("success", f"{approved.refund_no}: 已同意，退款 70.00 元已提交")
     action(client, "orders.aftersale", "reject", [rejected.pk])
     assert AfterSale.objects.get(pk=approved.pk).status == "approved"
     assert Refund.objects.filter(after_sale=approved, refund_fen=fen, status="pending").count() == 1
@@ -250,7 +250,7 @@ def test_change_stock_permission_changes_stock_relatively_and_nothing_else(make_
     # The generic "change SKU" permission does not reach the stock.
     editor = make_staff("catalog.change_sku", "catalog.view_sku")
     assert b'name="stock_change"' not in editor.get(url).content
-    editor.post(url, {"product": goods_sku.product_id, "specs": '{"颜色": "天青"}', "price_fen": "7000",
+    editor.post(url, {"product": goods_sku.product_id, "specs": '{"颜色": "天青"}', "price_fen": "70.00",  # yuan (stored 7000 fen)
                       "code": "", "is_active": "on", "stock_change": "100", "_save": "Save"})
     sku = Sku.objects.get(pk=goods_sku.pk)
     assert (sku.stock, sku.price_fen) == (9, 7000)

@@ -65,7 +65,7 @@ def test_product_page_save_keeps_sales_and_the_skus_stock(boss, buyer, goods_sku
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
     data = form_data(page)
     data["name"] = "青瓷盖碗（新）"
-    data["skus-0-price_fen"] = "5000"  # the inline SKU row is edited too
+    data["skus-0-price_fen"] = "50.00"  # the inline SKU row is edited too (yuan: 5000 fen)
     assert boss.post(url, data).status_code == 302
     product, sku = Product.objects.get(pk=goods_sku.product_id), Sku.objects.get(pk=goods_sku.pk)
     assert (product.name, product.sales) == ("青瓷盖碗（新）", 2)

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from apps.marketing import services
 from apps.marketing.models import FlashSale
+from starmall.admin_money import yuan
 from starmall.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +25,7 @@ def _split(value: dt.datetime, name: str) -> dict:
 
 def _form(sku, *, price_fen=9900, stock=5, starts_in=60, lasts=30, limit=2, **extra):
     starts_at = (timezone.now() + dt.timedelta(minutes=starts_in)).replace(microsecond=0)
-    return {"title": "双十二秒杀", "sku": sku.pk, "price_fen": price_fen, "stock": stock,
+    return {"title": "双十二秒杀", "sku": sku.pk, "price_fen": yuan(price_fen), "stock": stock,  # the form takes yuan
             **_split(starts_at, "starts_at"), **_split(starts_at + dt.timedelta(minutes=lasts), "ends_at"),
             "limit_per_customer": limit, "is_active": "on", **extra}
 

@@ -101,6 +101,7 @@ class Command(BaseCommand):
         call_command("collectstatic", interactive=False, verbosity=0)
         call_command("seed_demo")
         username, password = self._staff_login()
+        roles = self._role_logins()
         call_command("generate_slots")
         # One year back to three ahead; a rerun on a loaded window returns at once.
         call_command("load_almanac", years_back=1, years_ahead=3, no_progress=True)
@@ -111,12 +112,33 @@ class Command(BaseCommand):
             f"  API        {site}/api/v1/   (docs {site}/api/docs/; gunicorn on {bind})\n"
             f"  health     {site}/healthz\n"
             f"  admin      {site}/admin/    login: {username} / {password}\n"
-            f"  WeChat     {settings.WECHAT_PAY_API_BASE}"
+            + "".join(f"             {role}: {login} / {secret}\n" for role, login, secret in roles)
+            + f"  WeChat     {settings.WECHAT_PAY_API_BASE}"
             + (f"  (sandbox on port {sandbox[1]}, control API: /sandbox/, see README)\n" if sandbox else "\n")
             + f"  database   {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
             f"  redis {'embedded (var/redis.sock)' if settings.EMBEDDED_REDIS else 'REDIS_URL'}\n"
             "Press Ctrl-C to stop everything.\n"
         ))
+
+    def _role_logins(self) -> list[tuple[str, str, str]]:
+        """One demo staff login per role (apps/backoffice/roles.py), created once; the password is
+        ``starmall-<login>``. Only here: runshop refuses production settings (no demo logins)."""
+        from django.contrib.auth.models import Group, Permission
+
+        from apps.backoffice.roles import DEMO_LOGINS, sync_roles
+
+        sync_roles(Group, Permission)  # permissions added since the migration (e.g. chat)
+        User = get_user_model()
+        out = []
+        for role, login in DEMO_LOGINS.items():
+            secret = f"starmall-{login}"
+            user, created = User.objects.get_or_create(username=login, defaults={"is_staff": True})
+            if created:
+                user.set_password(secret)
+                user.save(update_fields=["password"])
+                user.groups.add(Group.objects.get(name=role))
+            out.append((role, login, secret))
+        return out
 
     def _staff_login(self) -> tuple[str, str]:
         """Create the staff superuser once; return its login (password from the environment)."""

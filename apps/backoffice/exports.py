@@ -1,0 +1,93 @@
+"""Exports for finance: orders, refunds, payments and reconciliation runs of a Shanghai date
+range, as CSV (streamed row by row) or Excel (openpyxl write-only workbook: rows are written
+as they are read, never held as cells). Amounts in yuan with two decimals, times in Shanghai.
+
+``rows(kind, start, end)`` yields the header then one list per row (``.iterator()``: constant
+memory however large the range).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import tempfile
+from collections.abc import Iterator
+
+from apps.backoffice.selectors import SHANGHAI
+from apps.orders.models import Order
+from apps.payments.models import Payment, ReconciliationRun, Refund
+from starmall.admin_display import address_text, shanghai
+from starmall.admin_money import yuan
+
+KINDS = {"orders": "订单", "refunds": "退款", "payments": "支付", "reconciliation": "对账"}
+CHUNK = 2000
+
+
+def _range(start: dt.date, end: dt.date) -> tuple[dt.datetime, dt.datetime]:
+    """Shanghai days ``start``..``end`` (both included) as aware ``[from, to)``."""
+    lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
+    return lo, dt.datetime.combine(end, dt.time.min, tzinfo=SHANGHAI) + dt.timedelta(days=1)
+
+
+def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
+    """Header, then rows of ``kind`` (one of :data:`KINDS`) created (orders, payments, refunds) or
+    billed (reconciliation) in the Shanghai days ``start``..``end``. Raises KeyError for another kind."""
+    lo, hi = _range(start, end)
+    if kind == "orders":
+        yield ["订单号", "顾客", "类型", "状态", "商品金额（元）", "运费（元）", "优惠券（元）", "积分抵扣（元）", "实付（元）",
+               "支付方式", "下单时间", "支付时间", "发货时间", "收货地址"]
+        qs = Order.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("customer").order_by("id")
+        for o in qs.iterator(chunk_size=CHUNK):
+            yield [o.order_no, str(o.customer), o.kind, o.get_status_display(), yuan(o.goods_fen), yuan(o.freight_fen),
+                   yuan(o.coupon_fen), yuan(o.points_fen), yuan(o.pay_fen), o.get_pay_method_display(),
+                   shanghai(o.created_at), shanghai(o.paid_at), shanghai(o.shipped_at), address_text(o.address)]
+    elif kind == "refunds":
+        yield ["退款单号 out_refund_no", "订单号", "原因", "状态", "退款金额（元）", "尝试次数", "最近错误", "创建时间", "退款成功时间"]
+        qs = Refund.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
+        for r in qs.iterator(chunk_size=CHUNK):
+            yield [r.out_refund_no, r.order.order_no, r.get_reason_display(), r.get_status_display(), yuan(r.refund_fen),
+                   r.attempts, r.last_error, shanghai(r.created_at), shanghai(r.succeeded_at)]
+    elif kind == "payments":
+        yield ["商户订单号 out_trade_no", "订单号", "方式", "状态", "金额（元）", "已退（元）", "微信支付单号 transaction_id",
+               "创建时间", "支付时间"]
+        qs = Payment.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
+        for p in qs.iterator(chunk_size=CHUNK):
+            yield [p.out_trade_no or "", p.order.order_no, p.method, p.get_status_display(), yuan(p.total_fee),
+                   yuan(p.refunded_fen), p.transaction_id or "", shanghai(p.created_at), shanghai(p.paid_at)]
+    elif kind == "reconciliation":
+        yield ["账单日期", "结果", "微信笔数", "本地笔数", "微信金额（元）", "本地金额（元）", "差异数", "错误"]
+        qs = ReconciliationRun.objects.filter(bill_date__gte=start, bill_date__lte=end).order_by("bill_date")
+        for run in qs.iterator(chunk_size=CHUNK):
+            yield [run.bill_date.isoformat(), run.get_status_display(), run.wechat_count, run.local_count,
+                   yuan(run.wechat_fen), yuan(run.local_fen), len(run.differences or []), run.error]
+    else:
+        raise KeyError(kind)
+
+
+class _Echo:
+    """A file-like whose write returns the line, for csv.writer inside a generator."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def csv_lines(source: Iterator[list]) -> Iterator[str]:
+    """CSV text line by line, starting with a UTF-8 BOM so Excel opens the Chinese correctly."""
+    writer = csv.writer(_Echo())
+    yield "\ufeff"
+    for row in source:
+        yield writer.writerow(row)
+
+
+def xlsx_file(source: Iterator[list], title: str):
+    """An Excel file (opened temporary file, at position 0) from a write-only openpyxl workbook."""
+    from openpyxl import Workbook
+
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet(title=title)
+    for row in source:
+        sheet.append(row)
+    out = tempfile.TemporaryFile()
+    workbook.save(out)
+    out.seek(0)
+    return out

@@ -1,0 +1,156 @@
+"""The dashboard's figures: every number is one aggregate query in the database.
+
+Days are Shanghai days (``TruncDate(..., tzinfo=Asia/Shanghai)``); money is integer fen.
+With 100,000 orders each query stays in the tens of milliseconds (``make bench``:
+``bench/bench_dashboard.py``), helped by the indexes on ``Order.created_at`` / ``paid_at``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
+
+from apps.appointments.models import Slot
+from apps.catalog.models import Sku
+from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
+from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refund
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+#: Order statuses that count as "paid" money (paid, then maybe shipped, completed or refunded).
+PAID_STATUSES = [OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED,
+                 OrderStatus.REFUNDING, OrderStatus.REFUNDED]
+LOW_STOCK = getattr(settings, "BACKOFFICE_LOW_STOCK", 5)  # units: an active SKU at or below is "low"
+
+
+@dataclass(frozen=True)
+class Period:
+    """A range of Shanghai days ``[start, end)`` as aware datetimes, with its label."""
+
+    label: str
+    start: dt.datetime
+    end: dt.datetime
+
+
+def periods(now: dt.datetime | None = None) -> tuple[Period, Period]:
+    """Today and the last 30 days (today included), in Shanghai time."""
+    local = timezone.localtime(now or timezone.now(), SHANGHAI)
+    today = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    tomorrow = today + dt.timedelta(days=1)
+    return Period("今日", today, tomorrow), Period("近30天", today - dt.timedelta(days=29), tomorrow)
+
+
+def summary(period: Period) -> dict:
+    """Orders created, paid orders, revenue (fen), refunds (count, fen), paid rate (%), AOV (fen).
+
+    Revenue counts orders PAID in the period (by ``paid_at``) whatever happened after; refunds
+    are refunds that SUCCEEDED in the period. Three queries.
+    """
+    created = Order.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
+        orders=Count("id"), paid=Count("id", filter=Q(paid_at__isnull=False)),
+    )
+    paid = Order.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end).aggregate(
+        count=Count("id"), revenue_fen=Coalesce(Sum("pay_fen"), 0),
+    )
+    refunds = Refund.objects.filter(
+        status=Refund.Status.SUCCESS, succeeded_at__gte=period.start, succeeded_at__lt=period.end,
+    ).aggregate(count=Count("id"), fen=Coalesce(Sum("refund_fen"), 0))
+    return {
+        "label": period.label,
+        "orders": created["orders"],
+        "paid_orders": paid["count"],
+        "revenue_fen": paid["revenue_fen"],
+        "refunds": refunds["count"],
+        "refund_fen": refunds["fen"],
+        "paid_rate": round(100 * created["paid"] / created["orders"], 1) if created["orders"] else 0.0,
+        "aov_fen": paid["revenue_fen"] // paid["count"] if paid["count"] else 0,
+    }
+
+
+def revenue_by_day(period: Period) -> list[dict]:
+    """``[{"day": date, "orders": n, "revenue_fen": fen}]`` for every Shanghai day of ``period``
+    (days without payments included as 0), one GROUP BY query."""
+    rows = (
+        Order.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end)
+        .annotate(day=TruncDate("paid_at", tzinfo=SHANGHAI))
+        .values("day").annotate(orders=Count("id"), revenue_fen=Sum("pay_fen")).order_by("day")
+    )
+    by_day = {row["day"]: row for row in rows}
+    days = (period.end - period.start).days
+    out = []
+    for i in range(days):
+        day = (period.start + dt.timedelta(days=i)).date()
+        row = by_day.get(day, {})
+        out.append({"day": day, "orders": row.get("orders", 0), "revenue_fen": row.get("revenue_fen") or 0})
+    return out
+
+
+def top_products(period: Period, limit: int = 10) -> list[dict]:
+    """Best sellers of orders paid in ``period``: ``[{"product_id", "product_name", "units", "amount_fen"}]``
+    by units, then amount (one GROUP BY over order lines)."""
+    return list(
+        OrderLine.objects.filter(order__paid_at__gte=period.start, order__paid_at__lt=period.end)
+        .values("product_id", product_name=F("product__name"))
+        .annotate(units=Sum("quantity"), amount_fen=Sum("amount_fen"))
+        .order_by("-units", "-amount_fen")[:limit]
+    )
+
+
+def slot_utilisation(start: dt.datetime, end: dt.datetime) -> list[dict]:
+    """Per teacher, slots starting in ``[start, end)``: ``[{"teacher_id", "teacher_name", "slots",
+    "capacity", "booked", "closed", "rate"}]`` (rate = booked / capacity of open slots, %)."""
+    rows = (
+        Slot.objects.filter(start__gte=start, start__lt=end)
+        .values("teacher_id", teacher_name=F("teacher__name"))
+        .annotate(
+            slots=Count("id"),
+            capacity=Coalesce(Sum("capacity", filter=Q(is_open=True)), 0),
+            booked=Coalesce(Sum("booked"), 0),
+            closed=Count("id", filter=Q(is_open=False)),
+        )
+        .order_by("teacher_id")
+    )
+    return [{**row, "rate": round(100 * row["booked"] / row["capacity"], 1) if row["capacity"] else 0.0}
+            for row in rows]
+
+
+def todo_counts() -> dict[str, int]:
+    """What staff must look at now (each one COUNT query on an indexed status):
+
+    ``to_ship`` paid goods orders; ``aftersales`` refund requests waiting; ``manual`` MANUAL
+    payments; ``followups_failed`` / ``refunds_failed`` FAILED rows; ``reconciliation`` days
+    with differences or a failed download in the last 30 days; ``low_stock`` active SKUs at or
+    below ``LOW_STOCK`` units.
+    """
+    since = timezone.localdate() - dt.timedelta(days=30)
+    return {
+        "to_ship": Order.objects.filter(status=OrderStatus.PAID, kind="goods").count(),
+        "aftersales": AfterSale.objects.filter(status=AfterSale.Status.REQUESTED).count(),
+        "manual": Payment.objects.filter(status=PaymentStatus.MANUAL).count(),
+        "followups_failed": FollowUp.objects.filter(status=FollowUp.Status.FAILED).count(),
+        "refunds_failed": Refund.objects.filter(status=Refund.Status.FAILED).count(),
+        "reconciliation": ReconciliationRun.objects.filter(bill_date__gte=since).exclude(
+            status=ReconciliationRun.Status.OK).count(),
+        "low_stock": Sku.objects.filter(is_active=True, product__is_active=True, product__kind="goods",
+                                        stock__lte=LOW_STOCK).count(),
+    }
+
+
+def dashboard(now: dt.datetime | None = None) -> dict:
+    """Everything the admin index shows (see the functions above); about 12 queries."""
+    today, month = periods(now)
+    week_end = today.start + dt.timedelta(days=7)
+    return {
+        "today": summary(today),
+        "month": summary(month),
+        "revenue_by_day": revenue_by_day(month),
+        "top_products": top_products(month),
+        "slots_past": slot_utilisation(month.start, today.end),
+        "slots_next": slot_utilisation(today.start, week_end),
+        "todo": todo_counts(),
+    }

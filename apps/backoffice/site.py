@@ -1,0 +1,55 @@
+"""The shop's admin site: django-unfold's theme, yuan for every ``*_fen`` field, the dashboard.
+
+Every ModelAdmin (and its inlines) registered by any app is given, at registration, the theme's
+base class (``unfold.admin.ModelAdmin`` / inlines) and :class:`starmall.admin_money.YuanAdminMixin`,
+so the apps keep plain ``admin.ModelAdmin`` code (and their permission-gated, service-backed
+actions) and still look and behave the same.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from unfold import admin as unfold_admin
+from unfold.sites import UnfoldAdminSite
+
+from starmall.admin_money import YuanAdminMixin
+
+_THEMED: dict[type, type] = {}
+
+
+def _inline_base(inline: type) -> type:
+    if issubclass(inline, unfold_admin.StackedInline | unfold_admin.TabularInline):
+        return inline
+    if issubclass(inline, admin.StackedInline):
+        return unfold_admin.StackedInline
+    return unfold_admin.TabularInline
+
+
+def themed(admin_class: type, theme_base: type) -> type:
+    """``admin_class`` with the yuan mixin in front and the theme's base behind (cached)."""
+    if admin_class in _THEMED:
+        return _THEMED[admin_class]
+    bases = (YuanAdminMixin, admin_class) if issubclass(admin_class, theme_base) else (YuanAdminMixin, admin_class, theme_base)
+    attrs = {"__module__": admin_class.__module__, "__doc__": admin_class.__doc__}
+    if getattr(admin_class, "inlines", None):
+        attrs["inlines"] = [themed(inline, _inline_base(inline)) for inline in admin_class.inlines]
+    new = type(admin_class.__name__, bases, attrs)
+    _THEMED[admin_class] = new
+    return new
+
+
+class ShopAdminSite(UnfoldAdminSite):
+    """``admin.site``: Chinese titles, the dashboard as index (``apps.backoffice.views``)."""
+
+    site_header = "Starmall 后台"
+    site_title = "Starmall"
+    index_title = "工作台"
+
+    def register(self, model_or_iterable, admin_class=None, **options):
+        admin_class = themed(admin_class or admin.ModelAdmin, unfold_admin.ModelAdmin)
+        return super().register(model_or_iterable, admin_class, **options)
+
+    def extra_urls(self):
+        from apps.backoffice.urls import admin_urls
+
+        return admin_urls(self)

@@ -1,0 +1,76 @@
+"""Back-office pages (thin: permission check, one selector, a template)."""
+
+from __future__ import annotations
+
+from django.urls import NoReverseMatch, reverse
+
+from apps.backoffice import selectors
+from starmall.admin_money import yuan
+
+#: To-do panel rows: (key in selectors.todo_counts, label, changelist, query string, permission to see it)
+TODO = [
+    ("to_ship", "待发货订单", "admin:orders_order_changelist", "status__exact=paid&kind__exact=goods", "orders.view_order"),
+    ("aftersales", "待审核退款申请", "admin:orders_aftersale_changelist", "status__exact=requested", "orders.view_aftersale"),
+    ("manual", "人工处理的支付（MANUAL）", "admin:payments_payment_changelist", "status__exact=manual", "payments.view_payment"),
+    ("refunds_failed", "失败的退款", "admin:payments_refund_changelist", "status__exact=failed", "payments.view_refund"),
+    ("followups_failed", "失败的后续任务", "admin:orders_followup_changelist", "status__exact=failed", "orders.view_followup"),
+    ("reconciliation", "对账差异（近30天）", "admin:payments_reconciliationrun_changelist", "status__in=differences,error", "payments.view_reconciliationrun"),
+    ("low_stock", f"低库存 SKU（≤{selectors.LOW_STOCK}）", "admin:catalog_sku_changelist", f"stock__lte={selectors.LOW_STOCK}&is_active__exact=1", "catalog.view_sku"),
+]
+
+
+#: Shortcuts on the index: (label, url name, permission)
+LINKS = [
+    ("导出数据（CSV / Excel）", "admin:backoffice_export", "backoffice.export_data"),
+    ("老师周历", "admin:backoffice_week", "appointments.view_slot"),
+    ("黄历月历", "admin:backoffice_almanac", "almanac.view_almanacday"),
+]
+
+
+def _links(request) -> list[dict]:
+    out = []
+    for label, name, perm in LINKS:
+        try:
+            url = reverse(name)
+        except NoReverseMatch:  # a page not built (yet)
+            continue
+        if request.user.has_perm(perm):
+            out.append({"label": label, "url": url})
+    return out
+
+
+def dashboard_callback(request, context: dict) -> dict:
+    """django-unfold's DASHBOARD_CALLBACK: the admin index gets the dashboard (staff who may
+    see orders) — figures from :func:`apps.backoffice.selectors.dashboard`, money as yuan."""
+    context["backoffice_links"] = _links(request)
+    if not request.user.has_perm("orders.view_order"):
+        return context
+    data = selectors.dashboard()
+    todo = [
+        {"label": label, "count": data["todo"][key], "url": f"{reverse(url)}?{query}"}
+        for key, label, url, query, perm in TODO if request.user.has_perm(perm)
+    ]
+    cards = []
+    for block in (data["today"], data["month"]):
+        cards.append({**block, "revenue": yuan(block["revenue_fen"]), "refund": yuan(block["refund_fen"]),
+                      "aov": yuan(block["aov_fen"])})
+    chart = {
+        "days": [row["day"].strftime("%m-%d") for row in data["revenue_by_day"]],
+        "revenue": [row["revenue_fen"] / 100 for row in data["revenue_by_day"]],
+        "orders": [row["orders"] for row in data["revenue_by_day"]],
+        "teachers": [row["teacher_name"] for row in data["slots_next"]],
+        "slots_next": [row["rate"] for row in data["slots_next"]],
+        "slots_past": {row["teacher_name"]: row["rate"] for row in data["slots_past"]},
+    }
+    chart["slots_past"] = [chart["slots_past"].get(name, 0) for name in chart["teachers"]]
+    context.update({
+        "dashboard": {
+            "cards": cards,
+            "todo": todo,
+            "top_products": [{**row, "amount": yuan(row["amount_fen"])} for row in data["top_products"]],
+            "slots_next": data["slots_next"],
+            "slots_past": data["slots_past"],
+        },
+        "dashboard_chart": chart,
+    })
+    return context

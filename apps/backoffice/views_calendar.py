@@ -1,0 +1,77 @@
+"""Calendars: a teacher's week of slots (free / booked / full / blocked) and the almanac month
+(lunar dates, solar terms, 宜/忌). Read-only pages; each slot links to its admin page, which lists
+its bookings. Permissions: ``appointments.view_slot`` / ``almanac.view_almanacday``."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+
+from apps.almanac.models import AlmanacDay
+from apps.appointments.models import Slot
+from apps.backoffice.selectors import SHANGHAI
+from apps.catalog.models import Teacher
+
+
+def _date(value: str | None, default: dt.date) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value) if value else default
+    except ValueError:
+        return default
+
+
+def slot_state(slot: Slot) -> str:
+    """"blocked" (closed by staff), "full", "booked" (some taken) or "free"."""
+    if not slot.is_open:
+        return "blocked"
+    if slot.booked >= slot.capacity:
+        return "full"
+    return "booked" if slot.booked else "free"
+
+
+def week_view(request, site):
+    """``?teacher=<id>&start=YYYY-MM-DD``: seven Shanghai days from ``start`` (default: this Monday)."""
+    if not request.user.has_perm("appointments.view_slot"):
+        raise PermissionDenied("needs permission appointments.view_slot")
+    teachers = list(Teacher.objects.order_by("id"))
+    teacher = next((t for t in teachers if str(t.pk) == request.GET.get("teacher")), teachers[0] if teachers else None)
+    today = timezone.localdate()
+    start = _date(request.GET.get("start"), today - dt.timedelta(days=today.weekday()))
+    days = [start + dt.timedelta(days=i) for i in range(7)]
+    labels = [f"{d:%m-%d} 周{'一二三四五六日'[d.weekday()]}" for d in days]
+    lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
+    slots = Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=lo + dt.timedelta(days=7)).order_by("start") \
+        if teacher else Slot.objects.none()
+    grid: dict[str, dict[dt.date, dict]] = {}
+    for slot in slots:
+        local = timezone.localtime(slot.start, SHANGHAI)
+        grid.setdefault(local.strftime("%H:%M"), {})[local.date()] = {
+            "state": slot_state(slot), "booked": slot.booked, "capacity": slot.capacity,
+            "url": reverse("admin:appointments_slot_change", args=[slot.pk]),
+        }
+    rows = [{"time": time, "cells": [grid[time].get(day) for day in days]} for time in sorted(grid)]
+    context = {**site.each_context(request), "title": f"老师周历 · {teacher.name if teacher else '-'}",
+               "teachers": teachers, "teacher": teacher, "days": days, "heads": list(zip(days, labels)), "rows": rows, "today": today,
+               "prev": start - dt.timedelta(days=7), "next": start + dt.timedelta(days=7)}
+    return TemplateResponse(request, "admin/backoffice/week.html", context)
+
+
+def almanac_month(request, site):
+    """``?month=YYYY-MM``: the almanac as a month calendar (Monday first)."""
+    if not request.user.has_perm("almanac.view_almanacday"):
+        raise PermissionDenied("needs permission almanac.view_almanacday")
+    today = timezone.localdate()
+    first = _date((request.GET.get("month") or "") + "-01", today.replace(day=1))
+    weeks_dates = calendar.Calendar(firstweekday=0).monthdatescalendar(first.year, first.month)
+    found = {d.date: d for d in AlmanacDay.objects.filter(date__gte=weeks_dates[0][0], date__lte=weeks_dates[-1][-1])}
+    weeks = [[{"date": d, "in_month": d.month == first.month, "day": found.get(d)} for d in week] for week in weeks_dates]
+    prev_month = (first - dt.timedelta(days=1)).replace(day=1)
+    next_month = (first + dt.timedelta(days=32)).replace(day=1)
+    context = {**site.each_context(request), "title": f"黄历 · {first:%Y年%m月}", "weeks": weeks, "today": today,
+               "prev": prev_month.strftime("%Y-%m"), "next": next_month.strftime("%Y-%m")}
+    return TemplateResponse(request, "admin/backoffice/almanac_month.html", context)

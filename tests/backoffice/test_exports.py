@@ -1,0 +1,75 @@
+"""Finance exports: CSV streamed, Excel write-only, a Shanghai date range, finance role only."""
+
+import csv
+import datetime as dt
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.utils import timezone
+from openpyxl import load_workbook
+
+from apps.backoffice.selectors import SHANGHAI
+from apps.orders.models import Order, OrderStatus
+
+pytestmark = pytest.mark.django_db
+URL = "/admin/backoffice/export/"
+
+
+def _login(client, role):
+    user = get_user_model().objects.create_user(role, password="pw-123456", is_staff=True)
+    user.groups.add(Group.objects.get(name=role))
+    client.force_login(user)
+    return client
+
+
+def _order(customer, no, pay_fen, created):
+    order = Order.objects.create(order_no=no, order_key=no, customer=customer, status=OrderStatus.PAID, goods_fen=pay_fen,
+                                 pay_fen=pay_fen, pay_deadline=created, paid_at=created,
+                                 address={"name": "张三", "province": "上海市", "detail": "世纪大道1号"})
+    Order.objects.filter(pk=order.pk).update(created_at=created)
+
+
+def test_finance_exports_orders_as_csv_and_excel_for_shanghai_days(client, customer):
+    # 2026-11-30 23:30 Shanghai is inside the 30th; 2026-12-01 00:10 Shanghai is not.
+    _order(customer, "IN1", 12345, dt.datetime(2026, 11, 30, 23, 30, tzinfo=SHANGHAI))
+    _order(customer, "IN2", 100, dt.datetime(2026, 11, 29, 0, 0, tzinfo=SHANGHAI))
+    _order(customer, "OUT", 500, dt.datetime(2026, 12, 1, 0, 10, tzinfo=SHANGHAI))
+    _login(client, "财务")
+    response = client.get(URL, {"kind": "orders", "start": "2026-11-29", "end": "2026-11-30", "fmt": "csv"})
+    assert response.status_code == 200 and response.streaming
+    text = b"".join(response.streaming_content).decode("utf-8-sig")
+    table = list(csv.reader(io.StringIO(text)))
+    assert table[0][0] == "订单号"
+    assert sorted(r[0] for r in table[1:]) == ["IN1", "IN2"]
+    in1 = next(r for r in table if r[0] == "IN1")
+    assert in1[8] == "123.45" and in1[10] == "2026-11-30 23:30" and in1[13] == "张三 上海市世纪大道1号"
+    response = client.get(URL, {"kind": "orders", "start": "2026-11-29", "end": "2026-11-30", "fmt": "xlsx"})
+    assert response.status_code == 200
+    sheet = load_workbook(io.BytesIO(b"".join(response.streaming_content))).active
+    values = list(sheet.iter_rows(values_only=True))
+    assert len(values) == 3 and values[0][0] == "订单号"
+    assert {row[0] for row in values[1:]} == {"IN1", "IN2"}
+
+
+@pytest.mark.parametrize("kind", ["refunds", "payments", "reconciliation"])
+def test_every_kind_exports(client, kind):
+    _login(client, "财务")
+    response = client.get(URL, {"kind": kind, "start": "2026-11-01", "end": "2026-11-30", "fmt": "csv"})
+    assert response.status_code == 200
+    assert len(b"".join(response.streaming_content).decode("utf-8-sig").splitlines()) == 1  # header, no rows
+
+
+def test_only_finance_may_export(client):
+    _login(client, "运营")
+    assert client.get(URL, {"kind": "orders", "start": "2026-11-01", "end": "2026-11-30", "fmt": "csv"}).status_code == 403
+    assert client.get(URL).status_code == 403
+
+
+def test_bad_range_is_a_form_error(client):
+    _login(client, "财务")
+    response = client.get(URL, {"kind": "orders", "start": "2026-11-30", "end": "2026-11-01", "fmt": "csv"})
+    assert response.status_code == 200 and "日期范围" in response.content.decode()
+    page = client.get(URL)  # the form, with the last 7 Shanghai days as defaults
+    assert page.status_code == 200 and f'value="{timezone.localdate():%Y-%m-%d}"' in page.content.decode()

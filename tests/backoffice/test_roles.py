@@ -1,0 +1,49 @@
+"""Roles are groups made by a data migration, holding the named permissions of issue 7."""
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+
+from apps.backoffice.roles import ROLES, sync_roles
+
+pytestmark = pytest.mark.django_db
+
+
+def _perms(group: str) -> set[str]:
+    return {f"{p.content_type.app_label}.{p.codename}" for p in Group.objects.get(name=group).permissions.all()}
+
+
+def test_the_migration_made_the_four_roles():
+    assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {"运营", "客服", "财务", "老师"}
+    ops, service, finance, teacher = _perms("运营"), _perms("客服"), _perms("财务"), _perms("老师")
+    assert {"catalog.change_stock", "orders.ship_order", "marketing.manage_flashsale", "orders.view_order"} <= ops
+    assert "orders.decide_aftersale" not in ops and "backoffice.export_data" not in ops
+    assert {"orders.view_order", "orders.view_aftersale"} <= service
+    assert not {p for p in service if not p.split(".")[1].startswith("view_")}  # look, never change
+    assert {"orders.decide_aftersale", "payments.resolve_payment", "payments.retry_refund",
+            "payments.run_reconciliation", "backoffice.export_data"} <= finance
+    assert {"appointments.view_slot", "appointments.manage_slot"} <= teacher
+    assert not {p for p in teacher if not p.startswith(("appointments.", "chat."))}
+
+
+def test_sync_is_idempotent_and_keeps_hand_granted_permissions():
+    extra = Permission.objects.get(codename="view_customer")
+    Group.objects.get(name="运营").permissions.add(extra)
+    before = sync_roles(Group, Permission)
+    assert sync_roles(Group, Permission) == before
+    assert "accounts.view_customer" in _perms("运营")
+
+
+def test_make_run_creates_one_demo_login_per_role(client):
+    from starmall.management.commands.runshop import Command
+
+    logins = Command()._role_logins()
+    assert [(role, login) for role, login, _ in logins] == [("运营", "ops"), ("客服", "service"), ("财务", "finance"), ("老师", "teacher")]
+    assert Command()._role_logins() == logins  # once
+    for role, login, secret in logins:
+        assert client.login(username=login, password=secret)
+        user = get_user_model().objects.get(username=login)
+        assert user.is_staff and not user.is_superuser
+        assert list(user.groups.values_list("name", flat=True)) == [role]
+    assert get_user_model().objects.get(username="finance").has_perm("backoffice.export_data")
+    assert not get_user_model().objects.get(username="ops").has_perm("backoffice.export_data")

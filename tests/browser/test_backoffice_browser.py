@@ -1,0 +1,113 @@
+"""Each role's daily tasks in a real headless Chromium at 1,400 px, checked in the database."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.utils import timezone
+
+from apps.accounts.models import Address, Customer
+from apps.appointments.models import Slot
+from apps.catalog.models import Sku
+from apps.orders.models import AfterSale, Order, OrderStatus
+from apps.payments.models import Refund
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+PASSWORD = "pw-browser-1"
+
+
+def _staff(role: str):
+    user = get_user_model().objects.create_user(role, password=PASSWORD, is_staff=True)
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def shop(make_api, place_order):
+    """Demo data; two goods orders paid from the balance, one with a refund request waiting."""
+    call_command("loaddata", "fixtures/demo.json", verbosity=0)
+    call_command("generate_slots", verbosity=0)
+    customer = Customer.objects.get(pk=1)
+    api = make_api(customer)
+    sku = Sku.objects.filter(product__kind="goods", stock__gte=5).order_by("pk").first()
+    address = Address.objects.filter(customer=customer).first()
+    orders = []
+    for _ in range(2):
+        order = place_order(api, items=[(sku, 1)], address=address)
+        paid = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
+        assert paid.status_code == 200, paid.json()
+        orders.append(order["order_no"])
+    asked = api.post(f"/api/v1/orders/{orders[1]}/refund", {"reason": "不想要了"}, format="json")
+    assert asked.status_code == 202 and asked.json()["status"] == "requested", asked.json()
+    return {"to_ship": orders[0], "to_refund": orders[1]}
+
+
+def _run_action(page, action: str):
+    page.select_option("select[name=action]", action)
+    page.click("button[name=index]")
+    page.wait_for_load_state("networkidle")
+
+
+def test_roles_do_their_daily_tasks_in_the_browser(page_for, shot, base_url, shop):
+    for role in ("运营", "财务", "老师"):
+        _staff(role)
+
+    # Operations: the dashboard, then ship the paid order from the order list.
+    ops = page_for("运营", PASSWORD)
+    assert ops.locator("#dashboard").is_visible()
+    assert ops.locator("#bo-revenue-chart canvas").count() == 1  # ECharts drew it
+    assert ops.locator("text=待发货订单").is_visible()
+    shot(ops, "01-dashboard-operations")
+    assert all(url.startswith(base_url) for url in ops.requested), \
+        [u for u in ops.requested if not u.startswith(base_url)]  # no CDN
+    ops.goto(f"{base_url}/admin/orders/order/?status__exact=paid")
+    row = ops.locator(f"tr:has-text('{shop['to_ship']}')")
+    row.locator("input.action-select").check()
+    shot(ops, "02-orders-list-operations")
+    _run_action(ops, "mark_shipped")
+    shot(ops, "03-orders-shipped")
+    assert Order.objects.get(order_no=shop["to_ship"]).status == OrderStatus.SHIPPED
+    assert "已发货" in ops.content()
+
+    # Finance: approve the refund request, then export the orders as CSV.
+    finance = page_for("财务", PASSWORD)
+    shot(finance, "04-dashboard-finance")
+    finance.goto(f"{base_url}/admin/orders/aftersale/?status__exact=requested")
+    finance.locator(f"tr:has-text('{shop['to_refund']}') input.action-select").check()
+    _run_action(finance, "approve")
+    shot(finance, "05-refund-approved")
+    sale = AfterSale.objects.get(order__order_no=shop["to_refund"])
+    assert sale.status in (AfterSale.Status.APPROVED, AfterSale.Status.REFUNDED)
+    assert Refund.objects.filter(after_sale=sale, refund_fen=sale.amount_fen).count() == 1
+    finance.goto(f"{base_url}/admin/backoffice/export/")
+    shot(finance, "06-export-form")
+    with finance.expect_download() as download:
+        finance.click("#export-form button[type=submit]")
+    table = list(csv.reader(io.StringIO(open(download.value.path(), encoding="utf-8-sig").read())))
+    assert table[0][0] == "订单号"
+    assert {row[0] for row in table[1:]} >= {shop["to_ship"], shop["to_refund"]}
+
+    # Teacher: close a slot to new bookings on the slot page.
+    slot = Slot.objects.filter(booked=0, is_open=True).order_by("start").first()
+    teacher = page_for("老师", PASSWORD)
+    shot(teacher, "07-index-teacher")
+    teacher.goto(f"{base_url}/admin/backoffice/week/?start={timezone.localdate():%Y-%m-%d}")
+    assert teacher.locator("#week a.bo-slot").count() > 0
+    shot(teacher, "07b-week-teacher")
+    teacher.goto(f"{base_url}/admin/appointments/slot/{slot.pk}/change/")
+    teacher.uncheck("input[name=is_open]")
+    shot(teacher, "08-slot-teacher")
+    teacher.click("button[name=_save], input[name=_save]")
+    teacher.wait_for_load_state("networkidle")
+    slot.refresh_from_db()
+    assert slot.is_open is False
+    week = slot.start.astimezone(timezone.get_current_timezone()).date()
+    teacher.goto(f"{base_url}/admin/backoffice/week/?start={week:%Y-%m-%d}")
+    assert teacher.locator(f"a[href='/admin/appointments/slot/{slot.pk}/change/']").get_attribute("data-state") == "blocked"
+    shot(teacher, "09-week-slot-blocked")
+    assert (slot.capacity, slot.booked) == (1, 0)
