@@ -66,14 +66,6 @@ class AfterSaleInline(ReadOnlyInline):
     show_change_link = True
 
 
-def address_text(address: dict | None) -> str:
-    """An order's address snapshot as one line: 张三 138... 浙江省杭州市西湖区文三路100号."""
-    if not address:
-        return "-"
-    place = "".join(address.get(k) or "" for k in ("province", "city", "district", "detail"))
-    return f"{address.get('name', '')} {address.get('phone', '')} {place}"
-
-
 def _actor(request) -> str:
     return f"staff:{request.user.username}"
 
