@@ -81,7 +81,8 @@ class FreeRuleForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         if data.get("min_amount_fen") is None and data.get("min_count") is None and not data.get("DELETE"):
-            raise forms.ValidationError("请填写满金额或满件数（都填则需同时满足）。")
+            # On the field, not the form: the admin theme's tabular inline shows field errors only.
+            self.add_error("min_amount_fen", "请填写满金额或满件数（都填则需同时满足）。")
         return data
 
 
