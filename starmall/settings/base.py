@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "apps.orders",
     "apps.payments",
     "apps.almanac",
+    "apps.chat",
     "axes",  # admin login lockout; last, as its docs ask
 ]
 
@@ -66,6 +67,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "starmall.urls"
 WSGI_APPLICATION = "starmall.wsgi.application"
+ASGI_APPLICATION = "starmall.asgi.application"  # what make run serves: HTTP and the chat's WebSocket
 
 TEMPLATES = [
     {
@@ -124,6 +126,20 @@ CACHES = {
             "CLIENT_CLASS": "django_redis.client.DefaultClient",
             "SOCKET_CONNECT_TIMEOUT": 2,
             "SOCKET_TIMEOUT": 2,
+        },
+    }
+}
+
+# The chat's channel layer (Django Channels): groups of sockets shared by every ASGI process,
+# on the same Redis (the embedded one over its unix socket); its keys carry the cache prefix.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL],
+            "prefix": env.str("CACHE_KEY_PREFIX", default="starmall") + ":asgi",
+            "capacity": 200,
+            "expiry": 30,
         },
     }
 }
@@ -195,6 +211,10 @@ CELERY_BEAT_SCHEDULE = {
     "points-release-due": {
         "task": "apps.accounts.tasks.points_release_due",
         "schedule": 600,
+    },
+    "chat-notices-resend": {
+        "task": "apps.chat.tasks.chat_notices_resend",
+        "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
 }
 
@@ -285,6 +305,10 @@ BOOKING_MIN_NOTICE_MINUTES = env.int("BOOKING_MIN_NOTICE_MINUTES", default=120)
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
 SLOT_LENGTH_MINUTES = 60
 SLOT_DAYS_AHEAD = 8
+# Consultations (issue 11): chat messages per user per minute (socket and HTTP; else 429 /
+# an error frame); an offline side gets one "new message" notice per quiet period.
+CHAT_MESSAGES_PER_MINUTE = env.int("CHAT_MESSAGES_PER_MINUTE", default=20)
+CHAT_NOTICE_QUIET_MINUTES = env.int("CHAT_NOTICE_QUIET_MINUTES", default=10)
 
 # --- WeChat (mini-program login + WeChat Pay V2) ---------------------------------------------
 # The defaults are the local sandbox's demo credentials; production sets its own.
@@ -302,6 +326,8 @@ WECHAT_MCH_CERT = env.str("WECHAT_MCH_CERT", default="")  # PEM path, needed for
 WECHAT_MCH_KEY = env.str("WECHAT_MCH_KEY", default="")
 WECHAT_TIMEOUT_SECONDS = env.float("WECHAT_TIMEOUT_SECONDS", default=5.0)
 WECHAT_SUBSCRIBE_TEMPLATE_PAID = env.str("WECHAT_SUBSCRIBE_TEMPLATE_PAID", default="order-paid")
+WECHAT_SUBSCRIBE_TEMPLATE_CHAT = env.str("WECHAT_SUBSCRIBE_TEMPLATE_CHAT", default="chat-message")
+WECHAT_SUBSCRIBE_TEMPLATE_REMINDER = env.str("WECHAT_SUBSCRIBE_TEMPLATE_REMINDER", default="consultation-reminder")
 # The server's own address, sent as spbill_create_ip (WECHAT.md: always pass client_ip).
 WECHAT_SPBILL_CREATE_IP = env.str("WECHAT_SPBILL_CREATE_IP", default="127.0.0.1")
 
@@ -344,6 +370,8 @@ def _check() -> None:
         raise ImproperlyConfigured("REFUND_AUTO_APPROVE_HOURS must be 0 (off) or a number of hours")
     if POINTS_FREEZE_DAYS < 0 or BOOKING_MIN_NOTICE_MINUTES < 0:
         raise ImproperlyConfigured("POINTS_FREEZE_DAYS and BOOKING_MIN_NOTICE_MINUTES must be >= 0")
+    if CHAT_MESSAGES_PER_MINUTE < 1 or CHAT_NOTICE_QUIET_MINUTES < 1:
+        raise ImproperlyConfigured("CHAT_MESSAGES_PER_MINUTE and CHAT_NOTICE_QUIET_MINUTES must be at least 1")
     if MAX_UNPAID_ORDERS < 1:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if FREIGHT_FEN < 0 or FREE_FREIGHT_MIN_FEN < 0 or POINT_VALUE_FEN < 1:

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from apps.chat.api import views
+from starmall.api import converters  # noqa: F401 - registers <id:...>
+
+urlpatterns = [
+    path("chat/sessions", views.SessionListView.as_view(), name="chat-sessions"),
+    path("chat/sessions/<id:session_id>/messages", views.MessageListCreateView.as_view(), name="chat-messages"),
+    path("chat/sessions/<id:session_id>/read", views.SessionReadView.as_view(), name="chat-read"),
+]
