@@ -215,3 +215,30 @@ def day_block(*, teacher_id: int, date: dt.date, blocked: bool) -> DayBlockResul
         except InvalidState as exc:
             refused.append((slot_id, exc.message))
     return DayBlockResult(changed=changed, refused=refused)
+
+
+@transaction.atomic(savepoint=False)
+def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
+    """Move the order's booking to ``to_slot_id`` (same teacher), in the caller's transaction.
+
+    Both slot rows are locked first, in id order, so two movers going opposite ways cannot
+    deadlock. Then the new place is taken with the same capacity-checked conditional UPDATE as
+    :func:`slot_book` (open, ``booked < capacity``, the teacher's, bookable: starts after now +
+    BOOKING_MIN_NOTICE_MINUTES) — 0 rows raises SlotUnavailable and the caller rolls back —
+    and the old place is given back (``booked - 1``); the Booking row follows. Racing movers
+    for the last place: one UPDATE wins, the other sees 0 rows.
+    """
+    booking = Booking.objects.select_for_update().filter(order_no=order_no).first()
+    if booking is None:
+        raise InvalidState("该订单没有预约时段。", order_no=order_no)
+    if booking.slot_id == to_slot_id:
+        raise SlotUnavailable("已经预约了这个时段，请选择其他时段。", slot_id=to_slot_id)
+    list(Slot.objects.select_for_update().filter(pk__in=[booking.slot_id, to_slot_id]).order_by("pk"))
+    taken = Slot.objects.filter(
+        pk=to_slot_id, teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=booking_open_after(),
+    ).update(booked=F("booked") + 1)
+    if taken != 1:
+        raise SlotUnavailable(slot_id=to_slot_id)
+    Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
+    Booking.objects.filter(pk=booking.pk).update(slot_id=to_slot_id)
+    return Slot.objects.select_related("teacher").get(pk=to_slot_id)

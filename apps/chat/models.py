@@ -7,6 +7,8 @@ out over the channel layer); a client that reconnects reads what it missed from 
 from django.db import models
 from django.db.models import Q
 
+from apps.orders.models import Order
+
 
 class Side(models.TextChoices):
     CUSTOMER = "customer", "顾客"  # the customer who paid the consultation
@@ -100,3 +102,50 @@ class ChatNotice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} -> {self.recipient} @{self.period}"
+
+
+class ConsultationReminder(models.Model):
+    """Outbox: one reminder (subscription message) ``hours`` before a paid consultation's slot.
+
+    UNIQUE (order, hours, slot_start): beat may scan twice, the row is written once; a moved
+    booking has a new ``slot_start`` and so gets its own reminders, while the old time's rows are
+    skipped when their turn comes (the order's slot no longer starts then). A worker that dies
+    mid-send leaves a lease that expires (``locked_until``), and the next scan pushes it again.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "待发送"  # due, waiting for a worker
+        SENT = "sent", "已发送"  # WeChat accepted it
+        SKIPPED = "skipped", "已跳过"  # cancelled, refunded or moved meanwhile: nothing sent
+        FAILED = "failed", "失败"  # WeChat refused MAX_ATTEMPTS times; see last_error
+
+    MAX_ATTEMPTS = 5
+    LEASE_SECONDS = 120
+
+    order = models.ForeignKey("orders.Order", on_delete=models.CASCADE, related_name="reminders")
+    hours = models.PositiveSmallIntegerField()  # one of REMINDER_HOURS
+    slot_start = models.DateTimeField()  # the slot's start this reminder is for
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    locked_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "hours", "slot_start"], name="reminder_once_per_slot_start"),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="reminder_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.order_id} -{self.hours}h"
+
+
+class Consultation(Order):
+    """A consultation order as the back office moves it (proxy: no table of its own)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "consultation booking"

@@ -212,6 +212,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.accounts.tasks.points_release_due",
         "schedule": 600,
     },
+    "consultation-reminders": {
+        "task": "apps.chat.tasks.consultation_reminders",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "chat-notices-resend": {
         "task": "apps.chat.tasks.chat_notices_resend",
         "schedule": 2 * BEAT_SWEEP_SECONDS,
@@ -309,6 +313,10 @@ SLOT_DAYS_AHEAD = 8
 # an error frame); an offline side gets one "new message" notice per quiet period.
 CHAT_MESSAGES_PER_MINUTE = env.int("CHAT_MESSAGES_PER_MINUTE", default=20)
 CHAT_NOTICE_QUIET_MINUTES = env.int("CHAT_NOTICE_QUIET_MINUTES", default=10)
+# Reminders (subscription messages) this many hours before each booked slot, once each.
+REMINDER_HOURS = [int(h) for h in env.list("REMINDER_HOURS", default=["24", "1"]) if str(h).strip()]
+# A paid consultation can be moved to another slot until this many hours before the old one.
+RESCHEDULE_MIN_NOTICE_HOURS = env.int("RESCHEDULE_MIN_NOTICE_HOURS", default=24)
 
 # --- WeChat (mini-program login + WeChat Pay V2) ---------------------------------------------
 # The defaults are the local sandbox's demo credentials; production sets its own.
@@ -372,6 +380,8 @@ def _check() -> None:
         raise ImproperlyConfigured("POINTS_FREEZE_DAYS and BOOKING_MIN_NOTICE_MINUTES must be >= 0")
     if CHAT_MESSAGES_PER_MINUTE < 1 or CHAT_NOTICE_QUIET_MINUTES < 1:
         raise ImproperlyConfigured("CHAT_MESSAGES_PER_MINUTE and CHAT_NOTICE_QUIET_MINUTES must be at least 1")
+    if any(h < 1 for h in REMINDER_HOURS) or RESCHEDULE_MIN_NOTICE_HOURS < 0:
+        raise ImproperlyConfigured("REMINDER_HOURS must be whole hours >= 1 (e.g. 24,1); RESCHEDULE_MIN_NOTICE_HOURS >= 0")
     if MAX_UNPAID_ORDERS < 1:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if FREIGHT_FEN < 0 or FREE_FREIGHT_MIN_FEN < 0 or POINT_VALUE_FEN < 1:
