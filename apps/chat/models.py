@@ -143,8 +143,15 @@ class ConsultationReminder(models.Model):
         return f"{self.order_id} -{self.hours}h"
 
 
+class ConsultationManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().filter(kind="consultation", slot__isnull=False)
+
+
 class Consultation(Order):
     """A consultation order as the back office moves it (proxy: no table of its own)."""
+
+    objects = ConsultationManager()
 
     class Meta:
         proxy = True
