@@ -24,7 +24,7 @@ class SessionListView(ListAPIView):
         return selectors.session_list(customer_id=self.request.user.pk)
 
     def get_serializer_context(self):
-        return {**super().get_serializer_context(), "customer_id": self.request.user.pk}
+        return {**super().get_serializer_context(), "customer_id": getattr(self.request.user, "pk", None)}
 
     def get_serializer(self, *args, **kwargs):
         if args and not isinstance(args[0], SessionSerializer.Meta.model):
