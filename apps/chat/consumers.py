@@ -138,11 +138,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
         up_to = frame.get("up_to")
         if isinstance(up_to, bool) or not isinstance(up_to, int) or up_to < 1:
             raise InvalidInput(up_to=["必须是正整数（消息 id）"])
-        before = await database_sync_to_async(services.messages_mark_read)(
+        recorded = await database_sync_to_async(services.messages_mark_read)(
             session_id=self.session_id, customer_id=self.customer_id, up_to=up_to, fanout=False)
-        if before:
+        if recorded:
             await self.channel_layer.group_send(
-                self.group, {"type": "chat.read", "frame": services.read_frame(up_to=before, by=self.side)})
+                self.group, {"type": "chat.read", "frame": services.read_frame(up_to=recorded, by=self.side)})
 
     # --- group events ---------------------------------------------------------------------
     async def chat_message(self, event):

@@ -314,7 +314,10 @@ SLOT_DAYS_AHEAD = 8
 CHAT_MESSAGES_PER_MINUTE = env.int("CHAT_MESSAGES_PER_MINUTE", default=20)
 CHAT_NOTICE_QUIET_MINUTES = env.int("CHAT_NOTICE_QUIET_MINUTES", default=10)
 # Reminders (subscription messages) this many hours before each booked slot, once each.
-REMINDER_HOURS = [int(h) for h in env.list("REMINDER_HOURS", default=["24", "1"]) if str(h).strip()]
+try:
+    REMINDER_HOURS = sorted({int(h) for h in env.list("REMINDER_HOURS", default=["24", "1"]) if str(h).strip()})
+except ValueError:
+    REMINDER_HOURS = [0]  # refused by _check with a clear message
 # A paid consultation can be moved to another slot until this many hours before the old one.
 RESCHEDULE_MIN_NOTICE_HOURS = env.int("RESCHEDULE_MIN_NOTICE_HOURS", default=24)
 
