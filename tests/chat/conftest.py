@@ -47,3 +47,12 @@ def chat(make_customer, teacher_customer, pay_consultation):
     c.teacher_customer = teacher_customer
     c.order, c.session = pay_consultation(c.customer)
     return c
+
+
+@pytest.fixture(autouse=True)
+def _no_persistent_connections(monkeypatch):
+    """Connections opened by the consumer's and the ASGI server's threads close after each use
+    (CONN_MAX_AGE 0), so none is left open on the test database when it is dropped."""
+    from django.db import connections
+
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)

@@ -14,7 +14,9 @@ from apps.accounts.tokens import token_issue
 from apps.chat.models import ChatMessage, ChatSession
 from starmall.asgi import application
 
-pytestmark = pytest.mark.django_db
+# transaction=True: the consumer's database_sync_to_async closes a connection found inside an
+# atomic block (a plain django_db test's transaction) on PostgreSQL, as Channels' docs warn.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _socket(session_id: int, token: str) -> WebsocketCommunicator:
