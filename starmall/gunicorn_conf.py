@@ -1,4 +1,9 @@
-"""gunicorn's whole configuration: ``gunicorn -c python:starmall.gunicorn_conf starmall.wsgi``.
+"""gunicorn's whole configuration: ``gunicorn -c python:starmall.gunicorn_conf starmall.asgi:application``.
+
+Each worker is uvicorn (``starmall/uvicorn_worker.py``) serving the ASGI application: the API
+(Django's WSGI path in a thread pool of ``WEB_THREADS`` threads, ``starmall/asgi.py``) and the
+chat's WebSocket ``/ws/chat/...`` on the same address, as a mini-program's ``wx.connectSocket``
+needs (issue 11).
 
 ``make run`` (``manage.py runshop``), the fault tests, ``make bench`` and the deployment guide
 (docs/DEPLOY.md) all start the web server with this one file, so tuning it here changes every
@@ -9,7 +14,7 @@ the same host (README "Benchmarks"); the environment can override each of them:
 | --- | --- | --- |
 | ``WEB_BIND`` | ``127.0.0.1:8000`` | address to listen on (behind nginx keep it local) |
 | ``WEB_WORKERS`` | 2 | worker processes |
-| ``WEB_THREADS`` | 4 | threads per worker (gthread) |
+| ``WEB_THREADS`` | 4 | threads per worker running HTTP requests (a2wsgi's pool, ``starmall/asgi.py``) |
 | ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
 | ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none) |
 | ``WEB_FORWARDED_ALLOW_IPS`` | ``127.0.0.1`` | proxies whose X-Forwarded-Proto is believed (nginx on the same host) |
@@ -18,9 +23,9 @@ the same host (README "Benchmarks"); the environment can override each of them:
 import os
 
 bind = os.environ.get("WEB_BIND", "127.0.0.1:8000")
-worker_class = "gthread"
+worker_class = "starmall.uvicorn_worker.ShopUvicornWorker"
 workers = int(os.environ.get("WEB_WORKERS", "2"))
-threads = int(os.environ.get("WEB_THREADS", "4"))
+threads = int(os.environ.get("WEB_THREADS", "4"))  # read by starmall/asgi.py (the HTTP thread pool)
 # The mini-program keeps its HTTPS connection open between taps; keep it open here too.
 keepalive = 5
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))

@@ -50,7 +50,8 @@ def shop_programs(
     redis_command: list[str] | None = None,
     python: str = sys.executable,
 ) -> list[Program]:
-    """The shop's processes: ``web`` (gunicorn, configured by ``starmall/gunicorn_conf.py``),
+    """The shop's processes: ``web`` (gunicorn with uvicorn workers: the API and the chat's
+    WebSocket on one port, configured by ``starmall/gunicorn_conf.py``),
     ``worker`` (Celery on ``queues``), ``beat`` (schedule file ``beat_schedule``), ``wechat``
     (the sandbox on ``sandbox = (host, port)``, when given) and ``redis`` (``redis_command``,
     the embedded server in the foreground, when given).
@@ -61,7 +62,7 @@ def shop_programs(
     Redis restart, celery/celery#8030 and #8082), and a single worker needs none of them.
     """
     programs = [
-        Program("web", [python, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "starmall.wsgi"]),
+        Program("web", [python, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "starmall.asgi:application"]),
         Program("worker", [python, "-m", "celery", "-A", "starmall", "worker", "-Q", ",".join(queues), "-c", "2",
                            "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]),
         Program("beat", [python, "-m", "celery", "-A", "starmall", "beat", "-l", "INFO", "-s", str(beat_schedule)]),

@@ -1,6 +1,11 @@
 """Back office for slots: changed only by holders of ``appointments.manage_slot``, through
 ``services.slot_update`` (capacity never below bookings, a booked slot's time never moves);
-times shown in Shanghai time."""
+times shown in Shanghai time.
+
+A staff user linked to a teacher (``Teacher.user``, the teacher role) sees only that teacher's
+slots and days off, and blocks or unblocks them with the actions (``services.slot_block`` /
+``day_block``: a booked slot is refused, with the reason, per slot).
+"""
 
 from django import forms
 from django.contrib import admin, messages
@@ -8,8 +13,9 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from apps.appointments import services
-from apps.appointments.models import Booking, Slot
-from starmall.admin import ReadOnlyModelAdmin
+from apps.appointments.models import Booking, DayOff, Slot
+from apps.catalog.selectors import teacher_for_user
+from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.errors import ShopError
 
 MANAGE = "appointments.manage_slot"
@@ -62,6 +68,68 @@ class SlotAdmin(admin.ModelAdmin):
     date_hierarchy = "start"
     list_editable = ["is_open"]
     inlines = [BookingInline]
+    actions = ["block_slots", "unblock_slots", "block_days", "unblock_days"]
+
+    # --- a teacher sees and changes only their own slots ---------------------------------
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("teacher")
+        teacher = teacher_for_user(request.user)
+        return qs.filter(teacher=teacher) if teacher is not None else qs
+
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        if teacher_for_user(request.user) is not None:
+            changelist.list_editable = ()  # a teacher blocks through the actions (booked: refused)
+        return changelist
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        teacher = teacher_for_user(request.user)
+        if db_field.name == "teacher" and teacher is not None:
+            kwargs["queryset"] = type(teacher).objects.filter(pk=teacher.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def _block(self, request, queryset, blocked: bool, verb: str):
+        require_perm(request, MANAGE)
+        outcomes = []
+        for slot in self.get_queryset(request).filter(pk__in=queryset.values("pk")):
+            try:
+                services.slot_block(slot_id=slot.pk, blocked=blocked)
+                outcomes.append(Outcome(str(slot), messages.SUCCESS, "已停约" if blocked else "已开放"))
+            except ShopError as exc:
+                outcomes.append(Outcome(str(slot), messages.ERROR, exc.message))
+        report(request, verb, outcomes)
+
+    @admin.action(description="停约所选时段（已有预约的不能停约）", permissions=["manage_slot"])
+    def block_slots(self, request, queryset):
+        self._block(request, queryset, True, "停约")
+
+    @admin.action(description="重新开放所选时段", permissions=["manage_slot"])
+    def unblock_slots(self, request, queryset):
+        self._block(request, queryset, False, "开放")
+
+    def _days(self, request, queryset, blocked: bool, verb: str):
+        require_perm(request, MANAGE)
+        days = sorted({(s.teacher_id, timezone.localtime(s.start).date(), str(s.teacher))
+                       for s in self.get_queryset(request).filter(pk__in=queryset.values("pk"))})
+        outcomes = []
+        for teacher_id, date, name in days:
+            result = services.day_block(teacher_id=teacher_id, date=date, blocked=blocked)
+            label = f"{name} {date:%Y-%m-%d}"
+            outcomes.append(Outcome(label, messages.SUCCESS if not result.refused else messages.WARNING,
+                                    f"{'休息' if blocked else '恢复工作'}，{len(result.changed)} 个时段已变更"))
+            outcomes += [Outcome(f"{label} #{slot_id}", messages.ERROR, reason) for slot_id, reason in result.refused]
+        report(request, verb, outcomes)
+
+    @admin.action(description="把所选时段所在的日期设为休息日", permissions=["manage_slot"])
+    def block_days(self, request, queryset):
+        self._days(request, queryset, True, "设为休息日")
+
+    @admin.action(description="取消所选时段所在日期的休息日", permissions=["manage_slot"])
+    def unblock_days(self, request, queryset):
+        self._days(request, queryset, False, "取消休息日")
+
+    def has_manage_slot_permission(self, request):
+        return request.user.has_perm(MANAGE)
 
     @admin.display(description="开始（北京时间）", ordering="start")
     def start_local(self, slot: Slot) -> str:
@@ -72,6 +140,8 @@ class SlotAdmin(admin.ModelAdmin):
         return _local(slot.end)
 
     def get_readonly_fields(self, request, obj=None):
+        if teacher_for_user(request.user) is not None and obj is not None:
+            return ["booked", "is_open", *TIME_FIELDS]  # a teacher: block/unblock with the actions
         if obj is not None and obj.booked:
             return ["booked", *TIME_FIELDS]  # the customer's appointment: shown, not editable
         return ["booked"]
@@ -112,3 +182,57 @@ class BookingAdmin(ReadOnlyModelAdmin):
     list_display = ["id", "slot", "order_no", "customer", "created_at"]
     search_fields = ["order_no", "customer__openid"]
     list_filter = ["slot__teacher"]
+
+
+class DayOffForm(forms.ModelForm):
+    class Meta:
+        model = DayOff
+        fields = ["teacher", "date"]
+
+
+@admin.register(DayOff)
+class DayOffAdmin(admin.ModelAdmin):
+    """Days off: adding one calls ``day_block`` (closes the day's free slots, reports booked
+    ones), deleting one calls ``day_block(blocked=False)``. A teacher sees only their own."""
+
+    form = DayOffForm
+    list_display = ["id", "teacher", "date", "created_at"]
+    list_filter = ["teacher"]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("teacher")
+        teacher = teacher_for_user(request.user)
+        return qs.filter(teacher=teacher) if teacher is not None else qs
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        teacher = teacher_for_user(request.user)
+        if db_field.name == "teacher" and teacher is not None:
+            kwargs["queryset"] = type(teacher).objects.filter(pk=teacher.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) or request.user.has_perm(MANAGE)
+
+    def has_add_permission(self, request):
+        return request.user.has_perm(MANAGE)
+
+    def has_change_permission(self, request, obj=None):
+        return False  # a day off is added or deleted, never edited
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.has_perm(MANAGE)
+
+    def save_model(self, request, obj, form, change):
+        require_perm(request, MANAGE)
+        result = services.day_block(teacher_id=obj.teacher_id, date=obj.date, blocked=True)
+        obj.pk = DayOff.objects.get(teacher_id=obj.teacher_id, date=obj.date).pk
+        for slot_id, reason in result.refused:
+            messages.warning(request, f"时段 #{slot_id}：{reason}")
+
+    def delete_model(self, request, obj):
+        require_perm(request, MANAGE)
+        services.day_block(teacher_id=obj.teacher_id, date=obj.date, blocked=False)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            self.delete_model(request, obj)

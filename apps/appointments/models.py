@@ -53,3 +53,22 @@ class Booking(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slot} ← {self.order_no}"
+
+
+class DayOff(models.Model):
+    """A day a teacher does not work (Shanghai date): its slots are closed and slot generation
+    makes that day's new slots closed too. UNIQUE (teacher, date); written by
+    ``services.day_block`` only (booked slots of the day stay as they are, and are reported)."""
+
+    teacher = models.ForeignKey("catalog.Teacher", on_delete=models.CASCADE, related_name="days_off")
+    date = models.DateField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["date"]
+        verbose_name = "day off"
+        verbose_name_plural = "days off"
+        constraints = [models.UniqueConstraint(fields=["teacher", "date"], name="dayoff_teacher_date_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.teacher} {self.date:%Y-%m-%d}"

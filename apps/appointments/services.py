@@ -15,9 +15,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from apps.appointments.exceptions import SlotUnavailable
-from apps.appointments.models import Booking, Slot
+from apps.appointments.models import Booking, DayOff, Slot
 from apps.catalog.models import Teacher
-from starmall.errors import InvalidInput, InvalidState
+from starmall.errors import InvalidInput, InvalidState, NotFound
 
 
 def booking_closes_at(start: dt.datetime) -> dt.datetime:
@@ -100,6 +100,10 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
             if start <= now:
                 continue
             wanted.extend(Slot(teacher_id=t, start=start, end=start + length) for t in teachers)
+    days_off = set(DayOff.objects.filter(date__gte=now.date()).values_list("teacher_id", "date"))
+    for slot in wanted:
+        if (slot.teacher_id, timezone.localtime(slot.start).date()) in days_off:
+            slot.is_open = False  # the teacher's day off (day_block)
     with transaction.atomic():
         before = Slot.objects.count()
         Slot.objects.bulk_create(wanted, ignore_conflicts=True, batch_size=500)
@@ -156,3 +160,85 @@ def slot_update(
             raise InvalidState(f"容量不能小于已预约人数（{booked}）", slot_id=slot_id, booked=booked)
         raise InvalidState("该时段已有预约，不能修改老师或时间", slot_id=slot_id, booked=booked)
     return Slot.objects.get(pk=slot_id)
+
+
+# --- the teacher blocks time (admin) ---------------------------------------------------------
+
+def slot_block(*, slot_id: int, blocked: bool) -> Slot:
+    """Close (``blocked``) or reopen a slot for bookings; returns the slot as stored.
+
+    Blocking is one conditional UPDATE ``WHERE id = ? AND booked = 0``: a slot somebody booked
+    is the customer's appointment and is refused with InvalidState (the reason in Chinese) —
+    move or refund the booking first. Reopening always succeeds (a day off of the slot's day
+    is the teacher's to lift with :func:`day_block`). Raises NotFound for no such slot.
+    """
+    if not Slot.objects.filter(pk=slot_id).exists():
+        raise NotFound("时段不存在。", slot_id=slot_id)
+    if blocked:
+        if Slot.objects.filter(pk=slot_id, booked=0).update(is_open=False) != 1:
+            booked = Slot.objects.values_list("booked", flat=True).get(pk=slot_id)
+            raise InvalidState(f"该时段已有 {booked} 个预约，不能停约（请先改约或退款）", slot_id=slot_id, booked=booked)
+    else:
+        Slot.objects.filter(pk=slot_id).update(is_open=True)
+    return Slot.objects.get(pk=slot_id)
+
+
+@dataclass(frozen=True)
+class DayBlockResult:
+    changed: list[int]  # slots closed (or reopened)
+    refused: list[tuple[int, str]]  # (slot id, reason): booked slots stay open
+
+
+@transaction.atomic
+def day_block(*, teacher_id: int, date: dt.date, blocked: bool) -> DayBlockResult:
+    """Make ``date`` (Shanghai) a day off for the teacher, or a working day again.
+
+    Blocking records the DayOff row (UNIQUE; a repeat is harmless), so slots generated later for
+    that day are closed too, and closes the day's slots that nobody booked (conditional UPDATE
+    per slot, as :func:`slot_block`); booked slots are left open and listed in ``refused`` with
+    the reason. Unblocking deletes the row and reopens the day's slots. One transaction.
+    """
+    tz = timezone.get_current_timezone()
+    lo = dt.datetime.combine(date, dt.time.min, tzinfo=tz)
+    day_slots = Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=lo + dt.timedelta(days=1))
+    if not blocked:
+        DayOff.objects.filter(teacher_id=teacher_id, date=date).delete()
+        ids = list(day_slots.filter(is_open=False).values_list("pk", flat=True))
+        Slot.objects.filter(pk__in=ids).update(is_open=True)
+        return DayBlockResult(changed=ids, refused=[])
+    DayOff.objects.get_or_create(teacher_id=teacher_id, date=date)
+    changed, refused = [], []
+    for slot_id in day_slots.order_by("start").values_list("pk", flat=True):
+        try:
+            slot_block(slot_id=slot_id, blocked=True)
+            changed.append(slot_id)
+        except InvalidState as exc:
+            refused.append((slot_id, exc.message))
+    return DayBlockResult(changed=changed, refused=refused)
+
+
+@transaction.atomic(savepoint=False)
+def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
+    """Move the order's booking to ``to_slot_id`` (same teacher), in the caller's transaction.
+
+    Both slot rows are locked first, in id order, so two movers going opposite ways cannot
+    deadlock. Then the new place is taken with the same capacity-checked conditional UPDATE as
+    :func:`slot_book` (open, ``booked < capacity``, the teacher's, bookable: starts after now +
+    BOOKING_MIN_NOTICE_MINUTES) — 0 rows raises SlotUnavailable and the caller rolls back —
+    and the old place is given back (``booked - 1``); the Booking row follows. Racing movers
+    for the last place: one UPDATE wins, the other sees 0 rows.
+    """
+    booking = Booking.objects.select_for_update().filter(order_no=order_no).first()
+    if booking is None:
+        raise InvalidState("该订单没有预约时段。", order_no=order_no)
+    if booking.slot_id == to_slot_id:
+        raise SlotUnavailable("已经预约了这个时段，请选择其他时段。", slot_id=to_slot_id)
+    list(Slot.objects.select_for_update().filter(pk__in=[booking.slot_id, to_slot_id]).order_by("pk"))
+    taken = Slot.objects.filter(
+        pk=to_slot_id, teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=booking_open_after(),
+    ).update(booked=F("booked") + 1)
+    if taken != 1:
+        raise SlotUnavailable(slot_id=to_slot_id)
+    Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
+    Booking.objects.filter(pk=booking.pk).update(slot_id=to_slot_id)
+    return Slot.objects.select_related("teacher").get(pk=to_slot_id)

@@ -1,5 +1,6 @@
 """Categories, products (goods or a teacher's consultation), SKUs with stock, teachers."""
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -34,6 +35,17 @@ class Teacher(models.Model):
         "Product", verbose_name="咨询商品", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
     )
     is_active = models.BooleanField(verbose_name="启用", default=True)  # slots are generated only for active teachers
+    # The teacher card (GET /api/v1/teachers/{id}); specialties: a list of short labels.
+    photo_url = models.CharField(max_length=300, blank=True)
+    specialties = models.JSONField(default=list, blank=True)
+    # Who the teacher is when signed in: in the mini-program (their WeChat customer: schedule,
+    # their side of the chats) and in the admin (a staff user: only their own slots and chats).
+    customer = models.OneToOneField(
+        "accounts.Customer", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+    )
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+    )
 
     class Meta:
         verbose_name = "老师"

@@ -39,3 +39,16 @@ def teacher_list() -> QuerySet[Teacher]:
 
 def teacher_get(*, teacher_id: int) -> Teacher | None:
     return Teacher.objects.filter(pk=teacher_id, is_active=True).first()
+
+
+def teacher_for_user(user) -> Teacher | None:
+    """The teacher a staff user is (``Teacher.user``), or None: a teacher in the admin sees and
+    changes only their own slots and chats. Superusers are never restricted."""
+    if user is None or not user.is_authenticated or user.is_superuser:
+        return None
+    return Teacher.objects.filter(user_id=user.pk).first()
+
+
+def teacher_for_customer(customer_id: int) -> Teacher | None:
+    """The teacher a mini-program customer signs in as (``Teacher.customer``), or None."""
+    return Teacher.objects.filter(customer_id=customer_id).first()

@@ -28,3 +28,14 @@ def order_late_payment_event(*, order: Order, actor: str, transaction_id: str, o
         note=f"WeChat payment {transaction_id} arrived after the order was {order.status}; "
              f"refund {out_refund_no or 'already queued'}"[:255],
     )
+
+
+def order_rescheduled_event(*, order: Order, from_slot, to_slot, actor: str) -> OrderEvent:
+    """The consultation was moved from one slot to another (status unchanged; times in Shanghai)."""
+    from django.utils import timezone
+
+    def when(slot) -> str:
+        return f"#{slot.pk} {timezone.localtime(slot.start):%Y-%m-%d %H:%M}"
+
+    return OrderEvent.objects.create(order=order, from_status=order.status, to_status=order.status, actor=actor,
+                                     note=f"rescheduled {when(from_slot)} -> {when(to_slot)}"[:255])

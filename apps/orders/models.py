@@ -184,6 +184,7 @@ class FollowUp(models.Model):
         SMS = "sms", "短信"  # "order paid" text to the customer's phone (pluggable backend)
         POINTS_AWARD = "points_award", "积分奖励"  # points for a paid order, frozen until it completes
         SHIPPED_MESSAGE = "shipped_message", "发货通知"  # "order shipped" subscription message
+        CHAT_OPEN = "chat_open", "开启咨询聊天"  # a paid consultation's chat session (apps.chat)
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

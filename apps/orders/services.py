@@ -479,8 +479,10 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if not _transition(order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID,
                        actor=actor, pay_method=method, paid_at=paid_at):
         return False
-    followups.followups_record(
-        order=order, kinds=[FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD])
+    kinds = [FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD]
+    if order.kind == Kind.CONSULTATION:
+        kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
+    followups.followups_record(order=order, kinds=kinds)
     # Last: a flash sale's orders all count into one product row, locked until commit (issue 8).
     stock.product_sales_add(quantities=_product_units(order))
     return True

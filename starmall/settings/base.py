@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "apps.almanac",
     "apps.reviews",
     "apps.backoffice",
+    "apps.chat",
     "axes",  # admin login lockout; last, as its docs ask
 ]
 
@@ -71,6 +72,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "starmall.urls"
 WSGI_APPLICATION = "starmall.wsgi.application"
+ASGI_APPLICATION = "starmall.asgi.application"  # what make run serves: HTTP and the chat's WebSocket
 
 TEMPLATES = [
     {
@@ -129,6 +131,20 @@ CACHES = {
             "CLIENT_CLASS": "django_redis.client.DefaultClient",
             "SOCKET_CONNECT_TIMEOUT": 2,
             "SOCKET_TIMEOUT": 2,
+        },
+    }
+}
+
+# The chat's channel layer (Django Channels): groups of sockets shared by every ASGI process,
+# on the same Redis (the embedded one over its unix socket); its keys carry the cache prefix.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {
+            "hosts": [f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL],
+            "prefix": env.str("CACHE_KEY_PREFIX", default="starmall") + ":asgi",
+            "capacity": 200,
+            "expiry": 30,
         },
     }
 }
@@ -211,6 +227,14 @@ CELERY_BEAT_SCHEDULE = {
     },
     "coupon-issues-redispatch": {
         "task": "apps.marketing.tasks.coupon_issues_redispatch",
+        "schedule": 2 * BEAT_SWEEP_SECONDS,
+    },
+    "consultation-reminders": {
+        "task": "apps.chat.tasks.consultation_reminders",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
+    "chat-notices-resend": {
+        "task": "apps.chat.tasks.chat_notices_resend",
         "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
 }
@@ -310,6 +334,17 @@ BOOKING_MIN_NOTICE_MINUTES = env.int("BOOKING_MIN_NOTICE_MINUTES", default=120)
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
 SLOT_LENGTH_MINUTES = 60
 SLOT_DAYS_AHEAD = 8
+# Consultations (issue 11): chat messages per user per minute (socket and HTTP; else 429 /
+# an error frame); an offline side gets one "new message" notice per quiet period.
+CHAT_MESSAGES_PER_MINUTE = env.int("CHAT_MESSAGES_PER_MINUTE", default=20)
+CHAT_NOTICE_QUIET_MINUTES = env.int("CHAT_NOTICE_QUIET_MINUTES", default=10)
+# Reminders (subscription messages) this many hours before each booked slot, once each.
+try:
+    REMINDER_HOURS = sorted({int(h) for h in env.list("REMINDER_HOURS", default=["24", "1"]) if str(h).strip()})
+except ValueError:
+    REMINDER_HOURS = [0]  # refused by _check with a clear message
+# A paid consultation can be moved to another slot until this many hours before the old one.
+RESCHEDULE_MIN_NOTICE_HOURS = env.int("RESCHEDULE_MIN_NOTICE_HOURS", default=24)
 
 # --- WeChat (mini-program login + WeChat Pay V2) ---------------------------------------------
 # The defaults are the local sandbox's demo credentials; production sets its own.
@@ -327,6 +362,8 @@ WECHAT_MCH_CERT = env.str("WECHAT_MCH_CERT", default="")  # PEM path, needed for
 WECHAT_MCH_KEY = env.str("WECHAT_MCH_KEY", default="")
 WECHAT_TIMEOUT_SECONDS = env.float("WECHAT_TIMEOUT_SECONDS", default=5.0)
 WECHAT_SUBSCRIBE_TEMPLATE_PAID = env.str("WECHAT_SUBSCRIBE_TEMPLATE_PAID", default="order-paid")
+WECHAT_SUBSCRIBE_TEMPLATE_CHAT = env.str("WECHAT_SUBSCRIBE_TEMPLATE_CHAT", default="chat-message")
+WECHAT_SUBSCRIBE_TEMPLATE_REMINDER = env.str("WECHAT_SUBSCRIBE_TEMPLATE_REMINDER", default="consultation-reminder")
 # The server's own address, sent as spbill_create_ip (WECHAT.md: always pass client_ip).
 WECHAT_SPBILL_CREATE_IP = env.str("WECHAT_SPBILL_CREATE_IP", default="127.0.0.1")
 
@@ -404,6 +441,10 @@ def _check() -> None:
         raise ImproperlyConfigured("REFUND_AUTO_APPROVE_HOURS must be 0 (off) or a number of hours")
     if POINTS_FREEZE_DAYS < 0 or BOOKING_MIN_NOTICE_MINUTES < 0:
         raise ImproperlyConfigured("POINTS_FREEZE_DAYS and BOOKING_MIN_NOTICE_MINUTES must be >= 0")
+    if CHAT_MESSAGES_PER_MINUTE < 1 or CHAT_NOTICE_QUIET_MINUTES < 1:
+        raise ImproperlyConfigured("CHAT_MESSAGES_PER_MINUTE and CHAT_NOTICE_QUIET_MINUTES must be at least 1")
+    if any(h < 1 for h in REMINDER_HOURS) or RESCHEDULE_MIN_NOTICE_HOURS < 0:
+        raise ImproperlyConfigured("REMINDER_HOURS must be whole hours >= 1 (e.g. 24,1); RESCHEDULE_MIN_NOTICE_HOURS >= 0")
     if MAX_UNPAID_ORDERS < 1:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if POINT_VALUE_FEN < 1:

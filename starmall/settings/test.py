@@ -10,12 +10,13 @@ RUN_ID = os.environ.setdefault("STARMALL_TEST_RUN_ID", f"t{os.getpid()}")
 os.environ.setdefault("STARMALL_EMBEDDED_REDIS", f"test-redis-{RUN_ID}")
 
 from .base import *  # noqa: E402,F401,F403
-from .base import CACHES, DATABASES, MIDDLEWARE, STORAGES, _check  # noqa: E402
+from .base import CACHES, CHANNEL_LAYERS, DATABASES, MIDDLEWARE, STORAGES, _check  # noqa: E402
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHES["default"]["KEY_PREFIX"] = f"starmall-test-{RUN_ID}"
+CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"starmall-test-{RUN_ID}:asgi"
 CELERY_TASK_DEFAULT_QUEUE = f"{RUN_ID}-default"
 CELERY_TASK_ROUTES = {
     "apps.payments.tasks.*": {"queue": f"{RUN_ID}-payments"},

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from apps.orders.api import cart, views
+from apps.orders.api.reschedule import OrderRescheduleView
 from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
@@ -14,4 +15,5 @@ urlpatterns = [
     path("cart", cart.CartView.as_view(), name="cart"),
     path("cart/items", cart.CartItemAddView.as_view(), name="cart-item-add"),
     path("cart/items/<id:item_id>", cart.CartItemView.as_view(), name="cart-item"),
+    path("orders/<order_no:order_no>/reschedule", OrderRescheduleView.as_view(), name="order-reschedule"),
 ]

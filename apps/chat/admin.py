@@ -1,0 +1,156 @@
+"""Back office for the chat: customer service reads sessions and messages, never edits them
+(ReadOnlyModelAdmin). A staff user linked to a teacher (``Teacher.user``) sees only that
+teacher's sessions, messages and notices."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import F
+from django.http import HttpResponseRedirect
+from django.utils import timezone
+
+from apps.appointments.models import Slot
+from apps.appointments.services import booking_open_after
+from apps.catalog.models import Kind
+from apps.catalog.selectors import teacher_for_user
+from apps.chat.models import ChatMessage, ChatNotice, ChatSession, Consultation, ConsultationReminder
+from apps.orders.reschedule import order_reschedule
+from starmall.admin import ReadOnlyModelAdmin, require_perm
+from starmall.errors import ShopError
+
+MANAGE = "appointments.manage_slot"
+
+
+def _own(request, qs, path: str):
+    teacher = teacher_for_user(request.user)
+    return qs.filter(**{path: teacher}) if teacher is not None else qs
+
+
+class MessageInline(admin.TabularInline):
+    model = ChatMessage
+    extra = 0
+    fields = ["id", "sender", "content_type", "content", "duration", "created_at"]
+    readonly_fields = fields
+    ordering = ["id"]
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ChatSession)
+class ChatSessionAdmin(ReadOnlyModelAdmin):
+    list_display = ["id", "order", "customer", "teacher", "last_message_local", "customer_last_read_id",
+                    "teacher_last_read_id"]
+    list_filter = ["teacher"]
+    search_fields = ["order__order_no", "customer__nickname", "customer__openid"]
+    list_select_related = ["order", "customer", "teacher"]
+    inlines = [MessageInline]
+
+    def get_queryset(self, request):
+        return _own(request, super().get_queryset(request), "teacher")
+
+    @admin.display(description="last message (Shanghai)", ordering="last_message_at")
+    def last_message_local(self, session: ChatSession) -> str:
+        return f"{timezone.localtime(session.last_message_at):%Y-%m-%d %H:%M}" if session.last_message_at else "—"
+
+
+@admin.register(ChatMessage)
+class ChatMessageAdmin(ReadOnlyModelAdmin):
+    list_display = ["id", "session", "sender", "content_type", "short_content", "duration", "created_at"]
+    list_filter = ["sender", "content_type", "session__teacher"]
+    search_fields = ["content", "session__order__order_no"]
+    list_select_related = ["session"]
+
+    def get_queryset(self, request):
+        return _own(request, super().get_queryset(request), "session__teacher")
+
+    @admin.display(description="content")
+    def short_content(self, message: ChatMessage) -> str:
+        return message.content[:60]
+
+
+@admin.register(ChatNotice)
+class ChatNoticeAdmin(ReadOnlyModelAdmin):
+    list_display = ["id", "session", "recipient", "period", "status", "attempts", "last_error", "created_at", "sent_at"]
+    list_filter = ["status", "recipient"]
+
+    def get_queryset(self, request):
+        return _own(request, super().get_queryset(request), "session__teacher")
+
+
+@admin.register(ConsultationReminder)
+class ConsultationReminderAdmin(ReadOnlyModelAdmin):
+    list_display = ["id", "order", "hours", "slot_start", "status", "attempts", "last_error", "created_at", "sent_at"]
+    list_filter = ["status", "hours"]
+    search_fields = ["order__order_no"]
+
+    def get_queryset(self, request):
+        return _own(request, super().get_queryset(request), "order__slot__teacher")
+
+
+class MoveForm(forms.ModelForm):
+    """The only field staff fill in: the new slot (the same teacher's, bookable)."""
+
+    new_slot = forms.ModelChoiceField(queryset=Slot.objects.none(), required=True, label="改约到时段")
+
+    class Meta:
+        model = Consultation
+        fields = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        order = self.instance
+        if order.pk and order.slot_id:
+            self.fields["new_slot"].queryset = (
+                Slot.objects.filter(teacher_id=order.slot.teacher_id, is_open=True, booked__lt=F("capacity"),
+                                    start__gt=booking_open_after()).exclude(pk=order.slot_id).order_by("start"))
+
+
+@admin.register(Consultation)
+class ConsultationAdmin(admin.ModelAdmin):
+    """Paid consultations; *change* moves one to another slot through ``order_reschedule`` (the
+    API's service and rules), gated by ``appointments.manage_slot``. Nothing else is editable."""
+
+    form = MoveForm
+    list_display = ["order_no", "customer", "slot", "status", "paid_at"]
+    list_filter = ["status", "slot__teacher"]
+    search_fields = ["order_no", "customer__nickname"]
+    list_select_related = ["customer", "slot__teacher"]
+    readonly_fields = ["order_no", "customer", "slot", "status", "remark"]
+    fields = ["order_no", "customer", "slot", "status", "remark", "new_slot"]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).filter(kind=Kind.CONSULTATION, slot__isnull=False)
+        return _own(request, qs, "slot__teacher")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm("orders.view_order") or request.user.has_perm(MANAGE)
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.has_perm(MANAGE)
+
+    def save_model(self, request, obj, form, change):
+        require_perm(request, MANAGE)
+        try:
+            order_reschedule(order_no=obj.order_no, slot_id=form.cleaned_data["new_slot"].pk,
+                             actor=f"staff:{request.user.get_username()}")
+        except ShopError as exc:
+            request._starmall_refused = True
+            messages.error(request, f"{obj.order_no}: 未改约：{exc.message}")
+
+    def save_related(self, request, form, formsets, change):
+        pass  # nothing related is edited here
+
+    def response_change(self, request, obj):
+        if getattr(request, "_starmall_refused", False):
+            return HttpResponseRedirect(request.path)
+        return super().response_change(request, obj)

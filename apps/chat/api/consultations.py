@@ -1,0 +1,134 @@
+"""The consultation's HTTP side beside the chat: the teacher's schedule, the customer's
+consultations, the public teacher card."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.generics import ListAPIView
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.authentication import PublicTokenAuthentication
+from apps.appointments.api.serializers import SlotQuerySerializer, SlotSerializer
+from apps.appointments.selectors import slot_next_available
+from apps.catalog.selectors import teacher_for_customer, teacher_get
+from apps.chat import consultations
+from apps.chat.exceptions import Forbidden
+from apps.orders.services import slot_json
+from starmall.api.schema import errors
+from starmall.errors import NotFound
+
+
+class ScheduleBookingSerializer(serializers.Serializer):
+    order_no = serializers.CharField()
+    status = serializers.CharField()
+    customer = serializers.DictField()
+    remark = serializers.CharField()
+    chat_session_id = serializers.IntegerField(allow_null=True)
+
+
+class ScheduleSlotSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    capacity = serializers.IntegerField()
+    booked = serializers.IntegerField()
+    is_open = serializers.BooleanField()
+    bookings = ScheduleBookingSerializer(many=True)
+
+
+class ScheduleSerializer(serializers.Serializer):
+    teacher = serializers.DictField()
+    slots = ScheduleSlotSerializer(many=True)
+
+
+class ScheduleQuerySerializer(SlotQuerySerializer):
+    good_for = None  # not offered here
+
+
+class TeacherScheduleView(APIView):
+    """``GET /api/v1/teacher/schedule?from=&to=``: the signed-in teacher's slots and bookings."""
+
+    @extend_schema(parameters=[ScheduleQuerySerializer], responses={200: ScheduleSerializer, **errors(
+        e403="forbidden (the caller is not a teacher)")})
+    def get(self, request):
+        query = ScheduleQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        teacher = teacher_for_customer(request.user.pk)
+        if teacher is None:
+            raise Forbidden("只有老师可以查看排班。")
+        slots = consultations.teacher_schedule(teacher=teacher, start=query.validated_data["start"],
+                                               end=query.validated_data["end"])
+        return Response({"teacher": {"id": teacher.pk, "name": teacher.name, "title": teacher.title}, "slots": slots})
+
+
+class ConsultationQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["upcoming", "past"], required=False)
+
+
+class ConsultationSerializer(serializers.Serializer):
+    """API.md: ``{"order_no", "teacher", "slot", "status", "chat_session_id"}``."""
+
+    order_no = serializers.CharField()
+    teacher = serializers.SerializerMethodField()
+    slot = serializers.SerializerMethodField()
+    status = serializers.CharField()
+    chat_session_id = serializers.SerializerMethodField()
+
+    def get_teacher(self, order) -> dict:
+        teacher = order.slot.teacher
+        return {"id": teacher.pk, "name": teacher.name, "title": teacher.title}
+
+    def get_slot(self, order) -> dict:
+        return slot_json(order.slot)
+
+    def get_chat_session_id(self, order) -> int | None:
+        session = getattr(order, "chat_session", None)
+        return session.pk if session is not None else None
+
+
+class ConsultationListView(ListAPIView):
+    serializer_class = ConsultationSerializer
+
+    @extend_schema(parameters=[ConsultationQuerySerializer])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        query = ConsultationQuerySerializer(data=self.request.query_params)
+        query.is_valid(raise_exception=True)
+        return consultations.consultation_list(customer_id=self.request.user.pk,
+                                               status=query.validated_data.get("status"))
+
+
+class TeacherCardSerializer(serializers.Serializer):
+    """API.md: ``{"id", "name", "title", "bio", "photo_url", "specialties", "rating", "product_id", "next_slots"}``."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    title = serializers.CharField()
+    bio = serializers.CharField()
+    photo_url = serializers.CharField()
+    specialties = serializers.ListField(child=serializers.CharField())
+    rating = serializers.FloatField(allow_null=True)
+    product_id = serializers.IntegerField(allow_null=True)
+    next_slots = SlotSerializer(many=True)
+
+
+class TeacherCardView(APIView):
+    """``GET /api/v1/teachers/{id}`` (public): the teacher card with the next free slots."""
+
+    authentication_classes = [PublicTokenAuthentication]
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: TeacherCardSerializer, **errors(e404="not_found")})
+    def get(self, request, teacher_id: int):
+        teacher = teacher_get(teacher_id=teacher_id)
+        if teacher is None:
+            raise NotFound("老师不存在。", teacher_id=teacher_id)
+        return Response(TeacherCardSerializer({
+            "id": teacher.pk, "name": teacher.name, "title": teacher.title, "bio": teacher.bio,
+            "photo_url": teacher.photo_url, "specialties": teacher.specialties or [],
+            "rating": consultations.teacher_rating(teacher), "product_id": teacher.product_id,
+            "next_slots": slot_next_available(teacher_id=teacher.pk, limit=5),
+        }).data)

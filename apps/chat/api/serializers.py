@@ -1,0 +1,78 @@
+from django.utils import timezone
+from rest_framework import serializers
+
+from apps.chat.models import ChatMessage, ChatSession, ContentType, Side
+from starmall.api.schema import MAX_ID
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    """API.md: ``{"id", "sender", "content_type", "content", "duration", "created_at"}`` (+ session_id)."""
+
+    class Meta:
+        model = ChatMessage
+        fields = ["id", "session_id", "sender", "content_type", "content", "duration", "created_at"]
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["created_at"] = timezone.localtime(instance.created_at).isoformat()
+        return data
+
+
+class MessageInSerializer(serializers.Serializer):
+    """The shape only; the rules (length, our URLs, duration) are the service's, as on the socket."""
+
+    content_type = serializers.ChoiceField(choices=ContentType.choices, help_text="1 text, 2 voice, 3 image")
+    content = serializers.CharField(max_length=2000, trim_whitespace=False,
+                                    help_text="text (<= 1000 chars) or our uploaded file's URL")
+    duration = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=60,
+                                        help_text="seconds, voice only (1..60)")
+
+
+class MessageQuerySerializer(serializers.Serializer):
+    before = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID,
+                                      help_text="only messages with a smaller id (older history)")
+
+
+class ReadInSerializer(serializers.Serializer):
+    up_to = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="id of the newest message read")
+
+
+class PartySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    """API.md: ``{"id", "teacher", "customer", "order_no", "last_message", "unread"}`` and
+    ``side`` (the caller's: ``customer`` or ``teacher``). ``unread`` counts the other side's
+    messages after the caller's read mark."""
+
+    teacher = serializers.SerializerMethodField()
+    customer = serializers.SerializerMethodField()
+    order_no = serializers.CharField(source="order.order_no")
+    last_message = serializers.SerializerMethodField()
+    unread = serializers.SerializerMethodField()
+    side = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ChatSession
+        fields = ["id", "teacher", "customer", "order_no", "last_message", "unread", "side", "last_message_at"]
+
+    def _side(self, obj) -> str:
+        return Side.CUSTOMER if obj.customer_id == self.context["customer_id"] else Side.TEACHER
+
+    def get_side(self, obj) -> str:
+        return self._side(obj)
+
+    def get_teacher(self, obj) -> dict:
+        return {"id": obj.teacher_id, "name": obj.teacher.name, "title": obj.teacher.title}
+
+    def get_customer(self, obj) -> dict:
+        return {"id": obj.customer_id, "nickname": obj.customer.nickname, "avatar_url": obj.customer.avatar_url}
+
+    def get_last_message(self, obj) -> dict | None:
+        message = self.context.get("last_messages", {}).get(getattr(obj, "last_message_id", None))
+        return MessageSerializer(message).data if message else None
+
+    def get_unread(self, obj) -> int:
+        return obj.unread_as_customer if self._side(obj) == Side.CUSTOMER else obj.unread_as_teacher

@@ -1,0 +1,112 @@
+"""Consultation reminders: subscription messages ``REMINDER_HOURS`` before each booked slot.
+
+Beat runs :func:`reminders_schedule` every sweep: it writes the reminders that became due
+(UNIQUE rows: a second scan writes nothing) and pushes every pending one to a worker, which
+runs :func:`reminder_send`. Only paid consultations get reminders; a cancelled, refunded or
+moved booking's pending rows are skipped when sent (the order no longer has that slot time).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from apps.catalog.models import Kind
+from apps.chat.models import ConsultationReminder
+from apps.orders.models import Order, OrderStatus
+from starmall import dispatch
+
+logger = logging.getLogger(__name__)
+
+Status = ConsultationReminder.Status
+
+
+def reminders_schedule(*, now: dt.datetime | None = None) -> dict:
+    """Write the reminders due at ``now`` and push the pending ones; returns counts.
+
+    A paid consultation whose slot starts within ``h`` hours is due for the ``h`` reminder; when
+    several are due at once (a booking made 30 minutes before, or beat down for a day) only the
+    nearest one is written — a "24 hours to go" message an hour before helps nobody.
+    """
+    now = now or timezone.now()
+    hours = sorted(settings.REMINDER_HOURS)
+    if not hours:
+        return {"created": 0, "pushed": 0}
+    due = (Order.objects.filter(kind=Kind.CONSULTATION, status=OrderStatus.PAID, slot__start__gt=now,
+                                slot__start__lte=now + dt.timedelta(hours=hours[-1]))
+           .values_list("pk", "slot__start"))
+    rows = []
+    for order_id, start in due:
+        nearest = next(h for h in hours if start <= now + dt.timedelta(hours=h))
+        rows.append(ConsultationReminder(order_id=order_id, hours=nearest, slot_start=start))
+    with transaction.atomic():
+        before = ConsultationReminder.objects.count()
+        ConsultationReminder.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        created = ConsultationReminder.objects.count() - before
+    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    pending = list(ConsultationReminder.objects.filter(free, status=Status.PENDING).values_list("pk", flat=True)[:500])
+    for pk in pending:
+        _push(pk)
+    return {"created": created, "pushed": len(pending)}
+
+
+def _push(reminder_id: int) -> None:
+    from apps.chat.tasks import consultation_reminder_send
+
+    dispatch.push(consultation_reminder_send, reminder_id)
+
+
+def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
+    """Send one reminder; returns its status afterwards.
+
+    Claimed first (pending and not leased -> leased for LEASE_SECONDS, attempts + 1), so two
+    deliveries of the task cannot both send; a sent or skipped row is left alone. Skipped when
+    the order is no longer paid or its slot no longer starts at ``slot_start`` (moved).
+    """
+    now = now or timezone.now()
+    free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    claimed = ConsultationReminder.objects.filter(free, pk=reminder_id, status=Status.PENDING).update(
+        locked_until=now + dt.timedelta(seconds=ConsultationReminder.LEASE_SECONDS), attempts=F("attempts") + 1)
+    reminder = (ConsultationReminder.objects.select_related("order__customer", "order__slot__teacher")
+                .filter(pk=reminder_id).first())
+    if reminder is None:
+        return "missing"
+    if claimed != 1:
+        return reminder.status
+    order = reminder.order
+    if order.status != OrderStatus.PAID or order.slot is None or order.slot.start != reminder.slot_start:
+        _finish(reminder_id, Status.SKIPPED, f"order {order.status}, slot moved or gone")
+        return Status.SKIPPED
+    from apps.accounts import wechat
+
+    start = timezone.localtime(order.slot.start)
+    try:
+        wechat.send_subscribe_message(
+            openid=order.customer.openid,
+            template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_REMINDER,
+            page=f"pages/order/detail?order_no={order.order_no}",
+            data={"thing1": {"value": order.slot.teacher.name[:20]},
+                  "time2": {"value": start.strftime("%Y-%m-%d %H:%M")},
+                  "thing3": {"value": f"咨询将在{reminder.hours}小时内开始"},
+                  "character_string4": {"value": order.order_no}},
+        )
+    except Exception as exc:  # noqa: BLE001 - recorded; the next scan retries until MAX_ATTEMPTS
+        failed = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS
+        _finish(reminder_id, Status.FAILED if failed else Status.PENDING, f"{type(exc).__name__}: {exc}")
+        if failed:
+            logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)
+        return Status.FAILED if failed else Status.PENDING
+    ConsultationReminder.objects.filter(pk=reminder_id, status=Status.PENDING).update(
+        status=Status.SENT, sent_at=timezone.now(), locked_until=None, last_error="")
+    return Status.SENT
+
+
+def _finish(reminder_id: int, status: str, error: str) -> None:
+    ConsultationReminder.objects.filter(pk=reminder_id, status=Status.PENDING).update(
+        status=status, last_error=error[:500], locked_until=None)
+

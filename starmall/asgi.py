@@ -1,0 +1,30 @@
+"""ASGI entry point: ONE host and port for the API (HTTP) and the chat (WebSocket).
+
+The mini-program's ``wx.connectSocket`` talks to the API's own domain, so ``/ws/chat/...`` is
+served by the same server as ``/api/v1/``: ``make run``'s ``web`` program is gunicorn with
+uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
+
+- ``http``: Django's WSGI application through a2wsgi's WSGIMiddleware, which runs each request
+  in a real thread pool (``WEB_THREADS`` threads per process). Django's own ASGI handler runs
+  sync views one at a time per process (``thread_sensitive``), which would serialise the
+  flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
+- ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
+"""
+
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "starmall.settings.local")
+
+from a2wsgi import WSGIMiddleware  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+wsgi_application = get_wsgi_application()  # sets Django up before the consumers are imported
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from apps.chat.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter({
+    "http": WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))),
+    "websocket": URLRouter(websocket_urlpatterns),
+})

@@ -1,0 +1,151 @@
+"""Chat over HTTP: opening, sessions with unread counts, history, sending, read marks, limits."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from apps.chat.models import ChatMessage, ChatNotice, ChatSession
+from apps.orders.followups import followup_execute
+from apps.orders.models import FollowUp
+
+pytestmark = pytest.mark.django_db
+
+
+def _media(name: str) -> str:
+    return f"{settings.SITE_URL}/media/uploads/{name}"
+
+
+def test_chat_session_opened_once_by_the_paid_consultation(chat):
+    assert chat.session.customer_id == chat.customer.pk
+    assert chat.session.teacher.customer_id == chat.teacher_customer.pk
+    again = FollowUp.objects.get(order__order_no=chat.order["order_no"], kind=FollowUp.Kind.CHAT_OPEN)
+    FollowUp.objects.filter(pk=again.pk).update(status=FollowUp.Status.PENDING)
+    assert followup_execute(again.pk) == FollowUp.Status.DONE
+    assert ChatSession.objects.filter(order__order_no=chat.order["order_no"]).count() == 1
+
+
+def test_chat_goods_order_opens_no_session(customer, api, make_sku, place_order, address,
+                                           django_capture_on_commit_callbacks):
+    customer.balance_fen = 100000
+    customer.save(update_fields=["balance_fen"])
+    order = place_order(api, items=[(make_sku(), 1)], address=address)
+    with django_capture_on_commit_callbacks(execute=False):
+        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+    assert FollowUp.objects.filter(order__order_no=order["order_no"]).count() == 3
+    assert not FollowUp.objects.filter(kind=FollowUp.Kind.CHAT_OPEN).exists()
+    assert ChatSession.objects.count() == 0
+
+
+def test_chat_send_list_unread_and_read(chat, make_api):
+    customer_api, teacher_api = make_api(chat.customer), make_api(chat.teacher_customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    sent = [customer_api.post(url, {"content_type": 1, "content": f"老师好 {i}"}, format="json") for i in range(3)]
+    assert [r.status_code for r in sent] == [201, 201, 201]
+    image = teacher_api.post(url, {"content_type": 3, "content": _media("a.jpg")}, format="json")
+    assert image.status_code == 201 and image.json()["sender"] == "teacher"
+    assert ChatMessage.objects.filter(session=chat.session).count() == 4
+
+    mine = customer_api.get("/api/v1/chat/sessions").json()
+    assert mine["count"] == 1
+    row = mine["results"][0]
+    assert (row["order_no"], row["unread"], row["side"]) == (chat.order["order_no"], 1, "customer")
+    assert row["last_message"]["content"] == _media("a.jpg")
+    theirs = teacher_api.get("/api/v1/chat/sessions").json()["results"][0]
+    assert (theirs["unread"], theirs["side"], theirs["customer"]["id"]) == (3, "teacher", chat.customer.pk)
+
+    history = teacher_api.get(url).json()
+    assert [m["content_type"] for m in history["results"]] == [3, 1, 1, 1]  # newest first
+    older = teacher_api.get(url, {"before": history["results"][1]["id"]}).json()
+    assert [m["content"] for m in older["results"]] == ["老师好 1", "老师好 0"]
+
+    read = teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read",
+                            {"up_to": history["results"][2]["id"]}, format="json")
+    assert read.status_code == 204
+    assert teacher_api.get("/api/v1/chat/sessions").json()["results"][0]["unread"] == 1
+    teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": 1}, format="json")  # never backwards
+    assert teacher_api.get("/api/v1/chat/sessions").json()["results"][0]["unread"] == 1
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"content_type": 1, "content": "字" * 1001}, "content"),
+    ({"content_type": 1, "content": "   "}, "content"),
+    ({"content_type": 3, "content": "https://evil.example.com/media/a.jpg"}, "content"),
+    ({"content_type": 2, "content": "/media/uploads/a.mp3", "duration": 5}, "content"),
+    ({"content_type": 4, "content": "hi"}, "content_type"),
+])
+def test_chat_invalid_messages_are_400_and_not_stored(chat, make_api, body, field):
+    response = make_api(chat.customer).post(f"/api/v1/chat/sessions/{chat.session.pk}/messages", body, format="json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid" and field in response.json()["detail"]
+    assert ChatMessage.objects.count() == 0
+
+
+def test_chat_voice_needs_a_duration_of_1_to_60(chat, make_api):
+    api = make_api(chat.customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert api.post(url, {"content_type": 2, "content": _media("v.mp3")}, format="json").status_code == 400
+    assert api.post(url, {"content_type": 2, "content": _media("v.mp3"), "duration": 61}, format="json").status_code == 400
+    ok = api.post(url, {"content_type": 2, "content": _media("v.mp3"), "duration": 12}, format="json")
+    assert ok.status_code == 201 and ok.json()["duration"] == 12
+    assert list(ChatMessage.objects.values_list("duration", flat=True)) == [12]
+
+
+def test_chat_someone_elses_session_is_403(chat, make_customer, make_api):
+    stranger = make_api(make_customer())
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert stranger.get(url).status_code == 403
+    response = stranger.post(url, {"content_type": 1, "content": "hi"}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "forbidden"
+    assert stranger.get("/api/v1/chat/sessions").json()["count"] == 0
+    assert make_api(chat.customer).get("/api/v1/chat/sessions/999999/messages").status_code == 404
+    assert ChatMessage.objects.count() == 0
+
+
+def test_chat_rate_limit_per_user(chat, make_api, settings, monkeypatch):
+    import time
+
+    settings.CHAT_MESSAGES_PER_MINUTE = 3
+    now = time.time()
+    monkeypatch.setattr("apps.chat.services.time.time", lambda: now)  # all five in one clock minute
+    api = make_api(chat.customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    answers = [api.post(url, {"content_type": 1, "content": str(i)}, format="json") for i in range(5)]
+    assert [a.status_code for a in answers] == [201, 201, 201, 429, 429]
+    assert answers[3].json()["code"] == "throttled"
+    assert ChatMessage.objects.count() == 3
+    # the limit is the user's, not the session's: the teacher may still answer
+    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "好"}, format="json").status_code == 201
+
+
+def test_chat_offline_side_gets_one_notice_per_quiet_period(chat, make_api, django_capture_on_commit_callbacks, wechat):
+    from apps.chat import services
+
+    wechat.state.upsert_user(chat.customer.openid)
+    api = make_api(chat.teacher_customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        for i in range(4):
+            assert api.post(url, {"content_type": 1, "content": f"在吗 {i}"}, format="json").status_code == 201
+    notices = list(ChatNotice.objects.all())
+    assert [(n.recipient, n.session_id) for n in notices] == [("customer", chat.session.pk)]
+    assert len(callbacks) == 1  # one push for four messages
+    assert services.notice_send(notice_id=notices[0].pk) == ChatNotice.Status.SENT
+    assert services.notice_send(notice_id=notices[0].pk) == ChatNotice.Status.SENT  # not sent twice
+    sent = [m for m in wechat.state.messages if m.touser == chat.customer.openid]
+    assert len(sent) == 1 and sent[0].template_id == settings.WECHAT_SUBSCRIBE_TEMPLATE_CHAT
+    assert sent[0].data["character_string3"]["value"] == chat.order["order_no"]
+
+
+def test_chat_online_side_gets_no_notice(chat, make_api):
+    from apps.chat import presence
+
+    presence.presence_enter(session_id=chat.session.pk, side="customer", channel_name="specific.test!1")
+    api = make_api(chat.teacher_customer)
+    assert api.post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
+                    {"content_type": 1, "content": "在"}, format="json").status_code == 201
+    assert ChatNotice.objects.count() == 0
+    presence.presence_leave(session_id=chat.session.pk, side="customer", channel_name="specific.test!1")
+    assert api.post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
+                    {"content_type": 1, "content": "在吗"}, format="json").status_code == 201
+    assert list(ChatNotice.objects.values_list("recipient", flat=True)) == ["customer"]
