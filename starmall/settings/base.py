@@ -141,7 +141,12 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL],
+            # socket_timeout above channels-redis's 5 s BZPOPMIN: redis-py 8 defaults it to 5 s,
+            # which made every idle chat socket fail after 5 s (django/channels_redis#422).
+            "hosts": [{
+                "address": f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL,
+                "socket_timeout": 30, "socket_connect_timeout": 5,
+            }],
             "prefix": env.str("CACHE_KEY_PREFIX", default="starmall") + ":asgi",
             "capacity": 200,
             "expiry": 30,
@@ -255,6 +260,11 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "starmall.api.middleware.client_ip"
 AXES_VERBOSE = False
+
+# Staff sign in at /admin/login/; without ?next= Django would send them to /accounts/profile/
+# (a 404 here): the back office is the only place a login leads to.
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/admin/"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

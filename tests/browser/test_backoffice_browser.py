@@ -7,12 +7,13 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.core.management import call_command
 from django.utils import timezone
 
 from apps.accounts.models import Address, Customer
 from apps.appointments.models import Slot
+from apps.backoffice.roles import sync_roles
 from apps.catalog.models import Sku
 from apps.orders.models import AfterSale, Order, OrderStatus
 from apps.payments.models import Refund
@@ -22,6 +23,9 @@ PASSWORD = "pw-browser-1"
 
 
 def _staff(role: str):
+    # The roles come from a data migration; a transactional test before this one (PostgreSQL
+    # mode) flushed them, so make sure they exist the way `make run` does.
+    sync_roles(Group, Permission)
     user = get_user_model().objects.create_user(role, password=PASSWORD, is_staff=True)
     user.groups.add(Group.objects.get(name=role))
     return user

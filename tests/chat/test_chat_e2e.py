@@ -63,6 +63,9 @@ def test_chat_end_to_end_over_a_real_websocket(chat, asgi_server, settings):
             assert closed.value.rcvd.code == 4401
         async with websockets.connect(f"{base}?token={customer_token}") as customer, \
                 websockets.connect(f"{base}?token={teacher_token}") as teacher:
+            # An idle socket stays open past 5 s (redis-py 8's default socket timeout once broke
+            # the channel layer's blocking read: every quiet chat dropped after 5 s).
+            await asyncio.sleep(7)
             await customer.send(json.dumps({"type": "message", "content_type": 1, "content": "老师您好"}))
             got = json.loads(await asyncio.wait_for(teacher.recv(), 5))
             assert got["message"]["content"] == "老师您好"
