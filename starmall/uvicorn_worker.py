@@ -6,8 +6,30 @@ WebSocket on the same port. ``lifespan`` is off: the application has no start-up
 hooks (Channels' ProtocolTypeRouter does not route ``lifespan``).
 """
 
+import logging
+import re
+
 from uvicorn_worker import UvicornWorker
+
+_TOKEN = re.compile(r"(token=)[^&\s]+")
+
+
+class RedactTokens(logging.Filter):
+    """Access-log lines never carry an API token: a chat socket's URL is
+    ``/ws/chat/{id}?token=<token>`` (``wx.connectSocket`` cannot send headers), logged as
+    ``token=***``. Works on uvicorn's access records, whose ``args`` hold the path."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_TOKEN.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.msg, str):
+            record.msg = _TOKEN.sub(r"\1***", record.msg)
+        return True
 
 
 class ShopUvicornWorker(UvicornWorker):
     CONFIG_KWARGS = {"loop": "auto", "http": "auto", "ws": "auto", "lifespan": "off"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        logging.getLogger("uvicorn.access").addFilter(RedactTokens())
