@@ -109,6 +109,11 @@ class Notification(models.Model):
     INVALID = (Outcome.BAD_SIGNATURE, Outcome.MALFORMED)
 
     @classmethod
+    def record_payment(cls, body: bytes | str, fields: dict, outcome: str) -> "Notification | None":
+        """:meth:`record` for a payment notification (orders and recharges share its URL)."""
+        return cls.record(kind=cls.Kind.PAYMENT, body=body, fields=fields, outcome=outcome)
+
+    @classmethod
     def record(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str) -> "Notification | None":
         """Store one received notification; ``fields`` as parsed (may be empty).
 

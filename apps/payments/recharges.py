@@ -135,21 +135,17 @@ def recharge_notification(*, body: bytes, fields: dict) -> bytes:
     ``total_fee`` == ``pay_fen``, then :func:`recharge_apply_paid`. Returns WeChat's answer."""
     recharge = Recharge.objects.filter(recharge_no=fields.get("out_trade_no", "")).first()
     if recharge is None:
-        _record(body, fields, Notification.Outcome.UNKNOWN_ORDER)
+        Notification.record_payment(body, fields, Notification.Outcome.UNKNOWN_ORDER)
         return wechat.fail_ack("unknown out_trade_no")
     if fields.get("total_fee") != str(recharge.pay_fen):
         logger.error("amount mismatch on recharge %s: got %s fen, expected %s", recharge.recharge_no,
                      fields.get("total_fee"), recharge.pay_fen)
-        _record(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
+        Notification.record_payment(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
         return wechat.fail_ack("total_fee does not match")
     paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
     outcome = recharge_apply_paid(recharge=recharge, transaction_id=fields["transaction_id"], paid_at=paid_at)
-    _record(body, fields, outcome)
+    Notification.record_payment(body, fields, outcome)
     return wechat.SUCCESS_ACK
-
-
-def _record(body: bytes, fields: dict, outcome: str) -> None:
-    Notification.record(kind=Notification.Kind.PAYMENT, body=body, fields=fields, outcome=outcome)
 
 
 def recharge_sync(*, recharge: Recharge) -> str:

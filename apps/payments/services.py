@@ -215,10 +215,10 @@ def notification_handle(body: bytes) -> bytes:
     try:
         fields = wechat.parse_xml(body)
     except ValueError:
-        _record(body, {}, Notification.Outcome.MALFORMED)
+        Notification.record_payment(body, {}, Notification.Outcome.MALFORMED)
         return wechat.fail_ack("malformed XML")
     if not wechat.verify_signature(fields):
-        _record(body, fields, Notification.Outcome.BAD_SIGNATURE)
+        Notification.record_payment(body, fields, Notification.Outcome.BAD_SIGNATURE)
         return wechat.fail_ack("bad signature")
     if (
         fields.get("return_code") != "SUCCESS"
@@ -227,34 +227,30 @@ def notification_handle(body: bytes) -> bytes:
         or fields.get("result_code") != "SUCCESS"
         or not fields.get("transaction_id")
     ):
-        _record(body, fields, Notification.Outcome.BAD_FIELDS)
+        Notification.record_payment(body, fields, Notification.Outcome.BAD_FIELDS)
         return wechat.fail_ack("unexpected appid, mch_id or result")
     if recharges.is_recharge_no(fields.get("out_trade_no", "")):  # a top-up, not an order: same checks above
         return recharges.recharge_notification(body=body, fields=fields)
     payment = Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""), method=PayMethod.WECHAT).first()
     if payment is None:
-        _record(body, fields, Notification.Outcome.UNKNOWN_ORDER)
+        Notification.record_payment(body, fields, Notification.Outcome.UNKNOWN_ORDER)
         return wechat.fail_ack("unknown out_trade_no")
     if fields.get("total_fee") != str(payment.total_fee):
         logger.error("amount mismatch on %s: got %s fen, expected %s", payment.out_trade_no,
                      fields.get("total_fee"), payment.total_fee)
-        _record(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
+        Notification.record_payment(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
         return wechat.fail_ack("total_fee does not match")
     if payment.status == PaymentStatus.PAID and payment.transaction_id == fields["transaction_id"]:
         # A re-sent notification of a payment already applied (WeChat re-sends, a storm sends
         # the same one several times): answer without a transaction (issue 8). Racing copies
         # that read it unpaid still meet the conditional UPDATE in payment_apply_paid.
-        _record(body, fields, Notification.Outcome.DUPLICATE)
+        Notification.record_payment(body, fields, Notification.Outcome.DUPLICATE)
         return wechat.SUCCESS_ACK
     paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
     outcome = payment_apply_paid(payment=payment, transaction_id=fields["transaction_id"],
                                  paid_at=paid_at, actor="wechat")
-    _record(body, fields, Notification.Outcome(outcome.value))
+    Notification.record_payment(body, fields, Notification.Outcome(outcome.value))
     return wechat.SUCCESS_ACK
-
-
-def _record(body: bytes, fields: dict, outcome: str) -> None:
-    Notification.record(kind=Notification.Kind.PAYMENT, body=body, fields=fields, outcome=outcome)
 
 
 def payment_sync(*, payment: Payment) -> str:
