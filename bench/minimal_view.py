@@ -3,8 +3,10 @@
 ``gunicorn -c starmall/gunicorn_conf.py bench.minimal_view:application`` with
 ``MINIMAL_DATABASE_URL`` set. One ``csrf_exempt`` view runs the flash-sale statement in
 ``transaction.atomic()``; no middleware, no DRF, no Redis, only PostgreSQL with persistent
-connections. ``bench_shop.py`` measures it next to the API so the report can say how far the
-shop is from what Django's request cycle allows on this machine.
+connections. It is served exactly as the shop's HTTP is (``starmall/asgi.py``): Django's WSGI
+handler in a2wsgi's pool of ``WEB_THREADS`` threads under uvicorn's worker class.
+``bench_shop.py`` measures it next to the API so the report can say how far the shop is from
+what Django's request cycle allows on this machine.
 """
 
 import json
@@ -51,4 +53,6 @@ def buy(request):
 
 
 urlpatterns = [path("buy", buy), path("health", lambda request: HttpResponse("ok"))]
-application = get_wsgi_application()
+from a2wsgi import WSGIMiddleware  # noqa: E402
+
+application = WSGIMiddleware(get_wsgi_application(), workers=int(os.environ.get("WEB_THREADS", "4")))

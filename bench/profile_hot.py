@@ -1,6 +1,8 @@
 """Profile the flash-sale hot path in one process (pyinstrument, the ``dev`` extra).
 
-Usage: ``python bench/profile_hot.py [confirm|create|soldout|notify|browse ...]``. Runs on the
+Usage: ``python bench/profile_hot.py [--cpu] [confirm|create|soldout|notify|browse ...]``
+(``--cpu``: no profiler, only the CPU milliseconds each request costs this process, the
+number to compare before and after a change). Runs on the
 machine's PostgreSQL (database ``starmall_profile``, created and dropped) and Redis database
 ``BENCH_REDIS_DB`` (11), through Django's test client: the whole middleware/DRF stack, no
 network. Prints the queries each request runs and a pyinstrument tree per path.
@@ -35,7 +37,8 @@ def main() -> None:
         conn.execute("DROP DATABASE IF EXISTS starmall_profile WITH (FORCE)")
         conn.execute("CREATE DATABASE starmall_profile")
     try:
-        run(sys.argv[1:] or ["confirm", "create", "soldout", "notify", "browse"])
+        args = [a for a in sys.argv[1:] if a != "--cpu"]
+        run(args or ["confirm", "create", "soldout", "notify", "browse"], profile="--cpu" not in sys.argv)
     finally:
         from django.db import connections
 
@@ -44,7 +47,7 @@ def main() -> None:
             conn.execute("DROP DATABASE IF EXISTS starmall_profile WITH (FORCE)")
 
 
-def run(paths: list[str]) -> None:
+def run(paths: list[str], profile: bool = True) -> None:
     import django
 
     django.setup()
@@ -75,10 +78,11 @@ def run(paths: list[str]) -> None:
 
     keys = []
     for name in paths:
-        profiler = Profiler(interval=0.001)
+        profiler = Profiler(interval=0.001) if profile else None
         cpu0 = time.process_time()
         with CaptureQueriesContext(connection) as queries:
-            profiler.start()
+            if profiler:
+                profiler.start()
             for i, (_c, a, token) in enumerate(customers):
                 if name == "confirm":
                     r = post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": a.pk}, token)
@@ -92,10 +96,14 @@ def run(paths: list[str]) -> None:
                 elif name == "browse":
                     r = client.get("/api/v1/products" if i % 2 else f"/api/v1/products/{product.pk}")
                     assert r.status_code == 200
-            profiler.stop()
+            if profiler:
+                profiler.stop()
+        cpu_ms = (time.process_time() - cpu0) / N * 1000
+        if not profiler:
+            print(f"===== {name}: {len(queries.captured_queries) / N:.1f} queries, {cpu_ms:.2f} ms CPU per request")
+            continue
         print(f"===== {name}: {len(queries.captured_queries) / N:.1f} queries per request; "
-              f"{profiler.last_session.duration / N * 1000:.2f} ms per request, "
-              f"{(time.process_time() - cpu0) / N * 1000:.2f} ms CPU (with the profiler)")
+              f"{profiler.last_session.duration / N * 1000:.2f} ms per request, {cpu_ms:.2f} ms CPU (with the profiler)")
         for q in queries.captured_queries[-12:]:
             print("   ", q["sql"][:160])
         print(profiler.output_text(unicode=True, color=False, show_all=False, time="percent_of_total"))

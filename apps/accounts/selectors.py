@@ -13,7 +13,7 @@ def address_list(*, customer: Customer) -> QuerySet[Address]:
 
 def address_get(*, customer: Customer, address_id: int) -> Address | None:
     """One of the customer's addresses, or None (another customer's address is None too)."""
-    return Address.objects.filter(pk=address_id, customer=customer).first()
+    return next(iter(Address.objects.filter(pk=address_id, customer=customer).order_by()[:1]), None)
 
 
 def coupon_usable(*, customer_id: int, coupon_id: int) -> Coupon | None:

@@ -185,7 +185,7 @@ def points_reward(*, customer_id: int, points: int, reason: str, ref: str) -> bo
 def customer_lock(*, customer_id: int) -> None:
     """``SELECT ... FOR UPDATE`` the customer's row: the wallet's serialization point (awards
     and their voiding; the per-customer order caps). Needs a transaction."""
-    Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk", flat=True).first()
+    list(Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk", flat=True))
 
 
 def points_release_at(completed_at: dt.datetime) -> dt.datetime:

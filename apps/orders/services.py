@@ -43,7 +43,6 @@ from apps.orders import cart, drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
-from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
 logger = logging.getLogger(__name__)
@@ -216,7 +215,7 @@ def _check_caps(*, customer_id: int, kind: str, new: int = 1) -> None:
     own uncommitted order is already in the count (:func:`_enforce_caps`). One query on the
     (customer, status) index.
     """
-    unpaid = list(Order.objects.filter(customer_id=customer_id, status=OrderStatus.UNPAID)
+    unpaid = list(Order.objects.filter(customer_id=customer_id, status=OrderStatus.UNPAID).order_by()
                   .values_list("kind", flat=True)[:settings.MAX_UNPAID_ORDERS + 1])
     limit = settings.MAX_UNPAID_ORDERS
     if len(unpaid) + new > limit:
@@ -341,7 +340,6 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
                                             units=sum(line["quantity"] for line in draft["lines"]), now=now)
             stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
             transaction.on_commit(partial(drafts.draft_delete, order_key))
-            transaction.on_commit(partial(_schedule_expiry, order.pk, order.pay_deadline))
         _cache_lines(order, lines)
     except IntegrityError:
         winner = Order.objects.filter(order_key=order_key, customer=customer).first()
@@ -371,13 +369,6 @@ def _order_of_key(order_key: str, customer: Customer) -> Order | None:
 def _new_order_no(now: dt.datetime) -> str:
     """``yyyyMMddHHmmss`` (Shanghai) + 8 random digits: 22 characters, fits out_trade_no (32)."""
     return timezone.localtime(now).strftime("%Y%m%d%H%M%S") + f"{secrets.randbelow(10**8):08d}"
-
-
-def _schedule_expiry(order_id: int, deadline: dt.datetime) -> None:
-    """The countdown task; if Redis is down the per-minute sweep (orders_expire_due) cancels it."""
-    from apps.orders.tasks import order_expire  # tasks import services: import here
-
-    dispatch.push(order_expire, order_id, eta=deadline)
 
 
 # --- transitions ---------------------------------------------------------------------------

@@ -2,13 +2,23 @@
 
 Orders asks here at confirm (``freight_for_lines``); shipping imports neither catalog nor
 orders: it gets plain lines (template id, quantity, weight, volume, amount).
+
+Every confirm needs the terms, and they change only when staff edit a template, so they are
+cached in Redis (one GET instead of three queries per confirm, issue 8):
+:func:`terms_cache_clear` runs on every write (``apps.shipping.apps``: saves and deletes of
+templates and their rules; :func:`apps.shipping.services.freight_template_make_default`),
+now and again after commit. A reader that loaded the old rows just before a commit can put
+them back after it; :data:`TERMS_CACHE_SECONDS` bounds that. Redis errors fall back to the
+database.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
-from django.db.models import Q
+from django.core.cache import cache
+from django.db import transaction
 
 from apps.shipping.calculator import FreeTerms, FreightLine, RegionTerms, TemplateTerms, freight_quote
 from apps.shipping.models import FreightTemplate
@@ -39,20 +49,58 @@ def template_terms(template: FreightTemplate) -> TemplateTerms:
     )
 
 
+logger = logging.getLogger(__name__)
+
+TERMS_CACHE_KEY = "shipping:terms:v1"
+TERMS_CACHE_SECONDS = 60  # the longest a template edit can go unseen (see the module's docstring)
+
+
 def templates_terms(template_ids: Iterable[int | None]) -> dict[int | None, TemplateTerms]:
     """Terms by template id; the key None (a product without a template) maps to the default
-    template, and is missing when the shop has no default. Three queries (templates, region
-    rules, free rules), whatever the number of templates."""
-    ids = set(template_ids)
-    wanted = {pk for pk in ids if pk is not None}
-    which = Q(pk__in=wanted) | Q(is_default=True) if None in ids else Q(pk__in=wanted)
-    rows = FreightTemplate.objects.filter(which).prefetch_related("region_rules", "free_rules")
+    template, and is missing when the shop has no default. From the cache of every template's
+    terms (:func:`all_terms`)."""
+    terms = all_terms()
+    return {pk: terms[pk] for pk in set(template_ids) if pk in terms}
+
+
+def all_terms() -> dict[int | None, TemplateTerms]:
+    """Every template's terms by id, plus None for the default: one Redis GET, or on a miss
+    three queries (templates, region rules, free rules) whose result is cached."""
+    try:
+        terms = cache.get(TERMS_CACHE_KEY)
+    except Exception:  # Redis down or hung: the database answers
+        logger.warning("freight terms cache unavailable", exc_info=True)
+        return _terms_from_db()
+    if terms is None:
+        terms = _terms_from_db()
+        try:
+            cache.set(TERMS_CACHE_KEY, terms, timeout=TERMS_CACHE_SECONDS)
+        except Exception:
+            logger.warning("could not cache freight terms", exc_info=True)
+    return terms
+
+
+def _terms_from_db() -> dict[int | None, TemplateTerms]:
     terms: dict[int | None, TemplateTerms] = {}
-    for template in rows:
+    for template in FreightTemplate.objects.prefetch_related("region_rules", "free_rules"):
         terms[template.pk] = template_terms(template)
-        if template.is_default and None in ids:
+        if template.is_default:
             terms[None] = terms[template.pk]
     return terms
+
+
+def terms_cache_clear() -> None:
+    """A template or rule is being written: drop the cached terms now (this transaction's own
+    reads see its writes) and again after commit (a reader may have cached the old rows in
+    between). Redis errors are logged; the entry then expires by itself."""
+    def clear() -> None:
+        try:
+            cache.delete(TERMS_CACHE_KEY)
+        except Exception:
+            logger.warning("could not clear the freight terms cache", exc_info=True)
+
+    clear()
+    transaction.on_commit(clear)
 
 
 def freight_for_lines(*, lines: list[dict], province: str, city: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from apps.shipping.models import FreightTemplate
+from apps.shipping.selectors import terms_cache_clear
 from starmall.errors import InvalidState
 
 
@@ -19,5 +20,6 @@ def freight_template_make_default(*, template_id: int) -> None:
         with transaction.atomic():
             FreightTemplate.objects.filter(is_default=True).exclude(pk=template_id).update(is_default=False)
             FreightTemplate.objects.filter(pk=template_id).update(is_default=True)
+            terms_cache_clear()  # queryset updates send no post_save
     except IntegrityError:
         raise InvalidState("默认运费模板刚被他人修改，请刷新后重试。") from None

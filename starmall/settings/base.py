@@ -189,6 +189,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Seconds between the sweeps that make the database, not the broker, the source of truth
 # (unpaid timeouts, refunds, uncertain payments; follow-ups at twice this). Tests shorten it.
 BEAT_SWEEP_SECONDS = env.int("BEAT_SWEEP_SECONDS", default=60)
+# The unpaid timeout has no per-order countdown message: an order's pay_deadline is its timer
+# and this sweep (an indexed query on status, pay_deadline) cancels what is due, at most this
+# many seconds late; WeChat refuses the payment itself after time_expire (issue 8).
+ORDER_EXPIRE_SWEEP_SECONDS = env.int("ORDER_EXPIRE_SWEEP_SECONDS", default=min(15, BEAT_SWEEP_SECONDS))
 CELERY_BEAT_SCHEDULE = {
     "slots-generate": {
         "task": "apps.appointments.tasks.slots_generate",
@@ -196,7 +200,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "orders-expire-unpaid": {
         "task": "apps.orders.tasks.orders_expire_due",
-        "schedule": BEAT_SWEEP_SECONDS,
+        "schedule": ORDER_EXPIRE_SWEEP_SECONDS,
     },
     "orders-complete-consultations": {
         "task": "apps.orders.tasks.orders_complete_consultations",

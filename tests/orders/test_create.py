@@ -1,5 +1,7 @@
 """Two-phase order: confirm prices and caches a draft; create turns it into one order, atomically."""
 
+import datetime as dt
+
 import pytest
 from django.core.cache import cache
 
@@ -184,17 +186,28 @@ def test_confirm_slot_of_another_teacher_is_409(api, consultation):
     assert response.json()["code"] == "slot_unavailable"
 
 
-def test_create_schedules_pay_timeout_only_after_commit(api, make_sku, address, django_capture_on_commit_callbacks, queued):
-    sku = make_sku()
-    key = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=address.pk).json()["order_key"]
+def test_create_sends_no_message_and_the_sweep_cancels_at_the_deadline(
+        api, make_sku, address, django_capture_on_commit_callbacks, queued):
+    """The unpaid timeout is the order's pay_deadline read by the sweep (issue 8): create
+    pushes nothing to the broker; after commit it only drops the draft."""
+    from apps.payments import services as payments
+
+    sku = make_sku(stock=5)
+    key = confirm(api, items=[{"sku_id": sku.pk, "quantity": 2}], address_id=address.pk).json()["order_key"]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         api.post("/api/v1/orders", {"order_key": key}, format="json")
-        assert queued("default") == []
-    assert len(callbacks) == 2  # drop the draft, schedule the timeout
-    for callback in callbacks:
-        callback()
-    assert queued("default") == ["apps.orders.tasks.order_expire"]
+    assert len(callbacks) == 1  # drop the draft
+    callbacks[0]()
+    assert queued("default") == []
     assert cache.get(f"order:draft:{key}") is None
+    order = Order.objects.get(order_key=key)
+    sku.refresh_from_db()
+    assert sku.stock == 3
+    assert payments.orders_expire_due(now=order.pay_deadline - dt.timedelta(seconds=1)) == {}
+    assert payments.orders_expire_due(now=order.pay_deadline) == {"cancelled": 1}
+    order.refresh_from_db()
+    sku.refresh_from_db()
+    assert (order.status, sku.stock) == ("cancelled", 5)
 
 
 def test_create_replay_after_the_winner_dropped_the_draft_returns_the_order(api, make_sku, address, monkeypatch):

@@ -126,3 +126,46 @@ def test_a_shop_without_a_default_template_charges_no_freight_for_unassigned_pro
     FreightTemplate.objects.filter(pk=freight_default.pk).update(is_default=False)
     lines = [{"template_id": None, "quantity": 1, "amount_fen": 100}]
     assert selectors.freight_for_lines(lines=lines, province="浙江省", city="杭州市") == 0
+
+
+def test_confirm_reads_cached_terms_and_sees_every_edit(api, customer, make_sku, freight_default,
+                                                        django_assert_num_queries, django_capture_on_commit_callbacks):
+    """The terms are cached in Redis (issue 8): a second confirm runs no freight query, and any
+    write (rule added, fee changed, rule deleted, another template made default) is priced by
+    the very next confirm."""
+    from django.core.cache import cache
+
+    from apps.shipping import services
+
+    sku = make_sku(price_fen=3600)
+    xinjiang = address_in(customer, XJ, "乌鲁木齐市")
+    assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == freight_default.first_fee_fen
+    assert cache.get(selectors.TERMS_CACHE_KEY) is not None
+    with django_assert_num_queries(0):
+        assert selectors.templates_terms([None])[None].first_fee_fen == freight_default.first_fee_fen
+
+    with django_capture_on_commit_callbacks(execute=True):
+        rule = FreightRegionRule.objects.create(template=freight_default, provinces=[XJ], first_fee_fen=2500,
+                                                extra_fee_fen=0)
+    assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == 2500
+    rule.first_fee_fen = 2700
+    rule.save()
+    assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == 2700
+    rule.delete()
+    assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == freight_default.first_fee_fen
+    other = FreightTemplate.objects.create(name="统一 8 元", mode="piece", first_unit=1, first_fee_fen=800,
+                                           extra_unit=1, extra_fee_fen=0)
+    assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == freight_default.first_fee_fen
+    services.freight_template_make_default(template_id=other.pk)  # a queryset update: no post_save
+    assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == 800
+
+
+def test_freight_is_priced_from_the_database_when_redis_fails(freight_default, remote_rule, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ConnectionError("redis down")
+
+    monkeypatch.setattr(selectors.cache, "get", broken)
+    monkeypatch.setattr(selectors.cache, "set", broken)
+    assert selectors.templates_terms([None])[None].first_fee_fen == freight_default.first_fee_fen
+    assert selectors.freight_for_lines(lines=[{"template_id": None, "quantity": 2, "amount_fen": 7200}],
+                                       province=XJ, city="乌鲁木齐市") == 3000
