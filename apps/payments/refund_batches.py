@@ -189,7 +189,11 @@ def _refund(item: RefundBatchItem, now: dt.datetime) -> str:
                 status=Item.Status.SKIPPED, note=f"{why}（创建批次后订单已变化）", finished_at=now) != 1:
             raise _Raced
         return Item.Status.SKIPPED
+    earlier = set(order.after_sales.values_list("pk", flat=True))
     sale = refunds.refund_request(order_no=order.order_no, customer_id=order.customer_id, reason=item.reason)
+    if sale.pk in earlier:  # refund_request's replay of a closed request with this reason (none is open)
+        raise InvalidState(f"24 小时内已有同一原因的退款申请 {sale.refund_no}（{sale.get_status_display()}），"
+                           "请换一个原因再试")
     actor = f"staff:{item.batch.created_by.get_username()}"[:50] + f" 批量#{item.batch_id}"
     refund = None
     if sale.status == AfterSale.Status.REQUESTED:

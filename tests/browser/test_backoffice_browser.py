@@ -31,21 +31,27 @@ def _staff(role: str):
     return user
 
 
-@pytest.fixture
-def shop(make_api, place_order):
-    """Demo data; two goods orders paid from the balance, one with a refund request waiting."""
+def _demo_paid_orders(make_api, place_order, n: int):
+    """Demo data; ``n`` goods orders of the demo customer paid from the balance -> (api, order numbers)."""
     call_command("loaddata", "fixtures/demo.json", verbosity=0)
-    call_command("generate_slots", verbosity=0)
     customer = Customer.objects.get(pk=1)
     api = make_api(customer)
     sku = Sku.objects.filter(product__kind="goods", stock__gte=5).order_by("pk").first()
     address = Address.objects.filter(customer=customer).first()
     orders = []
-    for _ in range(2):
+    for _ in range(n):
         order = place_order(api, items=[(sku, 1)], address=address)
         paid = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
         assert paid.status_code == 200, paid.json()
         orders.append(order["order_no"])
+    return api, orders
+
+
+@pytest.fixture
+def shop(make_api, place_order):
+    """Demo data; two goods orders paid from the balance, one with a refund request waiting."""
+    api, orders = _demo_paid_orders(make_api, place_order, 2)
+    call_command("generate_slots", verbosity=0)
     asked = api.post(f"/api/v1/orders/{orders[1]}/refund", {"reason": "不想要了"}, format="json")
     assert asked.status_code == 202 and asked.json()["status"] == "requested", asked.json()
     return {"to_ship": orders[0], "to_refund": orders[1]}
@@ -123,16 +129,7 @@ def test_finance_batch_refunds_selected_orders_in_the_browser(page_for, shot, ba
     from apps.payments import refund_batches, refunds
     from apps.payments.models import RefundBatch
 
-    call_command("loaddata", "fixtures/demo.json", verbosity=0)
-    customer = Customer.objects.get(pk=1)
-    api = make_api(customer)
-    sku = Sku.objects.filter(product__kind="goods", stock__gte=5).order_by("pk").first()
-    address = Address.objects.filter(customer=customer).first()
-    nos = []
-    for _ in range(2):
-        order = place_order(api, items=[(sku, 1)], address=address)
-        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
-        nos.append(order["order_no"])
+    _, nos = _demo_paid_orders(make_api, place_order, 2)
     balance = Customer.objects.get(pk=1).balance_fen
     _staff("财务")
 

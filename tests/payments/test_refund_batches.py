@@ -152,6 +152,23 @@ def test_unrefundable_orders_are_skipped_with_the_reason_while_the_others_comple
     assert Refund.objects.count() == 1
 
 
+def test_a_reason_the_customer_used_for_a_refund_today_fails_the_item_instead_of_replaying_it(shop, finance):
+    order = shop.order("balance")
+    asked = shop.api.post(f"/api/v1/orders/{order.order_no}/refund", {"reason": "不想要了", "amount_fen": 6000},
+                          format="json")
+    assert asked.status_code == 202
+    refunds.refund_execute(refund_id=refunds.after_sale_approve(
+        after_sale_id=AfterSale.objects.get().pk, actor="staff:t").pk)
+    batch = refund_batches.refund_batch_create(order_nos=[order.order_no], reason="不想要了", user=finance)
+    assert run_items(batch) == {order.order_no: "failed"}
+    assert batch.items.get().note == \
+        f"未退款：24 小时内已有同一原因的退款申请 {order.order_no}R1（已退款），请换一个原因再试"
+    assert (AfterSale.objects.count(), Refund.objects.count(), Payment.objects.get(order=order).refunded_fen) == (1, 1, 6000)
+    other = refund_batches.refund_batch_create(order_nos=[order.order_no], reason="缺货", user=finance)
+    assert run_items(other) == {order.order_no: "refunding"}
+    assert other.items.get().amount_fen == 6000  # what was left
+
+
 def test_wechat_refusing_is_retried_then_failed_visibly_and_staff_retry_completes(shop, finance, wechat, deliver,
                                                                                 caplog):
     order, fine = shop.order("wechat"), shop.order("balance")
