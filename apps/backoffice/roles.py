@@ -25,6 +25,7 @@ ROLES: dict[str, list[str]] = {
     "财务": [  # finance: refund approval, manual payments, reconciliation, exports
         "orders.view_order", "orders.view_orderevent", "orders.view_aftersale", "orders.decide_aftersale",
         "payments.view_*", "payments.resolve_payment", "payments.retry_refund", "payments.run_reconciliation",
+        "payments.batch_refund",
         "backoffice.export_data", "backoffice.view_dashboard",
     ],
     "老师": [  # a teacher: own schedule and chats (querysets are limited to the linked teacher)

@@ -89,7 +89,7 @@ class OrderAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ["customer"]
     inlines = [OrderLineInline, ShipmentInline, AfterSaleInline, OrderEventInline, FollowUpInline]
-    actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid"]
+    actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid", "batch_refund"]
     # state moves only through actions; the page reads like a back office: who, where, what
     fieldsets = [
         (None, {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "remark"]}),
@@ -183,6 +183,37 @@ class OrderAdmin(admin.ModelAdmin):
 
     def has_cancel_permission(self, request):
         return request.user.has_perm("orders.cancel_order")
+
+    def has_batch_refund_permission(self, request):
+        return request.user.has_perm("payments.batch_refund")
+
+    @admin.action(description="批量退款", permissions=["batch_refund"])
+    def batch_refund(self, request, queryset):
+        """A confirmation page (each order's refundable amount, the reason), then THE batch
+        service (``apps.payments.refund_batches``) and the batch's page."""
+        from apps.payments import refund_batches
+        from apps.payments.admin_refund_batches import message_created
+
+        require_perm(request, refund_batches.PERMISSION)
+        orders = list(queryset.order_by("pk"))
+        if request.POST.get("apply"):
+            try:
+                batch = refund_batches.refund_batch_create(order_nos=[o.order_no for o in orders],
+                                                           reason=request.POST.get("text", ""), user=request.user)
+            except ShopError as exc:
+                messages.error(request, exc.message)
+                return None
+            message_created(request, batch)
+            return redirect(reverse("admin:payments_refundbatch_change", args=[batch.pk]))
+        rows = refund_batches.refund_batch_preview(orders)
+        for row in rows:
+            row["pay_yuan"], row["refundable_yuan"] = yuan(row["order"].pay_fen), yuan(row["refundable_fen"])
+        refundable = [row["refundable_fen"] for row in rows if not row["refusal"]]
+        return render(request, "admin/starmall/refund_batch_confirm.html", {
+            **self.admin_site.each_context(request), "title": "批量退款", "rows": rows,
+            "refundable_count": len(refundable), "total_yuan": yuan(sum(refundable)),
+            "back_url": reverse("admin:orders_order_changelist"),
+        })
 
     @admin.action(description="标记发货（无快递单号：当面交付）", permissions=["ship"])
     def mark_shipped(self, request, queryset):

@@ -70,4 +70,4 @@ class NotificationAdmin(ReadOnlyModelAdmin):
     list_filter = ["kind", "outcome"]
     search_fields = ["out_trade_no", "out_refund_no", "transaction_id"]
 # Further admin pages of this app, registered on import.
-from apps.payments import admin_invalid, admin_recharges, admin_reconciliation  # noqa: E402,F401
+from apps.payments import admin_invalid, admin_recharges, admin_reconciliation, admin_refund_batches  # noqa: E402,F401

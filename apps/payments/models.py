@@ -323,3 +323,97 @@ class Recharge(models.Model):
 
     def __str__(self) -> str:
         return self.recharge_no
+
+
+# --- batch refunds (staff refund many orders at once; apps.payments.refund_batches) ---------
+
+class RefundBatch(models.Model):
+    """Staff refunded many orders at once, with one reason (CRMEB's refund queue).
+
+    A record of what was asked: read-only once created. Each order is a
+    :class:`RefundBatchItem`; the counts per status are derived from the items.
+    """
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name="创建人", on_delete=models.PROTECT,
+                                   related_name="+")
+    reason = models.CharField(verbose_name="退款原因", max_length=200)  # becomes each after-sale request's reason
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "批量退款"
+        verbose_name_plural = "批量退款"
+        ordering = ["-id"]
+        permissions = [("batch_refund", "可以批量退款（选择订单或粘贴订单号）并重试失败的条目")]
+
+    def __str__(self) -> str:
+        return f"批次 #{self.pk}"
+
+
+class RefundBatchItem(models.Model):
+    """One order of a batch: what the batch did to it.
+
+    ``queued``: waiting for its task (or its next try at ``next_attempt_at``; a task holding it
+    pushes ``next_attempt_at`` a lease ahead). The task makes the after-sale request and
+    approves it in one transaction (-> ``refunding``, with ``after_sale`` and ``refund``);
+    the item then follows its Refund: ``refunded`` when it succeeds, ``failed`` when it FAILED.
+    ``skipped`` items did nothing; ``note`` says why. UNIQUE (order, reason) among the items that
+    are not skipped: a second batch naming the same order with the same reason adds no work.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "排队中"  # the task has not made the refund yet
+        REFUNDING = "refunding", "退款中"  # after-sale approved, its Refund on its way
+        REFUNDED = "refunded", "已退款"  # the Refund succeeded
+        FAILED = "failed", "失败"  # could not be made, or its Refund FAILED: see note
+        SKIPPED = "skipped", "已跳过"  # nothing done (unknown order, not refundable, already queued): see note
+
+    MAX_ATTEMPTS = 3  # tries at making the refund before the item is FAILED
+    BACKOFF_SECONDS = (60, 300)  # wait after the 1st and 2nd failed try
+
+    batch = models.ForeignKey(RefundBatch, verbose_name="批次", on_delete=models.PROTECT, related_name="items")
+    order_no = models.CharField(verbose_name="订单号", max_length=32)  # as staff named it
+    order = models.ForeignKey("orders.Order", verbose_name="订单", null=True, blank=True, on_delete=models.PROTECT,
+                              related_name="+")  # null: no such order (skipped)
+    reason = models.CharField(verbose_name="退款原因", max_length=200)  # the batch's
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.QUEUED)
+    amount_fen = models.PositiveIntegerField(verbose_name="退款金额", default=0)  # fen: refundable when queued; then the request's
+    after_sale = models.OneToOneField("orders.AfterSale", verbose_name="退款申请", null=True, blank=True,
+                                      on_delete=models.PROTECT, related_name="+")
+    refund = models.OneToOneField(Refund, verbose_name="退款", null=True, blank=True, on_delete=models.PROTECT,
+                                  related_name="batch_item")
+    note = models.TextField(verbose_name="说明 / 最近错误", blank=True)
+    attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
+    next_attempt_at = models.DateTimeField(verbose_name="下次尝试", null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
+    finished_at = models.DateTimeField(verbose_name="完成时间", null=True, blank=True)
+
+    class Meta:
+        verbose_name = "批量退款条目"
+        verbose_name_plural = "批量退款条目"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "reason"], condition=~models.Q(status="skipped"),
+                                    name="refund_batch_item_once_per_order_reason"),
+        ]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="refund_batch_item_due_idx")]
+
+    def __str__(self) -> str:
+        return self.order_no
+
+    @classmethod
+    def follow_refund(cls, *, refund_id: int, status: str, error: str = "") -> int:
+        """The item that made Refund ``refund_id`` follows its new ``status`` (a Refund.Status):
+        SUCCESS -> ``refunded``, FAILED -> ``failed`` with ``error``, PENDING (staff retried the
+        failed refund) -> ``refunding`` again. A conditional UPDATE, called by
+        ``apps.payments.refunds`` in the transaction that moves the Refund; 0 rows for a refund
+        no batch made (or a move already followed)."""
+        now = timezone.now()
+        moves = {
+            Refund.Status.SUCCESS: (cls.Status.REFUNDING, {"status": cls.Status.REFUNDED, "finished_at": now, "note": ""}),
+            Refund.Status.FAILED: (cls.Status.REFUNDING, {"status": cls.Status.FAILED, "finished_at": now,
+                                                          "note": f"退款失败：{error}"[:2000]}),
+            Refund.Status.PENDING: (cls.Status.FAILED, {"status": cls.Status.REFUNDING, "finished_at": None, "note": ""}),
+        }
+        expected, changes = moves[status]
+        return cls.objects.filter(refund_id=refund_id, status=expected).update(**changes)

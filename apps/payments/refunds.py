@@ -27,7 +27,7 @@ from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
 from apps.payments import wechat
-from apps.payments.models import Notification, Payment, PaymentStatus, Refund
+from apps.payments.models import Notification, Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState
 
@@ -37,7 +37,7 @@ REPLAY_WINDOW = dt.timedelta(hours=24)  # the same refund request again within t
 LEASE = dt.timedelta(minutes=2)  # a claimed refund is retried if its worker died
 CONFIRM_AFTER = dt.timedelta(minutes=5)  # ask refundquery when no notification came by then
 _RETRYABLE = {"SYSTEMERROR", "BIZERR_NEED_RETRY", "FREQUENCY_LIMITED"}
-_REFUNDABLE_ORDER = (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED)
+REFUNDABLE_ORDER = (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED)  # a refund may be asked
 
 
 def paying_payment(order: Order) -> Payment | None:
@@ -66,7 +66,7 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
         replay = _same_request(order, reason, amount_fen, refundable)
         if replay is not None:  # a retry of a request already made (perhaps already refunded)
             return replay
-        if order.status not in _REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
+        if order.status not in REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
             raise InvalidState("只有已支付的订单可以申请退款。", status=order.status)
         open_request = order.after_sales.filter(status__in=AfterSale.OPEN).first()
         amount = refundable if amount_fen is None else amount_fen
@@ -257,8 +257,10 @@ def _mark_failed(refund: Refund, error: str) -> None:
     with transaction.atomic():
         if Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
             status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
-        ) == 1 and refund.after_sale_id:
-            AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.FAILED)
+        ) == 1:
+            if refund.after_sale_id:
+                AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.FAILED)
+            RefundBatchItem.follow_refund(refund_id=refund.pk, status=Refund.Status.FAILED, error=error)
     logger.error("ALERT refund %s FAILED after %s attempts: %s", refund.out_refund_no, refund.attempts, error)
 
 
@@ -272,6 +274,7 @@ def refund_succeeded(*, refund: Refund) -> bool:
             return False
         if refund.after_sale_id:
             AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.REFUNDED)
+        RefundBatchItem.follow_refund(refund_id=refund.pk, status=Refund.Status.SUCCESS)
         payment = Payment.objects.get(pk=refund.payment_id)
         returned = Refund.objects.filter(payment=payment, status=Refund.Status.SUCCESS).aggregate(
             fen=Sum("refund_fen"))["fen"] or 0
@@ -357,5 +360,6 @@ def refund_retry(*, refund_id: int, actor: str) -> bool:
         refund = Refund.objects.get(pk=refund_id)
         if refund.after_sale_id:
             AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.APPROVED)
+        RefundBatchItem.follow_refund(refund_id=refund_id, status=Refund.Status.PENDING)
         transaction.on_commit(partial(refund_dispatch, refund_id))
     return True

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.payments import recharges, reconciliation, refunds, services
+from apps.payments import recharges, reconciliation, refund_batches, refunds, services
 
 
 @shared_task
@@ -33,3 +33,15 @@ def reconcile_daily() -> str:
 def recharges_expire_due() -> dict:
     """Beat, every minute: unpaid recharges past their deadline: asked about, then expired."""
     return recharges.recharges_expire_due()
+
+
+@shared_task
+def refund_batch_item_run(item_id: int) -> str:
+    """One order of a batch refund: its request and approval (claimed; a duplicate does nothing)."""
+    return refund_batches.refund_batch_item_run(item_id=item_id)
+
+
+@shared_task
+def refund_batches_sweep() -> int:
+    """Beat, every minute: push again batch items still queued and due (the items are the outbox)."""
+    return refund_batches.refund_batches_sweep()

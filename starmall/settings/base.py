@@ -210,6 +210,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.payments.tasks.refunds_sweep",
         "schedule": BEAT_SWEEP_SECONDS,
     },
+    "refund-batches-sweep": {
+        "task": "apps.payments.tasks.refund_batches_sweep",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "payments-check-uncertain": {
         "task": "apps.payments.tasks.payments_check_uncertain",
         "schedule": BEAT_SWEEP_SECONDS,

@@ -21,7 +21,8 @@ def test_the_migration_made_the_four_roles():
     assert {"orders.view_order", "orders.view_aftersale"} <= service
     assert not {p for p in service if not p.split(".")[1].startswith("view_")}  # look, never change
     assert {"orders.decide_aftersale", "payments.resolve_payment", "payments.retry_refund",
-            "payments.run_reconciliation", "backoffice.export_data"} <= finance
+            "payments.run_reconciliation", "payments.batch_refund", "backoffice.export_data"} <= finance
+    assert "payments.batch_refund" not in ops | service | teacher  # the migration 0003_batch_refund_role
     assert {"appointments.view_slot", "appointments.manage_slot"} <= teacher
     assert not {p for p in teacher if not p.startswith(("appointments.", "chat."))}
 

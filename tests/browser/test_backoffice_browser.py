@@ -31,21 +31,27 @@ def _staff(role: str):
     return user
 
 
-@pytest.fixture
-def shop(make_api, place_order):
-    """Demo data; two goods orders paid from the balance, one with a refund request waiting."""
+def _demo_paid_orders(make_api, place_order, n: int):
+    """Demo data; ``n`` goods orders of the demo customer paid from the balance -> (api, order numbers)."""
     call_command("loaddata", "fixtures/demo.json", verbosity=0)
-    call_command("generate_slots", verbosity=0)
     customer = Customer.objects.get(pk=1)
     api = make_api(customer)
     sku = Sku.objects.filter(product__kind="goods", stock__gte=5).order_by("pk").first()
     address = Address.objects.filter(customer=customer).first()
     orders = []
-    for _ in range(2):
+    for _ in range(n):
         order = place_order(api, items=[(sku, 1)], address=address)
         paid = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
         assert paid.status_code == 200, paid.json()
         orders.append(order["order_no"])
+    return api, orders
+
+
+@pytest.fixture
+def shop(make_api, place_order):
+    """Demo data; two goods orders paid from the balance, one with a refund request waiting."""
+    api, orders = _demo_paid_orders(make_api, place_order, 2)
+    call_command("generate_slots", verbosity=0)
     asked = api.post(f"/api/v1/orders/{orders[1]}/refund", {"reason": "不想要了"}, format="json")
     assert asked.status_code == 202 and asked.json()["status"] == "requested", asked.json()
     return {"to_ship": orders[0], "to_refund": orders[1]}
@@ -115,3 +121,46 @@ def test_roles_do_their_daily_tasks_in_the_browser(page_for, shot, base_url, sho
     assert teacher.locator(f"a[href='/admin/appointments/slot/{slot.pk}/change/']").get_attribute("data-state") == "blocked"
     shot(teacher, "09-week-slot-blocked")
     assert (slot.capacity, slot.booked) == (1, 0)
+
+
+def test_finance_batch_refunds_selected_orders_in_the_browser(page_for, shot, base_url, make_api, place_order):
+    """The finance role selects paid orders in the order list, runs 批量退款, gives the reason,
+    lands on the batch page; the database holds the batch, and the refunds once the tasks ran."""
+    from apps.payments import refund_batches, refunds
+    from apps.payments.models import RefundBatch
+
+    _, nos = _demo_paid_orders(make_api, place_order, 2)
+    balance = Customer.objects.get(pk=1).balance_fen
+    _staff("财务")
+
+    finance = page_for("财务", PASSWORD)
+    finance.goto(f"{base_url}/admin/orders/order/?status__exact=paid")
+    for no in nos:
+        finance.locator(f"tr:has-text('{no}') input.action-select").check()
+    _run_action(finance, "batch_refund")
+    assert finance.locator("text=确认批量退款").count() == 1
+    finance.fill("#id_text", "商品停产，全额退款")
+    shot(finance, "10-batch-refund-confirm")
+    finance.click("#refund-batch-form input[type=submit]")
+    finance.wait_for_load_state("networkidle")
+    batch = RefundBatch.objects.get()
+    assert finance.url.endswith(f"/admin/payments/refundbatch/{batch.pk}/change/")
+    assert (batch.reason, batch.created_by.username) == ("商品停产，全额退款", "财务")
+    assert sorted(batch.items.values_list("order_no", "status")) == sorted((no, "queued") for no in nos)
+
+    for item in batch.items.all():  # what the worker does with each item's task
+        refund_batch_status = refund_batches.refund_batch_item_run(item_id=item.pk)
+        assert refund_batch_status == "refunding"
+        refunds.refund_execute(refund_id=batch.items.get(pk=item.pk).refund_id)
+    finance.reload()
+    assert finance.locator("text=已退款").count() >= 2
+    shot(finance, "11-batch-refund-page")
+    finance.goto(f"{base_url}/admin/payments/refundbatch/")
+    row = finance.locator(f"tr:has-text('批次 #{batch.pk}')")
+    assert row.locator("td.field-refunded").inner_text().strip() == "2"  # counts per status
+    assert row.locator("td.field-queued").inner_text().strip() == "0"
+    shot(finance, "12-batch-refund-list")
+    assert sorted(Refund.objects.values_list("out_refund_no", "status")) == sorted((f"{no}R1", "success") for no in nos)
+    assert set(Order.objects.filter(order_no__in=nos).values_list("status", flat=True)) == {"refunded"}
+    assert Customer.objects.get(pk=1).balance_fen == balance + sum(
+        Order.objects.filter(order_no__in=nos).values_list("pay_fen", flat=True))
