@@ -19,9 +19,9 @@ are not emulated), 44004 empty content, 40058 content too long, 45009 more than
 
 from __future__ import annotations
 
-import json
 import secrets
 
+from .miniprogram import json_object
 from .state import SandboxState
 
 #: msgtype -> the most bytes (UTF-8) its content may have
@@ -42,11 +42,8 @@ def send(state: SandboxState, key: str | None, raw: bytes, method: str = "POST")
         return error(93000, "invalid webhook url")
     if method != "POST":
         return error(43002, "require POST method")
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return error(47001, "data format error")
-    if not isinstance(body, dict):
+    body = json_object(raw)
+    if body is None:
         return error(47001, "data format error")
     msgtype = body.get("msgtype")
     if msgtype not in CONTENT_LIMITS:

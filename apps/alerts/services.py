@@ -38,13 +38,13 @@ def alert_raise(*, key: str, kind: str, title: str, text: str) -> bool:
     """Record the problem ``key`` once and send it after commit; True if this call recorded it.
 
     ``key``: one per problem, e.g. ``refund:<out_refund_no>:failed`` (at most 200 chars);
-    ``kind``: an :class:`Alert.Kind`; ``title`` / ``text``: Chinese, what staff read (title cut
-    to 200 chars). A second raise of the same key changes nothing and sends nothing (False).
+    ``kind``: an :class:`Alert.Kind`; ``title`` / ``text``: Chinese, what staff read (cut to 200
+    and 4000 characters). A second raise of the same key changes nothing and sends nothing (False).
     Joins the caller's transaction (or opens one); sending never happens inside it and never
     raises into the caller.
     """
     alert, created = Alert.objects.get_or_create(key=key[:200], defaults={
-        "kind": kind, "title": title[:200], "text": text,
+        "kind": kind, "title": title[:200], "text": text[:4000],
         "next_attempt_at": timezone.now() + FIRST_SWEEP_AFTER,
     })
     if created:

@@ -107,7 +107,7 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
                     title=f"订单 {order.order_no} 的咨询提醒发送失败",
                     text=(f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
                           f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
-                          f"{type(exc).__name__}: {exc}。请联系顾客确认咨询时间。")[:2000],
+                          f"{type(exc).__name__}: {exc}。请联系顾客确认咨询时间。"),
                 )
         if failed:
             logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)

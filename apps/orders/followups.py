@@ -131,7 +131,7 @@ def _alert_failed(followup: FollowUp, exc: Exception) -> None:
         key=f"followup:{followup.key}:failed", kind=Alert.Kind.FOLLOWUP_FAILED,
         title=f"订单 {order_no} 的后续任务「{kind}」失败",
         text=(f"订单 {order_no} 的后续任务「{kind}」尝试 {followup.attempts} 次后仍失败：{type(exc).__name__}: {exc}。"
-              f"请在后台「订单 › 后续任务」查看错误并处理。")[:2000],
+              f"请在后台「订单 › 后续任务」查看错误并处理。"),
     )
 
 

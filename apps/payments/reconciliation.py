@@ -455,7 +455,7 @@ def _alert(bill_date: dt.date, status: str, values: dict) -> None:
         text = (f"{day} 的微信账单与本地记录不符：{by_kind}（{numbers}{more}）。微信 {values['wechat_count']} 笔 "
                 f"{values['wechat_fen'] / 100:.2f} 元，本地 {values['local_count']} 笔 {values['local_fen'] / 100:.2f} 元。"
                 f"请在后台「对账」中查看差异明细。")
-    alert_raise(key=f"reconciliation:{day}:{status}", kind=Alert.Kind.RECONCILIATION, title=title, text=text[:2000])
+    alert_raise(key=f"reconciliation:{day}:{status}", kind=Alert.Kind.RECONCILIATION, title=title, text=text)
 
 
 def _summary(status: str, values: dict) -> str:

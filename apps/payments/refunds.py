@@ -270,7 +270,7 @@ def _mark_failed(refund: Refund, error: str) -> None:
                 title=f"退款 {refund.out_refund_no} 失败（订单 {order_no}）",
                 text=(f"订单 {order_no} 的退款 {refund.out_refund_no}（{refund.refund_fen / 100:.2f} 元）"
                       f"尝试 {refund.attempts} 次后失败：{error}。钱尚未退给顾客；请在后台「退款」中查看原因，"
-                      f"可用「重试失败的退款」以同一退款单号重试。")[:2000],
+                      f"可用「重试失败的退款」以同一退款单号重试。"),
             )
     logger.error("ALERT refund %s FAILED after %s attempts: %s", refund.out_refund_no, refund.attempts, error)
 
