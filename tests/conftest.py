@@ -75,6 +75,8 @@ def wechat(wechat_sandbox_server, settings):
     settings.WECHAT_API_BASE = wechat_sandbox_server.url
     settings.WECHAT_PAY_API_BASE = wechat_sandbox_server.url
     settings.LOGISTICS_API_BASE = wechat_sandbox_server.url  # its tracking sandbox (logistics.py)
+    settings.ALERT_WECOM_WEBHOOK_URL = (  # its enterprise-WeChat group robot (robot.py)
+        f"{wechat_sandbox_server.url}cgi-bin/webhook/send?key={wechat_sandbox_server.config.robot_key}")
     return wechat_sandbox_server
 
 

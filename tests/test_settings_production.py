@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+ROBOT = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-7aoc-4bc4-97a0-0ec2sifa5aaa"
 SECRET = "k3#Vq9!zR2@mL8$wT5^nY1&bH6*cJ4(dF7)gS0-aU3+eO9=pX2"  # 50 chars, as check --deploy wants
 
 
@@ -23,7 +24,8 @@ def prod_env(tmp_path) -> dict[str, str]:
     cert, key = tmp_path / "apiclient_cert.pem", tmp_path / "apiclient_key.pem"
     cert.write_text("-----BEGIN CERTIFICATE-----\n")
     key.write_text("-----BEGIN PRIVATE KEY-----\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST", "ALERT_", "EMAIL_"))}
     env.update({
         "DJANGO_SETTINGS_MODULE": "starmall.settings.production",
         "DJANGO_SECRET_KEY": SECRET,
@@ -38,6 +40,7 @@ def prod_env(tmp_path) -> dict[str, str]:
         "WECHAT_PAY_API_BASE": "https://api.mch.weixin.qq.com/",
         "WECHAT_MCH_CERT": str(cert),
         "WECHAT_MCH_KEY": str(key),
+        "ALERT_WECOM_WEBHOOK_URL": ROBOT,
     })
     return env
 
@@ -118,3 +121,35 @@ def test_runshop_refuses_demo_data_under_production(prod_env):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("CommandError: runshop loads demo data and a demo staff login")
     assert "createsuperuser" in last
+
+
+@pytest.mark.parametrize("value", [
+    "http://127.0.0.1:8001/cgi-bin/webhook/send?key=5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f",  # the sandbox
+    "http://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k",  # WeCom's host, not https
+    "https://qyapi.weixin.qq.com.evil.example/cgi-bin/webhook/send?key=k",
+    "https://oapi.dingtalk.com/robot/send?access_token=k",  # another vendor's robot
+    "https://qyapi.weixin.qq.com:8443/cgi-bin/webhook/send?key=k",
+    "https://qyapi.weixin.qq.com/cgi-bin/webhook/send",  # no key
+    "https://qyapi.weixin.qq.com/cgi-bin/message/send?key=k",
+])
+def test_alert_webhook_must_be_https_on_wecoms_host(prod_env, value):
+    result = manage({**prod_env, "ALERT_WECOM_WEBHOOK_URL": value}, "check")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "Starmall configuration error: ALERT_WECOM_WEBHOOK_URL must be https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=")
+
+
+def test_alerts_must_reach_someone_in_production(prod_env):
+    bare = {k: v for k, v in prod_env.items() if k != "ALERT_WECOM_WEBHOOK_URL"}
+    result = manage(bare, "check")
+    assert result.returncode == 1
+    assert "Starmall configuration error: production sends alerts somewhere" in result.stderr
+    log_only = {**bare, "ALERT_BACKENDS": "apps.alerts.backends.LogBackend"}  # a deliberate choice
+    assert setting(log_only, "settings.ALERT_BACKENDS") == "['apps.alerts.backends.LogBackend']"
+    mail_only = {**bare, "ALERT_EMAILS": "finance@example.com", "EMAIL_URL": "smtp+tls://u:p@smtp.example.com:587"}
+    assert setting(mail_only, "settings.ALERT_BACKENDS, settings.EMAIL_HOST, settings.EMAIL_PORT") == (
+        "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.EmailBackend'] smtp.example.com 587")
+    assert setting(prod_env, f"settings.ALERT_BACKENDS, settings.ALERT_WECOM_WEBHOOK_URL == {ROBOT!r}") == (
+        "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.WeComRobotBackend'] True")
+    no_mails = {**prod_env, "ALERT_BACKENDS": "apps.alerts.backends.EmailBackend"}
+    assert "ALERT_EMAILS must list who gets alert mails" in manage(no_mails, "check").stderr

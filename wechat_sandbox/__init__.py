@@ -11,6 +11,7 @@ from .config import (
     DEMO_APPID,
     DEMO_MCH_ID,
     DEMO_PAY_API_KEY,
+    DEMO_ROBOT_KEY,
     RETRY_SCHEDULE_SECONDS,
     SandboxConfig,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "DEMO_APP_SECRET",
     "DEMO_MCH_ID",
     "DEMO_PAY_API_KEY",
+    "DEMO_ROBOT_KEY",
     "RETRY_SCHEDULE_SECONDS",
     "SandboxConfig",
     "SandboxControl",

@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds a refund stays PROCESSING (default 0)")
     parser.add_argument("--strict-openid", action="store_true", default=None,
                         help="reject unifiedorder for openids the sandbox never issued")
+    parser.add_argument("--robot-key",
+                        help="the group-robot webhook key cgi-bin/webhook/send accepts (default: the demo key)")
     parser.add_argument("--no-auto-notify", action="store_true",
                         help="send notices only on POST /sandbox/notifications/deliver")
     parser.add_argument("--log-level", default=os.environ.get("SANDBOX_LOG_LEVEL", "INFO"))
@@ -62,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             refund_notify_url=args.refund_notify_url,
             min_close_age_seconds=args.min_close_age_seconds,
             refund_delay_seconds=args.refund_delay_seconds, strict_openid=args.strict_openid,
+            robot_key=args.robot_key,
         )
     except ValueError as exc:
         print(f"wechat sandbox: bad configuration: {exc}", file=sys.stderr)

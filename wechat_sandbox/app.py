@@ -16,7 +16,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from . import control, logistics, miniprogram, pay
+from . import control, logistics, miniprogram, pay, robot
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
@@ -81,6 +81,8 @@ class SandboxApp:
         fault = self.state.faults.take(name) or {}
         if name in PAY_ENDPOINTS:
             response = self._pay(name, request, fault)
+        elif name == "cgi-bin/webhook/send":
+            response = self._robot(request, fault)
         else:
             response = self._miniprogram(name, request, fault)
         if fault.get("delay_seconds"):
@@ -111,6 +113,14 @@ class SandboxApp:
             forced = pay.PayError(code, "系统超时" if code == "SYSTEMERROR" else f"{code}(沙箱故障)")
         body, content_type = pay.handle(self.state, name, request.get_data(), forced)
         return Response(body, content_type=content_type)
+
+    def _robot(self, request: Request, fault: dict) -> Response:
+        """The enterprise-WeChat group robot (robot.py); faults answer as WeCom would."""
+        if fault.get("rate_limit"):
+            return json_response(robot.error(45009, "api freq out of limit"))
+        if fault.get("system_error") or fault.get("err_code"):
+            return json_response(robot.error(-1, "system error"))
+        return json_response(robot.send(self.state, request.args.get("key"), request.get_data(), request.method))
 
     def _miniprogram(self, name: str, request: Request, fault: dict) -> Response:
         if fault.get("rate_limit"):

@@ -107,6 +107,13 @@ class SandboxControl:
     def messages(self, touser: str | None = None) -> list:
         return self._call("GET", "messages", params={"touser": touser} if touser else None)
 
+    def robot_messages(self, key: str | None = None) -> list:
+        """The enterprise-WeChat group-robot messages the sandbox accepted, oldest first."""
+        return self._call("GET", "robot-messages", params={"key": key} if key else None)
+
+    def clear_robot_messages(self) -> list:
+        return self._call("DELETE", "robot-messages")
+
     def refunds(self) -> list:
         return self._call("GET", "refunds")
 

@@ -15,6 +15,9 @@ DEMO_APPID = "wx8d5f3c1a2b4e6f70"
 DEMO_APP_SECRET = "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
 DEMO_MCH_ID = "1900000109"
 DEMO_PAY_API_KEY = "starmall0sandbox0pay0api0key0032"
+#: The enterprise-WeChat (WeCom) group robot's webhook key the shop's development settings use
+#: (``ALERT_WECOM_WEBHOOK_URL``); real keys have this UUID shape.
+DEMO_ROBOT_KEY = "5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f"
 
 #: WeChat Pay's re-send schedule for an unacknowledged notification, in seconds: the wait after
 #: the 1st, 2nd, ... failed attempt (15 s, 15 s, 30 s, 3 m, 10 m, 20 m, 30 m x3, 60 m, 3 h x3,
@@ -50,6 +53,9 @@ class SandboxConfig:
             (as WeChat does for an openid of another appid); if False (default) the openid is
             registered as a new user, so tests need not log in first.
         bank_type: the ``bank_type`` reported for payments (WeChat: e.g. ``OTHERS``, ``CMB_DEBIT``).
+        robot_key: the one group-robot webhook key ``cgi-bin/webhook/send`` accepts (others:
+            errcode 93000, as WeCom answers a deleted or mistyped robot).
+        robot_per_minute: messages one robot may send per minute (WeCom: 20; more: errcode 45009).
     """
 
     appid: str = DEMO_APPID
@@ -67,6 +73,8 @@ class SandboxConfig:
     known_templates: frozenset[str] | None = None
     strict_openid: bool = False
     bank_type: str = "OTHERS"
+    robot_key: str = DEMO_ROBOT_KEY
+    robot_per_minute: int = 20
     retry_schedule_seconds: tuple[int, ...] = field(default=RETRY_SCHEDULE_SECONDS)
 
     def retry_delays(self) -> list[float]:
@@ -86,7 +94,7 @@ class SandboxConfig:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> SandboxConfig:
         """Build a config from ``WECHAT_APPID``, ``WECHAT_APP_SECRET``, ``WECHAT_MCH_ID``,
         ``WECHAT_PAY_API_KEY``, ``SANDBOX_RETRY_SCALE``, ``SANDBOX_REFUND_NOTIFY_URL``,
-        ``SANDBOX_MIN_CLOSE_AGE_SECONDS`` and ``SANDBOX_REFUND_DELAY_SECONDS``; unset or empty
+        ``SANDBOX_MIN_CLOSE_AGE_SECONDS``, ``SANDBOX_REFUND_DELAY_SECONDS`` and ``SANDBOX_ROBOT_KEY``; unset or empty
         variables keep the defaults, ``overrides`` (non-None values) win over both."""
         env = os.environ if environ is None else environ
         values: dict = {}
@@ -99,6 +107,7 @@ class SandboxConfig:
             ("refund_notify_url", "SANDBOX_REFUND_NOTIFY_URL", str),
             ("min_close_age_seconds", "SANDBOX_MIN_CLOSE_AGE_SECONDS", float),
             ("refund_delay_seconds", "SANDBOX_REFUND_DELAY_SECONDS", float),
+            ("robot_key", "SANDBOX_ROBOT_KEY", str),
         ):
             raw = env.get(var, "")
             if raw.strip():
@@ -116,3 +125,5 @@ class SandboxConfig:
             raise ValueError("retry_scale must be >= 0")
         if not (self.appid and self.mch_id and self.app_secret):
             raise ValueError("appid, app_secret and mch_id must be set")
+        if not self.robot_key or self.robot_per_minute < 1:
+            raise ValueError("robot_key must be set and robot_per_minute at least 1")

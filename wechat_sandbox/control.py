@@ -132,6 +132,16 @@ def messages(state: SandboxState, request: Request) -> list:
         return [m.to_dict() for m in state.messages if touser is None or m.touser == touser]
 
 
+def robot_messages(state: SandboxState, request: Request) -> list:
+    """The group-robot messages accepted so far (``?key=`` one robot), oldest first; DELETE
+    forgets them (and with them the robot's per-minute count) and answers ``[]``."""
+    key = request.args.get("key")
+    with state.lock:
+        if request.method == "DELETE":
+            state.robot_messages.clear()
+        return [m.to_dict() for m in state.robot_messages if key is None or m.key == key]
+
+
 def refunds(state: SandboxState, request: Request) -> list:
     state.tick()
     with state.lock:
@@ -181,6 +191,7 @@ HANDLERS = {
     "deliver": deliver,
     "resend": resend,
     "messages": messages,
+    "robot_messages": robot_messages,
     "refunds": refunds,
     "settle_refunds": settle_refunds,
     "faults": faults,
@@ -206,6 +217,7 @@ def rules() -> list[Rule]:
         ("/sandbox/notifications/deliver", "deliver", ["POST"]),
         ("/sandbox/notifications/<int:notification_id>/resend", "resend", ["POST"]),
         ("/sandbox/messages", "messages", ["GET"]),
+        ("/sandbox/robot-messages", "robot_messages", ["GET", "DELETE"]),
         ("/sandbox/refunds", "refunds", ["GET"]),
         ("/sandbox/refunds/settle", "settle_refunds", ["POST"]),
         ("/sandbox/faults", "faults", ["GET", "POST", "DELETE"]),

@@ -5,15 +5,16 @@ calls (or notifications), then clears itself; without ``count`` it stays until c
 
 API endpoint faults (``pay/unifiedorder``, ``pay/orderquery``, ``pay/closeorder``,
 ``secapi/pay/refund``, ``pay/refundquery``, ``pay/downloadbill``, ``sns/jscode2session``,
-``cgi-bin/token``, ``cgi-bin/message/subscribe/send``; short aliases ``unifiedorder``, ...):
+``cgi-bin/token``, ``cgi-bin/message/subscribe/send``, the group robot's ``cgi-bin/webhook/send``;
+short aliases ``unifiedorder``, ..., ``robot``):
 
 - ``delay_seconds`` (float): the call is processed, then answered that late (client timeouts).
 - ``drop`` (``true``/``"close"`` or ``"500"``): the call is processed, then the connection is
   closed without an answer (or HTTP 500 is answered): the caller cannot know what happened.
 - ``system_error`` (bool): not processed; Pay answers result_code FAIL, err_code SYSTEMERROR
-  (mini-program endpoints: errcode -1 "system error").
+  (mini-program endpoints and the robot: errcode -1 "system error").
 - ``err_code`` (str): like ``system_error`` with another code, e.g. ``BIZERR_NEED_RETRY``.
-- ``rate_limit`` (bool, mini-program endpoints): not processed; errcode 45011.
+- ``rate_limit`` (bool, mini-program endpoints): not processed; errcode 45011 (the robot: 45009).
 
 Notification faults (``notify`` for payment notices, ``refund_notify`` for refund notices),
 taken when a notice is created:
@@ -37,6 +38,7 @@ API_ENDPOINTS = (
     "sns/jscode2session",
     "cgi-bin/token",
     "cgi-bin/message/subscribe/send",
+    "cgi-bin/webhook/send",
 )
 NOTIFY_KINDS = ("notify", "refund_notify")
 
@@ -50,6 +52,7 @@ ALIASES = {
     "jscode2session": "sns/jscode2session",
     "token": "cgi-bin/token",
     "subscribe_send": "cgi-bin/message/subscribe/send",
+    "robot": "cgi-bin/webhook/send",
     "payment_notify": "notify",
 }
 

@@ -21,6 +21,15 @@ def error(errcode: int, errmsg: str) -> dict:
     return {"errcode": errcode, "errmsg": f"{errmsg}, rid: {_rid()}"}
 
 
+def json_object(raw: bytes) -> dict | None:
+    """A request body that is a UTF-8 JSON object, or None (WeChat: errcode 47001)."""
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
 def _check_app(state: SandboxState, args: dict, secret_key: str) -> dict | None:
     if args.get("appid") != state.config.appid:
         return error(40013, "invalid appid")
@@ -87,11 +96,8 @@ def subscribe_send(state: SandboxState, access_token: str | None, raw: bytes) ->
         return error(40001, "invalid credential, access_token is invalid or not latest")
     if status == "expired":
         return error(42001, "access_token expired")
-    try:
-        body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return error(47001, "data format error")
-    if not isinstance(body, dict):
+    body = json_object(raw)
+    if body is None:
         return error(47001, "data format error")
     touser, template_id = body.get("touser"), body.get("template_id")
     with state.lock:

@@ -215,3 +215,25 @@ class Message:
             "sent_at": wire.beijing(self.sent_at).isoformat(),
             **self.extra,
         }
+
+
+@dataclass
+class RobotMessage:
+    """A message the enterprise-WeChat group robot accepted (errcode 0; ``robot.py``)."""
+
+    id: int
+    key: str
+    msgtype: str  # "text" or "markdown"
+    content: str
+    sent_at: float
+    mentions: dict = field(default_factory=dict)  # text only: mentioned_list, mentioned_mobile_list
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "key": self.key,
+            "msgtype": self.msgtype,
+            "content": self.content,
+            "sent_at": wire.beijing(self.sent_at).isoformat(),
+            **self.mentions,
+        }

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from . import wire
 from .config import SandboxConfig
 from .faults import Faults
-from .models import LoginCode, Message, Notification, Refund, Trade, User
+from .models import LoginCode, Message, Notification, Refund, RobotMessage, Trade, User
 
 #: ``transport(url, body) -> (http_status, response_text)``; raise on network errors.
 Transport = Callable[[str, bytes], tuple[int, str]]
@@ -69,9 +69,11 @@ class SandboxState:
             self.refunds: dict[str, Refund] = {}  # by out_refund_no, in creation order
             self.notifications: dict[int, Notification] = {}
             self.messages: list[Message] = []
+            self.robot_messages: list[RobotMessage] = []  # accepted group-robot messages (robot.py)
             self.api_calls: collections.Counter[str] = collections.Counter()  # e.g. "pay/orderquery"
             self._next_notification_id = 1
             self._next_msgid = 2_000_000_000_000_000_001
+            self._next_robot_id = 1
             self.faults.clear()
             self.logistics = {"down": False, "queries": 0}  # the tracking sandbox (logistics.py)
             self.changed.notify_all()
@@ -140,6 +142,21 @@ class SandboxState:
             )
             self._next_msgid += 1
             self.messages.append(message)
+            return message
+
+    def record_robot_message(self, key: str, msgtype: str, content: str,
+                             mentions: dict) -> RobotMessage | None:
+        """Keep an accepted group-robot message; None (nothing kept) when the robot already sent
+        ``config.robot_per_minute`` messages in the last 60 seconds (WeCom: errcode 45009)."""
+        with self.lock:
+            now = self.clock()
+            recent = sum(1 for m in self.robot_messages if m.key == key and m.sent_at > now - 60)
+            if recent >= self.config.robot_per_minute:
+                return None
+            message = RobotMessage(id=self._next_robot_id, key=key, msgtype=msgtype,
+                                   content=content, sent_at=now, mentions=mentions)
+            self._next_robot_id += 1
+            self.robot_messages.append(message)
             return message
 
     # --- trades ---------------------------------------------------------------------------------

@@ -20,13 +20,13 @@ ROLES: dict[str, list[str]] = {
     "客服": [  # customer service: orders, after-sale requests, reading chats
         "orders.view_order", "orders.view_orderline", "orders.view_orderevent", "orders.view_aftersale",
         "orders.view_followup", "accounts.view_customer", "accounts.view_address", "payments.view_refund",
-        "chat.view_*",
+        "chat.view_*", "alerts.view_*",
     ],
     "财务": [  # finance: refund approval, manual payments, reconciliation, exports
         "orders.view_order", "orders.view_orderevent", "orders.view_aftersale", "orders.decide_aftersale",
         "payments.view_*", "payments.resolve_payment", "payments.retry_refund", "payments.run_reconciliation",
         "payments.batch_refund",
-        "backoffice.export_data", "backoffice.view_dashboard",
+        "backoffice.export_data", "backoffice.view_dashboard", "alerts.view_*", "alerts.resolve_alert",
     ],
     "老师": [  # a teacher: own schedule and chats (querysets are limited to the linked teacher)
         "appointments.view_slot", "appointments.change_slot", "appointments.manage_slot", "appointments.view_booking",

@@ -16,6 +16,7 @@ from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
+from apps.alerts.models import Alert
 from apps.appointments.models import Slot
 from apps.catalog.models import Sku
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
@@ -125,7 +126,7 @@ def todo_counts() -> dict[str, int]:
     ``to_ship`` paid goods orders; ``aftersales`` refund requests waiting; ``manual`` MANUAL
     payments; ``followups_failed`` / ``refunds_failed`` FAILED rows; ``reconciliation`` days
     with differences or a failed download in the last 30 days; ``low_stock`` active SKUs at or
-    below ``LOW_STOCK`` units.
+    below ``LOW_STOCK`` units; ``alerts_open`` alerts nobody marked handled yet.
     """
     since = timezone.localdate() - dt.timedelta(days=30)
     return {
@@ -138,6 +139,7 @@ def todo_counts() -> dict[str, int]:
             status=ReconciliationRun.Status.OK).count(),
         "low_stock": Sku.objects.filter(is_active=True, product__is_active=True, product__kind="goods",
                                         stock__lte=LOW_STOCK).count(),
+        "alerts_open": Alert.objects.filter(resolved_at__isnull=True).count(),
     }
 
 

@@ -19,6 +19,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.alerts.models import Alert
+from apps.alerts.services import alert_raise
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
 
@@ -109,15 +111,28 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     except Exception as exc:  # any handler error: record it and let the sweep retry
         status = (FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS
                   else FollowUp.Status.PENDING)
-        FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-            last_error=f"{type(exc).__name__}: {exc}"[:2000], status=status, locked_until=None
-        )
+        with transaction.atomic():  # FAILED and its one alert together
+            if FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
+                last_error=f"{type(exc).__name__}: {exc}"[:2000], status=status, locked_until=None
+            ) == 1 and status == FollowUp.Status.FAILED:
+                _alert_failed(followup, exc)
         if status == FollowUp.Status.FAILED:
             logger.error("ALERT follow-up %s FAILED after %s attempts: %s", followup.key, followup.attempts, exc)
         else:
             logger.warning("follow-up %s failed (attempt %s): %s", followup.key, followup.attempts, exc)
         return status
     return FollowUp.Status.DONE
+
+
+def _alert_failed(followup: FollowUp, exc: Exception) -> None:
+    """The one alert of a follow-up that turned FAILED (key ``followup:<key>:failed``)."""
+    order_no, kind = followup.order.order_no, followup.get_kind_display()
+    alert_raise(
+        key=f"followup:{followup.key}:failed", kind=Alert.Kind.FOLLOWUP_FAILED,
+        title=f"订单 {order_no} 的后续任务「{kind}」失败",
+        text=(f"订单 {order_no} 的后续任务「{kind}」尝试 {followup.attempts} 次后仍失败：{type(exc).__name__}: {exc}。"
+              f"请在后台「订单 › 后续任务」查看错误并处理。"),
+    )
 
 
 def followups_redispatch(*, now: dt.datetime | None = None) -> int:

@@ -11,12 +11,7 @@ from apps.payments.models import ReconciliationRun
 from starmall.admin import require_perm
 from starmall.admin_money import yuan
 
-KIND_LABELS = {
-    reconciliation.MISSING_LOCAL: "微信有、本地无",
-    reconciliation.MISSING_WECHAT: "本地有、微信无",
-    reconciliation.AMOUNT: "金额不符",
-    reconciliation.STATUS: "状态不符",
-}
+KIND_LABELS = reconciliation.KIND_LABELS
 
 
 def _fen(value) -> str:

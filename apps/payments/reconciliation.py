@@ -50,9 +50,12 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
+from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
+from apps.alerts.models import Alert
+from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
 from apps.payments import wechat
 from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
@@ -64,6 +67,12 @@ ERROR_RETRY_DAYS = 7  # reconcile_previous_day retries days that failed to downl
 _CHUNK = 500  # keys per IN (...) query (SQLite caps bound parameters)
 
 MISSING_LOCAL, MISSING_WECHAT, AMOUNT, STATUS = "missing_local", "missing_wechat", "amount", "status"
+KIND_LABELS = {  # what staff read for each kind of difference (admin, alerts)
+    MISSING_LOCAL: "微信有、本地无",
+    MISSING_WECHAT: "本地有、微信无",
+    AMOUNT: "金额不符",
+    STATUS: "状态不符",
+}
 
 # WeChat refund states that mean money leaves (or is leaving) the merchant account.
 _WECHAT_REFUND_LIVE = frozenset({"SUCCESS", "PROCESSING"})
@@ -414,14 +423,39 @@ def _store(bill_date: dt.date, *, status: str, **values) -> ReconciliationRun:
         create_defaults={**values, "alerted": False},
         defaults={**values, "alerted": Case(When(status=status, then=F("alerted")), default=Value(False))},
     )
-    if status != ReconciliationRun.Status.OK and ReconciliationRun.objects.filter(
-        pk=run.pk, status=status, alerted=False
-    ).update(alerted=True) == 1:
+    with transaction.atomic():  # alerted and the alert row together
+        alerted = status != ReconciliationRun.Status.OK and ReconciliationRun.objects.filter(
+            pk=run.pk, status=status, alerted=False).update(alerted=True) == 1
+        if alerted:
+            _alert(bill_date, status, values)
+    if alerted:
         logger.error("ALERT reconciliation %s %s", bill_date.isoformat(), _summary(status, values))
     run.refresh_from_db()
     if status == ReconciliationRun.Status.OK:
         logger.info("reconciliation %s ok: %s lines, %s fen", bill_date, run.wechat_count, run.wechat_fen)
     return run
+
+
+def _alert(bill_date: dt.date, status: str, values: dict) -> None:
+    """The one alert of a day that turned ``differences`` or ``error`` (key
+    ``reconciliation:<date>:<status>``: a day that fails to download, then shows differences,
+    is two problems; the same status found again is the same one)."""
+    day = bill_date.isoformat()
+    if status == ReconciliationRun.Status.ERROR:
+        title = f"{day} 对账失败：未能取得微信账单"
+        text = f"{day} 的对账未能完成：{values['error']}。请在后台「对账」中查看，稍后「重新对账这一天」。"
+    else:
+        kinds: dict[str, int] = {}
+        for item in values["differences"]:
+            kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+        by_kind = "，".join(f"{KIND_LABELS.get(k, k)} {n} 笔" for k, n in sorted(kinds.items()))
+        numbers = "、".join(d.get("out_refund_no") or d.get("out_trade_no") or "?" for d in values["differences"][:10])
+        more = " 等" if len(values["differences"]) > 10 else ""
+        title = f"{day} 对账有 {len(values['differences'])} 笔差异"
+        text = (f"{day} 的微信账单与本地记录不符：{by_kind}（{numbers}{more}）。微信 {values['wechat_count']} 笔 "
+                f"{values['wechat_fen'] / 100:.2f} 元，本地 {values['local_count']} 笔 {values['local_fen'] / 100:.2f} 元。"
+                f"请在后台「对账」中查看差异明细。")
+    alert_raise(key=f"reconciliation:{day}:{status}", kind=Alert.Kind.RECONCILIATION, title=title, text=text)
 
 
 def _summary(status: str, values: dict) -> str:

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served locally: /api/docs/ works offline
     "starmall",
+    "apps.alerts",  # bottom layer: imports no other app, every app may raise an alert
     "apps.files",
     "apps.accounts",
     "apps.catalog",
@@ -250,6 +251,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.chat.tasks.chat_notices_resend",
         "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
+    "alerts-sweep": {
+        "task": "apps.alerts.tasks.alerts_sweep",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -399,6 +404,26 @@ LOGISTICS_CACHE_SECONDS = env.int("LOGISTICS_CACHE_SECONDS", default=600)
 AUTO_RECEIVE_DAYS = env.int("AUTO_RECEIVE_DAYS", default=10)
 WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED", default="order-shipped")
 
+# --- Alerts (apps.alerts): MANUAL payments, FAILED refunds / follow-ups, reconciliation ------
+# Each problem is recorded once and sent to every backend here (dotted paths; README "Alerts").
+# Development: the enterprise-WeChat group robot of the local sandbox (its demo key) and mails
+# written to var/mail/ (settings.local); production names its own (settings.production).
+ALERT_BACKENDS = env.list("ALERT_BACKENDS", default=[
+    "apps.alerts.backends.LogBackend", "apps.alerts.backends.WeComRobotBackend", "apps.alerts.backends.EmailBackend",
+])
+SANDBOX_ROBOT_KEY = "5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f"  # wechat_sandbox.DEMO_ROBOT_KEY (no import: production)
+ALERT_WECOM_WEBHOOK_URL = env.str("ALERT_WECOM_WEBHOOK_URL",
+                                  default=f"{SANDBOX_BASE}cgi-bin/webhook/send?key={SANDBOX_ROBOT_KEY}")
+ALERT_WECOM_MSGTYPE = env.str("ALERT_WECOM_MSGTYPE", default="markdown")  # or "text"
+ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
+ALERT_TIMEOUT_SECONDS = env.float("ALERT_TIMEOUT_SECONDS", default=5.0)
+# Django's mail (alert mails): EMAIL_URL such as smtp+tls://user:password@smtp.example.com:587
+# (django-environ's email_url); development writes mails to files instead (settings.local).
+vars().update(env.email_url("EMAIL_URL", default="smtp://localhost:25"))
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Starmall <alerts@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
 # --- i18n / time ----------------------------------------------------------------------------
 LANGUAGE_CODE = "zh-hans"
 TIME_ZONE = "Asia/Shanghai"
@@ -475,6 +500,10 @@ def _check() -> None:
         raise ImproperlyConfigured("INVALID_NOTIFICATION_SAMPLES must be >= 0, INVALID_NOTIFICATION_SAMPLE_CHARS > 0")
     if len(WECHAT_PAY_API_KEY) != 32:
         raise ImproperlyConfigured("WECHAT_PAY_API_KEY must be the 32-character WeChat Pay API key")
+    if ALERT_WECOM_MSGTYPE not in ("markdown", "text") or ALERT_TIMEOUT_SECONDS <= 0:
+        raise ImproperlyConfigured("ALERT_WECOM_MSGTYPE must be markdown or text, ALERT_TIMEOUT_SECONDS positive")
+    if not ALERT_BACKENDS:
+        raise ImproperlyConfigured("ALERT_BACKENDS must name at least one backend (apps.alerts.backends.LogBackend)")
     for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):
         if not globals()[name].endswith("/"):
             raise ImproperlyConfigured(f"{name} must end in '/' (wechatpy joins paths onto it)")

@@ -1,9 +1,16 @@
 """Settings for a developer's machine and the demo shop (``make run``)."""
 
 from .base import *  # noqa: F401,F403
-from .base import _check, env
+from .base import VAR_DIR, _check, env
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
 SECRET_KEY = SECRET_KEY or "dev-only-insecure-secret-key-change-me"  # noqa: F405
+
+# Alert mails (apps.alerts.backends.EmailBackend) land as files in var/mail/ unless EMAIL_URL
+# names a real server; the robot's messages go to the sandbox (GET /sandbox/robot-messages).
+if not env.str("EMAIL_URL", default=""):
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = str(VAR_DIR / "mail")
+ALERT_EMAILS = env.list("ALERT_EMAILS", default=["ops@localhost"])
 
 _check()

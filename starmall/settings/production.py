@@ -6,7 +6,7 @@ at nginx, which sets ``X-Forwarded-Proto``; Django redirects plain http and send
 """
 
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -40,6 +40,32 @@ for _name, _hosts in WECHAT_HOSTS.items():
             f"{_name} must be https://{sorted(_hosts)[0]}/ (https on WeChat's hosts: {', '.join(sorted(_hosts))}), "
             f"not {globals()[_name]!r}"
         )
+
+# Alerts must reach someone (apps.alerts): an enterprise-WeChat group robot and/or mail. The
+# robot's webhook only on WeCom's host over https (the sandbox default of base is not kept);
+# ALERT_BACKENDS set by hand (e.g. the LogBackend alone) is taken as a deliberate choice.
+ALERT_WECOM_WEBHOOK_URL = env.str("ALERT_WECOM_WEBHOOK_URL", default="")
+ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
+_WECOM = "apps.alerts.backends.WeComRobotBackend"
+_EMAIL = "apps.alerts.backends.EmailBackend"
+if not env.str("ALERT_BACKENDS", default=""):
+    if not (ALERT_WECOM_WEBHOOK_URL or ALERT_EMAILS):
+        raise ImproperlyConfigured(
+            "production sends alerts somewhere: set ALERT_WECOM_WEBHOOK_URL (an enterprise-WeChat group robot) "
+            "and/or ALERT_EMAILS (with EMAIL_URL), or ALERT_BACKENDS=apps.alerts.backends.LogBackend to only log them"
+        )
+    ALERT_BACKENDS = ["apps.alerts.backends.LogBackend"] + [_WECOM] * bool(ALERT_WECOM_WEBHOOK_URL) + [_EMAIL] * bool(ALERT_EMAILS)
+if _WECOM in ALERT_BACKENDS:  # noqa: F405
+    _url = urlsplit(ALERT_WECOM_WEBHOOK_URL)
+    _key = dict(parse_qsl(_url.query)).get("key", "")
+    if (_url.scheme != "https" or _url.hostname != "qyapi.weixin.qq.com" or _url.port not in (None, 443)
+            or _url.username or _url.path != "/cgi-bin/webhook/send" or not _key or _url.fragment):
+        raise ImproperlyConfigured(
+            "ALERT_WECOM_WEBHOOK_URL must be https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=<the robot's key> "
+            f"(the group robot's webhook on WeCom's host), not {ALERT_WECOM_WEBHOOK_URL!r}"
+        )
+if _EMAIL in ALERT_BACKENDS and not ALERT_EMAILS:  # noqa: F405
+    raise ImproperlyConfigured("ALERT_EMAILS must list who gets alert mails when ALERT_BACKENDS has the EmailBackend")
 
 # The merchant API certificate is needed for every refund: find a wrong path at start-up, not
 # at the first refund.

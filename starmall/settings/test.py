@@ -25,6 +25,10 @@ CELERY_TASK_ROUTES = {
 if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": f"test_starmall_{RUN_ID}"}
 WECHAT_TIMEOUT_SECONDS = 3.0
+# Alerts: the robot is the session's sandbox (tests/conftest.py points the URL at it); mails go
+# to Django's locmem outbox (pytest-django), for this address.
+ALERT_EMAILS = ["ops@example.com"]
+ALERT_TIMEOUT_SECONDS = 3.0
 # django-axes needs the request in authenticate(); the test client's login() passes none.
 # tests/accounts/test_admin_lockout.py turns it on (override_settings) to test the lockout.
 AXES_ENABLED = False

@@ -17,6 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Coupon, Customer, WalletEvent
+from apps.alerts.models import Alert
+from apps.alerts.services import alert_raise
 from apps.appointments.models import Slot
 from apps.catalog.models import Sku
 from apps.orders import services as orders
@@ -32,7 +34,7 @@ ACTIONS = [  # (model label, action name): every state-changing admin action
     ("orders.order", "ship_with_tracking"), ("orders.aftersale", "approve_return"),
     ("orders.aftersale", "confirm_return_received"), ("orders.aftersale", "reject_with_reason"),
     ("payments.payment", "check_with_wechat"), ("payments.refund", "retry"),
-    ("payments.reconciliationrun", "reconcile_again"),
+    ("payments.reconciliationrun", "reconcile_again"), ("alerts.alert", "mark_handled"),
 ]
 
 
@@ -55,6 +57,8 @@ def shop(buyer, paid_orders, goods_sku, place_order, consultation):
     Coupon.objects.create(customer=customer, title="满100减10", discount_fen=1000, min_spend_fen=10000,
                           valid_until=timezone.now() + dt.timedelta(days=30))
     ReconciliationRun.objects.create(bill_date=dt.date(2026, 11, 30), status="ok")
+    alert_raise(key=f"refund:{refund.out_refund_no}:failed", kind=Alert.Kind.REFUND_FAILED,
+                title=f"退款 {refund.out_refund_no} 失败", text="SYSTEMERROR")
     return {"customer": customer, "unpaid": Order.objects.get(order_no=unpaid["order_no"]),
             "paid": shipped_later, "requested": with_request, "refund": refund,
             "booked_slot": consultation.slots[-1], "free_slot": consultation.slots[0], "sku": goods_sku}
@@ -75,6 +79,7 @@ def snapshot() -> dict:
         "wallet_events": WalletEvent.objects.count(),
         "coupons": list(Coupon.objects.order_by("pk").values_list("pk", "status", "used_order_no", "discount_fen")),
         "runs": list(ReconciliationRun.objects.values_list("pk", "status", "checked_at")),
+        "alerts": list(Alert.objects.values_list("pk", "resolved_at", "resolved_by")),
     }
 
 

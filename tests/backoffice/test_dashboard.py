@@ -80,6 +80,7 @@ def test_todo_counts_link_to_filtered_lists(staff, customer):
     assert todo["to_ship"] == 1
     assert todo["manual"] == 1
     assert todo["aftersales"] == 0
+    assert todo["alerts_open"] == 0
     page = staff.get(reverse("admin:index"))
     assert page.status_code == 200
     html = page.content.decode()
@@ -91,7 +92,7 @@ def test_todo_counts_link_to_filtered_lists(staff, customer):
     for url in ("/admin/orders/order/?status__exact=paid&kind__exact=goods", "/admin/payments/payment/?status__exact=manual",
                 "/admin/payments/reconciliationrun/?status__in=differences,error", "/admin/catalog/sku/?stock__lte=5&is_active__exact=1",
                 "/admin/orders/aftersale/?status__exact=requested", "/admin/payments/refund/?status__exact=failed",
-                "/admin/orders/followup/?status__exact=failed"):
+                "/admin/orders/followup/?status__exact=failed", "/admin/alerts/alert/?handled=no"):
         response = staff.get(url)
         assert response.status_code == 200, url
         assert "?e=1" not in response.url if hasattr(response, "url") else True

@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Teacher
@@ -138,3 +139,25 @@ def test_a_dead_workers_lease_expires_and_the_reminder_goes_once(far, wechat):
     assert reminders.reminder_send(reminder_id=row.pk, now=later) == "sent"
     assert ConsultationReminder.objects.get(pk=row.pk).attempts == 2
     assert len([m for m in wechat.state.messages if m.touser == far.customer.openid]) == 1
+
+
+def test_a_reminder_failed_twice_is_one_alert_and_one_robot_message(far, wechat):
+    from apps.alerts.models import Alert
+    from apps.alerts.services import alerts_sweep
+
+    start = Slot.objects.get(pk=far.old.pk).start  # the customer is unknown to WeChat: every send fails
+    now = start - dt.timedelta(hours=3)
+    reminders.reminders_schedule(now=now)
+    row = ConsultationReminder.objects.get()
+    for _ in range(2):  # FAILED; put back by hand and FAILED again
+        for attempt in range(ConsultationReminder.MAX_ATTEMPTS):
+            reminders.reminder_send(reminder_id=row.pk, now=now + dt.timedelta(minutes=attempt))
+        assert ConsultationReminder.objects.get(pk=row.pk).status == "failed"
+        ConsultationReminder.objects.filter(pk=row.pk).update(status="pending", attempts=0)
+    alert = Alert.objects.get()
+    assert (alert.key, alert.kind) == (f"reminder:{row.pk}:failed", "reminder_failed")
+    assert alert.title == f"订单 {far.order['order_no']} 的咨询提醒发送失败"
+    assert "40003" in alert.text and "请联系顾客确认咨询时间" in alert.text
+    assert alerts_sweep(now=timezone.now() + dt.timedelta(minutes=2)) == {"sent": 1}
+    [message] = wechat.control.robot_messages()
+    assert far.order["order_no"] in message["content"]

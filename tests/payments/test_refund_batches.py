@@ -221,6 +221,11 @@ def test_an_item_error_is_retried_with_back_off_isolated_then_failed_and_requeue
     item.refresh_from_db()
     assert (item.attempts, item.note) == (3, "尝试 3 次仍失败：OperationalError: could not serialize access")
     assert sum("ALERT refund batch" in r.getMessage() for r in caplog.records) == 1
+    from apps.alerts.models import Alert
+
+    alert = Alert.objects.get()  # one alert, keyed by the item (issue 12 item 7)
+    assert (alert.key, alert.kind) == (f"refund_batch_item:{item.pk}:failed", "refund_failed")
+    assert broken.order_no in alert.text
     assert AfterSale.objects.filter(order=broken).count() == 0 and Payment.objects.get(order=broken).refunded_fen == 0
 
     monkeypatch.setattr(refunds, "refund_request", real)  # fixed: staff retry the failed item
