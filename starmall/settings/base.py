@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import environ
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
+from django.templatetags.static import static
 
 from starmall import embedded_redis
 
@@ -53,7 +54,7 @@ INSTALLED_APPS = [
     "apps.reviews",
     "apps.backoffice",
     "apps.chat",
-    "axes",  # admin login lockout; last, as its docs ask
+    "apps.backoffice.apps.AxesConfig",  # admin login lockout (django-axes, named in Chinese); last, as its docs ask
 ]
 
 MIDDLEWARE = [
@@ -395,6 +396,9 @@ WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED",
 LANGUAGE_CODE = "zh-hans"
 TIME_ZONE = "Asia/Shanghai"
 USE_I18N = True
+# Chinese for what the admin theme (django-unfold) and django-axes ship untranslated.
+LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["starmall.formats"]  # "2026-12-01 20:00" in the admin
 USE_TZ = True
 
 # Uploaded files and demo pictures (apps.files): stored through STORAGES["default"] (local
@@ -414,6 +418,7 @@ UNFOLD = {
     "SHOW_VIEW_ON_SITE": False,
     "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",
     "SIDEBAR": {"show_search": True, "show_all_applications": True},
+    "STYLES": [lambda request: static("backoffice/admin.css")],  # list cells: whole Chinese words
 }
 
 STATIC_URL = "static/"

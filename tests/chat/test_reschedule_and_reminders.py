@@ -45,7 +45,7 @@ def test_reschedule_moves_the_place_in_one_go(far, make_api):
     assert Booking.objects.get(order_no=far.order["order_no"]).slot_id == far.target.pk
     assert Order.objects.get(order_no=far.order["order_no"]).slot_id == far.target.pk
     notes = list(OrderEvent.objects.filter(order__order_no=far.order["order_no"]).values_list("note", "actor"))
-    assert notes[-1][1] == "customer" and notes[-1][0].startswith(f"rescheduled #{far.old.pk} ")
+    assert notes[-1][1] == "customer" and notes[-1][0].startswith(f"改约 #{far.old.pk} ")
 
 
 def test_reschedule_refusals_leave_everything_as_it_was(far, make_api, make_customer, consultation, settings):
