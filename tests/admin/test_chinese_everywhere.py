@@ -140,28 +140,21 @@ def test_admin_columns_actions_filters_forms_are_chinese(superuser_request):
 # --- rendered pages --------------------------------------------------------------------------
 
 @pytest.fixture
-def a_row_of_everything(request, make_api, wechat, deliver, place_order):
+def a_row_of_everything(shop_with_a_paid_order, make_api, place_order, consultation):
     """The demo shop plus at least one row of every model the admin shows: a paid goods order
     with a refund request and a shipment, a paid consultation with its chat, a review, a
     recharge, a coupon issue, a sign-in, a reconciliation run."""
-    call_command("seed_demo", verbosity=0)
-    from apps.accounts.models import Address, Customer
-    from apps.catalog.models import Sku
+    call_command("seed_demo", verbosity=0)  # the rest of the demo (coupons, freight, recharge packages, ...)
+    from apps.accounts.models import Customer
     from apps.chat.models import ChatMessage, ChatNotice, ChatSession, ConsultationReminder
     from apps.marketing.models import CouponIssue, CouponTemplate, SignIn
     from apps.orders.models import AfterSale, Order, OrderLine, Shipment
     from apps.payments.models import InvalidNotificationDay, Recharge, RechargePackage, ReconciliationRun
     from apps.reviews.models import Review
 
-    consultation = request.getfixturevalue("consultation")  # after the demo: seed_demo wants an empty shop
     customer = Customer.objects.get(pk=1)
     api = make_api(customer)
-    order = place_order(api, items=[(Sku.objects.get(pk=1), 1)], address=Address.objects.get(pk=1))
-    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
-    wechat.control.pay(order["order_no"])
-    deliver()
-    api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了"}, format="json")
-    goods = Order.objects.get(order_no=order["order_no"])
+    goods = Order.objects.get(order_no=shop_with_a_paid_order["order_no"])
     now = timezone.now()
     Shipment.objects.create(order=goods, carrier_code="shunfeng", carrier="顺丰速运", tracking_no="SF1234567890",
                             shipped_by="staff:boss", shipped_at=now)
