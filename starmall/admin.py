@@ -24,7 +24,7 @@ MAX_MESSAGES = 50  # per-object lines shown after a bulk action; the summary cou
 def require_perm(request, perm: str) -> None:
     """Raise PermissionDenied unless the staff user holds ``perm`` ("app_label.codename")."""
     if not request.user.has_perm(perm):
-        raise PermissionDenied(f"needs permission {perm}")
+        raise PermissionDenied(f"需要权限 {perm}")
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
-"""Readable text for the JSON snapshots the admin shows (addresses, specs), Shanghai times."""
+"""Readable text for what the admin shows: JSON snapshots (addresses, specs), who did something
+(an order event's actor), Shanghai times."""
 
 from __future__ import annotations
 
 from django.utils import timezone
+
+from starmall.admin_money import yuan
 
 
 def address_text(snapshot: dict | None) -> str:
@@ -18,6 +21,41 @@ def specs_text(specs: dict | None) -> str:
     if not specs:
         return "-"
     return "；".join(f"{k}：{v}" for k, v in specs.items())
+
+
+def coupon_terms_text(*, kind: str, amount_fen: int, percent: int, max_discount_fen: int | None,
+                      threshold_fen: int) -> str:
+    """A coupon's (or template's) terms in one line, amounts in yuan: "满 150.00 减 30.00",
+    "无门槛减 10.00", "满 100.00 减 15%，最多减 20.00". ``kind`` "amount" or "percent"."""
+    where = f"满 {yuan(threshold_fen)} " if threshold_fen else "无门槛"
+    if kind == "percent":
+        cap = f"，最多减 {yuan(max_discount_fen)}" if max_discount_fen is not None else ""
+        return f"{where}减 {percent}%{cap}"
+    return f"{where}减 {yuan(amount_fen)}"
+
+
+#: actor codes written by the services (OrderEvent.actor, AfterSale.decided_by ...) -> what staff read
+ACTORS = {
+    "customer": "顾客",
+    "wechat": "微信支付通知",
+    "wechat-notify": "微信支付通知",
+    "wechat-refund-notify": "微信退款通知",
+    "wechat:orderquery": "微信查单",
+    "system": "系统",
+    "system:timeout": "系统（超时未支付）",
+    "system:auto": "系统（自动同意）",
+    "system:auto-receive": "系统（自动确认收货）",
+    "system:slot-passed": "系统（咨询时段已过）",
+}
+
+
+def actor_text(actor: str | None) -> str:
+    """``"staff:boss"`` -> "员工 boss"; ``"system:timeout"`` -> "系统（超时未支付）"; an unknown code as it is."""
+    if not actor:
+        return "-"
+    if actor.startswith("staff:"):
+        return f"员工 {actor[len('staff:'):]}"
+    return ACTORS.get(actor, actor)
 
 
 def shanghai(value) -> str:

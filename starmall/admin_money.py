@@ -1,8 +1,8 @@
 """Money in the back office: stored as integer fen, entered and shown as yuan with two decimals.
 
 ONE display helper (:func:`yuan`) and ONE form field (:class:`YuanField`), used for every
-``*_fen`` model field by :class:`YuanAdminMixin` (which ``starmall.admin_site`` mixes into every
-registered ModelAdmin and inline), so no admin formats money by hand.
+fen model field by :class:`YuanAdminMixin` (which the shop's admin site mixes into every
+registered ModelAdmin and inline, ``apps.backoffice.site``), so no admin formats money by hand.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import forms
+from django.core import validators
 from django.core.exceptions import ValidationError
+from unfold.widgets import UnfoldAdminTextInputWidget
 
 FEN_PER_YUAN = 100
 
@@ -42,7 +44,8 @@ class YuanField(forms.Field):
     """A form field for a ``*_fen`` column: the user types yuan ("12.34"), ``cleaned_data`` holds
     integer fen (1234). The initial fen value is shown as yuan. ``min_fen``/``max_fen`` bound it."""
 
-    widget = forms.TextInput(attrs={"inputmode": "decimal", "class": "vTextField yuan-input", "style": "width:10em"})
+    # The admin theme's text input (a plain TextInput renders unstyled, like text, under django-unfold).
+    widget = UnfoldAdminTextInputWidget(attrs={"inputmode": "decimal", "class": "yuan-input", "style": "max-width:12em"})
 
     def __init__(self, *, min_fen: int | None = 0, max_fen: int | None = None, **kwargs):
         kwargs.pop("max_length", None)
@@ -79,40 +82,53 @@ class YuanField(forms.Field):
 
 
 def _yuan_column(field):
-    """A read-only column/field showing ``field`` (a ``*_fen`` model field) in yuan."""
+    """A read-only column/field showing ``field`` (a fen model field) in yuan."""
     name = field.name
 
     def column(obj):
         return yuan(getattr(obj, name))
 
-    label = str(field.verbose_name)
-    if label == name.replace("_", " "):  # no Chinese label on the model: say what it is
-        label = name[: -len("_fen")].replace("_", " ")
-    column.short_description = f"{label}（元）"
+    column.short_description = f"{field.verbose_name}（元）"
     column.admin_order_field = name
     return column
 
 
+#: Model fields holding fen whose names do not end in ``_fen``: WeChat's own field name.
+FEN_FIELD_NAMES = ("total_fee",)
+
+_INTEGER_TYPES = ("IntegerField", "PositiveIntegerField", "BigIntegerField", "PositiveBigIntegerField",
+                  "SmallIntegerField", "PositiveSmallIntegerField")
+
+
+def _bounds(db_field) -> tuple[int | None, int | None]:
+    """The (min, max) fen the model field's validators allow: its own ``MinValueValidator`` /
+    ``MaxValueValidator`` and the integer column's range (0 for positive fields)."""
+    lows = [v.limit_value for v in db_field.validators if isinstance(v, validators.MinValueValidator)]
+    highs = [v.limit_value for v in db_field.validators if isinstance(v, validators.MaxValueValidator)]
+    return (max(lows) if lows else None), (min(highs) if highs else None)
+
+
 class YuanAdminMixin:
-    """For ModelAdmins and inlines: every ``*_fen`` field is a :class:`YuanField` when editable and a
-    yuan column (``<name>_yuan``) when shown read-only or in the change list."""
+    """For ModelAdmins and inlines: every ``*_fen`` field (and WeChat's ``total_fee``) is a
+    :class:`YuanField` when editable and a yuan column (``<name>_yuan``) when shown read-only or
+    in the change list. Label: the field's verbose name + "（元）"; bounds: its validators."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._fen_fields = {
             f.name: f for f in self.model._meta.concrete_fields
-            if f.name.endswith("_fen") and f.get_internal_type() in ("IntegerField", "PositiveIntegerField", "BigIntegerField", "PositiveBigIntegerField", "SmallIntegerField", "PositiveSmallIntegerField")
+            if (f.name.endswith("_fen") or f.name in FEN_FIELD_NAMES) and f.get_internal_type() in _INTEGER_TYPES
         }
         for name, field in self._fen_fields.items():
             setattr(self, f"{name}_yuan", _yuan_column(field))
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name in getattr(self, "_fen_fields", {}):
-            min_fen = 0 if "Positive" in db_field.get_internal_type() else None
+            min_fen, max_fen = _bounds(db_field)
             return YuanField(
-                label=f"{db_field.verbose_name}（元）", required=not db_field.blank,
+                label=kwargs.get("label") or f"{db_field.verbose_name}（元）", required=not db_field.blank,
                 initial=db_field.default if isinstance(db_field.default, int) else None,
-                min_fen=min_fen, help_text=db_field.help_text or "",
+                min_fen=min_fen, max_fen=max_fen, help_text=kwargs.get("help_text") or db_field.help_text or "",
             )
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 

@@ -3,6 +3,7 @@ from django.db import models
 
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
 from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin
+from starmall.admin_display import coupon_terms_text
 
 
 class AddressInline(admin.TabularInline):
@@ -34,11 +35,15 @@ class CouponAdmin(ChangedFieldsAdmin):
     """Staff may grant coupons and edit their terms; ``status`` / ``used_order_no`` move only in
     the wallet services (take at order create, return on cancel)."""
 
-    list_display = ["id", "customer", "title", "kind", "discount_fen", "percent", "min_spend_fen", "status",
-                    "valid_until", "used_order_no", "template"]
+    list_display = ["title", "customer", "terms", "status", "valid_until", "used_order_no"]
     list_filter = ["status", "kind"]
     search_fields = ["customer__openid", "used_order_no", "title"]
     raw_id_fields = ["customer"]
+
+    @admin.display(description="优惠")
+    def terms(self, coupon: Coupon) -> str:
+        return coupon_terms_text(kind=coupon.kind, amount_fen=coupon.discount_fen, percent=coupon.percent,
+                                 max_discount_fen=coupon.max_discount_fen, threshold_fen=coupon.min_spend_fen)
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:

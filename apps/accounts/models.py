@@ -11,8 +11,8 @@ from django.db.models import Q
 class Customer(models.Model):
     """A WeChat user of the mini-program, identified by ``openid`` under our appid."""
 
-    openid = models.CharField(verbose_name="openid", max_length=64, unique=True)
-    unionid = models.CharField(verbose_name="unionid", max_length=64, blank=True)
+    openid = models.CharField(verbose_name="微信 openid", max_length=64, unique=True)
+    unionid = models.CharField(verbose_name="微信 unionid", max_length=64, blank=True)
     nickname = models.CharField(verbose_name="昵称", max_length=64, blank=True)
     avatar_url = models.URLField(verbose_name="头像", blank=True)
     phone = models.CharField(verbose_name="手机号", max_length=20, blank=True)
@@ -130,24 +130,26 @@ class Coupon(models.Model):
         AMOUNT = "amount", "满减"
         PERCENT = "percent", "折扣"
 
-    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="coupons")
-    title = models.CharField(max_length=64)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
-    discount_fen = models.PositiveIntegerField(default=0)  # fen off (kind AMOUNT)
-    percent = models.PositiveSmallIntegerField(default=0)  # % off (kind PERCENT), 1..99
-    max_discount_fen = models.PositiveIntegerField(null=True, blank=True)  # fen cap (PERCENT); null: none
-    min_spend_fen = models.PositiveIntegerField(default=0)  # fen of in-scope goods (the threshold)
-    valid_from = models.DateTimeField(null=True, blank=True)
-    valid_until = models.DateTimeField()
-    template = models.ForeignKey("marketing.CouponTemplate", null=True, blank=True, on_delete=models.PROTECT,
+    customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.PROTECT, related_name="coupons")
+    title = models.CharField(verbose_name="名称", max_length=64)
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
+    discount_fen = models.PositiveIntegerField(verbose_name="优惠金额", default=0)  # fen off (kind AMOUNT)
+    percent = models.PositiveSmallIntegerField(verbose_name="折扣（减 %）", default=0)  # % off (kind PERCENT), 1..99
+    max_discount_fen = models.PositiveIntegerField(verbose_name="最多优惠", null=True, blank=True)  # fen cap (PERCENT); null: none
+    min_spend_fen = models.PositiveIntegerField(verbose_name="使用门槛", default=0)  # fen of in-scope goods (the threshold)
+    valid_from = models.DateTimeField(verbose_name="生效时间", null=True, blank=True)
+    valid_until = models.DateTimeField(verbose_name="到期时间")
+    template = models.ForeignKey("marketing.CouponTemplate", verbose_name="券模板", null=True, blank=True, on_delete=models.PROTECT,
                                  related_name="coupons")
-    batch = models.ForeignKey("marketing.CouponIssue", null=True, blank=True, on_delete=models.PROTECT,
+    batch = models.ForeignKey("marketing.CouponIssue", verbose_name="发放批次", null=True, blank=True, on_delete=models.PROTECT,
                               related_name="coupons")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.AVAILABLE)
-    used_order_no = models.CharField(max_length=32, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.AVAILABLE)
+    used_order_no = models.CharField(verbose_name="使用订单号", max_length=32, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "优惠券"
+        verbose_name_plural = "优惠券"
         constraints = [
             models.UniqueConstraint(fields=["batch", "customer"], condition=Q(batch__isnull=False),
                                     name="coupon_once_per_batch"),
@@ -156,8 +158,8 @@ class Coupon(models.Model):
 
     def __str__(self) -> str:
         if self.kind == self.Kind.PERCENT:
-            return f"{self.title} ({self.percent}% off)"
-        return f"{self.title} ({self.discount_fen / 100:.2f} 元)"
+            return f"{self.title}（减 {self.percent}%）"
+        return f"{self.title}（{self.discount_fen / 100:.2f} 元）"
 
 
 class Address(models.Model):

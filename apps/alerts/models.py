@@ -44,7 +44,7 @@ class Alert(models.Model):
         verbose_name = "告警"
         verbose_name_plural = "告警"
         ordering = ["-id"]
-        permissions = [("resolve_alert", "Can mark alerts as handled")]
+        permissions = [("resolve_alert", "可以把告警标记为已处理")]
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="alert_status_next_idx"),
             models.Index(fields=["resolved_at"], name="alert_resolved_idx"),

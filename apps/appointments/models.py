@@ -23,7 +23,7 @@ class Slot(models.Model):
         verbose_name = "预约时段"
         verbose_name_plural = "预约时段"
         ordering = ["start", "teacher_id"]
-        permissions = [("manage_slot", "Can add, change and delete slots (capacity, open, times of unbooked slots)")]
+        permissions = [("manage_slot", "可以增删改预约时段（人数、开放、未被预约时段的时间）")]
         constraints = [
             models.UniqueConstraint(fields=["teacher", "start"], name="slot_teacher_start_unique"),
             models.CheckConstraint(condition=Q(booked__lte=F("capacity")), name="slot_booked_lte_capacity"),
@@ -60,14 +60,14 @@ class DayOff(models.Model):
     makes that day's new slots closed too. UNIQUE (teacher, date); written by
     ``services.day_block`` only (booked slots of the day stay as they are, and are reported)."""
 
-    teacher = models.ForeignKey("catalog.Teacher", on_delete=models.CASCADE, related_name="days_off")
-    date = models.DateField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    teacher = models.ForeignKey("catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="days_off")
+    date = models.DateField(verbose_name="日期")
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
         ordering = ["date"]
-        verbose_name = "day off"
-        verbose_name_plural = "days off"
+        verbose_name = "休息日"
+        verbose_name_plural = "休息日"
         constraints = [models.UniqueConstraint(fields=["teacher", "date"], name="dayoff_teacher_date_unique")]
 
     def __str__(self) -> str:

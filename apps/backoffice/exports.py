@@ -38,7 +38,7 @@ def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
                "支付方式", "下单时间", "支付时间", "发货时间", "收货地址"]
         qs = Order.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("customer").order_by("id")
         for o in qs.iterator(chunk_size=CHUNK):
-            yield [o.order_no, str(o.customer), o.kind, o.get_status_display(), yuan(o.goods_fen), yuan(o.freight_fen),
+            yield [o.order_no, str(o.customer), o.get_kind_display(), o.get_status_display(), yuan(o.goods_fen), yuan(o.freight_fen),
                    yuan(o.coupon_fen), yuan(o.points_fen), yuan(o.pay_fen), o.get_pay_method_display(),
                    shanghai(o.created_at), shanghai(o.paid_at), shanghai(o.shipped_at), address_text(o.address)]
     elif kind == "refunds":
@@ -52,7 +52,7 @@ def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
                "创建时间", "支付时间"]
         qs = Payment.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
         for p in qs.iterator(chunk_size=CHUNK):
-            yield [p.out_trade_no or "", p.order.order_no, p.method, p.get_status_display(), yuan(p.total_fee),
+            yield [p.out_trade_no or "", p.order.order_no, p.get_method_display(), p.get_status_display(), yuan(p.total_fee),
                    yuan(p.refunded_fen), p.transaction_id or "", shanghai(p.created_at), shanghai(p.paid_at)]
     elif kind == "reconciliation":
         yield ["账单日期", "结果", "微信笔数", "本地笔数", "微信金额（元）", "本地金额（元）", "差异数", "错误"]

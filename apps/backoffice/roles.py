@@ -4,9 +4,21 @@
 ``make run`` (``runshop``), so permissions that appear later (e.g. the chat app's) are added to
 the roles that read them. A permission that does not exist (yet) is skipped, never an error.
 Each entry is "app_label.codename", or "app_label.view_*" for every view permission of an app.
+
+``permission_names_sync`` (after every ``migrate``) names the permissions in Chinese, as the
+group editor lists them: Django creates its own four as "Can add <model>" and never renames a
+permission whose name changed in ``Meta.permissions``.
 """
 
 from __future__ import annotations
+
+from django.apps import apps as global_apps
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
+from django.utils import translation
+
+#: Django's default permissions (``Meta.default_permissions``) -> the verb shown
+BUILTIN_VERBS = {"add": "添加", "change": "修改", "delete": "删除", "view": "查看"}
 
 #: group name -> permissions ("app.codename" or "app.view_*")
 ROLES: dict[str, list[str]] = {
@@ -57,3 +69,34 @@ def sync_roles(group_model, permission_model) -> dict[str, int]:
         group.permissions.add(*perms)
         out[name] = group.permissions.count()
     return out
+
+
+def permission_names_sync(app_config, using: str = DEFAULT_DB_ALIAS, apps=global_apps, **kwargs) -> int:
+    """``post_migrate`` receiver: give every permission of ``app_config``'s models its Chinese
+    name — "可以查看订单" for Django's add/change/delete/view, the ``Meta.permissions`` text for
+    the named ones. Runs after ``django.contrib.auth`` created the missing rows (auth is
+    installed first); updates only rows whose name differs. Returns the rows renamed."""
+    if app_config.models_module is None:
+        return 0
+    try:
+        permission_model = apps.get_model("auth", "Permission")
+    except LookupError:  # a migration state without auth
+        return 0
+    wanted = {}  # (app_label, model_name, codename) -> name
+    with translation.override(settings.LANGUAGE_CODE):
+        for model in app_config.get_models():
+            opts = model._meta
+            for action in opts.default_permissions:
+                if action in BUILTIN_VERBS:
+                    wanted[(opts.app_label, opts.model_name, f"{action}_{opts.model_name}")] = (
+                        f"可以{BUILTIN_VERBS[action]}{opts.verbose_name}")
+            for codename, name in opts.permissions:
+                wanted[(opts.app_label, opts.model_name, codename)] = str(name)
+    renamed = 0
+    rows = permission_model.objects.using(using).filter(content_type__app_label=app_config.label).values_list(
+        "pk", "content_type__app_label", "content_type__model", "codename", "name")
+    for pk, app_label, model_name, codename, name in list(rows):
+        new = wanted.get((app_label, model_name, codename))
+        if new and new[:255] != name:
+            renamed += permission_model.objects.using(using).filter(pk=pk).update(name=new[:255])
+    return renamed

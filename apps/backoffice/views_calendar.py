@@ -37,7 +37,7 @@ def slot_state(slot: Slot) -> str:
 def week_view(request, site):
     """``?teacher=<id>&start=YYYY-MM-DD``: seven Shanghai days from ``start`` (default: this Monday)."""
     if not request.user.has_perm("appointments.view_slot"):
-        raise PermissionDenied("needs permission appointments.view_slot")
+        raise PermissionDenied("需要权限 appointments.view_slot")
     teachers = list(Teacher.objects.order_by("id"))
     teacher = next((t for t in teachers if str(t.pk) == request.GET.get("teacher")), teachers[0] if teachers else None)
     today = timezone.localdate()
@@ -64,7 +64,7 @@ def week_view(request, site):
 def almanac_month(request, site):
     """``?month=YYYY-MM``: the almanac as a month calendar (Monday first)."""
     if not request.user.has_perm("almanac.view_almanacday"):
-        raise PermissionDenied("needs permission almanac.view_almanacday")
+        raise PermissionDenied("需要权限 almanac.view_almanacday")
     today = timezone.localdate()
     first = _date((request.GET.get("month") or "") + "-01", today.replace(day=1))
     weeks_dates = calendar.Calendar(firstweekday=0).monthdatescalendar(first.year, first.month)

@@ -32,7 +32,7 @@ class ExportForm(forms.Form):
 def export_view(request, site):
     """GET with the form's fields -> the file (CSV streamed, Excel write-only); else the form."""
     if not request.user.has_perm("backoffice.export_data"):
-        raise PermissionDenied("needs permission backoffice.export_data")
+        raise PermissionDenied("需要权限 backoffice.export_data")
     today = timezone.localdate()
     form = ExportForm(request.GET or None, initial={"start": today - dt.timedelta(days=6), "end": today, "fmt": "csv"})
     if form.is_valid():

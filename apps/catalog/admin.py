@@ -35,12 +35,13 @@ class ProductAdmin(ChangedFieldsAdmin):  # changed fields only: never writes bac
 class SkuForm(forms.ModelForm):
     stock_change = forms.IntegerField(
         required=False, initial=0,
-        help_text="Units to add (restock) or, negative, to remove. Applied as stock = stock + n.",
+        label="库存增减", help_text="补货填正数，减少填负数。按 库存 = 库存 + n 执行，不会覆盖期间被订单占用的数量。",
     )
 
     # Optional on this page: left out or empty keeps the SKU's value (freight by weight/volume).
-    weight_g = forms.IntegerField(required=False, min_value=0, help_text="克/件（按重量计费的运费模板用）")
-    volume_cm3 = forms.IntegerField(required=False, min_value=0, help_text="立方厘米/件（按体积计费的运费模板用）")
+    weight_g = forms.IntegerField(label="重量（克）", required=False, min_value=0, help_text="克/件（按重量计费的运费模板用）")
+    volume_cm3 = forms.IntegerField(label="体积（立方厘米）", required=False, min_value=0,
+                                    help_text="立方厘米/件（按体积计费的运费模板用）")
 
     class Meta:
         model = Sku
@@ -102,7 +103,7 @@ class SkuAdmin(admin.ModelAdmin):
         except InsufficientStock as exc:
             messages.error(request, exc.message)
         else:
-            messages.success(request, f"Stock changed by {delta:+d}; now {obj.stock}.")
+            messages.success(request, f"库存已调整 {delta:+d}，现为 {obj.stock}。")
 
 
 @admin.register(Teacher)

@@ -36,15 +36,15 @@ class Teacher(models.Model):
     )
     is_active = models.BooleanField(verbose_name="启用", default=True)  # slots are generated only for active teachers
     # The teacher card (GET /api/v1/teachers/{id}); specialties: a list of short labels.
-    photo_url = models.CharField(max_length=300, blank=True)
-    specialties = models.JSONField(default=list, blank=True)
+    photo_url = models.CharField(verbose_name="照片", max_length=300, blank=True)
+    specialties = models.JSONField(verbose_name="擅长", default=list, blank=True)
     # Who the teacher is when signed in: in the mini-program (their WeChat customer: schedule,
     # their side of the chats) and in the admin (a staff user: only their own slots and chats).
     customer = models.OneToOneField(
-        "accounts.Customer", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+        "accounts.Customer", verbose_name="小程序账号（顾客）", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
     )
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+        settings.AUTH_USER_MODEL, verbose_name="后台账号", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
     )
 
     class Meta:
@@ -56,24 +56,24 @@ class Teacher(models.Model):
 
 
 class Product(models.Model):
-    category = models.ForeignKey(Category, on_delete=models.PROTECT, related_name="products")
-    name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.GOODS)
-    description = models.TextField(blank=True)
-    cover_url = models.CharField(max_length=300, blank=True)
-    images = models.JSONField(default=list, blank=True)  # list of image URLs
-    is_active = models.BooleanField(default=True)  # only active products are listed and sold
-    sales = models.PositiveIntegerField(default=0)  # units paid for; grows with F() on payment
+    category = models.ForeignKey(Category, verbose_name="分类", on_delete=models.PROTECT, related_name="products")
+    name = models.CharField(verbose_name="名称", max_length=100)
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
+    description = models.TextField(verbose_name="描述", blank=True)
+    cover_url = models.CharField(verbose_name="封面图", max_length=300, blank=True)
+    images = models.JSONField(verbose_name="图片", default=list, blank=True)  # list of image URLs
+    is_active = models.BooleanField(verbose_name="上架", default=True)  # only active products are listed and sold
+    sales = models.PositiveIntegerField(verbose_name="销量", default=0)  # units paid for; grows with F() on payment
     # Visible reviews (apps.reviews): count and sum of ratings, moved with F() in the review's
     # transaction (posting, hiding, showing) so the product page reads them without a query.
-    review_count = models.PositiveIntegerField(default=0)
-    rating_total = models.PositiveIntegerField(default=0)
-    sort = models.IntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    review_count = models.PositiveIntegerField(verbose_name="评价数", default=0)
+    rating_total = models.PositiveIntegerField(verbose_name="评分合计", default=0)
+    sort = models.IntegerField(verbose_name="排序", default=0)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     # How shipping it is charged; null = the shop's default template. By name: catalog imports
     # nothing from shipping (orders asks shipping at confirm).
     freight_template = models.ForeignKey(
-        "shipping.FreightTemplate", null=True, blank=True, on_delete=models.PROTECT, related_name="products",
+        "shipping.FreightTemplate", verbose_name="运费模板", null=True, blank=True, on_delete=models.PROTECT, related_name="products",
         help_text="空 = 默认运费模板",
     )
 
@@ -100,20 +100,20 @@ class Sku(models.Model):
     constraint is the last line of defence against overselling.
     """
 
-    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="skus")
-    specs = models.JSONField(default=dict, blank=True)  # e.g. {"颜色": "青瓷", "容量": "350ml"}
-    price_fen = models.PositiveIntegerField()  # fen
-    stock = models.IntegerField(default=0)  # units on hand
-    code = models.CharField(max_length=64, blank=True)  # merchant's own SKU code
-    is_active = models.BooleanField(default=True)
-    weight_g = models.PositiveIntegerField(default=0, help_text="克/件（按重量计费的运费模板用）")  # grams per unit
-    volume_cm3 = models.PositiveIntegerField(default=0, help_text="立方厘米/件（按体积计费的运费模板用）")  # cm³ per unit
+    product = models.ForeignKey(Product, verbose_name="商品", on_delete=models.PROTECT, related_name="skus")
+    specs = models.JSONField(verbose_name="规格", default=dict, blank=True)  # e.g. {"颜色": "青瓷", "容量": "350ml"}
+    price_fen = models.PositiveIntegerField(verbose_name="价格")  # fen
+    stock = models.IntegerField(verbose_name="库存", default=0)  # units on hand
+    code = models.CharField(verbose_name="商家编码", max_length=64, blank=True)  # merchant's own SKU code
+    is_active = models.BooleanField(verbose_name="启用", default=True)
+    weight_g = models.PositiveIntegerField(verbose_name="重量（克）", default=0, help_text="克/件（按重量计费的运费模板用）")  # grams per unit
+    volume_cm3 = models.PositiveIntegerField(verbose_name="体积（立方厘米）", default=0, help_text="立方厘米/件（按体积计费的运费模板用）")  # cm³ per unit
 
     class Meta:
         verbose_name = "SKU"
         verbose_name_plural = "SKU"
         ordering = ["product_id", "id"]
-        permissions = [("change_stock", "Can change SKU stock (relatively, through the stock service)")]
+        permissions = [("change_stock", "可以调整 SKU 库存（增减，经库存服务）")]
         constraints = [models.CheckConstraint(condition=Q(stock__gte=0), name="sku_stock_gte_0")]
 
     def __str__(self) -> str:

@@ -4,17 +4,17 @@ teacher's sessions, messages and notices."""
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import F
+from django.db.models import Count, F, Q
 from django.http import HttpResponseRedirect
-from django.utils import timezone
 
 from apps.appointments.models import Slot
 from apps.appointments.services import booking_open_after
 from apps.catalog.models import Kind
 from apps.catalog.selectors import teacher_for_user
-from apps.chat.models import ChatMessage, ChatNotice, ChatSession, Consultation, ConsultationReminder
+from apps.chat.models import ChatMessage, ChatNotice, ChatSession, Consultation, ConsultationReminder, Side
 from apps.orders.reschedule import order_reschedule
 from starmall.admin import ReadOnlyModelAdmin, require_perm
+from starmall.admin_display import shanghai
 from starmall.errors import ShopError
 
 MANAGE = "appointments.manage_slot"
@@ -42,19 +42,39 @@ class MessageInline(admin.TabularInline):
 
 @admin.register(ChatSession)
 class ChatSessionAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "order", "customer", "teacher", "last_message_local", "customer_last_read_id",
-                    "teacher_last_read_id"]
+    # What customer service reads: whose chat, when the consultation is, how lively, who has not read.
+    list_display = ["order", "customer", "teacher", "slot_start", "last_message_at", "message_count",
+                    "customer_unread", "teacher_unread"]
     list_filter = ["teacher"]
     search_fields = ["order__order_no", "customer__nickname", "customer__openid"]
-    list_select_related = ["order", "customer", "teacher"]
+    list_select_related = ["order__slot", "customer", "teacher"]
     inlines = [MessageInline]
 
     def get_queryset(self, request):
-        return _own(request, super().get_queryset(request), "teacher")
+        # Unread: the other side's messages after the id a side last read (ChatSession docstring).
+        qs = super().get_queryset(request).annotate(
+            message_count=Count("messages"),
+            customer_unread=Count("messages", filter=Q(messages__sender=Side.TEACHER,
+                                                       messages__id__gt=F("customer_last_read_id"))),
+            teacher_unread=Count("messages", filter=Q(messages__sender=Side.CUSTOMER,
+                                                      messages__id__gt=F("teacher_last_read_id"))))
+        return _own(request, qs, "teacher")
 
-    @admin.display(description="last message (Shanghai)", ordering="last_message_at")
-    def last_message_local(self, session: ChatSession) -> str:
-        return f"{timezone.localtime(session.last_message_at):%Y-%m-%d %H:%M}" if session.last_message_at else "—"
+    @admin.display(description="预约时段", ordering="order__slot__start")
+    def slot_start(self, session: ChatSession) -> str:
+        return shanghai(session.order.slot.start) if session.order.slot_id else "-"
+
+    @admin.display(description="消息数", ordering="message_count")
+    def message_count(self, session: ChatSession) -> int:
+        return session.message_count
+
+    @admin.display(description="顾客未读", ordering="customer_unread")
+    def customer_unread(self, session: ChatSession) -> int:
+        return session.customer_unread
+
+    @admin.display(description="老师未读", ordering="teacher_unread")
+    def teacher_unread(self, session: ChatSession) -> int:
+        return session.teacher_unread
 
 
 @admin.register(ChatMessage)
@@ -67,7 +87,7 @@ class ChatMessageAdmin(ReadOnlyModelAdmin):
     def get_queryset(self, request):
         return _own(request, super().get_queryset(request), "session__teacher")
 
-    @admin.display(description="content")
+    @admin.display(description="内容")
     def short_content(self, message: ChatMessage) -> str:
         return message.content[:60]
 

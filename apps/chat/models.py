@@ -29,15 +29,17 @@ class ChatSession(models.Model):
     unread = the other side's messages with a larger id. ``last_message_at`` orders the list.
     """
 
-    order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="chat_session")
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.PROTECT, related_name="chat_sessions")
-    teacher = models.ForeignKey("catalog.Teacher", on_delete=models.PROTECT, related_name="chat_sessions")
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_message_at = models.DateTimeField(null=True, blank=True)
-    customer_last_read_id = models.BigIntegerField(default=0)  # newest message id the customer read
-    teacher_last_read_id = models.BigIntegerField(default=0)  # newest message id the teacher read
+    order = models.OneToOneField("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="chat_session")
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="chat_sessions")
+    teacher = models.ForeignKey("catalog.Teacher", verbose_name="老师", on_delete=models.PROTECT, related_name="chat_sessions")
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    last_message_at = models.DateTimeField(verbose_name="最新消息时间", null=True, blank=True)
+    customer_last_read_id = models.BigIntegerField(verbose_name="顾客已读至（消息 ID）", default=0)  # newest message id the customer read
+    teacher_last_read_id = models.BigIntegerField(verbose_name="老师已读至（消息 ID）", default=0)  # newest message id the teacher read
 
     class Meta:
+        verbose_name = "咨询会话"
+        verbose_name_plural = "咨询会话"
         ordering = ["-last_message_at", "-id"]
         indexes = [
             models.Index(fields=["customer", "-last_message_at"], name="chat_session_customer_idx"),
@@ -51,14 +53,16 @@ class ChatSession(models.Model):
 class ChatMessage(models.Model):
     """One message, append-only. ``duration`` in seconds (voice only)."""
 
-    session = models.ForeignKey(ChatSession, on_delete=models.PROTECT, related_name="messages")
-    sender = models.CharField(max_length=16, choices=Side.choices)
-    content_type = models.PositiveSmallIntegerField(choices=ContentType.choices)
-    content = models.TextField()
-    duration = models.PositiveSmallIntegerField(null=True, blank=True)  # seconds, voice only
-    created_at = models.DateTimeField(auto_now_add=True)
+    session = models.ForeignKey(ChatSession, verbose_name="会话", on_delete=models.PROTECT, related_name="messages")
+    sender = models.CharField(verbose_name="发送方", max_length=16, choices=Side.choices)
+    content_type = models.PositiveSmallIntegerField(verbose_name="消息类型", choices=ContentType.choices)
+    content = models.TextField(verbose_name="内容")
+    duration = models.PositiveSmallIntegerField(verbose_name="时长（秒）", null=True, blank=True)  # seconds, voice only
+    created_at = models.DateTimeField(verbose_name="发送时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "聊天消息"
+        verbose_name_plural = "聊天消息"
         ordering = ["-id"]
         indexes = [models.Index(fields=["session", "-id"], name="chat_message_session_idx")]
         constraints = [
@@ -85,16 +89,18 @@ class ChatNotice(models.Model):
         SENT = "sent", "已发送"  # WeChat accepted it
         FAILED = "failed", "失败"  # WeChat refused (e.g. no subscription); see last_error
 
-    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="notices")
-    recipient = models.CharField(max_length=16, choices=Side.choices)
-    period = models.BigIntegerField()  # Unix minute where the quiet period starts
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    last_error = models.CharField(max_length=500, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
+    session = models.ForeignKey(ChatSession, verbose_name="会话", on_delete=models.CASCADE, related_name="notices")
+    recipient = models.CharField(verbose_name="接收方", max_length=16, choices=Side.choices)
+    period = models.BigIntegerField(verbose_name="静默时段（Unix 分钟）")  # Unix minute where the quiet period starts
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
+    last_error = models.CharField(verbose_name="最近错误", max_length=500, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    sent_at = models.DateTimeField(verbose_name="发送时间", null=True, blank=True)
 
     class Meta:
+        verbose_name = "离线消息提醒"
+        verbose_name_plural = "离线消息提醒"
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(fields=["session", "recipient", "period"], name="chat_notice_once_per_period"),
@@ -122,17 +128,19 @@ class ConsultationReminder(models.Model):
     MAX_ATTEMPTS = 5
     LEASE_SECONDS = 120
 
-    order = models.ForeignKey("orders.Order", on_delete=models.CASCADE, related_name="reminders")
-    hours = models.PositiveSmallIntegerField()  # one of REMINDER_HOURS
-    slot_start = models.DateTimeField()  # the slot's start this reminder is for
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    locked_until = models.DateTimeField(null=True, blank=True)
-    last_error = models.CharField(max_length=500, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
+    order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.CASCADE, related_name="reminders")
+    hours = models.PositiveSmallIntegerField(verbose_name="提前小时数")  # one of REMINDER_HOURS
+    slot_start = models.DateTimeField(verbose_name="时段开始")  # the slot's start this reminder is for
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
+    locked_until = models.DateTimeField(verbose_name="锁定至", null=True, blank=True)
+    last_error = models.CharField(verbose_name="最近错误", max_length=500, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    sent_at = models.DateTimeField(verbose_name="发送时间", null=True, blank=True)
 
     class Meta:
+        verbose_name = "咨询提醒"
+        verbose_name_plural = "咨询提醒"
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(fields=["order", "hours", "slot_start"], name="reminder_once_per_slot_start"),
@@ -155,4 +163,5 @@ class Consultation(Order):
 
     class Meta:
         proxy = True
-        verbose_name = "consultation booking"
+        verbose_name = "咨询预约订单"
+        verbose_name_plural = "咨询预约订单"

@@ -20,16 +20,16 @@ MANAGE = "marketing.manage_flashsale"
 class FlashSaleForm(forms.ModelForm):
     stock_change = forms.IntegerField(
         required=False, initial=0,
-        help_text="Units to add to the sale or, negative, to withdraw. Applied as stock = stock + n.",
+        label="秒杀库存增减", help_text="增加的件数；负数为撤回。按 库存 = 库存 + n 执行，不会覆盖期间卖出的数量。",
     )
 
     class Meta:
         model = FlashSale
         fields = ["title", "sku", "price_fen", "stock", "starts_at", "ends_at", "limit_per_customer", "is_active"]
         help_texts = {
-            "price_fen": "fen (1 yuan = 100), at least 1 and at most the SKU's price",
-            "stock": "units for the sale, at most the SKU's stock now; taken from both at each order",
-            "starts_at": "Shanghai time", "ends_at": "Shanghai time; a sale lasts at most 31 days",
+            "price_fen": "至少 0.01 元，且不高于该 SKU 的售价",
+            "stock": "本次秒杀的件数，不超过该 SKU 现有库存；每笔订单同时扣秒杀库存和 SKU 库存",
+            "starts_at": "上海时间", "ends_at": "上海时间；一场秒杀最长 31 天",
         }
 
     def clean(self):
@@ -93,7 +93,7 @@ class FlashSaleAdmin(admin.ModelAdmin):
             except InsufficientStock as exc:
                 messages.error(request, exc.message)
             else:
-                messages.info(request, f"Sale stock changed by {delta:+d}; now {obj.stock}.")
+                messages.info(request, f"秒杀库存已调整 {delta:+d}，现为 {obj.stock}。")
 
 
 @admin.register(FlashSalePurchase)

@@ -1,6 +1,6 @@
 """Back office for coupons and the daily sign-in (issue 9), through the marketing services.
 
-* Coupon templates: amounts in yuan (``YuanField``, stored as fen); terms checked by
+* Coupon templates: amounts in yuan (the site's ``YuanAdminMixin``, stored as fen); terms checked by
   ``coupons.coupon_template_validate``; saved by ``coupons.coupon_template_save`` (only the
   changed columns; ``issued`` never; a lower ``total`` conditionally). Django's own
   add/change permissions of the template.
@@ -16,17 +16,13 @@ from django.contrib import admin, messages
 from apps.marketing import coupons, signin
 from apps.marketing.models import CouponIssue, CouponTemplate, SignIn, SignInRule
 from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin, require_perm
-from starmall.admin_money import YuanField, yuan
+from starmall.admin_display import coupon_terms_text, shanghai
 from starmall.errors import InvalidInput, NotFound
 
 ISSUE = "marketing.issue_coupon"
 
 
 class CouponTemplateForm(forms.ModelForm):
-    amount_fen = YuanField(label="优惠金额（元）", required=False, help_text="满减券：减多少元")
-    max_discount_fen = YuanField(label="最多优惠（元）", required=False, help_text="折扣券的封顶金额；空 = 不封顶")
-    threshold_fen = YuanField(label="门槛（元）", required=False, help_text="适用商品满多少元可用；0 = 无门槛")
-
     class Meta:
         model = CouponTemplate
         fields = ["name", "kind", "amount_fen", "percent", "max_discount_fen", "threshold_fen", "scope",
@@ -60,24 +56,28 @@ class CouponTemplateForm(forms.ModelForm):
 @admin.register(CouponTemplate)
 class CouponTemplateAdmin(ChangedFieldsAdmin):
     form = CouponTemplateForm
-    list_display = ["id", "name", "kind", "amount_yuan", "percent", "max_discount_yuan", "threshold_yuan", "scope",
-                    "total", "issued", "per_customer", "valid_days", "valid_to", "is_active"]
+    list_display = ["name", "terms", "scope", "issued_of_total", "per_customer", "validity", "is_active"]
     list_filter = ["kind", "scope", "is_active"]
     search_fields = ["name"]
     filter_horizontal = ["categories", "products"]
     readonly_fields = ["issued", "created_at"]
 
-    @admin.display(description="优惠（元）")
-    def amount_yuan(self, obj):
-        return yuan(obj.amount_fen)
+    @admin.display(description="优惠")
+    def terms(self, template: CouponTemplate) -> str:
+        return coupon_terms_text(kind=template.kind, amount_fen=template.amount_fen, percent=template.percent,
+                                 max_discount_fen=template.max_discount_fen, threshold_fen=template.threshold_fen)
 
-    @admin.display(description="封顶（元）")
-    def max_discount_yuan(self, obj):
-        return yuan(obj.max_discount_fen)
+    @admin.display(description="已发放 / 总量", ordering="issued")
+    def issued_of_total(self, template: CouponTemplate) -> str:
+        return f"{template.issued} / {template.total}"
 
-    @admin.display(description="门槛（元）")
-    def threshold_yuan(self, obj):
-        return yuan(obj.threshold_fen)
+    @admin.display(description="有效期")
+    def validity(self, template: CouponTemplate) -> str:
+        """"领取后 30 天（2027-01-30 前领取）" or "至 2027-01-30 21:59" (Shanghai time)."""
+        until = shanghai(template.valid_to)
+        if template.valid_days:
+            return f"领取后 {template.valid_days} 天" + (f"（{until} 前领取）" if template.valid_to else "")
+        return f"至 {until}"
 
     def has_delete_permission(self, request, obj=None):
         return False  # coupons refer to it: switch it off (is_active) instead

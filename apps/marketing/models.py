@@ -36,7 +36,7 @@ class FlashSale(models.Model):
         verbose_name = "秒杀"
         verbose_name_plural = "秒杀"
         ordering = ["starts_at", "id"]
-        permissions = [("manage_flashsale", "Can schedule and change flash sales (秒杀)")]
+        permissions = [("manage_flashsale", "可以安排和修改秒杀")]
         constraints = [
             models.CheckConstraint(condition=Q(stock__gte=0), name="flashsale_stock_gte_0"),
             models.CheckConstraint(condition=Q(sold__gte=0), name="flashsale_sold_gte_0"),
@@ -102,28 +102,32 @@ class CouponTemplate(models.Model):
         CATEGORY = "category", "指定分类"
         PRODUCT = "product", "指定商品"
 
-    name = models.CharField(max_length=64)
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
-    amount_fen = models.PositiveIntegerField(default=0)  # fen off (AMOUNT)
-    percent = models.PositiveSmallIntegerField(default=0)  # % off (PERCENT)
-    max_discount_fen = models.PositiveIntegerField(null=True, blank=True)  # fen cap (PERCENT)
-    threshold_fen = models.PositiveIntegerField(default=0)  # fen of in-scope goods needed
-    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.ALL)
-    categories = models.ManyToManyField("catalog.Category", blank=True, related_name="coupon_templates")
-    products = models.ManyToManyField("catalog.Product", blank=True, related_name="coupon_templates")
-    valid_from = models.DateTimeField(null=True, blank=True)
-    valid_to = models.DateTimeField(null=True, blank=True)
-    valid_days = models.PositiveIntegerField(null=True, blank=True)  # days from receipt
-    total = models.PositiveIntegerField()
-    issued = models.PositiveIntegerField(default=0)
-    per_customer = models.PositiveIntegerField(default=1)
-    is_active = models.BooleanField(default=True)  # off: not listed, not receivable, not issuable
-    created_at = models.DateTimeField(auto_now_add=True)
+    name = models.CharField(verbose_name="名称", max_length=64)
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
+    amount_fen = models.PositiveIntegerField(verbose_name="优惠金额", default=0, blank=True,  # fen off (AMOUNT)
+                                     help_text="满减券：减多少元")
+    percent = models.PositiveSmallIntegerField(verbose_name="折扣（减 %）", default=0)  # % off (PERCENT)
+    max_discount_fen = models.PositiveIntegerField(verbose_name="最多优惠", null=True, blank=True,  # fen cap (PERCENT)
+                                           help_text="折扣券的封顶金额；空 = 不封顶")
+    threshold_fen = models.PositiveIntegerField(verbose_name="使用门槛", default=0, blank=True,  # fen of in-scope goods needed
+                                        help_text="适用商品满多少元可用；0 或空 = 无门槛")
+    scope = models.CharField(verbose_name="适用范围", max_length=16, choices=Scope.choices, default=Scope.ALL)
+    categories = models.ManyToManyField("catalog.Category", verbose_name="适用分类", blank=True, related_name="coupon_templates")
+    products = models.ManyToManyField("catalog.Product", verbose_name="适用商品", blank=True, related_name="coupon_templates")
+    valid_from = models.DateTimeField(verbose_name="生效时间", null=True, blank=True)
+    valid_to = models.DateTimeField(verbose_name="截止时间", null=True, blank=True)
+    valid_days = models.PositiveIntegerField(verbose_name="领取后有效天数", null=True, blank=True)  # days from receipt
+    total = models.PositiveIntegerField(verbose_name="发放总量")
+    issued = models.PositiveIntegerField(verbose_name="已发放", default=0)
+    per_customer = models.PositiveIntegerField(verbose_name="每人限领", default=1)
+    is_active = models.BooleanField(verbose_name="启用", default=True)  # off: not listed, not receivable, not issuable
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
         ordering = ["-id"]
-        verbose_name = "coupon template"
-        permissions = [("issue_coupon", "Can hand out coupons to customers")]
+        verbose_name = "优惠券模板"
+        verbose_name_plural = "优惠券模板"
+        permissions = [("issue_coupon", "可以向顾客发放优惠券")]
         constraints = [
             models.CheckConstraint(condition=Q(issued__lte=F("total")), name="coupontemplate_issued_lte_total"),
             models.CheckConstraint(condition=Q(per_customer__gte=1), name="coupontemplate_per_customer_gte_1"),
@@ -151,11 +155,13 @@ class CouponReceipt(models.Model):
     ``UPDATE ... SET count = count + 1 WHERE count < per_customer`` in the receiving transaction.
     """
 
-    template = models.ForeignKey(CouponTemplate, on_delete=models.CASCADE, related_name="receipts")
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.CASCADE, related_name="coupon_receipts")
-    count = models.PositiveIntegerField(default=0)
+    template = models.ForeignKey(CouponTemplate, verbose_name="券模板", on_delete=models.CASCADE, related_name="receipts")
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="coupon_receipts")
+    count = models.PositiveIntegerField(verbose_name="已领张数", default=0)
 
     class Meta:
+        verbose_name = "领券记录"
+        verbose_name_plural = "领券记录"
         constraints = [
             models.UniqueConstraint(fields=["template", "customer"], name="couponreceipt_template_customer_uniq"),
         ]
@@ -176,26 +182,27 @@ class CouponIssue(models.Model):
         RUNNING = "running", "发放中"
         DONE = "done", "已完成"
 
-    template = models.ForeignKey(CouponTemplate, on_delete=models.PROTECT, related_name="issues")
-    customer = models.ForeignKey("accounts.Customer", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="+")  # one customer; null: the filter below
-    joined_after = models.DateTimeField(null=True, blank=True)
-    joined_before = models.DateTimeField(null=True, blank=True)
-    min_points = models.PositiveIntegerField(null=True, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
-    cursor = models.BigIntegerField(default=0)  # last customer id handled
-    granted = models.PositiveIntegerField(default=0)
-    skipped = models.PositiveIntegerField(default=0)  # none left in the template
-    created_by = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    template = models.ForeignKey(CouponTemplate, verbose_name="券模板", on_delete=models.PROTECT, related_name="issues")
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", null=True, blank=True,
+                                 on_delete=models.PROTECT, related_name="+")  # one customer; null: the filter below
+    joined_after = models.DateTimeField(verbose_name="注册不早于", null=True, blank=True)
+    joined_before = models.DateTimeField(verbose_name="注册早于", null=True, blank=True)
+    min_points = models.PositiveIntegerField(verbose_name="积分不少于", null=True, blank=True)
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
+    cursor = models.BigIntegerField(verbose_name="进度（顾客 ID）", default=0)  # last customer id handled
+    granted = models.PositiveIntegerField(verbose_name="已发放", default=0)
+    skipped = models.PositiveIntegerField(verbose_name="未发放", default=0)  # none left in the template
+    created_by = models.CharField(verbose_name="操作人", max_length=150, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    finished_at = models.DateTimeField(verbose_name="完成时间", null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
-        verbose_name = "coupon issue"
+        verbose_name = "优惠券发放"
+        verbose_name_plural = "优惠券发放"
 
     def __str__(self) -> str:
-        return f"issue {self.pk}: {self.template_id}"
+        return f"发放 #{self.pk}"
 
 
 # --- daily sign-in -------------------------------------------------------------------------
@@ -204,29 +211,32 @@ class SignInRule(models.Model):
     """Points for the ``day``-th day of a sign-in streak (1, 2, ... N). The streak cycles: day
     N+1 of a streak earns day 1's points again (``apps.marketing.signin``)."""
 
-    day = models.PositiveSmallIntegerField(unique=True)
-    points = models.PositiveIntegerField()
+    day = models.PositiveSmallIntegerField(verbose_name="连续第几天", unique=True)
+    points = models.PositiveIntegerField(verbose_name="积分")
 
     class Meta:
         ordering = ["day"]
-        verbose_name = "sign-in rule"
+        verbose_name = "签到规则"
+        verbose_name_plural = "签到规则"
         constraints = [models.CheckConstraint(condition=Q(day__gte=1), name="signinrule_day_gte_1")]
 
     def __str__(self) -> str:
-        return f"day {self.day}: {self.points}"
+        return f"第 {self.day} 天：{self.points} 积分"
 
 
 class SignIn(models.Model):
     """One customer's sign-in on one Shanghai calendar day: UNIQUE (customer, date)."""
 
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.CASCADE, related_name="sign_ins")
-    date = models.DateField()
-    streak = models.PositiveIntegerField()
-    points = models.PositiveIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="sign_ins")
+    date = models.DateField(verbose_name="日期")
+    streak = models.PositiveIntegerField(verbose_name="连续天数")
+    points = models.PositiveIntegerField(verbose_name="积分")
+    created_at = models.DateTimeField(verbose_name="签到时间", auto_now_add=True)
 
     class Meta:
         ordering = ["-date"]
+        verbose_name = "签到"
+        verbose_name_plural = "签到"
         constraints = [models.UniqueConstraint(fields=["customer", "date"], name="signin_customer_date_uniq")]
 
     def __str__(self) -> str:

@@ -2,7 +2,7 @@
 that call the API's services and are gated by named permissions (README "Back office")."""
 
 from django.contrib import admin, messages
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -14,7 +14,7 @@ from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine
 from apps.payments import services as payments
 from apps.payments.exceptions import OrderNotCancelled
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
-from starmall.admin_display import address_text, specs_text
+from starmall.admin_display import actor_text, address_text, specs_text
 from starmall.admin_money import yuan
 from starmall.errors import ShopError
 
@@ -40,10 +40,15 @@ class OrderLineInline(ReadOnlyInline):
         return specs_text(line.specs)
 
 
+@admin.display(description="操作人")
+def event_actor(event: OrderEvent) -> str:
+    return actor_text(event.actor)
+
+
 class OrderEventInline(ReadOnlyInline):
     model = OrderEvent
-    fields = ["created_at", "from_status", "to_status", "actor", "note"]
-    readonly_fields = ["created_at"]
+    fields = ["created_at", "from_status", "to_status", event_actor, "note"]
+    readonly_fields = ["created_at", event_actor]
 
 
 class FollowUpInline(ReadOnlyInline):
@@ -76,6 +81,16 @@ def _state(order: Order) -> str:
     return order.get_status_display()
 
 
+PENDING_ONLY = "只能处理待审核的申请"
+
+
+def _sale_refused(sale: AfterSale, verb: str, rule: str) -> Outcome:
+    """A refund request the service left alone: "未<verb>：申请状态为「<status now>」，<rule>"
+    (the status read again: the action's copy may be stale)."""
+    sale.refresh_from_db(fields=["status"])
+    return Outcome(sale.refund_no, messages.WARNING, f"未{verb}：申请状态为「{sale.get_status_display()}」，{rule}")
+
+
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
     """Orders are read-only pages (no save: a full-row save would undo a payment landing
@@ -83,7 +98,7 @@ class OrderAdmin(admin.ModelAdmin):
 
     # What matters at 1,400 px: who, state, payment state, money, when paid, a refund in play.
     list_display = ["order_no", "customer", "kind", "status", "pay_status", "pay_fen", "pay_method", "paid_at",
-                    "refund_flag", "created_at"]
+                    "after_sale_status", "created_at"]
     list_filter = ["status", "kind", "pay_method"]
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
     date_hierarchy = "created_at"
@@ -92,11 +107,11 @@ class OrderAdmin(admin.ModelAdmin):
     actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid", "batch_refund"]
     # state moves only through actions; the page reads like a back office: who, where, what
     fieldsets = [
-        (None, {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "remark"]}),
-        ("金额（分）", {"fields": ["goods_fen", "freight_fen", "coupon_fen", "points_fen", "points_used",
+        (None, {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "slot", "remark"]}),
+        ("金额（元）", {"fields": ["goods_fen", "freight_fen", "coupon_fen", "points_fen", "points_used",
                               "pay_fen", "pay_method", "coupon", "flash_sale"]}),
         ("时间", {"fields": ["created_at", "pay_deadline", "paid_at", "shipped_at", "completed_at",
-                           "cancelled_at", "cancel_reason", "slot"]}),
+                           "cancelled_at", "cancel_reason"]}),
     ]
     readonly_fields = [f.name for f in Order._meta.fields] + ["delivery_address", "ship_link"]
 
@@ -108,7 +123,7 @@ class OrderAdmin(admin.ModelAdmin):
     def ship_link(self, order: Order) -> str:
         if order.kind != Kind.GOODS or order.status != OrderStatus.PAID:
             return "-"
-        return format_html('<a class="button" href="{}">填写快递单号并发货</a>',
+        return format_html('<a class="bo-button" href="{}">填写快递单号并发货</a>',
                            reverse("admin:orders_order_ship", args=[order.pk]))
 
     def get_urls(self):
@@ -134,7 +149,7 @@ class OrderAdmin(admin.ModelAdmin):
             "carriers": carriers.choices(), "form_action": form_action, "back_url": back_url, "bulk": bulk,
         })
 
-    @admin.action(description="Ship with carrier and tracking number (paid goods orders)", permissions=["ship"])
+    @admin.action(description="填写快递单号并发货（已支付的实物订单）", permissions=["ship"])
     def ship_with_tracking(self, request, queryset):
         require_perm(request, "orders.ship_order")
         orders = list(queryset.order_by("pk"))
@@ -151,8 +166,9 @@ class OrderAdmin(admin.ModelAdmin):
         from apps.payments.models import Payment
 
         latest = Payment.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
-        refund = AfterSale.objects.filter(order=OuterRef("pk")).exclude(status=AfterSale.Status.REJECTED)
-        return super().get_queryset(request).annotate(latest_pay_status=Subquery(latest), has_refund=Exists(refund))
+        sale = AfterSale.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
+        return super().get_queryset(request).annotate(latest_pay_status=Subquery(latest),
+                                                      latest_sale_status=Subquery(sale))
 
     @admin.display(description="支付状态")
     def pay_status(self, order):
@@ -161,9 +177,11 @@ class OrderAdmin(admin.ModelAdmin):
         value = getattr(order, "latest_pay_status", None)
         return PaymentStatus(value).label if value else "-"
 
-    @admin.display(description="退款", boolean=True)
-    def refund_flag(self, order):
-        return bool(getattr(order, "has_refund", False))
+    @admin.display(description="售后")
+    def after_sale_status(self, order):
+        """The latest refund request's state ("待审核", "已退款"...), "-" without one."""
+        value = getattr(order, "latest_sale_status", None)
+        return AfterSale.Status(value).label if value else "-"
 
 
     def has_add_permission(self, request):
@@ -256,7 +274,7 @@ class OrderAdmin(admin.ModelAdmin):
             return Outcome(order.order_no, messages.WARNING,
                            f"未取消：订单状态为「{order.get_status_display()}」，只有待支付的订单可以取消")
         try:  # THE cancel: WeChat is asked (and the trade closed) before the order is
-            payments.order_cancel(order=order, actor=_actor(request), reason="cancelled by staff")
+            payments.order_cancel(order=order, actor=_actor(request), reason="后台取消")
         except OrderNotCancelled as exc:
             if exc.outcome == "raced":
                 return Outcome(order.order_no, messages.WARNING, f"未取消：订单状态已变为「{_state(order)}」")
@@ -286,13 +304,18 @@ class FollowUpAdmin(ReadOnlyModelAdmin):
 class AfterSaleAdmin(admin.ModelAdmin):
     """Refund requests: approved or rejected only by the actions (``orders.decide_aftersale``)."""
 
-    list_display = ["refund_no", "order", "order_status", "amount_fen", "status", "reason", "return_tracking_no",
-                    "decided_by", "created_at"]
+    # The refund number is the order number + "R<n>": no separate order column.
+    list_display = ["refund_no", "order_status", "amount_fen", "status", "reason", "return_tracking_no",
+                    "decider", "created_at"]
     list_filter = ["status"]
     list_select_related = ["order"]
     search_fields = ["refund_no", "order__order_no", "order__customer__openid", "return_tracking_no"]
     readonly_fields = [f.name for f in AfterSale._meta.fields]
     actions = ["approve", "approve_return", "confirm_return_received", "reject_with_reason", "reject"]
+
+    @admin.display(description="处理人", ordering="decided_by")
+    def decider(self, sale: AfterSale) -> str:
+        return actor_text(sale.decided_by) if sale.decided_by else "-"
 
     @admin.display(description="订单状态")
     def order_status(self, sale: AfterSale) -> str:
@@ -319,7 +342,7 @@ class AfterSaleAdmin(admin.ModelAdmin):
             "objects": list(queryset.order_by("pk")), "required": required,
         })
 
-    @admin.action(description="Approve return first (shipped goods): the customer sends them back", permissions=["decide"])
+    @admin.action(description="同意退货（已发货的实物：顾客先寄回）", permissions=["decide"])
     def approve_return(self, request, queryset):
         from apps.payments import returns
 
@@ -338,13 +361,11 @@ class AfterSaleAdmin(admin.ModelAdmin):
             if done:
                 outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, "已同意退货，等待顾客寄回"))
             else:
-                sale.refresh_from_db(fields=["status"])
-                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
-                                        f"未同意退货：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
+                outcomes.append(_sale_refused(sale, "同意退货", PENDING_ONLY))
         report(request, "同意退货", outcomes)
         return None
 
-    @admin.action(description="Returned goods received: refund now (restocks a full return)", permissions=["receive"])
+    @admin.action(description="确认收到退货并退款（全部退回时回库存）", permissions=["receive"])
     def confirm_return_received(self, request, queryset):
         from apps.payments import returns
 
@@ -357,16 +378,14 @@ class AfterSaleAdmin(admin.ModelAdmin):
                 outcomes.append(Outcome(sale.refund_no, messages.ERROR, f"未退款：{exc.message}"))
                 continue
             if refund is None:
-                sale.refresh_from_db(fields=["status"])
-                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
-                                        f"未退款：申请状态为「{sale.get_status_display()}」，需要「退货中」"))
+                outcomes.append(_sale_refused(sale, "退款", "需要「退货中」"))
             else:
                 outcomes.append(Outcome(sale.refund_no, messages.SUCCESS,
-                                        f"已收到退货，退款 {refund.refund_fen} 分已提交"
+                                        f"已收到退货，退款 {yuan(refund.refund_fen)} 元已提交"
                                         + ("，商品已回库存" if refund.restock else "")))
         report(request, "确认收到退货", outcomes)
 
-    @admin.action(description="Reject with a reason the customer sees", permissions=["decide"])
+    @admin.action(description="拒绝退款并填写原因（顾客可见）", permissions=["decide"])
     def reject_with_reason(self, request, queryset):
         from apps.payments import refunds
 
@@ -380,13 +399,11 @@ class AfterSaleAdmin(admin.ModelAdmin):
             if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note=note):
                 outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已拒绝：{note}"))
             else:
-                sale.refresh_from_db(fields=["status"])
-                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
-                                        f"未拒绝：申请状态为「{sale.get_status_display()}」，只能拒绝未退款的申请"))
+                outcomes.append(_sale_refused(sale, "拒绝", "只能拒绝未退款的申请"))
         report(request, "拒绝退款", outcomes)
         return None
 
-    @admin.action(description="Approve: refund the amount (WeChat or balance)", permissions=["decide"])
+    @admin.action(description="同意退款（原路退回微信或余额）", permissions=["decide"])
     def approve(self, request, queryset):
         from apps.payments import refunds
 
@@ -399,9 +416,7 @@ class AfterSaleAdmin(admin.ModelAdmin):
                 outcomes.append(Outcome(sale.refund_no, messages.ERROR, f"未同意：{exc.message}"))
                 continue
             if refund is None:
-                sale.refresh_from_db(fields=["status"])
-                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
-                                        f"未同意：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
+                outcomes.append(_sale_refused(sale, "同意", PENDING_ONLY))
             else:
                 outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已同意，退款 {yuan(refund.refund_fen)} 元已提交"))
         report(request, "同意退款", outcomes)
@@ -413,12 +428,10 @@ class AfterSaleAdmin(admin.ModelAdmin):
         require_perm(request, "orders.decide_aftersale")
         outcomes = []
         for sale in queryset.order_by("pk"):
-            if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note="rejected in admin"):
+            if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note="不符合退款条件"):
                 outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, "已拒绝"))
             else:
-                sale.refresh_from_db(fields=["status"])
-                outcomes.append(Outcome(sale.refund_no, messages.WARNING,
-                                        f"未拒绝：申请状态为「{sale.get_status_display()}」，只能处理待审核的申请"))
+                outcomes.append(_sale_refused(sale, "拒绝", PENDING_ONLY))
         report(request, "拒绝退款", outcomes)
 
 
@@ -426,7 +439,7 @@ class AfterSaleAdmin(admin.ModelAdmin):
 class OrderEventAdmin(ReadOnlyModelAdmin):
     """The append-only status log of every order, across orders (audit)."""
 
-    list_display = ["created_at", "order", "from_status", "to_status", "actor", "note"]
+    list_display = ["created_at", "order", "from_status", "to_status", event_actor, "note"]
     list_filter = ["to_status", "actor"]
     search_fields = ["order__order_no", "actor", "note"]
     date_hierarchy = "created_at"

@@ -11,7 +11,7 @@ from apps.orders.models import Order, OrderEvent, OrderStatus
 
 def order_created_event(*, order: Order, actor: str) -> OrderEvent:
     """The order was created (unpaid; stock, slot, coupon and points held)."""
-    return OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=actor, note="created")
+    return OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=actor, note="下单")
 
 
 def order_status_changed_event(*, order: Order, from_status: str, to_status: str, actor: str,
@@ -25,8 +25,8 @@ def order_late_payment_event(*, order: Order, actor: str, transaction_id: str, o
     """Money arrived for an order no longer unpaid; the refund that returns it (None: already queued)."""
     return OrderEvent.objects.create(
         order=order, from_status=order.status, to_status=order.status, actor=actor,
-        note=f"WeChat payment {transaction_id} arrived after the order was {order.status}; "
-             f"refund {out_refund_no or 'already queued'}"[:255],
+        note=f"订单{order.get_status_display()}后收到微信支付 {transaction_id}；"
+             f"退款单 {out_refund_no or '已在处理'}"[:255],
     )
 
 
@@ -38,4 +38,4 @@ def order_rescheduled_event(*, order: Order, from_slot, to_slot, actor: str) -> 
         return f"#{slot.pk} {timezone.localtime(slot.start):%Y-%m-%d %H:%M}"
 
     return OrderEvent.objects.create(order=order, from_status=order.status, to_status=order.status, actor=actor,
-                                     note=f"rescheduled {when(from_slot)} -> {when(to_slot)}"[:255])
+                                     note=f"改约 {when(from_slot)} → {when(to_slot)}"[:255])

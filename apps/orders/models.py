@@ -3,6 +3,8 @@
 from django.db import models
 from django.db.models import Q
 
+from apps.catalog.models import Kind
+
 
 class OrderStatus(models.TextChoices):
     UNPAID = "unpaid", "待支付"  # created; stock and slot held until pay_deadline
@@ -30,7 +32,7 @@ class Order(models.Model):
     order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
     order_key = models.CharField(verbose_name="下单令牌 order_key", max_length=64, unique=True)
     customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="orders")
-    kind = models.CharField(verbose_name="类型", max_length=16, default="goods")  # goods / consultation (catalog.Kind)
+    kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
     status = models.CharField(verbose_name="状态", max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID)
     goods_fen = models.PositiveIntegerField(verbose_name="商品金额")  # fen: sum of line amounts
     freight_fen = models.PositiveIntegerField(verbose_name="运费", default=0)  # fen
@@ -61,9 +63,9 @@ class Order(models.Model):
         verbose_name_plural = "订单"
         ordering = ["-id"]
         permissions = [  # the back office's state changes (admin actions; README "Back office")
-            ("ship_order", "Can ship paid goods orders"),
-            ("complete_order", "Can mark orders completed"),
-            ("cancel_order", "Can cancel unpaid orders (WeChat is asked first)"),
+            ("ship_order", "可以给已支付的实物订单发货"),
+            ("complete_order", "可以将订单标记为已完成"),
+            ("cancel_order", "可以取消待支付订单（先向微信确认）"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -102,15 +104,15 @@ class OrderLine(models.Model):
         ordering = ["id"]
 
     def __str__(self) -> str:
-        return f"{self.name} x{self.quantity}"
+        return f"{self.name} × {self.quantity}"
 
 
 class OrderEvent(models.Model):
     """Append-only log of an order's status changes and money/stock events (Saleor OrderEvent)."""
 
     order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="events")
-    from_status = models.CharField(verbose_name="原状态", max_length=16, blank=True)
-    to_status = models.CharField(verbose_name="新状态", max_length=16, blank=True)
+    from_status = models.CharField(verbose_name="原状态", max_length=16, choices=OrderStatus.choices, blank=True)
+    to_status = models.CharField(verbose_name="新状态", max_length=16, choices=OrderStatus.choices, blank=True)
     actor = models.CharField(verbose_name="操作人", max_length=64)  # "customer", "system:timeout", "wechat", "staff:<name>"
     note = models.CharField(verbose_name="说明", max_length=255, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
@@ -121,7 +123,7 @@ class OrderEvent(models.Model):
         ordering = ["id"]
 
     def __str__(self) -> str:
-        return f"{self.order_id}: {self.from_status or '-'} -> {self.to_status or '-'} ({self.actor})"
+        return f"{self.get_from_status_display() or '-'} → {self.get_to_status_display() or '-'}"
 
 
 class AfterSale(models.Model):
@@ -142,28 +144,28 @@ class AfterSale(models.Model):
 
     OPEN = (Status.REQUESTED, Status.APPROVED_RETURN, Status.RETURNING, Status.APPROVED)
 
-    order = models.ForeignKey(Order, on_delete=models.PROTECT, related_name="after_sales")
-    refund_no = models.CharField(max_length=32, unique=True)
-    reason = models.CharField(max_length=200)
-    amount_fen = models.PositiveIntegerField()  # fen asked for
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.REQUESTED)
-    decided_by = models.CharField(max_length=64, blank=True)  # "staff:<name>" or "system:auto"
-    decision_note = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    decided_at = models.DateTimeField(null=True, blank=True)
+    order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.PROTECT, related_name="after_sales")
+    refund_no = models.CharField(verbose_name="退款单号", max_length=32, unique=True)
+    reason = models.CharField(verbose_name="原因", max_length=200)
+    amount_fen = models.PositiveIntegerField(verbose_name="申请金额")  # fen asked for
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.REQUESTED)
+    decided_by = models.CharField(verbose_name="处理人", max_length=64, blank=True)  # "staff:<name>" or "system:auto"
+    decision_note = models.CharField(verbose_name="处理说明", max_length=200, blank=True)
+    created_at = models.DateTimeField(verbose_name="申请时间", auto_now_add=True)
+    decided_at = models.DateTimeField(verbose_name="处理时间", null=True, blank=True)
     # Return first: the customer's parcel back to the shop, and when staff received it.
-    return_carrier = models.CharField(max_length=32, blank=True)
-    return_tracking_no = models.CharField(max_length=40, blank=True)
-    return_sent_at = models.DateTimeField(null=True, blank=True)
-    return_received_at = models.DateTimeField(null=True, blank=True)
+    return_carrier = models.CharField(verbose_name="退货快递", max_length=32, blank=True)
+    return_tracking_no = models.CharField(verbose_name="退货单号", max_length=40, blank=True)
+    return_sent_at = models.DateTimeField(verbose_name="寄回时间", null=True, blank=True)
+    return_received_at = models.DateTimeField(verbose_name="收到退货时间", null=True, blank=True)
 
     class Meta:
         verbose_name = "退款申请"
         verbose_name_plural = "退款申请"
         ordering = ["-id"]
         permissions = [
-            ("decide_aftersale", "Can approve or reject refund requests"),
-            ("receive_return", "Can confirm returned goods arrived (then the refund runs)"),
+            ("decide_aftersale", "可以同意或拒绝退款申请"),
+            ("receive_return", "可以确认收到退货（随后退款）"),
         ]
         indexes = [models.Index(fields=["order", "status"], name="aftersale_order_status_idx")]
 
@@ -212,21 +214,23 @@ class FollowUp(models.Model):
         indexes = [models.Index(fields=["status", "dispatched_at"], name="followup_status_idx")]
 
     def __str__(self) -> str:
-        return self.key
+        return f"{self.get_kind_display()} #{self.pk}"
 
 
 class Shipment(models.Model):
     """The parcel of a shipped goods order: carrier (``apps.logistics.carriers``) and tracking
     number, written by ``order_ship`` in the shipping transaction. One per order (UNIQUE)."""
 
-    order = models.OneToOneField(Order, on_delete=models.CASCADE, related_name="shipment")
-    carrier_code = models.CharField(max_length=32)  # Kuaidi100 ``com``: shunfeng, zhongtong, ...
-    carrier = models.CharField(max_length=32)  # shown name: 顺丰速运
-    tracking_no = models.CharField(max_length=40)
-    shipped_by = models.CharField(max_length=64)
-    shipped_at = models.DateTimeField()
+    order = models.OneToOneField(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="shipment")
+    carrier_code = models.CharField(verbose_name="快递公司编码", max_length=32)  # Kuaidi100 ``com``: shunfeng, zhongtong, ...
+    carrier = models.CharField(verbose_name="快递公司", max_length=32)  # shown name: 顺丰速运
+    tracking_no = models.CharField(verbose_name="快递单号", max_length=40)
+    shipped_by = models.CharField(verbose_name="发货人", max_length=64)
+    shipped_at = models.DateTimeField(verbose_name="发货时间")
 
     class Meta:
+        verbose_name = "发货记录"
+        verbose_name_plural = "发货记录"
         ordering = ["-id"]
         indexes = [models.Index(fields=["tracking_no"], name="shipment_tracking_idx")]
 
@@ -241,13 +245,15 @@ class CartItem(models.Model):
     read-modify-write); ``order_create`` removes the lines an order bought in its transaction.
     """
 
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.CASCADE, related_name="cart_items")
-    sku = models.ForeignKey("catalog.Sku", on_delete=models.CASCADE, related_name="cart_items")
-    quantity = models.PositiveIntegerField()  # 1..MAX_QUANTITY (apps.orders.cart)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="cart_items")
+    sku = models.ForeignKey("catalog.Sku", verbose_name="SKU", on_delete=models.CASCADE, related_name="cart_items")
+    quantity = models.PositiveIntegerField(verbose_name="数量")  # 1..MAX_QUANTITY (apps.orders.cart)
+    created_at = models.DateTimeField(verbose_name="加入时间", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
 
     class Meta:
+        verbose_name = "购物车"
+        verbose_name_plural = "购物车"
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(fields=["customer", "sku"], name="cart_item_customer_sku_uniq"),

@@ -484,7 +484,7 @@ def order_mark_refunding(*, order: Order, actor: str) -> bool:
     """A full refund was approved: ``paid/shipped/completed -> refunding``, in the approving
     transaction. The points the order earned die now (frozen: void; released: taken back)."""
     if not _transition(order, from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
-                       to=OrderStatus.REFUNDING, actor=actor, note="full refund approved"):
+                       to=OrderStatus.REFUNDING, actor=actor, note="同意全额退款"):
         return False
     wallet.points_award_void(customer_id=order.customer_id, order_no=order.order_no)
     return True
@@ -500,7 +500,7 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
     it earned died at ``refunding``.)
     """
     if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
-                       actor=actor, note="fully refunded"):
+                       actor=actor, note="已全额退款"):
         return False
     if restock:
         _restock(order)

@@ -14,8 +14,8 @@ CHECK_OUTCOMES = {  # payment_check_uncertain's answer -> (level, what staff rea
 
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "order", "method", "out_trade_no", "total_fee", "refunded_fen", "status",
-                    "transaction_id", "paid_at", "checks"]
+    # The order column is the out_trade_no of a WeChat payment (the order number).
+    list_display = ["order", "method", "total_fee", "refunded_fen", "status", "transaction_id", "paid_at", "checks"]
     list_filter = ["status", "method"]  # status = MANUAL: payments staff must resolve
     search_fields = ["out_trade_no", "transaction_id", "order__order_no"]
     actions = ["check_with_wechat"]
@@ -65,8 +65,7 @@ class RefundAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Notification)
 class NotificationAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "received_at", "kind", "out_trade_no", "out_refund_no", "transaction_id",
-                    "total_fee", "outcome"]
+    list_display = ["received_at", "kind", "out_trade_no", "out_refund_no", "transaction_id", "total_fee", "outcome"]
     list_filter = ["kind", "outcome"]
     search_fields = ["out_trade_no", "out_refund_no", "transaction_id"]
 # Further admin pages of this app, registered on import.

@@ -14,11 +14,6 @@ from starmall.admin_money import yuan
 KIND_LABELS = reconciliation.KIND_LABELS
 
 
-def _fen(value) -> str:
-    """``12345`` (fen) -> ``"123.45"`` (yuan); None (that side has no such row) -> "—"."""
-    return "—" if value is None else yuan(value)
-
-
 @admin.register(ReconciliationRun)
 class ReconciliationRunAdmin(admin.ModelAdmin):
     list_display = ["bill_date", "status", "wechat_count", "local_count", "wechat_fen", "local_fen", "gap_fen",
@@ -57,7 +52,7 @@ class ReconciliationRunAdmin(admin.ModelAdmin):
         rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                                     "<td>{}</td></tr>", (
             (KIND_LABELS.get(d.get("kind"), d.get("kind")), d.get("out_trade_no") or "—",
-             d.get("out_refund_no") or "—", _fen(d.get("wechat_fen")), _fen(d.get("local_fen")),
+             d.get("out_refund_no") or "—", yuan(d.get("wechat_fen")), yuan(d.get("local_fen")),
              d.get("wechat_status") or "—", d.get("local_status") or "—")
             for d in run.differences
         ))
@@ -73,5 +68,5 @@ class ReconciliationRunAdmin(admin.ModelAdmin):
             run = reconciliation.reconcile(bill_date=bill_date)
             level = messages.SUCCESS if run.status == ReconciliationRun.Status.OK else messages.WARNING
             detail = run.error if run.status == ReconciliationRun.Status.ERROR else (
-                f"{len(run.differences)} differences, WeChat {run.wechat_fen} fen, local {run.local_fen} fen")
+                f"{len(run.differences)} 处差异，微信 {yuan(run.wechat_fen)} 元，本地 {yuan(run.local_fen)} 元")
             messages.add_message(request, level, f"{bill_date}: {run.get_status_display()} — {detail}")

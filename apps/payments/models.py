@@ -4,8 +4,11 @@ import datetime as dt
 import re
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
+
+from apps.orders.models import PayMethod
 
 
 class PaymentStatus(models.TextChoices):
@@ -23,14 +26,14 @@ class Payment(models.Model):
     """
 
     order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="payments")
-    method = models.CharField(verbose_name="支付方式", max_length=16)  # orders.PayMethod
+    method = models.CharField(verbose_name="支付方式", max_length=16, choices=PayMethod.choices)
     out_trade_no = models.CharField(verbose_name="商户订单号 out_trade_no", max_length=32, unique=True, null=True, blank=True)  # WeChat only
-    total_fee = models.PositiveIntegerField(verbose_name="支付金额（分，total_fee）")  # fen, WeChat's total_fee
+    total_fee = models.PositiveIntegerField(verbose_name="支付金额", help_text="微信的 total_fee")  # fen, WeChat's total_fee
     refunded_fen = models.PositiveIntegerField(verbose_name="已退", default=0)  # fen committed to refunds (reserved)
     status = models.CharField(verbose_name="状态", max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING)
-    prepay_id = models.CharField(verbose_name="prepay_id", max_length=64, blank=True)
+    prepay_id = models.CharField(verbose_name="预支付 prepay_id", max_length=64, blank=True)
     prepay_expires_at = models.DateTimeField(verbose_name="prepay_id 过期", null=True, blank=True)  # WeChat: prepay_id valid 2 h
-    transaction_id = models.CharField(verbose_name="微信支付单号 transaction_id", max_length=32, null=True, blank=True, unique=True)
+    transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, null=True, blank=True, unique=True)
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
     # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
     checks = models.PositiveSmallIntegerField(verbose_name="查询次数", default=0)
@@ -44,7 +47,7 @@ class Payment(models.Model):
         verbose_name = "支付"
         verbose_name_plural = "支付"
         ordering = ["-id"]
-        permissions = [("resolve_payment", "Can resolve uncertain / MANUAL payments (ask WeChat)")]
+        permissions = [("resolve_payment", "可以处理状态未知 / 人工处理的支付（向微信查询）")]
         constraints = [
             # The sum of refunds never exceeds what was paid (WECHAT.md: sum <= total_fee).
             models.CheckConstraint(condition=models.Q(refunded_fen__lte=models.F("total_fee")),
@@ -90,8 +93,8 @@ class Notification(models.Model):
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.PAYMENT)
     out_trade_no = models.CharField(verbose_name="商户订单号 out_trade_no", max_length=32, blank=True, db_index=True)
     out_refund_no = models.CharField(verbose_name="退款单号 out_refund_no", max_length=64, blank=True)
-    transaction_id = models.CharField(verbose_name="微信支付单号 transaction_id", max_length=32, blank=True)
-    total_fee = models.IntegerField(verbose_name="支付金额（分，total_fee）", null=True, blank=True)  # fen as received (refund_fee for refunds)
+    transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, blank=True)
+    total_fee = models.IntegerField(verbose_name="金额", help_text="通知中的 total_fee（退款通知为 refund_fee）", null=True, blank=True)  # fen as received (refund_fee for refunds)
     outcome = models.CharField(verbose_name="处理结果", max_length=20, choices=Outcome.choices)
     body = models.TextField(verbose_name="原文")  # the raw XML (truncated to 20 000 characters; refunds: decrypted)
     received_at = models.DateTimeField(verbose_name="收到时间", auto_now_add=True)
@@ -221,7 +224,7 @@ class Refund(models.Model):
         verbose_name = "退款"
         verbose_name_plural = "退款"
         ordering = ["-id"]
-        permissions = [("retry_refund", "Can retry failed refunds")]
+        permissions = [("retry_refund", "可以重试失败的退款")]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="refund_status_next_idx")]
         constraints = [
             # One late-payment / duplicate-payment refund per payment, however often it is noticed.
@@ -263,7 +266,7 @@ class ReconciliationRun(models.Model):
         verbose_name = "对账"
         verbose_name_plural = "对账"
         ordering = ["-bill_date"]
-        permissions = [("run_reconciliation", "Can reconcile a day with WeChat's bill again")]
+        permissions = [("run_reconciliation", "可以按微信账单重新对账某一天")]
 
     def __str__(self) -> str:
         return f"{self.bill_date} {self.status}"
@@ -274,18 +277,23 @@ class ReconciliationRun(models.Model):
 class RechargePackage(models.Model):
     """Pay ``pay_fen`` through WeChat Pay, get ``pay_fen + bonus_fen`` on the balance (fen)."""
 
-    pay_fen = models.PositiveIntegerField()
-    bonus_fen = models.PositiveIntegerField(default=0)
-    is_active = models.BooleanField(default=True)
-    sort = models.IntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # fen; the admin enters yuan (YuanAdminMixin) within these bounds
+    pay_fen = models.PositiveIntegerField(verbose_name="支付金额", help_text="顾客通过微信支付的金额",
+                                          validators=[MinValueValidator(1), MaxValueValidator(10**8)])
+    bonus_fen = models.PositiveIntegerField(verbose_name="赠送金额", default=0, help_text="额外记入余额的金额",
+                                            validators=[MaxValueValidator(10**8)])
+    is_active = models.BooleanField(verbose_name="启用", default=True)
+    sort = models.IntegerField(verbose_name="排序", default=0)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "充值套餐"
+        verbose_name_plural = "充值套餐"
         ordering = ["sort", "pay_fen", "id"]
         constraints = [models.CheckConstraint(condition=models.Q(pay_fen__gte=1), name="rechargepackage_pay_gte_1")]
 
     def __str__(self) -> str:
-        return f"{self.pay_fen / 100:.2f} 元 + {self.bonus_fen / 100:.2f} 元"
+        return f"充 {self.pay_fen / 100:.2f} 元送 {self.bonus_fen / 100:.2f} 元"
 
 
 class Recharge(models.Model):
@@ -305,19 +313,21 @@ class Recharge(models.Model):
         PAID = "paid", "已到账"
         EXPIRED = "expired", "已过期"
 
-    recharge_no = models.CharField(max_length=32, unique=True)
-    customer = models.ForeignKey("accounts.Customer", on_delete=models.PROTECT, related_name="recharges")
-    package = models.ForeignKey(RechargePackage, null=True, on_delete=models.SET_NULL, related_name="recharges")
-    pay_fen = models.PositiveIntegerField()  # WeChat's total_fee
-    bonus_fen = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNPAID)
-    prepay_id = models.CharField(max_length=64, blank=True)
-    transaction_id = models.CharField(max_length=32, null=True, blank=True, unique=True)
-    expires_at = models.DateTimeField()
-    paid_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    recharge_no = models.CharField(verbose_name="充值单号", max_length=32, unique=True)
+    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="recharges")
+    package = models.ForeignKey(RechargePackage, verbose_name="充值套餐", null=True, on_delete=models.SET_NULL, related_name="recharges")
+    pay_fen = models.PositiveIntegerField(verbose_name="支付金额")  # WeChat's total_fee
+    bonus_fen = models.PositiveIntegerField(verbose_name="赠送金额", default=0)
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.UNPAID)
+    prepay_id = models.CharField(verbose_name="预支付 prepay_id", max_length=64, blank=True)
+    transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, null=True, blank=True, unique=True)
+    expires_at = models.DateTimeField(verbose_name="支付截止")
+    paid_at = models.DateTimeField(verbose_name="到账时间", null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
+        verbose_name = "充值"
+        verbose_name_plural = "充值"
         ordering = ["-id"]
         indexes = [models.Index(fields=["status", "expires_at"], name="recharge_status_expires_idx")]
 

@@ -413,7 +413,7 @@ def order_expire(*, order_id: int, now: dt.datetime | None = None) -> str:
     if order.pay_deadline > now:
         return "not_due"
     try:
-        order_cancel(order=order, actor="system:timeout", reason="not paid in time")
+        order_cancel(order=order, actor="system:timeout", reason="超时未支付")
     except (OrderNotCancelled, CancelUnconfirmed) as exc:
         return exc.outcome
     return "cancelled"

@@ -28,7 +28,7 @@ class ReviewAdmin(ReadOnlyModelAdmin):
     def has_moderate_permission(self, request):
         return request.user.has_perm("reviews.moderate_review")
 
-    @admin.action(description="Reply (shown under the review)", permissions=["reply"])
+    @admin.action(description="回复评价（显示在评价下方）", permissions=["reply"])
     def reply(self, request, queryset):
         require_perm(request, "reviews.reply_review")
         if not request.POST.get("apply"):
@@ -57,10 +57,10 @@ class ReviewAdmin(ReadOnlyModelAdmin):
                 outcomes.append(Outcome(f"#{review.pk}", messages.WARNING, f"未{verb}：已经是{verb}状态"))
         report(request, f"{verb}评价", outcomes)
 
-    @admin.action(description="Hide (not shown, not counted in the rating)", permissions=["moderate"])
+    @admin.action(description="隐藏评价（不展示，不计入评分）", permissions=["moderate"])
     def hide(self, request, queryset):
         self._set_hidden(request, queryset, True)
 
-    @admin.action(description="Show again", permissions=["moderate"])
+    @admin.action(description="重新显示评价", permissions=["moderate"])
     def show(self, request, queryset):
         self._set_hidden(request, queryset, False)

@@ -4,3 +4,4 @@ from django.apps import AppConfig
 class ReviewsConfig(AppConfig):
     name = "apps.reviews"
     label = "reviews"
+    verbose_name = "评价"

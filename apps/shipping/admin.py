@@ -1,6 +1,7 @@
 """Freight templates in the back office: the template, its region rules and free-shipping rules
 on one page. Provinces are ticked by name (China's 34 provincial-level divisions,
-``apps.shipping.regions``), cities typed by name; amounts in yuan (stored in fen).
+``apps.shipping.regions``), cities typed by name; amounts in yuan (stored in fen: the site's
+``YuanAdminMixin``, labels from the models).
 
 Everything here needs ``shipping.change_freighttemplate`` (adding a template:
 ``add_freighttemplate``). The default template cannot be deleted or un-defaulted: tick
@@ -14,7 +15,7 @@ from apps.shipping import services
 from apps.shipping.models import FreeShippingRule, FreightMode, FreightRegionRule, FreightTemplate
 from apps.shipping.regions import PROVINCE_CHOICES, city_key
 from starmall.admin import ChangedFieldsAdmin, save_changed_fields
-from starmall.admin_money import YuanField, yuan
+from starmall.admin_money import yuan
 from starmall.errors import InvalidState
 
 CHANGE = "shipping.change_freighttemplate"
@@ -59,8 +60,6 @@ class CitiesField(forms.CharField):
 class RegionRuleForm(forms.ModelForm):
     provinces = ProvincesField(label="省份")
     cities = CitiesField(label="城市")
-    first_fee_fen = YuanField(label="首费（元）")
-    extra_fee_fen = YuanField(label="续费（元）")
 
     class Meta:
         model = FreightRegionRule
@@ -71,7 +70,6 @@ class FreeRuleForm(forms.ModelForm):
     provinces = ProvincesField(label="省份", required=False,
                                help_text="不勾选 = 全国")
     cities = CitiesField(label="城市")
-    min_amount_fen = YuanField(label="满金额（元）", required=False, help_text="该模板商品金额达到此数包邮")
     min_count = forms.IntegerField(label="满件数", required=False, min_value=1, help_text="该模板商品件数达到此数包邮")
 
     class Meta:
@@ -119,14 +117,9 @@ class FreeRuleInline(_GatedInline):
 
 
 class FreightTemplateForm(forms.ModelForm):
-    first_fee_fen = YuanField(label="首费（元）")
-    extra_fee_fen = YuanField(label="续费（元）")
-
     class Meta:
         model = FreightTemplate
         fields = ["name", "mode", "first_unit", "first_fee_fen", "extra_unit", "extra_fee_fen", "is_default"]
-        labels = {"name": "名称", "mode": "计费方式", "first_unit": "首件/首重/首体积",
-                  "extra_unit": "续件/续重/续体积", "is_default": "默认模板"}
         help_texts = {"first_unit": f"首费包含的数量，单位：{UNITS}",
                       "extra_unit": f"每满（不足也算）这么多收一次续费，单位：{UNITS}",
                       "is_default": "未指定运费模板的商品使用默认模板；勾选后原默认模板变为普通模板"}

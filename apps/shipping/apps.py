@@ -5,7 +5,7 @@ from django.db.models.signals import post_delete, post_save
 class ShippingConfig(AppConfig):
     name = "apps.shipping"
     label = "shipping"
-    verbose_name = "运费 (shipping)"
+    verbose_name = "运费"
 
     def ready(self) -> None:
         """Any saved or deleted template or rule drops the cached freight terms

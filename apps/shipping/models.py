@@ -23,19 +23,20 @@ class FreightTemplate(models.Model):
     """A freight template. Exactly one is the shop's default (``is_default``: a partial UNIQUE
     constraint allows at most one; the admin refuses to leave the shop without one)."""
 
-    name = models.CharField(max_length=64)
-    mode = models.CharField(max_length=16, choices=FreightMode.choices, default=FreightMode.PIECE)
-    first_unit = models.PositiveIntegerField(default=1)  # pieces / grams / cm³ the first fee covers
-    first_fee_fen = models.PositiveIntegerField(default=0)  # fen
-    extra_unit = models.PositiveIntegerField(default=1)  # pieces / grams / cm³ per extra fee
-    extra_fee_fen = models.PositiveIntegerField(default=0)  # fen per started extra_unit
-    is_default = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    name = models.CharField(verbose_name="名称", max_length=64)
+    mode = models.CharField(verbose_name="计费方式", max_length=16, choices=FreightMode.choices, default=FreightMode.PIECE)
+    first_unit = models.PositiveIntegerField(verbose_name="首件/首重/首体积", default=1)  # pieces / grams / cm³ the first fee covers
+    first_fee_fen = models.PositiveIntegerField(verbose_name="首费", default=0)  # fen
+    extra_unit = models.PositiveIntegerField(verbose_name="续件/续重/续体积", default=1)  # pieces / grams / cm³ per extra fee
+    extra_fee_fen = models.PositiveIntegerField(verbose_name="续费", default=0)  # fen per started extra_unit
+    is_default = models.BooleanField(verbose_name="默认模板", default=False)
+    created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
 
     class Meta:
         ordering = ["-is_default", "id"]
-        verbose_name = "freight template"
+        verbose_name = "运费模板"
+        verbose_name_plural = "运费模板"
         constraints = [
             models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True),
                                     name="freight_template_one_default"),
@@ -52,15 +53,16 @@ class FreightRegionRule(models.Model):
     only for those cities of them. A rule naming the address's city beats one naming only its
     province; among equals the first (lowest id) wins."""
 
-    template = models.ForeignKey(FreightTemplate, on_delete=models.CASCADE, related_name="region_rules")
-    provinces = models.JSONField(default=list)  # ["新疆维吾尔自治区", "西藏自治区"]
-    cities = models.JSONField(default=list, blank=True)  # ["深圳"]: empty = the whole provinces
-    first_fee_fen = models.PositiveIntegerField()  # fen, instead of the template's
-    extra_fee_fen = models.PositiveIntegerField()  # fen, instead of the template's
+    template = models.ForeignKey(FreightTemplate, verbose_name="运费模板", on_delete=models.CASCADE, related_name="region_rules")
+    provinces = models.JSONField(verbose_name="省份", default=list)  # ["新疆维吾尔自治区", "西藏自治区"]
+    cities = models.JSONField(verbose_name="城市", default=list, blank=True)  # ["深圳"]: empty = the whole provinces
+    first_fee_fen = models.PositiveIntegerField(verbose_name="首费")  # fen, instead of the template's
+    extra_fee_fen = models.PositiveIntegerField(verbose_name="续费")  # fen, instead of the template's
 
     class Meta:
         ordering = ["id"]
-        verbose_name = "freight region rule"
+        verbose_name = "指定区域运费"
+        verbose_name_plural = "指定区域运费"
 
     def __str__(self) -> str:
         return "、".join(self.cities or self.provinces)
@@ -71,15 +73,17 @@ class FreeShippingRule(models.Model):
     once their amount reaches ``min_amount_fen`` and their pieces ``min_count`` (each when set;
     both when both are set, as the original)."""
 
-    template = models.ForeignKey(FreightTemplate, on_delete=models.CASCADE, related_name="free_rules")
-    provinces = models.JSONField(default=list, blank=True)  # empty = every province
-    cities = models.JSONField(default=list, blank=True)  # empty = the whole provinces
-    min_amount_fen = models.PositiveIntegerField(null=True, blank=True)  # fen of goods, before coupons
-    min_count = models.PositiveIntegerField(null=True, blank=True)  # pieces
+    template = models.ForeignKey(FreightTemplate, verbose_name="运费模板", on_delete=models.CASCADE, related_name="free_rules")
+    provinces = models.JSONField(verbose_name="省份", default=list, blank=True)  # empty = every province
+    cities = models.JSONField(verbose_name="城市", default=list, blank=True)  # empty = the whole provinces
+    min_amount_fen = models.PositiveIntegerField(verbose_name="满金额", null=True, blank=True,  # fen of goods, before coupons
+                                         help_text="该模板商品金额达到此数包邮")
+    min_count = models.PositiveIntegerField(verbose_name="满件数", null=True, blank=True)  # pieces
 
     class Meta:
         ordering = ["id"]
-        verbose_name = "free-shipping rule"
+        verbose_name = "包邮条件"
+        verbose_name_plural = "包邮条件"
         constraints = [
             models.CheckConstraint(condition=Q(min_amount_fen__isnull=False) | Q(min_count__isnull=False),
                                    name="free_shipping_rule_has_threshold"),

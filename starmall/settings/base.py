@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import environ
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
+from django.templatetags.static import static
 
 from starmall import embedded_redis
 
@@ -54,7 +55,7 @@ INSTALLED_APPS = [
     "apps.reviews",
     "apps.backoffice",
     "apps.chat",
-    "axes",  # admin login lockout; last, as its docs ask
+    "apps.backoffice.apps.AxesConfig",  # admin login lockout (django-axes, named in Chinese); last, as its docs ask
 ]
 
 MIDDLEWARE = [
@@ -428,6 +429,9 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 LANGUAGE_CODE = "zh-hans"
 TIME_ZONE = "Asia/Shanghai"
 USE_I18N = True
+# Chinese for what the admin theme (django-unfold) and django-axes ship untranslated.
+LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["starmall.formats"]  # "2026-12-01 20:00" in the admin
 USE_TZ = True
 
 # Uploaded files and demo pictures (apps.files): stored through STORAGES["default"] (local
@@ -447,6 +451,7 @@ UNFOLD = {
     "SHOW_VIEW_ON_SITE": False,
     "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",
     "SIDEBAR": {"show_search": True, "show_all_applications": True},
+    "STYLES": [lambda request: static("backoffice/admin.css")],  # list cells: whole Chinese words
 }
 
 STATIC_URL = "static/"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.core.management import call_command
 from django.test import Client
 
 from apps.orders.models import Order
@@ -43,6 +44,24 @@ def boss(django_user_model):
     client = Client()
     client.login(username="boss", password="pw-123456")
     return client
+
+
+@pytest.fixture
+def shop_with_a_paid_order(make_customer, make_api, wechat, deliver, place_order):
+    """The demo fixture (demo.json) and the demo customer's goods order, paid through WeChat, with a
+    refund request waiting; returns the order JSON."""
+    call_command("loaddata", "fixtures/demo.json", verbosity=0)
+    from apps.accounts.models import Address, Customer
+    from apps.catalog.models import Sku
+
+    customer = Customer.objects.get(pk=1)
+    api = make_api(customer)
+    order = place_order(api, items=[(Sku.objects.get(pk=1), 1)], address=Address.objects.get(pk=1))
+    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    wechat.control.pay(order["order_no"])
+    deliver()
+    api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了"}, format="json")
+    return order
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_return_step_in_the_admin_then_refund_restocks(make_staff, buyer, paid_o
     assert sent.status_code == 200
     stock_before = Sku.objects.get(pk=goods_sku.pk).stock
     received = action(receiver, "orders.aftersale", "confirm_return_received", [sale.pk])
-    assert ("success", f"{sale.refund_no}: 已收到退货，退款 7000 分已提交，商品已回库存") in texts(received)
+    assert ("success", f"{sale.refund_no}: 已收到退货，退款 70.00 元已提交，商品已回库存") in texts(received)
     refund = Refund.objects.get(after_sale=sale)
     assert refunds.refund_execute(refund_id=refund.pk) == "success"
     assert Sku.objects.get(pk=goods_sku.pk).stock == stock_before + 1

@@ -3,7 +3,6 @@ and the staff actions change state only through the services."""
 
 import pytest
 from django.contrib import admin
-from django.core.management import call_command
 from django.urls import reverse
 
 from apps.orders.models import AfterSale, Order
@@ -16,22 +15,6 @@ def staff(client, django_user_model):
     django_user_model.objects.create_superuser("boss", password="pw-123456")
     client.login(username="boss", password="pw-123456")
     return client
-
-
-@pytest.fixture
-def shop_with_a_paid_order(make_customer, make_api, wechat, deliver, place_order):
-    call_command("loaddata", "fixtures/demo.json", verbosity=0)
-    from apps.accounts.models import Address, Customer
-    from apps.catalog.models import Sku
-
-    customer = Customer.objects.get(pk=1)
-    api = make_api(customer)
-    order = place_order(api, items=[(Sku.objects.get(pk=1), 1)], address=Address.objects.get(pk=1))
-    api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
-    wechat.control.pay(order["order_no"])
-    deliver()
-    api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了"}, format="json")
-    return order
 
 
 def test_every_admin_page_opens(staff, shop_with_a_paid_order):

@@ -46,7 +46,7 @@ def test_reschedule_moves_the_place_in_one_go(far, make_api):
     assert Booking.objects.get(order_no=far.order["order_no"]).slot_id == far.target.pk
     assert Order.objects.get(order_no=far.order["order_no"]).slot_id == far.target.pk
     notes = list(OrderEvent.objects.filter(order__order_no=far.order["order_no"]).values_list("note", "actor"))
-    assert notes[-1][1] == "customer" and notes[-1][0].startswith(f"rescheduled #{far.old.pk} ")
+    assert notes[-1][1] == "customer" and notes[-1][0].startswith(f"改约 #{far.old.pk} ")
 
 
 def test_reschedule_refusals_leave_everything_as_it_was(far, make_api, make_customer, consultation, settings):
@@ -66,7 +66,7 @@ def test_reschedule_refusals_leave_everything_as_it_was(far, make_api, make_cust
     assert _move(make_api(make_customer()), far.order["order_no"], free.pk).status_code == 404
     assert Slot.objects.get(pk=far.old.pk).booked == 1 and Slot.objects.get(pk=free.pk).booked == 0
     assert Order.objects.get(order_no=far.order["order_no"]).slot_id == far.old.pk
-    assert not OrderEvent.objects.filter(note__startswith="rescheduled").exists()
+    assert not OrderEvent.objects.filter(note__startswith="改约").exists()
 
 
 def test_reschedule_an_unpaid_order_is_invalid_state(make_customer, make_api, place_order, consultation):
@@ -88,7 +88,7 @@ def test_staff_move_a_booking_in_the_admin(far, django_user_model):
     assert response.status_code == 302
     assert Order.objects.get(pk=order.pk).slot_id == far.target.pk
     assert Slot.objects.get(pk=far.old.pk).booked == 0 and Slot.objects.get(pk=far.target.pk).booked == 1
-    assert OrderEvent.objects.filter(order=order, actor="staff:desk", note__startswith="rescheduled").count() == 1
+    assert OrderEvent.objects.filter(order=order, actor="staff:desk", note__startswith="改约").count() == 1
 
 
 def test_reminders_once_each_and_following_a_move(far, wechat, make_api, settings):

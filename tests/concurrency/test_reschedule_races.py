@@ -35,7 +35,7 @@ def test_movers_racing_for_the_last_place_one_wins(make_customer, make_api, plac
     for i, order_no in enumerate(orders):  # every loser still holds its old place
         old = consultation.slots[-2 - i]
         assert Slot.objects.get(pk=old.pk).booked == (0 if order_no == winner else 1)
-    assert OrderEvent.objects.filter(note__startswith="rescheduled").count() == 1
+    assert OrderEvent.objects.filter(note__startswith="改约").count() == 1
 
 
 def test_two_movers_swapping_slots_do_not_deadlock(make_customer, make_api, place_order, consultation, race,

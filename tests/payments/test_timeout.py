@@ -37,7 +37,7 @@ def test_timeout_cancels_unpaid_and_restores_stock_once(order, sku):
     assert services.orders_expire_due(now=later()) == {}
     row = Order.objects.get(order_no=order["order_no"])
     assert services.order_expire(order_id=row.pk, now=later()) == "not_unpaid"
-    assert row.status == "cancelled" and row.cancel_reason == "not paid in time"
+    assert row.status == "cancelled" and row.cancel_reason == "超时未支付"
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert OrderEvent.objects.filter(order=row, to_status="cancelled", actor="system:timeout").count() == 1
 

@@ -74,7 +74,7 @@ class OrderCancelView(APIView):
         e404="not_found", e409="invalid_state", e503="wechat_unavailable")})
     def post(self, request, order_no: str):
         order = services.order_get(order_no=order_no, customer_id=request.user.pk)
-        order = payments.order_cancel(order=order, actor="customer", reason="customer cancelled")
+        order = payments.order_cancel(order=order, actor="customer", reason="顾客取消")
         return Response(OrderSerializer(order).data)
 
 
