@@ -81,6 +81,20 @@ def wechat(wechat_sandbox_server, settings):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_channel_layer():
+    """Each test gets its own channel layer instance. A layer remembers the event loop of a
+    receive() in progress; a consumer left receiving when an earlier test's loop closed (a
+    WebSocket test under load, the chat end-to-end server's thread) made the next test's
+    receive() fail with "Two event loops are trying to receive() on one channel layer at
+    once". In the shop each process has one loop, so this is the tests' own isolation."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
+@pytest.fixture(autouse=True)
 def _broker_not_paused():
     """Each test starts with pushes allowed (starmall.dispatch pauses after a broker failure)."""
     from starmall import dispatch

@@ -26,7 +26,9 @@ from starmall import dispatch
 
 logger = logging.getLogger(__name__)
 
-LEASE = dt.timedelta(seconds=60)  # one sender at a time; a dead worker's claim expires
+# One sender at a time; a dead worker's claim expires. Longer than one attempt can take (the
+# robot's 5 s timeout plus an SMTP exchange of up to 10 s a step), counted from the claim itself.
+LEASE = dt.timedelta(minutes=5)
 FIRST_SWEEP_AFTER = dt.timedelta(seconds=60)  # the sweep leaves a fresh alert to its task this long
 BACKOFF_SECONDS = (60, 120, 300, 600, 1800, 3600, 3600)  # wait after failed attempt 1, 2, ...
 MAX_ATTEMPTS = len(BACKOFF_SECONDS) + 1  # 8 attempts over about 2.7 hours, then FAILED
@@ -39,18 +41,27 @@ def alert_raise(*, key: str, kind: str, title: str, text: str) -> bool:
 
     ``key``: one per problem, e.g. ``refund:<out_refund_no>:failed`` (at most 200 chars);
     ``kind``: an :class:`Alert.Kind`; ``title`` / ``text``: Chinese, what staff read (cut to 200
-    and 4000 characters). A second raise of the same key changes nothing and sends nothing (False).
-    Joins the caller's transaction (or opens one); sending never happens inside it and never
-    raises into the caller.
+    and 4000 characters). A second raise of the same key while the alert is unhandled changes
+    nothing and sends nothing (False). Once staff marked it handled, the problem coming back (a
+    refund failing again after a retry, a payment MANUAL again) reopens it: unhandled, the new
+    text, sent again to every backend (True). Joins the caller's transaction (or opens one);
+    sending never happens inside it and never raises into the caller.
     """
-    alert, created = Alert.objects.get_or_create(key=key[:200], defaults={
-        "kind": kind, "title": title[:200], "text": text[:4000],
-        "next_attempt_at": timezone.now() + FIRST_SWEEP_AFTER,
-    })
-    if created:
+    now = timezone.now()
+    fields = {"kind": kind, "title": title[:200], "text": text[:4000], "next_attempt_at": now + FIRST_SWEEP_AFTER}
+    alert, created = Alert.objects.get_or_create(key=key[:200], defaults=fields)
+    if not created:
+        reopened = Alert.objects.filter(pk=alert.pk, resolved_at__isnull=False).update(
+            **fields, resolved_at=None, resolved_by="", status=Alert.Status.PENDING, created_at=now,
+            sent_at=None, attempts=0, locked_until=None, last_error="")
+        if not reopened:
+            return False
+        AlertDelivery.objects.filter(alert_id=alert.pk).delete()  # every backend sends it again
+        logger.info("alert %s reopened: %s", alert.key, title)
+    else:
         logger.info("alert %s recorded: %s", alert.key, alert.title)
-        transaction.on_commit(partial(alert_dispatch, alert.pk))
-    return created
+    transaction.on_commit(partial(alert_dispatch, alert.pk))
+    return True
 
 
 def alert_dispatch(alert_id: int) -> bool:
@@ -74,7 +85,7 @@ def alert_deliver(*, alert_id: int, now: dt.datetime | None = None) -> str:
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     due = Q(next_attempt_at__lte=now) | Q(attempts=0)
     claimed = Alert.objects.filter(free, due, pk=alert_id, status=Alert.Status.PENDING).update(
-        locked_until=now + LEASE, attempts=F("attempts") + 1)
+        locked_until=max(now, timezone.now()) + LEASE, attempts=F("attempts") + 1)
     alert = Alert.objects.filter(pk=alert_id).first()
     if alert is None:
         return "missing"

@@ -25,7 +25,8 @@ ROLES: dict[str, list[str]] = {
     "运营": [  # operations: catalog, stock, shipping, flash sales, orders to look at
         "catalog.view_*", "catalog.add_product", "catalog.change_product", "catalog.add_sku", "catalog.change_sku",
         "catalog.change_stock", "catalog.add_category", "catalog.change_category",
-        "orders.view_order", "orders.view_orderevent", "orders.view_aftersale", "orders.ship_order", "orders.complete_order",
+        "orders.view_order", "orders.view_orderline", "orders.view_shipment", "orders.view_orderevent",
+        "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
         "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
         "backoffice.view_dashboard",
     ],

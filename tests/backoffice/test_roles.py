@@ -16,7 +16,8 @@ def _perms(group: str) -> set[str]:
 def test_the_migration_made_the_four_roles():
     assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {"运营", "客服", "财务", "老师"}
     ops, service, finance, teacher = _perms("运营"), _perms("客服"), _perms("财务"), _perms("老师")
-    assert {"catalog.change_stock", "orders.ship_order", "marketing.manage_flashsale", "orders.view_order"} <= ops
+    assert {"catalog.change_stock", "orders.ship_order", "marketing.manage_flashsale", "orders.view_order",
+            "orders.view_orderline", "orders.view_shipment"} <= ops  # what to pack, and what was sent
     assert "orders.decide_aftersale" not in ops and "backoffice.export_data" not in ops
     assert {"orders.view_order", "orders.view_aftersale"} <= service
     assert not {p for p in service if not p.split(".")[1].startswith("view_")}  # look, never change
@@ -36,7 +37,12 @@ def test_sync_is_idempotent_and_keeps_hand_granted_permissions():
 
 
 def test_make_run_creates_one_demo_login_per_role(client):
+    from apps.catalog.models import Category, Product, Teacher
     from starmall.management.commands.runshop import Command
+
+    category = Category.objects.create(name="咨询预约", kind="consultation")
+    first, second = (Teacher.objects.create(name=name, product=Product.objects.create(
+        category=category, name=f"{name}咨询", kind="consultation")) for name in ("李明远", "王婉清"))
 
     logins = Command()._role_logins()
     assert [(role, login) for role, login, _ in logins] == [("运营", "ops"), ("客服", "service"), ("财务", "finance"), ("老师", "teacher")]
@@ -48,3 +54,7 @@ def test_make_run_creates_one_demo_login_per_role(client):
         assert list(user.groups.values_list("name", flat=True)) == [role]
     assert get_user_model().objects.get(username="finance").has_perm("backoffice.export_data")
     assert not get_user_model().objects.get(username="ops").has_perm("backoffice.export_data")
+    # the demo teacher login is the first teacher's (its slots and chats only), linked once
+    teacher_login = get_user_model().objects.get(username="teacher")
+    assert list(Teacher.objects.filter(user=teacher_login).values_list("pk", flat=True)) == [first.pk]
+    assert Teacher.objects.get(pk=second.pk).user_id is None

@@ -69,3 +69,49 @@ def test_timeout_waits_when_wechat_is_unreachable(api, order, settings):
     settings.WECHAT_PAY_API_BASE = "http://127.0.0.1:9/"
     assert services.orders_expire_due(now=later()) == {"unknown": 1}
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
+
+
+def test_sweep_goes_round_so_orders_wechat_cannot_settle_never_hold_back_the_rest(
+        make_customer, make_api, make_sku, place_order, wechat, monkeypatch):
+    """The sweep is the only path to the timeout (issue 8): orders whose WeChat answer is
+    missing are asked again each round, and every other due order is still reached (limit 2
+    stands for 200)."""
+    from apps.payments import wechat as wx
+
+    stock = make_sku(price_fen=3600, stock=10)
+    made = []
+    for i in range(5):
+        customer = make_customer()
+        address = customer.addresses.create(name="买家", phone="13800000000", province="广东省", city="深圳市",
+                                            detail=f"{i} 号", is_default=True)
+        api = make_api(customer)
+        made.append(place_order(api, items=[(stock, 1)], address=address))
+        api.post(f"/api/v1/orders/{made[-1]['order_no']}/pay", {"method": "wechat"}, format="json")
+    stuck = {made[3]["order_no"], made[4]["order_no"]}  # the two newest: WeChat does not answer
+    real_query = wx.order_query
+
+    def query(*, out_trade_no):
+        if out_trade_no in stuck:
+            raise wx.PayUnavailable("timeout")
+        return real_query(out_trade_no=out_trade_no)
+
+    monkeypatch.setattr(wx, "order_query", query)
+    rounds = [services.orders_expire_due(now=later(), limit=2) for _ in range(3)]
+    status = dict(Order.objects.values_list("order_no", "status"))
+    assert [status[o["order_no"]] for o in made] == ["cancelled", "cancelled", "cancelled", "unpaid", "unpaid"]
+    assert sum(sum(r.values()) for r in rounds) == 6  # 2 per round, none skipped
+    assert Sku.objects.get(pk=stock.pk).stock == 8  # the two stuck orders still hold theirs
+    monkeypatch.setattr(wx, "order_query", real_query)  # WeChat answers again
+    services.orders_expire_due(now=later(), limit=2)
+    assert Order.objects.filter(status="unpaid").count() == 0
+    assert Sku.objects.get(pk=stock.pk).stock == 10
+
+
+def test_one_sweep_at_a_time(order):
+    from django.core.cache import cache
+
+    cache.add(services.EXPIRE_LOCK_KEY, 1, timeout=60)  # another worker is sweeping
+    assert services.orders_expire_due(now=later()) == {"busy": 1}
+    assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
+    cache.delete(services.EXPIRE_LOCK_KEY)
+    assert services.orders_expire_due(now=later()) == {"cancelled": 1}

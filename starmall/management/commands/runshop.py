@@ -137,8 +137,20 @@ class Command(BaseCommand):
                 user.set_password(secret)
                 user.save(update_fields=["password"])
                 user.groups.add(Group.objects.get(name=role))
+            if login == "teacher":
+                self._link_demo_teacher(user)
             out.append((role, login, secret))
         return out
+
+    def _link_demo_teacher(self, user) -> None:
+        """The demo teacher login is the first teacher's own (the 老师 role sees only the slots
+        and chats of the teacher linked to it), unless some teacher is linked to it already."""
+        from apps.catalog.models import Teacher
+
+        if not Teacher.objects.filter(user=user).exists():
+            first = Teacher.objects.filter(user__isnull=True).order_by("pk").first()
+            if first is not None:
+                Teacher.objects.filter(pk=first.pk, user__isnull=True).update(user=user)
 
     def _staff_login(self) -> tuple[str, str]:
         """Create the staff superuser once; return its login (password from the environment)."""

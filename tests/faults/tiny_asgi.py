@@ -1,0 +1,8 @@
+"""The smallest ASGI app, for tests that exercise gunicorn's configuration (starmall/gunicorn_conf.py)."""
+
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"ok"})
