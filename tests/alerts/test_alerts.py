@@ -214,3 +214,47 @@ def test_resolve_marks_handled_once():
     assert services.alert_resolve(alert_id=alert.pk, actor="staff:li") is False
     alert.refresh_from_db()
     assert alert.resolved_by == "staff:wang" and alert.resolved_at is not None
+
+
+def test_the_problem_coming_back_after_staff_handled_it_reopens_and_sends_again(
+        django_capture_on_commit_callbacks, run_queued_alerts, wechat):
+    """A refund failing again after staff marked its alert handled (and retried) must reach
+    someone again: the alert reopens, unhandled, and every backend sends it once more."""
+    with django_capture_on_commit_callbacks(execute=True):
+        raise_refund_alert()
+    assert run_queued_alerts() == ["sent"]
+    alert = Alert.objects.get()
+    assert services.alert_resolve(alert_id=alert.pk, actor="staff:wang")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        assert services.alert_raise(key="refund:SM1R1:failed", kind=Alert.Kind.REFUND_FAILED,
+                                    title="退款 SM1R1 再次失败", text="重试后仍失败。") is True
+        assert raise_refund_alert() is False  # open again: a third raise adds nothing
+    assert len(callbacks) == 1
+    alert.refresh_from_db()
+    assert (alert.resolved_at, alert.resolved_by, alert.status, alert.attempts, alert.title) == (
+        None, "", "pending", 0, "退款 SM1R1 再次失败")
+    assert run_queued_alerts() == ["sent"]
+    robot = wechat.control.robot_messages()
+    assert len(robot) == 2 and "再次失败" in robot[1]["content"]
+    assert Alert.objects.count() == 1
+
+
+def test_a_long_sweep_claims_each_alert_from_the_moment_it_takes_it(wechat, monkeypatch):
+    """The lease runs from the claim, not from the sweep's start: an alert taken late in a slow
+    sweep is not free for the next minute's sweep while it is being sent."""
+    raise_refund_alert()
+    alert = Alert.objects.get()
+    started = timezone.now() - dt.timedelta(minutes=10)  # this sweep began 10 minutes ago
+    Alert.objects.filter(pk=alert.pk).update(next_attempt_at=started)
+    real_send = services.backends.configured
+
+    def slow_configured():  # while it sends, look at what another worker would see
+        free = Alert.objects.get(pk=alert.pk).locked_until > timezone.now() + dt.timedelta(minutes=4)
+        seen.append(free)
+        return real_send()
+
+    seen = []
+    monkeypatch.setattr(services.backends, "configured", slow_configured)
+    assert services.alert_deliver(alert_id=alert.pk, now=started) == "sent"
+    assert seen == [True]
+    assert len(wechat.control.robot_messages()) == 1
