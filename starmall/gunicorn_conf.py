@@ -16,7 +16,7 @@ the same host (README "Benchmarks"); the environment can override each of them:
 | ``WEB_WORKERS`` | 2 | worker processes |
 | ``WEB_THREADS`` | 4 | threads per worker running HTTP requests (a2wsgi's pool, ``starmall/asgi.py``) |
 | ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
-| ``WEB_ACCESS_LOG`` | empty (none) | access log file (``-``: stdout, the supervisor's log). Off by default: nginx logs every request in production, and a line per request through the supervisor's pipe cost the flash sale a third of its rate (README "Benchmarks") |
+| ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none — on or off measured the same in the flash sale, README "Benchmarks") |
 | ``WEB_SWITCH_INTERVAL_MS`` | 0.5 | how long a thread may hold the GIL before another runnable thread of the worker gets it (Python's default is 5 ms; see below) |
 | ``WEB_FORWARDED_ALLOW_IPS`` | ``127.0.0.1`` | proxies whose X-Forwarded-Proto is believed (nginx on the same host) |
 """
@@ -31,7 +31,7 @@ threads = int(os.environ.get("WEB_THREADS", "4"))  # read by starmall/asgi.py (t
 keepalive = 5
 timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
 graceful_timeout = 5  # seconds a stopping worker may finish its requests
-accesslog = os.environ.get("WEB_ACCESS_LOG", "") or None
+accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 errorlog = "-"
 control_socket_disable = True  # no gunicornc socket in the working directory
 forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
@@ -44,8 +44,10 @@ def post_fork(server, worker):
     A worker's threads (the event loop and ``WEB_THREADS`` request threads) take turns on one
     GIL. In a flash sale the thread that holds the hot SKU row's lock in PostgreSQL needs the
     GIL twice more before it commits; with 5 ms slices it waits behind CPU-bound neighbours
-    while every other buyer waits on its row lock. Half a millisecond measured 1.6-2x the
-    sale's rate on 2 cores (README "Benchmarks", issue 8).
+    while every other buyer waits on its row lock. Half a millisecond measured slightly better
+    on 2 cores: in alternating runs 243 and 249 attempts/s against 239 and 226 with 5 ms for a
+    plain SKU, 234 and 226 against 202 and 220 for a 秒杀 activity (README "Benchmarks",
+    issue 8); the floor app did not change beyond its noise.
     """
     import sys
 

@@ -32,6 +32,6 @@ class ShopUvicornWorker(UvicornWorker):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # No access log configured (gunicorn_conf's default): uvicorn then builds no record at all.
+        # No access log configured (WEB_ACCESS_LOG empty): uvicorn then builds no record at all.
         self.config.access_log = bool(self.cfg.accesslog)
         logging.getLogger("uvicorn.access").addFilter(RedactTokens())
