@@ -51,6 +51,10 @@ def test_finance_exports_orders_as_csv_and_excel_for_shanghai_days(client, custo
     values = list(sheet.iter_rows(values_only=True))
     assert len(values) == 3 and values[0][0] == "订单号"
     assert {row[0] for row in values[1:]} == {"IN1", "IN2"}
+    in1 = next(row for row in values if row[0] == "IN1")
+    assert in1[8] == 123.45  # a number in yuan (format 0.00): the column can be summed
+    amounts = next(sheet.iter_rows(min_row=2, max_row=2, min_col=9, max_col=9))[0]
+    assert amounts.number_format == "0.00"
 
 
 @pytest.mark.parametrize("kind", ["refunds", "payments", "reconciliation"])
