@@ -23,10 +23,7 @@ import re
 
 from apps.almanac.exceptions import ActivityNeverAuspicious, UnknownActivity
 
-RULE = (
-    "A day is returned when at least one of the word's almanac terms is 宜 (yi) that day "
-    "and none of them is 忌 (ji)."
-)
+RULE = "某天只要这个活动对应的黄历用语中至少有一项为「宜」，且没有一项为「忌」，就会列出。"
 
 MARKERS: frozenset[str] = frozenset({"馀事勿取", "诸事不宜", "无"})
 

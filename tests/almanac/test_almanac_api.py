@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from apps.almanac import caching
+from apps.almanac import caching, synonyms
 from apps.almanac.models import AlmanacDay
 
 D = dt.date
@@ -168,7 +168,7 @@ def test_activities_api_lists_the_synonym_table(db, anon_api):
     assert words["搬家"] == ["移徙", "入宅"] and words["结婚"] == ["嫁娶"]
     assert len(body["terms"]) == 111 and "移徙" in body["terms"]
     assert body["markers"] == sorted(["馀事勿取", "诸事不宜", "无"])
-    assert "at least one" in body["rule"]
+    assert body["rule"] == synonyms.RULE and "至少有一项为「宜」" in body["rule"]
 
 
 def test_schema_describes_the_almanac_endpoints():

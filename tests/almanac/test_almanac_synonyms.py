@@ -110,4 +110,4 @@ def test_synonyms_never_auspicious_words_say_so(word):
 
 
 def test_synonyms_rule_is_stated():
-    assert "at least one" in synonyms.RULE and "none" in synonyms.RULE
+    assert "至少有一项为「宜」" in synonyms.RULE and "没有一项为「忌」" in synonyms.RULE  # customers read it: Chinese
