@@ -153,3 +153,15 @@ def test_alerts_must_reach_someone_in_production(prod_env):
         "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.WeComRobotBackend'] True")
     no_mails = {**prod_env, "ALERT_BACKENDS": "apps.alerts.backends.EmailBackend"}
     assert "ALERT_EMAILS must list who gets alert mails" in manage(no_mails, "check").stderr
+    no_server = {**bare, "ALERT_EMAILS": "finance@example.com"}  # mails to localhost:25 reach nobody
+    assert "alert mails need a mail server: set EMAIL_URL" in manage(no_server, "check").stderr
+
+
+def test_the_robots_key_is_in_no_error_report(prod_env):
+    """A mistyped webhook's start-up error and Django's error reports leave the key out."""
+    typo = {**prod_env, "ALERT_WECOM_WEBHOOK_URL": ROBOT.replace("https://", "http://")}
+    result = manage(typo, "check")
+    assert result.returncode == 1 and "key=***" in result.stderr
+    assert ROBOT.split("key=")[1] not in result.stderr
+    assert setting(prod_env, "__import__('django.views.debug', fromlist=['x']).get_default_exception_reporter_filter()"
+                             ".get_safe_settings()['ALERT_WECOM_WEBHOOK_URL']") == "********************"

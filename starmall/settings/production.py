@@ -62,10 +62,15 @@ if _WECOM in ALERT_BACKENDS:  # noqa: F405
             or _url.username or _url.path != "/cgi-bin/webhook/send" or not _key or _url.fragment):
         raise ImproperlyConfigured(
             "ALERT_WECOM_WEBHOOK_URL must be https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=<the robot's key> "
-            f"(the group robot's webhook on WeCom's host), not {ALERT_WECOM_WEBHOOK_URL!r}"
+            f"(the group robot's webhook on WeCom's host), not {_url._replace(query='key=***').geturl()!r}"
         )
 if _EMAIL in ALERT_BACKENDS and not ALERT_EMAILS:  # noqa: F405
     raise ImproperlyConfigured("ALERT_EMAILS must list who gets alert mails when ALERT_BACKENDS has the EmailBackend")
+if _EMAIL in ALERT_BACKENDS and not env.str("EMAIL_URL", default=""):  # noqa: F405
+    raise ImproperlyConfigured("alert mails need a mail server: set EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587)")
+# Error reports (tracebacks in mails or logs) never show the robot's key: Django hides only
+# settings whose names say KEY, TOKEN, SECRET, ...; this one's name says URL.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "starmall.reporting.SettingsReporterFilter"
 
 # The merchant API certificate is needed for every refund: find a wrong path at start-up, not
 # at the first refund.
