@@ -6,8 +6,9 @@
   var revenue = echarts.init(document.getElementById("bo-revenue-chart"));
   revenue.setOption({
     tooltip: {trigger: "axis"},
-    legend: {data: ["销售额（元）", "支付订单"]},
-    grid: {left: 60, right: 50, top: 40, bottom: 30},
+    // ECharts 6 puts the legend at the bottom by default, over the axis labels: keep it on top.
+    legend: {data: ["销售额（元）", "支付订单"], top: 0},
+    grid: {left: 60, right: 50, top: 56, bottom: 30},
     xAxis: {type: "category", data: data.days},
     yAxis: [{type: "value", name: "元"}, {type: "value", name: "单"}],
     series: [
@@ -18,8 +19,8 @@
   var slots = echarts.init(document.getElementById("bo-slot-chart"));
   slots.setOption({
     tooltip: {trigger: "axis"},
-    legend: {data: ["未来7天", "近30天"]},
-    grid: {left: 50, right: 20, top: 40, bottom: 30},
+    legend: {data: ["未来7天", "近30天"], top: 0},
+    grid: {left: 50, right: 20, top: 56, bottom: 30},
     xAxis: {type: "category", data: data.teachers},
     yAxis: {type: "value", max: 100, name: "%"},
     series: [
