@@ -469,7 +469,7 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
 
     Asks WeChat when a WeChat payment is still open. ``refund_status``: "requested" while an
     after-sale request waits for staff, else the latest refund's status (or null);
-    ``message`` is a sentence for the customer.
+    ``message`` is a sentence for the customer (Chinese).
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
@@ -485,7 +485,7 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
         "order_status": order.status,
         "payment_status": payment_state,
         "refund_status": "requested" if waiting else (refund.status if refund else None),
-        "message": "refund requested, waiting for the shop" if waiting
+        "message": "退款申请已提交，等待商家处理" if waiting
         else _status_message(order.status, payment_state, refund),
     }
 
@@ -493,12 +493,12 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
 def _status_message(order_status: str, payment_status: str, refund: Refund | None) -> str:
     if order_status == OrderStatus.CANCELLED and payment_status == PaymentStatus.PAID:
         done = refund is not None and refund.status == Refund.Status.SUCCESS
-        return "paid, order cancelled, refund " + ("completed" if done else "in progress")
+        return "已付款，但订单已取消，款项" + ("已退回" if done else "正在退回")
     if payment_status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
-        return "payment being confirmed with WeChat"
+        return "正在向微信确认支付结果"
     return {
-        OrderStatus.UNPAID: "waiting for payment", OrderStatus.PAID: "paid",
-        OrderStatus.SHIPPED: "shipped", OrderStatus.COMPLETED: "completed",
-        OrderStatus.CANCELLED: "cancelled", OrderStatus.REFUNDING: "refund in progress",
-        OrderStatus.REFUNDED: "refunded",
+        OrderStatus.UNPAID: "待支付", OrderStatus.PAID: "支付成功",
+        OrderStatus.SHIPPED: "已发货", OrderStatus.COMPLETED: "已完成",
+        OrderStatus.CANCELLED: "订单已取消", OrderStatus.REFUNDING: "退款中",
+        OrderStatus.REFUNDED: "已退款",
     }[order_status]

@@ -40,13 +40,13 @@ def test_payment_on_cancelled_order_is_kept_and_refunded_exactly_once(api, sku, 
     assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == ["late", "duplicate"]
     status = api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()
     assert status == {"order_status": "cancelled", "payment_status": "paid", "refund_status": "pending",
-                      "message": "paid, order cancelled, refund in progress"}
+                      "message": "已付款，但订单已取消，款项正在退回"}
 
     assert refunds.refund_execute(refund_id=refund.pk) == "submitted"
     deliver()
     assert Refund.objects.get().status == "success"
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()["message"] == \
-        "paid, order cancelled, refund completed"
+        "已付款，但订单已取消，款项已退回"
     assert wechat.state.trades[order["order_no"]].trade_state == "REFUND"
 
 
@@ -59,7 +59,7 @@ def test_unifiedorder_timeout_is_unknown_then_cleared_by_query(api, sku, address
     payment = Payment.objects.get(out_trade_no=order["order_no"])
     assert payment.status == "unknown" and payment.prepay_id == ""
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()["message"] == \
-        "payment being confirmed with WeChat"
+        "正在向微信确认支付结果"
 
     now = timezone.now()
     assert services.payments_check_uncertain(now=now) == {}  # first check is due after 1 minute

@@ -48,7 +48,7 @@ def test_full_refund_end_to_end_restocks_once(api, paid, sku, wechat, deliver):
     assert request_refund(api, paid["order_no"]).json()["refund_no"] == f"{paid['order_no']}R1"  # double click
     assert AfterSale.objects.count() == 1
     assert api.get(f"/api/v1/orders/{paid['order_no']}/pay-status").json()["message"] == \
-        "refund requested, waiting for the shop"
+        "退款申请已提交，等待商家处理"
 
     refund = approve(paid["order_no"])
     assert approve_again_is_noop(paid["order_no"])

@@ -133,13 +133,13 @@ def test_pay_status_asks_wechat_when_notification_is_lost(api, order, wechat):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
         "order_status": "unpaid", "payment_status": "pending", "refund_status": None,
-        "message": "waiting for payment"}
+        "message": "待支付"}
     wechat.control.pay(order["order_no"])  # paid, notification not delivered
     # pay-status asks WeChat at most once per PAY_STATUS_QUERY_INTERVAL_SECONDS: let that pass.
     Payment.objects.filter(out_trade_no=order["order_no"]).update(
         status_queried_at=timezone.now() - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS))
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
-        "order_status": "paid", "payment_status": "paid", "refund_status": None, "message": "paid"}
+        "order_status": "paid", "payment_status": "paid", "refund_status": None, "message": "支付成功"}
     assert Payment.objects.get(out_trade_no=order["order_no"]).transaction_id == \
         wechat.state.trades[order["order_no"]].transaction_id
 
