@@ -23,6 +23,7 @@ from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
+from starmall.admin_money import yuan
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +166,7 @@ def _send_paid_message(followup: FollowUp) -> None:
         page=f"pages/order/detail?order_no={order.order_no}",
         data={
             "character_string1": {"value": order.order_no},
-            "amount2": {"value": f"{order.pay_fen / 100:.2f}元"},
+            "amount2": {"value": f"{yuan(order.pay_fen)}元"},
             "time3": {"value": timezone.localtime(order.paid_at or timezone.now()).strftime("%Y-%m-%d %H:%M")},
         },
     )
@@ -196,7 +197,7 @@ def _send_paid_sms(followup: FollowUp) -> None:
     phone = (order.address or {}).get("phone") or order.customer.phone
     if phone:
         backend().send(phone=phone, key=followup.key,
-                       text=f"【Starmall】订单{order.order_no}已支付{order.pay_fen / 100:.2f}元，感谢惠顾。")
+                       text=f"【Starmall】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
 
 
 def _send_shipped_message(followup: FollowUp) -> None:

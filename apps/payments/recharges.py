@@ -37,6 +37,7 @@ from apps.accounts import services as wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.payments import wechat
 from apps.payments.models import Notification, Recharge, RechargePackage
+from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, NotFound, WechatUnavailable
 
 logger = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
     try:
         prepay = wechat.unified_order(
             out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen,
-            body=f"Starmall-余额充值 {recharge.pay_fen / 100:.2f} 元", openid=customer.openid,
+            body=f"Starmall-余额充值 {yuan(recharge.pay_fen)} 元", openid=customer.openid,
             starts_at=now, expires_at=recharge.expires_at,
         )
     except (wechat.PayUnavailable, wechat.PayRejected) as exc:

@@ -59,6 +59,7 @@ from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
 from apps.payments import wechat
 from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
+from starmall.admin_money import yuan
 
 logger = logging.getLogger(__name__)
 
@@ -453,7 +454,7 @@ def _alert(bill_date: dt.date, status: str, values: dict) -> None:
         more = " 等" if len(values["differences"]) > 10 else ""
         title = f"{day} 对账有 {len(values['differences'])} 笔差异"
         text = (f"{day} 的微信账单与本地记录不符：{by_kind}（{numbers}{more}）。微信 {values['wechat_count']} 笔 "
-                f"{values['wechat_fen'] / 100:.2f} 元，本地 {values['local_count']} 笔 {values['local_fen'] / 100:.2f} 元。"
+                f"{yuan(values['wechat_fen'])} 元，本地 {values['local_count']} 笔 {yuan(values['local_fen'])} 元。"
                 f"请在后台「对账」中查看差异明细。")
     alert_raise(key=f"reconciliation:{day}:{status}", kind=Alert.Kind.RECONCILIATION, title=title, text=text)
 

@@ -31,6 +31,7 @@ from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
 from apps.payments import wechat
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
+from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, InvalidState
 
 logger = logging.getLogger(__name__)
@@ -269,7 +270,7 @@ def _mark_failed(refund: Refund, error: str) -> None:
             alert_raise(
                 key=f"refund:{refund.out_refund_no}:failed", kind=Alert.Kind.REFUND_FAILED,
                 title=f"退款 {refund.out_refund_no} 失败（订单 {order_no}）",
-                text=(f"订单 {order_no} 的退款 {refund.out_refund_no}（{refund.refund_fen / 100:.2f} 元）"
+                text=(f"订单 {order_no} 的退款 {refund.out_refund_no}（{yuan(refund.refund_fen)} 元）"
                       f"尝试 {refund.attempts} 次后失败：{error}。钱尚未退给顾客；请在后台「退款」中查看原因，"
                       f"可用「重试失败的退款」以同一退款单号重试。"),
             )

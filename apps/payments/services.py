@@ -27,6 +27,7 @@ from apps.orders.models import Order, OrderStatus, PayMethod
 from apps.payments import recharges, refunds, wechat
 from apps.payments.exceptions import CancelUnconfirmed, OrderNotCancelled
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
+from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
 
 logger = logging.getLogger(__name__)
@@ -305,7 +306,7 @@ def payment_check_uncertain(*, payment: Payment, now: dt.datetime | None = None)
             alert_raise(
                 key=f"payment:{payment.out_trade_no}:manual", kind=Alert.Kind.PAYMENT_MANUAL,
                 title=f"支付 {payment.out_trade_no} 状态无法确认，需人工处理",
-                text=(f"商户订单号 {payment.out_trade_no}（{payment.total_fee / 100:.2f} 元）向微信查询 {checks} 次"
+                text=(f"商户订单号 {payment.out_trade_no}（{yuan(payment.total_fee)} 元）向微信查询 {checks} 次"
                       f"仍无法确认是否支付（最后答复：{state or '无答复'}），已转为人工处理（MANUAL）。"
                       f"请在后台「支付」中筛选「人工处理」，用「立即向微信查询」确认。"),
             )
