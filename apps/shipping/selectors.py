@@ -52,7 +52,7 @@ def template_terms(template: FreightTemplate) -> TemplateTerms:
 logger = logging.getLogger(__name__)
 
 TERMS_CACHE_KEY = "shipping:terms:v1"
-TERMS_CACHE_SECONDS = 60  # the longest a template edit can go unseen (see the module's docstring)
+TERMS_CACHE_SECONDS = 10  # the longest a template edit can go unseen (see the module's docstring)
 
 
 def templates_terms(template_ids: Iterable[int | None]) -> dict[int | None, TemplateTerms]:
