@@ -40,11 +40,18 @@ class PaymentAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyModelAdmin):
-    list_display = ["out_refund_no", "order", "refund_fen", "reason", "status", "attempts", "next_attempt_at",
-                    "created_at", "succeeded_at"]
+    list_display = ["out_refund_no", "order", "refund_fen", "reason", "customer_reason", "status", "attempts",
+                    "next_attempt_at", "created_at", "succeeded_at"]
+    list_select_related = ["order", "after_sale"]
     list_filter = ["status", "reason"]  # status = failed: refunds staff must look at (last_error)
     search_fields = ["out_refund_no", "order__order_no", "refund_id"]
     actions = ["retry"]
+
+    @admin.display(description="退款理由")
+    def customer_reason(self, refund):
+        """The words behind an after-sale refund (the customer's, or a batch's reason); ``reason``
+        says only which kind of refund it is (售后退款, 重复支付 ...)."""
+        return refund.after_sale.reason if refund.after_sale_id else "-"
 
     def has_retry_permission(self, request):
         return request.user.has_perm("payments.retry_refund")
