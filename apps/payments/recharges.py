@@ -152,16 +152,10 @@ def recharge_notification(*, body: bytes, fields: dict) -> bytes:
 def recharge_sync(*, recharge: Recharge) -> str:
     """Ask WeChat (orderquery) about a recharge and apply a SUCCESS; return trade_state ("" if
     WeChat could not be asked or the amount does not match)."""
-    try:
-        state = wechat.order_query(out_trade_no=recharge.recharge_no)
-    except (wechat.PayUnavailable, wechat.PayRejected, wechat.BadSignature) as exc:
-        logger.warning("orderquery recharge %s failed: %s", recharge.recharge_no, exc)
+    state = wechat.order_query_checked(out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen)
+    if state is None:
         return ""
     if state.state in ("SUCCESS", "REFUND"):
-        if state.total_fee != recharge.pay_fen:
-            logger.error("orderquery amount mismatch on recharge %s: %s != %s", recharge.recharge_no,
-                         state.total_fee, recharge.pay_fen)
-            return ""
         recharge_apply_paid(recharge=recharge, transaction_id=state.transaction_id,
                             paid_at=wechat.parse_time_end(state.time_end) or timezone.now())
     return state.state

@@ -262,16 +262,10 @@ def payment_sync(*, payment: Payment) -> str:
 
     Returns "" when WeChat could not be asked (unreachable, error, bad signature).
     """
-    try:
-        state = wechat.order_query(out_trade_no=payment.out_trade_no)
-    except (wechat.PayUnavailable, wechat.PayRejected, wechat.BadSignature) as exc:
-        logger.warning("orderquery %s failed: %s", payment.out_trade_no, exc)
+    state = wechat.order_query_checked(out_trade_no=payment.out_trade_no, total_fee=payment.total_fee)
+    if state is None:
         return ""
     if state.state in ("SUCCESS", "REFUND"):
-        if state.total_fee != payment.total_fee:
-            logger.error("orderquery amount mismatch on %s: %s != %s", payment.out_trade_no,
-                         state.total_fee, payment.total_fee)
-            return ""
         paid_at = wechat.parse_time_end(state.time_end) or timezone.now()
         payment_apply_paid(payment=payment, transaction_id=state.transaction_id, paid_at=paid_at,
                            actor="wechat:orderquery")

@@ -203,6 +203,21 @@ def order_query(*, out_trade_no: str) -> TradeState:
     )
 
 
+def order_query_checked(*, out_trade_no: str, total_fee: int) -> TradeState | None:
+    """:func:`order_query` for our trade of ``total_fee`` fen, as the sync code acts on it: None
+    when WeChat could not be asked (unreachable, an error answer, a bad signature; a warning)
+    or says SUCCESS / REFUND for another amount (an error: never applied)."""
+    try:
+        state = order_query(out_trade_no=out_trade_no)
+    except (PayUnavailable, PayRejected, BadSignature) as exc:
+        logger.warning("orderquery %s failed: %s", out_trade_no, exc)
+        return None
+    if state.state in ("SUCCESS", "REFUND") and state.total_fee != total_fee:
+        logger.error("orderquery amount mismatch on %s: %s != %s", out_trade_no, state.total_fee, total_fee)
+        return None
+    return state
+
+
 def close_order(*, out_trade_no: str) -> str:
     """``pay/closeorder``: "CLOSED", or "ORDERPAID" / "ORDERCLOSED" / "ORDERNOTEXIST" as WeChat says.
 
