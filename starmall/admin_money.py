@@ -19,11 +19,13 @@ FEN_PER_YUAN = 100
 
 def yuan(fen: int | None) -> str:
     """``1234`` (fen) -> ``"12.34"`` (yuan, two decimals); ``None`` -> ``"-"``. Negative fen keep the sign."""
-    if fen is None:
-        return "-"
-    sign = "-" if fen < 0 else ""
-    whole, part = divmod(abs(int(fen)), FEN_PER_YUAN)
-    return f"{sign}{whole}.{part:02d}"
+    return "-" if fen is None else str(yuan_amount(fen))
+
+
+def yuan_amount(fen: int | None) -> Decimal | None:
+    """``1234`` (fen) -> ``Decimal("12.34")``, exact, two decimals (a number where one is wanted,
+    e.g. an Excel cell finance sums); ``None`` -> ``None``."""
+    return None if fen is None else Decimal(int(fen)).scaleb(-2)
 
 
 def fen_from_yuan(value) -> int:

@@ -18,6 +18,7 @@ from apps.backoffice.selectors import SHANGHAI
 from apps.orders.models import Order
 from apps.payments.models import Payment, ReconciliationRun, Refund
 from starmall.admin_display import address_text, shanghai
+from starmall.admin_money import yuan_amount
 
 KINDS = {"orders": "订单", "refunds": "退款", "payments": "支付", "reconciliation": "对账"}
 CHUNK = 2000
@@ -38,36 +39,30 @@ def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
                "支付方式", "下单时间", "支付时间", "发货时间", "收货地址"]
         qs = Order.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("customer").order_by("id")
         for o in qs.iterator(chunk_size=CHUNK):
-            yield [o.order_no, str(o.customer), o.get_kind_display(), o.get_status_display(), _yuan(o.goods_fen), _yuan(o.freight_fen),
-                   _yuan(o.coupon_fen), _yuan(o.points_fen), _yuan(o.pay_fen), o.get_pay_method_display(),
+            yield [o.order_no, str(o.customer), o.get_kind_display(), o.get_status_display(), yuan_amount(o.goods_fen), yuan_amount(o.freight_fen),
+                   yuan_amount(o.coupon_fen), yuan_amount(o.points_fen), yuan_amount(o.pay_fen), o.get_pay_method_display(),
                    shanghai(o.created_at), shanghai(o.paid_at), shanghai(o.shipped_at), address_text(o.address)]
     elif kind == "refunds":
         yield ["退款单号 out_refund_no", "订单号", "原因", "状态", "退款金额（元）", "尝试次数", "最近错误", "创建时间", "退款成功时间"]
         qs = Refund.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
         for r in qs.iterator(chunk_size=CHUNK):
-            yield [r.out_refund_no, r.order.order_no, r.get_reason_display(), r.get_status_display(), _yuan(r.refund_fen),
+            yield [r.out_refund_no, r.order.order_no, r.get_reason_display(), r.get_status_display(), yuan_amount(r.refund_fen),
                    r.attempts, r.last_error, shanghai(r.created_at), shanghai(r.succeeded_at)]
     elif kind == "payments":
         yield ["商户订单号 out_trade_no", "订单号", "方式", "状态", "金额（元）", "已退（元）", "微信支付单号 transaction_id",
                "创建时间", "支付时间"]
         qs = Payment.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
         for p in qs.iterator(chunk_size=CHUNK):
-            yield [p.out_trade_no or "", p.order.order_no, p.get_method_display(), p.get_status_display(), _yuan(p.total_fee),
-                   _yuan(p.refunded_fen), p.transaction_id or "", shanghai(p.created_at), shanghai(p.paid_at)]
+            yield [p.out_trade_no or "", p.order.order_no, p.get_method_display(), p.get_status_display(), yuan_amount(p.total_fee),
+                   yuan_amount(p.refunded_fen), p.transaction_id or "", shanghai(p.created_at), shanghai(p.paid_at)]
     elif kind == "reconciliation":
         yield ["账单日期", "结果", "微信笔数", "本地笔数", "微信金额（元）", "本地金额（元）", "差异数", "错误"]
         qs = ReconciliationRun.objects.filter(bill_date__gte=start, bill_date__lte=end).order_by("bill_date")
         for run in qs.iterator(chunk_size=CHUNK):
             yield [run.bill_date.isoformat(), run.get_status_display(), run.wechat_count, run.local_count,
-                   _yuan(run.wechat_fen), _yuan(run.local_fen), len(run.differences or []), run.error]
+                   yuan_amount(run.wechat_fen), yuan_amount(run.local_fen), len(run.differences or []), run.error]
     else:
         raise KeyError(kind)
-
-
-def _yuan(fen: int | None) -> Decimal | None:
-    """Fen as a yuan amount with two decimals: ``"12.34"`` in CSV, a number (format 0.00) in
-    Excel, so finance can sum the column."""
-    return None if fen is None else Decimal(int(fen)).scaleb(-2)
 
 
 class _Echo:
