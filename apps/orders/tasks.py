@@ -8,13 +8,14 @@ from apps.payments import services as payments
 
 @shared_task
 def order_expire(order_id: int) -> str:
-    """Countdown task scheduled at create for the order's pay deadline."""
+    """One order's unpaid timeout. Nothing schedules it any more (the sweep below is the timeout,
+    issue 8); kept so that countdowns queued by an older release still run after an upgrade."""
     return payments.order_expire(order_id=order_id)
 
 
 @shared_task
 def orders_expire_due() -> dict:
-    """Beat, every minute: catch every timeout the countdown missed (or that must be retried)."""
+    """Beat, every ``ORDER_EXPIRE_SWEEP_SECONDS``: the unpaid timeout (``pay_deadline`` is the timer)."""
     return payments.orders_expire_due()
 
 
