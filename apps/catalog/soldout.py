@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from functools import partial
 
 from django.core.cache import cache
-from django.db import transaction
+
+from starmall import cache_drop
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +57,9 @@ def mark(key: str) -> None:
         logger.warning("could not flag %s sold out", key, exc_info=True)
 
 
-def clear(keys: Iterable[str]) -> None:
-    """Units came back: drop the flags so buyers reach the database (an early drop only sends
-    buyers to the database, never away)."""
-    keys = list(keys)
-    try:
-        cache.delete_many(keys)
-    except Exception:  # the flag expires by itself within FLAG_SECONDS
-        logger.warning("could not clear sold-out flags %s", keys, exc_info=True)
-
-
 def clear_now_and_after_commit(keys: list[str]) -> None:
     """Units are being put back in the caller's transaction: drop the flags now and again
-    after commit (a loser may re-flag from the not yet committed 0 in between)."""
-    clear(keys)
-    transaction.on_commit(partial(clear, keys))
+    after commit (a loser may re-flag from the not yet committed 0 in between). An early drop
+    only sends buyers to the database, never away; a flag that could not be dropped expires
+    within FLAG_SECONDS."""
+    cache_drop.drop_now_and_after_commit(keys)

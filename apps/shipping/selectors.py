@@ -18,11 +18,11 @@ import logging
 from collections.abc import Iterable
 
 from django.core.cache import cache
-from django.db import transaction
 
 from apps.shipping.calculator import FreeTerms, FreightLine, RegionTerms, TemplateTerms, freight_quote
 from apps.shipping.models import FreightTemplate
 from apps.shipping.regions import city_key
+from starmall import cache_drop
 
 
 def template_default() -> FreightTemplate | None:
@@ -92,15 +92,8 @@ def _terms_from_db() -> dict[int | None, TemplateTerms]:
 def terms_cache_clear() -> None:
     """A template or rule is being written: drop the cached terms now (this transaction's own
     reads see its writes) and again after commit (a reader may have cached the old rows in
-    between). Redis errors are logged; the entry then expires by itself."""
-    def clear() -> None:
-        try:
-            cache.delete(TERMS_CACHE_KEY)
-        except Exception:
-            logger.warning("could not clear the freight terms cache", exc_info=True)
-
-    clear()
-    transaction.on_commit(clear)
+    between); ``starmall.cache_drop``."""
+    cache_drop.drop_now_and_after_commit([TERMS_CACHE_KEY])
 
 
 def freight_for_lines(*, lines: list[dict], province: str, city: str) -> int:
