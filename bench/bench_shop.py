@@ -135,13 +135,15 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
     """Run ``work(client, task) -> outcome`` over ``tasks`` from ``concurrency`` threads.
 
     The clock starts when every thread holds its connection (Barrier) and stops at the last
-    answer. Returns wall seconds, per-task latencies (s) and outcome counts.
+    answer. Returns wall seconds, per-task latencies (s), outcome counts and, per outcome, the
+    second (from the start) its last answer came.
     """
     todo: queue.SimpleQueue = queue.SimpleQueue()
     for task in tasks:
         todo.put(task)
     latencies: list[float] = []
     outcomes: dict[str, int] = {}
+    last_at: dict[str, float] = {}
     lock = threading.Lock()
     barrier = threading.Barrier(concurrency + 1)
 
@@ -149,7 +151,7 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
         client = Client(port)
         client.conn.connect()
         barrier.wait()
-        mine, counts = [], {}
+        mine, counts, ends = [], {}, {}
         while True:
             try:
                 task = todo.get_nowait()
@@ -163,11 +165,13 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
                 client.close()
             mine.append(time.perf_counter() - t0)
             counts[outcome] = counts.get(outcome, 0) + 1
+            ends[outcome] = time.perf_counter()
         client.close()
         with lock:
             latencies.extend(mine)
             for key, n in counts.items():
                 outcomes[key] = outcomes.get(key, 0) + n
+                last_at[key] = max(last_at.get(key, 0.0), ends[key])
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
     for thread in threads:
@@ -177,7 +181,8 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - t0
-    return {"wall": wall, "latencies": latencies, "outcomes": outcomes}
+    return {"wall": wall, "latencies": latencies, "outcomes": outcomes,
+            "last_at_s": {key: round(at - t0, 2) for key, at in sorted(last_at.items())}}
 
 
 def stats(result: dict) -> dict:
@@ -188,7 +193,8 @@ def stats(result: dict) -> dict:
 
     return {"n": len(ms), "per_s": round(len(ms) / result["wall"], 1) if result["wall"] else 0,
             "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-            "wall_s": round(result["wall"], 2), "outcomes": dict(sorted(result["outcomes"].items()))}
+            "wall_s": round(result["wall"], 2), "outcomes": dict(sorted(result["outcomes"].items())),
+            "last_at_s": result.get("last_at_s", {})}
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -556,7 +562,7 @@ def table(results: dict) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     for name, r in results["runs"].items():
         if r.get("outcomes"):
-            lines.append(f"{name} outcomes: {r['outcomes']}")
+            lines.append(f"{name} outcomes: {r['outcomes']}; last of each at (s): {r.get('last_at_s')}")
         if r.get("audit"):
             lines.append(f"{name} audit: {r['audit']}")
     for name, ratio in results.get("ratios", {}).items():

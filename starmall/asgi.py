@@ -8,6 +8,8 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   in a real thread pool (``WEB_THREADS`` threads per process). Django's own ASGI handler runs
   sync views one at a time per process (``thread_sensitive``), which would serialise the
   flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
+  In front of it, ``SoldOutGate`` answers a flash sale's losers (a confirm of a SKU flagged
+  sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``).
 - ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
 """
 
@@ -23,8 +25,9 @@ wsgi_application = get_wsgi_application()  # sets Django up before the consumers
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from apps.chat.routing import websocket_urlpatterns  # noqa: E402
+from apps.orders.api.soldout_gate import SoldOutGate  # noqa: E402
 
 application = ProtocolTypeRouter({
-    "http": WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))),
+    "http": SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4")))),
     "websocket": URLRouter(websocket_urlpatterns),
 })

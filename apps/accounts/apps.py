@@ -1,7 +1,22 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_save
 
 
 class AccountsConfig(AppConfig):
     verbose_name = "顾客与账户"
     name = "apps.accounts"
     label = "accounts"
+
+    def ready(self) -> None:
+        """A customer saved as inactive loses every API token after commit, whoever saves it (the
+        admin's change form, a shell): ``services.customer_tokens_revoke_after_commit``."""
+        from apps.accounts.models import Customer
+
+        post_save.connect(_customer_saved, sender=Customer, dispatch_uid="customer-deactivated-tokens")
+
+
+def _customer_saved(sender, instance, **kwargs) -> None:
+    if not instance.is_active:
+        from apps.accounts.services import customer_tokens_revoke_after_commit
+
+        customer_tokens_revoke_after_commit(customer_id=instance.pk)

@@ -53,6 +53,21 @@ def customer_logout(*, token: str) -> None:
     tokens.token_revoke(token)
 
 
+def customer_tokens_revoke_after_commit(*, customer_id: int) -> None:
+    """The customer was deactivated in the caller's transaction: revoke all their tokens once it
+    commits (``tokens.tokens_revoke_customer``). A Redis error is logged, not raised: the save
+    stands, authentication refuses the tokens anyway (it checks ``is_active``), and they run
+    out with their TTL."""
+
+    def revoke() -> None:
+        try:
+            tokens.tokens_revoke_customer(customer_id)
+        except Exception:
+            logger.exception("could not revoke the tokens of deactivated customer %s", customer_id)
+
+    transaction.on_commit(revoke)
+
+
 def address_create(*, customer: Customer, **fields) -> Address:
     """Add an address; ``is_default=True`` (or a first address) makes it the only default.
 

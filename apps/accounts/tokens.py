@@ -1,6 +1,10 @@
 """API tokens: random, kept in Redis (shared by every web process), revocable at once.
 
-Redis stores only the SHA-256 of a token, so a copy of Redis does not hand out logins.
+Redis stores only the SHA-256 of a token, so a copy of Redis does not hand out logins. Each
+customer's token keys are also listed in a set, so that deactivating the customer revokes every
+token at once (:func:`tokens_revoke_customer`): a token in Redis then always belongs to an
+active customer, which is what the sold-out gate in front of Django relies on
+(``apps.orders.api.soldout_gate``). Authentication still checks ``is_active`` in the database.
 """
 
 import hashlib
@@ -8,24 +12,55 @@ import secrets
 
 from django.conf import settings
 from django.core.cache import cache
+from django_redis import get_redis_connection
 
 
-def _key(token: str) -> str:
+def token_key(token: str) -> str:
+    """The cache key of a token (before the cache's KEY_PREFIX): ``auth:token:<sha256 hex>``."""
     return "auth:token:" + hashlib.sha256(token.encode()).hexdigest()
 
 
+def _customer_tokens_key(customer_id: int) -> str:
+    return cache.make_key(f"auth:customer:{customer_id}:tokens")
+
+
 def token_issue(*, customer_id: int) -> str:
-    """A new bearer token for the customer, valid ``AUTH_TOKEN_TTL_SECONDS``."""
+    """A new bearer token for the customer, valid ``AUTH_TOKEN_TTL_SECONDS``.
+
+    The token (its hash, the value being the customer id as django-redis stores an int) and its
+    place in the customer's set are written in one MULTI; Redis errors propagate.
+    """
     token = secrets.token_urlsafe(32)
-    cache.set(_key(token), customer_id, timeout=settings.AUTH_TOKEN_TTL_SECONDS)
+    ttl = settings.AUTH_TOKEN_TTL_SECONDS
+    key = cache.make_key(token_key(token))
+    listed = _customer_tokens_key(customer_id)
+    pipe = get_redis_connection("default").pipeline(transaction=True)
+    pipe.set(key, customer_id, ex=ttl)
+    pipe.sadd(listed, key)
+    pipe.expire(listed, ttl)  # lives as long as its newest token
+    pipe.execute()
     return token
 
 
 def token_customer_id(token: str) -> int | None:
     """The customer id a token belongs to, or None when unknown, expired or revoked."""
-    return cache.get(_key(token))
+    return cache.get(token_key(token))
 
 
 def token_revoke(token: str) -> None:
-    """Make the token stop working at once."""
-    cache.delete(_key(token))
+    """Make the token stop working at once (its entry in the customer's set expires with it)."""
+    cache.delete(token_key(token))
+
+
+def tokens_revoke_customer(customer_id: int) -> int:
+    """Revoke every token issued to the customer (staff deactivated them); the number revoked.
+
+    Tokens issued before the per-customer set existed are not listed and run out with their
+    TTL; authentication refuses them anyway (it checks ``is_active``). Redis errors propagate.
+    """
+    conn = get_redis_connection("default")
+    listed = _customer_tokens_key(customer_id)
+    keys = list(conn.smembers(listed))
+    revoked = conn.delete(*keys) if keys else 0
+    conn.delete(listed)
+    return revoked

@@ -17,10 +17,11 @@ So a wrong "sold out" (e.g. a flag set by a loser racing a restock's delete) las
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from django.core.cache import cache
 
+from apps.catalog.exceptions import InsufficientStock
 from starmall import cache_drop
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,28 @@ def sku_key(sku_id: int) -> str:
 def flash_sale_key(sale_id: int) -> str:
     """The flag of a flash sale's (秒杀) own quota (``apps.marketing``)."""
     return f"soldout:flash_sale:{sale_id}"
+
+
+def keys_for(quantities: Iterable[int], flash_sale_id: int | None) -> list[str]:
+    """The flags a confirm of ``quantities`` (SKU ids) in flash sale ``flash_sale_id`` reads."""
+    return [sku_key(pk) for pk in quantities] + ([flash_sale_key(flash_sale_id)] if flash_sale_id is not None else [])
+
+
+def refusal(flags: set[str], quantities: Mapping[int, int], flash_sale_id: int | None) -> InsufficientStock | None:
+    """The sold-out answer for a confirm of ``quantities`` (``{sku_id: units}``), given the
+    flagged keys among :func:`keys_for`; None when nothing asked for is flagged.
+
+    One rule for both places that answer a flash sale's losers: ``order_confirm`` and the ASGI
+    gate in front of Django (``apps.orders.api.soldout_gate``). The sale's own quota first
+    (``flash_sale_id``, ``available`` 0), then the SKUs in id order (``sku_id``,
+    ``requested``, ``available`` 0).
+    """
+    if flash_sale_id is not None and flash_sale_key(flash_sale_id) in flags:
+        return InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, available=0)
+    for sku_id in sorted(quantities):
+        if sku_key(sku_id) in flags:
+            return InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
+    return None
 
 
 def flagged(keys: Iterable[str]) -> set[str]:

@@ -20,8 +20,8 @@ from apps.catalog.models import Kind, Sku
 from apps.orders.models import CartItem
 from starmall.errors import InvalidInput, LimitExceeded, NotFound
 
-MAX_LINES = 50  # distinct SKUs in a cart: what one confirm takes (services.MAX_LINES)
-MAX_QUANTITY = 999  # units of one SKU (services.MAX_QUANTITY)
+MAX_LINES = 50  # distinct SKUs in a cart and in one confirm (services, serializers and the sold-out gate read it)
+MAX_QUANTITY = 999  # units of one SKU in a cart line or a confirm (idem)
 
 
 # --- selectors -----------------------------------------------------------------------------

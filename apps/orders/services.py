@@ -47,8 +47,8 @@ from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
 logger = logging.getLogger(__name__)
 
-MAX_LINES = 50
-MAX_QUANTITY = 999
+MAX_LINES = cart.MAX_LINES  # distinct SKUs in one order (the API's and the cart's limit)
+MAX_QUANTITY = cart.MAX_QUANTITY  # units of one SKU
 MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fee and our columns
 
 
@@ -94,13 +94,9 @@ def order_confirm(
     if not quantities or len(quantities) > MAX_LINES:
         raise InvalidInput("商品种类数量不正确。", items=[f"请选择 1 到 {MAX_LINES} 种商品"])
     # A flash sale's losers: answered from Redis flags before any database work (issue 8).
-    flags = soldout.flagged([soldout.sku_key(pk) for pk in quantities]
-                            + ([soldout.flash_sale_key(flash_sale_id)] if flash_sale_id is not None else []))
-    if flash_sale_id is not None and soldout.flash_sale_key(flash_sale_id) in flags:
-        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, available=0)
-    for sku_id in sorted(quantities):
-        if soldout.sku_key(sku_id) in flags:
-            raise InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
+    refused = soldout.refusal(soldout.flagged(soldout.keys_for(quantities, flash_sale_id)), quantities, flash_sale_id)
+    if refused is not None:
+        raise refused
     sale = None
     if flash_sale_id is not None:  # 秒杀: the sale's price is final, no coupon on top of it
         if coupon_id is not None:

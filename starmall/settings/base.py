@@ -130,7 +130,7 @@ CACHES = {
         "LOCATION": CACHE_REDIS_URL,
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="starmall"),
         "OPTIONS": {
-            "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            "CLIENT_CLASS": "starmall.cache_client.ProcessWideClient",  # one redis-py client per process
             "SOCKET_CONNECT_TIMEOUT": 2,
             "SOCKET_TIMEOUT": 2,
         },

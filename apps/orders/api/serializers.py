@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.orders import shipments
+from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from apps.orders.models import Order, OrderLine, OrderStatus
 from apps.orders.services import slot_json
 from starmall.api.schema import MAX_ID
@@ -10,7 +11,7 @@ from starmall.api.schema import MAX_ID
 
 class ConfirmItemSerializer(serializers.Serializer):
     sku_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    quantity = serializers.IntegerField(min_value=1, max_value=999)
+    quantity = serializers.IntegerField(min_value=1, max_value=MAX_QUANTITY)
 
 
 @extend_schema_field({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "boolean"}]})
@@ -29,7 +30,7 @@ class PointsField(serializers.Field):
 
 
 class ConfirmInSerializer(serializers.Serializer):
-    items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=50, required=False,
+    items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=MAX_LINES, required=False,
                                   help_text="exactly one of items and cart_item_ids")
     cart_item_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=MAX_ID), allow_empty=False, max_length=50,

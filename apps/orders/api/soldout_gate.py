@@ -1,0 +1,244 @@
+"""The flash sale's losers answered before Django: an ASGI gate on ``POST /api/v1/orders/confirm``.
+
+In a 秒杀 most buyers arrive after the last unit is gone (``make bench``: about 1,460 of 2,000).
+``order_confirm`` already answers them from the Redis sold-out flags (``apps.catalog.soldout``)
+without PostgreSQL, but each of them still costs a whole request cycle: the hand-off to a
+request thread (a2wsgi), the middleware, DRF's parsing and validation and token auth's customer
+query, CPU that the winners need on a small machine. :class:`SoldOutGate` wraps the HTTP
+application (``starmall/asgi.py``) and answers exactly those requests in the event loop, after
+ONE Redis round trip (MGET of the token and the flags); everything else goes to Django untouched.
+
+It answers only where Django would give the same answer, byte for byte
+(``tests/orders/test_soldout_gate.py`` compares the two):
+
+- ``POST`` to exactly :data:`CONFIRM_PATH`; a Host Django allows; no HTTPS redirect due
+  (``SECURE_SSL_REDIRECT``); ``Content-Type: application/json`` (utf-8); an ``Accept`` the
+  JSON renderer satisfies without parameters; a body of at most :data:`MAX_BODY` bytes;
+- a body in the shape a mini-program sends, each value one the serializer accepts as it is
+  (:func:`confirm_request`: JSON integers, not the strings DRF would also coerce);
+- ``Authorization: Bearer <token>`` that Redis maps to a customer. Tokens of a deactivated
+  customer are revoked (``apps.accounts.tokens.tokens_revoke_customer``), so that is an active
+  customer;
+- a flag for what is asked, judged by ``apps.catalog.soldout.refusal``, the same function
+  ``order_confirm`` uses.
+
+Anything else — another shape, no flag, a Redis error or a Redis answer slower than
+:data:`REDIS_TIMEOUT_SECONDS` — goes to Django, which answers it as before. The gate never
+lets an order through; it only turns away buyers the shop would turn away anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import redis.asyncio as aioredis
+from django.conf import settings
+from django.core.cache import cache
+from django.http.request import split_domain_port, validate_host
+from rest_framework.settings import api_settings
+
+from apps.accounts.tokens import token_key
+from apps.catalog import soldout
+from apps.orders.cart import MAX_LINES, MAX_QUANTITY
+from starmall.api.schema import MAX_ID
+
+logger = logging.getLogger(__name__)
+
+CONFIRM_PATH = "/api/v1/orders/confirm"
+MAX_BODY = 4096  # bytes; a one-SKU confirm is about 100
+REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
+_ID_FIELDS = ("address_id", "coupon_id", "flash_sale_id")
+_FIELDS = frozenset({"items", "use_points", *_ID_FIELDS})
+_ACCEPTS = {"*/*", "application/*", "application/json"}
+
+
+def _int_in(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high  # noqa: E721 - bool is not a number here
+
+
+def confirm_request(data) -> tuple[dict[int, int], int | None] | None:
+    """``({sku_id: units}, flash_sale_id)`` for a parsed confirm body that ``ConfirmInSerializer``
+    accepts exactly as it is, with ``items`` (not ``cart_item_ids``) and no ``slot_id``; None
+    for anything else, which Django then judges. Units of a SKU named twice are added up, as
+    ``order_confirm`` does."""
+    if not isinstance(data, dict) or not data.keys() <= _FIELDS:
+        return None
+    items = data.get("items")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_LINES:
+        return None
+    quantities: dict[int, int] = {}
+    for item in items:
+        if not isinstance(item, dict) or item.keys() != {"sku_id", "quantity"}:
+            return None
+        sku_id, quantity = item["sku_id"], item["quantity"]
+        if not _int_in(sku_id, 1, MAX_ID) or not _int_in(quantity, 1, MAX_QUANTITY):
+            return None
+        quantities[sku_id] = quantities.get(sku_id, 0) + quantity
+    for name in _ID_FIELDS:
+        value = data.get(name)
+        if value is not None and not _int_in(value, 1, MAX_ID):
+            return None
+    points = data.get("use_points", 0)
+    if not isinstance(points, bool) and not _int_in(points, 0, MAX_ID):
+        return None
+    return quantities, data.get("flash_sale_id")
+
+
+def _json_body(payload: dict) -> bytes:
+    """Rendered as DRF's JSONRenderer renders it (UNICODE_JSON, COMPACT_JSON)."""
+    return json.dumps(payload, ensure_ascii=not api_settings.UNICODE_JSON,
+                      separators=(",", ":") if api_settings.COMPACT_JSON else None,
+                      allow_nan=not api_settings.STRICT_JSON).encode()
+
+
+class SoldOutGate:
+    """ASGI middleware: a sold-out confirm answered from Redis, everything else passed to ``app``.
+
+    ``app`` is the shop's HTTP application (Django behind a2wsgi). One Redis connection pool per
+    worker process, made on first use in its event loop from the cache's ``LOCATION``.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self._redis: tuple[asyncio.AbstractEventLoop, aioredis.Redis] | None = None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CONFIRM_PATH:
+            await self.app(scope, receive, send)
+            return
+        messages, body, complete = [], b"", False
+        while len(body) <= MAX_BODY:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                complete = True
+                break
+        answer = None
+        if complete and len(body) <= MAX_BODY:
+            try:
+                answer = await self.answer(scope, body)
+            except Exception:  # the gate is an optimisation: Django answers whatever it did not
+                logger.warning("sold-out gate skipped", exc_info=True)
+        if answer is None:
+            await self.app(scope, self._replay(messages, receive), send)
+            return
+        status, headers, payload = answer
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    @staticmethod
+    def _replay(messages: list, receive):
+        pending = list(messages)
+
+        async def replay():
+            return pending.pop(0) if pending else await receive()
+
+        return replay
+
+    async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
+        """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            if name in headers and name in (b"authorization", b"content-type", b"accept", b"host",
+                                            b"x-forwarded-proto", b"x-forwarded-host"):
+                return None  # repeated: leave the reading of it to Django
+            headers[name] = value
+        secure = _is_secure(scope, headers)
+        if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
+            return None
+        content_type = headers.get(b"content-type", b"").decode("latin-1").lower().replace(" ", "")
+        if content_type not in ("application/json", "application/json;charset=utf-8"):
+            return None
+        accept = headers.get(b"accept")
+        if accept is not None and accept.decode("latin-1").strip().lower() not in _ACCEPTS:
+            return None
+        auth = headers.get(b"authorization", b"").decode("latin-1").split()
+        if len(auth) != 2 or auth[0] != "Bearer":
+            return None
+        try:
+            parsed = confirm_request(json.loads(body.decode("utf-8"), parse_constant=_no_constants))
+        except (ValueError, RecursionError):
+            return None
+        if parsed is None:
+            return None
+        quantities, flash_sale_id = parsed
+        keys = soldout.keys_for(quantities, flash_sale_id)
+        values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
+        if values is None or values[0] is None:
+            return None  # unknown token (or Redis trouble): Django's 401 / 503
+        refused = soldout.refusal({k for k, v in zip(keys, values[1:], strict=True) if v is not None},
+                                  quantities, flash_sale_id)
+        if refused is None:
+            return None
+        payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
+        return refused.status, _response_headers(secure, len(payload)), payload
+
+    async def _mget(self, keys: list[str]) -> list | None:
+        loop = asyncio.get_running_loop()
+        if self._redis is None or self._redis[0] is not loop:  # a pool belongs to one event loop
+            location = settings.CACHES["default"]["LOCATION"]
+            self._redis = (loop, aioredis.from_url(location if isinstance(location, str) else location[0],
+                                                   socket_timeout=REDIS_TIMEOUT_SECONDS,
+                                                   socket_connect_timeout=REDIS_TIMEOUT_SECONDS))
+        try:
+            return await self._redis[1].mget(keys)
+        except Exception:  # noqa: BLE001 - down, slow or refusing: Django answers
+            logger.warning("sold-out gate: Redis unavailable", exc_info=True)
+            return None
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not JSON")  # NaN / Infinity: DRF's strict parser refuses them
+
+
+def _is_secure(scope, headers: dict[bytes, bytes]) -> bool:
+    """``HttpRequest.is_secure()``: ``SECURE_PROXY_SSL_HEADER`` when set and sent, else the scheme."""
+    if settings.SECURE_PROXY_SSL_HEADER:
+        header, secure_value = settings.SECURE_PROXY_SSL_HEADER
+        name = header.removeprefix("HTTP_").lower().replace("_", "-").encode("latin-1")
+        if name in headers:
+            return headers[name].decode("latin-1").split(",", 1)[0].strip() == secure_value
+    return scope.get("scheme") == "https"
+
+
+def _host_allowed(headers: dict[bytes, bytes]) -> bool:
+    """``HttpRequest.get_host()`` would not raise DisallowedHost (else Django's 400 answers)."""
+    raw = None
+    if settings.USE_X_FORWARDED_HOST:
+        raw = headers.get(b"x-forwarded-host")
+    raw = raw if raw is not None else headers.get(b"host")
+    if not raw:
+        return False
+    domain, _port = split_domain_port(raw.decode("latin-1"))
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _response_headers(secure: bool, length: int) -> list[tuple[bytes, bytes]]:
+    """The headers Django's stack puts on this answer (DRF, SecurityMiddleware, X-Frame-Options)."""
+    headers = [(b"content-type", b"application/json"), (b"allow", b"POST, OPTIONS")]
+    if settings.X_FRAME_OPTIONS:
+        headers.append((b"x-frame-options", settings.X_FRAME_OPTIONS.encode()))
+    headers.append((b"content-length", str(length).encode()))
+    if secure and settings.SECURE_HSTS_SECONDS:
+        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+            value += "; includeSubDomains"
+        if settings.SECURE_HSTS_PRELOAD:
+            value += "; preload"
+        headers.append((b"strict-transport-security", value.encode()))
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers.append((b"x-content-type-options", b"nosniff"))
+    if settings.SECURE_REFERRER_POLICY:
+        policy = settings.SECURE_REFERRER_POLICY
+        headers.append((b"referrer-policy", (policy if isinstance(policy, str) else ",".join(policy)).encode()))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers.append((b"cross-origin-opener-policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY.encode()))
+    return headers

@@ -1,0 +1,29 @@
+"""django-redis's client, keeping ONE redis-py client per Redis server for the whole process.
+
+Django gives each request context its own cache object (``django.core.cache.caches`` is a
+context-local, and under ASGI every request is a new context), and django-redis builds a new
+``redis.Redis`` for each cache object. redis-py 8's constructor (its response-callback table,
+its event dispatcher) was 4-5 % of the web workers' CPU in the flash sale (issue 8, py-spy
+``--gil`` on both workers). A ``redis.Redis`` is safe to share between threads: it takes a
+connection from its pool for each command, and django-redis already shares the pools per process.
+"""
+
+from __future__ import annotations
+
+from django_redis.client import DefaultClient
+from redis import Redis
+
+
+class ProcessWideClient(DefaultClient):
+    """``CACHES[...]["OPTIONS"]["CLIENT_CLASS"]``: DefaultClient whose ``connect`` returns the
+    process's client for that server and those options, made on first use (after a fork a
+    redis-py pool opens new connections by itself)."""
+
+    _shared: dict[tuple[str, str], Redis] = {}
+
+    def connect(self, index: int = 0) -> Redis:
+        key = (self._server[index], repr(sorted((name, repr(value)) for name, value in self._options.items())))
+        client = self._shared.get(key)
+        if client is None:
+            client = self._shared.setdefault(key, super().connect(index))
+        return client
