@@ -1,6 +1,7 @@
 """Profile the flash-sale hot path in one process (pyinstrument, the ``dev`` extra).
 
-Usage: ``python bench/profile_hot.py [--cpu] [confirm|create|soldout|notify|browse ...]``
+Usage: ``python bench/profile_hot.py [--cpu] [confirm|create|soldout|gate|notify|browse ...]``
+(``notify``: the first "paid" notification of each order ``create`` made, so after ``confirm create``)
 (``--cpu``: no profiler, only the CPU milliseconds each request costs this process, the
 number to compare before and after a change). Runs on the
 machine's PostgreSQL (database ``starmall_profile``, created and dropped) and Redis database
@@ -38,7 +39,7 @@ def main() -> None:
         conn.execute("CREATE DATABASE starmall_profile")
     try:
         args = [a for a in sys.argv[1:] if a != "--cpu"]
-        run(args or ["confirm", "create", "soldout", "notify", "browse"], profile="--cpu" not in sys.argv)
+        run(args or ["confirm", "create", "soldout", "gate", "notify", "browse"], profile="--cpu" not in sys.argv)
     finally:
         from django.db import connections
 
@@ -76,8 +77,16 @@ def run(paths: list[str], profile: bool = True) -> None:
     def post(path, body, token):
         return client.post(path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
 
-    keys = []
+    keys, notices = [], []
     for name in paths:
+        if name == "gate":
+            _gate(empty.pk, customers[0][2])
+            continue
+        if name == "notify":  # set-up, not measured: a pending WeChat payment per created order
+            if "create" not in paths[:paths.index("notify")]:
+                print("===== notify: needs confirm and create first (profile_hot.py confirm create notify)")
+                continue
+            notices = _notices()
         profiler = Profiler(interval=0.001) if profile else None
         cpu0 = time.process_time()
         with CaptureQueriesContext(connection) as queries:
@@ -93,6 +102,9 @@ def run(paths: list[str], profile: bool = True) -> None:
                 elif name == "soldout":
                     r = post("/api/v1/orders/confirm", {"items": [{"sku_id": empty.pk, "quantity": 1}], "address_id": a.pk}, token)
                     assert r.status_code == 409, r.content
+                elif name == "notify":
+                    r = client.post("/api/v1/payments/wechat/notify", notices[i], content_type="text/xml")
+                    assert b"SUCCESS" in r.content, r.content
                 elif name == "browse":
                     r = client.get("/api/v1/products" if i % 2 else f"/api/v1/products/{product.pk}")
                     assert r.status_code == 200
@@ -107,6 +119,69 @@ def run(paths: list[str], profile: bool = True) -> None:
         for q in queries.captured_queries[-12:]:
             print("   ", q["sql"][:160])
         print(profiler.output_text(unicode=True, color=False, show_all=False, time="percent_of_total"))
+
+
+def _gate(sku_id: int, token: str) -> None:
+    """CPU per sold-out confirm answered by the ASGI gate (``apps.orders.api.soldout_gate``) in
+    one event loop: the same request as ``soldout``, which Django answers, for comparison."""
+    import asyncio
+    import json
+
+    from apps.catalog import soldout
+    from apps.orders.api.soldout_gate import SoldOutGate
+
+    async def django(scope, receive, send):
+        raise SystemExit("the gate passed a sold-out confirm to Django")
+
+    gate = SoldOutGate(django)
+    body = json.dumps({"items": [{"sku_id": sku_id, "quantity": 1}]}).encode()
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/orders/confirm", "scheme": "http",
+             "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                         (b"authorization", f"Bearer {token}".encode())]}
+    statuses = []
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    async def main():
+        for _ in range(N * 10):
+            messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def receive(messages=messages):
+                return messages.pop(0)
+
+            await gate(scope, receive, send)
+
+    soldout.mark(soldout.sku_key(sku_id))
+    cpu0 = time.process_time()
+    asyncio.run(main())
+    assert statuses == [409] * (N * 10), set(statuses)
+    print(f"===== gate: 0 queries, {(time.process_time() - cpu0) / (N * 10) * 1000:.2f} ms CPU per request "
+          f"(a sold-out confirm answered before Django)")
+
+
+def _notices() -> list[bytes]:
+    """A pending WeChat payment for each unpaid order, and its signed "paid" notification (the
+    sandbox's signing code), as ``bench_shop.storm_orders`` makes them."""
+    from django.conf import settings
+    from django.utils import timezone
+
+    from apps.orders.models import Order
+    from apps.payments.models import Payment
+    from wechat_sandbox import wire
+
+    orders = list(Order.objects.filter(status="unpaid").order_by("id"))
+    Payment.objects.bulk_create([Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen)
+                                 for o in orders])
+    stamp = timezone.localtime().strftime("%Y%m%d%H%M%S")
+    return [wire.to_xml(wire.signed({
+        "appid": settings.WECHAT_APPID, "bank_type": "CMB_DEBIT", "cash_fee": o.pay_fen, "fee_type": "CNY",
+        "is_subscribe": "N", "mch_id": settings.WECHAT_MCH_ID, "nonce_str": wire.nonce_str(),
+        "openid": o.customer.openid, "out_trade_no": o.order_no, "result_code": "SUCCESS",
+        "return_code": "SUCCESS", "time_end": stamp, "total_fee": o.pay_fen, "trade_type": "JSAPI",
+        "transaction_id": f"4200{stamp}{i:010d}",
+    }, settings.WECHAT_PAY_API_KEY), newlines=True).encode() for i, o in enumerate(orders)]
 
 
 if __name__ == "__main__":

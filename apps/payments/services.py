@@ -235,7 +235,9 @@ def notification_handle(body: bytes) -> bytes:
         return wechat.fail_ack("unexpected appid, mch_id or result")
     if recharges.is_recharge_no(fields.get("out_trade_no", "")):  # a top-up, not an order: same checks above
         return recharges.recharge_notification(body=body, fields=fields)
-    payment = Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""), method=PayMethod.WECHAT).first()
+    # [:1], not .first(): out_trade_no is UNIQUE, no ORDER BY to compile per notification (issue 8 storm profile).
+    payment = next(iter(Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""),
+                                               method=PayMethod.WECHAT)[:1]), None)
     if payment is None:
         Notification.record_payment(body, fields, Notification.Outcome.UNKNOWN_ORDER)
         return wechat.fail_ack("unknown out_trade_no")
