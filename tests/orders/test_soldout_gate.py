@@ -42,13 +42,16 @@ class Inner:
         await send({"type": "http.response.body", "body": b"django"})
 
 
-def call(app, *, body: bytes, headers: dict[str, str], method="POST", path=PATH, chunks=1, scheme="http"):
-    """Run one request through an ASGI ``app``: (status, {header: value}, body)."""
+def call(app, *, body: bytes, headers: dict[str, str] | list[tuple[str, str]], method="POST", path=PATH, chunks=1,
+         scheme="http"):
+    """Run one request through an ASGI ``app``: (status, {header: value}, body). ``headers``: a
+    dict, or a list of (name, value) pairs when a name repeats."""
     size = max(1, -(-len(body) // chunks))
     parts = [body[i:i + size] for i in range(0, len(body), size)] or [b""]
     messages = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
+    pairs = headers.items() if isinstance(headers, dict) else headers
     scope = {"type": "http", "method": method, "path": path, "scheme": scheme, "query_string": b"",
-             "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]}
+             "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs]}
     sent = []
 
     async def receive():
@@ -220,27 +223,11 @@ def test_anything_else_reaches_django_with_its_body_intact(gate, headers, make_s
     elif case == "latin1_charset":
         head["Content-Type"] = "application/json; charset=latin-1"
     if case == "twice_authorization":
-        answer = _call_with_header_list(app, body, [*[(k, v) for k, v in head.items()], ("Authorization", "Bearer x")])
+        answer = call(app, body=body, headers=[*head.items(), ("Authorization", "Bearer x")])
     else:
         answer = call(app, body=body, headers=head, **kwargs)
     assert answer == (200, {}, b"django")
     assert inner.bodies == [body]
-
-
-def _call_with_header_list(app, body, header_list):
-    scope = {"type": "http", "method": "POST", "path": PATH, "scheme": "http", "query_string": b"",
-             "headers": [(k.lower().encode(), v.encode()) for k, v in header_list]}
-    messages = [{"type": "http.request", "body": body, "more_body": False}]
-    sent = []
-
-    async def receive():
-        return messages.pop(0)
-
-    async def send(message):
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    return sent[0]["status"], dict(sent[0]["headers"]), b"".join(m.get("body", b"") for m in sent[1:])
 
 
 def test_redis_unreachable_means_django_answers(gate, headers, make_sku, settings):
