@@ -230,6 +230,21 @@ def test_anything_else_reaches_django_with_its_body_intact(gate, headers, make_s
     assert inner.bodies == [body]
 
 
+def test_a_body_over_the_apis_limit_is_left_to_djangos_413(gate, headers, make_sku, settings):
+    app, inner = gate
+    sku = make_sku(stock=0)
+    soldout.mark(soldout.sku_key(sku.pk))
+    body = _body(items=[{"sku_id": sku.pk, "quantity": 1}])
+    settings.API_MAX_BODY_BYTES = len(body) - 1
+    assert call(app, body=body, headers=headers) == (200, {}, b"django")
+    assert call(app, body=body, headers={**headers, "Content-Length": str(len(body))}) == (200, {}, b"django")
+    assert django_answer(body, headers)[0] == 413
+    settings.API_MAX_BODY_BYTES = len(body)
+    assert call(app, body=body, headers={**headers, "Content-Length": str(len(body))})[0] == 409
+    assert call(app, body=body, headers={**headers, "Content-Length": "12abc"}) == (200, {}, b"django")
+    assert inner.bodies == [body] * 3
+
+
 def test_redis_unreachable_means_django_answers(gate, headers, make_sku, settings):
     app, inner = gate
     sku = make_sku(stock=0)

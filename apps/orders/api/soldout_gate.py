@@ -13,7 +13,8 @@ It answers only where Django would give the same answer, byte for byte
 
 - ``POST`` to exactly :data:`CONFIRM_PATH`; a Host Django allows; no HTTPS redirect due
   (``SECURE_SSL_REDIRECT``); ``Content-Type: application/json`` (utf-8); an ``Accept`` the
-  JSON renderer satisfies without parameters; a body of at most :data:`MAX_BODY` bytes;
+  JSON renderer satisfies without parameters; a body (and a declared ``Content-Length``) of at
+  most :data:`MAX_BODY` bytes and within ``API_MAX_BODY_BYTES``;
 - a body in the shape a mini-program sends, each value one the serializer accepts as it is
   (:func:`confirm_request`: JSON integers, not the strings DRF would also coerce);
 - ``Authorization: Bearer <token>`` that Redis maps to a customer. Tokens of a deactivated
@@ -108,8 +109,9 @@ class SoldOutGate:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CONFIRM_PATH:
             await self.app(scope, receive, send)
             return
+        limit = _body_limit()
         messages, body, complete = [], b"", False
-        while len(body) <= MAX_BODY:
+        while len(body) <= limit:
             message = await receive()
             messages.append(message)
             if message["type"] != "http.request":
@@ -119,7 +121,7 @@ class SoldOutGate:
                 complete = True
                 break
         answer = None
-        if complete and len(body) <= MAX_BODY:
+        if complete and len(body) <= limit:
             try:
                 answer = await self.answer(scope, body)
             except Exception:  # the gate is an optimisation: Django answers whatever it did not
@@ -144,10 +146,13 @@ class SoldOutGate:
         """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
-            if name in headers and name in (b"authorization", b"content-type", b"accept", b"host",
+            if name in headers and name in (b"authorization", b"content-type", b"accept", b"host", b"content-length",
                                             b"x-forwarded-proto", b"x-forwarded-host"):
                 return None  # repeated: leave the reading of it to Django
             headers[name] = value
+        declared = headers.get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > _body_limit():
+            return None  # Django's BodySizeLimitMiddleware judges the declared length
         secure = _is_secure(scope, headers)
         if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
             return None
@@ -190,6 +195,11 @@ class SoldOutGate:
         except Exception:  # noqa: BLE001 - down, slow or refusing: Django answers
             logger.warning("sold-out gate: Redis unavailable", exc_info=True)
             return None
+
+
+def _body_limit() -> int:
+    """Bytes of body the gate reads: MAX_BODY, or less when the API's limit is lower (Django's 413)."""
+    return min(MAX_BODY, settings.API_MAX_BODY_BYTES)
 
 
 def _no_constants(name: str):
