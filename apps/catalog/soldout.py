@@ -35,7 +35,7 @@ def sku_key(sku_id: int) -> str:
 
 
 def flash_sale_key(sale_id: int) -> str:
-    """The flag of a flash sale's (秒杀) own quota (``apps.marketing``)."""
+    """The flag of a flash sale's (秒杀) own quota (``apps.marketing``); its value is the sale's SKU id."""
     return f"soldout:flash_sale:{sale_id}"
 
 
@@ -44,38 +44,46 @@ def keys_for(quantities: Iterable[int], flash_sale_id: int | None) -> list[str]:
     return [sku_key(pk) for pk in quantities] + ([flash_sale_key(flash_sale_id)] if flash_sale_id is not None else [])
 
 
-def refusal(flags: set[str], quantities: Mapping[int, int], flash_sale_id: int | None) -> InsufficientStock | None:
+def refusal(flags: Mapping[str, int], quantities: Mapping[int, int],
+            flash_sale_id: int | None) -> InsufficientStock | None:
     """The sold-out answer for a confirm of ``quantities`` (``{sku_id: units}``), given the
-    flagged keys among :func:`keys_for`; None when nothing asked for is flagged.
+    flags set among :func:`keys_for` (``{key: value}``, :func:`flagged`); None when nothing
+    asked for is flagged.
 
     One rule for both places that answer a flash sale's losers: ``order_confirm`` and the ASGI
-    gate in front of Django (``apps.orders.api.soldout_gate``). The sale's own quota first
-    (``flash_sale_id``, ``available`` 0), then the SKUs in id order (``sku_id``,
-    ``requested``, ``available`` 0).
+    gate in front of Django (``apps.orders.api.soldout_gate``), with the detail the database
+    path gives (``apps.marketing.services.flash_sale_check``, ``order_confirm``'s stock check).
+    The sale's own quota first — only for a cart of exactly the sale's SKU, the flag's value;
+    any other cart is the database's to judge (400) — ``flash_sale_id``, ``sku_id``,
+    ``requested``, ``available`` 0; then the SKUs in id order: ``sku_id``, ``requested``,
+    ``available`` 0.
     """
-    if flash_sale_id is not None and flash_sale_key(flash_sale_id) in flags:
-        return InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, available=0)
+    sale_sku = flags.get(flash_sale_key(flash_sale_id)) if flash_sale_id is not None else None
+    if sale_sku is not None and list(quantities) == [sale_sku]:
+        return InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, sku_id=sale_sku,
+                                 requested=quantities[sale_sku], available=0)
     for sku_id in sorted(quantities):
         if sku_key(sku_id) in flags:
             return InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)
     return None
 
 
-def flagged(keys: Iterable[str]) -> set[str]:
-    """Which of ``keys`` are flagged sold out (one Redis round trip; empty on Redis errors)."""
+def flagged(keys: Iterable[str]) -> dict[str, int]:
+    """The flags set among ``keys``, ``{key: value}`` (one Redis round trip; empty on Redis errors)."""
     keys = list(keys)
     try:
-        return set(cache.get_many(keys))
+        return cache.get_many(keys)
     except Exception:  # Redis down or hung: ask the database instead
         logger.warning("sold-out flags unavailable", exc_info=True)
-        return set()
+        return {}
 
 
-def mark(key: str) -> None:
+def mark(key: str, value: int = 1) -> None:
     """Flag ``key`` sold out for FLAG_SECONDS. Call only with stock seen at 0 and committed
-    (from ``transaction.on_commit`` when this transaction took the last unit)."""
+    (from ``transaction.on_commit`` when this transaction took the last unit). ``value``: 1 for
+    a SKU, the sale's SKU id for a flash sale (:func:`refusal` answers with it)."""
     try:
-        cache.set(key, 1, timeout=FLAG_SECONDS)
+        cache.set(key, value, timeout=FLAG_SECONDS)
     except Exception:
         logger.warning("could not flag %s sold out", key, exc_info=True)
 

@@ -76,7 +76,7 @@ def flash_sale_check(*, sale_id: int, customer_id: int, quantities: dict[int, in
     units = quantities[sale.sku_id]
     if sale.stock < units:
         if sale.stock == 0:  # committed quota seen at 0: later losers hear it from Redis (issue 8)
-            soldout.mark(soldout.flash_sale_key(sale.pk))
+            soldout.mark(soldout.flash_sale_key(sale.pk), value=sale.sku_id)
         raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale.pk, sku_id=sale.sku_id,
                                 requested=units, available=sale.stock)
     held = FlashSalePurchase.objects.filter(sale=sale, customer_id=customer_id).values_list(
@@ -125,8 +125,9 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
         if not flash_sale_is_live(sale, now):
             raise FlashSaleNotLive(flash_sale_id=sale_id)
         if sale.stock == 0:
-            soldout.mark(soldout.flash_sale_key(sale_id))
-        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units)
+            soldout.mark(soldout.flash_sale_key(sale_id), value=sale.sku_id)
+        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units,
+                                available=sale.stock)
 
 
 @transaction.atomic(savepoint=False)

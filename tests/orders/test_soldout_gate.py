@@ -131,13 +131,51 @@ def test_a_sold_out_confirm_gets_djangos_answer_byte_for_byte(gate, headers, mak
 def test_a_sold_out_flash_sale_gets_djangos_answer(gate, headers, make_sku):
     app, inner = gate
     sku = make_sku(stock=50)
-    soldout.mark(soldout.flash_sale_key(7))
-    body = _body(items=[{"sku_id": sku.pk, "quantity": 1}], flash_sale_id=7)
+    soldout.mark(soldout.flash_sale_key(7), value=sku.pk)
+    body = _body(items=[{"sku_id": sku.pk, "quantity": 2}], flash_sale_id=7)
     answer = call(app, body=body, headers=headers)
     assert inner.bodies == []
     assert json.loads(answer[2]) == {"code": "insufficient_stock", "message": "秒杀商品已抢完。",
-                                     "detail": {"flash_sale_id": 7, "available": 0}}
+                                     "detail": {"flash_sale_id": 7, "sku_id": sku.pk, "requested": 2, "available": 0}}
     _same(answer, django_answer(body, headers))
+
+
+def test_a_flash_sale_flag_answers_only_for_the_sales_own_sku(gate, headers, make_sku):
+    app, inner = gate
+    sku, other = make_sku(stock=50), make_sku(stock=50)
+    soldout.mark(soldout.flash_sale_key(7), value=sku.pk)
+    for items in ([{"sku_id": other.pk, "quantity": 1}],
+                  [{"sku_id": sku.pk, "quantity": 1}, {"sku_id": other.pk, "quantity": 1}]):
+        body = _body(items=items, flash_sale_id=7)
+        assert call(app, body=body, headers=headers) == (200, {}, b"django")
+        assert django_answer(body, headers)[0] == 404  # no sale 7 in the database: its answer, not "sold out"
+    assert len(inner.bodies) == 2
+
+
+def test_a_real_sale_sold_out_answers_the_same_from_the_database_the_flag_and_the_gate(
+        gate, headers, customer, address, make_sku):
+    import datetime as dt
+
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from apps.marketing.models import FlashSale
+
+    app, inner = gate
+    sku = make_sku(stock=20)
+    now = timezone.now()
+    sale = FlashSale.objects.create(title="秒杀", sku=sku, price_fen=990, stock=0, limit_per_customer=2,
+                                    starts_at=now - dt.timedelta(minutes=5), ends_at=now + dt.timedelta(hours=1))
+    body = _body(items=[{"sku_id": sku.pk, "quantity": 1}], flash_sale_id=sale.pk, address_id=address.pk)
+    from_database = django_answer(body, headers)  # reads quota 0 and sets the flag
+    assert from_database[0] == 409
+    assert cache.get(soldout.flash_sale_key(sale.pk)) == sku.pk
+    from_flag = django_answer(body, headers)
+    from_gate = call(app, body=body, headers=headers)
+    assert inner.bodies == []
+    assert from_database[2] == from_flag[2] == from_gate[2]
+    assert json.loads(from_gate[2])["detail"] == {"flash_sale_id": sale.pk, "sku_id": sku.pk, "requested": 1,
+                                                  "available": 0}
 
 
 def test_behind_https_proxy_with_redirect_and_hsts_it_still_matches_django(gate, headers, make_sku, settings):

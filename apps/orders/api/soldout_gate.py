@@ -176,7 +176,7 @@ class SoldOutGate:
         values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
         if values is None or values[0] is None:
             return None  # unknown token (or Redis trouble): Django's 401 / 503
-        refused = soldout.refusal({k for k, v in zip(keys, values[1:], strict=True) if v is not None},
+        refused = soldout.refusal({k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None},
                                   quantities, flash_sale_id)
         if refused is None:
             return None
