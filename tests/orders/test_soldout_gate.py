@@ -42,12 +42,16 @@ class Inner:
         await send({"type": "http.response.body", "body": b"django"})
 
 
-def call(app, *, body: bytes, headers: dict[str, str], method="POST", path=PATH, chunks=1, scheme="http"):
-    """Run one request through an ASGI ``app``: (status, {header: value}, body)."""
+def call(app, *, body: bytes, headers: dict[str, str], method="POST", path=PATH, chunks=1, scheme="http",
+         content_length=True, query_string=b""):
+    """Run one request through an ASGI ``app``: (status, {header: value}, body). The server's
+    ``Content-Length`` is added unless ``content_length`` is False (a chunked request)."""
+    if content_length and not any(k.lower() == "content-length" for k in headers):
+        headers = {**headers, "Content-Length": str(len(body))}
     size = max(1, -(-len(body) // chunks))
     parts = [body[i:i + size] for i in range(0, len(body), size)] or [b""]
     messages = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
-    scope = {"type": "http", "method": method, "path": path, "scheme": scheme, "query_string": b"",
+    scope = {"type": "http", "method": method, "path": path, "scheme": scheme, "query_string": query_string,
              "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]}
     sent = []
 
@@ -228,6 +232,7 @@ def test_anything_else_reaches_django_with_its_body_intact(gate, headers, make_s
 
 
 def _call_with_header_list(app, body, header_list):
+    header_list = [*header_list, ("Content-Length", str(len(body)))]
     scope = {"type": "http", "method": "POST", "path": PATH, "scheme": "http", "query_string": b"",
              "headers": [(k.lower().encode(), v.encode()) for k, v in header_list]}
     messages = [{"type": "http.request", "body": body, "more_body": False}]

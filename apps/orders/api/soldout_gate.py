@@ -11,9 +11,12 @@ ONE Redis round trip (MGET of the token and the flags); everything else goes to 
 It answers only where Django would give the same answer, byte for byte
 (``tests/orders/test_soldout_gate.py`` compares the two):
 
-- ``POST`` to exactly :data:`CONFIRM_PATH`; a Host Django allows; no HTTPS redirect due
-  (``SECURE_SSL_REDIRECT``); ``Content-Type: application/json`` (utf-8); an ``Accept`` the
-  JSON renderer satisfies without parameters; a body of at most :data:`MAX_BODY` bytes;
+- ``POST`` to exactly :data:`CONFIRM_PATH` with no query string (DRF reads ``?format=``); a
+  Host Django allows; no HTTPS redirect due (``SECURE_SSL_REDIRECT``); ``Content-Type:
+  application/json`` (utf-8); an ``Accept`` the JSON renderer satisfies without parameters; no
+  header name with ``_`` (a2wsgi reads it as the one with ``-``); a ``Content-Length`` equal to
+  the body (without one, chunked, Django reads an empty body) of at most :data:`MAX_BODY` bytes
+  and ``API_MAX_BODY_BYTES``;
 - a body in the shape a mini-program sends, each value one the serializer accepts as it is
   (:func:`confirm_request`: JSON integers, not the strings DRF would also coerce);
 - ``Authorization: Bearer <token>`` that Redis maps to a customer. Tokens of a deactivated
@@ -142,16 +145,24 @@ class SoldOutGate:
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
         """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
+        if scope.get("query_string"):
+            return None  # DRF reads ?format= (URL_FORMAT_OVERRIDE): an unknown one is its 404
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
+            if b"_" in name:
+                return None  # a2wsgi maps "_" like "-" and joins the two: X_Forwarded_Proto is HTTP_X_FORWARDED_PROTO
             if name in headers and name in (b"authorization", b"content-type", b"accept", b"host",
-                                            b"x-forwarded-proto", b"x-forwarded-host"):
+                                            b"x-forwarded-proto", b"x-forwarded-host", b"content-length"):
                 return None  # repeated: leave the reading of it to Django
             headers[name] = value
+        length = headers.get(b"content-length", b"")
+        if not length.isdigit() or int(length) != len(body) or int(length) > settings.API_MAX_BODY_BYTES:
+            return None  # no Content-Length (chunked): Django reads an empty body; too long: its 413
         secure = _is_secure(scope, headers)
         if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
             return None
-        content_type = headers.get(b"content-type", b"").decode("latin-1").lower().replace(" ", "")
+        # Spaces only around the ";" (DRF's parse): "application/ json" is Django's 415.
+        content_type = ";".join(part.strip() for part in headers.get(b"content-type", b"").decode("latin-1").lower().split(";"))
         if content_type not in ("application/json", "application/json;charset=utf-8"):
             return None
         accept = headers.get(b"accept")
