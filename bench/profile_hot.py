@@ -135,9 +135,9 @@ def _gate(sku_id: int, token: str) -> None:
 
     gate = SoldOutGate(django)
     body = json.dumps({"items": [{"sku_id": sku_id, "quantity": 1}]}).encode()
-    scope = {"type": "http", "method": "POST", "path": "/api/v1/orders/confirm", "scheme": "http",
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/orders/confirm", "scheme": "http", "query_string": b"",
              "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                         (b"authorization", f"Bearer {token}".encode())]}
+                         (b"content-length", str(len(body)).encode()), (b"authorization", f"Bearer {token}".encode())]}
     statuses = []
 
     async def send(message):

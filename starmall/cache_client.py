@@ -27,3 +27,7 @@ class ProcessWideClient(DefaultClient):
         if client is None:
             client = self._shared.setdefault(key, super().connect(index))
         return client
+
+    def close(self, **kwargs) -> None:
+        """Never disconnect at a request's end (``DJANGO_REDIS_CLOSE_CONNECTION``): the pool is
+        the process's, in use by other threads' commands."""

@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_save
+from django.db.models.signals import post_delete, post_save
 
 
 class AccountsConfig(AppConfig):
@@ -8,11 +8,12 @@ class AccountsConfig(AppConfig):
     label = "accounts"
 
     def ready(self) -> None:
-        """A customer saved as inactive loses every API token after commit, whoever saves it (the
-        admin's change form, a shell): ``services.customer_tokens_revoke_after_commit``."""
+        """A customer saved as inactive, or deleted, loses every API token after commit, whoever
+        does it (the admin's change form, a shell): ``services.customer_tokens_revoke_after_commit``."""
         from apps.accounts.models import Customer
 
         post_save.connect(_customer_saved, sender=Customer, dispatch_uid="customer-deactivated-tokens")
+        post_delete.connect(_customer_deleted, sender=Customer, dispatch_uid="customer-deleted-tokens")
 
 
 def _customer_saved(sender, instance, **kwargs) -> None:
@@ -20,3 +21,9 @@ def _customer_saved(sender, instance, **kwargs) -> None:
         from apps.accounts.services import customer_tokens_revoke_after_commit
 
         customer_tokens_revoke_after_commit(customer_id=instance.pk)
+
+
+def _customer_deleted(sender, instance, **kwargs) -> None:
+    from apps.accounts.services import customer_tokens_revoke_after_commit
+
+    customer_tokens_revoke_after_commit(customer_id=instance.pk)

@@ -37,7 +37,8 @@ class LoginResult:
 def customer_login(*, code: str) -> LoginResult:
     """Log a customer in with a ``wx.login`` code: code2session -> customer by openid -> token.
 
-    A first login creates the customer. Raises the errors of ``wechat.code_to_session``.
+    A first login creates the customer. Raises the errors of ``wechat.code_to_session``, and
+    LoginCodeInvalid for a deactivated customer (also one deactivated while logging in).
     """
     session = wechat.code_to_session(code)
     customer, _ = Customer.objects.get_or_create(
@@ -45,7 +46,13 @@ def customer_login(*, code: str) -> LoginResult:
     )
     if not customer.is_active:
         raise LoginCodeInvalid("该账号已停用。")
-    return LoginResult(customer=customer, token=tokens.token_issue(customer_id=customer.pk))
+    token = tokens.token_issue(customer_id=customer.pk)
+    # Staff may have deactivated the customer (and revoked their tokens) between the read above
+    # and the token's write: read again now that the token is listed, and take it back.
+    if not Customer.objects.filter(pk=customer.pk, is_active=True).exists():
+        tokens.token_revoke(token)
+        raise LoginCodeInvalid("该账号已停用。")
+    return LoginResult(customer=customer, token=token)
 
 
 def customer_logout(*, token: str) -> None:

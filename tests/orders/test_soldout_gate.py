@@ -43,14 +43,17 @@ class Inner:
 
 
 def call(app, *, body: bytes, headers: dict[str, str] | list[tuple[str, str]], method="POST", path=PATH, chunks=1,
-         scheme="http"):
+         scheme="http", content_length=True, query_string=b""):
     """Run one request through an ASGI ``app``: (status, {header: value}, body). ``headers``: a
-    dict, or a list of (name, value) pairs when a name repeats."""
+    dict, or a list of (name, value) pairs when a name repeats. The server's ``Content-Length``
+    is added unless ``content_length`` is False (a chunked request) or one is given."""
+    pairs = list(headers.items() if isinstance(headers, dict) else headers)
+    if content_length and not any(k.lower() == "content-length" for k, _ in pairs):
+        pairs.append(("Content-Length", str(len(body))))
     size = max(1, -(-len(body) // chunks))
     parts = [body[i:i + size] for i in range(0, len(body), size)] or [b""]
     messages = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
-    pairs = headers.items() if isinstance(headers, dict) else headers
-    scope = {"type": "http", "method": method, "path": path, "scheme": scheme, "query_string": b"",
+    scope = {"type": "http", "method": method, "path": path, "scheme": scheme, "query_string": query_string,
              "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs]}
     sent = []
 

@@ -11,10 +11,12 @@ ONE Redis round trip (MGET of the token and the flags); everything else goes to 
 It answers only where Django would give the same answer, byte for byte
 (``tests/orders/test_soldout_gate.py`` compares the two):
 
-- ``POST`` to exactly :data:`CONFIRM_PATH`; a Host Django allows; no HTTPS redirect due
-  (``SECURE_SSL_REDIRECT``); ``Content-Type: application/json`` (utf-8); an ``Accept`` the
-  JSON renderer satisfies without parameters; a body (and a declared ``Content-Length``) of at
-  most :data:`MAX_BODY` bytes and within ``API_MAX_BODY_BYTES``;
+- ``POST`` to exactly :data:`CONFIRM_PATH` with no query string (DRF reads ``?format=``); a
+  Host Django allows; no HTTPS redirect due (``SECURE_SSL_REDIRECT``); ``Content-Type:
+  application/json`` (utf-8); an ``Accept`` the JSON renderer satisfies without parameters; no
+  header name with ``_`` (a2wsgi reads it as the one with ``-``); a ``Content-Length`` equal to
+  the body (without one, chunked, Django reads an empty body) of at most :data:`MAX_BODY` bytes
+  and ``API_MAX_BODY_BYTES`` (beyond it, Django's 413);
 - a body in the shape a mini-program sends, each value one the serializer accepts as it is
   (:func:`confirm_request`: JSON integers, not the strings DRF would also coerce);
 - ``Authorization: Bearer <token>`` that Redis maps to a customer. Tokens of a deactivated
@@ -33,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 
 import redis.asyncio as aioredis
 from django.conf import settings
@@ -50,6 +53,8 @@ logger = logging.getLogger(__name__)
 CONFIRM_PATH = "/api/v1/orders/confirm"
 MAX_BODY = 4096  # bytes; a one-SKU confirm is about 100
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
+REDIS_MAX_CONNECTIONS = 32  # per worker process; past it the request goes to Django at once
+WARN_EVERY_SECONDS = 10.0  # one warning per interval while Redis fails, not one per buyer
 _ID_FIELDS = ("address_id", "coupon_id", "flash_sale_id")
 _FIELDS = frozenset({"items", "use_points", *_ID_FIELDS})
 _ACCEPTS = {"*/*", "application/*", "application/json"}
@@ -104,12 +109,14 @@ class SoldOutGate:
     def __init__(self, app) -> None:
         self.app = app
         self._redis: tuple[asyncio.AbstractEventLoop, aioredis.Redis] | None = None
+        self._quiet_until = 0.0  # time.monotonic() before which Redis failures are not logged again
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CONFIRM_PATH:
+        limit = _body_limit()
+        if (scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CONFIRM_PATH
+                or not 0 < _declared_length(scope) <= limit):  # none (chunked) or too long: Django's
             await self.app(scope, receive, send)
             return
-        limit = _body_limit()
         messages, body, complete = [], b"", False
         while len(body) <= limit:
             message = await receive()
@@ -144,19 +151,24 @@ class SoldOutGate:
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
         """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
+        if scope.get("query_string"):
+            return None  # DRF reads ?format= (URL_FORMAT_OVERRIDE): an unknown one is its 404
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
-            if name in headers and name in (b"authorization", b"content-type", b"accept", b"host", b"content-length",
-                                            b"x-forwarded-proto", b"x-forwarded-host"):
+            if b"_" in name:
+                return None  # a2wsgi maps "_" like "-" and joins the two: X_Forwarded_Proto is HTTP_X_FORWARDED_PROTO
+            if name in headers and name in (b"authorization", b"content-type", b"accept", b"host",
+                                            b"x-forwarded-proto", b"x-forwarded-host", b"content-length"):
                 return None  # repeated: leave the reading of it to Django
             headers[name] = value
-        declared = headers.get(b"content-length", b"0")
-        if not declared.isdigit() or int(declared) > _body_limit():
-            return None  # Django's BodySizeLimitMiddleware judges the declared length
+        length = headers.get(b"content-length", b"")
+        if not length.isdigit() or int(length) != len(body) or int(length) > _body_limit():
+            return None  # no Content-Length (chunked): Django reads an empty body; too long: its 413
         secure = _is_secure(scope, headers)
         if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
             return None
-        content_type = headers.get(b"content-type", b"").decode("latin-1").lower().replace(" ", "")
+        # Spaces only around the ";" (DRF's parse): "application/ json" is Django's 415.
+        content_type = ";".join(part.strip() for part in headers.get(b"content-type", b"").decode("latin-1").lower().split(";"))
         if content_type not in ("application/json", "application/json;charset=utf-8"):
             return None
         accept = headers.get(b"accept")
@@ -189,12 +201,23 @@ class SoldOutGate:
             location = settings.CACHES["default"]["LOCATION"]
             self._redis = (loop, aioredis.from_url(location if isinstance(location, str) else location[0],
                                                    socket_timeout=REDIS_TIMEOUT_SECONDS,
-                                                   socket_connect_timeout=REDIS_TIMEOUT_SECONDS))
+                                                   socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+                                                   max_connections=REDIS_MAX_CONNECTIONS))
         try:
             return await self._redis[1].mget(keys)
-        except Exception:  # noqa: BLE001 - down, slow or refusing: Django answers
-            logger.warning("sold-out gate: Redis unavailable", exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
+            now = time.monotonic()
+            if now >= self._quiet_until:
+                self._quiet_until = now + WARN_EVERY_SECONDS
+                logger.warning("sold-out gate: Redis unavailable (%s: %s); Django answers, next warning in %d s",
+                               type(exc).__name__, exc, WARN_EVERY_SECONDS)
             return None
+
+
+def _declared_length(scope) -> int:
+    """The request's one ``Content-Length`` in bytes; -1 when absent, repeated or not a number."""
+    values = [value for name, value in scope["headers"] if name == b"content-length"]
+    return int(values[0]) if len(values) == 1 and values[0].isdigit() else -1
 
 
 def _body_limit() -> int:
