@@ -13,13 +13,13 @@ class UnknownActivity(InvalidInput):
     ``detail`` = ``{"activity": [message], "suggestions": [close known words/terms]}``.
     """
 
-    message = "Unknown activity."
+    message = "黄历里没有这件事。"
 
     def __init__(self, word: str, suggestions: list[str]) -> None:
         shown = "、".join(suggestions)
-        message = f"Unknown activity “{word}”; the almanac does not know this word."
+        message = f"黄历里没有“{word}”这件事。"
         if shown:
-            message += f" Did you mean: {shown}?"
+            message += f"您是不是要找：{shown}？"
         super().__init__(message, activity=[message], suggestions=suggestions)
 
 
@@ -31,10 +31,7 @@ class ActivityNeverAuspicious(InvalidInput):
     """
 
     def __init__(self, word: str, terms: list[str]) -> None:
-        message = (
-            f"“{word}” ({'、'.join(terms)}) is only ever listed under 忌 in the almanac, "
-            "so no day is 宜 for it."
-        )
+        message = f"“{word}”（{'、'.join(terms)}）在黄历中只列在忌里，没有哪一天宜做。"
         super().__init__(message, activity=[message], terms=terms)
 
 
@@ -45,12 +42,12 @@ class DateOutOfRange(NotFound):
     """
 
     def __init__(self, start: dt.date, end: dt.date, loaded: list[tuple[dt.date, dt.date]]) -> None:
-        asked = start.isoformat() if start == end else f"{start.isoformat()}..{end.isoformat()}"
+        asked = start.isoformat() if start == end else f"{start.isoformat()} 至 {end.isoformat()}"
         if loaded:
-            ranges = ", ".join(f"{a.isoformat()}..{b.isoformat()}" for a, b in loaded)
-            message = f"The almanac has no data for {asked}; loaded: {ranges}."
+            ranges = "、".join(f"{a.isoformat()} 至 {b.isoformat()}" for a, b in loaded)
+            message = f"暂无 {asked} 的黄历；可查询的日期：{ranges}。"
         else:
-            message = f"The almanac has no data for {asked}; nothing is loaded (run load_almanac)."
+            message = f"暂无 {asked} 的黄历；尚未导入任何黄历数据（请运行 load_almanac）。"
         super().__init__(
             message,
             start=start.isoformat(),

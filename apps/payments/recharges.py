@@ -93,7 +93,7 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
     try:
         prepay = wechat.unified_order(
             out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen,
-            body=f"Starmall-余额充值 {yuan(recharge.pay_fen)} 元", openid=customer.openid,
+            body=f"{settings.SHOP_NAME}-余额充值 {yuan(recharge.pay_fen)} 元", openid=customer.openid,
             starts_at=now, expires_at=recharge.expires_at,
         )
     except (wechat.PayUnavailable, wechat.PayRejected) as exc:

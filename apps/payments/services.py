@@ -133,10 +133,12 @@ def _clear_uncertainty_or_raise(payment: Payment) -> None:
 
 
 def _body(order: Order) -> str:
-    """WeChat's ``body``: shop name and first line, at most 128 characters."""
+    """WeChat's ``body`` ("商家名称-销售商品类目", WECHAT.md): ``SHOP_NAME``, then the first
+    line's name (and "等" when there are more), at most 128 characters."""
     first = order.lines.first()
     more = " 等" if order.lines.count() > 1 else ""
-    return f"Starmall-{first.name if first else order.order_no}{more}"
+    name = first.name if first else order.order_no
+    return f"{settings.SHOP_NAME}-{name[:128 - len(settings.SHOP_NAME) - 1 - len(more)]}{more}"
 
 
 def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:

@@ -376,6 +376,9 @@ RESCHEDULE_MIN_NOTICE_HOURS = env.int("RESCHEDULE_MIN_NOTICE_HOURS", default=24)
 # sandbox on whatever loopback http base the shop is given; see runshop.sandbox_address).
 WECHAT_SANDBOX_PORT = env.int("WECHAT_SANDBOX_PORT", default=8001)
 SANDBOX_BASE = f"http://127.0.0.1:{WECHAT_SANDBOX_PORT}/"
+# The shop's name at the head of WeChat Pay's ``body`` ("商家名称-销售商品类目"), which the
+# customer reads on the payment screen and in their WeChat bill.
+SHOP_NAME = env.str("SHOP_NAME", default="星商城")
 WECHAT_APPID = env.str("WECHAT_APPID", default="wx8d5f3c1a2b4e6f70")
 WECHAT_APP_SECRET = env.str("WECHAT_APP_SECRET", default="0f1e2d3c4b5a69788796a5b4c3d2e1f0")
 WECHAT_MCH_ID = env.str("WECHAT_MCH_ID", default="1900000109")

@@ -81,7 +81,7 @@ def test_day_api_unloaded_date_is_404_naming_the_loaded_range(summer, anon_api):
     assert response.status_code == 404
     assert response.json() == {
         "code": "not_found",
-        "message": "The almanac has no data for 2030-01-01; loaded: 2025-05-01..2025-08-31.",
+        "message": "暂无 2030-01-01 的黄历；可查询的日期：2025-05-01 至 2025-08-31。",
         "detail": {
             "start": "2030-01-01", "end": "2030-01-01", "loaded": [{"start": "2025-05-01", "end": "2025-08-31"}],
         },
@@ -91,7 +91,7 @@ def test_day_api_unloaded_date_is_404_naming_the_loaded_range(summer, anon_api):
 def test_day_api_nothing_loaded_says_to_run_the_loader(db, anon_api):
     response = anon_api.get("/api/v1/almanac/days/2025-06-01")
     assert response.status_code == 404
-    assert "run load_almanac" in response.json()["message"]
+    assert "请运行 load_almanac" in response.json()["message"]
 
 
 def test_month_api(summer, anon_api):
@@ -119,7 +119,7 @@ def test_month_api_partly_loaded_month_is_404(load, anon_api):
     load(D(2025, 6, 1), D(2025, 6, 15))
     response = anon_api.get("/api/v1/almanac/months/2025-06")
     assert response.status_code == 404
-    assert "2025-06-01..2025-06-30" in response.json()["message"]
+    assert "2025-06-01 至 2025-06-30" in response.json()["message"]
 
 
 def test_api_answers_are_cached_until_the_next_load(summer, anon_api, django_assert_num_queries):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.db import connection
@@ -185,6 +186,8 @@ def test_search_api_unknown_word_is_400_with_suggestions(summer, anon_api):
     assert body["code"] == "invalid"
     assert body["detail"]["suggestions"][:4] == ["搬迁", "迁居", "乔迁", "搬家"]
     assert "搬迁新居" in body["detail"]["activity"][0]
+    assert body["message"].startswith("黄历里没有“搬迁新居”这件事。您是不是要找：搬迁、迁居、乔迁、搬家")
+    assert not re.search(r"[A-Za-z]", body["message"])  # a customer reads it
 
 
 def test_search_api_window_outside_loaded_range_is_404_naming_it(summer, anon_api):
@@ -192,7 +195,7 @@ def test_search_api_window_outside_loaded_range_is_404_naming_it(summer, anon_ap
     assert response.status_code == 404
     body = response.json()
     assert body["code"] == "not_found"
-    assert body["message"] == "The almanac has no data for 2025-08-15..2025-09-13; loaded: 2025-05-01..2025-08-31."
+    assert body["message"] == "暂无 2025-08-15 至 2025-09-13 的黄历；可查询的日期：2025-05-01 至 2025-08-31。"
     assert body["detail"]["loaded"] == [{"start": "2025-05-01", "end": "2025-08-31"}]
 
 

@@ -158,3 +158,18 @@ def test_pay_when_wechat_is_down_is_503_and_retry_works(api, order, settings, we
     response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     assert response.status_code == 200
     assert wechat.state.trades[order["order_no"]].total_fee == order["pay_fen"]
+
+
+def test_wechat_body_is_the_shop_name_then_the_first_line_within_128_characters(
+        api, address, make_sku, place_order, settings):
+    from apps.orders.models import Order
+    from apps.payments.services import _body
+
+    settings.SHOP_NAME = "青瓷小铺"
+    short = place_order(api, items=[(make_sku(name="青瓷盖碗"), 1), (make_sku(name="茶盘"), 1)], address=address)
+    assert _body(Order.objects.get(order_no=short["order_no"])) == "青瓷小铺-青瓷盖碗 等"
+    settings.SHOP_NAME = "青瓷小铺" * 10  # 40 characters; a product name may have 100
+    long = place_order(api, items=[(make_sku(name="长" * 100), 1)], address=address)
+    body = _body(Order.objects.get(order_no=long["order_no"]))
+    assert len(body) == 128
+    assert body == "青瓷小铺" * 10 + "-" + "长" * 87
