@@ -351,3 +351,16 @@ def test_the_shops_asgi_application_answers_through_the_gate(headers, make_sku, 
 ])
 def test_confirm_request_takes_only_what_the_serializer_takes_as_is(data, expected):
     assert confirm_request(data) == expected
+
+
+def test_redis_trouble_is_warned_once_per_interval_not_per_buyer(gate, headers, make_sku, settings, caplog):
+    app, inner = gate
+    sku = make_sku(stock=0)
+    soldout.mark(soldout.sku_key(sku.pk))
+    settings.CACHES = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
+    body = _body(items=[{"sku_id": sku.pk, "quantity": 1}])
+    with caplog.at_level("WARNING", logger="apps.orders.api.soldout_gate"):
+        for _ in range(5):
+            assert call(app, body=body, headers=headers) == (200, {}, b"django")
+    assert len(inner.bodies) == 5
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["sold-out gate: Redis unavailable"]

@@ -131,8 +131,8 @@ class SoldOutGate:
         if complete and len(body) <= limit:
             try:
                 answer = await self.answer(scope, body)
-            except Exception:  # the gate is an optimisation: Django answers whatever it did not
-                logger.warning("sold-out gate skipped", exc_info=True)
+            except Exception as exc:  # the gate is an optimisation: Django answers whatever it did not
+                self._warn("skipped", exc)
         if answer is None:
             await self.app(scope, self._replay(messages, receive), send)
             return
@@ -206,12 +206,16 @@ class SoldOutGate:
         try:
             return await self._redis[1].mget(keys)
         except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
-            now = time.monotonic()
-            if now >= self._quiet_until:
-                self._quiet_until = now + WARN_EVERY_SECONDS
-                logger.warning("sold-out gate: Redis unavailable (%s: %s); Django answers, next warning in %d s",
-                               type(exc).__name__, exc, WARN_EVERY_SECONDS)
+            self._warn("Redis unavailable", exc)
             return None
+
+    def _warn(self, what: str, exc: Exception) -> None:
+        """One warning per WARN_EVERY_SECONDS, not one per buyer of a flash sale."""
+        now = time.monotonic()
+        if now >= self._quiet_until:
+            self._quiet_until = now + WARN_EVERY_SECONDS
+            logger.warning("sold-out gate: %s (%s: %s); Django answers, next warning in %d s at the earliest",
+                           what, type(exc).__name__, exc, WARN_EVERY_SECONDS)
 
 
 def _declared_length(scope) -> int:
