@@ -61,8 +61,8 @@ def customer_logout(*, token: str) -> None:
 
 
 def customer_tokens_revoke_after_commit(*, customer_id: int) -> None:
-    """The customer was deactivated in the caller's transaction: revoke all their tokens once it
-    commits (``tokens.tokens_revoke_customer``). A Redis error is logged, not raised: the save
+    """The customer was deactivated or deleted in the caller's transaction: revoke all their
+    tokens once it commits (``tokens.tokens_revoke_customer``). A Redis error is logged, not raised: the save
     stands, authentication refuses the tokens anyway (it checks ``is_active``), and they run
     out with their TTL."""
 

@@ -9,15 +9,18 @@ active customer, which is what the sold-out gate in front of Django relies on
 
 import hashlib
 import secrets
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
 from django_redis import get_redis_connection
 
+_TOKEN_PREFIX = "auth:token:"
+
 
 def token_key(token: str) -> str:
     """The cache key of a token (before the cache's KEY_PREFIX): ``auth:token:<sha256 hex>``."""
-    return "auth:token:" + hashlib.sha256(token.encode()).hexdigest()
+    return _TOKEN_PREFIX + hashlib.sha256(token.encode()).hexdigest()
 
 
 def _customer_tokens_key(customer_id: int) -> str:
@@ -33,13 +36,19 @@ def token_issue(*, customer_id: int) -> str:
     token = secrets.token_urlsafe(32)
     ttl = settings.AUTH_TOKEN_TTL_SECONDS
     key = cache.make_key(token_key(token))
-    listed = _customer_tokens_key(customer_id)
     pipe = get_redis_connection("default").pipeline(transaction=True)
     pipe.set(key, customer_id, ex=ttl)
-    pipe.sadd(listed, key)
-    pipe.expire(listed, ttl)  # lives as long as its newest token
+    _list(pipe, customer_id, [key])
     pipe.execute()
     return token
+
+
+def _list(pipe, customer_id: int, keys: list) -> None:
+    """Queue on ``pipe``: add the token ``keys`` (full cache keys) to the customer's set, which
+    lives as long as its newest token."""
+    listed = _customer_tokens_key(customer_id)
+    pipe.sadd(listed, *keys)
+    pipe.expire(listed, settings.AUTH_TOKEN_TTL_SECONDS)
 
 
 def token_customer_id(token: str) -> int | None:
@@ -64,3 +73,23 @@ def tokens_revoke_customer(customer_id: int) -> int:
     revoked = conn.delete(*keys) if keys else 0
     conn.delete(listed)
     return revoked
+
+
+def tokens_list_unlisted(active: Callable[[set[int]], set[int]]) -> None:
+    """One-off (migration ``accounts.0008``): put every token in Redis into its customer's set,
+    and drop those whose customer ``active`` (customer ids -> the active ones among them) does
+    not return. Scans the cache's token keys once; Redis errors propagate."""
+    conn = get_redis_connection("default")
+    owners: dict[int, list[bytes]] = {}
+    for key in conn.scan_iter(match=cache.make_key(_TOKEN_PREFIX + "*"), count=1000):
+        value = conn.get(key)
+        if value is not None and value.isdigit():
+            owners.setdefault(int(value), []).append(key)
+    kept = active(set(owners))
+    pipe = conn.pipeline(transaction=False)
+    for customer_id, keys in owners.items():
+        if customer_id in kept:
+            _list(pipe, customer_id, keys)
+        else:
+            pipe.delete(*keys)
+    pipe.execute()
