@@ -425,14 +425,13 @@ def floor(procs: Processes) -> dict:
 
 def storm_orders(customer: dict, n: int) -> list[dict]:
     """``n`` unpaid goods orders of one customer, each with a pending WeChat payment (made
-    directly in the database: set-up, not measured). Returns the signed notification fields."""
-    from django.conf import settings
+    directly in the database: set-up, not measured). Returns their signed "paid" notifications."""
     from django.utils import timezone
 
     from apps.accounts.models import Customer
     from apps.orders.models import Order, OrderEvent, OrderLine, OrderStatus
     from apps.payments.models import Payment
-    from wechat_sandbox import wire
+    from bench.notices import paid_notices
 
     product_id, sku_id = new_sku("storm", stock=0, price_fen=12800)
     owner = Customer.objects.get(openid=customer["openid"])
@@ -451,17 +450,8 @@ def storm_orders(customer: dict, n: int) -> list[dict]:
         OrderEvent(order=o, to_status=OrderStatus.UNPAID, actor="customer", note="created") for o in orders])
     Payment.objects.bulk_create([
         Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen) for o in orders])
-    notices = []
-    for i, order in enumerate(orders):
-        fields = {
-            "appid": settings.WECHAT_APPID, "bank_type": "CMB_DEBIT", "cash_fee": order.pay_fen,
-            "fee_type": "CNY", "is_subscribe": "N", "mch_id": settings.WECHAT_MCH_ID,
-            "nonce_str": wire.nonce_str(), "openid": customer["openid"], "out_trade_no": order.order_no,
-            "result_code": "SUCCESS", "return_code": "SUCCESS", "time_end": timezone.localtime(now).strftime("%Y%m%d%H%M%S"),
-            "total_fee": order.pay_fen, "trade_type": "JSAPI", "transaction_id": f"4200{stamp}{i:010d}",
-        }
-        notices.append(wire.to_xml(wire.signed(fields, settings.WECHAT_PAY_API_KEY), newlines=True).encode())
-    return notices
+    return paid_notices(orders, stamp=stamp)
+
 
 
 def storm(notices: list[bytes]) -> dict:

@@ -162,26 +162,18 @@ def _gate(sku_id: int, token: str) -> None:
 
 
 def _notices() -> list[bytes]:
-    """A pending WeChat payment for each unpaid order, and its signed "paid" notification (the
-    sandbox's signing code), as ``bench_shop.storm_orders`` makes them."""
-    from django.conf import settings
+    """A pending WeChat payment for each unpaid order, and its signed "paid" notification, as
+    ``bench_shop.storm_orders`` makes them (``bench/notices.py``)."""
     from django.utils import timezone
 
     from apps.orders.models import Order
     from apps.payments.models import Payment
-    from wechat_sandbox import wire
+    from bench.notices import paid_notices
 
-    orders = list(Order.objects.filter(status="unpaid").order_by("id"))
+    orders = list(Order.objects.filter(status="unpaid").select_related("customer").order_by("id"))
     Payment.objects.bulk_create([Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen)
                                  for o in orders])
-    stamp = timezone.localtime().strftime("%Y%m%d%H%M%S")
-    return [wire.to_xml(wire.signed({
-        "appid": settings.WECHAT_APPID, "bank_type": "CMB_DEBIT", "cash_fee": o.pay_fen, "fee_type": "CNY",
-        "is_subscribe": "N", "mch_id": settings.WECHAT_MCH_ID, "nonce_str": wire.nonce_str(),
-        "openid": o.customer.openid, "out_trade_no": o.order_no, "result_code": "SUCCESS",
-        "return_code": "SUCCESS", "time_end": stamp, "total_fee": o.pay_fen, "trade_type": "JSAPI",
-        "transaction_id": f"4200{stamp}{i:010d}",
-    }, settings.WECHAT_PAY_API_KEY), newlines=True).encode() for i, o in enumerate(orders)]
+    return paid_notices(orders, stamp=timezone.localtime().strftime("%Y%m%d%H%M%S"))
 
 
 if __name__ == "__main__":

@@ -23,14 +23,9 @@ OTHER_MERCHANT_KEY = "0therMerchant0Key000000000000032"
 
 def _trade(out_trade_no: str, total_fee: int, coupon_fee: int = 0, transaction_id: str =
            TRANSACTION_ID, coupon_id: str | None = None) -> Trade:
-    return Trade(
-        out_trade_no=out_trade_no,
-        params={"trade_type": "JSAPI", "body": "Starmall-商品", "fee_type": "CNY"},
-        total_fee=total_fee, openid=OPENID, notify_url="", prepay_id="", prepay_expires_at=0,
-        created_at=0, trade_state="SUCCESS", transaction_id=transaction_id, time_end=TIME_END,
-        bank_type="CMB_DEBIT", cash_fee=total_fee - coupon_fee, coupon_fee=coupon_fee,
-        coupon_id=coupon_id,
-    )
+    return payloads.paid_trade(out_trade_no=out_trade_no, total_fee=total_fee, openid=OPENID,
+                               transaction_id=transaction_id, time_end=TIME_END, coupon_fee=coupon_fee,
+                               coupon_id=coupon_id)
 
 
 def build(config: SandboxConfig | None = None) -> dict[str, str]:

@@ -10,6 +10,18 @@ from .config import SandboxConfig
 from .models import R_SUCCESS, Refund, Trade
 
 
+def paid_trade(*, out_trade_no: str, total_fee: int, openid: str, transaction_id: str, time_end: str,
+               coupon_fee: int = 0, coupon_id: str | None = None, body: str = "Starmall-商品") -> Trade:
+    """A JSAPI trade paid by ``openid`` at ``time_end`` (yyyyMMddHHmmss, Beijing), for building its
+    notification without a running sandbox (fixtures, benchmarks). Amounts in fen."""
+    return Trade(
+        out_trade_no=out_trade_no, params={"trade_type": "JSAPI", "body": body, "fee_type": "CNY"},
+        total_fee=total_fee, openid=openid, notify_url="", prepay_id="", prepay_expires_at=0,
+        created_at=0, trade_state="SUCCESS", transaction_id=transaction_id, time_end=time_end,
+        bank_type="CMB_DEBIT", cash_fee=total_fee - coupon_fee, coupon_fee=coupon_fee, coupon_id=coupon_id,
+    )
+
+
 def payment_notification_fields(config: SandboxConfig, trade: Trade,
                                 nonce: str | None = None) -> dict:
     """The signed fields of a payment result notice for a paid ``trade``.
