@@ -9,7 +9,9 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         """A customer saved as inactive, or deleted, loses every API token after commit, whoever
-        does it (the admin's change form, a shell): ``services.customer_tokens_revoke_after_commit``."""
+        does it (the admin's change form, a shell): a ``TokenRevocation`` row in the save's (or
+        delete's) transaction, ``revocations.token_revocations_record``; bulk UPDATEs record
+        theirs in ``CustomerQuerySet.update``."""
         from apps.accounts.models import Customer
 
         post_save.connect(_customer_saved, sender=Customer, dispatch_uid="customer-deactivated-tokens")
@@ -18,12 +20,12 @@ class AccountsConfig(AppConfig):
 
 def _customer_saved(sender, instance, **kwargs) -> None:
     if not instance.is_active:
-        from apps.accounts.services import customer_tokens_revoke_after_commit
+        from apps.accounts.revocations import token_revocations_record
 
-        customer_tokens_revoke_after_commit(customer_id=instance.pk)
+        token_revocations_record(customer_ids=[instance.pk])
 
 
 def _customer_deleted(sender, instance, **kwargs) -> None:
-    from apps.accounts.services import customer_tokens_revoke_after_commit
+    from apps.accounts.revocations import token_revocations_record
 
-    customer_tokens_revoke_after_commit(customer_id=instance.pk)
+    token_revocations_record(customer_ids=[instance.pk])

@@ -4,8 +4,29 @@ Shop staff are Django's own ``auth.User`` (the admin); customers are not users: 
 with WeChat and carry an API token (``apps/accounts/tokens.py``).
 """
 
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
+from django.utils import timezone
+
+
+class CustomerQuerySet(models.QuerySet):
+    """``update(is_active=...)`` also records the deactivated customers' token revocations."""
+
+    def update(self, **kwargs):
+        """A bulk UPDATE that touches ``is_active`` (a staff action, ``bulk_update``, a shell)
+        records a :class:`TokenRevocation` for every customer it left inactive, in the same
+        transaction (``apps.accounts.revocations.token_revocations_record``). Other updates
+        (balances, points: the hot path) are plain UPDATEs."""
+        if "is_active" not in kwargs or kwargs["is_active"] is True:
+            return super().update(**kwargs)
+        from apps.accounts.revocations import token_revocations_record
+
+        with transaction.atomic(using=self.db, savepoint=False):
+            ids = list(self.values_list("pk", flat=True))
+            updated = super().update(**kwargs)
+            token_revocations_record(customer_ids=list(
+                self.model.objects.filter(pk__in=ids, is_active=False).values_list("pk", flat=True)))
+        return updated
 
 
 class Customer(models.Model):
@@ -21,6 +42,8 @@ class Customer(models.Model):
     is_active = models.BooleanField(verbose_name="启用", default=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
+    objects = CustomerQuerySet.as_manager()
+
     class Meta:
         verbose_name = "顾客"
         verbose_name_plural = "顾客"
@@ -28,9 +51,18 @@ class Customer(models.Model):
             models.CheckConstraint(condition=Q(balance_fen__gte=0), name="customer_balance_fen_gte_0"),
             models.CheckConstraint(condition=Q(points__gte=0), name="customer_points_gte_0"),
         ]
+        # The few inactive customers, for the token revocation sweep (apps.accounts.revocations).
+        indexes = [models.Index(fields=["id"], condition=Q(is_active=False), name="customer_inactive_idx")]
 
     def __str__(self) -> str:
         return self.nickname or self.openid
+
+    def save(self, *args, **kwargs) -> None:
+        """Save in a transaction (the caller's, or one of its own): the ``post_save`` receiver
+        (``apps.accounts.apps``) records the token revocation of an inactive customer in it, so
+        that the deactivation and its revocation row commit together."""
+        with transaction.atomic(using=kwargs.get("using"), savepoint=False):
+            super().save(*args, **kwargs)
 
     # DRF treats request.user as authenticated when this is true.
     is_authenticated = True
@@ -194,3 +226,27 @@ class Address(models.Model):
             "name": self.name, "phone": self.phone, "province": self.province,
             "city": self.city, "district": self.district, "detail": self.detail,
         }
+
+
+class TokenRevocation(models.Model):
+    """A customer whose API tokens must still be revoked in Redis: the outbox of a deactivation.
+
+    Written in the transaction that deactivates (or deletes) the customer, tried once after
+    commit and by beat's ``tokens-revoke-sweep`` until Redis confirms; then deleted (only if
+    no deactivation came since: ``requested_at`` unchanged). Until then the sold-out gate in
+    front of Django may still know the tokens (``apps.accounts.revocations``).
+    """
+
+    # Not a foreign key: a deleted customer's revocation outlives the customer's row.
+    customer_id = models.BigIntegerField(verbose_name="顾客 ID", unique=True)
+    requested_at = models.DateTimeField(verbose_name="停用时间", default=timezone.now)  # the latest deactivation
+    attempts = models.PositiveIntegerField(verbose_name="尝试次数", default=0)  # failed tries so far
+    last_error = models.TextField(verbose_name="最近错误", blank=True)
+
+    class Meta:
+        verbose_name = "待撤销令牌"
+        verbose_name_plural = "待撤销令牌"
+        ordering = ["requested_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"customer {self.customer_id} (since {self.requested_at:%Y-%m-%d %H:%M:%S})"

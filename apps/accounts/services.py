@@ -60,19 +60,13 @@ def customer_logout(*, token: str) -> None:
     tokens.token_revoke(token)
 
 
-def customer_tokens_revoke_after_commit(*, customer_id: int) -> None:
-    """The customer was deactivated or deleted in the caller's transaction: revoke all their
-    tokens once it commits (``tokens.tokens_revoke_customer``). A Redis error is logged, not raised: the save
-    stands, authentication refuses the tokens anyway (it checks ``is_active``), and they run
-    out with their TTL."""
-
-    def revoke() -> None:
-        try:
-            tokens.tokens_revoke_customer(customer_id)
-        except Exception:
-            logger.exception("could not revoke the tokens of deactivated customer %s", customer_id)
-
-    transaction.on_commit(revoke)
+@transaction.atomic(savepoint=False)
+def customers_deactivate(*, customer_ids: list[int]) -> int:
+    """Staff: deactivate these customers (``is_active`` true -> false, conditional UPDATE);
+    returns how many changed. Their token revocations are recorded in the same transaction
+    and tried after commit (``Customer.objects`` ``update``, ``apps.accounts.revocations``):
+    their next request is 401, also at the sold-out gate."""
+    return Customer.objects.filter(pk__in=customer_ids, is_active=True).update(is_active=False)
 
 
 def address_create(*, customer: Customer, **fields) -> Address:

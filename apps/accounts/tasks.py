@@ -9,3 +9,12 @@ def points_release_due() -> int:
     from apps.accounts import services
 
     return services.points_release_due()
+
+
+@shared_task
+def tokens_revoke_sweep() -> dict:
+    """Beat, every ``BEAT_SWEEP_SECONDS``: revoke the tokens of deactivated customers that Redis
+    has not confirmed yet, and of inactive customers who still have tokens (deactivated by SQL)."""
+    from apps.accounts import revocations
+
+    return revocations.token_revocations_sweep()

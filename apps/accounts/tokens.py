@@ -2,8 +2,9 @@
 
 Redis stores only the SHA-256 of a token, so a copy of Redis does not hand out logins. Each
 customer's token keys are also listed in a set, so that deactivating the customer revokes every
-token at once (:func:`tokens_revoke_customer`): a token in Redis then always belongs to an
-active customer, which is what the sold-out gate in front of Django relies on
+token at once (:func:`tokens_revoke_customer`, driven by ``apps.accounts.revocations`` until
+Redis confirms): a token in Redis then belongs to an active customer, give or take beat's sweep
+interval, which is what the sold-out gate in front of Django relies on
 (``apps.orders.api.soldout_gate``). Authentication still checks ``is_active`` in the database.
 """
 
@@ -73,6 +74,21 @@ def tokens_revoke_customer(customer_id: int) -> int:
     revoked = conn.delete(*keys) if keys else 0
     conn.delete(listed)
     return revoked
+
+
+def tokens_listed(customer_ids: list[int]) -> list[int]:
+    """Those of ``customer_ids`` that have a token set in Redis, in the order given. One
+    ``EXISTS`` of all their keys answers the usual "none" (an inactive customer's set is gone
+    once revoked or expired); only when it counts some, one pipelined EXISTS per id says whose.
+    Redis errors propagate."""
+    conn = get_redis_connection("default")
+    keys = [_customer_tokens_key(customer_id) for customer_id in customer_ids]
+    if not keys or not conn.exists(*keys):
+        return []
+    pipe = conn.pipeline(transaction=False)
+    for key in keys:
+        pipe.exists(key)
+    return [customer_id for customer_id, found in zip(customer_ids, pipe.execute(), strict=True) if found]
 
 
 def tokens_list_unlisted(active: Callable[[set[int]], set[int]]) -> None:

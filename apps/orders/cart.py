@@ -66,11 +66,31 @@ def _sku_for_cart(sku_id: int) -> Sku:
     return sku
 
 
+def _check_request(quantity: int) -> None:
+    """A request's own quantity outside 1..MAX_QUANTITY is invalid input (400 ``invalid``, as the
+    serializers already say), whatever the cart holds."""
+    if not 1 <= quantity <= MAX_QUANTITY:
+        raise InvalidInput(f"购买数量应为 1 到 {MAX_QUANTITY} 件。", quantity=[f"每种商品 1 到 {MAX_QUANTITY} 件"])
+
+
 def _check_quantity(sku: Sku, quantity: int) -> None:
-    """Raise for a line of ``quantity`` units of ``sku``: over MAX_QUANTITY (InvalidInput, 400)
-    or over the stock (InsufficientStock, 409)."""
-    if quantity > MAX_QUANTITY:
-        raise InvalidInput("购买数量过多。", quantity=[f"每种商品最多 {MAX_QUANTITY} 件"])
+    """Raise for a line set to ``quantity`` units of ``sku`` (PATCH): outside 1..MAX_QUANTITY
+    (InvalidInput, 400) or over the stock (InsufficientStock, 409)."""
+    _check_request(quantity)
+    _check_stock(sku, quantity)
+
+
+def _check_line(sku: Sku, current: int, quantity: int) -> None:
+    """Raise for an add of ``quantity`` units (a valid request) to a line holding ``current``:
+    a sum over MAX_QUANTITY is the cart's per-customer cap (LimitExceeded, 409
+    ``limit_exceeded``, API.md Additions), over the stock InsufficientStock (409)."""
+    if current + quantity > MAX_QUANTITY:
+        raise LimitExceeded(f"购物车中每种商品最多 {MAX_QUANTITY} 件，已有 {current} 件。",
+                            sku_id=sku.pk, requested=current + quantity, max_quantity=MAX_QUANTITY)
+    _check_stock(sku, current + quantity)
+
+
+def _check_stock(sku: Sku, quantity: int) -> None:
     if quantity > sku.stock:
         raise InsufficientStock(f"库存不足，最多可购买 {max(sku.stock, 0)} 件。" if sku.stock > 0 else "该商品已售罄。",
                                 sku_id=sku.pk, requested=quantity, available=max(sku.stock, 0))
@@ -92,14 +112,16 @@ def cart_item_add(*, customer_id: int, sku_id: int, quantity: int) -> CartItem:
     is inserted (UNIQUE(customer, sku)) — a concurrent insert that won makes ours an
     IntegrityError, and we add to its line instead. New lines are counted under a lock of the
     customer's row (at most MAX_LINES), the lock ``order_create`` also takes before it removes
-    lines. Raises NotFound (SKU not on sale), InvalidInput (consultation; more than
-    MAX_QUANTITY), InsufficientStock (line above stock), LimitExceeded (MAX_LINES lines).
+    lines. Raises NotFound (SKU not on sale), InvalidInput (consultation; ``quantity`` itself
+    more than MAX_QUANTITY), InsufficientStock (line above stock), LimitExceeded (the line past
+    MAX_QUANTITY units, or MAX_LINES lines).
     """
+    _check_request(quantity)
     sku = _sku_for_cart(sku_id)
     with transaction.atomic():
         if not _add_to_line(customer_id=customer_id, sku=sku, quantity=quantity):
             current = CartItem.objects.filter(customer_id=customer_id, sku_id=sku_id).values_list("quantity", flat=True).first()
-            _check_quantity(sku, (current or 0) + quantity)
+            _check_line(sku, current or 0, quantity)
             if current is not None:  # within the limits now: the line changed meanwhile, try once more
                 if not _add_to_line(customer_id=customer_id, sku=sku, quantity=quantity):
                     raise InsufficientStock(sku_id=sku_id, requested=quantity, available=max(sku.stock, 0))
@@ -118,7 +140,7 @@ def _insert_line(*, customer_id: int, sku: Sku, quantity: int) -> None:
     except IntegrityError:  # a concurrent add inserted the line first: add to it
         if not _add_to_line(customer_id=customer_id, sku=sku, quantity=quantity):
             current = CartItem.objects.filter(customer_id=customer_id, sku_id=sku.pk).values_list("quantity", flat=True).first()
-            _check_quantity(sku, (current or 0) + quantity)
+            _check_line(sku, current or 0, quantity)
             raise InsufficientStock(sku_id=sku.pk, requested=quantity, available=max(sku.stock, 0)) from None
 
 

@@ -232,6 +232,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.orders.tasks.orders_auto_receive",
         "schedule": 600,
     },
+    # The sold-out gate trusts a token Redis knows: a deactivation whose revocation failed (Redis
+    # down) or that bypassed the ORM (SQL) is at most this late (apps/accounts/revocations.py).
+    "tokens-revoke-sweep": {
+        "task": "apps.accounts.tasks.tokens_revoke_sweep",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "points-release-due": {
         "task": "apps.accounts.tasks.points_release_due",
         "schedule": 600,

@@ -53,10 +53,67 @@ def test_add_checks_stock_and_the_quantity_cap(api, customer, make_sku):
     big = make_sku(stock=5000)
     assert add(api, big, 999).status_code == 201
     capped = add(api, big, 1)
-    assert (capped.status_code, capped.json()["code"]) == (400, "invalid")
+    assert (capped.status_code, capped.json()["code"]) == (409, "limit_exceeded")
     assert (add(api, big, 1000).status_code, CartItem.objects.get(sku=big).quantity) == (400, 999)
     sold_out = add(api, make_sku(stock=0), 1)
     assert (sold_out.status_code, sold_out.json()["message"]) == (409, "该商品已售罄。")
+
+
+def test_add_past_999_units_in_a_line_is_limit_exceeded(api, customer, make_sku):
+    """API.md Additions: a per-customer cap is 409 ``limit_exceeded``; the cart's 999 units a
+    line is one. The request itself (1..999) is valid, the line it would make is not."""
+    sku = make_sku(stock=5000)
+    assert add(api, sku, 990).status_code == 201
+    over = add(api, sku, 10)
+    assert over.status_code == 409
+    assert over.json() == {"code": "limit_exceeded", "message": "购物车中每种商品最多 999 件，已有 990 件。",
+                           "detail": {"sku_id": sku.pk, "requested": 1000, "max_quantity": 999}}
+    assert lines(customer) == [(sku.pk, 990)]  # unchanged
+    assert (add(api, sku, 9).status_code, lines(customer)) == (201, [(sku.pk, 999)])
+    low = make_sku(stock=100)  # past both the cap and the stock: the cap is named
+    assert add(api, low, 50).status_code == 201
+    CartItem.objects.filter(sku=low).update(quantity=995)
+    assert add(api, low, 10).json()["code"] == "limit_exceeded"
+
+
+def test_add_past_999_racing_an_insert_is_limit_exceeded(customer, make_sku, monkeypatch):
+    """The line appears between our UPDATE and our INSERT (UNIQUE): the add to it is judged
+    as any add, 409 ``limit_exceeded`` past 999 units."""
+    from starmall.errors import LimitExceeded
+
+    sku = make_sku(stock=5000)
+    real_insert = cart_services._insert_line
+
+    def insert_after_another(*, customer_id, sku, quantity):
+        CartItem.objects.create(customer_id=customer_id, sku=sku, quantity=995)  # the other request's line
+        return real_insert(customer_id=customer_id, sku=sku, quantity=quantity)
+
+    monkeypatch.setattr(cart_services, "_insert_line", insert_after_another)
+    with pytest.raises(LimitExceeded) as refused:
+        cart_services.cart_item_add(customer_id=customer.pk, sku_id=sku.pk, quantity=10)
+    assert refused.value.detail == {"sku_id": sku.pk, "requested": 1005, "max_quantity": 999}
+    assert refused.value.message == "购物车中每种商品最多 999 件，已有 995 件。"
+
+
+def test_a_request_quantity_outside_1_to_999_is_invalid(api, customer, make_sku):
+    """One request's own value out of range is a field error (400 ``invalid``), whatever the cart
+    holds, at the API and at the service."""
+    sku = make_sku(stock=5000)
+    item_id = add(api, sku, 5).json()["id"]
+    for quantity in (0, 1000):
+        added = add(api, sku, quantity)
+        assert (added.status_code, added.json()["code"], list(added.json()["detail"])) == (400, "invalid", ["quantity"])
+    patched = api.patch(f"/api/v1/cart/items/{item_id}", {"quantity": 1000}, format="json")
+    assert (patched.status_code, patched.json()["code"], list(patched.json()["detail"])) == (400, "invalid", ["quantity"])
+    assert lines(customer) == [(sku.pk, 5)]  # unchanged
+    from starmall.errors import InvalidInput
+
+    for quantity in (0, 1000):
+        with pytest.raises(InvalidInput):
+            cart_services.cart_item_add(customer_id=customer.pk, sku_id=sku.pk, quantity=quantity)
+        with pytest.raises(InvalidInput):
+            cart_services.cart_item_update(customer_id=customer.pk, item_id=item_id, quantity=quantity)
+    assert lines(customer) == [(sku.pk, 5)]
 
 
 def test_add_refuses_consultations_and_skus_off_sale(api, customer, make_sku, consultation):

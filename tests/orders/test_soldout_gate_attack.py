@@ -3,7 +3,8 @@ would have answered something else. Fixed in the gate: the query string (DRF's ?
 chunked body (no Content-Length: Django reads an empty body), a body over API_MAX_BODY_BYTES,
 spaces inside the media type, header names with "_" (a2wsgi merges them with the "-" ones).
 Also closed: a login racing the deactivation, tokens issued before the per-customer sets
-(migration accounts.0008). Still open (xfail, strict): a token whose revocation failed."""
+(migration accounts.0008), a token whose revocation failed (Redis down after the commit) and
+a deactivation done by SQL (both revoked by beat's sweep, ``apps.accounts.revocations``)."""
 
 import json
 
@@ -97,19 +98,53 @@ def test_an_underscore_header_goes_to_django(body, headers, settings):
     assert inner.bodies == [body], answer
 
 
-@pytest.mark.xfail(strict=True, reason="open: a token whose revocation failed (Redis down at the deactivation) "
-                                        "outlives it in Redis; README Limits")
-def test_an_unlisted_token_of_a_deactivated_customer(sold, customer, body):
-    """A token not in the customer's set when they are deactivated: since migration
-    accounts.0008 that is one whose revocation failed (Redis unreachable after the commit)."""
-    token = "legacy-token-issued-before-the-release"
-    cache.set(token_key(token), customer.pk, timeout=3600)  # as the old token_issue wrote it
-    customer.is_active = False
-    customer.save()  # the signal runs: nothing listed to revoke
-    head = {"Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+def test_a_token_whose_revocation_failed_is_revoked_by_the_sweep(sold, customer, body, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
+    """Redis refuses the revocation after the deactivation's commit: the row it left is retried
+    by beat's sweep once Redis is back, and the gate then sends the token to Django (401)."""
+    import redis
+
+    from apps.accounts import revocations, tokens
+    from apps.accounts.models import TokenRevocation
+
+    head = {"Host": "127.0.0.1:8000", "Content-Type": "application/json",
+            "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}"}
+    real = tokens.tokens_revoke_customer
+    failures = [redis.ConnectionError("Connection refused.")]  # Redis down for the first call only
+
+    def revoke(customer_id):
+        if failures:
+            raise failures.pop()
+        return real(customer_id)
+
+    monkeypatch.setattr(tokens, "tokens_revoke_customer", revoke)
+    with django_capture_on_commit_callbacks(execute=True):
+        customer.is_active = False
+        customer.save()
+    assert TokenRevocation.objects.filter(customer_id=customer.pk, attempts=1).exists()
     assert django_answer(body, head)[0] == 401
+    assert through_gate(body, head)[0][0] == 409  # the window: until the sweep runs
+    assert revocations.token_revocations_sweep()["revoked"] == 1  # Redis is back
     answer, passed = through_gate(body, head)
-    assert passed, answer  # the gate answers 409 insufficient_stock
+    assert passed, answer
+    assert django_answer(body, head)[0] == 401
+    assert not TokenRevocation.objects.exists()
+
+
+def test_a_customer_deactivated_by_sql_is_revoked_by_the_sweep(sold, customer, body, headers):
+    from django.db import connection
+
+    from apps.accounts import revocations
+    from apps.accounts.models import Customer
+
+    assert through_gate(body, headers)[0][0] == 409
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Customer._meta.db_table} SET is_active = %s WHERE id = %s", [False, customer.pk])
+    assert through_gate(body, headers)[0][0] == 409  # Django knows nothing of it yet
+    assert revocations.token_revocations_sweep()["found"] == 1
+    answer, passed = through_gate(body, headers)
+    assert passed, answer
+    assert django_answer(body, headers)[0] == 401
 
 
 def test_login_racing_deactivation_is_refused_and_leaves_no_token(sold, customer, monkeypatch,

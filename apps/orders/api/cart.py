@@ -57,8 +57,8 @@ class CartView(APIView):
 
 class CartItemAddView(APIView):
     @extend_schema(request=CartAddSerializer, responses={201: CartItemSerializer, **errors(
-        e400="invalid (a consultation; more than 999 units in the line)", e404="not_found (SKU not on sale)",
-        e409="insufficient_stock (the line would exceed the stock), limit_exceeded (50 lines)")})
+        e400="invalid (a consultation; a quantity outside 1..999)", e404="not_found (SKU not on sale)",
+        e409="insufficient_stock (the line would exceed the stock), limit_exceeded (the line past 999 units; 50 lines)")})
     def post(self, request):
         data = CartAddSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -68,7 +68,8 @@ class CartItemAddView(APIView):
 
 class CartItemView(APIView):
     @extend_schema(request=CartQuantitySerializer, responses={200: CartItemSerializer, **errors(
-        e404="not_found (no such line of the caller)", e409="insufficient_stock")})
+        e400="invalid (a quantity outside 1..999)", e404="not_found (no such line of the caller)",
+        e409="insufficient_stock")})
     def patch(self, request, item_id: int):
         data = CartQuantitySerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -20,8 +20,11 @@ It answers only where Django would give the same answer, byte for byte
 - a body in the shape a mini-program sends, each value one the serializer accepts as it is
   (:func:`confirm_request`: JSON integers, not the strings DRF would also coerce);
 - ``Authorization: Bearer <token>`` that Redis maps to a customer. Tokens of a deactivated
-  customer are revoked (``apps.accounts.tokens.tokens_revoke_customer``), so that is an active
-  customer;
+  customer are revoked (``apps.accounts.tokens.tokens_revoke_customer``) after commit, and
+  retried from a ``TokenRevocation`` row by beat's sweep until Redis confirms
+  (``apps.accounts.revocations``, which also finds deactivations done by SQL), so that is an
+  active customer, or one deactivated less than ``BEAT_SWEEP_SECONDS`` ago whom the gate can
+  only tell "sold out" (it never lets an order through);
 - a flag for what is asked, judged by ``apps.catalog.soldout.refusal``, the same function
   ``order_confirm`` uses.
 
