@@ -77,6 +77,18 @@ class ServiceUnavailable(ShopError):
     retry_after_seconds = 5
 
 
+class DatabaseBusy(ServiceUnavailable):
+    """The database gave the transaction up twice because of other transactions' locks (a
+    deadlock or serialization failure; ``starmall.locking``): nothing was kept, the same
+    request may be sent again at once (503 ``service_unavailable``, ``Retry-After: 1``)."""
+
+    message = "系统繁忙，请稍后再试。"
+    retry_after_seconds = 1
+
+    def __init__(self, message: str | None = None, **detail: Any) -> None:
+        super().__init__(message, **({"retry_after_seconds": self.retry_after_seconds} | detail))
+
+
 def backend_errors() -> tuple[type[BaseException], ...]:
     """The exceptions meaning "Redis (cache, tokens, broker) is unreachable or timed out"."""
     from django_redis.exceptions import ConnectionInterrupted

@@ -2,7 +2,9 @@
 
 Wallet functions change a counter with a conditional UPDATE (``... WHERE balance_fen >= n``)
 and write a ``WalletEvent`` ledger row whose UNIQUE ``(kind, reason, ref)`` makes a repeat a
-no-op. They carry ``@transaction.atomic(savepoint=False)``: they join the caller's transaction
+no-op. The customer's row is step 5 of the lock order in ``starmall/locking.py``: a caller
+locks its order, payment or refund rows, slot and coupon before calling these, and the flash
+sale, SKU and product rows after. They carry ``@transaction.atomic(savepoint=False)``: they join the caller's transaction
 (the order or payment service), so that the wallet change commits or rolls back with the
 business change, or open one when called alone. Points an order earns are frozen
 (:func:`points_award_freeze`) until it completes plus ``POINTS_FREEZE_DAYS``
@@ -200,7 +202,9 @@ def points_reward(*, customer_id: int, points: int, reason: str, ref: str) -> bo
 
 def customer_lock(*, customer_id: int) -> None:
     """``SELECT ... FOR UPDATE`` the customer's row: the wallet's serialization point (awards
-    and their voiding; the per-customer order caps). Needs a transaction."""
+    and their voiding; the per-customer order caps). Needs a transaction. Step 5 of the lock
+    order (``starmall/locking.py``): after the order's rows, slot and coupon, before the
+    customer's ledger rows, the flash sale, SKUs and product sales."""
     list(Customer.objects.select_for_update().filter(pk=customer_id).values_list("pk", flat=True))
 
 
@@ -279,9 +283,9 @@ class _PointsSpent(Exception):
 def points_release_due(*, now: dt.datetime | None = None, limit: int = 500) -> int:
     """Beat: frozen awards whose ``available_at`` has passed become spendable; returns points.
 
-    Each row in its own transaction: ``UPDATE ... SET state = available WHERE id = ? AND state =
-    frozen`` and, only when that changed a row, ``points = points + n`` — so running twice (or
-    two beats at once) releases each award once.
+    Each row in its own transaction: the customer's row locked, ``UPDATE ... SET state =
+    available WHERE id = ? AND state = frozen`` and, only when that changed a row, ``points =
+    points + n`` — so running twice (or two beats at once) releases each award once.
     """
     now = now or timezone.now()
     due = WalletEvent.objects.filter(state=WalletEvent.State.FROZEN, available_at__lte=now).values_list(
@@ -289,6 +293,10 @@ def points_release_due(*, now: dt.datetime | None = None, limit: int = 500) -> i
     released = 0
     for pk, customer_id, amount in list(due[:limit]):
         with transaction.atomic():
+            # The customer before the award row, as points_award_void takes them (step 5 of
+            # starmall/locking.py: the customer, then its ledger rows): the void of a refunded
+            # order and this release of its award cannot deadlock.
+            customer_lock(customer_id=customer_id)
             if WalletEvent.objects.filter(pk=pk, state=WalletEvent.State.FROZEN).update(
                     state=WalletEvent.State.AVAILABLE) != 1:
                 continue
@@ -317,7 +325,8 @@ def points_adjust(*, customer_id: int, points: int, ref: str) -> bool:
 
 def coupon_take(*, coupon_id: int, customer_id: int, order_no: str) -> bool:
     """Mark the coupon used by ``order_no`` (available -> used); False if it is not available
-    (used, expired or not yet valid). The conditional UPDATE makes single use hold under races."""
+    (used, expired or not yet valid). The conditional UPDATE makes single use hold under races.
+    Step 4 of ``starmall/locking.py``: after the order's slot, before the customer's row."""
     now = timezone.now()
     return (
         Coupon.objects.filter(
@@ -333,7 +342,8 @@ def coupon_take(*, coupon_id: int, customer_id: int, order_no: str) -> bool:
 
 def coupon_return(*, coupon_id: int, order_no: str) -> bool:
     """Make the coupon available again after ``order_no`` was cancelled or fully refunded, once
-    (``used`` by that order -> ``available``) and only while it has not expired (API.md)."""
+    (``used`` by that order -> ``available``) and only while it has not expired (API.md).
+    Step 4 of ``starmall/locking.py``, as in :func:`coupon_take`."""
     return (
         Coupon.objects.filter(pk=coupon_id, status=Coupon.Status.USED, used_order_no=order_no,
                               valid_until__gt=timezone.now())

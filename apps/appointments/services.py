@@ -35,6 +35,8 @@ def booking_open_after() -> dt.datetime:
 def slot_book(*, slot_id: int, teacher_id: int, order_no: str, customer_id: int,
               start: dt.datetime | None = None) -> Slot:
     """Book one place of the slot for ``order_no``, in the caller's transaction (the order's).
+    The slot is step 3 of the lock order (``starmall/locking.py``): after the order, before
+    the coupon and the customer.
 
     ``UPDATE slot SET booked = booked + 1 WHERE id = ? AND booked < capacity AND is_open AND
     start > now + BOOKING_MIN_NOTICE_MINUTES AND teacher = ? [AND start = ?]``: 0 rows raises
@@ -62,6 +64,7 @@ def slot_release(*, order_no: str) -> bool:
 
     Deleting the Booking row is the once-only guard: only the caller that deletes it
     decrements ``booked``. Joins the caller's transaction (cancel, refund) or opens one.
+    Booking, then slot: step 3 of ``starmall/locking.py``, first of what an order gives back.
     """
     booking = Booking.objects.filter(order_no=order_no).first()
     if booking is None:
@@ -208,12 +211,17 @@ def day_block(*, teacher_id: int, date: dt.date, blocked: bool) -> DayBlockResul
         return DayBlockResult(changed=ids, refused=[])
     DayOff.objects.get_or_create(teacher_id=teacher_id, date=date)
     changed, refused = [], []
-    for slot_id in day_slots.order_by("start").values_list("pk", flat=True):
+    # The day's slots are locked in id order, as slot_move locks two of them (step 3 of
+    # starmall/locking.py); the answer lists them by start.
+    starts = dict(day_slots.values_list("pk", "start"))
+    for slot_id in sorted(starts):
         try:
             slot_block(slot_id=slot_id, blocked=True)
             changed.append(slot_id)
         except InvalidState as exc:
             refused.append((slot_id, exc.message))
+    changed.sort(key=lambda pk: (starts[pk], pk))
+    refused.sort(key=lambda item: (starts[item[0]], item[0]))
     return DayBlockResult(changed=changed, refused=refused)
 
 
@@ -222,7 +230,8 @@ def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
     """Move the order's booking to ``to_slot_id`` (same teacher), in the caller's transaction.
 
     Both slot rows are locked first, in id order, so two movers going opposite ways cannot
-    deadlock. Then the new place is taken with the same capacity-checked conditional UPDATE as
+    deadlock (step 3 of ``starmall/locking.py``: the Booking, then slots in id order, after
+    the order row the caller locked). Then the new place is taken with the same capacity-checked conditional UPDATE as
     :func:`slot_book` (open, ``booked < capacity``, the teacher's, bookable: starts after now +
     BOOKING_MIN_NOTICE_MINUTES) — 0 rows raises SlotUnavailable and the caller rolls back —
     and the old place is given back (``booked - 1``); the Booking row follows. Racing movers

@@ -24,7 +24,8 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
     """Take ``quantities`` ({sku_id: units > 0}) from stock, in the caller's transaction.
 
     SKUs are updated in ascending id order so that two orders sharing SKUs take the row locks
-    in the same order and cannot deadlock (django-oscar allocates stock the same way).
+    in the same order and cannot deadlock (django-oscar allocates stock the same way); SKUs are
+    step 7 of the lock order in ``starmall/locking.py``, after everything but product sales.
     ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n AND <on sale> RETURNING
     stock``: 0 rows means not enough stock (or a SKU / product taken off sale) and raises
     InsufficientStock with ``sku_id``. One statement per SKU, so the caller should call this
@@ -68,6 +69,7 @@ def _refuse(sku_id: int, units: int) -> None:
 @transaction.atomic(savepoint=False)
 def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
     """Put ``quantities`` ({sku_id: units}) back; the caller guarantees it runs once per order.
+    In id order, the last of what an order gives back (step 7 of ``starmall/locking.py``).
 
     (The caller's conditional order transition, e.g. ``unpaid -> cancelled``, is the guard.)
     Sold-out flags of these SKUs are dropped after commit.
@@ -79,7 +81,9 @@ def sku_stock_restore(*, quantities: Mapping[int, int]) -> None:
 
 @transaction.atomic(savepoint=False)
 def product_sales_add(*, quantities: Mapping[int, int]) -> None:
-    """Count paid units ({product_id: units}) into ``Product.sales``."""
+    """Count paid units ({product_id: units}) into ``Product.sales``, in id order: the last
+    rows a paying transaction locks (step 8 of ``starmall/locking.py``), since every paying
+    order of the product shares them."""
     for product_id in sorted(quantities):
         Product.objects.filter(pk=product_id).update(sales=F("sales") + quantities[product_id])
 
@@ -88,7 +92,8 @@ def product_sales_add(*, quantities: Mapping[int, int]) -> None:
 def product_sales_remove(*, quantities: Mapping[int, int]) -> None:
     """Take the units of an order that stopped being live (fully refunded) out of ``sales``:
     ``sales`` counts live orders only. ``SET sales = GREATEST(sales - n, 0)``: relative, never
-    below zero; the caller's order transition guarantees it runs once per order."""
+    below zero; the caller's order transition guarantees it runs once per order. Last, in id
+    order (step 8 of ``starmall/locking.py``), after the customer's balance and the SKUs."""
     for product_id in sorted(quantities):
         Product.objects.filter(pk=product_id).update(sales=Greatest(F("sales") - quantities[product_id], 0))
 

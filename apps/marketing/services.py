@@ -95,7 +95,8 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     Call it as late as possible in the order's transaction, right before the SKU's
     ``sku_stock_decrement``: the sale row is the hottest row of a 秒杀 and stays locked until
     commit. Lock order: the customer's allowance row, then the sale, then the SKU (every
-    flash-sale order takes them in this order, a plain order takes only SKUs: no deadlock).
+    flash-sale order takes them in this order, a plain order takes only SKUs: no deadlock) —
+    step 6 of ``starmall/locking.py``, after the customer's row, before SKUs and product sales.
 
     1. ``INSERT ... ON CONFLICT DO NOTHING`` the (sale, customer) row, then
        ``UPDATE ... SET quantity = quantity + n WHERE ... AND quantity + n <= limit``: 0 rows ->
@@ -141,6 +142,7 @@ def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock:
     (cancelled, or refunded and restocked): ``sold -= units``, and ``stock += units`` while
     the sale has not ended (see "Conservation" above). One UPDATE each; the guards
     (``quantity >= units``, ``sold >= units``) keep a double call from going negative.
+    Allowance, then sale: step 6 of ``starmall/locking.py``; the caller restores SKUs after.
     """
     now = now or timezone.now()
     FlashSalePurchase.objects.filter(sale_id=sale_id, customer_id=customer_id, quantity__gte=units).update(

@@ -44,6 +44,7 @@ from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
+from starmall.locking import retry_on_lock_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -229,9 +230,10 @@ def _enforce_caps(*, customer_id: int, kind: str) -> None:
     pass this point one at a time; under READ COMMITTED the count that follows the lock sees
     every order a previous holder committed, plus our own uncommitted one. A counter column
     would need a decrement on every way out of ``unpaid`` (paid, cancelled, by any path);
-    the lock needs nothing but this check. The lock comes last in create, after stock, slot
-    and coupon — the order in which cancel reaches the customer's row too (stock, slot, then
-    points), so the two cannot deadlock; only one customer's own creates wait for each other.
+    the lock needs nothing but this check. In create the lock comes after the slot and the
+    coupon and before the flash sale and the stock — step 5 of the lock order in
+    ``starmall/locking.py``, where cancel, payment and refund reach the customer's row too, so
+    none of them can deadlock with a create; only one customer's own creates wait for each other.
     """
     wallet.customer_lock(customer_id=customer_id)
     _check_caps(customer_id=customer_id, kind=kind, new=0)
@@ -330,7 +332,8 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             ])
             events.order_created_event(order=order, actor="customer")
             # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
-            # allowance and sale (marketing), then the SKUs (in id order).
+            # allowance and sale (marketing), then the SKUs (in id order). The whole create is
+            # the lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
             if draft.get("flash_sale_id"):
                 flash_sales.flash_sale_take(sale_id=draft["flash_sale_id"], customer_id=customer.pk,
                                             units=sum(line["quantity"] for line in draft["lines"]), now=now)
@@ -390,6 +393,16 @@ def _transition(
     return True
 
 
+def order_lock(*, order_id: int) -> Order:
+    """``SELECT ... FOR UPDATE`` the order's row and return the order as it is now.
+
+    Step 1 of the lock order (``starmall/locking.py``): a transaction that goes on to the
+    order's payment or refund rows, its customer or its units takes this first. Needs a
+    transaction; raises ``Order.DoesNotExist``.
+    """
+    return Order.objects.select_for_update().get(pk=order_id)
+
+
 def order_get(*, order_no: str, customer_id: int | None = None) -> Order:
     """The order; with ``customer_id`` only the customer's own (else NotFound)."""
     qs = Order.objects.filter(order_no=order_no)
@@ -401,6 +414,7 @@ def order_get(*, order_no: str, customer_id: int | None = None) -> Order:
     return order
 
 
+@retry_on_lock_conflict  # the whole give-back, once more after a lock conflict (starmall/locking.py)
 @transaction.atomic(savepoint=False)
 def order_mark_cancelled(*, order: Order, actor: str, reason: str) -> bool:
     """The bare state change ``unpaid -> cancelled``: give back stock, slot, coupon and points
@@ -409,39 +423,46 @@ def order_mark_cancelled(*, order: Order, actor: str, reason: str) -> bool:
 
     The conditional UPDATE is the guard: whoever wins it (customer, timeout task, sweep)
     restores; everyone else gets False and restores nothing. Joins the caller's transaction
-    or opens one.
+    or opens one (then run once more after a lock conflict, else ``DatabaseBusy``).
     """
     if not _transition(
         order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.CANCELLED, actor=actor,
         note=reason, cancelled_at=timezone.now(), cancel_reason=reason,
     ):
         return False
-    _restock(order)
-    if order.coupon_id:
-        wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
-    if order.paid_at:  # only a paid order can have earned points (awards follow a payment)
-        wallet.points_award_void(customer_id=order.customer_id, order_no=order.order_no)
+    _give_back(order, restock=True)
     return True
 
 
-def _restock(order: Order) -> None:
-    """Return the order's units to stock, its slot and the points it spent (once per order:
-    the caller's transition guards it; the points' WalletEvent is UNIQUE as well)."""
+def _give_back(order: Order, *, restock: bool) -> None:
+    """What an order that stops being live returns, once per order (the caller's transition
+    guards it; the points' WalletEvent is UNIQUE as well): with ``restock`` its slot and units,
+    always its coupon (while valid), the points it spent, the points it earned (voided, once
+    paid) and a flash sale's allowance (the sale's quota too with ``restock``).
+
+    In the lock order of ``starmall/locking.py``, after the order row the caller's transition
+    holds: slot (3), coupon (4), customer (5), flash sale (6), SKUs in id order (7) — the
+    order ``order_create`` took them in, so a cancel and a create of one customer sharing a
+    SKU cannot deadlock.
+    """
+    if restock:
+        slots.slot_release(order_no=order.order_no)
+    if order.coupon_id:
+        wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
+    wallet.points_credit(customer_id=order.customer_id, points=order.points_used,
+                         reason=WalletEvent.Reason.RETURN, ref=order.order_no)
+    if order.paid_at and order.status == OrderStatus.CANCELLED:
+        # Only a paid order can have earned points (awards follow a payment); a refunded one
+        # lost them when it became refunding (order_mark_refunding).
+        wallet.points_award_void(customer_id=order.customer_id, order_no=order.order_no)
     quantities = Counter()
     for sku_id, quantity in order.lines.values_list("sku_id", "quantity"):
         quantities[sku_id] += quantity
-    stock.sku_stock_restore(quantities=quantities)
-    if order.flash_sale_id:  # the sale's quota (while not ended) and the customer's allowance
+    if order.flash_sale_id:  # the customer's allowance; with restock the sale's quota (while not ended)
         flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
-                                         units=sum(quantities.values()), restock=True)
-    slots.slot_release(order_no=order.order_no)
-    _return_points(order)
-
-
-def _return_points(order: Order) -> None:
-    """Give back the points the order spent (UNIQUE WalletEvent: at most once)."""
-    wallet.points_credit(customer_id=order.customer_id, points=order.points_used,
-                         reason=WalletEvent.Reason.RETURN, ref=order.order_no)
+                                         units=sum(quantities.values()), restock=restock)
+    if restock:
+        stock.sku_stock_restore(quantities=quantities)
 
 
 def _product_units(order: Order) -> Counter:
@@ -470,7 +491,8 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if order.kind == Kind.CONSULTATION:
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
     followups.followups_record(order=order, kinds=kinds)
-    # Last: a flash sale's orders all count into one product row, locked until commit (issue 8).
+    # Last (step 8 of starmall/locking.py): a flash sale's orders all count into one product
+    # row, locked until commit; a balance payment debits the customer (step 5) before this.
     stock.product_sales_add(quantities=_product_units(order))
     return True
 
@@ -498,16 +520,8 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
     if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
                        actor=actor, note="已全额退款"):
         return False
-    if restock:
-        _restock(order)
-    else:
-        _return_points(order)
-        if order.flash_sale_id:  # not live any more: the allowance comes back, the units do not
-            flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
-                                             units=sum(order.lines.values_list("quantity", flat=True)),
-                                             restock=False)
-    if order.coupon_id:
-        wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
+    _give_back(order, restock=restock)  # not live any more: without restock the units stay out
+    # Last, step 8 of starmall/locking.py: the product rows every paying order counts into.
     stock.product_sales_remove(quantities=_product_units(order))
     return True
 

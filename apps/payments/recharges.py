@@ -39,6 +39,7 @@ from apps.payments import wechat
 from apps.payments.models import Notification, Recharge, RechargePackage
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, NotFound, WechatUnavailable
+from starmall.locking import retry_on_lock_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -112,12 +113,16 @@ def recharge_get(*, recharge_no: str, customer_id: int) -> Recharge:
     return recharge
 
 
+@retry_on_lock_conflict
 def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.datetime) -> str:
     """Credit a WeChat-confirmed recharge (already verified); "applied" or "duplicate".
 
     One transaction: conditional ``unpaid/expired -> paid`` and, only for its winner, the
     balance ``recharge`` and ``bonus`` ledger rows and ``balance_fen += pay_fen + bonus_fen``.
+    Run once more after a lock conflict (a second one raises DatabaseBusy, nothing credited).
     """
+    # The recharge row (step 2 of starmall/locking.py: the customer's payment record) before
+    # the customer's balance (5), as an order's payment comes before the customer's wallet.
     with transaction.atomic():
         if Recharge.objects.filter(pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)).update(
                 status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at) != 1:

@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
+from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order
 from apps.payments import refunds
 from apps.payments.models import Payment, Refund, RefundBatch, RefundBatchItem
@@ -183,8 +184,11 @@ def refund_batch_item_run(*, item_id: int, now: dt.datetime | None = None) -> st
 def _refund(item: RefundBatchItem, now: dt.datetime) -> str:
     """The transaction of :func:`refund_batch_item_run` (caller holds it)."""
     # The order's row lock (refund_request takes it too): a customer's request or a shipment
-    # at this moment waits, so the checks below stay true until commit.
-    order = Order.objects.select_for_update().get(pk=item.order_id)
+    # at this moment waits, so the checks below stay true until commit. Then the item's own
+    # row, written last below: both are steps 1 and 2 of starmall/locking.py, before the
+    # approval reaches the customer's row (5).
+    order = orders.order_lock(order_id=item.order_id)
+    Item.objects.select_for_update().filter(pk=item.pk).values_list("pk", flat=True).first()
     why = refusal(order, refunds.paying_payment(order))
     if why:
         if Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(

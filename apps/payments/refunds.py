@@ -33,6 +33,7 @@ from apps.payments.models import Notification, Payment, PaymentStatus, Refund, R
 from starmall import dispatch
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, InvalidState
+from starmall.locking import retry_on_lock_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,8 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     with transaction.atomic():
         # Lock the order row: two clicks must see each other's request (check, then insert).
-        order = Order.objects.select_for_update().get(pk=order.pk)
+        # Step 1 of starmall/locking.py: the request (2) is inserted after it.
+        order = orders.order_lock(order_id=order.pk)
         payment = paying_payment(order)
         refundable = payment.total_fee - payment.refunded_fen if payment else 0
         replay = _same_request(order, reason, amount_fen, refundable)
@@ -131,6 +133,13 @@ def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False
     """
     now = timezone.now()
     with transaction.atomic():
+        request = AfterSale.objects.filter(pk=after_sale_id).first()
+        if request is None:
+            return None
+        # Lock the order: shipping it now must wait, so "restock" is decided on its real state.
+        # It comes before the request's own row (steps 1 and 2 of starmall/locking.py), then the
+        # payment's reservation (2) and the customer's points (5, order_mark_refunding).
+        order = orders.order_lock(order_id=request.order_id)
         if returned:
             moved = AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.RETURNING).update(
                 status=AfterSale.Status.APPROVED, return_received_at=now)
@@ -139,9 +148,7 @@ def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False
                 status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now)
         if moved != 1:
             return None
-        request = AfterSale.objects.get(pk=after_sale_id)
-        # Lock the order: shipping it now must wait, so "restock" is decided on its real state.
-        order = Order.objects.select_for_update().get(pk=request.order_id)
+        request.refresh_from_db()
         payment = paying_payment(order)
         if payment is None or not _reserve(payment, request.amount_fen):
             raise InvalidState("退款金额超过了可退款金额。", refund_no=request.refund_no)
@@ -223,11 +230,7 @@ def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
         return Refund.objects.filter(pk=refund_id).values_list("status", flat=True).first() or "missing"
     refund = Refund.objects.select_related("payment", "order").get(pk=refund_id)
     if refund.payment.method == PayMethod.BALANCE:
-        with transaction.atomic():
-            wallet.balance_credit(customer_id=refund.order.customer_id, amount_fen=refund.refund_fen,
-                                  reason=WalletEvent.Reason.REFUND, ref=refund.out_refund_no,
-                                  order_no=refund.order.order_no)
-            refund_succeeded(refund=refund)
+        refund_succeeded(refund=refund, credit_balance=True)
         return Refund.Status.SUCCESS
     try:
         refund_id_wx = wechat.refund_apply(
@@ -259,7 +262,7 @@ def _attempt_failed(refund: Refund, now: dt.datetime, error: str, retryable: boo
 def _mark_failed(refund: Refund, error: str) -> None:
     """FAILED, its after-sale request FAILED and one alert (``refund:<out_refund_no>:failed``),
     in one transaction; a refund that is no longer processing/submitted is left alone."""
-    with transaction.atomic():
+    with transaction.atomic():  # the refund's rows only: Refund, AfterSale, RefundBatchItem (starmall/locking.py)
         if Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
             status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
         ) == 1:
@@ -277,10 +280,22 @@ def _mark_failed(refund: Refund, error: str) -> None:
     logger.error("ALERT refund %s FAILED after %s attempts: %s", refund.out_refund_no, refund.attempts, error)
 
 
-def refund_succeeded(*, refund: Refund) -> bool:
+@retry_on_lock_conflict
+def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     """Mark the refund SUCCESS once; a full after-sale refund makes the order ``refunded`` and
-    returns its stock (unless shipped) and slot. Caller may hold a transaction."""
+    returns its stock (unless shipped) and slot. ``credit_balance`` (a refund of a balance
+    payment): the amount goes back to the customer's balance in the same transaction, once
+    (the SUCCESS transition guards it; the ledger row's UNIQUE out_refund_no as well). False
+    when the refund was already SUCCESS (nothing done). Caller may hold a transaction; alone,
+    it runs once more after a lock conflict (then DatabaseBusy).
+
+    Locks in the order of ``starmall/locking.py``: the order (1), the refund's rows (2), the
+    customer's balance (5), then what the order gives back (slot, coupon, points, flash sale,
+    SKUs: 3-7) and its product sales (8). Crediting the customer before the order and the sales
+    once deadlocked with a balance payment of the same customer.
+    """
     with transaction.atomic():
+        order = orders.order_lock(order_id=refund.order_id)
         if Refund.objects.filter(
             pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
         ).update(status=Refund.Status.SUCCESS, succeeded_at=timezone.now(), last_error="") != 1:
@@ -288,11 +303,14 @@ def refund_succeeded(*, refund: Refund) -> bool:
         if refund.after_sale_id:
             AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.REFUNDED)
         RefundBatchItem.follow_refund(refund_id=refund.pk, status=Refund.Status.SUCCESS)
+        if credit_balance:
+            wallet.balance_credit(customer_id=order.customer_id, amount_fen=refund.refund_fen,
+                                  reason=WalletEvent.Reason.REFUND, ref=refund.out_refund_no,
+                                  order_no=order.order_no)
         payment = Payment.objects.get(pk=refund.payment_id)
         returned = Refund.objects.filter(payment=payment, status=Refund.Status.SUCCESS).aggregate(
             fen=Sum("refund_fen"))["fen"] or 0
         if refund.reason == Refund.Reason.AFTER_SALE and returned == payment.total_fee:
-            order = Order.objects.get(pk=refund.order_id)
             orders.order_mark_refunded(order=order, actor="wechat" if payment.method == PayMethod.WECHAT
                                        else "system", restock=refund.restock)
     return True

@@ -29,6 +29,7 @@ from apps.payments.exceptions import CancelUnconfirmed, OrderNotCancelled
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
+from starmall.locking import retry_on_lock_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -145,9 +146,10 @@ def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
     """Pay the customer's unpaid order from their balance; return the paid order.
 
     If a WeChat payment was started, WeChat is asked first (and the order closed there) so the
-    customer can never pay twice. In one transaction: ``unpaid -> paid`` and a conditional
-    balance decrement (both or neither). Raises InvalidState, InsufficientBalance,
-    WechatUnavailable.
+    customer can never pay twice. In one transaction (:func:`_balance_pay_apply`, run once more
+    after a lock conflict): ``unpaid -> paid`` and a conditional balance decrement (both or
+    neither). Raises InvalidState, InsufficientBalance, WechatUnavailable, DatabaseBusy (503:
+    a second lock conflict; nothing changed).
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     if order.status != OrderStatus.UNPAID:
@@ -161,30 +163,51 @@ def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
         raise InvalidState("该订单已通过微信支付。", status="paid")
     if outcome != Settle.CLEAR:
         raise WechatUnavailable("该订单的微信支付正在进行中，请稍后再试。")
-    now = timezone.now()
-    with transaction.atomic():
-        if not orders.order_mark_paid(order=order, method=PayMethod.BALANCE, paid_at=now, actor="customer"):
-            raise InvalidState("该订单不是待支付状态。", status=order.status)
-        wallet.balance_debit(customer_id=customer_id, amount_fen=order.pay_fen, ref=order.order_no)
-        Payment.objects.create(
-            order=order, method=PayMethod.BALANCE, total_fee=order.pay_fen,
-            status=PaymentStatus.PAID, paid_at=now,
-        )
+    order = _balance_pay_apply(order_id=order.pk, customer_id=customer_id, now=timezone.now())
     order.refresh_from_db()
+    return order
+
+
+@retry_on_lock_conflict
+@transaction.atomic
+def _balance_pay_apply(*, order_id: int, customer_id: int, now: dt.datetime) -> Order:
+    """The paying transaction of :func:`payment_balance_pay`; returns the order (paid).
+
+    Locks in the order of ``starmall/locking.py``: the order (1, so that a cancel, a racing
+    click or WeChat's notification of this order waits here), its Payment (2, a new row), the
+    customer's balance (5), and last ``order_mark_paid``'s product sales counters (8). Counting
+    sales before the debit once deadlocked with a balance refund of the same customer, which
+    credits the customer (5) before it takes units out of sales (8).
+    """
+    order = orders.order_lock(order_id=order_id)
+    if order.status != OrderStatus.UNPAID:
+        raise InvalidState("该订单不是待支付状态。", status=order.status)
+    Payment.objects.create(
+        order=order, method=PayMethod.BALANCE, total_fee=order.pay_fen,
+        status=PaymentStatus.PAID, paid_at=now,
+    )
+    wallet.balance_debit(customer_id=customer_id, amount_fen=order.pay_fen, ref=order.order_no)
+    if not orders.order_mark_paid(order=order, method=PayMethod.BALANCE, paid_at=now, actor="customer"):
+        raise InvalidState("该订单不是待支付状态。", status=order.status)  # cannot happen under the row lock
     return order
 
 
 # --- applying what WeChat says -------------------------------------------------------------
 
+@retry_on_lock_conflict
 def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.datetime, actor: str) -> Applied:
     """Apply a WeChat-confirmed payment (already verified: signature, appid, amount).
 
     ``pending/unknown/manual -> paid`` on the payment, then ``unpaid -> paid`` on the order, in
-    one transaction. A second delivery finds the payment paid and returns DUPLICATE; a payment
+    one transaction (run once more after a lock conflict; a second one raises DatabaseBusy and
+    changes nothing). A second delivery finds the payment paid and returns DUPLICATE; a payment
     that lands on an order no longer unpaid returns LATE (the money is recorded; the order is
     not revived and no stock is taken again).
     """
     with transaction.atomic():
+        # The order's row first, then its payment: step 1 before step 2 of starmall/locking.py,
+        # as a balance payment, a cancel and a refund of this order take them.
+        order = orders.order_lock(order_id=payment.order_id)
         updated = Payment.objects.filter(pk=payment.pk, status__in=_OPEN + (PaymentStatus.CLOSED,)).update(
             status=PaymentStatus.PAID, transaction_id=transaction_id, paid_at=paid_at
         )
@@ -194,7 +217,6 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
                 logger.error("payment %s already paid by %s, now %s", payment.out_trade_no,
                              current.transaction_id, transaction_id)
             return Applied.DUPLICATE
-        order = Order.objects.get(pk=payment.order_id)
         if orders.order_mark_paid(order=order, method=PayMethod.WECHAT, paid_at=paid_at, actor=actor):
             return Applied.APPLIED
         # Money for an order that is cancelled (or was paid another way): keep the record, do

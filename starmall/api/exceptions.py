@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
@@ -10,7 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from starmall import messages
-from starmall.errors import ServiceUnavailable, ShopError, backend_errors
+from starmall.errors import DatabaseBusy, ServiceUnavailable, ShopError, backend_errors
+from starmall.locking import is_lock_conflict
+
+logger = logging.getLogger(__name__)
 
 _DRF_CODES = {
     drf.NotAuthenticated: ("unauthenticated", 401, messages.UNAUTHENTICATED),
@@ -34,11 +39,16 @@ def exception_handler(exc, context):
     """Render ShopError, DRF and Django exceptions as ``{"code", "message", "detail"}``.
 
     A Redis error (tokens, drafts, throttles: ``starmall.errors.backend_errors``) is 503
-    ``service_unavailable``. Anything else propagates (a 500 that is logged), as in DRF's own
-    handler.
+    ``service_unavailable``; so is a lock conflict the database rolled a transaction back for
+    (``starmall.locking.is_lock_conflict``: a deadlock or serialization failure that no retry
+    cleared), as ``DatabaseBusy``. Anything else propagates (a 500 that is logged), as in DRF's
+    own handler.
     """
     if isinstance(exc, backend_errors()):
         exc = ServiceUnavailable()
+    elif is_lock_conflict(exc):
+        logger.warning("503 busy: %s", str(exc).splitlines()[0])
+        exc = DatabaseBusy()
     if isinstance(exc, ShopError):
         set_rollback()
         response = error_response(exc.code, exc.status, exc.message, exc.detail)

@@ -17,7 +17,8 @@ import logging
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
-from starmall.errors import ServiceUnavailable, backend_errors
+from starmall.errors import DatabaseBusy, ServiceUnavailable, backend_errors
+from starmall.locking import is_lock_conflict
 from starmall.messages import PAYLOAD_TOO_LARGE
 
 logger = logging.getLogger(__name__)
@@ -61,19 +62,21 @@ class BodySizeLimitMiddleware:
 
 
 def service_unavailable_response(exc: BaseException) -> JsonResponse:
-    """503 ``service_unavailable`` in API.md's error format, with ``Retry-After``."""
-    error = ServiceUnavailable()
-    response = JsonResponse({"code": error.code, "message": error.message, "detail": {}}, status=error.status)
+    """503 ``service_unavailable`` in API.md's error format, with ``Retry-After``: Redis down,
+    or (``DatabaseBusy``) a lock conflict the database rolled the transaction back for."""
+    error = DatabaseBusy() if isinstance(exc, DatabaseBusy) or is_lock_conflict(exc) else ServiceUnavailable()
+    response = JsonResponse({"code": error.code, "message": error.message, "detail": error.detail}, status=error.status)
     response["Retry-After"] = str(error.retry_after_seconds)
     return response
 
 
 class ServiceUnavailableMiddleware:
-    """Turn a Redis error that escaped a view (outside DRF's exception handler) into a JSON 503.
+    """Turn a Redis error or a database lock conflict that escaped a view (outside DRF's
+    exception handler) into a JSON 503.
 
     DRF views get the same answer from ``starmall.api.exceptions.exception_handler``; this
     covers plain Django views and anything below them, so no request gets an HTML 500 because
-    Redis is down.
+    Redis is down or the database gave a transaction up (``starmall.locking``).
     """
 
     def __init__(self, get_response):
@@ -83,7 +86,7 @@ class ServiceUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception):
-        if isinstance(exception, backend_errors()):
+        if isinstance(exception, backend_errors() + (DatabaseBusy,)) or is_lock_conflict(exception):
             logger.warning("503 for %s %s: %s: %s", request.method, request.path, type(exception).__name__, exception)
             return service_unavailable_response(exception)
         return None

@@ -68,5 +68,5 @@ class ShopAutoSchema(AutoSchema):
         if throttled:
             statuses[429] = "throttled (Retry-After header, detail.retry_after_seconds)"
         if private or throttled:
-            statuses[503] = "service_unavailable (Redis down)"
+            statuses[503] = "service_unavailable (Redis down, or the database busy; Retry-After)"
         return statuses

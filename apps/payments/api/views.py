@@ -1,3 +1,5 @@
+import logging
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -24,6 +26,10 @@ from apps.payments.models import InvalidNotificationDay, Notification
 from apps.payments.wechat import fail_ack
 from starmall.api.middleware import content_length
 from starmall.api.schema import errors
+from starmall.errors import DatabaseBusy
+from starmall.locking import is_lock_conflict
+
+logger = logging.getLogger(__name__)
 
 MAX_NOTIFY_BYTES = 64 * 1024
 
@@ -63,6 +69,8 @@ def _xml_view(handler, summary: str, kind: str):
     A body over ``MAX_NOTIFY_BYTES`` (by Content-Length, before reading it) is no notification
     of WeChat's: counted as invalid and answered with WeChat's FAIL XML, HTTP 200 like every
     FAIL here (WeChat reads any answer but SUCCESS as "send again"; JSON would mean nothing to it).
+    So is a notification the database was too busy for (a lock conflict that survived the
+    service's one retry: ``starmall.locking``): nothing was applied, WeChat sends it again.
     """
 
     @extend_schema(
@@ -81,7 +89,16 @@ def _xml_view(handler, summary: str, kind: str):
         if content_length(request) > MAX_NOTIFY_BYTES or len(request.body) > MAX_NOTIFY_BYTES:
             InvalidNotificationDay.count_one(kind=kind)
             return HttpResponse(fail_ack("body too large"), content_type="application/xml")
-        return HttpResponse(handler(request.body), content_type="application/xml")
+        try:
+            answer = handler(request.body)
+        except Exception as exc:
+            # The database gave the transaction up twice (starmall.locking): nothing was kept;
+            # FAIL makes WeChat send the notification again, a JSON 503 would mean nothing to it.
+            if not (isinstance(exc, DatabaseBusy) or is_lock_conflict(exc)):
+                raise
+            logger.warning("%s notification answered FAIL, database busy: %s", kind, exc)
+            answer = fail_ack("busy, please send again")
+        return HttpResponse(answer, content_type="application/xml")
 
     return view
 

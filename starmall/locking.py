@@ -1,0 +1,130 @@
+"""Row locks: the one order every transaction takes them in, and one retry for a transaction
+the database still gave up on.
+
+THE LOCK ORDER. A transaction that moves money, stock, places or counters locks rows — by a
+conditional UPDATE, an UPDATE or DELETE that changes the row, or ``SELECT ... FOR UPDATE`` —
+in this order, and never locks a row of an earlier step after one of a later step (a row it
+already holds may be written again at any time; steps it does not need are skipped):
+
+1. the order (``Order``; one per transaction — a batch handles one order per transaction);
+2. that order's own records: its ``Payment``, ``AfterSale``, ``Refund`` and
+   ``RefundBatchItem`` rows (a ``Recharge`` stands here: it is the customer's payment record).
+   Paths that hold the order's lock may take them in any order; the refund worker's paths that
+   do not (``_mark_failed``, ``refund_retry``) take Refund, then AfterSale, then RefundBatchItem;
+3. places: the order's ``Booking``, then ``Slot`` rows in id order;
+4. the customer's ``Coupon``;
+5. the customer (``Customer``: balance, points, the per-customer caps and address and cart
+   limits), then the customer's own rows: ledger (``WalletEvent``), cart lines, addresses;
+6. the flash sale: the customer's allowance (``FlashSalePurchase``), then the sale
+   (``FlashSale``);
+7. SKU stock (``Sku``) in id order;
+8. product sales counters (``Product.sales``) in id order.
+
+Why this order: it goes from rows that belong to one order, through rows one customer shares
+between their orders, to rows every buyer shares; the hotter the row, the later it is locked,
+so it is held for the shortest time — in a 秒杀 the sale, the SKU and the product row are
+locked right before commit. It is the order ``order_create`` always took (order, slot, coupon,
+customer, flash sale, SKU), so the shop's hottest path did not change. Two transactions that
+follow it cannot wait for each other in a circle: whatever row one waits for, the other holds
+none that comes later and is wanted by the first. (django-oscar allocates stock in
+stock-record order for the same reason.) Paying from the balance once counted ``sales`` (8)
+before debiting the customer (5) while a balance refund credited the customer (5) before
+taking the units out of ``sales`` (8): one in about 530 balance payments under load was
+killed by PostgreSQL's deadlock detector.
+
+Rows that are only inserted (events, ledger rows, follow-ups, alerts, notifications) are not
+waited for, except when two transactions insert the same UNIQUE key: every such key is either
+the transaction's first write (``Order.order_key``, ``SignIn``) or is written under a lock of
+steps 1-5 that already puts its competitors in line (a payment's ledger row under its order,
+a refund's under its refund row, a recharge's under the recharge row). A claimed queue row
+(follow-up, reminder, notice) is written at the end of its worker's transaction.
+
+Each site that takes locks says in a comment where it stands in this order;
+``tests/concurrency/test_lock_order_races.py`` makes a balance payment and a balance refund of
+one customer meet at the worst moment.
+
+ONE RETRY. A lock conflict the order cannot rule out (PostgreSQL's deadlock detector or a
+serialization failure, SQLite's "database is locked" after its timeout) rolls the whole
+transaction back. :func:`retry_on_lock_conflict` runs such a transaction once more; a second
+conflict raises :class:`starmall.errors.DatabaseBusy` (503 ``service_unavailable``, Chinese
+message, ``Retry-After``). It is used only on functions that open the whole transaction and
+send nothing out of the process before commit (``on_commit`` callbacks of a rolled-back try
+are dropped); a WeChat call made before the transaction is not repeated.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+from django.db import OperationalError, connection
+
+from starmall.errors import DatabaseBusy
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+RETRY_PAUSE_SECONDS = (0.01, 0.05)  # a random pause before the retry: let the winner commit
+_SQLITE_LOCKED = ("database is locked", "database table is locked")
+
+
+def _pg_conflicts() -> tuple[type[BaseException], ...]:
+    try:
+        from psycopg import errors
+    except ImportError:  # an SQLite-only installation
+        return ()
+    return errors.DeadlockDetected, errors.SerializationFailure
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    """True when ``exc`` says the database rolled the transaction back because of other
+    transactions' locks: psycopg's ``DeadlockDetected`` (40P01) or ``SerializationFailure``
+    (40001), raised as they are or wrapped in Django's ``OperationalError``, or SQLite's
+    "database is locked". Anything else (a broken connection, a syntax error) is not."""
+    seen = 0
+    while exc is not None and seen < 5:  # Django raises its wrapper "from" the driver's error
+        if isinstance(exc, _pg_conflicts()):
+            return True
+        if isinstance(exc, (sqlite3.OperationalError, OperationalError)) and str(exc).startswith(_SQLITE_LOCKED):
+            return True
+        exc, seen = exc.__cause__, seen + 1
+    return False
+
+
+def retry_on_lock_conflict(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run ``fn`` (which opens its own whole transaction) again once after a lock conflict.
+
+    A second conflict raises ``DatabaseBusy`` from it. Called inside a transaction that
+    someone else opened, ``fn`` runs once and a conflict propagates: that outer transaction
+    is what was lost and only its owner can run it again. See the module docstring for
+    which functions may carry this.
+    """
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        if connection.in_atomic_block:
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if not is_lock_conflict(exc):
+                raise
+            logger.warning("%s lost a lock conflict, running it once more: %s", fn.__qualname__,
+                           str(exc).splitlines()[0])
+        time.sleep(random.uniform(*RETRY_PAUSE_SECONDS))
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if not is_lock_conflict(exc):
+                raise
+            logger.warning("%s lost a lock conflict twice: answered busy", fn.__qualname__)
+            raise DatabaseBusy() from exc
+
+    return run
