@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from apps.chat import presence
 from apps.chat.exceptions import ChatThrottled, Forbidden
-from apps.chat.media import is_our_media_url
+from apps.chat.media import message_upload, voice_seconds
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession, ContentType, Side
 from apps.orders.models import Order
 from starmall import dispatch
@@ -33,7 +33,6 @@ from starmall.errors import InvalidInput, NotFound
 logger = logging.getLogger(__name__)
 
 TEXT_MAX_CHARS = 1000
-VOICE_SECONDS = (1, 60)
 
 
 def group_name(session_id: int) -> str:
@@ -70,12 +69,13 @@ def participant(*, session_id: int, customer_id: int) -> Participant:
     raise Forbidden("这不是你的会话。", session_id=session_id)
 
 
-def message_validate(*, content_type, content, duration=None) -> tuple[int, str, int | None]:
-    """Check a message; returns ``(content_type, content, duration)`` or raises InvalidInput.
+def message_validate(*, content_type, content, uploader_id: int) -> tuple[int, str, int | None]:
+    """Check a message of customer ``uploader_id``; returns ``(content_type, content, duration)``
+    or raises InvalidInput.
 
-    1 text: 1..1,000 characters; 2 voice: ``content`` one of our uploads' URLs
-    (:func:`apps.chat.media.is_our_media_url`) and ``duration`` 1..60 seconds; 3 image: our URL.
-    ``duration`` is kept for voice only.
+    1 text: 1..1,000 characters; 3 image: ``content`` the URL of an image the sender uploaded;
+    2 voice: the URL of an audio file the sender uploaded (:func:`apps.chat.media.message_upload`)
+    and its duration — read from the file at upload, 1..60 seconds — is the message's.
     """
     if isinstance(content_type, bool) or content_type not in ContentType.values:
         raise InvalidInput(content_type=["消息类型必须是 1（文字）、2（语音）或 3（图片）"])
@@ -87,14 +87,10 @@ def message_validate(*, content_type, content, duration=None) -> tuple[int, str,
         if len(content) > TEXT_MAX_CHARS:
             raise InvalidInput(content=[f"文字消息最多 {TEXT_MAX_CHARS} 个字"])
         return content_type, content, None
-    if not is_our_media_url(content):
-        raise InvalidInput(content=["语音和图片必须是本店上传的文件地址"])
+    upload = message_upload(url=content, uploader_id=uploader_id, content_type=content_type)
     if content_type == ContentType.IMAGE:
         return content_type, content, None
-    low, high = VOICE_SECONDS
-    if isinstance(duration, bool) or not isinstance(duration, int) or not low <= duration <= high:
-        raise InvalidInput(duration=[f"语音时长必须是 {low} 到 {high} 秒的整数"])
-    return content_type, content, duration
+    return content_type, content, voice_seconds(upload)
 
 
 def _rate_check(customer_id: int) -> None:
@@ -115,10 +111,12 @@ def message_send(*, session_id: int, customer_id: int, content_type, content, du
     and the session's ``last_message_at`` commit first (read marks move only by read receipts).
     When the other side has no live socket, a ChatNotice row (UNIQUE per quiet period) is
     written in the same transaction and sent after commit. ``fanout=False``: the caller (the
-    socket consumer, which is async) sends the frame itself.
+    socket consumer, which is async) sends the frame itself. ``duration`` is ignored: a voice
+    message's duration is the one read from its upload (clients may still send theirs).
     """
     who = participant(session_id=session_id, customer_id=customer_id)
-    content_type, content, duration = message_validate(content_type=content_type, content=content, duration=duration)
+    content_type, content, duration = message_validate(content_type=content_type, content=content,
+                                                       uploader_id=customer_id)
     _rate_check(customer_id)
     with transaction.atomic():
         message = ChatMessage.objects.create(session_id=session_id, sender=who.side, content_type=content_type,

@@ -56,3 +56,30 @@ def _no_persistent_connections(monkeypatch):
     from django.db import connections
 
     monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
+
+
+@pytest.fixture
+def not_the_senders_media(chat, make_upload, settings):
+    """``[(content_type, content, refusal body)]``: URLs under ``/media/`` that the chat's
+    customer may not send (not their own upload of the message's kind), with the 400 expected."""
+    from apps.files.services import media_url
+
+    image = {"code": "invalid", "message": "图片消息只能发送你上传的图片。",
+             "detail": {"content": ["必须是你通过上传接口上传的图片地址"]}}
+    audio = {"code": "invalid", "message": "语音消息只能发送你上传的音频。",
+             "detail": {"content": ["必须是你通过上传接口上传的音频地址"]}}
+    theirs = make_upload(chat.teacher_customer)
+    png, mp3 = make_upload(chat.customer), make_upload(chat.customer, "mp3")
+    base = f"{settings.SITE_URL}/media/"
+    return [
+        (3, f"{base}uploads/2026/12/{'0' * 32}.png", image),  # well-formed, never stored
+        (2, f"{base}uploads/2026/12/{'0' * 32}.mp3", audio),
+        (3, media_url("demo/product-1.png"), image),  # a demo product picture
+        (3, f"{base}%2e%2e/%2e%2e/admin/", image),
+        (3, f"{base}uploads/../../admin/", image),
+        (2, png, audio),  # a PNG sent as voice
+        (3, mp3, image),  # an MP3 sent as a picture
+        (3, theirs, image),  # the teacher's upload, sent by the customer
+        (3, png.replace(settings.SITE_URL, ""), image),  # a relative URL
+        (3, png + "?x=1", image),
+    ]

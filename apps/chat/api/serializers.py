@@ -25,7 +25,8 @@ class MessageInSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=2000, trim_whitespace=False,
                                     help_text="text (<= 1000 chars) or our uploaded file's URL")
     duration = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=60,
-                                        help_text="seconds, voice only (1..60)")
+                                        help_text="seconds, voice only (1..60); ignored: the duration is read "
+                                                  "from the uploaded file")
 
 
 class MessageQuerySerializer(serializers.Serializer):
