@@ -26,13 +26,16 @@ from apps.chat import presence
 from apps.chat.exceptions import ChatThrottled, Forbidden
 from apps.chat.media import message_upload, voice_seconds
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession, ContentType, Side
-from apps.orders.models import Order
+from apps.orders.models import Order, OrderStatus
 from starmall import dispatch
-from starmall.errors import InvalidInput, NotFound
+from starmall.errors import InvalidInput, InvalidState, NotFound
 
 logger = logging.getLogger(__name__)
 
 TEXT_MAX_CHARS = 1000
+# A consultation cancelled, or whose full refund was approved (refunding never goes back) or
+# arrived, will not take place: its chat takes no new messages. History stays readable.
+CLOSED_ORDER_STATUSES = (OrderStatus.CANCELLED, OrderStatus.REFUNDING, OrderStatus.REFUNDED)
 
 
 def group_name(session_id: int) -> str:
@@ -59,7 +62,7 @@ def participant(*, session_id: int, customer_id: int) -> Participant:
     The customer is the one who paid; the teacher is the customer linked to the session's
     teacher (``Teacher.customer``).
     """
-    session = ChatSession.objects.select_related("teacher").filter(pk=session_id).first()
+    session = ChatSession.objects.select_related("teacher", "order").filter(pk=session_id).first()
     if session is None:
         raise NotFound("会话不存在。", session_id=session_id)
     if session.customer_id == customer_id:
@@ -67,6 +70,24 @@ def participant(*, session_id: int, customer_id: int) -> Participant:
     if session.teacher.customer_id is not None and session.teacher.customer_id == customer_id:
         return Participant(session=session, side=Side.TEACHER, customer_id=customer_id)
     raise Forbidden("这不是你的会话。", session_id=session_id)
+
+
+def session_is_closed(session: ChatSession) -> bool:
+    """True when the session's consultation was cancelled or refunded (its order's status is in
+    :data:`CLOSED_ORDER_STATUSES`; ``session.order`` is read, select it with the session).
+
+    Decided from the order, the one record of the consultation's state (a cancelled or refunded
+    booking is released with its order): no copy on the session to keep in step, and a refund
+    approved a moment ago closes the chat for the very next message.
+    """
+    return session.order.status in CLOSED_ORDER_STATUSES
+
+
+def session_open_check(session: ChatSession) -> None:
+    """InvalidState (409 ``invalid_state``, ``detail.status`` the order's) when the session is
+    closed (:func:`session_is_closed`): no new messages, history stays readable."""
+    if session_is_closed(session):
+        raise InvalidState("该咨询已取消或退款，会话已关闭，不能再发送消息。", status=session.order.status)
 
 
 def message_validate(*, content_type, content, uploader_id: int) -> tuple[int, str, int | None]:
@@ -107,7 +128,8 @@ def message_send(*, session_id: int, customer_id: int, content_type, content, du
                  fanout: bool = True) -> ChatMessage:
     """Send a message as the caller: validate, rate-limit, store, then (``fanout``) deliver.
 
-    Raises NotFound / Forbidden (not the caller's session), InvalidInput, ChatThrottled. The row
+    Raises NotFound / Forbidden (not the caller's session), InvalidState (the consultation was
+    cancelled or refunded: :func:`session_open_check`), InvalidInput, ChatThrottled. The row
     and the session's ``last_message_at`` commit first (read marks move only by read receipts).
     When the other side has no live socket, a ChatNotice row (UNIQUE per quiet period) is
     written in the same transaction and sent after commit. ``fanout=False``: the caller (the
@@ -115,6 +137,7 @@ def message_send(*, session_id: int, customer_id: int, content_type, content, du
     message's duration is the one read from its upload (clients may still send theirs).
     """
     who = participant(session_id=session_id, customer_id=customer_id)
+    session_open_check(who.session)
     content_type, content, duration = message_validate(content_type=content_type, content=content,
                                                        uploader_id=customer_id)
     _rate_check(customer_id)

@@ -59,6 +59,33 @@ def _no_persistent_connections(monkeypatch):
 
 
 @pytest.fixture
+def close_consultation(make_api, settings):
+    """``close_consultation(chat, how)`` -> the order's status after ``how``: ``"refunding"`` (the
+    customer asks for the full refund over the API, staff approve it), ``"refunded"`` (then the
+    refund to the balance runs), ``"cancelled"`` (the order's status set as a cancel leaves it)."""
+    from apps.orders.models import AfterSale, Order
+    from apps.payments import refunds
+    from apps.payments.models import Refund
+
+    def close(chat, how: str) -> str:
+        order_no = chat.order["order_no"]
+        if how == "cancelled":
+            Order.objects.filter(order_no=order_no).update(status="cancelled")
+        else:
+            settings.REFUND_AUTO_APPROVE_HOURS = 0  # staff decide
+            asked = make_api(chat.customer).post(f"/api/v1/orders/{order_no}/refund", {"reason": "时间不合适"},
+                                                 format="json")
+            assert asked.status_code in (200, 201, 202), asked.json()
+            sale = AfterSale.objects.get(order__order_no=order_no, status="requested")
+            assert refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff") is not None
+            if how == "refunded":
+                assert refunds.refund_execute(refund_id=Refund.objects.get(order__order_no=order_no).pk) == "success"
+        return Order.objects.get(order_no=order_no).status
+
+    return close
+
+
+@pytest.fixture
 def not_the_senders_media(chat, make_upload, settings):
     """``[(content_type, content, refusal body)]``: URLs under ``/media/`` that the chat's
     customer may not send (not their own upload of the message's kind), with the 400 expected."""

@@ -9,7 +9,7 @@ from apps.chat.models import ChatMessage, ChatNotice, ChatSession
 from apps.files.models import Upload
 from apps.files.services import media_url, upload_name
 from apps.orders.followups import followup_execute
-from apps.orders.models import FollowUp
+from apps.orders.models import FollowUp, Order
 
 pytestmark = pytest.mark.django_db
 
@@ -120,6 +120,37 @@ def test_chat_media_must_be_the_senders_own_upload_of_the_right_kind(chat, make_
     sent = make_api(chat.teacher_customer).post(url, {"content_type": 3, "content": media_url(theirs.name)},
                                                 format="json")
     assert sent.status_code == 201 and ChatMessage.objects.count() == 1
+
+
+@pytest.mark.parametrize("how", ["refunding", "refunded", "cancelled"])
+def test_chat_of_a_refunded_or_cancelled_consultation_takes_no_messages(chat, make_api, close_consultation, how):
+    customer_api, teacher_api = make_api(chat.customer), make_api(chat.teacher_customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert customer_api.post(url, {"content_type": 1, "content": "老师好"}, format="json").status_code == 201
+    ChatNotice.objects.all().delete()
+    assert close_consultation(chat, how) == how
+    for api, text in ((customer_api, "还能聊吗"), (teacher_api, "在的")):
+        response = api.post(url, {"content_type": 1, "content": text}, format="json")
+        assert response.status_code == 409
+        assert response.json() == {"code": "invalid_state", "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
+                                   "detail": {"status": how}}
+    assert list(ChatMessage.objects.values_list("content", flat=True)) == ["老师好"]
+    assert ChatNotice.objects.count() == 0  # no "new message" notice for a refused message
+    # the history stays readable, read marks still move, and the list says it is closed
+    assert [m["content"] for m in teacher_api.get(url).json()["results"]] == ["老师好"]
+    first = ChatMessage.objects.get().pk
+    assert teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": first},
+                            format="json").status_code == 204
+    sessions = teacher_api.get("/api/v1/chat/sessions").json()["results"]
+    assert [(s["id"], s["closed"], s["unread"]) for s in sessions] == [(chat.session.pk, True, 0)]
+
+
+def test_chat_of_a_paid_or_completed_consultation_is_open(chat, make_api):
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert make_api(chat.customer).get("/api/v1/chat/sessions").json()["results"][0]["closed"] is False
+    Order.objects.filter(order_no=chat.order["order_no"]).update(status="completed")
+    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "感谢"},
+                                                format="json").status_code == 201
 
 
 def test_chat_someone_elses_session_is_403(chat, make_customer, make_api):
