@@ -219,6 +219,32 @@ def api(make_api, customer):
 
 
 @pytest.fixture
+def make_upload(db):
+    """``make_upload(customer, what="png")`` -> the absolute URL of a file ``upload_store`` stored
+    for that customer (an ``Upload`` row): ``"png"`` a 10x10 picture, ``"mp3"``/``"aac"``/``"m4a"``
+    a 2-second voice from ``tests/files/data`` (real audio: see tests/files/conftest.py)."""
+    import io
+    from pathlib import Path
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from PIL import Image
+
+    from apps.files import services
+
+    def make(customer, what: str = "png") -> str:
+        if what == "png":
+            out = io.BytesIO()
+            Image.new("RGB", (10, 10), (0, 128, 0)).save(out, format="PNG")
+            data = out.getvalue()
+        else:
+            data = (Path(__file__).parent / "files" / "data" / f"voice.{what}").read_bytes()
+        upload = services.upload_store(file=SimpleUploadedFile(f"x.{what}", data), uploader_id=customer.pk)
+        return services.media_url(upload.name)
+
+    return make
+
+
+@pytest.fixture
 def address(customer):
     from apps.accounts.models import Address
 

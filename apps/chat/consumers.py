@@ -3,7 +3,8 @@
 Frames in: ``{"type": "message", "content_type", "content", "duration"?}``,
 ``{"type": "read", "up_to"}``, ``{"type": "ping"}``. Frames out: ``{"type": "message",
 "message": {...}}``, ``{"type": "read", "up_to", "by"}``, ``{"type": "pong"}`` and
-``{"type": "error", "code", "message", "detail"}`` (API.md's error body; the socket stays open).
+``{"type": "error", "code", "message", "detail"}`` (API.md's error body, e.g. ``invalid_state``
+for a closed chat; the socket stays open).
 
 A bad token closes with 4401, someone else's (or no such) session with 4403 — after accepting,
 so the client sees the code (a close before accept is an HTTP 403 without one). Every message

@@ -17,8 +17,8 @@ class Side(models.TextChoices):
 
 class ContentType(models.IntegerChoices):
     TEXT = 1, "文字"  # content: up to CHAT_TEXT_MAX_CHARS characters
-    VOICE = 2, "语音"  # content: one of our uploaded files' URL; duration 1..60 s
-    IMAGE = 3, "图片"  # content: one of our uploaded files' URL
+    VOICE = 2, "语音"  # content: the sender's own audio upload's URL; duration 1..60 s, read from the file
+    IMAGE = 3, "图片"  # content: the sender's own image upload's URL
 
 
 class ChatSession(models.Model):

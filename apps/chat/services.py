@@ -24,16 +24,18 @@ from django.utils import timezone
 
 from apps.chat import presence
 from apps.chat.exceptions import ChatThrottled, Forbidden
-from apps.chat.media import is_our_media_url
+from apps.chat.media import message_upload, voice_seconds
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession, ContentType, Side
-from apps.orders.models import Order
+from apps.orders.models import Order, OrderStatus
 from starmall import dispatch
-from starmall.errors import InvalidInput, NotFound
+from starmall.errors import InvalidInput, InvalidState, NotFound
 
 logger = logging.getLogger(__name__)
 
 TEXT_MAX_CHARS = 1000
-VOICE_SECONDS = (1, 60)
+# A consultation cancelled, or whose full refund was approved (refunding never goes back) or
+# arrived, will not take place: its chat takes no new messages. History stays readable.
+CLOSED_ORDER_STATUSES = (OrderStatus.CANCELLED, OrderStatus.REFUNDING, OrderStatus.REFUNDED)
 
 
 def group_name(session_id: int) -> str:
@@ -60,7 +62,7 @@ def participant(*, session_id: int, customer_id: int) -> Participant:
     The customer is the one who paid; the teacher is the customer linked to the session's
     teacher (``Teacher.customer``).
     """
-    session = ChatSession.objects.select_related("teacher").filter(pk=session_id).first()
+    session = ChatSession.objects.select_related("teacher", "order").filter(pk=session_id).first()
     if session is None:
         raise NotFound("会话不存在。", session_id=session_id)
     if session.customer_id == customer_id:
@@ -70,12 +72,31 @@ def participant(*, session_id: int, customer_id: int) -> Participant:
     raise Forbidden("这不是你的会话。", session_id=session_id)
 
 
-def message_validate(*, content_type, content, duration=None) -> tuple[int, str, int | None]:
-    """Check a message; returns ``(content_type, content, duration)`` or raises InvalidInput.
+def session_is_closed(session: ChatSession) -> bool:
+    """True when the session's consultation was cancelled or refunded (its order's status is in
+    :data:`CLOSED_ORDER_STATUSES`; ``session.order`` is read, select it with the session).
 
-    1 text: 1..1,000 characters; 2 voice: ``content`` one of our uploads' URLs
-    (:func:`apps.chat.media.is_our_media_url`) and ``duration`` 1..60 seconds; 3 image: our URL.
-    ``duration`` is kept for voice only.
+    Decided from the order, the one record of the consultation's state (a cancelled or refunded
+    booking is released with its order): no copy on the session to keep in step, and a refund
+    approved a moment ago closes the chat for the very next message.
+    """
+    return session.order.status in CLOSED_ORDER_STATUSES
+
+
+def session_open_check(session: ChatSession) -> None:
+    """InvalidState (409 ``invalid_state``, ``detail.status`` the order's) when the session is
+    closed (:func:`session_is_closed`): no new messages, history stays readable."""
+    if session_is_closed(session):
+        raise InvalidState("该咨询已取消或退款，会话已关闭，不能再发送消息。", status=session.order.status)
+
+
+def message_validate(*, content_type, content, uploader_id: int) -> tuple[int, str, int | None]:
+    """Check a message of customer ``uploader_id``; returns ``(content_type, content, duration)``
+    or raises InvalidInput.
+
+    1 text: 1..1,000 characters; 3 image: ``content`` the URL of an image the sender uploaded;
+    2 voice: the URL of an audio file the sender uploaded (:func:`apps.chat.media.message_upload`)
+    and its duration — read from the file at upload, 1..60 seconds — is the message's.
     """
     if isinstance(content_type, bool) or content_type not in ContentType.values:
         raise InvalidInput(content_type=["消息类型必须是 1（文字）、2（语音）或 3（图片）"])
@@ -87,14 +108,10 @@ def message_validate(*, content_type, content, duration=None) -> tuple[int, str,
         if len(content) > TEXT_MAX_CHARS:
             raise InvalidInput(content=[f"文字消息最多 {TEXT_MAX_CHARS} 个字"])
         return content_type, content, None
-    if not is_our_media_url(content):
-        raise InvalidInput(content=["语音和图片必须是本店上传的文件地址"])
+    upload = message_upload(url=content, uploader_id=uploader_id, content_type=content_type)
     if content_type == ContentType.IMAGE:
         return content_type, content, None
-    low, high = VOICE_SECONDS
-    if isinstance(duration, bool) or not isinstance(duration, int) or not low <= duration <= high:
-        raise InvalidInput(duration=[f"语音时长必须是 {low} 到 {high} 秒的整数"])
-    return content_type, content, duration
+    return content_type, content, voice_seconds(upload)
 
 
 def _rate_check(customer_id: int) -> None:
@@ -111,14 +128,18 @@ def message_send(*, session_id: int, customer_id: int, content_type, content, du
                  fanout: bool = True) -> ChatMessage:
     """Send a message as the caller: validate, rate-limit, store, then (``fanout``) deliver.
 
-    Raises NotFound / Forbidden (not the caller's session), InvalidInput, ChatThrottled. The row
+    Raises NotFound / Forbidden (not the caller's session), InvalidState (the consultation was
+    cancelled or refunded: :func:`session_open_check`), InvalidInput, ChatThrottled. The row
     and the session's ``last_message_at`` commit first (read marks move only by read receipts).
     When the other side has no live socket, a ChatNotice row (UNIQUE per quiet period) is
     written in the same transaction and sent after commit. ``fanout=False``: the caller (the
-    socket consumer, which is async) sends the frame itself.
+    socket consumer, which is async) sends the frame itself. ``duration`` is ignored: a voice
+    message's duration is the one read from its upload (clients may still send theirs).
     """
     who = participant(session_id=session_id, customer_id=customer_id)
-    content_type, content, duration = message_validate(content_type=content_type, content=content, duration=duration)
+    session_open_check(who.session)
+    content_type, content, duration = message_validate(content_type=content_type, content=content,
+                                                       uploader_id=customer_id)
     _rate_check(customer_id)
     with transaction.atomic():
         message = ChatMessage.objects.create(session_id=session_id, sender=who.side, content_type=content_type,

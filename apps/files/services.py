@@ -1,18 +1,20 @@
 """Uploaded files (review images, avatars, chat voice and images) and the shop's media URLs.
 
 ``upload_store`` is the one way a file enters the shop: its type is sniffed from the content
-(magic bytes, then Pillow for images), never from the name or the client's Content-Type;
-images are decoded and re-encoded with Pillow, which drops EXIF (GPS position, camera) and
-anything appended to the file; the result goes through Django's storage API (``STORAGES
-["default"]``: the local ``MEDIA_ROOT`` by default, any django-storages backend in production)
-under a random name. URLs handed out are absolute (``SITE_URL`` + ``MEDIA_URL`` for local
-storage; the backend's own URL otherwise). :func:`is_our_upload_url` lets reviews, avatars and
-chat accept only such URLs.
+(magic bytes), never from the name or the client's Content-Type, then checked for real: images
+are decoded and re-encoded with Pillow (``apps.files.images``: pixel limit from the header, a
+bounded number of decodes at a time; EXIF and appended data dropped), audio is parsed by mutagen
+(``apps.files.audio``: real frames, the duration read from the file). The result goes through
+Django's storage API (``STORAGES["default"]``: the local ``MEDIA_ROOT`` by default, any
+django-storages backend in production) under a random name, and an ``Upload`` row records it
+(uploader, kind, size, duration). URLs handed out are absolute (``SITE_URL`` + ``MEDIA_URL``
+for local storage; the backend's own URL otherwise). :func:`is_our_upload_url` lets reviews and
+avatars accept only such URLs; chat goes further and looks the row up
+(``apps.files.selectors.upload_of``: the sender's own upload of the right kind).
 """
 
 from __future__ import annotations
 
-import io
 import re
 import uuid
 from dataclasses import dataclass
@@ -21,33 +23,36 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
-from PIL import Image, ImageOps
 
+from apps.files.audio import audio_duration_ms
 from apps.files.exceptions import PayloadTooLarge
+from apps.files.images import image_reencode
+from apps.files.models import Upload
 from starmall.errors import InvalidInput
 
 MB = 1024 * 1024
 IMAGE_MAX_BYTES = 5 * MB  # API.md: JPEG/PNG <= 5 MB
 AUDIO_MAX_BYTES = 2 * MB  # API.md: AAC/MP3 <= 2 MB
-IMAGE_MAX_PIXELS = 40_000_000  # a decompression bomb is refused before it is decoded
 UPLOAD_PREFIX = "uploads/"
 _NAME = re.compile(r"uploads/[0-9]{4}/[0-9]{2}/[0-9a-f]{32}\.(?:jpg|png|mp3|aac|m4a)")
 
 
 @dataclass(frozen=True)
 class Kind:
-    """A type the shop accepts: ``ext`` of the stored name, ``image`` or ``audio``, size limit."""
+    """A type the shop accepts: ``ext`` of the stored name, ``image`` or ``audio``, size limit,
+    the Content-Type it is stored as."""
 
     ext: str
     family: str
     max_bytes: int
+    mime: str
 
 
-JPEG = Kind("jpg", "image", IMAGE_MAX_BYTES)
-PNG = Kind("png", "image", IMAGE_MAX_BYTES)
-MP3 = Kind("mp3", "audio", AUDIO_MAX_BYTES)
-AAC = Kind("aac", "audio", AUDIO_MAX_BYTES)  # ADTS stream (wx RecorderManager format "aac")
-M4A = Kind("m4a", "audio", AUDIO_MAX_BYTES)  # AAC in an MP4 container ("M4A " brand)
+JPEG = Kind("jpg", "image", IMAGE_MAX_BYTES, "image/jpeg")
+PNG = Kind("png", "image", IMAGE_MAX_BYTES, "image/png")
+MP3 = Kind("mp3", "audio", AUDIO_MAX_BYTES, "audio/mpeg")
+AAC = Kind("aac", "audio", AUDIO_MAX_BYTES, "audio/aac")  # ADTS stream (wx RecorderManager format "aac")
+M4A = Kind("m4a", "audio", AUDIO_MAX_BYTES, "audio/mp4")  # AAC in an MP4 container ("M4A " brand)
 
 
 def sniff(head: bytes) -> Kind | None:
@@ -73,16 +78,18 @@ def sniff(head: bytes) -> Kind | None:
     return None
 
 
-def upload_store(*, file, folder: str = "") -> str:
-    """Check, clean and store an uploaded file; return its absolute URL.
+def upload_store(*, file, uploader_id: int) -> Upload:
+    """Check, clean and store an uploaded file for customer ``uploader_id``; return its row.
 
     ``file``: a Django ``UploadedFile`` (or any file object with ``size`` and ``read``).
-    Accepted (API.md): JPEG/PNG up to ``IMAGE_MAX_BYTES`` (5 MB), AAC/MP3 up to
-    ``AUDIO_MAX_BYTES`` (2 MB), by content. Images are re-encoded (EXIF and trailing data
-    dropped; the EXIF orientation is applied first so the picture stays upright).
-    Raises InvalidInput (``detail.file``: not an accepted type, or an image Pillow cannot
-    decode) and PayloadTooLarge (``detail.max_bytes``). ``folder`` is ignored for now (names
-    are ``uploads/<yyyy>/<mm>/<random>.<ext>``).
+    Accepted (API.md): JPEG/PNG up to ``IMAGE_MAX_BYTES`` (5 MB) and ``UPLOAD_MAX_PIXELS``,
+    re-encoded (``apps.files.images``); AAC/MP3/M4A up to ``AUDIO_MAX_BYTES`` (2 MB) that
+    mutagen parses into audio frames (``apps.files.audio``; ``duration_ms`` from the file).
+    Raises InvalidInput (``detail.file``: not an accepted type, an image too large or that
+    Pillow cannot decode, audio that does not parse), PayloadTooLarge (``detail.max_bytes``),
+    ServiceUnavailable (every image decoding slot busy too long). Names are
+    ``uploads/<yyyy>/<mm>/<random>.<ext>``; the file is stored, then its ``Upload`` row written
+    (a refused file stores nothing). The URL is :func:`media_url` of ``upload.name``.
     """
     size = getattr(file, "size", None)
     if size is None:
@@ -97,38 +104,16 @@ def upload_store(*, file, folder: str = "") -> str:
     data = file.read(kind.max_bytes + 1)
     if len(data) > kind.max_bytes:  # the declared size lied
         raise PayloadTooLarge(f"文件过大（最大 {kind.max_bytes // MB} MB）。", max_bytes=kind.max_bytes)
+    duration_ms = None
     if kind.family == "image":
-        data = _reencode(data, kind)
+        data = image_reencode(data, "JPEG" if kind is JPEG else "PNG")
+    else:
+        duration_ms = audio_duration_ms(data, kind.ext)
     now = timezone.localtime()
     name = f"{UPLOAD_PREFIX}{now:%Y/%m}/{uuid.uuid4().hex}.{kind.ext}"
     name = default_storage.save(name, ContentFile(data))
-    return media_url(name)
-
-
-def _reencode(data: bytes, kind: Kind) -> bytes:
-    """Decode with Pillow and write a fresh file of the same format (no metadata)."""
-    try:
-        with Image.open(io.BytesIO(data)) as probe:
-            if probe.format != ("JPEG" if kind is JPEG else "PNG"):
-                raise InvalidInput("图片格式与内容不符。", file=["图片格式与内容不符"])
-            if probe.width * probe.height > IMAGE_MAX_PIXELS:
-                raise InvalidInput("图片尺寸过大。", file=[f"图片最多 {IMAGE_MAX_PIXELS} 像素"])
-            image = ImageOps.exif_transpose(probe)
-            image.load()
-    except InvalidInput:
-        raise
-    except Exception as exc:  # truncated, corrupt, bomb: Pillow's errors vary by format
-        raise InvalidInput("无法读取该图片。", file=["无法读取该图片"]) from exc
-    out = io.BytesIO()
-    if kind is JPEG:
-        if image.mode not in ("RGB", "L"):
-            image = image.convert("RGB")
-        image.save(out, format="JPEG", quality=88, optimize=True)
-    else:
-        if image.mode not in ("RGB", "RGBA", "L", "LA", "P"):
-            image = image.convert("RGBA")
-        image.save(out, format="PNG", optimize=True)
-    return out.getvalue()
+    return Upload.objects.create(uploader_id=uploader_id, kind=kind.family, name=name, size=len(data),
+                                 content_type=kind.mime, duration_ms=duration_ms)
 
 
 def absolute_url(url: str) -> str:

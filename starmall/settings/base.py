@@ -450,6 +450,11 @@ USE_TZ = True
 MEDIA_URL = env.str("MEDIA_URL", default="/media/")
 MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "media"))
 MEDIA_SERVE = env.bool("MEDIA_SERVE", default=True)
+# Images: refused above this many pixels (width x height, read from the header before decoding;
+# Pillow's own bomb limit is ~89 M), and decoded/re-encoded by at most UPLOAD_DECODE_CONCURRENCY
+# uploads at a time per process (the rest queue): decoding costs CPU and memory by pixels.
+UPLOAD_MAX_PIXELS = env.int("UPLOAD_MAX_PIXELS", default=20_000_000)
+UPLOAD_DECODE_CONCURRENCY = env.int("UPLOAD_DECODE_CONCURRENCY", default=1)
 
 # The admin theme (django-unfold; assets are in the package, served by whitenoise: no CDN).
 UNFOLD = {

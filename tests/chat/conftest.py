@@ -56,3 +56,57 @@ def _no_persistent_connections(monkeypatch):
     from django.db import connections
 
     monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", 0)
+
+
+@pytest.fixture
+def close_consultation(make_api, settings):
+    """``close_consultation(chat, how)`` -> the order's status after ``how``: ``"refunding"`` (the
+    customer asks for the full refund over the API, staff approve it), ``"refunded"`` (then the
+    refund to the balance runs), ``"cancelled"`` (the order's status set as a cancel leaves it)."""
+    from apps.orders.models import AfterSale, Order
+    from apps.payments import refunds
+    from apps.payments.models import Refund
+
+    def close(chat, how: str) -> str:
+        order_no = chat.order["order_no"]
+        if how == "cancelled":
+            Order.objects.filter(order_no=order_no).update(status="cancelled")
+        else:
+            settings.REFUND_AUTO_APPROVE_HOURS = 0  # staff decide
+            asked = make_api(chat.customer).post(f"/api/v1/orders/{order_no}/refund", {"reason": "时间不合适"},
+                                                 format="json")
+            assert asked.status_code in (200, 201, 202), asked.json()
+            sale = AfterSale.objects.get(order__order_no=order_no, status="requested")
+            assert refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff") is not None
+            if how == "refunded":
+                assert refunds.refund_execute(refund_id=Refund.objects.get(order__order_no=order_no).pk) == "success"
+        return Order.objects.get(order_no=order_no).status
+
+    return close
+
+
+@pytest.fixture
+def not_the_senders_media(chat, make_upload, settings):
+    """``[(content_type, content, refusal body)]``: URLs under ``/media/`` that the chat's
+    customer may not send (not their own upload of the message's kind), with the 400 expected."""
+    from apps.files.services import media_url
+
+    image = {"code": "invalid", "message": "图片消息只能发送你上传的图片。",
+             "detail": {"content": ["必须是你通过上传接口上传的图片地址"]}}
+    audio = {"code": "invalid", "message": "语音消息只能发送你上传的音频。",
+             "detail": {"content": ["必须是你通过上传接口上传的音频地址"]}}
+    theirs = make_upload(chat.teacher_customer)
+    png, mp3 = make_upload(chat.customer), make_upload(chat.customer, "mp3")
+    base = f"{settings.SITE_URL}/media/"
+    return [
+        (3, f"{base}uploads/2026/12/{'0' * 32}.png", image),  # well-formed, never stored
+        (2, f"{base}uploads/2026/12/{'0' * 32}.mp3", audio),
+        (3, media_url("demo/product-1.png"), image),  # a demo product picture
+        (3, f"{base}%2e%2e/%2e%2e/admin/", image),
+        (3, f"{base}uploads/../../admin/", image),
+        (2, png, audio),  # a PNG sent as voice
+        (3, mp3, image),  # an MP3 sent as a picture
+        (3, theirs, image),  # the teacher's upload, sent by the customer
+        (3, png.replace(settings.SITE_URL, ""), image),  # a relative URL
+        (3, png + "?x=1", image),
+    ]

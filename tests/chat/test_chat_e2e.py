@@ -41,11 +41,11 @@ def asgi_server():
     thread.join(10)
 
 
-def test_chat_end_to_end_over_a_real_websocket(chat, asgi_server, settings):
+def test_chat_end_to_end_over_a_real_websocket(chat, asgi_server, make_upload):
     customer_token = token_issue(customer_id=chat.customer.pk)
     teacher_token = token_issue(customer_id=chat.teacher_customer.pk)
     base = f"ws://{asgi_server}/ws/chat/{chat.session.pk}"
-    image = f"{settings.SITE_URL}/media/uploads/chart.png"
+    image = make_upload(chat.teacher_customer)  # the teacher's own upload
 
     def http(method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict | None]:
         request = urllib.request.Request(f"http://{asgi_server}{path}", method=method,

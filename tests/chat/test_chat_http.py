@@ -6,8 +6,10 @@ import pytest
 from django.conf import settings
 
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession
+from apps.files.models import Upload
+from apps.files.services import media_url, upload_name
 from apps.orders.followups import followup_execute
-from apps.orders.models import FollowUp
+from apps.orders.models import FollowUp, Order
 
 pytestmark = pytest.mark.django_db
 
@@ -37,12 +39,13 @@ def test_chat_goods_order_opens_no_session(customer, api, make_sku, place_order,
     assert ChatSession.objects.count() == 0
 
 
-def test_chat_send_list_unread_and_read(chat, make_api):
+def test_chat_send_list_unread_and_read(chat, make_api, make_upload):
     customer_api, teacher_api = make_api(chat.customer), make_api(chat.teacher_customer)
     url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
     sent = [customer_api.post(url, {"content_type": 1, "content": f"老师好 {i}"}, format="json") for i in range(3)]
     assert [r.status_code for r in sent] == [201, 201, 201]
-    image = teacher_api.post(url, {"content_type": 3, "content": _media("a.jpg")}, format="json")
+    picture = make_upload(chat.teacher_customer)
+    image = teacher_api.post(url, {"content_type": 3, "content": picture}, format="json")
     assert image.status_code == 201 and image.json()["sender"] == "teacher"
     assert ChatMessage.objects.filter(session=chat.session).count() == 4
 
@@ -50,7 +53,7 @@ def test_chat_send_list_unread_and_read(chat, make_api):
     assert mine["count"] == 1
     row = mine["results"][0]
     assert (row["order_no"], row["unread"], row["side"]) == (chat.order["order_no"], 1, "customer")
-    assert row["last_message"]["content"] == _media("a.jpg")
+    assert row["last_message"]["content"] == picture
     theirs = teacher_api.get("/api/v1/chat/sessions").json()["results"][0]
     assert (theirs["unread"], theirs["side"], theirs["customer"]["id"]) == (3, "teacher", chat.customer.pk)
 
@@ -81,14 +84,73 @@ def test_chat_invalid_messages_are_400_and_not_stored(chat, make_api, body, fiel
     assert ChatMessage.objects.count() == 0
 
 
-def test_chat_voice_needs_a_duration_of_1_to_60(chat, make_api):
+def test_chat_voice_duration_is_the_one_read_from_the_file(chat, make_api, make_upload):
     api = make_api(chat.customer)
     url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
-    assert api.post(url, {"content_type": 2, "content": _media("v.mp3")}, format="json").status_code == 400
-    assert api.post(url, {"content_type": 2, "content": _media("v.mp3"), "duration": 61}, format="json").status_code == 400
-    ok = api.post(url, {"content_type": 2, "content": _media("v.mp3"), "duration": 12}, format="json")
-    assert ok.status_code == 201 and ok.json()["duration"] == 12
-    assert list(ChatMessage.objects.values_list("duration", flat=True)) == [12]
+    voices = [make_upload(chat.customer, ext) for ext in ("mp3", "aac", "m4a")]  # 2.06-2.11 s each
+    claimed = api.post(url, {"content_type": 2, "content": voices[0], "duration": 12}, format="json")
+    assert claimed.status_code == 201 and claimed.json()["duration"] == 2  # not the client's 12
+    for voice in voices[1:]:
+        unclaimed = api.post(url, {"content_type": 2, "content": voice}, format="json")
+        assert unclaimed.status_code == 201 and unclaimed.json()["duration"] == 2
+    assert list(ChatMessage.objects.values_list("duration", flat=True)) == [2, 2, 2]
+
+
+def test_chat_voice_longer_than_60_seconds_is_refused(chat, make_api, make_upload):
+    voice = make_upload(chat.customer, "mp3")
+    Upload.objects.filter(name=upload_name(voice)).update(duration_ms=60_600)  # as if 60.6 s were uploaded
+    response = make_api(chat.customer).post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
+                                            {"content_type": 2, "content": voice, "duration": 60}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"code": "invalid", "message": "语音最长 60 秒。",
+                               "detail": {"content": ["语音时长必须是 1 到 60 秒"]}}
+    assert ChatMessage.objects.count() == 0
+
+
+def test_chat_media_must_be_the_senders_own_upload_of_the_right_kind(chat, make_api, not_the_senders_media):
+    api = make_api(chat.customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    for content_type, content, refusal in not_the_senders_media:
+        response = api.post(url, {"content_type": content_type, "content": content, "duration": 5}, format="json")
+        assert response.status_code == 400, content
+        assert response.json() == refusal, content
+    assert ChatMessage.objects.count() == 0 and ChatNotice.objects.count() == 0
+    # the teacher may send their own picture, which the customer could not
+    theirs = Upload.objects.get(uploader_id=chat.teacher_customer.pk)
+    sent = make_api(chat.teacher_customer).post(url, {"content_type": 3, "content": media_url(theirs.name)},
+                                                format="json")
+    assert sent.status_code == 201 and ChatMessage.objects.count() == 1
+
+
+@pytest.mark.parametrize("how", ["refunding", "refunded", "cancelled"])
+def test_chat_of_a_refunded_or_cancelled_consultation_takes_no_messages(chat, make_api, close_consultation, how):
+    customer_api, teacher_api = make_api(chat.customer), make_api(chat.teacher_customer)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert customer_api.post(url, {"content_type": 1, "content": "老师好"}, format="json").status_code == 201
+    ChatNotice.objects.all().delete()
+    assert close_consultation(chat, how) == how
+    for api, text in ((customer_api, "还能聊吗"), (teacher_api, "在的")):
+        response = api.post(url, {"content_type": 1, "content": text}, format="json")
+        assert response.status_code == 409
+        assert response.json() == {"code": "invalid_state", "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
+                                   "detail": {"status": how}}
+    assert list(ChatMessage.objects.values_list("content", flat=True)) == ["老师好"]
+    assert ChatNotice.objects.count() == 0  # no "new message" notice for a refused message
+    # the history stays readable, read marks still move, and the list says it is closed
+    assert [m["content"] for m in teacher_api.get(url).json()["results"]] == ["老师好"]
+    first = ChatMessage.objects.get().pk
+    assert teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": first},
+                            format="json").status_code == 204
+    sessions = teacher_api.get("/api/v1/chat/sessions").json()["results"]
+    assert [(s["id"], s["closed"], s["unread"]) for s in sessions] == [(chat.session.pk, True, 0)]
+
+
+def test_chat_of_a_paid_or_completed_consultation_is_open(chat, make_api):
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert make_api(chat.customer).get("/api/v1/chat/sessions").json()["results"][0]["closed"] is False
+    Order.objects.filter(order_no=chat.order["order_no"]).update(status="completed")
+    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "感谢"},
+                                                format="json").status_code == 201
 
 
 def test_chat_someone_elses_session_is_403(chat, make_customer, make_api):

@@ -149,3 +149,49 @@ def test_chat_socket_presence_suppresses_notices(chat):
 
     async_to_sync(run)()
     assert list(ChatNotice.objects.values_list("recipient", flat=True)) == ["customer"]
+
+
+def test_chat_socket_media_must_be_the_senders_own_upload(chat, not_the_senders_media, make_upload):
+    voice = make_upload(chat.customer, "aac")
+
+    async def run():
+        customer = _socket(chat.session.pk, token_issue(customer_id=chat.customer.pk))
+        assert (await customer.connect())[0]
+        frames = []
+        for content_type, content, _ in not_the_senders_media:
+            await customer.send_to(text_data=json.dumps(
+                {"type": "message", "content_type": content_type, "content": content, "duration": 5}))
+            frames.append(json.loads(await customer.receive_from(timeout=5)))
+        await customer.send_to(text_data=json.dumps(
+            {"type": "message", "content_type": 2, "content": voice, "duration": 30}))
+        sent = json.loads(await customer.receive_from(timeout=5))
+        await customer.disconnect()
+        return frames, sent
+
+    frames, sent = async_to_sync(run)()
+    assert frames == [{"type": "error", **refusal} for _, _, refusal in not_the_senders_media]
+    assert (sent["type"], sent["message"]["content"], sent["message"]["duration"]) == ("message", voice, 2)
+    assert list(ChatMessage.objects.values_list("content_type", "duration")) == [(2, 2)]
+
+
+def test_chat_socket_of_a_refunded_consultation_is_an_error_frame(chat, close_consultation):
+    from apps.chat.models import ChatNotice
+
+    assert close_consultation(chat, "refunded") == "refunded"
+
+    async def run():
+        frames = []
+        for who in (chat.customer, chat.teacher_customer):
+            socket = _socket(chat.session.pk, token_issue(customer_id=who.pk))
+            assert (await socket.connect())[0]  # reading (and the socket) stay allowed
+            await socket.send_to(text_data=json.dumps({"type": "message", "content_type": 1, "content": "在吗"}))
+            frames.append(json.loads(await socket.receive_from(timeout=5)))
+            await socket.send_to(text_data=json.dumps({"type": "ping"}))
+            frames.append(json.loads(await socket.receive_from(timeout=5)))
+            await socket.disconnect()
+        return frames
+
+    closed = {"type": "error", "code": "invalid_state", "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
+              "detail": {"status": "refunded"}}
+    assert async_to_sync(run)() == [closed, {"type": "pong"}] * 2
+    assert ChatMessage.objects.count() == 0 and ChatNotice.objects.count() == 0

@@ -9,6 +9,8 @@ from django.test import Client
 from PIL import Image
 
 from apps.files import services
+from apps.files.models import Upload
+from starmall.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 
@@ -64,14 +66,53 @@ def test_jpeg_is_reencoded_without_exif_and_served_at_an_absolute_url(api, setti
     assert b"".join(served.streaming_content) == data
 
 
-def test_png_and_audio_are_accepted_by_content(api):
+def test_png_and_audio_are_accepted_by_content(api, customer, voice):
     png = upload(api, png_bytes(), name="a.jpg")
     assert png.status_code == 201 and png.json()["url"].endswith(".png")
-    mp3 = upload(api, b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"\x00" * 500, name="v.txt")
+    mp3 = upload(api, voice("mp3"), name="v.txt")
     assert mp3.status_code == 201 and mp3.json()["url"].endswith(".mp3")
-    aac = upload(api, b"\xff\xf1\x50\x80\x02\x1f\xfc" + b"\x00" * 300, name="v.mp3")
+    aac = upload(api, voice("aac"), name="v.mp3")
     assert aac.status_code == 201 and aac.json()["url"].endswith(".aac")
+    m4a = upload(api, voice("m4a"), name="v.aac")
+    assert m4a.status_code == 201 and m4a.json()["url"].endswith(".m4a")
     assert services.is_our_upload_url(aac.json()["url"], family="audio")
+    rows = {row.name: row for row in Upload.objects.all()}
+    assert len(rows) == 4
+    picture = rows[stored_name(png.json()["url"])]
+    assert (picture.uploader_id, picture.kind, picture.content_type, picture.duration_ms) == (
+        customer.pk, "image", "image/png", None)
+    assert picture.size == default_storage.size(picture.name)
+    for response, mime in ((mp3, "audio/mpeg"), (aac, "audio/aac"), (m4a, "audio/mp4")):
+        row = rows[stored_name(response.json()["url"])]
+        assert (row.uploader_id, row.kind, row.content_type) == (customer.pk, "audio", mime)
+        assert 2000 <= row.duration_ms <= 2150  # the samples are 2 s of tone (encoder padding)
+        assert row.size == default_storage.size(row.name)
+
+
+@pytest.mark.parametrize("data", [
+    b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"<html><script>alert(document.cookie)</script></html>" * 20,
+    b"\xff\xf1" + bytes(range(256)) * 12,  # ADTS sync, then no frame
+    b"\xff\xf1\x50\x80\x02\x1f\xfc" + b"\x00" * 300,  # one ADTS header, nothing after
+    b"\xff\xfb\x90\x00" + b"<?php system($_GET[1]); ?>" * 40,  # one MPEG frame sync
+    b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00M4A mp42isom" + b"\x00" * 200,  # no moov box
+])
+def test_audio_that_does_not_parse_is_invalid_and_nothing_is_stored(api, media, data):
+    response = upload(api, data, name="v.mp3")
+    assert response.status_code == 400
+    assert response.json() == {"code": "invalid", "message": "无法读取该音频。", "detail": {"file": ["无法读取该音频"]}}
+    assert list(Path(media).rglob("*.*")) == []
+    assert Upload.objects.count() == 0
+
+
+def test_audio_duration_is_read_from_the_file(voice):
+    from apps.files.audio import audio_duration_ms
+
+    assert 2000 <= audio_duration_ms(voice("mp3"), "mp3") <= 2150
+    assert 2000 <= audio_duration_ms(voice("aac"), "aac") <= 2150
+    assert 2000 <= audio_duration_ms(voice("m4a"), "m4a") <= 2150
+    # the same bytes under another container's name do not parse
+    with pytest.raises(InvalidInput):
+        audio_duration_ms(voice("aac"), "m4a")
 
 
 @pytest.mark.parametrize("data", [
@@ -134,3 +175,101 @@ def test_a_body_too_big_for_any_file_is_refused_before_it_is_read(api, media):
     assert response.status_code == 413
     assert response.json()["detail"] == {"max_bytes": 5 * 1024 * 1024}
     assert list(media.rglob("*.png")) == []
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A valid 8-bit grey PNG of ``width`` x ``height`` black pixels: huge when decoded, a few
+    dozen KB on the wire (rows of zeros compress about 1000:1)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    packer = zlib.compressobj(9)
+    row = b"\x00" * (width + 1)  # filter byte 0, then the row
+    body = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize("size", [(8000, 6000), (6000, 4000)])  # 48 and 24 megapixels
+def test_an_image_over_the_pixel_limit_is_refused_from_its_header(api, media, monkeypatch, size):
+    import time
+
+    from PIL import ImageOps
+
+    decoded = []
+    monkeypatch.setattr(ImageOps, "exif_transpose", lambda image, **kw: decoded.append(image) or image)
+    data = png_claiming(*size)
+    assert len(data) < 100_000
+    started = time.perf_counter()
+    response = upload(api, data, name="big.png")
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 400
+    assert response.json() == {"code": "invalid", "message": "图片尺寸过大。",
+                               "detail": {"file": ["图片最多 20000000 像素（宽×高）"]}}
+    assert decoded == []  # refused before anything was decoded
+    assert elapsed < 1.0
+    assert list(Path(media).rglob("*.*")) == [] and Upload.objects.count() == 0
+
+
+def test_a_16_megapixel_image_is_accepted(api):
+    response = upload(api, png_claiming(4000, 4000), name="ok.png")
+    assert response.status_code == 201, response.json()
+    with default_storage.open(stored_name(response.json()["url"])) as f, Image.open(f) as image:
+        assert image.size == (4000, 4000)
+
+
+def test_the_pixel_limit_is_a_setting(api, settings):
+    settings.UPLOAD_MAX_PIXELS = 99
+    response = upload(api, png_bytes((10, 10)), name="a.png")
+    assert response.status_code == 400 and response.json()["detail"] == {"file": ["图片最多 99 像素（宽×高）"]}
+    assert upload(api, png_bytes((9, 11)), name="a.png").status_code == 201
+
+
+def test_concurrent_image_decodes_queue_for_the_slots(monkeypatch):
+    """Eight uploads at once: at most UPLOAD_DECODE_CONCURRENCY (1) decode at any moment."""
+    import threading
+    import time
+
+    from apps.files import images
+
+    spans = []  # (start, end) of each encode, perf_counter seconds
+    encode = images._encode
+
+    def slow_encode(image, pil_format):
+        start = time.perf_counter()
+        time.sleep(0.05)
+        out = encode(image, pil_format)
+        spans.append((start, time.perf_counter()))
+        return out
+
+    monkeypatch.setattr(images, "_encode", slow_encode)
+    data = png_bytes((32, 32))
+    barrier = threading.Barrier(8)
+    results = []
+
+    def one():
+        barrier.wait()
+        results.append(len(images.image_reencode(data, "PNG")))
+
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(results) == 8 and all(n > 0 for n in results)
+    spans.sort()
+    assert len(spans) == 8
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))  # never two at once
+
+
+def test_an_upload_waiting_too_long_for_a_decode_slot_is_503(api, monkeypatch, media):
+    from apps.files import images
+
+    monkeypatch.setattr(images, "DECODE_WAIT_SECONDS", 0.05)
+    with images.decode_slot():  # every slot of this process busy
+        response = upload(api, png_bytes(), name="a.png")
+    assert response.status_code == 503 and response.json()["code"] == "service_unavailable"
+    assert list(Path(media).rglob("*.*")) == [] and Upload.objects.count() == 0

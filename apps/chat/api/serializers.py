@@ -2,6 +2,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.chat.models import ChatMessage, ChatSession, ContentType, Side
+from apps.chat.services import session_is_closed
 from starmall.api.schema import MAX_ID
 
 
@@ -25,7 +26,8 @@ class MessageInSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=2000, trim_whitespace=False,
                                     help_text="text (<= 1000 chars) or our uploaded file's URL")
     duration = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=60,
-                                        help_text="seconds, voice only (1..60)")
+                                        help_text="seconds, voice only (1..60); ignored: the duration is read "
+                                                  "from the uploaded file")
 
 
 class MessageQuerySerializer(serializers.Serializer):
@@ -45,7 +47,8 @@ class PartySerializer(serializers.Serializer):
 class SessionSerializer(serializers.ModelSerializer):
     """API.md: ``{"id", "teacher", "customer", "order_no", "last_message", "unread"}`` and
     ``side`` (the caller's: ``customer`` or ``teacher``). ``unread`` counts the other side's
-    messages after the caller's read mark."""
+    messages after the caller's read mark. ``closed``: the consultation was cancelled or refunded,
+    sending is refused (409 ``invalid_state``), the history stays readable."""
 
     teacher = serializers.SerializerMethodField()
     customer = serializers.SerializerMethodField()
@@ -53,16 +56,21 @@ class SessionSerializer(serializers.ModelSerializer):
     last_message = serializers.SerializerMethodField()
     unread = serializers.SerializerMethodField()
     side = serializers.SerializerMethodField()
+    closed = serializers.SerializerMethodField()
 
     class Meta:
         model = ChatSession
-        fields = ["id", "teacher", "customer", "order_no", "last_message", "unread", "side", "last_message_at"]
+        fields = ["id", "teacher", "customer", "order_no", "last_message", "unread", "side", "last_message_at",
+                  "closed"]
 
     def _side(self, obj) -> str:
         return Side.CUSTOMER if obj.customer_id == self.context["customer_id"] else Side.TEACHER
 
     def get_side(self, obj) -> str:
         return self._side(obj)
+
+    def get_closed(self, obj) -> bool:
+        return session_is_closed(obj)
 
     def get_teacher(self, obj) -> dict:
         return {"id": obj.teacher_id, "name": obj.teacher.name, "title": obj.teacher.title}

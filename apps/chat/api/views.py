@@ -52,7 +52,9 @@ class MessageListCreateView(ListAPIView):
         return selectors.message_list(session_id=self.kwargs["session_id"], before=query.validated_data.get("before"))
 
     @extend_schema(request=MessageInSerializer, responses={201: MessageSerializer, **errors(
-        e400="invalid", e403="forbidden (someone else's session)", e404="not_found",
+        e400="invalid (detail.content: not the sender's own upload of the message's kind)",
+        e403="forbidden (someone else's session)", e404="not_found",
+        e409="invalid_state (the consultation was cancelled or refunded: the chat is closed)",
         e429="throttled (CHAT_MESSAGES_PER_MINUTE)")})
     def post(self, request, session_id: int):
         data = MessageInSerializer(data=request.data)

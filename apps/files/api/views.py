@@ -18,7 +18,8 @@ class UploadThrottle(UserRateThrottle):
 
 
 class UploadInSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JPEG/PNG <= 5 MB, AAC/MP3 <= 2 MB (type read from the content)")
+    file = serializers.FileField(help_text="JPEG/PNG <= 5 MB and 20 megapixels, AAC/MP3/M4A <= 2 MB "
+                                           "(type read from the content, audio parsed)")
 
 
 class UploadOutSerializer(serializers.Serializer):
@@ -30,8 +31,10 @@ class UploadView(APIView):
     throttle_classes = [UploadThrottle]
 
     @extend_schema(request={"multipart/form-data": UploadInSerializer}, responses={
-        201: UploadOutSerializer, **errors(e400="invalid (no file, not JPEG/PNG/AAC/MP3, unreadable image)",
-                                           e413="payload_too_large (detail.max_bytes)")})
+        201: UploadOutSerializer, **errors(
+            e400="invalid (no file, not JPEG/PNG/AAC/MP3, image over 20 megapixels or unreadable, audio that "
+                 "does not parse)",
+            e413="payload_too_large (detail.max_bytes)")})
     def post(self, request):
         # A body that cannot hold an acceptable file is refused before it is read (and spooled
         # to disk by Django's multipart parser).
@@ -39,5 +42,5 @@ class UploadView(APIView):
             raise PayloadTooLarge("文件过大（最大 5 MB）。", max_bytes=services.IMAGE_MAX_BYTES)
         data = UploadInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        url = services.upload_store(file=data.validated_data["file"])
-        return Response({"url": url}, status=status.HTTP_201_CREATED)
+        upload = services.upload_store(file=data.validated_data["file"], uploader_id=request.user.pk)
+        return Response({"url": services.media_url(upload.name)}, status=status.HTTP_201_CREATED)
