@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Django's command-line utility for administrative tasks."""
+"""Django's command-line utility for administrative tasks (what it makes sure of: starmall/oneoff.py)."""
 
 import os
 import sys
@@ -7,16 +7,14 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "starmall.settings.local")
-    if not os.environ.get("REDIS_URL"):
-        # No Redis configured: make sure the embedded one (var/redis.sock) answers.
-        from starmall import embedded_redis
-
-        embedded_redis.ensure_running()
     from django.core.exceptions import ImproperlyConfigured
-    from django.core.management import execute_from_command_line
+
+    from starmall import oneoff
 
     try:
-        execute_from_command_line(sys.argv)
+        # Refuses a command the database is not set up for; runs the embedded Redis (no
+        # REDIS_URL) only for the command's length unless the shop's already answers.
+        oneoff.run(sys.argv)
     except ImproperlyConfigured as exc:  # bad configuration: say what, without a traceback
         sys.exit(f"Starmall configuration error: {exc}")
 

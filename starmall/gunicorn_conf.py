@@ -61,16 +61,9 @@ def _exit_with_the_master() -> None:
     uvicorn's worker class does not watch its parent as gunicorn's own workers do: after a
     ``kill -9`` of the master its workers lived on holding the port, and every master the
     supervisor started next failed with "Address already in use" (newcomer run, issue 8
-    session). ``prctl(PR_SET_PDEATHSIG)`` is the kernel's answer; elsewhere it is skipped.
+    session). ``prctl(PR_SET_PDEATHSIG)`` is the kernel's answer (``starmall.processes``);
+    elsewhere it is skipped.
     """
-    import ctypes
-    import ctypes.util
-    import signal
+    from starmall.processes import die_with_parent
 
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux
-        return
-    if os.getppid() == 1:  # the master died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
+    die_with_parent()

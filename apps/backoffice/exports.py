@@ -1,6 +1,9 @@
 """Exports for finance: orders, refunds, payments and reconciliation runs of a Shanghai date
 range, as CSV (streamed row by row) or Excel (openpyxl write-only workbook: rows are written
 as they are read, never held as cells). Amounts in yuan with two decimals, times in Shanghai.
+Every text cell goes through :mod:`starmall.spreadsheet` (a cell starting with ``=``, ``+``,
+``-``, ``@``, tab or CR gets a leading ``'``: customers' nicknames and addresses never run as
+formulas); amounts stay numbers.
 
 ``rows(kind, start, end)`` yields the header then one list per row (``.iterator()``: constant
 memory however large the range).
@@ -12,13 +15,13 @@ import csv
 import datetime as dt
 import tempfile
 from collections.abc import Iterator
-from decimal import Decimal
 
 from apps.backoffice.selectors import SHANGHAI
 from apps.orders.models import Order
 from apps.payments.models import Payment, ReconciliationRun, Refund
 from starmall.admin_display import address_text, shanghai
 from starmall.admin_money import yuan_amount
+from starmall.spreadsheet import excel_cell, safe_row
 
 KINDS = {"orders": "订单", "refunds": "退款", "payments": "支付", "reconciliation": "对账"}
 CHUNK = 2000
@@ -73,29 +76,24 @@ class _Echo:
 
 
 def csv_lines(source: Iterator[list]) -> Iterator[str]:
-    """CSV text line by line, starting with a UTF-8 BOM so Excel opens the Chinese correctly."""
+    """CSV text line by line, starting with a UTF-8 BOM so Excel opens the Chinese correctly;
+    text cells neutralised (:func:`starmall.spreadsheet.safe_row`)."""
     writer = csv.writer(_Echo())
     yield "\ufeff"
     for row in source:
-        yield writer.writerow(row)
+        yield writer.writerow(safe_row(row))
 
 
 def xlsx_file(source: Iterator[list], title: str):
-    """An Excel file (opened temporary file, at position 0) from a write-only openpyxl workbook."""
+    """An Excel file (opened temporary file, at position 0) from a write-only openpyxl workbook;
+    each cell made by :func:`starmall.spreadsheet.excel_cell` (text as neutralised strings, yuan
+    as numbers)."""
     from openpyxl import Workbook
-    from openpyxl.cell import WriteOnlyCell
 
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet(title=title)
-
-    def cell(value):
-        if isinstance(value, Decimal):
-            value = WriteOnlyCell(sheet, value=value)
-            value.number_format = "0.00"
-        return value
-
     for row in source:
-        sheet.append([cell(value) for value in row])
+        sheet.append([excel_cell(sheet, value) for value in row])
     out = tempfile.TemporaryFile()
     workbook.save(out)
     out.seek(0)

@@ -1,7 +1,8 @@
 """The shop's admin site: django-unfold's theme, yuan for every ``*_fen`` field, the dashboard.
 
 Every ModelAdmin (and its inlines) registered by any app is given, at registration, the theme's
-base class (``unfold.admin.ModelAdmin`` / inlines) and :class:`starmall.admin_money.YuanAdminMixin`,
+base class (``unfold.admin.ModelAdmin`` / inlines) and :class:`starmall.admin_money.YuanAdminMixin`
+(ModelAdmins also :class:`apps.backoffice.dates.DateFilterBoundsMixin`),
 so the apps keep plain ``admin.ModelAdmin`` code (and their permission-gated, service-backed
 actions) and still look and behave the same.
 """
@@ -12,6 +13,7 @@ from django.contrib import admin
 from unfold import admin as unfold_admin
 from unfold.sites import UnfoldAdminSite
 
+from apps.backoffice.dates import DateFilterBoundsMixin
 from starmall.admin_money import YuanAdminMixin
 
 _THEMED: dict[type, type] = {}
@@ -26,10 +28,13 @@ def _inline_base(inline: type) -> type:
 
 
 def themed(admin_class: type, theme_base: type) -> type:
-    """``admin_class`` with the yuan mixin in front and the theme's base behind (cached)."""
+    """``admin_class`` with the yuan mixin in front and the theme's base behind (cached); a
+    ModelAdmin also gets :class:`apps.backoffice.dates.DateFilterBoundsMixin` (date filters in
+    range)."""
     if admin_class in _THEMED:
         return _THEMED[admin_class]
-    bases = (YuanAdminMixin, admin_class) if issubclass(admin_class, theme_base) else (YuanAdminMixin, admin_class, theme_base)
+    front = (YuanAdminMixin, DateFilterBoundsMixin) if issubclass(admin_class, admin.ModelAdmin) else (YuanAdminMixin,)
+    bases = (*front, admin_class) if issubclass(admin_class, theme_base) else (*front, admin_class, theme_base)
     attrs = {"__module__": admin_class.__module__, "__doc__": admin_class.__doc__}
     if getattr(admin_class, "inlines", None):
         attrs["inlines"] = [themed(inline, _inline_base(inline)) for inline in admin_class.inlines]

@@ -14,15 +14,9 @@ from django.utils import timezone
 
 from apps.almanac.models import AlmanacDay
 from apps.appointments.models import Slot
+from apps.backoffice.dates import DateRefused, parse_day, refusal_page
 from apps.backoffice.selectors import SHANGHAI
 from apps.catalog.models import Teacher
-
-
-def _date(value: str | None, default: dt.date) -> dt.date:
-    try:
-        return dt.date.fromisoformat(value) if value else default
-    except ValueError:
-        return default
 
 
 def slot_state(slot: Slot) -> str:
@@ -35,13 +29,17 @@ def slot_state(slot: Slot) -> str:
 
 
 def week_view(request, site):
-    """``?teacher=<id>&start=YYYY-MM-DD``: seven Shanghai days from ``start`` (default: this Monday)."""
+    """``?teacher=<id>&start=YYYY-MM-DD``: seven Shanghai days from ``start`` (default: this Monday);
+    a ``start`` that is not a date of the shop's calendar is a 400 page (``apps.backoffice.dates``)."""
     if not request.user.has_perm("appointments.view_slot"):
         raise PermissionDenied("需要权限 appointments.view_slot")
     teachers = list(Teacher.objects.order_by("id"))
     teacher = next((t for t in teachers if str(t.pk) == request.GET.get("teacher")), teachers[0] if teachers else None)
     today = timezone.localdate()
-    start = _date(request.GET.get("start"), today - dt.timedelta(days=today.weekday()))
+    try:  # a date outside the shop's calendar (9999-12-31 overflowed the week's end) or garbage: 400
+        start = parse_day(request.GET.get("start"), today - dt.timedelta(days=today.weekday()))
+    except DateRefused as exc:
+        return refusal_page(request, site, str(exc), back_url=request.path)
     days = [start + dt.timedelta(days=i) for i in range(7)]
     labels = [f"{d:%m-%d} 周{'一二三四五六日'[d.weekday()]}" for d in days]
     lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
@@ -62,11 +60,16 @@ def week_view(request, site):
 
 
 def almanac_month(request, site):
-    """``?month=YYYY-MM``: the almanac as a month calendar (Monday first)."""
+    """``?month=YYYY-MM``: the almanac as a month calendar (Monday first); a month outside the
+    shop's calendar, or not ``YYYY-MM``, is a 400 page."""
     if not request.user.has_perm("almanac.view_almanacday"):
         raise PermissionDenied("需要权限 almanac.view_almanacday")
     today = timezone.localdate()
-    first = _date((request.GET.get("month") or "") + "-01", today.replace(day=1))
+    month = request.GET.get("month")
+    try:  # as week_view: 9999-12 overflowed the next month's link, 0001-01 the previous one
+        first = parse_day(f"{month}-01" if month else None, today.replace(day=1))
+    except DateRefused as exc:
+        return refusal_page(request, site, str(exc), back_url=request.path)
     weeks_dates = calendar.Calendar(firstweekday=0).monthdatescalendar(first.year, first.month)
     found = {d.date: d for d in AlmanacDay.objects.filter(date__gte=weeks_dates[0][0], date__lte=weeks_dates[-1][-1])}
     weeks = [[{"date": d, "in_month": d.month == first.month, "day": found.get(d)} for d in week] for week in weeks_dates]

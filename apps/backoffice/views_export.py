@@ -11,14 +11,18 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from apps.backoffice import exports
+from apps.backoffice.dates import validate_in_range
 
 MAX_DAYS = 366
 
 
 class ExportForm(forms.Form):
     kind = forms.ChoiceField(label="数据", choices=list(exports.KINDS.items()))
-    start = forms.DateField(label="开始日期", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
-    end = forms.DateField(label="结束日期（含）", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
+    # Both within the shop's calendar (apps.backoffice.dates): 9999-12-31 overflowed the end bound.
+    start = forms.DateField(label="开始日期", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+                            validators=[validate_in_range])
+    end = forms.DateField(label="结束日期（含）", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+                          validators=[validate_in_range])
     fmt = forms.ChoiceField(label="格式", choices=[("csv", "CSV"), ("xlsx", "Excel (.xlsx)")])
 
     def clean(self):

@@ -14,6 +14,7 @@ from django.utils import timezone
 from apps.accounts.models import Address, Customer
 from apps.appointments.models import Slot
 from apps.backoffice.roles import sync_roles
+from apps.catalog.management.commands.seed_demo import demo_wallet_credit
 from apps.catalog.models import Sku
 from apps.orders.models import AfterSale, Order, OrderStatus
 from apps.payments.models import Refund
@@ -34,6 +35,7 @@ def _staff(role: str):
 def _demo_paid_orders(make_api, place_order, n: int):
     """Demo data; ``n`` goods orders of the demo customer paid from the balance -> (api, order numbers)."""
     call_command("loaddata", "fixtures/demo.json", verbosity=0)
+    demo_wallet_credit()  # demo.json's wallet is zero: seed_demo credits it through the ledger
     customer = Customer.objects.get(pk=1)
     api = make_api(customer)
     sku = Sku.objects.filter(product__kind="goods", stock__gte=5).order_by("pk").first()

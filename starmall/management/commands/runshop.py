@@ -66,7 +66,7 @@ class Command(BaseCommand):
         """Run supervisord in the foreground until it exits; return its exit code."""
         redis_command = None
         if settings.EMBEDDED_REDIS:
-            embedded_redis.stop()  # the daemon manage.py started: supervisord runs its own
+            embedded_redis.stop()  # the server manage.py started for the preparation: supervisord runs its own
             redis_command = embedded_redis.server_command(daemonize=False)
         queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in settings.CELERY_TASK_ROUTES.values()})
         programs = supervision.shop_programs(

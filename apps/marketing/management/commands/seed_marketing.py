@@ -4,11 +4,11 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from apps.accounts.models import Coupon, Customer
+from apps.catalog.management.commands.seed_demo import DEMO_OPENID
 from apps.catalog.models import Category
 from apps.marketing import coupons
 from apps.marketing.models import CouponTemplate, SignInRule
 
-DEMO_OPENID = "oDemoCustomer0000000000000001"  # fixtures/demo.json
 SIGN_IN_POINTS = [5, 5, 10, 10, 15, 15, 30]  # day 1..7 of a streak, then the cycle starts again
 
 
