@@ -3,14 +3,142 @@
 A draft is the priced cart the customer saw at confirm. It lives ``ORDER_DRAFT_TTL_SECONDS``
 and is deleted after the order that consumed it commits (never before: a failed create leaves
 it, so the customer can retry the same key).
+
+In code a draft is an :class:`OrderDraft` (lines: :class:`DraftLine`). In Redis it is the plain
+dict of :meth:`OrderDraft.to_json` — the shape every release wrote and reads (a draft written by
+the release before this one must still be read by this one, and the other way round), and the
+shape the confirm API answers with (``ConfirmOutSerializer``). Change it only in a way both
+releases read.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
+
+
+class DraftSlot(TypedDict):
+    """A consultation's slot as shown at confirm (``apps.orders.services.slot_json``)."""
+
+    id: int
+    teacher_id: int
+    teacher_name: str
+    start: str  # ISO 8601, Asia/Shanghai offset
+    end: str  # ISO 8601, Asia/Shanghai offset
+
+
+class UsableCoupon(TypedDict):
+    """One of the customer's coupons that applies to the draft's cart."""
+
+    id: int
+    name: str
+    discount_fen: int  # fen it takes off THIS cart (capped at the goods, 1 fen left to pay)
+
+
+@dataclass
+class DraftLine:
+    """One priced line of a draft: a SKU and how many of it, at the price shown at confirm."""
+
+    sku_id: int
+    product_id: int
+    name: str  # the product's name at confirm
+    specs: Any  # the SKU's specs at confirm (its JSON field, as stored)
+    price_fen: int  # unit price in fen (the 秒杀 price for a flash sale)
+    quantity: int  # units, 1..MAX_QUANTITY
+    amount_fen: int  # price_fen * quantity, fen
+
+    def to_json(self) -> dict:
+        """The line as stored in Redis and answered by confirm (keys in this order)."""
+        return {
+            "sku_id": self.sku_id, "product_id": self.product_id, "name": self.name,
+            "specs": self.specs, "price_fen": self.price_fen, "quantity": self.quantity,
+            "amount_fen": self.amount_fen,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> DraftLine:
+        """The line from its stored dict (:meth:`to_json`)."""
+        return cls(sku_id=data["sku_id"], product_id=data["product_id"], name=data["name"],
+                   specs=data["specs"], price_fen=data["price_fen"], quantity=data["quantity"],
+                   amount_fen=data["amount_fen"])
+
+
+@dataclass
+class OrderDraft:
+    """A priced cart waiting for ``order_create``. Money is integer fen.
+
+    ``pay_fen = goods_fen + freight_fen - coupon_fen - points_fen`` and is at least 1 fen.
+    """
+
+    order_key: str  # 32 hex characters (:func:`draft_new_key`); the order's UNIQUE key
+    customer_id: int  # the customer who confirmed; another customer's key is "expired"
+    kind: str  # ``Kind.GOODS`` or ``Kind.CONSULTATION`` (one kind per order)
+    expires_at: str  # ISO 8601, Asia/Shanghai offset: confirm + ORDER_DRAFT_TTL_SECONDS
+    lines: list[DraftLine]  # one per SKU, in the order the customer listed them
+    goods_fen: int  # sum of the lines' amount_fen
+    freight_fen: int  # apps.shipping's quote for the address (consultations: 0)
+    coupon_id: int | None  # the chosen coupon, one of usable_coupons, or None
+    coupon_fen: int  # what the chosen coupon takes off (0 without one)
+    points_used: int  # points create spends
+    points_fen: int  # what they are worth: points_used * POINT_VALUE_FEN
+    pay_fen: int  # what the customer pays
+    slot: DraftSlot | None  # a consultation's slot; None for goods
+    address: dict | None  # goods: ``{"id", **Address.snapshot()}``; None for a consultation
+    flash_sale_id: int | None  # the 秒杀 the order buys in, or None
+    cart_items: list[list[int]] | None  # ``[[cart_item_id, quantity], ...]`` create removes, or None
+    usable_coupons: list[UsableCoupon]  # the customer's coupons for this cart, best first
+
+    @property
+    def slot_id(self) -> int | None:
+        """The consultation's slot id, or None for goods."""
+        return self.slot["id"] if self.slot else None
+
+    @property
+    def slot_start(self) -> dt.datetime | None:
+        """When the consultation's slot starts (aware, Shanghai offset), or None for goods."""
+        return dt.datetime.fromisoformat(self.slot["start"]) if self.slot else None
+
+    @property
+    def units(self) -> int:
+        """Units in all lines together."""
+        return sum(line.quantity for line in self.lines)
+
+    @property
+    def quantities(self) -> dict[int, int]:
+        """``{sku_id: quantity}`` of the lines."""
+        return {line.sku_id: line.quantity for line in self.lines}
+
+    def to_json(self) -> dict:
+        """The draft as stored in Redis and answered by confirm (keys in exactly this order)."""
+        return {
+            "order_key": self.order_key, "customer_id": self.customer_id, "kind": self.kind,
+            "expires_at": self.expires_at, "lines": [line.to_json() for line in self.lines],
+            "goods_fen": self.goods_fen, "freight_fen": self.freight_fen, "coupon_id": self.coupon_id,
+            "coupon_fen": self.coupon_fen, "points_used": self.points_used, "points_fen": self.points_fen,
+            "pay_fen": self.pay_fen, "slot": self.slot, "address": self.address,
+            "flash_sale_id": self.flash_sale_id, "cart_items": self.cart_items,
+            "usable_coupons": self.usable_coupons,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> OrderDraft:
+        """The draft from its stored dict (:meth:`to_json`). ``flash_sale_id``, ``cart_items``
+        and ``usable_coupons`` may be missing in drafts older than those features (None, None,
+        [])."""
+        return cls(
+            order_key=data["order_key"], customer_id=data["customer_id"], kind=data["kind"],
+            expires_at=data["expires_at"], lines=[DraftLine.from_json(line) for line in data["lines"]],
+            goods_fen=data["goods_fen"], freight_fen=data["freight_fen"], coupon_id=data["coupon_id"],
+            coupon_fen=data["coupon_fen"], points_used=data["points_used"], points_fen=data["points_fen"],
+            pay_fen=data["pay_fen"], slot=data["slot"], address=data["address"],
+            flash_sale_id=data.get("flash_sale_id"), cart_items=data.get("cart_items"),
+            usable_coupons=data.get("usable_coupons", []),
+        )
 
 
 def _key(order_key: str) -> str:
@@ -23,12 +151,12 @@ def draft_new_key() -> str:
 
 
 def draft_save(order_key: str, draft: dict) -> None:
-    """Store the draft (JSON-serialisable dict) for ``ORDER_DRAFT_TTL_SECONDS``."""
+    """Store the draft (its :meth:`OrderDraft.to_json` dict) for ``ORDER_DRAFT_TTL_SECONDS``."""
     cache.set(_key(order_key), draft, timeout=settings.ORDER_DRAFT_TTL_SECONDS)
 
 
 def draft_get(order_key: str) -> dict | None:
-    """The draft, or None when it expired or never existed."""
+    """The stored draft dict (:meth:`OrderDraft.to_json`), or None when it expired or never existed."""
     return cache.get(_key(order_key))
 
 

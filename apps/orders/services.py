@@ -12,7 +12,7 @@ is only its last step.
 
 Per-customer caps (API.md Additions): at most ``MAX_UNPAID_ORDERS`` unpaid orders and
 ``MAX_UNPAID_CONSULTATIONS`` (1) unpaid consultation at once, checked at confirm and enforced
-in create's transaction under a lock of the customer's row (:func:`_enforce_caps`).
+in create's transaction under a lock of the customer's row (:func:`_caps_enforce`).
 """
 
 from __future__ import annotations
@@ -84,8 +84,37 @@ def order_confirm(
     them (``apps.orders.cart``). Freight: ``apps.shipping`` for the address's province and
     city (consultations: none). Raises InvalidInput (no address: ``detail.address_id``),
     NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps,
-    flash-sale limit), InvalidState. Writes nothing to the database.
+    flash-sale limit), InvalidState. Writes nothing to the database. The answer is the stored
+    draft's dict (``apps.orders.drafts.OrderDraft.to_json``).
     """
+    quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
+    _soldout_refuse(quantities, flash_sale_id)
+    sale = _flash_sale_apply(customer, flash_sale_id, coupon_id, quantities)
+    lines, skus = _lines_resolve(quantities, sale)
+    kind = _kind_of(lines, skus)
+    _caps_check(customer_id=customer.pk, kind=kind)
+    slot_data, address = _destination_choose(customer, kind, lines, skus, slot_id, address_id)
+    goods_fen = sum(line.amount_fen for line in lines)
+    freight_fen = _freight_quote(lines, skus, address) if kind == Kind.GOODS else 0
+    _total_check(goods_fen + freight_fen)
+    usable, coupon_fen = _coupon_choose(customer, sale, lines, goods_fen, freight_fen, coupon_id)
+    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
+    return _draft_store(drafts.OrderDraft(
+        order_key=drafts.draft_new_key(), customer_id=customer.pk, kind=kind,
+        expires_at=timezone.localtime(
+            timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)).isoformat(),
+        lines=lines, goods_fen=goods_fen, freight_fen=freight_fen, coupon_id=coupon_id,
+        coupon_fen=coupon_fen, points_used=points_used, points_fen=points_fen,
+        pay_fen=goods_fen + freight_fen - coupon_fen - points_fen, slot=slot_data,
+        address={"id": address.pk, **address.snapshot()} if address else None,
+        flash_sale_id=sale.pk if sale else None, cart_items=cart_items, usable_coupons=usable,
+    ))
+
+
+def _items_resolve(customer: Customer, items: list[dict] | None,
+                   cart_item_ids: list[int] | None) -> tuple[Counter, list[list[int]] | None]:
+    """``({sku_id: quantity}, cart lines bought or None)`` from ``items`` or the customer's cart
+    lines ``cart_item_ids``; 1..MAX_LINES distinct SKUs (else InvalidInput)."""
     cart_items = None
     if cart_item_ids is not None:
         items, cart_items = cart.cart_items_for_confirm(customer_id=customer.pk, item_ids=cart_item_ids)
@@ -94,15 +123,30 @@ def order_confirm(
         quantities[item["sku_id"]] += item["quantity"]
     if not quantities or len(quantities) > MAX_LINES:
         raise InvalidInput("商品种类数量不正确。", items=[f"请选择 1 到 {MAX_LINES} 种商品"])
-    # A flash sale's losers: answered from Redis flags before any database work (issue 8).
+    return quantities, cart_items
+
+
+def _soldout_refuse(quantities: Counter, flash_sale_id: int | None) -> None:
+    """A flash sale's losers: answered from Redis flags before any database work."""
     refused = soldout.refusal(soldout.flagged(soldout.keys_for(quantities, flash_sale_id)), quantities, flash_sale_id)
     if refused is not None:
         raise refused
-    sale = None
-    if flash_sale_id is not None:  # 秒杀: the sale's price is final, no coupon on top of it
-        if coupon_id is not None:
-            raise CouponUnavailable("秒杀商品不能使用优惠券。", coupon_id=coupon_id)
-        sale = flash_sales.flash_sale_check(sale_id=flash_sale_id, customer_id=customer.pk, quantities=quantities)
+
+
+def _flash_sale_apply(customer: Customer, flash_sale_id: int | None, coupon_id: int | None, quantities: Counter):
+    """The live flash sale the cart buys in, or None. 秒杀: the sale's price is final, no coupon
+    on top of it (CouponUnavailable); the sale's own rules raise from ``flash_sale_check``."""
+    if flash_sale_id is None:
+        return None
+    if coupon_id is not None:
+        raise CouponUnavailable("秒杀商品不能使用优惠券。", coupon_id=coupon_id)
+    return flash_sales.flash_sale_check(sale_id=flash_sale_id, customer_id=customer.pk, quantities=quantities)
+
+
+def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
+    """The priced lines (at the sale's price in a 秒杀) and the SKUs by id, checked one SKU at a
+    time in the cart's order: on sale (NotFound), at most MAX_QUANTITY (InvalidInput), in stock
+    (InsufficientStock; committed stock seen at 0 raises the sold-out flag)."""
     skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
     lines = []
     for sku_id, quantity in quantities.items():
@@ -116,85 +160,91 @@ def order_confirm(
                 soldout.mark(soldout.sku_key(sku_id))  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
         price_fen = sale.price_fen if sale else sku.price_fen
-        lines.append({
-            "sku_id": sku.pk, "product_id": sku.product_id, "name": sku.product.name,
-            "specs": sku.specs, "price_fen": price_fen, "quantity": quantity,
-            "amount_fen": price_fen * quantity,
-        })
-    kinds = {skus[line["sku_id"]].product.kind for line in lines}
+        lines.append(drafts.DraftLine(
+            sku_id=sku.pk, product_id=sku.product_id, name=sku.product.name, specs=sku.specs,
+            price_fen=price_fen, quantity=quantity, amount_fen=price_fen * quantity,
+        ))
+    return lines, skus
+
+
+def _kind_of(lines: list[drafts.DraftLine], skus: dict[int, Sku]) -> str:
+    """The one kind of the lines' products; goods and consultations mixed -> InvalidInput."""
+    kinds = {skus[line.sku_id].product.kind for line in lines}
     if len(kinds) != 1:
         raise InvalidInput("商品和咨询服务需分开下单。", items=["商品和咨询服务需分开下单"])
-    kind = kinds.pop()
-    _check_caps(customer_id=customer.pk, kind=kind)
+    return kinds.pop()
 
-    slot_data, address = None, None
+
+def _destination_choose(customer: Customer, kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku],
+                        slot_id: int | None, address_id: int | None):
+    """``(slot dict, None)`` for a consultation (:func:`_slot_check`); ``(None, address)`` for
+    goods: ``address_id`` of the customer's, else the default one (InvalidInput when none)."""
     if kind == Kind.CONSULTATION:
-        slot_data = _confirm_slot(lines, skus, slot_id)
+        return _slot_check(lines, skus, slot_id), None
+    if slot_id is not None:
+        raise InvalidInput("只有咨询订单需要选择时段。", slot_id=["只有咨询订单需要选择时段"])
+    if address_id is None:
+        address = account_selectors.address_default(customer=customer)
+        if address is None:
+            raise InvalidInput("请先添加收货地址。", address_id=["请先添加收货地址"])
     else:
-        if slot_id is not None:
-            raise InvalidInput("只有咨询订单需要选择时段。", slot_id=["只有咨询订单需要选择时段"])
-        if address_id is None:
-            address = account_selectors.address_default(customer=customer)
-            if address is None:
-                raise InvalidInput("请先添加收货地址。", address_id=["请先添加收货地址"])
-        else:
-            address = account_selectors.address_get(customer=customer, address_id=address_id)
-            if address is None:
-                raise InvalidInput("收货地址不存在，请重新选择。", address_id=["请选择您自己的收货地址"])
+        address = account_selectors.address_get(customer=customer, address_id=address_id)
+        if address is None:
+            raise InvalidInput("收货地址不存在，请重新选择。", address_id=["请选择您自己的收货地址"])
+    return None, address
 
-    goods_fen = sum(line["amount_fen"] for line in lines)
-    freight_fen = _freight_fen(lines, skus, address) if kind == Kind.GOODS else 0
-    if goods_fen + freight_fen < 1:
+
+def _total_check(total_fen: int) -> None:
+    """Goods plus freight (fen) between 1 fen (WeChat's minimum) and MAX_ORDER_FEN."""
+    if total_fen < 1:
         raise InvalidInput("订单金额至少为 0.01 元。", items=["订单金额至少为 0.01 元（微信支付的最低金额）"])
-    if goods_fen + freight_fen > MAX_ORDER_FEN:
+    if total_fen > MAX_ORDER_FEN:
         raise InvalidInput("订单金额过大。", items=[f"单笔订单最多 {MAX_ORDER_FEN // 100} 元"])
-    # Coupons (apps.marketing.coupons): what each usable one takes off THIS cart, best first;
-    # never more than the goods, and at least 1 fen is left to pay.
+
+
+def _coupon_choose(customer: Customer, sale, lines: list[drafts.DraftLine], goods_fen: int, freight_fen: int,
+                   coupon_id: int | None) -> tuple[list[dict], int]:
+    """``(usable coupons, fen the chosen one takes off)``. Coupons (apps.marketing.coupons): what
+    each usable one takes off THIS cart, best first; never more than the goods, and at least 1
+    fen is left to pay. None in a 秒杀. A ``coupon_id`` not among them -> CouponUnavailable."""
     usable = [] if sale else [
         {**c, "discount_fen": max(0, min(c["discount_fen"], goods_fen, goods_fen + freight_fen - 1))}
-        for c in coupons.coupons_for_cart(customer_id=customer.pk, lines=lines)]
+        for c in coupons.coupons_for_cart(customer_id=customer.pk, lines=[line.to_json() for line in lines])]
     usable = [c for c in usable if c["discount_fen"] > 0]
-    coupon_fen = 0
-    if coupon_id is not None:
-        chosen = next((c for c in usable if c["id"] == coupon_id), None)
-        if chosen is None:
-            raise CouponUnavailable(coupon_id=coupon_id)
-        coupon_fen = chosen["discount_fen"]
-    points_used, points_fen = _points(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
-    pay_fen = goods_fen + freight_fen - coupon_fen - points_fen
-
-    order_key = drafts.draft_new_key()
-    expires_at = timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)
-    draft = {
-        "order_key": order_key, "customer_id": customer.pk, "kind": kind,
-        "expires_at": timezone.localtime(expires_at).isoformat(), "lines": lines,
-        "goods_fen": goods_fen, "freight_fen": freight_fen, "coupon_id": coupon_id,
-        "coupon_fen": coupon_fen, "points_used": points_used, "points_fen": points_fen,
-        "pay_fen": pay_fen, "slot": slot_data,
-        "address": {"id": address.pk, **address.snapshot()} if address else None,
-        "flash_sale_id": sale.pk if sale else None, "cart_items": cart_items, "usable_coupons": usable,
-    }
-    drafts.draft_save(order_key, draft)
-    return draft
+    if coupon_id is None:
+        return usable, 0
+    chosen = next((c for c in usable if c["id"] == coupon_id), None)
+    if chosen is None:
+        raise CouponUnavailable(coupon_id=coupon_id)
+    return usable, chosen["discount_fen"]
 
 
-def _freight_fen(lines: list[dict], skus: dict[int, Sku], address) -> int:
+def _draft_store(draft: drafts.OrderDraft) -> dict:
+    """Save the draft in Redis under its key; return its dict (confirm's answer)."""
+    data = draft.to_json()
+    drafts.draft_save(draft.order_key, data)
+    return data
+
+
+def _freight_quote(lines: list[drafts.DraftLine], skus: dict[int, Sku], address) -> int:
     """Freight in fen for the goods ``lines`` to ``address`` (each product's freight template,
     the default for products without one; rule: ``apps.shipping.calculator.freight_quote``)."""
     return freight.freight_for_lines(lines=[
-        {"template_id": skus[line["sku_id"]].product.freight_template_id, "quantity": line["quantity"],
-         "weight_g": skus[line["sku_id"]].weight_g, "volume_cm3": skus[line["sku_id"]].volume_cm3,
-         "amount_fen": line["amount_fen"]}
+        {"template_id": skus[line.sku_id].product.freight_template_id, "quantity": line.quantity,
+         "weight_g": skus[line.sku_id].weight_g, "volume_cm3": skus[line.sku_id].volume_cm3,
+         "amount_fen": line.amount_fen}
         for line in lines
     ], province=address.province, city=address.city)
 
 
-def _confirm_slot(lines: list[dict], skus: dict[int, Sku], slot_id: int | None) -> dict:
-    if len(lines) != 1 or lines[0]["quantity"] != 1:
+def _slot_check(lines: list[drafts.DraftLine], skus: dict[int, Sku], slot_id: int | None) -> dict:
+    """The consultation's slot (:func:`slot_json`): one line of quantity 1, a slot of the
+    product's teacher, still available and bookable (else InvalidInput / SlotUnavailable)."""
+    if len(lines) != 1 or lines[0].quantity != 1:
         raise InvalidInput("咨询订单只能预约一个时段。", items=["咨询订单只能包含一项服务，数量为 1"])
     if slot_id is None:
         raise InvalidInput("请选择咨询时段。", slot_id=["请选择咨询时段"])
-    teacher = getattr(skus[lines[0]["sku_id"]].product, "teacher", None)
+    teacher = getattr(skus[lines[0].sku_id].product, "teacher", None)
     slot = Slot.objects.select_related("teacher").filter(pk=slot_id).first()
     if slot is None or teacher is None or slot.teacher_id != teacher.pk:
         raise SlotUnavailable("该时段不属于此咨询服务。", slot_id=slot_id)
@@ -206,10 +256,10 @@ def _confirm_slot(lines: list[dict], skus: dict[int, Sku], slot_id: int | None) 
     return slot_json(slot)
 
 
-def _check_caps(*, customer_id: int, kind: str, new: int = 1) -> None:
+def _caps_check(*, customer_id: int, kind: str, new: int = 1) -> None:
     """Raise LimitExceeded when the customer's unpaid orders plus ``new`` more of ``kind``
     pass the caps. Confirm passes ``new=1`` (the order it prepares); create passes 0, as its
-    own uncommitted order is already in the count (:func:`_enforce_caps`). One query on the
+    own uncommitted order is already in the count (:func:`_caps_enforce`). One query on the
     (customer, status) index.
     """
     unpaid = list(Order.objects.filter(customer_id=customer_id, status=OrderStatus.UNPAID).order_by()
@@ -223,7 +273,7 @@ def _check_caps(*, customer_id: int, kind: str, new: int = 1) -> None:
                             max_unpaid_consultations=settings.MAX_UNPAID_CONSULTATIONS)
 
 
-def _enforce_caps(*, customer_id: int, kind: str) -> None:
+def _caps_enforce(*, customer_id: int, kind: str) -> None:
     """The caps inside create's transaction, after the new order row was inserted.
 
     The customer's row is locked (``SELECT ... FOR UPDATE``) so that creates of one customer
@@ -236,7 +286,7 @@ def _enforce_caps(*, customer_id: int, kind: str) -> None:
     none of them can deadlock with a create; only one customer's own creates wait for each other.
     """
     wallet.customer_lock(customer_id=customer_id)
-    _check_caps(customer_id=customer_id, kind=kind, new=0)
+    _caps_check(customer_id=customer_id, kind=kind, new=0)
 
 
 def slot_json(slot: Slot) -> dict:
@@ -248,7 +298,7 @@ def slot_json(slot: Slot) -> dict:
     }
 
 
-def _points(customer: Customer, use_points: int | bool, max_fen: int) -> tuple[int, int]:
+def _points_apply(customer: Customer, use_points: int | bool, max_fen: int) -> tuple[int, int]:
     """(points used, fen they are worth), capped by the customer's points and ``max_fen``."""
     value = settings.POINT_VALUE_FEN
     if use_points is True:
@@ -281,63 +331,28 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     CouponUnavailable, InvalidState (points changed; a flash sale no longer live), LimitExceeded
     (caps, flash-sale limit); on any of them nothing is kept.
     """
-    # The draft first: while it exists the key has no committed order (the draft is dropped
-    # after that commit), and a create racing that commit meets UNIQUE(order_key) below.
-    # Saves the order lookup on every first create (issue 8).
-    draft = drafts.draft_get(order_key)
-    if draft is None or draft["customer_id"] != customer.pk:
-        # Replayed key (its order committed and dropped the draft), or expired.
+    draft = _draft_take(order_key, customer)
+    if draft is None:  # replayed key (its order committed and dropped the draft), or expired
         existing = _order_of_key(order_key, customer)
-        if existing is not None:
-            return existing, False
-        raise OrderKeyExpired()
+        if existing is None:
+            raise OrderKeyExpired()
+        return existing, False
     now = timezone.now()
-    pay_deadline = now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES)
-    slot_start = dt.datetime.fromisoformat(draft["slot"]["start"]) if draft["slot"] else None
-    if slot_start is not None:
-        pay_deadline = min(pay_deadline, slots.booking_closes_at(slot_start))
     try:
         with transaction.atomic():
-            order = Order.objects.create(
-                order_no=_new_order_no(now), order_key=order_key, customer=customer,
-                kind=draft["kind"], goods_fen=draft["goods_fen"], freight_fen=draft["freight_fen"],
-                coupon_id=draft["coupon_id"], coupon_fen=draft["coupon_fen"],
-                points_used=draft["points_used"], points_fen=draft["points_fen"],
-                pay_fen=draft["pay_fen"], address=draft["address"], remark=remark,
-                slot_id=draft["slot"]["id"] if draft["slot"] else None,
-                flash_sale_id=draft.get("flash_sale_id"),
-                pay_deadline=pay_deadline,
-            )
-            if draft["slot"]:
-                slots.slot_book(
-                    slot_id=draft["slot"]["id"], teacher_id=draft["slot"]["teacher_id"],
-                    order_no=order.order_no, customer_id=customer.pk, start=slot_start,
-                )
-            if draft["coupon_id"] and not wallet.coupon_take(
-                coupon_id=draft["coupon_id"], customer_id=customer.pk, order_no=order.order_no
-            ):
-                raise CouponUnavailable(coupon_id=draft["coupon_id"])
-            _enforce_caps(customer_id=customer.pk, kind=draft["kind"])
-            if not wallet.points_spend(customer_id=customer.pk, points=draft["points_used"], ref=order.order_no):
-                raise InvalidState("您的积分已变化，请重新确认订单。")
-            if draft.get("cart_items"):  # after the customer's row lock, as cart adds take it
-                cart.cart_items_remove_bought(customer_id=customer.pk, bought=draft["cart_items"])
-            lines = OrderLine.objects.bulk_create([
-                OrderLine(
-                    order=order, sku_id=line["sku_id"], product_id=line["product_id"], name=line["name"],
-                    specs=line["specs"], price_fen=line["price_fen"], quantity=line["quantity"],
-                    amount_fen=line["amount_fen"],
-                )
-                for line in draft["lines"]
-            ])
+            # The lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
+            order = _order_insert(draft, customer, remark, now)
+            _slot_book(draft, order)
+            _coupon_take(draft, order)
+            _caps_enforce(customer_id=customer.pk, kind=draft.kind)
+            _points_take(draft, order)
+            _cart_lines_remove(draft, customer)
+            lines = _lines_insert(draft, order)
             events.order_created_event(order=order, actor="customer")
             # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
-            # allowance and sale (marketing), then the SKUs (in id order). The whole create is
-            # the lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
-            if draft.get("flash_sale_id"):
-                flash_sales.flash_sale_take(sale_id=draft["flash_sale_id"], customer_id=customer.pk,
-                                            units=sum(line["quantity"] for line in draft["lines"]), now=now)
-            stock.sku_stock_decrement(quantities={line["sku_id"]: line["quantity"] for line in draft["lines"]})
+            # allowance and sale (marketing), then the SKUs (in id order).
+            _flash_sale_take(draft, customer, now)
+            _stock_take(draft)
             transaction.on_commit(partial(drafts.draft_delete, order_key))
         _cache_lines(order, lines)
     except IntegrityError:
@@ -346,6 +361,92 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             raise
         return winner, False
     return order, True
+
+
+def _draft_take(order_key: str, customer: Customer) -> drafts.OrderDraft | None:
+    """The customer's draft ``order_key``, or None (gone, or another customer's).
+
+    The draft first: while it exists the key has no committed order (the draft is dropped
+    after that commit), and a create racing that commit meets UNIQUE(order_key) in
+    :func:`_order_insert`. Saves the order lookup on every first create.
+    """
+    data = drafts.draft_get(order_key)
+    if data is None or data["customer_id"] != customer.pk:
+        return None
+    return drafts.OrderDraft.from_json(data)
+
+
+def _pay_deadline(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
+    """``now + ORDER_PAY_TIMEOUT_MINUTES``; a consultation's no later than its booking closes."""
+    pay_deadline = now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES)
+    if draft.slot:
+        pay_deadline = min(pay_deadline, slots.booking_closes_at(draft.slot_start))
+    return pay_deadline
+
+
+def _order_insert(draft: drafts.OrderDraft, customer: Customer, remark: str, now: dt.datetime) -> Order:
+    """INSERT the unpaid order (lock step 1); a second create of the key hits UNIQUE(order_key)."""
+    return Order.objects.create(
+        order_no=_new_order_no(now), order_key=draft.order_key, customer=customer,
+        kind=draft.kind, goods_fen=draft.goods_fen, freight_fen=draft.freight_fen,
+        coupon_id=draft.coupon_id, coupon_fen=draft.coupon_fen,
+        points_used=draft.points_used, points_fen=draft.points_fen,
+        pay_fen=draft.pay_fen, address=draft.address, remark=remark,
+        slot_id=draft.slot_id, flash_sale_id=draft.flash_sale_id,
+        pay_deadline=_pay_deadline(draft, now),
+    )
+
+
+def _slot_book(draft: drafts.OrderDraft, order: Order) -> None:
+    """Book a consultation's slot for the order (lock step 3; SlotUnavailable when taken)."""
+    if draft.slot:
+        slots.slot_book(
+            slot_id=draft.slot["id"], teacher_id=draft.slot["teacher_id"], order_no=order.order_no,
+            customer_id=order.customer_id, start=draft.slot_start,
+        )
+
+
+def _coupon_take(draft: drafts.OrderDraft, order: Order) -> None:
+    """Mark the chosen coupon used by the order (lock step 4; CouponUnavailable when gone)."""
+    if draft.coupon_id and not wallet.coupon_take(
+        coupon_id=draft.coupon_id, customer_id=order.customer_id, order_no=order.order_no
+    ):
+        raise CouponUnavailable(coupon_id=draft.coupon_id)
+
+
+def _points_take(draft: drafts.OrderDraft, order: Order) -> None:
+    """Spend the draft's points (lock step 5, under the customer's row lock of the caps)."""
+    if not wallet.points_spend(customer_id=order.customer_id, points=draft.points_used, ref=order.order_no):
+        raise InvalidState("您的积分已变化，请重新确认订单。")
+
+
+def _cart_lines_remove(draft: drafts.OrderDraft, customer: Customer) -> None:
+    """Remove the cart lines bought; after the customer's row lock, as cart adds take it."""
+    if draft.cart_items:
+        cart.cart_items_remove_bought(customer_id=customer.pk, bought=draft.cart_items)
+
+
+def _lines_insert(draft: drafts.OrderDraft, order: Order) -> list[OrderLine]:
+    """INSERT the order's lines as priced in the draft (one bulk INSERT)."""
+    return OrderLine.objects.bulk_create([
+        OrderLine(
+            order=order, sku_id=line.sku_id, product_id=line.product_id, name=line.name,
+            specs=line.specs, price_fen=line.price_fen, quantity=line.quantity, amount_fen=line.amount_fen,
+        )
+        for line in draft.lines
+    ])
+
+
+def _flash_sale_take(draft: drafts.OrderDraft, customer: Customer, now: dt.datetime) -> None:
+    """A 秒杀's allowance, then the sale's stock (lock step 6)."""
+    if draft.flash_sale_id:
+        flash_sales.flash_sale_take(sale_id=draft.flash_sale_id, customer_id=customer.pk,
+                                    units=draft.units, now=now)
+
+
+def _stock_take(draft: drafts.OrderDraft) -> None:
+    """Take the lines' units from SKU stock (lock step 7: conditional UPDATEs in SKU id order)."""
+    stock.sku_stock_decrement(quantities=draft.quantities)
 
 
 def _cache_lines(order: Order, lines: list[OrderLine]) -> None:
