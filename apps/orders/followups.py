@@ -177,7 +177,7 @@ def _award_points(followup: FollowUp) -> None:
     (API.md); written VOID if the order was cancelled or refunded meanwhile. The customer's row
     is locked before the order's status is read, as the refund's void does: the two cannot
     miss each other. WalletEvent's UNIQUE makes a repeat a no-op."""
-    from apps.accounts import services as wallet
+    from apps.accounts import wallet
     from apps.orders.models import OrderStatus
 
     order = followup.order

@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import WalletEvent
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise

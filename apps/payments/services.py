@@ -17,7 +17,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.exceptions import InsufficientBalance
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
