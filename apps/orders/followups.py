@@ -45,11 +45,11 @@ def followup_record(*, order: Order, kind: str) -> FollowUp | None:
     return followup
 
 
-def followups_record(*, order: Order, kinds: list[str]) -> list[FollowUp]:
+def followup_record_many(*, order: Order, kinds: list[str]) -> list[FollowUp]:
     """Insert the follow-ups ``kinds`` of ``order`` in one INSERT and push them after commit.
 
     What :func:`followup_record` does per kind, in one statement and one savepoint instead of
-    one each (the paying transaction holds hot rows; issue 8). If one of them exists already,
+    one each (the paying transaction holds hot rows). If one of them exists already,
     falls back to :func:`followup_record` per kind. Caller holds the transaction.
     """
     try:
@@ -59,11 +59,11 @@ def followups_record(*, order: Order, kinds: list[str]) -> list[FollowUp]:
             )
     except IntegrityError:
         return [row for kind in kinds if (row := followup_record(order=order, kind=kind)) is not None]
-    transaction.on_commit(partial(followups_dispatch, [row.pk for row in rows]))
+    transaction.on_commit(partial(_dispatch_many, [row.pk for row in rows]))
     return rows
 
 
-def followups_dispatch(followup_ids: list[int]) -> int:
+def _dispatch_many(followup_ids: list[int]) -> int:
     """Push several follow-ups; mark the pushed ones dispatched in one UPDATE; return how many."""
     from apps.orders.tasks import followup_run
 

@@ -488,7 +488,7 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     kinds = [FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD]
     if order.kind == Kind.CONSULTATION:
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
-    followups.followups_record(order=order, kinds=kinds)
+    followups.followup_record_many(order=order, kinds=kinds)
     # Last (step 8 of starmall/locking.py): a flash sale's orders all count into one product
     # row, locked until commit; a balance payment debits the customer (step 5) before this.
     stock.product_sales_add(quantities=_product_units(order))
