@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.alerts.models import Alert
-from apps.alerts.services import alert_raise
+from apps.alerts.services import alert_on_failure
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
 from starmall.admin_money import yuan
@@ -112,11 +112,12 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     except Exception as exc:  # any handler error: record it and let the sweep retry
         status = (FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS
                   else FollowUp.Status.PENDING)
-        with transaction.atomic():  # FAILED and its one alert together
-            if FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-                last_error=f"{type(exc).__name__}: {exc}"[:2000], status=status, locked_until=None
-            ) == 1 and status == FollowUp.Status.FAILED:
-                _alert_failed(followup, exc)
+        error = f"{type(exc).__name__}: {exc}"
+        alert_on_failure(  # FAILED and its one alert together
+            lambda: FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
+                last_error=error[:2000], status=status, locked_until=None),
+            partial(_alert_failed, followup, exc) if status == FollowUp.Status.FAILED else None,
+        )
         if status == FollowUp.Status.FAILED:
             logger.error("ALERT follow-up %s FAILED after %s attempts: %s", followup.key, followup.attempts, exc)
         else:
@@ -125,10 +126,10 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     return FollowUp.Status.DONE
 
 
-def _alert_failed(followup: FollowUp, exc: Exception) -> None:
+def _alert_failed(followup: FollowUp, exc: Exception) -> dict[str, str]:
     """The one alert of a follow-up that turned FAILED (key ``followup:<key>:failed``)."""
     order_no, kind = followup.order.order_no, followup.get_kind_display()
-    alert_raise(
+    return dict(
         key=f"followup:{followup.key}:failed", kind=Alert.Kind.FOLLOWUP_FAILED,
         title=f"订单 {order_no} 的后续任务「{kind}」失败",
         text=(f"订单 {order_no} 的后续任务「{kind}」尝试 {followup.attempts} 次后仍失败：{type(exc).__name__}: {exc}。"
