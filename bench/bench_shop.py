@@ -657,14 +657,14 @@ def flash_sale_activity() -> tuple[int, int] | None:
     """A live 秒杀 of 500 units (limit 1 per customer) on a fresh SKU of 1,000 units, when the
     shop has flash sales (apps.marketing); returns (flash_sale_id, sku_id)."""
     try:
-        from apps.marketing import services as marketing
+        from apps.marketing import flash_sales
     except ImportError:
         return None
     from django.utils import timezone
 
     _, sku_id = new_sku("秒杀 activity SKU", 2 * UNITS, price_fen=1990)
     now = timezone.now()
-    sale = marketing.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=UNITS,
+    sale = flash_sales.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=UNITS,
                                          starts_at=now - dt.timedelta(minutes=1),
                                          ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
     return sale.pk, sku_id

@@ -270,7 +270,7 @@ def make_sku(db):
 @pytest.fixture
 def consultation(db):
     """A teacher with a consultation product (one SKU, 29900 fen) and slots for 8 days."""
-    from apps.appointments.services import slots_generate
+    from apps.appointments.slots import slots_generate
     from apps.catalog.models import Category, Kind, Product, Sku, Teacher
 
     category = Category.objects.create(name="咨询预约", kind=Kind.CONSULTATION)
@@ -285,7 +285,7 @@ def consultation(db):
     c = Consultation()
     c.product, c.sku, c.teacher = product, sku, teacher
     # Only slots that can still be booked (BOOKING_MIN_NOTICE_MINUTES ahead), whatever the time of day.
-    from apps.appointments.services import booking_open_after
+    from apps.appointments.slots import booking_open_after
 
     c.slots = list(teacher.slots.filter(start__gt=booking_open_after()).order_by("start"))
     return c

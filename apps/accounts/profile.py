@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from apps.accounts.models import Address, Customer
-from apps.accounts.services import customer_lock
+from apps.accounts.wallet import customer_lock
 from apps.files.services import is_our_upload_url
 from starmall.errors import InvalidInput, NotFound
 

@@ -6,9 +6,9 @@ from celery import shared_task
 @shared_task
 def points_release_due() -> int:
     """Beat: frozen points whose order completed ``POINTS_FREEZE_DAYS`` ago become spendable."""
-    from apps.accounts import services
+    from apps.accounts import wallet
 
-    return services.points_release_due()
+    return wallet.points_release_due()
 
 
 @shared_task

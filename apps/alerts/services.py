@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from django.db import transaction
@@ -61,6 +62,25 @@ def alert_raise(*, key: str, kind: str, title: str, text: str) -> bool:
     else:
         logger.info("alert %s recorded: %s", alert.key, alert.title)
     transaction.on_commit(partial(alert_dispatch, alert.pk))
+    return True
+
+
+def alert_on_failure(mark: Callable[[], int], alert: Callable[[], dict[str, str]] | None) -> bool:
+    """Make a state change and raise its one alert in one transaction; True if this call made it.
+
+    ``mark``: the conditional UPDATE (with whatever must change with it) that moves a row to its
+    failed state (a refund FAILED, a payment MANUAL, a follow-up or reminder FAILED), or back to
+    pending for a retry; returns the number of rows it changed. ``alert``: builds the keyword
+    arguments of :func:`alert_raise` (``key``, ``kind``, ``title``, ``text``); it is called, and
+    the alert raised, only when ``mark`` changed exactly one row, so a second worker or a repeat
+    that finds the row already moved raises nothing. None: a change that needs no alert (an
+    attempt that will be retried). Joins the caller's transaction as a savepoint, or opens one.
+    """
+    with transaction.atomic():
+        if mark() != 1:
+            return False
+        if alert is not None:
+            alert_raise(**alert())
     return True
 
 

@@ -1,9 +1,9 @@
 """Back office for slots: changed only by holders of ``appointments.manage_slot``, through
-``services.slot_update`` (capacity never below bookings, a booked slot's time never moves);
+``slots.slot_update`` (capacity never below bookings, a booked slot's time never moves);
 times shown in Shanghai time.
 
 A staff user linked to a teacher (``Teacher.user``, the teacher role) sees only that teacher's
-slots and days off, and blocks or unblocks them with the actions (``services.slot_block`` /
+slots and days off, and blocks or unblocks them with the actions (``slots.slot_block`` /
 ``day_block``: a booked slot is refused, with the reason, per slot).
 """
 
@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from apps.appointments import services
+from apps.appointments import slots
 from apps.appointments.models import Booking, DayOff, Slot
 from apps.catalog.selectors import teacher_for_user
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
@@ -93,7 +93,7 @@ class SlotAdmin(admin.ModelAdmin):
         outcomes = []
         for slot in self.get_queryset(request).filter(pk__in=queryset.values("pk")):
             try:
-                services.slot_block(slot_id=slot.pk, blocked=blocked)
+                slots.slot_block(slot_id=slot.pk, blocked=blocked)
                 outcomes.append(Outcome(str(slot), messages.SUCCESS, "已停约" if blocked else "已开放"))
             except ShopError as exc:
                 outcomes.append(Outcome(str(slot), messages.ERROR, exc.message))
@@ -113,7 +113,7 @@ class SlotAdmin(admin.ModelAdmin):
                        for s in self.get_queryset(request).filter(pk__in=queryset.values("pk"))})
         outcomes = []
         for teacher_id, date, name in days:
-            result = services.day_block(teacher_id=teacher_id, date=date, blocked=blocked)
+            result = slots.day_block(teacher_id=teacher_id, date=date, blocked=blocked)
             label = f"{name} {date:%Y-%m-%d}"
             outcomes.append(Outcome(label, messages.SUCCESS if not result.refused else messages.WARNING,
                                     f"{'休息' if blocked else '恢复工作'}，{len(result.changed)} 个时段已变更"))
@@ -166,7 +166,7 @@ class SlotAdmin(admin.ModelAdmin):
         if "teacher" in changes:
             changes["teacher_id"] = changes.pop("teacher").pk
         try:  # the service repeats the guards in its UPDATE: a booking made meanwhile wins
-            services.slot_update(slot_id=obj.pk, **changes)
+            slots.slot_update(slot_id=obj.pk, **changes)
         except ShopError as exc:
             request._starmall_refused = True
             messages.error(request, f"{obj}: 未保存：{exc.message}")
@@ -224,14 +224,14 @@ class DayOffAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         require_perm(request, MANAGE)
-        result = services.day_block(teacher_id=obj.teacher_id, date=obj.date, blocked=True)
+        result = slots.day_block(teacher_id=obj.teacher_id, date=obj.date, blocked=True)
         obj.pk = DayOff.objects.get(teacher_id=obj.teacher_id, date=obj.date).pk
         for slot_id, reason in result.refused:
             messages.warning(request, f"时段 #{slot_id}：{reason}")
 
     def delete_model(self, request, obj):
         require_perm(request, MANAGE)
-        services.day_block(teacher_id=obj.teacher_id, date=obj.date, blocked=False)
+        slots.day_block(teacher_id=obj.teacher_id, date=obj.date, blocked=False)
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:

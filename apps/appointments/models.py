@@ -8,7 +8,7 @@ from django.utils import timezone
 class Slot(models.Model):
     """One bookable hour of a teacher (aware datetimes, generated in Shanghai time).
 
-    ``booked`` moves only by conditional UPDATEs in ``apps.appointments.services``; the CHECK
+    ``booked`` moves only by conditional UPDATEs in ``apps.appointments.slots``; the CHECK
     constraints are the last line of defence. UNIQUE (teacher, start) makes generation rerunnable.
     """
 

@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from apps.catalog import services
+from apps.catalog import stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Category, Product, Sku, Teacher
 from starmall.admin import ChangedFieldsAdmin, save_changed_fields
@@ -99,7 +99,7 @@ class SkuAdmin(admin.ModelAdmin):
             messages.error(request, f"{obj}: 库存未修改：需要 change_stock 权限")
             return
         try:
-            obj.stock = services.sku_stock_adjust(sku_id=obj.pk, delta=delta)
+            obj.stock = stock.sku_stock_adjust(sku_id=obj.pk, delta=delta)
         except InsufficientStock as exc:
             messages.error(request, exc.message)
         else:

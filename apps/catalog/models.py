@@ -96,7 +96,7 @@ class Product(models.Model):
 class Sku(models.Model):
     """One sellable spec combination of a product: its own price and stock.
 
-    ``stock`` changes only through ``apps.catalog.services`` (conditional UPDATEs); the CHECK
+    ``stock`` changes only through ``apps.catalog.stock`` (conditional UPDATEs); the CHECK
     constraint is the last line of defence against overselling.
     """
 

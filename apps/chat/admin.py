@@ -8,7 +8,7 @@ from django.db.models import Count, F, Q
 from django.http import HttpResponseRedirect
 
 from apps.appointments.models import Slot
-from apps.appointments.services import booking_open_after
+from apps.appointments.slots import booking_open_after
 from apps.catalog.models import Kind
 from apps.catalog.selectors import teacher_for_user
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession, Consultation, ConsultationReminder, Side

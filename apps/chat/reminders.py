@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.alerts.models import Alert
-from apps.alerts.services import alert_raise
+from apps.alerts.services import alert_on_failure
 from apps.catalog.models import Kind
 from apps.chat.models import ConsultationReminder
 from apps.orders.models import Order, OrderStatus
@@ -98,17 +98,17 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
                   "character_string4": {"value": order.order_no}},
         )
     except Exception as exc:  # noqa: BLE001 - recorded; the next scan retries until MAX_ATTEMPTS
-        failed = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS
-        with transaction.atomic():  # FAILED and its one alert together
-            if _finish(reminder_id, Status.FAILED if failed else Status.PENDING,
-                       f"{type(exc).__name__}: {exc}") == 1 and failed:
-                alert_raise(
-                    key=f"reminder:{reminder_id}:failed", kind=Alert.Kind.REMINDER_FAILED,
-                    title=f"订单 {order.order_no} 的咨询提醒发送失败",
-                    text=(f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
-                          f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
-                          f"{type(exc).__name__}: {exc}。请联系顾客确认咨询时间。"),
-                )
+        failed, error = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS, f"{type(exc).__name__}: {exc}"
+        alert_on_failure(  # FAILED and its one alert together
+            lambda: _finish(reminder_id, Status.FAILED if failed else Status.PENDING, error),
+            (lambda: dict(
+                key=f"reminder:{reminder_id}:failed", kind=Alert.Kind.REMINDER_FAILED,
+                title=f"订单 {order.order_no} 的咨询提醒发送失败",
+                text=(f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
+                      f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
+                      f"{error}。请联系顾客确认咨询时间。"),
+            )) if failed else None,
+        )
         if failed:
             logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)
         return Status.FAILED if failed else Status.PENDING

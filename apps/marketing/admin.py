@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Sku
-from apps.marketing import services
+from apps.marketing import flash_sales
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from starmall.admin import ReadOnlyModelAdmin
 from starmall.errors import InvalidInput
@@ -39,7 +39,7 @@ class FlashSaleForm(forms.ModelForm):
         if isinstance(sku, Sku):
             sku = Sku.objects.select_related("product").get(pk=sku.pk)
         try:
-            services.flash_sale_validate(
+            flash_sales.flash_sale_validate(
                 sku=sku, price_fen=data.get("price_fen"), starts_at=data.get("starts_at"),
                 ends_at=data.get("ends_at"), limit_per_customer=data.get("limit_per_customer"),
                 stock=data.get("stock"), sale=sale,
@@ -82,14 +82,14 @@ class FlashSaleAdmin(admin.ModelAdmin):
         data = form.cleaned_data
         terms = {k: data[k] for k in ("title", "price_fen", "starts_at", "ends_at", "limit_per_customer", "is_active")}
         if change:
-            services.flash_sale_update(sale_id=obj.pk, **terms)
+            flash_sales.flash_sale_update(sale_id=obj.pk, **terms)
         else:
-            sale = services.flash_sale_schedule(sku_id=data["sku"].pk, stock=data["stock"], **terms)
+            sale = flash_sales.flash_sale_schedule(sku_id=data["sku"].pk, stock=data["stock"], **terms)
             obj.pk, obj.created_at, obj.sold = sale.pk, sale.created_at, sale.sold
         delta = data.get("stock_change") or 0
         if change and delta:
             try:
-                obj.stock = services.flash_sale_stock_adjust(sale_id=obj.pk, delta=delta)
+                obj.stock = flash_sales.flash_sale_stock_adjust(sale_id=obj.pk, delta=delta)
             except InsufficientStock as exc:
                 messages.error(request, exc.message)
             else:

@@ -8,7 +8,7 @@ Who does what (apps import downward: orders ask marketing, marketing asks accoun
   filter in the background (:func:`coupon_issue_run`, a Celery task backed by the
   ``CouponIssue`` row, re-pushed by beat until done).
 * The coupon a customer holds is ``accounts.Coupon`` (terms copied at receipt). Order create
-  takes it with ``accounts.services.coupon_take`` (conditional ``available -> used``: single
+  takes it with ``accounts.wallet.coupon_take`` (conditional ``available -> used``: single
   use under races); cancel and full refund give it back with ``coupon_return`` while valid.
 * Confirm asks :func:`coupons_for_cart` for the usable coupons of the cart, best first.
 

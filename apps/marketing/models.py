@@ -1,8 +1,8 @@
 """Flash sales (秒杀) and what each customer bought in them.
 
-Marketing is asked by orders at confirm/create (``apps.marketing.services``), never the reverse.
+Marketing is asked by orders at confirm/create (``apps.marketing.flash_sales``), never the reverse.
 How units move between a sale, its SKU and the orders is written down once, in
-``apps/marketing/services.py`` ("Conservation").
+``apps/marketing/flash_sales.py`` ("Conservation").
 """
 
 from django.db import models
@@ -17,7 +17,7 @@ class FlashSale(models.Model):
     (two conditional UPDATEs in the order's transaction), so the sale can never sell more than
     the warehouse holds. ``sold`` is the units of this sale in orders that were not given back
     (cancelled, or refunded and restocked). ``stock`` and ``sold`` change only through
-    ``apps.marketing.services`` (conditional F() UPDATEs); the CHECKs are the last line of defence.
+    ``apps.marketing.flash_sales`` (conditional F() UPDATEs); the CHECKs are the last line of defence.
     The original price shown next to the sale price is the SKU's current ``price_fen``.
     """
 

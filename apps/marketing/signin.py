@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import WalletEvent
 from apps.marketing.models import SignIn, SignInRule
 

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.orders.models import CartItem

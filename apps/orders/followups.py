@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.alerts.models import Alert
-from apps.alerts.services import alert_raise
+from apps.alerts.services import alert_on_failure
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
 from starmall.admin_money import yuan
@@ -45,11 +45,11 @@ def followup_record(*, order: Order, kind: str) -> FollowUp | None:
     return followup
 
 
-def followups_record(*, order: Order, kinds: list[str]) -> list[FollowUp]:
+def followup_record_many(*, order: Order, kinds: list[str]) -> list[FollowUp]:
     """Insert the follow-ups ``kinds`` of ``order`` in one INSERT and push them after commit.
 
     What :func:`followup_record` does per kind, in one statement and one savepoint instead of
-    one each (the paying transaction holds hot rows; issue 8). If one of them exists already,
+    one each (the paying transaction holds hot rows). If one of them exists already,
     falls back to :func:`followup_record` per kind. Caller holds the transaction.
     """
     try:
@@ -59,11 +59,11 @@ def followups_record(*, order: Order, kinds: list[str]) -> list[FollowUp]:
             )
     except IntegrityError:
         return [row for kind in kinds if (row := followup_record(order=order, kind=kind)) is not None]
-    transaction.on_commit(partial(followups_dispatch, [row.pk for row in rows]))
+    transaction.on_commit(partial(_dispatch_many, [row.pk for row in rows]))
     return rows
 
 
-def followups_dispatch(followup_ids: list[int]) -> int:
+def _dispatch_many(followup_ids: list[int]) -> int:
     """Push several follow-ups; mark the pushed ones dispatched in one UPDATE; return how many."""
     from apps.orders.tasks import followup_run
 
@@ -112,11 +112,12 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     except Exception as exc:  # any handler error: record it and let the sweep retry
         status = (FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS
                   else FollowUp.Status.PENDING)
-        with transaction.atomic():  # FAILED and its one alert together
-            if FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-                last_error=f"{type(exc).__name__}: {exc}"[:2000], status=status, locked_until=None
-            ) == 1 and status == FollowUp.Status.FAILED:
-                _alert_failed(followup, exc)
+        error = f"{type(exc).__name__}: {exc}"
+        alert_on_failure(  # FAILED and its one alert together
+            lambda: FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
+                last_error=error[:2000], status=status, locked_until=None),
+            partial(_alert_failed, followup, exc) if status == FollowUp.Status.FAILED else None,
+        )
         if status == FollowUp.Status.FAILED:
             logger.error("ALERT follow-up %s FAILED after %s attempts: %s", followup.key, followup.attempts, exc)
         else:
@@ -125,10 +126,10 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     return FollowUp.Status.DONE
 
 
-def _alert_failed(followup: FollowUp, exc: Exception) -> None:
+def _alert_failed(followup: FollowUp, exc: Exception) -> dict[str, str]:
     """The one alert of a follow-up that turned FAILED (key ``followup:<key>:failed``)."""
     order_no, kind = followup.order.order_no, followup.get_kind_display()
-    alert_raise(
+    return dict(
         key=f"followup:{followup.key}:failed", kind=Alert.Kind.FOLLOWUP_FAILED,
         title=f"订单 {order_no} 的后续任务「{kind}」失败",
         text=(f"订单 {order_no} 的后续任务「{kind}」尝试 {followup.attempts} 次后仍失败：{type(exc).__name__}: {exc}。"
@@ -177,7 +178,7 @@ def _award_points(followup: FollowUp) -> None:
     (API.md); written VOID if the order was cancelled or refunded meanwhile. The customer's row
     is locked before the order's status is read, as the refund's void does: the two cannot
     miss each other. WalletEvent's UNIQUE makes a repeat a no-op."""
-    from apps.accounts import services as wallet
+    from apps.accounts import wallet
     from apps.orders.models import OrderStatus
 
     order = followup.order

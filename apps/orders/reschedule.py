@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.appointments import services as slots
+from apps.appointments import slots
 from apps.catalog.models import Kind
 from apps.orders import events
 from apps.orders.models import Order, OrderStatus

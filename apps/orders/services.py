@@ -28,17 +28,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.accounts import selectors as account_selectors
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
-from apps.appointments import services as slots
+from apps.appointments import slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Slot
-from apps.catalog import services as stock
-from apps.catalog import soldout
+from apps.catalog import soldout, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
-from apps.marketing import coupons
-from apps.marketing import services as flash_sales
+from apps.marketing import coupons, flash_sales
 from apps.orders import cart, drafts, events, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
@@ -78,7 +76,7 @@ def order_confirm(
     this cart with the fen each takes off (capped at the goods total and so that 1 fen is left),
     best first; ``coupon_id`` must be one of them (else CouponUnavailable). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
     at the sale's price, no coupon (-> CouponUnavailable; points are allowed); the sale's rules
-    are ``apps.marketing.services.flash_sale_check`` (invalid_state, limit_exceeded,
+    are ``apps.marketing.flash_sales.flash_sale_check`` (invalid_state, limit_exceeded,
     insufficient_stock). ``cart_item_ids`` instead of ``items``: those of the customer's cart
     lines (another's or a gone line -> NotFound); the draft records them and create removes
     them (``apps.orders.cart``). Freight: ``apps.shipping`` for the address's province and
@@ -591,7 +589,7 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     kinds = [FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD]
     if order.kind == Kind.CONSULTATION:
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
-    followups.followups_record(order=order, kinds=kinds)
+    followups.followup_record_many(order=order, kinds=kinds)
     # Last (step 8 of starmall/locking.py): a flash sale's orders all count into one product
     # row, locked until commit; a balance payment debits the customer (step 5) before this.
     stock.product_sales_add(quantities=_product_units(order))

@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.payments import wechat
 from apps.payments.models import Notification, Recharge, RechargePackage

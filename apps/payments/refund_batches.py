@@ -34,7 +34,7 @@ from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
 from apps.alerts.models import Alert
-from apps.alerts.services import alert_raise
+from apps.alerts.services import alert_on_failure
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order
 from apps.payments import refunds
@@ -230,15 +230,15 @@ def _attempt_failed(item: RefundBatchItem, error: str, now: dt.datetime) -> str:
 def _finish(item: RefundBatchItem, status: str, note: str, now: dt.datetime) -> str:
     """End a queued item as ``status`` with ``note``; one alert (``refund_batch_item:<id>:failed``)
     in the same transaction when it ends FAILED."""
-    with transaction.atomic():
-        if Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
-                status=status, note=note[:2000], finished_at=now, next_attempt_at=None) == 1:
-            logger.error("ALERT refund batch %s item %s (%s) %s: %s", item.batch_id, item.pk, item.order_no, status, note)
-            if status == Item.Status.FAILED:
-                alert_raise(key=f"refund_batch_item:{item.pk}:failed", kind=Alert.Kind.REFUND_FAILED,
-                            title=f"批量退款 #{item.batch_id} 中订单 {item.order_no} 未能退款",
-                            text=f"批量退款 #{item.batch_id} 的订单 {item.order_no}：{note}。请在后台「批量退款」中查看，"
-                                 f"可用「重试失败的条目」重试。")
+    if alert_on_failure(
+        lambda: Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
+            status=status, note=note[:2000], finished_at=now, next_attempt_at=None),
+        (lambda: dict(key=f"refund_batch_item:{item.pk}:failed", kind=Alert.Kind.REFUND_FAILED,
+                      title=f"批量退款 #{item.batch_id} 中订单 {item.order_no} 未能退款",
+                      text=f"批量退款 #{item.batch_id} 的订单 {item.order_no}：{note}。请在后台「批量退款」中查看，"
+                           f"可用「重试失败的条目」重试。")) if status == Item.Status.FAILED else None,
+    ):
+        logger.error("ALERT refund batch %s item %s (%s) %s: %s", item.batch_id, item.pk, item.order_no, status, note)
     return Item.objects.filter(pk=item.pk).values_list("status", flat=True).get()
 
 

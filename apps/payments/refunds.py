@@ -21,10 +21,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import WalletEvent
 from apps.alerts.models import Alert
-from apps.alerts.services import alert_raise
+from apps.alerts.services import alert_on_failure
 from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
@@ -262,21 +262,27 @@ def _attempt_failed(refund: Refund, now: dt.datetime, error: str, retryable: boo
 def _mark_failed(refund: Refund, error: str) -> None:
     """FAILED, its after-sale request FAILED and one alert (``refund:<out_refund_no>:failed``),
     in one transaction; a refund that is no longer processing/submitted is left alone."""
-    with transaction.atomic():  # the refund's rows only: Refund, AfterSale, RefundBatchItem (starmall/locking.py)
+    def mark() -> int:  # the refund's rows only: Refund, AfterSale, RefundBatchItem (starmall/locking.py)
         if Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
             status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
-        ) == 1:
-            if refund.after_sale_id:
-                AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.FAILED)
-            RefundBatchItem.follow_refund(refund_id=refund.pk, status=Refund.Status.FAILED, error=error)
-            order_no = Order.objects.filter(pk=refund.order_id).values_list("order_no", flat=True).first()
-            alert_raise(
-                key=f"refund:{refund.out_refund_no}:failed", kind=Alert.Kind.REFUND_FAILED,
-                title=f"退款 {refund.out_refund_no} 失败（订单 {order_no}）",
-                text=(f"订单 {order_no} 的退款 {refund.out_refund_no}（{yuan(refund.refund_fen)} 元）"
-                      f"尝试 {refund.attempts} 次后失败：{error}。钱尚未退给顾客；请在后台「退款」中查看原因，"
-                      f"可用「重试失败的退款」以同一退款单号重试。"),
-            )
+        ) != 1:
+            return 0
+        if refund.after_sale_id:
+            AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.FAILED)
+        RefundBatchItem.follow_refund(refund_id=refund.pk, status=Refund.Status.FAILED, error=error)
+        return 1
+
+    def alert() -> dict[str, str]:
+        order_no = Order.objects.filter(pk=refund.order_id).values_list("order_no", flat=True).first()
+        return dict(
+            key=f"refund:{refund.out_refund_no}:failed", kind=Alert.Kind.REFUND_FAILED,
+            title=f"退款 {refund.out_refund_no} 失败（订单 {order_no}）",
+            text=(f"订单 {order_no} 的退款 {refund.out_refund_no}（{yuan(refund.refund_fen)} 元）"
+                  f"尝试 {refund.attempts} 次后失败：{error}。钱尚未退给顾客；请在后台「退款」中查看原因，"
+                  f"可用「重试失败的退款」以同一退款单号重试。"),
+        )
+
+    alert_on_failure(mark, alert)
     logger.error("ALERT refund %s FAILED after %s attempts: %s", refund.out_refund_no, refund.attempts, error)
 
 

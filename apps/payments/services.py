@@ -17,10 +17,10 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.exceptions import InsufficientBalance
 from apps.alerts.models import Alert
-from apps.alerts.services import alert_raise
+from apps.alerts.services import alert_on_failure
 from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
@@ -319,17 +319,17 @@ def payment_check_uncertain(*, payment: Payment, now: dt.datetime | None = None)
         Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
             checks=checks, next_check_at=now + UNCERTAIN_CHECK_WAITS[checks])
         return "later"
-    with transaction.atomic():  # MANUAL and its one alert together
-        manual = Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
-            status=PaymentStatus.MANUAL, checks=checks, next_check_at=None) == 1
-        if manual:
-            alert_raise(
-                key=f"payment:{payment.out_trade_no}:manual", kind=Alert.Kind.PAYMENT_MANUAL,
-                title=f"支付 {payment.out_trade_no} 状态无法确认，需人工处理",
-                text=(f"商户订单号 {payment.out_trade_no}（{yuan(payment.total_fee)} 元）向微信查询 {checks} 次"
-                      f"仍无法确认是否支付（最后答复：{state or '无答复'}），已转为人工处理（MANUAL）。"
-                      f"请在后台「支付」中筛选「人工处理」，用「立即向微信查询」确认。"),
-            )
+    manual = alert_on_failure(  # MANUAL and its one alert together
+        lambda: Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
+            status=PaymentStatus.MANUAL, checks=checks, next_check_at=None),
+        lambda: dict(
+            key=f"payment:{payment.out_trade_no}:manual", kind=Alert.Kind.PAYMENT_MANUAL,
+            title=f"支付 {payment.out_trade_no} 状态无法确认，需人工处理",
+            text=(f"商户订单号 {payment.out_trade_no}（{yuan(payment.total_fee)} 元）向微信查询 {checks} 次"
+                  f"仍无法确认是否支付（最后答复：{state or '无答复'}），已转为人工处理（MANUAL）。"
+                  f"请在后台「支付」中筛选「人工处理」，用「立即向微信查询」确认。"),
+        ),
+    )
     if manual:
         logger.error("ALERT payment %s still uncertain after %s checks (last answer %r): MANUAL",
                      payment.out_trade_no, checks, state or "no answer")

@@ -11,7 +11,7 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
 from apps.accounts.selectors import points_frozen
 from apps.catalog.models import Product, Sku
@@ -171,7 +171,7 @@ def test_full_refund_returns_a_valid_coupon_and_takes_sales_back(shop):
 
 
 def test_sales_never_drop_below_zero(make_sku):
-    from apps.catalog.services import product_sales_remove
+    from apps.catalog.stock import product_sales_remove
 
     sku = make_sku()
     Product.objects.filter(pk=sku.product_id).update(sales=1)

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.models import Coupon, Customer, WalletEvent
-from apps.appointments import services as slot_services
+from apps.appointments import slots
 from apps.appointments.models import Slot
 from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
@@ -146,18 +146,18 @@ def test_a_booking_made_while_the_slot_page_was_open_wins(boss, buyer, consultat
 def test_slot_update_repeats_its_guards_in_the_update(booked_slot, consultation):
     before = _slot_row(booked_slot)
     with pytest.raises(InvalidState, match="容量不能小于已预约人数"):
-        slot_services.slot_update(slot_id=booked_slot.pk, capacity=0)
+        slots.slot_update(slot_id=booked_slot.pk, capacity=0)
     with pytest.raises(InvalidState, match="不能修改老师或时间"):
-        slot_services.slot_update(slot_id=booked_slot.pk, start=booked_slot.start + dt.timedelta(hours=1),
+        slots.slot_update(slot_id=booked_slot.pk, start=booked_slot.start + dt.timedelta(hours=1),
                                   end=booked_slot.end + dt.timedelta(hours=1))
     with pytest.raises(InvalidInput):
-        slot_services.slot_update(slot_id=booked_slot.pk, end=booked_slot.start)
+        slots.slot_update(slot_id=booked_slot.pk, end=booked_slot.start)
     assert _slot_row(booked_slot) == before
     free = consultation.slots[0]
     with pytest.raises(InvalidInput):  # the teacher already has a slot starting then
-        slot_services.slot_update(slot_id=free.pk, start=consultation.slots[1].start,
+        slots.slot_update(slot_id=free.pk, start=consultation.slots[1].start,
                                   end=consultation.slots[1].end)
-    assert slot_services.slot_update(slot_id=booked_slot.pk, capacity=3, is_open=False).capacity == 3
+    assert slots.slot_update(slot_id=booked_slot.pk, capacity=3, is_open=False).capacity == 3
 
 
 def test_moving_an_unbooked_slot_onto_another_is_a_form_error(boss, consultation):

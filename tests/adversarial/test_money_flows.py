@@ -81,7 +81,7 @@ def test_naive_times_are_read_as_shanghai_or_rejected_never_as_utc():
 
 
 def test_slot_generation_with_a_naive_now_is_shanghai_or_rejected(db, consultation):
-    from apps.appointments.services import slots_generate
+    from apps.appointments.slots import slots_generate
 
     naive = dt.datetime(2031, 3, 3, 8, 30)  # 08:30 in Shanghai: the 9 o'clock slot is still ahead
     try:

@@ -212,7 +212,7 @@ def test_same_coupon_in_two_drafts_racing_is_used_once(make_customer, make_sku, 
 
 
 def test_slot_booking_racing_slot_generation_reruns(make_customer, consultation, race):
-    from apps.appointments.services import slots_generate
+    from apps.appointments.slots import slots_generate
 
     slots = consultation.slots[:4]
     drafts = []

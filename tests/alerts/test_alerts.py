@@ -258,3 +258,37 @@ def test_a_long_sweep_claims_each_alert_from_the_moment_it_takes_it(wechat, monk
     assert services.alert_deliver(alert_id=alert.pk, now=started) == "sent"
     assert seen == [True]
     assert len(wechat.control.robot_messages()) == 1
+
+
+def test_alert_on_failure_raises_the_alert_only_when_its_change_moved_a_row(django_capture_on_commit_callbacks):
+    built = []
+
+    def alert() -> dict[str, str]:
+        built.append(1)
+        return {"key": "refund:SM1R9:failed", "kind": Alert.Kind.REFUND_FAILED, "title": "退款 SM1R9 失败",
+                "text": "退款 SM1R9（5.00 元）尝试 3 次后失败。"}
+
+    with django_capture_on_commit_callbacks(execute=False):
+        assert services.alert_on_failure(lambda: 0, alert) is False  # another worker moved it first
+        assert (built, Alert.objects.count()) == ([], 0)
+        assert services.alert_on_failure(lambda: 1, None) is True  # a retry: no alert
+        assert Alert.objects.count() == 0
+        assert services.alert_on_failure(lambda: 1, alert) is True
+    assert built == [1]
+    assert list(Alert.objects.values_list("key", "kind", "title")) == [
+        ("refund:SM1R9:failed", "refund_failed", "退款 SM1R9 失败")]
+
+
+def test_alert_on_failure_rolls_the_change_back_with_a_failing_alert():
+    raise_refund_alert("SM1R8")
+    alert_id = Alert.objects.get().pk
+
+    def mark() -> int:
+        return Alert.objects.filter(pk=alert_id).update(title="改过")
+
+    def broken_alert() -> dict[str, str]:
+        raise RuntimeError("alert text could not be built")
+
+    with pytest.raises(RuntimeError):
+        services.alert_on_failure(mark, broken_alert)
+    assert Alert.objects.get(pk=alert_id).title == "退款 SM1R8 失败"  # the change and its alert go together

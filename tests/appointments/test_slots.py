@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import transaction
 
-from apps.appointments import services
+from apps.appointments import slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Teacher
@@ -20,9 +20,9 @@ def test_generate_makes_six_slots_a_day_for_eight_days_and_rerun_adds_nothing():
     Teacher.objects.create(name="乙")
     Teacher.objects.create(name="停用", is_active=False)
     now = dt.datetime(2026, 12, 1, 8, 0, tzinfo=SHANGHAI)  # before the first slot of the day
-    first = services.slots_generate(now=now)
+    first = slots.slots_generate(now=now)
     assert first.created == 2 * 8 * 6
-    assert services.slots_generate(now=now).created == 0
+    assert slots.slots_generate(now=now).created == 0
     assert Slot.objects.count() == 96
     starts = sorted({s.astimezone(SHANGHAI) for s in Slot.objects.values_list("start", flat=True)})
     assert starts[0] == dt.datetime(2026, 12, 1, 9, 0, tzinfo=SHANGHAI)
@@ -34,9 +34,9 @@ def test_generate_makes_six_slots_a_day_for_eight_days_and_rerun_adds_nothing():
 
 def test_generate_skips_started_slots_and_removes_past_free_ones():
     teacher = Teacher.objects.create(name="甲")
-    services.slots_generate(now=dt.datetime(2026, 12, 1, 8, 0, tzinfo=SHANGHAI))
+    slots.slots_generate(now=dt.datetime(2026, 12, 1, 8, 0, tzinfo=SHANGHAI))
     later = dt.datetime(2026, 12, 2, 12, 0, tzinfo=SHANGHAI)  # day 2, 09:00 and 11:00 have begun
-    result = services.slots_generate(now=later)
+    result = slots.slots_generate(now=later)
     assert result.removed == 6 + 2  # all of Dec 1 and the first two of Dec 2, none booked
     assert result.created == 6  # Dec 9 appears
     assert Slot.objects.filter(teacher=teacher).count() == 8 * 6 - 8 + 6
@@ -44,26 +44,26 @@ def test_generate_skips_started_slots_and_removes_past_free_ones():
 
 def test_book_respects_capacity_and_release_happens_once(customer):
     teacher = Teacher.objects.create(name="甲")
-    services.slots_generate()
-    slot = Slot.objects.filter(teacher=teacher, start__gt=services.booking_open_after()).first()
+    slots.slots_generate()
+    slot = Slot.objects.filter(teacher=teacher, start__gt=slots.booking_open_after()).first()
     with transaction.atomic():
-        services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
+        slots.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
     with pytest.raises(SlotUnavailable), transaction.atomic():  # as in the order's transaction
-        services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A2", customer_id=customer.pk)
+        slots.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A2", customer_id=customer.pk)
     assert Slot.objects.get(pk=slot.pk).booked == 1
-    assert services.slot_release(order_no="A1") is True
-    assert services.slot_release(order_no="A1") is False
+    assert slots.slot_release(order_no="A1") is True
+    assert slots.slot_release(order_no="A1") is False
     assert Slot.objects.get(pk=slot.pk).booked == 0
     assert Booking.objects.count() == 0
 
 
 def test_book_refuses_a_slot_within_the_minimum_notice(customer, settings):
     teacher = Teacher.objects.create(name="甲")
-    services.slots_generate()
-    slot = Slot.objects.filter(teacher=teacher, start__gt=services.booking_open_after()).first()
-    settings.BOOKING_MIN_NOTICE_MINUTES += int((slot.start - services.booking_open_after()).total_seconds() // 60) + 1
+    slots.slots_generate()
+    slot = Slot.objects.filter(teacher=teacher, start__gt=slots.booking_open_after()).first()
+    settings.BOOKING_MIN_NOTICE_MINUTES += int((slot.start - slots.booking_open_after()).total_seconds() // 60) + 1
     with pytest.raises(SlotUnavailable), transaction.atomic():
-        services.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
+        slots.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
     assert Slot.objects.get(pk=slot.pk).booked == 0 and Booking.objects.count() == 0
 
 

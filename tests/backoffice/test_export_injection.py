@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 from openpyxl import load_workbook
 
-from apps.accounts.services import balance_adjust
+from apps.accounts.wallet import balance_adjust
 from apps.payments import refunds
 from apps.payments.models import Payment, ReconciliationRun, Refund
 from starmall.spreadsheet import safe_text

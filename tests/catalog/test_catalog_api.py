@@ -39,7 +39,7 @@ def test_categories_and_products_listing(client, demo):
 
 
 def test_product_detail_goods_and_consultation(client, demo):
-    from apps.appointments.services import slots_generate
+    from apps.appointments.slots import slots_generate
 
     goods = client.get("/api/v1/products/1").json()
     assert [s["price_fen"] for s in goods["skus"]] == [12800, 13800, 12800, 13800]

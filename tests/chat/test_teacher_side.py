@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.appointments import services as slot_services
+from apps.appointments import slots
 from apps.appointments.models import DayOff, Slot
 from apps.catalog.models import Teacher
 from apps.chat.models import ChatMessage, ChatSession
@@ -45,17 +45,17 @@ def test_teacher_schedule_is_403_for_non_teachers(chat, make_api):
 def test_slot_block_refuses_a_booked_slot(chat, consultation):
     booked, free = consultation.slots[0], consultation.slots[1]
     with pytest.raises(InvalidState) as refused:
-        slot_services.slot_block(slot_id=booked.pk, blocked=True)
+        slots.slot_block(slot_id=booked.pk, blocked=True)
     assert "预约" in refused.value.message
     assert Slot.objects.get(pk=booked.pk).is_open is True
-    assert slot_services.slot_block(slot_id=free.pk, blocked=True).is_open is False
-    assert slot_services.slot_block(slot_id=free.pk, blocked=False).is_open is True
+    assert slots.slot_block(slot_id=free.pk, blocked=True).is_open is False
+    assert slots.slot_block(slot_id=free.pk, blocked=False).is_open is True
 
 
 def test_day_block_closes_free_slots_reports_booked_and_survives_generation(chat, consultation):
     booked = consultation.slots[0]
     day = timezone.localtime(booked.start).date()
-    result = slot_services.day_block(teacher_id=consultation.teacher.pk, date=day, blocked=True)
+    result = slots.day_block(teacher_id=consultation.teacher.pk, date=day, blocked=True)
     same_day = Slot.objects.filter(teacher=consultation.teacher, start__date=day)
     assert [slot_id for slot_id, _ in result.refused] == [booked.pk]
     assert sorted(result.changed) == sorted(same_day.exclude(pk=booked.pk).values_list("pk", flat=True))
@@ -63,11 +63,11 @@ def test_day_block_closes_free_slots_reports_booked_and_survives_generation(chat
     # a later day off: generated slots come out closed
     later = timezone.localdate() + dt.timedelta(days=7)
     Slot.objects.filter(teacher=consultation.teacher, start__date=later).delete()
-    slot_services.day_block(teacher_id=consultation.teacher.pk, date=later, blocked=True)
-    slot_services.slots_generate()
+    slots.day_block(teacher_id=consultation.teacher.pk, date=later, blocked=True)
+    slots.slots_generate()
     generated = Slot.objects.filter(teacher=consultation.teacher, start__date=later)
     assert generated.count() == 6 and not generated.filter(is_open=True).exists()
-    slot_services.day_block(teacher_id=consultation.teacher.pk, date=later, blocked=False)
+    slots.day_block(teacher_id=consultation.teacher.pk, date=later, blocked=False)
     assert generated.filter(is_open=True).count() == 6
     assert not DayOff.objects.filter(date=later).exists()
 
@@ -88,7 +88,7 @@ def teacher_staff(django_user_model, consultation):
 
 @pytest.fixture
 def other_teacher():
-    from apps.appointments.services import slots_generate
+    from apps.appointments.slots import slots_generate
 
     teacher = Teacher.objects.create(name="王老师", title="讲师")
     slots_generate()

@@ -7,8 +7,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from apps.accounts import profile
-from apps.accounts import services as accounts
+from apps.accounts import profile, services
 from apps.accounts.models import Address
 from apps.catalog.models import Product
 from apps.orders import services as orders
@@ -27,7 +26,7 @@ FIELDS = {"name": "王五", "phone": "13700000000", "province": "上海市", "ci
 
 def test_racing_default_addresses_leave_exactly_one_default_and_at_most_20(make_customer, race):
     customer = make_customer()
-    results = race(lambda i: accounts.address_create(customer=customer, is_default=True, **FIELDS), 24)
+    results = race(lambda i: services.address_create(customer=customer, is_default=True, **FIELDS), 24)
     assert sum(isinstance(r, Address) for r in results) == 20, results
     assert sum(isinstance(r, LimitExceeded) for r in results) == 4, results
     assert Address.objects.filter(customer=customer).count() == 20

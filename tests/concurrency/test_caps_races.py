@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import Address, Customer, WalletEvent
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku

@@ -277,7 +277,7 @@ def test_template_validation_names_the_fields():
 
 
 def test_full_refund_gives_the_coupon_back_while_valid(make_customer, make_api, consultation, make_template):
-    from apps.accounts import services as wallet
+    from apps.accounts import wallet
     from apps.payments import refunds
     from apps.payments.models import Refund
 

@@ -8,7 +8,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.marketing import services
+from apps.marketing import flash_sales
 from apps.marketing.models import FlashSale
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput
@@ -119,11 +119,11 @@ def test_flash_sale_admin_needs_the_manage_permission(clerk, flash_sku, make_sal
 def test_flash_sale_schedule_refuses_a_consultation_and_naive_times(consultation, flash_sku):
     now = timezone.now()
     with pytest.raises(InvalidInput) as refused:
-        services.flash_sale_schedule(title="x", sku_id=consultation.sku.pk, price_fen=100, stock=1, starts_at=now,
+        flash_sales.flash_sale_schedule(title="x", sku_id=consultation.sku.pk, price_fen=100, stock=1, starts_at=now,
                                      ends_at=now + dt.timedelta(hours=1))
     assert list(refused.value.detail) == ["sku"]
     with pytest.raises(InvalidInput) as naive:
-        services.flash_sale_schedule(title="x", sku_id=flash_sku.pk, price_fen=100, stock=1,
+        flash_sales.flash_sale_schedule(title="x", sku_id=flash_sku.pk, price_fen=100, stock=1,
                                      starts_at=dt.datetime(2030, 1, 1, 20), ends_at=dt.datetime(2030, 1, 1, 21))
     assert list(naive.value.detail) == ["starts_at"]
     assert FlashSale.objects.count() == 0

@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from apps.catalog import services as stock_services
-from apps.catalog import soldout
+from apps.catalog import soldout, stock
 from apps.catalog.models import Sku
 from apps.orders.models import Order
 
@@ -72,7 +71,7 @@ def test_staff_restock_clears_the_flag(api, make_sku, address, django_capture_on
     assert _confirm(api, sku, address).status_code == 409  # reads 0 in the database: flags it
     assert soldout.flagged([soldout.sku_key(sku.pk)])
     with django_capture_on_commit_callbacks(execute=True):
-        assert stock_services.sku_stock_adjust(sku_id=sku.pk, delta=5) == 5
+        assert stock.sku_stock_adjust(sku_id=sku.pk, delta=5) == 5
     assert not soldout.flagged([soldout.sku_key(sku.pk)])
     assert _confirm(api, sku, address).status_code == 200
 

@@ -19,7 +19,7 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.test import RequestFactory
 
 from apps.accounts.models import Coupon, Customer, WalletEvent
-from apps.catalog import services as catalog
+from apps.catalog import stock
 from apps.catalog.models import Product, Sku
 from apps.orders.models import FollowUp, Order
 from apps.payments import refunds
@@ -80,7 +80,7 @@ def test_balance_pay_that_loses_a_deadlock_once_is_run_again_and_pays_once(rich,
     customer, api, address = rich
     sku = make_sku(price_fen=12800, stock=5)
     order = place_order(api, items=[(sku, 1)], address=address)
-    calls = failing(monkeypatch, catalog, "product_sales_add", times=1)
+    calls = failing(monkeypatch, stock, "product_sales_add", times=1)
 
     with caplog.at_level(logging.WARNING, logger="starmall.locking"):
         response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
@@ -101,7 +101,7 @@ def test_balance_pay_that_loses_twice_answers_503_json_and_keeps_nothing(rich, m
     customer, api, address = rich
     sku = make_sku(price_fen=12800, stock=5)
     order = place_order(api, items=[(sku, 1)], address=address)
-    calls = failing(monkeypatch, catalog, "product_sales_add", times=2)
+    calls = failing(monkeypatch, stock, "product_sales_add", times=2)
 
     response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
 
@@ -134,7 +134,7 @@ def test_cancel_that_loses_a_deadlock_once_gives_back_exactly_once(rich, make_sk
                                    valid_until=timezone.now() + dt.timedelta(days=1))
     order = place_order(api, items=[(sku, 2)], address=address, coupon_id=coupon.pk, use_points=200)
     assert (Sku.objects.get(pk=sku.pk).stock, Customer.objects.get(pk=customer.pk).points) == (3, 100)
-    calls = failing(monkeypatch, catalog, "sku_stock_restore", times=1)
+    calls = failing(monkeypatch, stock, "sku_stock_restore", times=1)
 
     response = api.post(f"/api/v1/orders/{order['order_no']}/cancel", format="json")
 
@@ -156,7 +156,7 @@ def test_balance_refund_that_loses_a_deadlock_once_credits_once(rich, make_sku, 
     assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
     sale = refunds.refund_request(order_no=order["order_no"], customer_id=customer.pk, reason="不想要了")
     refund = refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:cs")
-    calls = failing(monkeypatch, catalog, "product_sales_remove", times=1)
+    calls = failing(monkeypatch, stock, "product_sales_remove", times=1)
 
     assert refunds.refund_execute(refund_id=refund.pk) == "success"
 
@@ -182,7 +182,7 @@ def wechat_order(rich, make_sku, place_order, wechat):
 
 def test_payment_notification_that_loses_a_deadlock_once_is_applied_once(wechat_order, deliver, monkeypatch):
     order, sku = wechat_order
-    calls = failing(monkeypatch, catalog, "product_sales_add", times=1)
+    calls = failing(monkeypatch, stock, "product_sales_add", times=1)
 
     attempts = deliver()
 
@@ -196,7 +196,7 @@ def test_payment_notification_that_loses_a_deadlock_once_is_applied_once(wechat_
 def test_payment_notification_that_loses_twice_answers_fail_xml_and_the_resend_applies(
         wechat_order, deliver, monkeypatch):
     order, sku = wechat_order
-    failing(monkeypatch, catalog, "product_sales_add", times=2)
+    failing(monkeypatch, stock, "product_sales_add", times=2)
 
     attempts = deliver()
 
@@ -222,7 +222,7 @@ def test_refund_notification_that_loses_twice_answers_fail_xml_and_keeps_nothing
     sale = refunds.refund_request(order_no=order["order_no"], customer_id=customer_id, reason="不想要了")
     refund = refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:cs")
     assert refunds.refund_execute(refund_id=refund.pk) == "submitted"
-    failing(monkeypatch, catalog, "product_sales_remove", times=2)
+    failing(monkeypatch, stock, "product_sales_remove", times=2)
 
     note = wechat.control.notifications(kind="refund")[0]
     attempts = deliver(note["id"])

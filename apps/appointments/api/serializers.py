@@ -4,7 +4,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.appointments.models import Slot
-from apps.appointments.services import booking_open_after
+from apps.appointments.slots import booking_open_after
 
 MAX_RANGE_DAYS = 62
 MAX_DISTANCE_DAYS = 366

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from apps.appointments.services import slots_generate
+from apps.appointments.slots import slots_generate
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from apps.accounts import services as wallet
+from apps.accounts import wallet
 from apps.accounts.models import Customer
 from apps.catalog.models import Product
 

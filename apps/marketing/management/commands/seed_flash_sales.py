@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from apps.catalog.models import Sku
-from apps.marketing import selectors, services
+from apps.marketing import flash_sales, selectors
 
 # (SKU code of fixtures/demo.json, title, sale price in fen, stock, limit per customer)
 LIVE = ("SM-001-001", "青瓷盖碗·天青 限时秒杀", 6800, 10, 2)
@@ -28,7 +28,7 @@ class Command(BaseCommand):
             sku = Sku.objects.filter(code=code).first()
             if sku is None or sku.stock < stock:
                 continue
-            sale = services.flash_sale_schedule(
+            sale = flash_sales.flash_sale_schedule(
                 title=title, sku_id=sku.pk, price_fen=price_fen, stock=stock, starts_at=starts_at,
                 ends_at=ends_at, limit_per_customer=limit,
             )
