@@ -15,9 +15,10 @@ _TOKEN = re.compile(r"(token=)[^&\s]+")
 
 
 class RedactTokens(logging.Filter):
-    """Access-log lines never carry an API token: a chat socket's URL is
+    """Log lines never carry an API token: a chat socket's URL is
     ``/ws/chat/{id}?token=<token>`` (``wx.connectSocket`` cannot send headers), logged as
-    ``token=***``. Works on uvicorn's access records, whose ``args`` hold the path."""
+    ``token=***``. Works on uvicorn's access records and on its error logger's WebSocket
+    handshake lines (``"WebSocket <path>" [accepted]`` / ``403``), whose ``args`` hold the path."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
@@ -34,4 +35,5 @@ class ShopUvicornWorker(UvicornWorker):
         super().__init__(*args, **kwargs)
         # No access log configured (WEB_ACCESS_LOG empty): uvicorn then builds no record at all.
         self.config.access_log = bool(self.cfg.accesslog)
-        logging.getLogger("uvicorn.access").addFilter(RedactTokens())
+        for name in ("uvicorn.access", "uvicorn.error"):
+            logging.getLogger(name).addFilter(RedactTokens())
