@@ -52,25 +52,55 @@ def post_fork(server, worker):
     import sys
 
     sys.setswitchinterval(float(os.environ.get("WEB_SWITCH_INTERVAL_MS", "0.5")) / 1000)
-    _exit_with_the_master()
+    _exit_with_the_master(worker)
 
 
-def _exit_with_the_master() -> None:
-    """Linux: the worker gets SIGTERM when its master dies, however it dies.
+ORPHAN_GRACE_SECONDS = 2  # a worker whose master died finishes what it can in this long, then exits
+
+
+def _exit_with_the_master(worker) -> None:
+    """The worker stops when its master dies, however it dies, and is gone within
+    ``ORPHAN_GRACE_SECONDS`` whatever it is doing.
 
     uvicorn's worker class does not watch its parent as gunicorn's own workers do: after a
     ``kill -9`` of the master its workers lived on holding the port, and every master the
-    supervisor started next failed with "Address already in use" (newcomer run, issue 8
-    session). ``prctl(PR_SET_PDEATHSIG)`` is the kernel's answer; elsewhere it is skipped.
+    supervisor started next failed with "Address already in use". Two parts:
+
+    - ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux): the kernel signals the worker the moment
+      the master's thread that forked it (gunicorn's main thread) exits. uvicorn then stops
+      accepting, closes the listening socket and finishes its requests.
+    - a watchdog thread, because that graceful shutdown waits without limit for every
+      connection's task: a chat consumer refused with 4401/4403 whose channel-layer receive
+      never finished its cancellation (channels_redis' BZPOPMIN loop) kept its worker alive,
+      with parent 1, until the whole run stopped. The watchdog notices the parent change
+      (``getppid``, also where there is no prctl), sends the same SIGTERM, and
+      ends the worker (``os._exit``) ``ORPHAN_GRACE_SECONDS`` later. With the master alive, a normal
+      stop is bounded by the master itself (``graceful_timeout``, then SIGKILL).
     """
     import ctypes
     import ctypes.util
     import signal
+    import threading
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux
-        return
-    if os.getppid() == 1:  # the master died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the watchdog alone
+        pass
+    threading.Thread(target=_orphan_watchdog, args=(worker,), name="orphan-watchdog", daemon=True).start()
+
+
+def _orphan_watchdog(worker, poll_seconds: float = 0.2) -> None:
+    """Wait until the worker's parent is no longer its master (``worker.ppid``), then stop the
+    worker: SIGTERM, and ``os._exit(1)`` after ``ORPHAN_GRACE_SECONDS`` if it is still here."""
+    import signal
+    import time
+
+    while os.getppid() == worker.ppid:  # also true at once if the master died before this started
+        time.sleep(poll_seconds)
+    worker.log.warning("Master %s is gone: worker %s stops", worker.ppid, os.getpid())
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(ORPHAN_GRACE_SECONDS)
+    worker.log.warning("Worker %s still busy %s s after its master died: exiting now", os.getpid(),
+                       ORPHAN_GRACE_SECONDS)
+    os._exit(1)
