@@ -18,7 +18,9 @@ the same host (README "Benchmarks"); the environment can override each of them:
 | ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
 | ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none — on or off measured the same in the flash sale, README "Benchmarks") |
 | ``WEB_SWITCH_INTERVAL_MS`` | 0.5 | how long a thread may hold the GIL before another runnable thread of the worker gets it (Python's default is 5 ms; see below) |
-| ``WEB_FORWARDED_ALLOW_IPS`` | ``127.0.0.1`` | proxies whose X-Forwarded-Proto is believed (nginx on the same host) |
+
+Which proxies' ``X-Forwarded-For`` / ``X-Forwarded-Proto`` are believed is ``TRUSTED_PROXIES``
+(default: none), one list for the uvicorn workers and the app (``starmall/proxies.py``).
 """
 
 import os
@@ -34,7 +36,9 @@ graceful_timeout = 5  # seconds a stopping worker may finish its requests
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 errorlog = "-"
 control_socket_disable = True  # no gunicornc socket in the working directory
-forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
+# gunicorn's copy of the list (its own default would believe 127.0.0.1); the workers read it
+# from TRUSTED_PROXIES themselves (starmall/uvicorn_worker.py).
+forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "")
 
 
 

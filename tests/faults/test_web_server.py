@@ -1,5 +1,5 @@
 """The real web server (gunicorn + uvicorn workers on ``starmall.asgi``) at its edges: WebSocket
-paths no route takes."""
+paths no route takes, and whose address the login throttle counts (``TRUSTED_PROXIES``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import re
 import pytest
 import requests
 import websockets
+from django.core.cache import cache
+from rest_framework.throttling import SimpleRateThrottle
 
 pytestmark = pytest.mark.slow
 
@@ -50,3 +52,63 @@ def test_websocket_to_a_path_no_route_takes_is_refused_without_a_traceback(shop_
     assert "Traceback" not in log and "No route found" not in log and "Exception in ASGI application" not in log
     assert len(re.findall(r'"WebSocket /(?:ws|api)/[^"]*" 403', log)) == len(UNROUTED)
     assert "token=abc" not in log and "token=bad" not in log and "token=***" in log  # tokens redacted
+
+
+# --- whose address the login throttle counts --------------------------------------------------
+
+def _login_rate() -> int:
+    from django.conf import settings
+
+    allowed, _seconds = SimpleRateThrottle.parse_rate(None, settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["login"])
+    return allowed
+
+
+def _logins(server, count: int, forwarded_for=None) -> list[int]:
+    """``count`` logins with a code WeChat refuses; ``forwarded_for(i)`` the i-th header value."""
+    session = requests.Session()
+    statuses = []
+    for i in range(count):
+        headers = {"X-Forwarded-For": forwarded_for(i)} if forwarded_for else {}
+        response = session.post(f"{server.base}/api/v1/auth/wechat/login", json={"code": "no-such-code"},
+                                headers=headers, timeout=10)
+        statuses.append(response.status_code)
+    return statuses
+
+
+def _throttle_key(address: str) -> str:
+    return f"throttle_login_{address}"  # DRF's SimpleRateThrottle.cache_format for scope "login"
+
+
+def _logged_clients(server) -> set[str]:
+    """The client addresses uvicorn's access log shows for the logins."""
+    return set(re.findall(r"(\S+?):\d+ - \"POST /api/v1/auth/wechat/login", server.stdout()))
+
+
+def test_rotating_x_forwarded_for_does_not_move_the_login_throttle_on_the_real_server(shop_server):
+    """No trusted proxy (the default): the address is the socket's, for uvicorn and the app."""
+    rate = _login_rate()
+    server = shop_server()
+    plain = _logins(server, rate + 5)
+    assert plain == [400] * rate + [429] * 5  # 400: WeChat refused the code (40029)
+    assert cache.get(_throttle_key("127.0.0.1")) is not None
+    cache.delete(_throttle_key("127.0.0.1"))
+
+    spoofed = _logins(server, rate + 5, forwarded_for=lambda i: f"198.51.100.{i + 1}")
+    assert spoofed == plain
+    assert [cache.get(_throttle_key(f"198.51.100.{i + 1}")) for i in range(rate + 5)] == [None] * (rate + 5)
+    assert len(cache.get(_throttle_key("127.0.0.1"))) == rate  # the app counted the socket's address
+    assert _logged_clients(server) == {"127.0.0.1"}
+
+
+def test_behind_a_trusted_proxy_uvicorn_and_the_app_take_the_address_it_saw(shop_server):
+    """``TRUSTED_PROXIES=127.0.0.1`` (nginx on this host): the client is the last address the
+    proxy appended; what the client wrote before it does not change its bucket."""
+    rate = _login_rate()
+    server = shop_server(env={"TRUSTED_PROXIES": "127.0.0.1"})
+    statuses = _logins(server, rate + 2, forwarded_for=lambda i: f"10.9.9.{i + 1}, 198.51.100.50")
+    assert statuses == [400] * rate + [429] * 2
+    assert len(cache.get(_throttle_key("198.51.100.50"))) == rate
+    assert cache.get(_throttle_key("127.0.0.1")) is None
+    assert _logged_clients(server) == {"198.51.100.50"}
+    # Another client behind the same proxy has its own allowance.
+    assert _logins(server, 1, forwarded_for=lambda i: "198.51.100.51") == [400]
