@@ -66,6 +66,7 @@ MIDDLEWARE = [
     "starmall.api.middleware.ServiceUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "starmall.pages.NotFoundPageMiddleware",  # DEBUG only: the Chinese 404 page, not Django's debug page
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -462,6 +463,7 @@ UNFOLD = {
     "SITE_TITLE": "Starmall 后台",
     "SITE_HEADER": "Starmall 后台",
     "SITE_SYMBOL": "storefront",
+    "SITE_URL": "/",  # 查看站点: the shop's front page (starmall/pages.py home)
     "SHOW_HISTORY": True,
     "SHOW_VIEW_ON_SITE": False,
     "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",

@@ -1,5 +1,6 @@
 """The real web server (gunicorn + uvicorn workers on ``starmall.asgi``) at its edges: WebSocket
-paths no route takes, and whose address the login throttle counts (``TRUSTED_PROXIES``)."""
+paths no route takes, whose address the login throttle counts (``TRUSTED_PROXIES``), and the
+pages ``make run``'s settings show outside the API."""
 
 from __future__ import annotations
 
@@ -112,3 +113,21 @@ def test_behind_a_trusted_proxy_uvicorn_and_the_app_take_the_address_it_saw(shop
     assert _logged_clients(server) == {"198.51.100.50"}
     # Another client behind the same proxy has its own allowance.
     assert _logins(server, 1, forwarded_for=lambda i: "198.51.100.51") == [400]
+
+
+# --- pages under make run's settings ------------------------------------------------------------
+
+def test_front_page_and_chinese_404_under_the_local_settings(shop_server):
+    """``make run`` serves ``starmall.settings.local`` (DEBUG on by default): ``/`` is the
+    shop's page and an unknown path the Chinese 404, not Django's English debug page."""
+    from django.conf import settings
+
+    server = shop_server(settings_module="starmall.settings.local", env={"WEB_WORKERS": "1", "DJANGO_DEBUG": "true"})
+    front = requests.get(f"{server.base}/", timeout=10)
+    assert front.status_code == 200 and f"<h1>{settings.SHOP_NAME}</h1>" in front.text
+    assert re.findall(r'<a href="([^"]+)"', front.text) == ["/api/docs/", "/admin/", "/healthz"]
+    missing = requests.get(f"{server.base}/nonexistent", timeout=10)
+    assert missing.status_code == 404 and "<h1>页面不存在</h1>" in missing.text
+    assert "Page not found" not in missing.text and "DEBUG = True" not in missing.text
+    api = requests.get(f"{server.base}/api/v1/nonexistent", timeout=10)
+    assert (api.status_code, api.json()["code"]) == (404, "not_found")
