@@ -11,8 +11,12 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   In front of it, ``SoldOutGate`` answers a flash sale's losers (a confirm of a SKU flagged
   sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``).
 - ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
+  A WebSocket to any other path is refused before the handshake completes (HTTP 403) by
+  :func:`websocket_not_found`: Channels' URLRouter would raise ValueError("No route found"),
+  which uvicorn answers with a 500 and a logged traceback per attempt.
 """
 
+import logging
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "starmall.settings.local")
@@ -23,11 +27,28 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 wsgi_application = get_wsgi_application()  # sets Django up before the consumers are imported
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.urls import re_path  # noqa: E402
 
 from apps.chat.routing import websocket_urlpatterns  # noqa: E402
 from apps.orders.api.soldout_gate import SoldOutGate  # noqa: E402
 
+logger = logging.getLogger(__name__)
+
+
+async def websocket_not_found(scope, receive, send):
+    """ASGI app for a WebSocket to a path no route takes: close before accepting.
+
+    ASGI's ``websocket.close`` in answer to ``websocket.connect`` rejects the handshake (uvicorn
+    answers HTTP 403). One info line names the path (never the query string: a chat token
+    travels there).
+    """
+    message = await receive()
+    if message["type"] == "websocket.connect":
+        logger.info("WebSocket refused: no route for %r", scope["path"])
+        await send({"type": "websocket.close", "code": 1008})  # 1008: policy violation
+
+
 application = ProtocolTypeRouter({
     "http": SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4")))),
-    "websocket": URLRouter(websocket_urlpatterns),
+    "websocket": URLRouter([*websocket_urlpatterns, re_path(r"", websocket_not_found)]),
 })

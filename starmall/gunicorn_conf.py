@@ -18,7 +18,9 @@ the same host (README "Benchmarks"); the environment can override each of them:
 | ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
 | ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none — on or off measured the same in the flash sale, README "Benchmarks") |
 | ``WEB_SWITCH_INTERVAL_MS`` | 0.5 | how long a thread may hold the GIL before another runnable thread of the worker gets it (Python's default is 5 ms; see below) |
-| ``WEB_FORWARDED_ALLOW_IPS`` | ``127.0.0.1`` | proxies whose X-Forwarded-Proto is believed (nginx on the same host) |
+
+Which proxies' ``X-Forwarded-For`` / ``X-Forwarded-Proto`` are believed is ``TRUSTED_PROXIES``
+(default: none), one list for the uvicorn workers and the app (``starmall/proxies.py``).
 """
 
 import os
@@ -34,7 +36,9 @@ graceful_timeout = 5  # seconds a stopping worker may finish its requests
 accesslog = os.environ.get("WEB_ACCESS_LOG", "-") or None
 errorlog = "-"
 control_socket_disable = True  # no gunicornc socket in the working directory
-forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
+# gunicorn's copy of the list (its own default would believe 127.0.0.1); the workers read it
+# from TRUSTED_PROXIES themselves (starmall/uvicorn_worker.py).
+forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "")
 
 
 
@@ -52,18 +56,50 @@ def post_fork(server, worker):
     import sys
 
     sys.setswitchinterval(float(os.environ.get("WEB_SWITCH_INTERVAL_MS", "0.5")) / 1000)
-    _exit_with_the_master()
+    _exit_with_the_master(worker)
 
 
-def _exit_with_the_master() -> None:
-    """Linux: the worker gets SIGTERM when its master dies, however it dies.
+ORPHAN_GRACE_SECONDS = 2  # a worker whose master died finishes what it can in this long, then exits
+
+
+def _exit_with_the_master(worker) -> None:
+    """The worker stops when its master dies, however it dies, and is gone within
+    ``ORPHAN_GRACE_SECONDS`` whatever it is doing.
 
     uvicorn's worker class does not watch its parent as gunicorn's own workers do: after a
     ``kill -9`` of the master its workers lived on holding the port, and every master the
-    supervisor started next failed with "Address already in use" (newcomer run, issue 8
-    session). ``prctl(PR_SET_PDEATHSIG)`` is the kernel's answer (``starmall.processes``);
-    elsewhere it is skipped.
+    supervisor started next failed with "Address already in use". Two parts:
+
+    - ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux, ``starmall.processes``): the kernel signals the worker the moment
+      the master's thread that forked it (gunicorn's main thread) exits. uvicorn then stops
+      accepting, closes the listening socket and finishes its requests.
+    - a watchdog thread, because that graceful shutdown waits without limit for every
+      connection's task: a chat consumer refused with 4401/4403 whose channel-layer receive
+      never finished its cancellation (channels_redis' BZPOPMIN loop) kept its worker alive,
+      with parent 1, until the whole run stopped. The watchdog notices the parent change
+      (``getppid``, also where there is no prctl), sends the same SIGTERM, and
+      ends the worker (``os._exit``) ``ORPHAN_GRACE_SECONDS`` later. With the master alive, a normal
+      stop is bounded by the master itself (``graceful_timeout``, then SIGKILL).
     """
+    import threading
+
     from starmall.processes import die_with_parent
 
-    die_with_parent()
+    die_with_parent()  # not Linux: the watchdog alone
+    threading.Thread(target=_orphan_watchdog, args=(worker,), name="orphan-watchdog", daemon=True).start()
+
+
+def _orphan_watchdog(worker, poll_seconds: float = 0.2) -> None:
+    """Wait until the worker's parent is no longer its master (``worker.ppid``), then stop the
+    worker: SIGTERM, and ``os._exit(1)`` after ``ORPHAN_GRACE_SECONDS`` if it is still here."""
+    import signal
+    import time
+
+    while os.getppid() == worker.ppid:  # also true at once if the master died before this started
+        time.sleep(poll_seconds)
+    worker.log.warning("Master %s is gone: worker %s stops", worker.ppid, os.getpid())
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(ORPHAN_GRACE_SECONDS)
+    worker.log.warning("Worker %s still busy %s s after its master died: exiting now", os.getpid(),
+                       ORPHAN_GRACE_SECONDS)
+    os._exit(1)

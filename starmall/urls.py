@@ -1,4 +1,4 @@
-"""Top-level URLs: the mini-program API under /api/v1/, admin, schema, health."""
+"""Top-level URLs: the front page, the mini-program API under /api/v1/, admin, schema, health."""
 
 from django.conf import settings
 from django.contrib import admin
@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from starmall.api import converters  # noqa: F401 - registers the path converters first
 from starmall.api.health import api_not_found, healthz
+from starmall.pages import home
 
 api_v1 = [
     path("", include("apps.files.api.urls")),
@@ -25,6 +26,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

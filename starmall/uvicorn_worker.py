@@ -4,6 +4,11 @@
 management, restarts, timeouts, ``WEB_BIND``, ``WEB_WORKERS``) while each worker speaks HTTP and
 WebSocket on the same port. ``lifespan`` is off: the application has no start-up or shut-down
 hooks (Channels' ProtocolTypeRouter does not route ``lifespan``).
+
+Proxy headers follow ``TRUSTED_PROXIES`` (``starmall/proxies.py``), the list the app uses too:
+uvicorn's default (on, believing 127.0.0.1) rewrote the client address from any
+``X-Forwarded-For`` a local client sent, before the app could ignore it — a new header per
+request walked past the login throttle. Empty list: off; else on, believing only those.
 """
 
 import logging
@@ -11,13 +16,16 @@ import re
 
 from uvicorn_worker import UvicornWorker
 
+from starmall import proxies
+
 _TOKEN = re.compile(r"(token=)[^&\s]+")
 
 
 class RedactTokens(logging.Filter):
-    """Access-log lines never carry an API token: a chat socket's URL is
+    """Log lines never carry an API token: a chat socket's URL is
     ``/ws/chat/{id}?token=<token>`` (``wx.connectSocket`` cannot send headers), logged as
-    ``token=***``. Works on uvicorn's access records, whose ``args`` hold the path."""
+    ``token=***``. Works on uvicorn's access records and on its error logger's WebSocket
+    handshake lines (``"WebSocket <path>" [accepted]`` / ``403``), whose ``args`` hold the path."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
@@ -34,4 +42,8 @@ class ShopUvicornWorker(UvicornWorker):
         super().__init__(*args, **kwargs)
         # No access log configured (WEB_ACCESS_LOG empty): uvicorn then builds no record at all.
         self.config.access_log = bool(self.cfg.accesslog)
-        logging.getLogger("uvicorn.access").addFilter(RedactTokens())
+        trusted = proxies.from_environ()  # read by Config.load(), when the worker starts serving
+        self.config.proxy_headers = bool(trusted)
+        self.config.forwarded_allow_ips = trusted
+        for name in ("uvicorn.access", "uvicorn.error"):
+            logging.getLogger(name).addFilter(RedactTokens())

@@ -20,6 +20,7 @@ from django.http import HttpRequest, JsonResponse
 from starmall.errors import DatabaseBusy, ServiceUnavailable, backend_errors
 from starmall.locking import is_lock_conflict
 from starmall.messages import PAYLOAD_TOO_LARGE
+from starmall.proxies import client_address
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +94,26 @@ class ServiceUnavailableMiddleware:
 
 
 def client_ip(request: HttpRequest) -> str | None:
-    """The client's address: ``REMOTE_ADDR``, unless ``TRUSTED_PROXY_COUNT`` (default 0) proxies
-    in front each append to ``X-Forwarded-For``; then the address the outermost trusted proxy
-    saw (the N-th entry from the end, as DRF's ``NUM_PROXIES``). A client-sent header is never
-    believed beyond that."""
-    count = getattr(settings, "TRUSTED_PROXY_COUNT", 0)
-    remote = request.META.get("REMOTE_ADDR")
-    if count <= 0:
-        return remote
-    forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
-    if not forwarded:
-        return remote
-    return forwarded[-min(count, len(forwarded))]
+    """The client's address: ``REMOTE_ADDR``, unless that is one of ``TRUSTED_PROXIES``; then
+    the first ``X-Forwarded-For`` entry from the right that is not a trusted proxy
+    (:func:`starmall.proxies.client_address`, uvicorn's own rule). A client-sent header is
+    never believed beyond the proxies listed; with none (the default) it is ignored."""
+    return client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"),
+                          tuple(settings.TRUSTED_PROXIES))
+
+
+class ClientAddressMiddleware:
+    """``REMOTE_ADDR`` becomes :func:`client_ip` for everything after it (DRF's throttles with
+    ``NUM_PROXIES = 0``, django-axes, logs).
+
+    Behind uvicorn with trusted proxies the address is already the client's (its proxy headers
+    use the same list) and nothing changes; this covers servers that do not rewrite it (Django's
+    test client, ``runserver``), so the app never depends on which server runs it.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        request.META["REMOTE_ADDR"] = client_ip(request)
+        return self.get_response(request)

@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 
 from starmall import embedded_redis
+from starmall.proxies import from_environ as trusted_proxies_from_environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = embedded_redis.VAR_DIR
@@ -59,11 +60,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "starmall.api.middleware.ClientAddressMiddleware",  # REMOTE_ADDR: the client behind TRUSTED_PROXIES
     "django.middleware.security.SecurityMiddleware",
     "starmall.api.middleware.BodySizeLimitMiddleware",  # 413 before anything reads the body
     "starmall.api.middleware.ServiceUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "starmall.pages.NotFoundPageMiddleware",  # DEBUG only: the Chinese 404 page, not Django's debug page
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -271,9 +274,18 @@ AUTHENTICATION_BACKENDS = [
 ]
 # django-axes: AXES_FAILURE_LIMIT wrong passwords for one username from one address lock that
 # pair out for AXES_COOLOFF_MINUTES (the right password is refused too; a superuser can reset
-# it: `manage.py axes_reset`). The address is REMOTE_ADDR unless TRUSTED_PROXY_COUNT (the same
-# setting as the API throttles) says how many proxies in front append to X-Forwarded-For.
-TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+# it: `manage.py axes_reset`). The address is the client's (the same as the API throttles'):
+# REMOTE_ADDR, or behind one of TRUSTED_PROXIES the address it appended to X-Forwarded-For.
+# TRUSTED_PROXIES (comma-separated addresses/networks, default none) is read by the uvicorn
+# workers too (starmall/proxies.py), so the web server and the app agree on the client.
+try:
+    TRUSTED_PROXIES = trusted_proxies_from_environ()
+except ValueError as exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {exc}") from exc
+if env.str("TRUSTED_PROXY_COUNT", default="0").strip() not in ("", "0"):
+    raise ImproperlyConfigured(
+        "TRUSTED_PROXY_COUNT was replaced by TRUSTED_PROXIES: list the proxies' addresses instead "
+        "(nginx on this host: TRUSTED_PROXIES=127.0.0.1) and unset TRUSTED_PROXY_COUNT")
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=30) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -304,9 +316,10 @@ REST_FRAMEWORK = {
         "upload": env.str("THROTTLE_UPLOAD", default="30/min"),
     },
     "UNAUTHENTICATED_USER": None,
-    # Throttles key anonymous clients by address. DRF's default (None) believes any
+    # Throttles key anonymous clients by REMOTE_ADDR, already the client's address
+    # (ClientAddressMiddleware, TRUSTED_PROXIES). DRF's default (None) believes any
     # X-Forwarded-For, so a client could pick a new "address" per request; 0 ignores the header.
-    "NUM_PROXIES": TRUSTED_PROXY_COUNT,  # DRF default None would trust X-Forwarded-For
+    "NUM_PROXIES": 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Starmall mini-program API",
@@ -461,6 +474,7 @@ UNFOLD = {
     "SITE_TITLE": "Starmall 后台",
     "SITE_HEADER": "Starmall 后台",
     "SITE_SYMBOL": "storefront",
+    "SITE_URL": "/",  # 查看站点: the shop's front page (starmall/pages.py home)
     "SHOW_HISTORY": True,
     "SHOW_VIEW_ON_SITE": False,
     "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",
@@ -511,8 +525,6 @@ def _check() -> None:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if POINT_VALUE_FEN < 1:
         raise ImproperlyConfigured("POINT_VALUE_FEN must be >= 1 fen")
-    if REST_FRAMEWORK["NUM_PROXIES"] < 0:
-        raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (ignore X-Forwarded-For) or the number of proxies")
     if API_MAX_BODY_BYTES <= 0 or PAY_STATUS_QUERY_INTERVAL_SECONDS < 0:
         raise ImproperlyConfigured("API_MAX_BODY_BYTES must be positive, PAY_STATUS_QUERY_INTERVAL_SECONDS >= 0")
     if INVALID_NOTIFICATION_SAMPLES < 0 or INVALID_NOTIFICATION_SAMPLE_CHARS <= 0:

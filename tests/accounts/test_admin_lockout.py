@@ -61,11 +61,13 @@ def test_fewer_failures_than_the_limit_do_not_lock(staff):
 
 def test_client_ip_trusts_forwarded_for_only_behind_trusted_proxies(rf, settings):
     request = rf.get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
-    settings.TRUSTED_PROXY_COUNT = 0
+    settings.TRUSTED_PROXIES = []
     assert client_ip(request) == "10.0.0.2"
-    settings.TRUSTED_PROXY_COUNT = 1  # nginx appended the address it saw: the last entry
+    settings.TRUSTED_PROXIES = ["10.0.0.2"]  # nginx appended the address it saw: the last entry
     assert client_ip(request) == "203.0.113.7"
-    settings.TRUSTED_PROXY_COUNT = 2
+    settings.TRUSTED_PROXIES = ["10.0.0.0/8", "203.0.113.7"]  # two proxies, one as a network
     assert client_ip(request) == "6.6.6.6"
-    settings.TRUSTED_PROXY_COUNT = 5  # more proxies than entries: the first entry, never beyond
+    settings.TRUSTED_PROXIES = ["10.0.0.2", "203.0.113.7", "6.6.6.6"]  # all proxies: the first entry, never beyond
     assert client_ip(request) == "6.6.6.6"
+    settings.TRUSTED_PROXIES = ["192.0.2.1"]  # the peer is not a trusted proxy: its header is ignored
+    assert client_ip(request) == "10.0.0.2"

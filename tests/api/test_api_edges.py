@@ -132,7 +132,7 @@ def _login(client, forwarded_for: str, remote: str = "203.0.113.7"):
 
 
 def test_spoofed_x_forwarded_for_does_not_walk_past_the_login_throttle(client_of):
-    assert settings.REST_FRAMEWORK["NUM_PROXIES"] == 0  # TRUSTED_PROXY_COUNT's default
+    assert settings.TRUSTED_PROXIES == [] and settings.REST_FRAMEWORK["NUM_PROXIES"] == 0  # the defaults
     client = client_of()
     statuses = [_login(client, f"198.51.100.{i}").status_code for i in range(25)]
     assert statuses[:20] == [400] * 20  # bad code: WeChat said 40029
@@ -143,14 +143,16 @@ def test_spoofed_x_forwarded_for_does_not_walk_past_the_login_throttle(client_of
     assert _login(client, "198.51.100.1", remote="203.0.113.8").status_code == 400
 
 
-def test_trusted_proxy_count_takes_the_address_the_proxy_saw(client_of, settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+def test_trusted_proxy_takes_the_address_the_proxy_saw(client_of, settings):
+    settings.TRUSTED_PROXIES = ["127.0.0.1"]
     client = client_of()
     # Behind one proxy the client is the last X-Forwarded-For entry; what the client wrote
     # before it (a spoofed first entry) does not change its bucket.
     statuses = [_login(client, f"10.9.9.{i}, 198.51.100.50", remote="127.0.0.1").status_code for i in range(22)]
     assert statuses[:20] == [400] * 20 and statuses[20:] == [429] * 2
     assert _login(client, "198.51.100.51", remote="127.0.0.1").status_code == 400
+    # A peer that is not the proxy names no one with the header: it is counted as itself.
+    assert _login(client, "198.51.100.50", remote="203.0.113.9").status_code == 400
 
 
 # --- 4. pay-status asks WeChat at most once per order per 10 s -----------------------------

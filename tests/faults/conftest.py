@@ -18,6 +18,7 @@ from django.test import override_settings
 from fault_helpers import (
     PrivateRedis,
     RowLock,
+    ShopServer,
     WorkerProcess,
     point_celery_at,
     wait_for,
@@ -79,6 +80,27 @@ def celery_worker_process(tmp_path, wechat):
             worker.kill()
         if started:
             wait_for(lambda: worker_db_sessions() == 0, timeout=15, what="worker DB sessions to end")
+
+
+@pytest.fixture
+def shop_server(tmp_path, wechat):
+    """``start(settings_module=..., env={...})`` -> a running :class:`ShopServer` (the WeChat
+    calls go to the session's sandbox); every server started is SIGKILLed, whole session, at
+    teardown."""
+    started: list[ShopServer] = []
+
+    def start(**kwargs) -> ShopServer:
+        workdir = tmp_path / f"web{len(started) + 1}"
+        workdir.mkdir()
+        server = ShopServer(workdir, wechat_url=wechat.url, **kwargs)
+        started.append(server)
+        return server.start()
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Helpers of the fault-injection tests: a private redis-server, Celery worker processes,
-a row lock held by another PostgreSQL session, taking and running queued Celery messages.
+the shop's real web server (gunicorn + uvicorn workers), a row lock held by another PostgreSQL
+session, taking and running queued Celery messages.
 
 Imported by ``tests/faults/conftest.py`` (fixtures) and the test modules (as
 ``fault_helpers``, like ``sandbox_helpers`` in tests/wechat_sandbox).
@@ -272,6 +273,106 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 pass
         self.kill()
+
+
+# --- the shop's real web server --------------------------------------------------------------
+
+def children(pid: int) -> list[int]:
+    """Pids of the direct children of ``pid`` (a gunicorn master's workers)."""
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in out]
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (``/proc/<pid>/status``)."""
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+class ShopServer:
+    """``gunicorn -c python:starmall.gunicorn_conf starmall.asgi:application`` on a free port of
+    127.0.0.1, in its own session: the server ``make run`` runs, with the API and the chat.
+
+    It shares the suite's Redis and cache prefix (tokens, throttles and channel-layer keys the
+    test can read, and the suite's cleanup removes); its database is a SQLite file of its own
+    in ``workdir`` (what these tests ask of it needs no rows). ``env`` adds or overrides
+    variables (``TRUSTED_PROXIES``, ``DJANGO_SETTINGS_MODULE``...). Its stdout (the access log)
+    and stderr (gunicorn's and uvicorn's error log) go to files in ``workdir``.
+    """
+
+    def __init__(self, workdir: Path, *, wechat_url: str, settings_module: str = "starmall.settings.test",
+                 env: dict[str, str] | None = None):
+        from django.conf import settings
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.workdir = workdir
+        self.stdout_path, self.stderr_path = workdir / "web.stdout", workdir / "web.stderr"
+        cache = settings.CACHES["default"]
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": settings_module,
+            "WEB_BIND": f"127.0.0.1:{self.port}",
+            "SITE_URL": self.base,
+            "DATABASE_URL": f"sqlite:///{workdir / 'web.sqlite3'}",
+            "REDIS_URL": cache["LOCATION"],  # the suite's Redis (its embedded one: a unix socket)
+            "CACHE_KEY_PREFIX": cache["KEY_PREFIX"],
+            "STARMALL_VAR_DIR": str(workdir),
+            "WECHAT_API_BASE": wechat_url,
+            "WECHAT_PAY_API_BASE": wechat_url,
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> ShopServer:
+        """Start it and wait until ``/healthz`` answers 200."""
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "starmall.asgi:application"],
+                cwd=BASE_DIR, env=self.env, stdout=out, stderr=err, start_new_session=True,
+            )
+
+        def ready():
+            if self.process.poll() is not None:
+                pytest.fail(f"gunicorn exited with {self.process.returncode}:\n{self.stderr()[-3000:]}")
+            return self.healthy()
+
+        wait_for(ready, timeout=timeout, interval=0.2, what=f"{self.base}/healthz")
+        return self
+
+    def healthy(self) -> bool:
+        import requests
+
+        try:
+            return requests.get(f"{self.base}/healthz", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    @property
+    def master(self) -> int:
+        return self.process.pid
+
+    def workers(self) -> list[int]:
+        return children(self.master)
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        """SIGKILL the whole session: the master and any worker left behind."""
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(10)
 
 
 # --- a row lock held by another session -----------------------------------------------------
