@@ -115,3 +115,13 @@ def test_one_sweep_at_a_time(order):
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
     cache.delete(order_lifecycle.EXPIRE_LOCK_KEY)
     assert order_lifecycle.orders_expire_due(now=later()) == {"cancelled": 1}
+
+
+def test_timeout_tasks_keep_their_old_names_for_beat_and_queued_messages():
+    from django.conf import settings
+
+    from apps.payments import tasks
+
+    assert tasks.order_expire.name == "apps.orders.tasks.order_expire"
+    assert tasks.orders_expire_due.name == "apps.orders.tasks.orders_expire_due"
+    assert settings.CELERY_BEAT_SCHEDULE["orders-expire-unpaid"]["task"] == tasks.orders_expire_due.name
