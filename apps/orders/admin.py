@@ -1,5 +1,9 @@
 """Back office for orders and refund requests: read-only pages, state moved only by actions
-that call the API's services and are gated by named permissions (README "Back office")."""
+that call the API's services and are gated by named permissions (README "Back office").
+
+``OrderAdmin`` and ``AfterSaleAdmin`` here hold what orders alone can do; the actions and
+columns that need payments (cancel, refunds, the payment state) are added by the subclasses
+that ``apps.backoffice.admin_orders`` registers (orders sits below payments)."""
 
 from django.contrib import admin, messages
 from django.db.models import OuterRef, Subquery
@@ -11,11 +15,8 @@ from apps.catalog.models import Kind
 from apps.logistics import carriers
 from apps.orders import services
 from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine, OrderStatus, Shipment
-from apps.payments import services as payments
-from apps.payments.exceptions import OrderNotCancelled
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.admin_display import actor_text, address_text, specs_text
-from starmall.admin_money import yuan
 from starmall.errors import ShopError
 
 
@@ -71,40 +72,31 @@ class AfterSaleInline(ReadOnlyInline):
     show_change_link = True
 
 
-def _actor(request) -> str:
+def staff_actor(request) -> str:
+    """The actor written on events by a staff action: ``"staff:<username>"``."""
     return f"staff:{request.user.username}"
 
 
-def _state(order: Order) -> str:
+def status_now(order: Order) -> str:
     """The order's current status label, read again (the action's copy may be stale)."""
     order.refresh_from_db(fields=["status"])
     return order.get_status_display()
 
 
-PENDING_ONLY = "只能处理待审核的申请"
-
-
-def _sale_refused(sale: AfterSale, verb: str, rule: str) -> Outcome:
-    """A refund request the service left alone: "未<verb>：申请状态为「<status now>」，<rule>"
-    (the status read again: the action's copy may be stale)."""
-    sale.refresh_from_db(fields=["status"])
-    return Outcome(sale.refund_no, messages.WARNING, f"未{verb}：申请状态为「{sale.get_status_display()}」，{rule}")
-
-
-@admin.register(Order)
-class OrderAdmin(admin.ModelAdmin):
+class OrderAdmin(ReadOnlyModelAdmin):
     """Orders are read-only pages (no save: a full-row save would undo a payment landing
-    meanwhile); state moves only through the actions, each gated by its named permission."""
+    meanwhile); state moves only through the actions, each gated by its named permission.
+    Registered by ``apps.backoffice.admin_orders`` with the payments actions and column."""
 
     # What matters at 1,400 px: who, state, payment state, money, when paid, a refund in play.
-    list_display = ["order_no", "customer", "kind", "status", "pay_status", "pay_fen", "pay_method", "paid_at",
+    list_display = ["order_no", "customer", "kind", "status", "pay_fen", "pay_method", "paid_at",
                     "after_sale_status", "created_at"]
     list_filter = ["status", "kind", "pay_method"]
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
     date_hierarchy = "created_at"
     list_select_related = ["customer"]
     inlines = [OrderLineInline, ShipmentInline, AfterSaleInline, OrderEventInline, FollowUpInline]
-    actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid", "batch_refund"]
+    actions = ["ship_with_tracking", "mark_shipped", "mark_completed"]
     # state moves only through actions; the page reads like a back office: who, where, what
     fieldsets = [
         (None, {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "slot", "remark"]}),
@@ -163,35 +155,14 @@ class OrderAdmin(admin.ModelAdmin):
         return None
 
     def get_queryset(self, request):
-        from apps.payments.models import Payment
-
-        latest = Payment.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
         sale = AfterSale.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
-        return super().get_queryset(request).annotate(latest_pay_status=Subquery(latest),
-                                                      latest_sale_status=Subquery(sale))
-
-    @admin.display(description="支付状态")
-    def pay_status(self, order):
-        from apps.payments.models import PaymentStatus
-
-        value = getattr(order, "latest_pay_status", None)
-        return PaymentStatus(value).label if value else "-"
+        return super().get_queryset(request).annotate(latest_sale_status=Subquery(sale))
 
     @admin.display(description="售后")
     def after_sale_status(self, order):
         """The latest refund request's state ("待审核", "已退款"...), "-" without one."""
         value = getattr(order, "latest_sale_status", None)
         return AfterSale.Status(value).label if value else "-"
-
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_ship_permission(self, request):
         return request.user.has_perm("orders.ship_order")
@@ -202,37 +173,6 @@ class OrderAdmin(admin.ModelAdmin):
     def has_cancel_permission(self, request):
         return request.user.has_perm("orders.cancel_order")
 
-    def has_batch_refund_permission(self, request):
-        return request.user.has_perm("payments.batch_refund")
-
-    @admin.action(description="批量退款", permissions=["batch_refund"])
-    def batch_refund(self, request, queryset):
-        """A confirmation page (each order's refundable amount, the reason), then THE batch
-        service (``apps.payments.refund_batches``) and the batch's page."""
-        from apps.payments import refund_batches
-        from apps.payments.admin_refund_batches import message_created
-
-        require_perm(request, refund_batches.PERMISSION)
-        orders = list(queryset.order_by("pk"))
-        if request.POST.get("apply"):
-            try:
-                batch = refund_batches.refund_batch_create(order_nos=[o.order_no for o in orders],
-                                                           reason=request.POST.get("text", ""), user=request.user)
-            except ShopError as exc:
-                messages.error(request, exc.message)
-                return None
-            message_created(request, batch)
-            return redirect(reverse("admin:payments_refundbatch_change", args=[batch.pk]))
-        rows = refund_batches.refund_batch_preview(orders)
-        for row in rows:
-            row["pay_yuan"], row["refundable_yuan"] = yuan(row["order"].pay_fen), yuan(row["refundable_fen"])
-        refundable = [row["refundable_fen"] for row in rows if not row["refusal"]]
-        return render(request, "admin/starmall/refund_batch_confirm.html", {
-            **self.admin_site.each_context(request), "title": "批量退款", "rows": rows,
-            "refundable_count": len(refundable), "total_yuan": yuan(sum(refundable)),
-            "back_url": reverse("admin:orders_order_changelist"),
-        })
-
     @admin.action(description="标记发货（无快递单号：当面交付）", permissions=["ship"])
     def mark_shipped(self, request, queryset):
         require_perm(request, "orders.ship_order")
@@ -240,7 +180,7 @@ class OrderAdmin(admin.ModelAdmin):
 
     def _ship(self, request, order: Order, carrier_code: str = "", tracking_no: str = "") -> Outcome:
         try:
-            if services.order_ship(order=order, actor=_actor(request), carrier_code=carrier_code,
+            if services.order_ship(order=order, actor=staff_actor(request), carrier_code=carrier_code,
                                    tracking_no=tracking_no):
                 return Outcome(order.order_no, messages.SUCCESS,
                                f"已发货（{carriers.carrier_name(carrier_code)} {tracking_no.strip()}）"
@@ -249,47 +189,20 @@ class OrderAdmin(admin.ModelAdmin):
             return Outcome(order.order_no, messages.WARNING, f"未发货：{exc.message}")
         if order.kind != Kind.GOODS:
             return Outcome(order.order_no, messages.WARNING, "未发货：咨询订单不需要发货")
-        return Outcome(order.order_no, messages.WARNING, f"未发货：订单状态为「{_state(order)}」，只有已支付的订单可以发货")
+        return Outcome(order.order_no, messages.WARNING, f"未发货：订单状态为「{status_now(order)}」，只有已支付的订单可以发货")
 
     @admin.action(description="标记完成（已发货的实物 / 已进行的咨询）", permissions=["complete"])
     def mark_completed(self, request, queryset):
         require_perm(request, "orders.complete_order")
         outcomes = []
         for order in queryset.order_by("pk"):
-            if services.order_complete(order=order, actor=_actor(request)):
+            if services.order_complete(order=order, actor=staff_actor(request)):
                 outcomes.append(Outcome(order.order_no, messages.SUCCESS, "已完成"))
             else:
                 needed = "已发货" if order.kind == Kind.GOODS else "已支付"
                 outcomes.append(Outcome(order.order_no, messages.WARNING,
-                                        f"未完成：订单状态为「{_state(order)}」，需要「{needed}」"))
+                                        f"未完成：订单状态为「{status_now(order)}」，需要「{needed}」"))
         report(request, "完成", outcomes)
-
-    @admin.action(description="取消订单（待支付；先向微信确认并关单）", permissions=["cancel"])
-    def cancel_unpaid(self, request, queryset):
-        require_perm(request, "orders.cancel_order")
-        report(request, "取消", [self._cancel(request, order) for order in queryset.order_by("pk")])
-
-    def _cancel(self, request, order: Order) -> Outcome:
-        if order.status != OrderStatus.UNPAID:
-            return Outcome(order.order_no, messages.WARNING,
-                           f"未取消：订单状态为「{order.get_status_display()}」，只有待支付的订单可以取消")
-        try:  # THE cancel: WeChat is asked (and the trade closed) before the order is
-            payments.order_cancel(order=order, actor=_actor(request), reason="后台取消")
-        except OrderNotCancelled as exc:
-            if exc.outcome == "raced":
-                return Outcome(order.order_no, messages.WARNING, f"未取消：订单状态已变为「{_state(order)}」")
-            return Outcome(order.order_no, messages.WARNING if exc.outcome == "paid" else messages.ERROR,
-                           CANCEL_REFUSED[exc.outcome])
-        except ShopError as exc:
-            return Outcome(order.order_no, messages.ERROR, f"未取消：{exc.message}")
-        return Outcome(order.order_no, messages.SUCCESS, "已取消")
-
-
-CANCEL_REFUSED = {
-    "paid": "未取消：微信显示已支付，订单已标记为已支付",
-    "paying": "未取消：用户正在支付，请稍后再试",
-}
-
 
 @admin.register(FollowUp)
 class FollowUpAdmin(ReadOnlyModelAdmin):
@@ -300,9 +213,9 @@ class FollowUpAdmin(ReadOnlyModelAdmin):
     search_fields = ["key", "order__order_no"]
 
 
-@admin.register(AfterSale)
-class AfterSaleAdmin(admin.ModelAdmin):
-    """Refund requests: approved or rejected only by the actions (``orders.decide_aftersale``)."""
+class AfterSaleAdmin(ReadOnlyModelAdmin):
+    """Refund requests: approved or rejected only by the actions (``orders.decide_aftersale``),
+    which call payments: registered with them by ``apps.backoffice.admin_orders``."""
 
     # The refund number is the order number + "R<n>": no separate order column.
     list_display = ["refund_no", "order_status", "amount_fen", "status", "reason", "return_tracking_no",
@@ -311,7 +224,6 @@ class AfterSaleAdmin(admin.ModelAdmin):
     list_select_related = ["order"]
     search_fields = ["refund_no", "order__order_no", "order__customer__openid", "return_tracking_no"]
     readonly_fields = [f.name for f in AfterSale._meta.fields]
-    actions = ["approve", "approve_return", "confirm_return_received", "reject_with_reason", "reject"]
 
     @admin.display(description="处理人", ordering="decided_by")
     def decider(self, sale: AfterSale) -> str:
@@ -320,15 +232,6 @@ class AfterSaleAdmin(admin.ModelAdmin):
     @admin.display(description="订单状态")
     def order_status(self, sale: AfterSale) -> str:
         return sale.order.get_status_display()
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_decide_permission(self, request):
         return request.user.has_perm("orders.decide_aftersale")
@@ -341,99 +244,6 @@ class AfterSaleAdmin(admin.ModelAdmin):
             **self.admin_site.each_context(request), "title": title, "label": label, "action": action,
             "objects": list(queryset.order_by("pk")), "required": required,
         })
-
-    @admin.action(description="同意退货（已发货的实物：顾客先寄回）", permissions=["decide"])
-    def approve_return(self, request, queryset):
-        from apps.payments import returns
-
-        require_perm(request, "orders.decide_aftersale")
-        if not request.POST.get("apply"):
-            return self._text_form(request, queryset, action="approve_return", title="同意退货",
-                                   label="给顾客的说明（退货地址、注意事项）", required=False)
-        note = request.POST.get("text", "").strip()
-        outcomes = []
-        for sale in queryset.order_by("pk"):
-            try:
-                done = returns.after_sale_approve_return(after_sale_id=sale.pk, actor=_actor(request), note=note)
-            except ShopError as exc:
-                outcomes.append(Outcome(sale.refund_no, messages.WARNING, f"未同意退货：{exc.message}"))
-                continue
-            if done:
-                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, "已同意退货，等待顾客寄回"))
-            else:
-                outcomes.append(_sale_refused(sale, "同意退货", PENDING_ONLY))
-        report(request, "同意退货", outcomes)
-        return None
-
-    @admin.action(description="确认收到退货并退款（全部退回时回库存）", permissions=["receive"])
-    def confirm_return_received(self, request, queryset):
-        from apps.payments import returns
-
-        require_perm(request, "orders.receive_return")
-        outcomes = []
-        for sale in queryset.order_by("pk"):
-            try:
-                refund = returns.after_sale_return_received(after_sale_id=sale.pk, actor=_actor(request))
-            except ShopError as exc:
-                outcomes.append(Outcome(sale.refund_no, messages.ERROR, f"未退款：{exc.message}"))
-                continue
-            if refund is None:
-                outcomes.append(_sale_refused(sale, "退款", "需要「退货中」"))
-            else:
-                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS,
-                                        f"已收到退货，退款 {yuan(refund.refund_fen)} 元已提交"
-                                        + ("，商品已回库存" if refund.restock else "")))
-        report(request, "确认收到退货", outcomes)
-
-    @admin.action(description="拒绝退款并填写原因（顾客可见）", permissions=["decide"])
-    def reject_with_reason(self, request, queryset):
-        from apps.payments import refunds
-
-        require_perm(request, "orders.decide_aftersale")
-        if not request.POST.get("apply"):
-            return self._text_form(request, queryset, action="reject_with_reason", title="拒绝退款",
-                                   label="拒绝原因（顾客可见）", required=True)
-        note = request.POST.get("text", "").strip() or "不符合退款条件"
-        outcomes = []
-        for sale in queryset.order_by("pk"):
-            if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note=note):
-                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已拒绝：{note}"))
-            else:
-                outcomes.append(_sale_refused(sale, "拒绝", "只能拒绝未退款的申请"))
-        report(request, "拒绝退款", outcomes)
-        return None
-
-    @admin.action(description="同意退款（原路退回微信或余额）", permissions=["decide"])
-    def approve(self, request, queryset):
-        from apps.payments import refunds
-
-        require_perm(request, "orders.decide_aftersale")
-        outcomes = []
-        for sale in queryset.order_by("pk"):
-            try:
-                refund = refunds.after_sale_approve(after_sale_id=sale.pk, actor=_actor(request))
-            except ShopError as exc:
-                outcomes.append(Outcome(sale.refund_no, messages.ERROR, f"未同意：{exc.message}"))
-                continue
-            if refund is None:
-                outcomes.append(_sale_refused(sale, "同意", PENDING_ONLY))
-            else:
-                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, f"已同意，退款 {yuan(refund.refund_fen)} 元已提交"))
-        report(request, "同意退款", outcomes)
-
-    @admin.action(description="拒绝退款", permissions=["decide"])
-    def reject(self, request, queryset):
-        from apps.payments import refunds
-
-        require_perm(request, "orders.decide_aftersale")
-        outcomes = []
-        for sale in queryset.order_by("pk"):
-            if refunds.after_sale_reject(after_sale_id=sale.pk, actor=_actor(request), note="不符合退款条件"):
-                outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, "已拒绝"))
-            else:
-                outcomes.append(_sale_refused(sale, "拒绝", PENDING_ONLY))
-        report(request, "拒绝退款", outcomes)
-
 
 @admin.register(OrderEvent)
 class OrderEventAdmin(ReadOnlyModelAdmin):

@@ -7,7 +7,7 @@ change is a conditional UPDATE (``WHERE id = ? AND status = <expected>``) throug
 :func:`_transition`, whose row count decides what happens next.
 
 The ``order_mark_*`` functions are the bare state changes. Cancelling an order is
-``apps.payments.services.order_cancel`` (it asks WeChat first); :func:`order_mark_cancelled`
+``apps.payments.order_lifecycle.order_cancel`` (it asks WeChat first); :func:`order_mark_cancelled`
 is only its last step.
 
 Per-customer caps (API.md Additions): at most ``MAX_UNPAID_ORDERS`` unpaid orders and
@@ -517,7 +517,7 @@ def order_get(*, order_no: str, customer_id: int | None = None) -> Order:
 @transaction.atomic(savepoint=False)
 def order_mark_cancelled(*, order: Order, actor: str, reason: str) -> bool:
     """The bare state change ``unpaid -> cancelled``: give back stock, slot, coupon and points
-    — exactly once. NOT the cancel: call ``apps.payments.services.order_cancel``, which first
+    — exactly once. NOT the cancel: call ``apps.payments.order_lifecycle.order_cancel``, which first
     makes sure WeChat will not take the money, then calls this.
 
     The conditional UPDATE is the guard: whoever wins it (customer, timeout task, sweep)

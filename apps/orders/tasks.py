@@ -3,20 +3,6 @@
 from celery import shared_task
 
 from apps.orders import followups, services
-from apps.payments import services as payments
-
-
-@shared_task
-def order_expire(order_id: int) -> str:
-    """One order's unpaid timeout. Nothing schedules it any more (the sweep below is the timeout,
-    issue 8); kept so that countdowns queued by an older release still run after an upgrade."""
-    return payments.order_expire(order_id=order_id)
-
-
-@shared_task
-def orders_expire_due() -> dict:
-    """Beat, every ``ORDER_EXPIRE_SWEEP_SECONDS``: the unpaid timeout (``pay_deadline`` is the timer)."""
-    return payments.orders_expire_due()
 
 
 @shared_task

@@ -1,7 +1,7 @@
 """Back office of batch refunds (``apps.payments.refund_batches``): the add page (paste order
 numbers + a reason), the batch page (per order what happened), counts per status on the list,
 retrying failed items. Everything goes through the service and ``payments.batch_refund``; the
-order list's action "批量退款" (``apps.orders.admin``) leads to the same service."""
+order list's action "批量退款" (``apps.backoffice.admin_orders``) leads to the same service."""
 
 from __future__ import annotations
 

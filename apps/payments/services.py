@@ -13,7 +13,6 @@ import logging
 from enum import Enum
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,7 +24,6 @@ from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
 from apps.payments import recharges, refunds, wechat
-from apps.payments.exceptions import CancelUnconfirmed, OrderNotCancelled
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
@@ -36,7 +34,7 @@ logger = logging.getLogger(__name__)
 PREPAY_REUSE_MARGIN = dt.timedelta(minutes=5)
 # An UNKNOWN payment is queried 1, 5 and 15 minutes after the timeout, then becomes MANUAL.
 UNCERTAIN_CHECK_WAITS = (dt.timedelta(minutes=1), dt.timedelta(minutes=4), dt.timedelta(minutes=10))
-_OPEN = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)
+OPEN_STATUSES = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)
 
 
 class Applied(str, Enum):
@@ -88,7 +86,7 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
-    if Payment.objects.filter(pk=payment.pk, status__in=_OPEN, order__status=OrderStatus.UNPAID).update(
+    if Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID).update(
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
     ) != 1:
         # The order was cancelled or paid another way while WeChat created this trade: close
@@ -98,7 +96,7 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             wechat.close_order(out_trade_no=payment.out_trade_no)
         except (wechat.PayUnavailable, wechat.PayRejected) as exc:
             logger.warning("closeorder %s after a raced prepay failed: %s", payment.out_trade_no, exc)
-        Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(status=PaymentStatus.CLOSED)
+        Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES).update(status=PaymentStatus.CLOSED)
         raise InvalidState("该订单已不是待支付状态。")
     return wechat.jsapi_params(prepay.prepay_id)
 
@@ -158,6 +156,8 @@ def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
         raise InvalidState("该订单已超过支付时限。", status=order.status)
     if order.customer.balance_fen < order.pay_fen:  # don't close a WeChat trade for nothing
         raise InsufficientBalance(amount_fen=order.pay_fen)
+    from apps.payments.order_lifecycle import Settle, wechat_settle_before_cancel  # it imports this module
+
     outcome = wechat_settle_before_cancel(order=order)
     if outcome == Settle.PAID:
         raise InvalidState("该订单已通过微信支付。", status="paid")
@@ -208,7 +208,7 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
         # The order's row first, then its payment: step 1 before step 2 of starmall/locking.py,
         # as a balance payment, a cancel and a refund of this order take them.
         order = orders.order_lock(order_id=payment.order_id)
-        updated = Payment.objects.filter(pk=payment.pk, status__in=_OPEN + (PaymentStatus.CLOSED,)).update(
+        updated = Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES + (PaymentStatus.CLOSED,)).update(
             status=PaymentStatus.PAID, transaction_id=transaction_id, paid_at=paid_at
         )
         if updated != 1:
@@ -346,145 +346,6 @@ def payments_check_uncertain(*, now: dt.datetime | None = None) -> dict[str, int
     return counts
 
 
-class Settle(str, Enum):
-    """Where a WeChat payment stands before we cancel (or balance-pay) its order."""
-
-    CLEAR = "clear"  # no WeChat payment, or it is closed: safe to cancel
-    PAID = "paid"  # WeChat says paid: the order is now marked paid
-    PAYING = "paying"  # the user is paying right now: ask again later
-    UNKNOWN = "unknown"  # WeChat could not be asked: ask again later
-
-
-def wechat_settle_before_cancel(*, order: Order) -> Settle:
-    """Make sure WeChat will not take money for ``order`` any more (DESIGN.md flow 6).
-
-    orderquery; SUCCESS -> apply it (PAID); USERPAYING -> PAYING; NOTPAY -> closeorder (if
-    WeChat then says ORDERPAID, query and apply); CLOSED/closed -> mark the payment closed.
-    """
-    if Payment.objects.filter(order=order, status=PaymentStatus.PAID).exists():
-        return Settle.PAID
-    outcomes = {_settle_one(payment) for payment in
-                Payment.objects.filter(order=order, method=PayMethod.WECHAT, status__in=_OPEN)}
-    for outcome in (Settle.PAID, Settle.PAYING, Settle.UNKNOWN):  # the most binding answer wins
-        if outcome in outcomes:
-            return outcome
-    return Settle.CLEAR
-
-
-def _settle_one(payment: Payment) -> Settle:
-    state = payment_sync(payment=payment)
-    if state in ("SUCCESS", "REFUND"):
-        return Settle.PAID
-    if state == "USERPAYING":
-        return Settle.PAYING
-    if state == "":
-        return Settle.UNKNOWN
-    if state in ("NOTPAY", "PAYERROR", "NOTEXIST"):
-        try:
-            closed = wechat.close_order(out_trade_no=payment.out_trade_no)
-        except wechat.PayUnavailable as exc:
-            logger.warning("closeorder %s unanswered: %s", payment.out_trade_no, exc)
-            return Settle.UNKNOWN
-        except wechat.PayRejected as exc:
-            # WeChat just said NOTPAY but will not close yet (it wants 5 minutes between create
-            # and close). Going on is money-safe: the trade lapses at its time_expire, and a
-            # payment made before that arrives as a late payment and is refunded exactly once.
-            logger.warning("closeorder %s refused (%s): left to lapse", payment.out_trade_no, exc)
-            return Settle.CLEAR
-        if closed == "ORDERPAID":
-            return Settle.PAID if payment_sync(payment=payment) in ("SUCCESS", "REFUND") else Settle.UNKNOWN
-    Payment.objects.filter(pk=payment.pk, status__in=_OPEN).update(status=PaymentStatus.CLOSED)
-    return Settle.CLEAR
-
-
-def order_cancel(*, order: Order, actor: str, reason: str) -> Order:
-    """THE cancel of an unpaid order (customer, staff, timeout and sweep all call this one):
-    make sure WeChat will not take its money (:func:`wechat_settle_before_cancel`), then
-    ``unpaid -> cancelled`` with stock, slot, coupon and points given back, exactly once
-    (``orders.order_mark_cancelled``). Returns the cancelled order.
-
-    Raises OrderNotCancelled (409 ``invalid_state``; ``.outcome`` "raced": not unpaid any
-    more, "paid": WeChat says paid and the payment is now applied, "paying": the customer is
-    paying right now) or CancelUnconfirmed (503 ``wechat_unavailable``, ``.outcome``
-    "unknown": WeChat could not be asked; nothing changed).
-    """
-    if order.status != OrderStatus.UNPAID:  # a status never goes back to unpaid: no need to ask
-        raise OrderNotCancelled("raced", status=order.status)
-    settle = wechat_settle_before_cancel(order=order)
-    if settle == Settle.UNKNOWN:
-        raise CancelUnconfirmed()
-    if settle != Settle.CLEAR:
-        raise OrderNotCancelled(settle.value, status=orders.order_get(order_no=order.order_no).status)
-    if not orders.order_mark_cancelled(order=order, actor=actor, reason=reason):
-        raise OrderNotCancelled("raced", status=orders.order_get(order_no=order.order_no).status)
-    order.refresh_from_db()
-    return order
-
-
-def order_expire(*, order_id: int, now: dt.datetime | None = None) -> str:
-    """The unpaid timeout of one order: cancel it when due, after asking WeChat.
-
-    Safe to run any number of times and concurrently with the customer's own cancel: the
-    conditional ``unpaid -> cancelled`` lets one of them restore stock and slot.
-    Returns "not_unpaid", "not_due", "cancelled", "raced" or a Settle value.
-    """
-    now = now or timezone.now()
-    order = Order.objects.filter(pk=order_id).first()
-    if order is None or order.status != OrderStatus.UNPAID:
-        return "not_unpaid"
-    if order.pay_deadline > now:
-        return "not_due"
-    try:
-        order_cancel(order=order, actor="system:timeout", reason="超时未支付")
-    except (OrderNotCancelled, CancelUnconfirmed) as exc:
-        return exc.outcome
-    return "cancelled"
-
-
-EXPIRE_CURSOR_KEY = "payments:orders_expire_due:after_id"
-EXPIRE_LOCK_KEY = "payments:orders_expire_due:running"
-EXPIRE_LOCK_SECONDS = 600  # a sweep that died holding the lock frees it after this
-
-
-def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> dict[str, int]:
-    """The unpaid timeout (beat, every ``ORDER_EXPIRE_SWEEP_SECONDS``): run :func:`order_expire`
-    for at most ``limit`` unpaid orders past their deadline; returns ``{outcome: count}``.
-
-    The only path to the timeout (no per-order countdown, issue 8), so no order may starve:
-    due orders are taken in id order starting after the last id the previous sweep reached
-    (kept in Redis), wrapping round, so an order WeChat cannot settle yet ("unknown", "paying")
-    is asked again once a round and never holds back the orders behind it. One sweep runs at a
-    time (a Redis lock; a sweep longer than the beat period is not doubled, nor WeChat asked
-    twice). Without Redis it sweeps from the start, unlocked — ``order_expire`` is safe to race.
-    """
-    now = now or timezone.now()
-    try:
-        if not cache.add(EXPIRE_LOCK_KEY, 1, timeout=EXPIRE_LOCK_SECONDS):
-            return {"busy": 1}
-        after = cache.get(EXPIRE_CURSOR_KEY) or 0
-        locked = True
-    except Exception:  # noqa: BLE001 - Redis down: the database alone decides
-        logger.warning("expire sweep without its Redis lock and cursor", exc_info=True)
-        after, locked = 0, False
-    due = Order.objects.filter(status=OrderStatus.UNPAID, pay_deadline__lte=now).order_by("pk")
-    ids = list(due.filter(pk__gt=after).values_list("pk", flat=True)[:limit])
-    if len(ids) < limit:
-        ids += list(due.filter(pk__lte=after).values_list("pk", flat=True)[:limit - len(ids)])
-    counts: dict[str, int] = {}
-    try:
-        for order_id in ids:
-            outcome = order_expire(order_id=order_id, now=now)
-            counts[outcome] = counts.get(outcome, 0) + 1
-    finally:
-        if locked:
-            try:
-                cache.set(EXPIRE_CURSOR_KEY, ids[-1] if len(ids) == limit else 0, timeout=None)
-                cache.delete(EXPIRE_LOCK_KEY)
-            except Exception:  # noqa: BLE001 - the lock expires by itself
-                logger.warning("could not release the expire sweep's lock", exc_info=True)
-    return counts
-
-
 def payment_status(*, order_no: str, customer_id: int) -> dict:
     """``{"order_status", "payment_status", "refund_status", "message"}``.
 
@@ -495,7 +356,7 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
     if order.status == OrderStatus.UNPAID and payment and payment.method == PayMethod.WECHAT \
-            and payment.status in _OPEN and payment.prepay_id and Payment.claim_status_query(payment.pk):
+            and payment.status in OPEN_STATUSES and payment.prepay_id and Payment.claim_status_query(payment.pk):
         payment_sync(payment=payment)
         order.refresh_from_db()
         payment.refresh_from_db()

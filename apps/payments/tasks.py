@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from apps.payments import recharges, reconciliation, refund_batches, refunds, services
+from apps.payments import order_lifecycle, recharges, reconciliation, refund_batches, refunds, services
 
 
 @shared_task
@@ -45,3 +45,18 @@ def refund_batch_item_run(item_id: int) -> str:
 def refund_batches_sweep() -> int:
     """Beat, every minute: push again batch items still queued and due (the items are the outbox)."""
     return refund_batches.refund_batches_sweep()
+
+
+# The unpaid timeout keeps its old task names (beat schedule, queued messages) and so its queue:
+# "apps.orders.tasks.*" matches no CELERY_TASK_ROUTES pattern, it runs on the default queue.
+@shared_task(name="apps.orders.tasks.order_expire")
+def order_expire(order_id: int) -> str:
+    """One order's unpaid timeout. Nothing schedules it any more (the sweep below is the timeout);
+    kept so that countdowns queued by an older release still run after an upgrade."""
+    return order_lifecycle.order_expire(order_id=order_id)
+
+
+@shared_task(name="apps.orders.tasks.orders_expire_due")
+def orders_expire_due() -> dict:
+    """Beat, every ``ORDER_EXPIRE_SWEEP_SECONDS``: the unpaid timeout (``pay_deadline`` is the timer)."""
+    return order_lifecycle.orders_expire_due()

@@ -17,7 +17,7 @@ from apps.marketing.models import SignInRule
 from apps.orders import followups
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order
-from apps.payments import recharges, refunds
+from apps.payments import order_lifecycle, recharges, refunds
 from apps.payments import services as payments
 from apps.payments.models import Recharge, Refund
 
@@ -85,7 +85,7 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
 
     def cancel():
         if order := pick("unpaid"):
-            payments.order_cancel(order=order, actor="customer", reason="random")
+            order_lifecycle.order_cancel(order=order, actor="customer", reason="random")
 
     def refund():
         if order := pick("paid"):

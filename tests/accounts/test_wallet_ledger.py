@@ -18,7 +18,7 @@ from apps.catalog.models import Product, Sku
 from apps.orders import followups
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order
-from apps.payments import refunds
+from apps.payments import order_lifecycle, refunds
 from apps.payments import services as payments
 from apps.payments.models import Refund
 
@@ -228,7 +228,7 @@ def test_random_operations_keep_the_totals_equal_to_the_ledger(shop, settings, s
 
     def cancel():
         if order := pick("unpaid"):
-            payments.order_cancel(order=order, actor="customer", reason="random")
+            order_lifecycle.order_cancel(order=order, actor="customer", reason="random")
 
     def refund():
         if order := pick(rnd.choice(["paid", "shipped", "completed"])):

@@ -13,7 +13,7 @@ from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order
-from apps.payments import refunds
+from apps.payments import order_lifecycle, refunds
 from apps.payments import services as payments
 from apps.payments.models import Payment, Refund
 
@@ -43,7 +43,7 @@ def test_balance_pay_after_the_pay_deadline_is_refused(shopper, make_sku, place_
     balance_try = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
     assert_error(balance_try, 409, "invalid_state")
     assert Customer.objects.get(pk=customer.pk).balance_fen == 50000
-    assert payments.order_expire(order_id=Order.objects.get(order_no=order["order_no"]).pk) == "cancelled"
+    assert order_lifecycle.order_expire(order_id=Order.objects.get(order_no=order["order_no"]).pk) == "cancelled"
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert_conserved({sku.pk: 5})
 
@@ -53,10 +53,10 @@ def test_timeout_boundary_is_the_deadline_itself(shopper, make_sku, place_order)
     sku = make_sku(price_fen=12800, stock=5)
     order = Order.objects.get(order_no=place_order(api, items=[(sku, 2)], address=address)["order_no"])
     just_before = order.pay_deadline - dt.timedelta(microseconds=1)
-    assert payments.order_expire(order_id=order.pk, now=just_before) == "not_due"
-    assert payments.orders_expire_due(now=just_before) == {}
-    assert payments.order_expire(order_id=order.pk, now=order.pay_deadline) == "cancelled"
-    assert payments.order_expire(order_id=order.pk, now=order.pay_deadline) == "not_unpaid"
+    assert order_lifecycle.order_expire(order_id=order.pk, now=just_before) == "not_due"
+    assert order_lifecycle.orders_expire_due(now=just_before) == {}
+    assert order_lifecycle.order_expire(order_id=order.pk, now=order.pay_deadline) == "cancelled"
+    assert order_lifecycle.order_expire(order_id=order.pk, now=order.pay_deadline) == "not_unpaid"
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert_conserved({sku.pk: 5})
 
@@ -339,7 +339,7 @@ def test_journey_conserves_stock_slots_and_money(shopper, make_sku, consultation
     # 6 insufficient balance: stays unpaid, then times out
     o6 = place_order(papi, items=[(sku, 1)], address=paddr)
     assert_error(papi.post(f"/api/v1/orders/{o6['order_no']}/pay", {"method": "balance"}, format="json"), 409)
-    payments.orders_expire_due(now=timezone.now() + dt.timedelta(hours=1))
+    order_lifecycle.orders_expire_due(now=timezone.now() + dt.timedelta(hours=1))
     # 7 WeChat-paid and fully refunded through WeChat, notification delivered
     o7 = place_order(api, items=[(sku, 2)], address=address)
     api.post(f"/api/v1/orders/{o7['order_no']}/pay", {"method": "wechat"}, format="json")
@@ -410,7 +410,7 @@ def test_unified_order_in_flight_while_the_order_is_cancelled_or_balance_paid(
         if not fired:
             fired.append(True)
             if other_tab == "cancel":
-                assert payments.order_cancel(order=Order.objects.get(order_no=no), actor="customer",
+                assert order_lifecycle.order_cancel(order=Order.objects.get(order_no=no), actor="customer",
                                              reason="other tab").status == "cancelled"
             else:
                 payments.payment_balance_pay(order_no=no, customer_id=customer.pk)

@@ -18,7 +18,7 @@ from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order
-from apps.payments import refunds
+from apps.payments import order_lifecycle, refunds
 from apps.payments import services as payments
 from apps.payments.models import Payment, Refund
 from starmall.errors import ShopError
@@ -106,7 +106,7 @@ def test_cancel_racing_balance_pay_has_one_winner(make_customer, make_sku, race)
     def act(i):
         if i % 2:
             return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
-        return payments.order_cancel(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
+        return order_lifecycle.order_cancel(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
 
     results = race(act, N)
 
@@ -132,7 +132,7 @@ def test_balance_pay_racing_the_timeout_has_one_winner(make_customer, make_sku, 
     def act(i):
         if i % 2:
             return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
-        return payments.order_expire(order_id=order.pk, now=later)
+        return order_lifecycle.order_expire(order_id=order.pk, now=later)
 
     results = race(act, N)
 
@@ -289,7 +289,7 @@ def test_late_notification_racing_the_timeout_cancel(make_customer, make_sku, we
 
     def act(i):
         if i % 2:
-            return payments.order_expire(order_id=order.pk, now=later)
+            return order_lifecycle.order_expire(order_id=order.pk, now=later)
         return payments.notification_handle(body)
 
     results = race(act, N)

@@ -11,6 +11,7 @@ from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
 from apps.orders.models import FollowUp, Order
+from apps.payments import order_lifecycle
 from apps.payments import services as payments
 from apps.payments.exceptions import OrderNotCancelled
 from apps.payments.models import Notification, Payment
@@ -116,8 +117,8 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
 
     def act(i):
         if i % 2:
-            return payments.order_expire(order_id=order.pk, now=later)
-        return payments.order_cancel(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
+            return order_lifecycle.order_expire(order_id=order.pk, now=later)
+        return order_lifecycle.order_cancel(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
 
     results = race(act, N)
 

@@ -95,7 +95,7 @@ def test_paid_consultation_completes_after_its_slot(api, consultation, place_ord
 
 
 def test_cancel_refusals_say_why_in_chinese_and_change_nothing(api, make_customer, make_sku, address, place_order, wechat):
-    from apps.payments import services as payments
+    from apps.payments import order_lifecycle
     from apps.payments.exceptions import OrderNotCancelled
 
     sku = make_sku(price_fen=12800, stock=5)
@@ -110,6 +110,6 @@ def test_cancel_refusals_say_why_in_chinese_and_change_nothing(api, make_custome
     again = api.post(f"/api/v1/orders/{paid['order_no']}/cancel")
     assert (again.status_code, again.json()["message"]) == (409, "只有待支付的订单可以取消。")
     with pytest.raises(OrderNotCancelled) as refused:
-        payments.order_cancel(order=Order.objects.get(order_no=paid["order_no"]), actor="staff:t", reason="x")
+        order_lifecycle.order_cancel(order=Order.objects.get(order_no=paid["order_no"]), actor="staff:t", reason="x")
     assert refused.value.outcome == "raced"
     assert Sku.objects.get(pk=sku.pk).stock == 4

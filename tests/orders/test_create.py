@@ -190,7 +190,7 @@ def test_create_sends_no_message_and_the_sweep_cancels_at_the_deadline(
         api, make_sku, address, django_capture_on_commit_callbacks, queued):
     """The unpaid timeout is the order's pay_deadline read by the sweep (issue 8): create
     pushes nothing to the broker; after commit it only drops the draft."""
-    from apps.payments import services as payments
+    from apps.payments import order_lifecycle
 
     sku = make_sku(stock=5)
     key = confirm(api, items=[{"sku_id": sku.pk, "quantity": 2}], address_id=address.pk).json()["order_key"]
@@ -203,8 +203,8 @@ def test_create_sends_no_message_and_the_sweep_cancels_at_the_deadline(
     order = Order.objects.get(order_key=key)
     sku.refresh_from_db()
     assert sku.stock == 3
-    assert payments.orders_expire_due(now=order.pay_deadline - dt.timedelta(seconds=1)) == {}
-    assert payments.orders_expire_due(now=order.pay_deadline) == {"cancelled": 1}
+    assert order_lifecycle.orders_expire_due(now=order.pay_deadline - dt.timedelta(seconds=1)) == {}
+    assert order_lifecycle.orders_expire_due(now=order.pay_deadline) == {"cancelled": 1}
     order.refresh_from_db()
     sku.refresh_from_db()
     assert (order.status, sku.stock) == ("cancelled", 5)

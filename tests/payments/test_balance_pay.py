@@ -88,9 +88,9 @@ def test_wechat_pay_still_works_after_a_balance_attempt_closed_the_first_trade(
     Customer.objects.filter(pk=customer.pk).update(balance_fen=13000)
     # The balance covers it at the check, then WeChat's trade is closed; suppose the balance
     # pay then fails (another order spent it meanwhile): the customer must still be able to pay.
-    from apps.payments import services
+    from apps.payments import order_lifecycle
 
-    assert services.wechat_settle_before_cancel(order=Order.objects.get(order_no=order["order_no"])) == "clear"
+    assert order_lifecycle.wechat_settle_before_cancel(order=Order.objects.get(order_no=order["order_no"])) == "clear"
     assert wechat.state.trades[order["order_no"]].trade_state == "CLOSED"
     response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     assert response.status_code == 200

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from apps.catalog.models import Sku
 from apps.orders.models import Order, OrderEvent
-from apps.payments import services
+from apps.payments import order_lifecycle
 
 pytestmark = pytest.mark.django_db
 
@@ -27,16 +27,16 @@ def later():
 
 
 def test_timeout_not_due_does_nothing(order):
-    assert services.orders_expire_due() == {}
+    assert order_lifecycle.orders_expire_due() == {}
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
 
 
 def test_timeout_cancels_unpaid_and_restores_stock_once(order, sku):
     assert Sku.objects.get(pk=sku.pk).stock == 3
-    assert services.orders_expire_due(now=later()) == {"cancelled": 1}
-    assert services.orders_expire_due(now=later()) == {}
+    assert order_lifecycle.orders_expire_due(now=later()) == {"cancelled": 1}
+    assert order_lifecycle.orders_expire_due(now=later()) == {}
     row = Order.objects.get(order_no=order["order_no"])
-    assert services.order_expire(order_id=row.pk, now=later()) == "not_unpaid"
+    assert order_lifecycle.order_expire(order_id=row.pk, now=later()) == "not_unpaid"
     assert row.status == "cancelled" and row.cancel_reason == "超时未支付"
     assert Sku.objects.get(pk=sku.pk).stock == 5
     assert OrderEvent.objects.filter(order=row, to_status="cancelled", actor="system:timeout").count() == 1
@@ -44,14 +44,14 @@ def test_timeout_cancels_unpaid_and_restores_stock_once(order, sku):
 
 def test_timeout_closes_wechat_trade_before_cancelling(api, order, wechat):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
-    assert services.orders_expire_due(now=later()) == {"cancelled": 1}
+    assert order_lifecycle.orders_expire_due(now=later()) == {"cancelled": 1}
     assert wechat.state.trades[order["order_no"]].trade_state == "CLOSED"
 
 
 def test_timeout_finds_payment_whose_notification_was_lost(api, order, sku, wechat):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])
-    assert services.orders_expire_due(now=later()) == {"paid": 1}
+    assert order_lifecycle.orders_expire_due(now=later()) == {"paid": 1}
     row = Order.objects.get(order_no=order["order_no"])
     assert row.status == "paid"
     assert Sku.objects.get(pk=sku.pk).stock == 3  # nothing given back
@@ -60,14 +60,14 @@ def test_timeout_finds_payment_whose_notification_was_lost(api, order, sku, wech
 def test_timeout_waits_while_user_is_paying(api, order, wechat):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.user_paying(order["order_no"])
-    assert services.orders_expire_due(now=later()) == {"paying": 1}
+    assert order_lifecycle.orders_expire_due(now=later()) == {"paying": 1}
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
 
 
 def test_timeout_waits_when_wechat_is_unreachable(api, order, settings):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     settings.WECHAT_PAY_API_BASE = "http://127.0.0.1:9/"
-    assert services.orders_expire_due(now=later()) == {"unknown": 1}
+    assert order_lifecycle.orders_expire_due(now=later()) == {"unknown": 1}
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
 
 
@@ -96,13 +96,13 @@ def test_sweep_goes_round_so_orders_wechat_cannot_settle_never_hold_back_the_res
         return real_query(out_trade_no=out_trade_no)
 
     monkeypatch.setattr(wx, "order_query", query)
-    rounds = [services.orders_expire_due(now=later(), limit=2) for _ in range(3)]
+    rounds = [order_lifecycle.orders_expire_due(now=later(), limit=2) for _ in range(3)]
     status = dict(Order.objects.values_list("order_no", "status"))
     assert [status[o["order_no"]] for o in made] == ["cancelled", "cancelled", "cancelled", "unpaid", "unpaid"]
     assert sum(sum(r.values()) for r in rounds) == 6  # 2 per round, none skipped
     assert Sku.objects.get(pk=stock.pk).stock == 8  # the two stuck orders still hold theirs
     monkeypatch.setattr(wx, "order_query", real_query)  # WeChat answers again
-    services.orders_expire_due(now=later(), limit=2)
+    order_lifecycle.orders_expire_due(now=later(), limit=2)
     assert Order.objects.filter(status="unpaid").count() == 0
     assert Sku.objects.get(pk=stock.pk).stock == 10
 
@@ -110,8 +110,18 @@ def test_sweep_goes_round_so_orders_wechat_cannot_settle_never_hold_back_the_res
 def test_one_sweep_at_a_time(order):
     from django.core.cache import cache
 
-    cache.add(services.EXPIRE_LOCK_KEY, 1, timeout=60)  # another worker is sweeping
-    assert services.orders_expire_due(now=later()) == {"busy": 1}
+    cache.add(order_lifecycle.EXPIRE_LOCK_KEY, 1, timeout=60)  # another worker is sweeping
+    assert order_lifecycle.orders_expire_due(now=later()) == {"busy": 1}
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
-    cache.delete(services.EXPIRE_LOCK_KEY)
-    assert services.orders_expire_due(now=later()) == {"cancelled": 1}
+    cache.delete(order_lifecycle.EXPIRE_LOCK_KEY)
+    assert order_lifecycle.orders_expire_due(now=later()) == {"cancelled": 1}
+
+
+def test_timeout_tasks_keep_their_old_names_for_beat_and_queued_messages():
+    from django.conf import settings
+
+    from apps.payments import tasks
+
+    assert tasks.order_expire.name == "apps.orders.tasks.order_expire"
+    assert tasks.orders_expire_due.name == "apps.orders.tasks.orders_expire_due"
+    assert settings.CELERY_BEAT_SCHEDULE["orders-expire-unpaid"]["task"] == tasks.orders_expire_due.name

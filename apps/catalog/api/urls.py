@@ -6,6 +6,5 @@ from starmall.api import converters  # noqa: F401 - registers <order_no:...> and
 urlpatterns = [
     path("categories", views.CategoryListView.as_view(), name="category-list"),
     path("products", views.ProductListView.as_view(), name="product-list"),
-    path("products/<id:product_id>", views.ProductDetailView.as_view(), name="product-detail"),
     path("teachers", views.TeacherListView.as_view(), name="teacher-list"),
 ]

@@ -8,7 +8,6 @@ urlpatterns = [
     path("orders/confirm", views.OrderConfirmView.as_view(), name="order-confirm"),
     path("orders", views.OrderListCreateView.as_view(), name="order-list"),
     path("orders/<order_no:order_no>", views.OrderDetailView.as_view(), name="order-detail"),
-    path("orders/<order_no:order_no>/cancel", views.OrderCancelView.as_view(), name="order-cancel"),
     path("orders/<order_no:order_no>/receive", views.OrderReceiveView.as_view(), name="order-receive"),
     path("orders/<order_no:order_no>/tracking", views.OrderTrackingView.as_view(), name="order-tracking"),
     path("orders/<order_no:order_no>/reorder", views.OrderReorderView.as_view(), name="order-reorder"),

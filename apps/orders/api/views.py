@@ -15,7 +15,6 @@ from apps.orders.api.serializers import (
     ReorderOutSerializer,
     TrackingSerializer,
 )
-from apps.payments import services as payments
 from starmall.api.schema import errors
 
 
@@ -66,15 +65,6 @@ class OrderDetailView(APIView):
     @extend_schema(responses={200: OrderSerializer, **errors(e404="not_found (also another customer's order)")})
     def get(self, request, order_no: str):
         order = services.order_get(order_no=order_no, customer_id=request.user.pk)
-        return Response(OrderSerializer(order).data)
-
-
-class OrderCancelView(APIView):
-    @extend_schema(request=None, responses={200: OrderSerializer, **errors(
-        e404="not_found", e409="invalid_state", e503="wechat_unavailable")})
-    def post(self, request, order_no: str):
-        order = services.order_get(order_no=order_no, customer_id=request.user.pk)
-        order = payments.order_cancel(order=order, actor="customer", reason="顾客取消")
         return Response(OrderSerializer(order).data)
 
 

@@ -1,9 +1,10 @@
 from django.urls import path
 
-from apps.payments.api import aftersales, recharges, views
+from apps.payments.api import aftersales, cancel, recharges, views
 from starmall.api import converters  # noqa: F401 - registers <order_no:...> and <id:...>
 
 urlpatterns = [
+    path("orders/<order_no:order_no>/cancel", cancel.OrderCancelView.as_view(), name="order-cancel"),
     path("orders/<order_no:order_no>/pay", views.OrderPayView.as_view(), name="order-pay"),
     path("orders/<order_no:order_no>/pay-status", views.OrderPayStatusView.as_view(), name="order-pay-status"),
     path("orders/<order_no:order_no>/refund", views.OrderRefundView.as_view(), name="order-refund"),

@@ -1,0 +1,4 @@
+"""Admin registrations of the back office (found by the admin's autodiscover): the pages whose
+actions span several apps."""
+
+from apps.backoffice import admin_orders  # noqa: F401 - registers the Order and AfterSale admins
