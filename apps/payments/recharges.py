@@ -36,6 +36,7 @@ from django.utils import timezone
 from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.payments import wechat
+from apps.payments.applied import Applied
 from apps.payments.models import Notification, Recharge, RechargePackage
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, NotFound, WechatUnavailable
@@ -114,8 +115,8 @@ def recharge_get(*, recharge_no: str, customer_id: int) -> Recharge:
 
 
 @retry_on_lock_conflict
-def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.datetime) -> str:
-    """Credit a WeChat-confirmed recharge (already verified); "applied" or "duplicate".
+def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.datetime) -> Applied:
+    """Credit a WeChat-confirmed recharge (already verified); Applied.APPLIED or DUPLICATE.
 
     One transaction: conditional ``unpaid/expired -> paid`` and, only for its winner, the
     balance ``recharge`` and ``bonus`` ledger rows and ``balance_fen += pay_fen + bonus_fen``.
@@ -126,13 +127,13 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
     with transaction.atomic():
         if Recharge.objects.filter(pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)).update(
                 status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at) != 1:
-            return "duplicate"
+            return Applied.DUPLICATE
         wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.pay_fen,
                               reason=WalletEvent.Reason.RECHARGE, ref=recharge.recharge_no)
         if recharge.bonus_fen > 0:
             wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.bonus_fen,
                                   reason=WalletEvent.Reason.BONUS, ref=recharge.recharge_no)
-    return "applied"
+    return Applied.APPLIED
 
 
 def recharge_notification(*, body: bytes, fields: dict) -> bytes:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from enum import Enum
 
 from django.conf import settings
 from django.db import transaction
@@ -24,6 +23,7 @@ from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
 from apps.payments import recharges, refunds, wechat
+from apps.payments.applied import Applied
 from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
@@ -35,14 +35,6 @@ PREPAY_REUSE_MARGIN = dt.timedelta(minutes=5)
 # An UNKNOWN payment is queried 1, 5 and 15 minutes after the timeout, then becomes MANUAL.
 UNCERTAIN_CHECK_WAITS = (dt.timedelta(minutes=1), dt.timedelta(minutes=4), dt.timedelta(minutes=10))
 OPEN_STATUSES = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)
-
-
-class Applied(str, Enum):
-    """What applying a confirmed WeChat payment did."""
-
-    APPLIED = "applied"  # order went unpaid -> paid
-    DUPLICATE = "duplicate"  # this payment was applied before: nothing done
-    LATE = "late"  # order no longer unpaid (cancelled / paid otherwise): money needs refunding
 
 
 # --- starting a payment ---------------------------------------------------------------------
