@@ -365,3 +365,45 @@ def _race(fn: Callable[[int], object], n: int, timeout: float = 30) -> list[obje
         t.join(timeout)
     assert not any(t.is_alive() for t in threads), "a racing thread hung"
     return results
+
+
+# --- a worker that dies right after a provider answered ----------------------------------------
+
+class WorkerKilled(BaseException):
+    """What :func:`die_after_answer` raises: not an ``Exception``, so no handler records it."""
+
+
+@pytest.fixture
+def die_after_answer():
+    """``with die_after_answer(answered) as death: run()`` — the worker dies right after the
+    provider answered a send.
+
+    ``answered()`` tells, without the database, whether the provider has accepted the send (the
+    sandbox recorded the message, the SMS backend logged it). The first database statement the
+    worker completes after that is its last: :class:`WorkerKilled` is raised as that statement
+    returns, as if the process were killed then — what the statement committed stays, the rest
+    of its transaction rolls back, nothing after it runs. So a send recorded by the first
+    statement after the answer counts once; one recorded later (at a COMMIT, after more work)
+    is sent again by the next attempt. ``death.killed`` says whether the kill happened.
+    """
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    @contextmanager
+    def die(answered: Callable[[], bool]):
+        death = SimpleNamespace(killed=False)
+
+        def last_statement(execute, sql, params, many, context):
+            result = execute(sql, params, many, context)
+            if answered():
+                death.killed = True
+                raise WorkerKilled(sql)
+            return result
+
+        try:
+            with connection.execute_wrapper(last_statement):
+                yield death
+        except WorkerKilled:
+            pass
+
+    return die

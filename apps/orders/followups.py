@@ -6,12 +6,17 @@ queue (a Redis list). Workers acknowledge late, so a worker that dies mid-task l
 message for another; :func:`followups_redispatch` (beat) re-pushes rows that are still pending,
 so even a Redis outage between commit and push loses nothing. Handlers are idempotent by the
 row: the conditional ``pending -> done`` UPDATE lets one effect count.
+
+A kind is either one outside send (:data:`SENDS`: a WeChat subscription message, an SMS) or
+database work (:data:`HANDLERS`: points, the chat), never both: work that has to follow a
+send is a follow-up of its own, so the send is recorded done the moment its provider answers.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from django.conf import settings
@@ -84,14 +89,16 @@ def followup_dispatch(followup_id: int, *, sweep: bool = False) -> bool:
 
 
 def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str:
-    """Run one follow-up's handler; return its status afterwards.
+    """Run one follow-up; return its status afterwards.
 
     The row is claimed first (``pending`` and not leased -> leased for LEASE_SECONDS), so two
     deliveries of the same message cannot run it at once, and a done row is skipped. Database
-    effects (points) commit in the same transaction as ``done``: exactly once. External effects
-    (WeChat message, SMS) are at-least-once: a worker that dies between sending and marking
-    done leaves the row to be run again after its lease. A failed attempt stays pending until
+    work (:data:`HANDLERS`: points) commits in the same transaction as ``done``: exactly once.
+    A send (:data:`SENDS`) is recorded done by the first statement after its provider answers
+    (:func:`_send`): at least once, and twice only if the worker dies in the milliseconds
+    between that answer and that UPDATE's commit. A failed attempt stays pending until
     ``FollowUp.MAX_ATTEMPTS``, then becomes FAILED with its error (visible in the admin).
+    Called by the worker outside any transaction (a send inside one would wait for its commit).
     """
     now = now or timezone.now()
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
@@ -104,11 +111,12 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     if claimed != 1:
         return followup.status  # done, failed, or another worker holds it
     try:
-        with transaction.atomic():
-            HANDLERS[followup.kind](followup)
-            FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-                status=FollowUp.Status.DONE, done_at=timezone.now(), last_error="", locked_until=None
-            )
+        if followup.kind in SENDS:
+            _send(followup)
+        else:
+            with transaction.atomic():
+                HANDLERS[followup.kind](followup)
+                _mark_done(followup)
     except Exception as exc:  # any handler error: record it and let the sweep retry
         status = (FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS
                   else FollowUp.Status.PENDING)
@@ -124,6 +132,29 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
             logger.warning("follow-up %s failed (attempt %s): %s", followup.key, followup.attempts, exc)
         return status
     return FollowUp.Status.DONE
+
+
+def _send(followup: FollowUp) -> None:
+    """The follow-up's one outside call, recorded done the instant its provider answers.
+
+    The message is built first (its database reads); then the provider is called with no
+    transaction open, and the very next statement is the conditional UPDATE marking the row
+    done, committed when it returns (autocommit). Nothing else may run in between: a send
+    inside a longer transaction is recorded only at its COMMIT, and a worker killed before
+    that sends the message again.
+    Raises what the provider raised (the row stays pending for the sweep).
+    """
+    call = SENDS[followup.kind](followup)
+    if call is not None:  # nothing to send (no phone, no shipment): done all the same
+        call()
+    _mark_done(followup)
+
+
+def _mark_done(followup: FollowUp) -> int:
+    """The conditional ``pending -> done`` UPDATE (lease released); its row count."""
+    return FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
+        status=FollowUp.Status.DONE, done_at=timezone.now(), last_error="", locked_until=None
+    )
 
 
 def _alert_failed(followup: FollowUp, exc: Exception) -> dict[str, str]:
@@ -154,14 +185,20 @@ def followups_redispatch(*, now: dt.datetime | None = None) -> int:
     return sum(followup_dispatch(pk, sweep=True) for pk in ids)
 
 
-# --- handlers: each idempotent or harmless to repeat ---------------------------------------
+# --- sends: each builds its provider call (or None: nothing to send) -------------------------
 
-def _send_paid_message(followup: FollowUp) -> None:
-    """Tell the customer their order is paid (WeChat subscription message)."""
+Send = Callable[[], object]
+"""A provider call ready to go, its arguments bound: ``call()`` sends or raises."""
+
+
+def _paid_message(followup: FollowUp) -> Send:
+    """Tell the customer their order is paid (WeChat subscription message; WeChat has no
+    idempotency key for these)."""
     from apps.accounts import wechat
 
     order = followup.order
-    wechat.send_subscribe_message(
+    return partial(
+        wechat.send_subscribe_message,
         openid=order.customer.openid,
         template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_PAID,
         page=f"pages/order/detail?order_no={order.order_no}",
@@ -172,6 +209,51 @@ def _send_paid_message(followup: FollowUp) -> None:
         },
     )
 
+
+def _paid_sms(followup: FollowUp) -> Send | None:
+    """Text the customer (when a phone is known) through ``settings.SMS_BACKEND``; the row's
+    UNIQUE key goes along for providers that deduplicate by it."""
+    from apps.orders.sms import backend
+
+    order = followup.order
+    phone = (order.address or {}).get("phone") or order.customer.phone
+    if not phone:
+        return None
+    return partial(backend().send, phone=phone, key=followup.key,
+                   text=f"【Starmall】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
+
+
+def _shipped_message(followup: FollowUp) -> Send | None:
+    """Tell the customer their order is on its way: carrier and tracking number."""
+    from apps.accounts import wechat
+    from apps.orders.models import Shipment
+
+    order = followup.order
+    shipment = Shipment.objects.filter(order=order).first()
+    if shipment is None:
+        return None
+    return partial(
+        wechat.send_subscribe_message,
+        openid=order.customer.openid,
+        template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED,
+        page=f"pages/order/detail?order_no={order.order_no}",
+        data={
+            "character_string1": {"value": order.order_no},
+            "thing2": {"value": shipment.carrier},
+            "character_string3": {"value": shipment.tracking_no},
+            "time4": {"value": timezone.localtime(shipment.shipped_at).strftime("%Y-%m-%d %H:%M")},
+        },
+    )
+
+
+SENDS: dict[str, Callable[[FollowUp], Send | None]] = {
+    FollowUp.Kind.SUBSCRIBE_MESSAGE: _paid_message,
+    FollowUp.Kind.SHIPPED_MESSAGE: _shipped_message,
+    FollowUp.Kind.SMS: _paid_sms,
+}
+
+
+# --- database work: each idempotent, committed together with ``done`` -------------------------
 
 def _award_points(followup: FollowUp) -> None:
     """One point per whole yuan paid, FROZEN until the order completes plus POINTS_FREEZE_DAYS
@@ -190,42 +272,6 @@ def _award_points(followup: FollowUp) -> None:
                                completed_at=completed_at if status == OrderStatus.COMPLETED else None)
 
 
-def _send_paid_sms(followup: FollowUp) -> None:
-    """Text the customer (when a phone is known) through ``settings.SMS_BACKEND``."""
-    from apps.orders.sms import backend
-
-    order = followup.order
-    phone = (order.address or {}).get("phone") or order.customer.phone
-    if phone:
-        backend().send(phone=phone, key=followup.key,
-                       text=f"【Starmall】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
-
-
-def _send_shipped_message(followup: FollowUp) -> None:
-    """Tell the customer their order is on its way: carrier and tracking number."""
-    from apps.accounts import wechat
-    from apps.orders.models import Shipment
-
-    order = followup.order
-    shipment = Shipment.objects.filter(order=order).first()
-    if shipment is None:
-        return
-    wechat.send_subscribe_message(
-        openid=order.customer.openid,
-        template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED,
-        page=f"pages/order/detail?order_no={order.order_no}",
-        data={
-            "character_string1": {"value": order.order_no},
-            "thing2": {"value": shipment.carrier},
-            "character_string3": {"value": shipment.tracking_no},
-            "time4": {"value": timezone.localtime(shipment.shipped_at).strftime("%Y-%m-%d %H:%M")},
-        },
-    )
-
-
-HANDLERS = {
-    FollowUp.Kind.SUBSCRIBE_MESSAGE: _send_paid_message,
-    FollowUp.Kind.SHIPPED_MESSAGE: _send_shipped_message,
-    FollowUp.Kind.SMS: _send_paid_sms,
+HANDLERS: dict[str, Callable[[FollowUp], None]] = {
     FollowUp.Kind.POINTS_AWARD: _award_points,
 }

@@ -292,3 +292,19 @@ def test_alert_on_failure_rolls_the_change_back_with_a_failing_alert():
     with pytest.raises(RuntimeError):
         services.alert_on_failure(mark, broken_alert)
     assert Alert.objects.get(pk=alert_id).title == "退款 SM1R8 失败"  # the change and its alert go together
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
+def test_robot_delivery_is_recorded_when_the_worker_dies_right_after_the_robot_answered(
+        wechat, settings, die_after_answer):
+    settings.ALERT_BACKENDS = [WECOM, EMAIL]
+    raise_refund_alert()
+    alert = Alert.objects.get()
+    with die_after_answer(lambda: len(wechat.state.robot_messages) > 0) as death:
+        services.alert_deliver(alert_id=alert.pk)
+    assert death.killed and mail.outbox == []  # died before the mail
+    later = timezone.now() + services.LEASE + dt.timedelta(seconds=1)  # the dead worker's lease is over
+    assert services.alerts_sweep(now=later) == {"sent": 1}
+    assert len(wechat.control.robot_messages()) == 1 and len(mail.outbox) == 1
+    assert list(AlertDelivery.objects.filter(alert=alert).values_list("backend", "attempts").order_by("backend")) == [
+        (EMAIL, 1), (WECOM, 1)]

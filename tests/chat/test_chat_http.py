@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession
 from apps.files.models import Upload
@@ -211,3 +214,22 @@ def test_chat_online_side_gets_no_notice(chat, make_api):
     assert api.post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
                     {"content_type": 1, "content": "在吗"}, format="json").status_code == 201
     assert list(ChatNotice.objects.values_list("recipient", flat=True)) == ["customer"]
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
+def test_chat_notice_is_recorded_sent_when_the_worker_dies_right_after_wechat_answered(
+        chat, make_api, wechat, die_after_answer):
+    from apps.chat import services
+
+    wechat.state.upsert_user(chat.customer.openid)
+    url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
+    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "在吗"}, format="json").status_code == 201
+    notice = ChatNotice.objects.get()
+    with die_after_answer(lambda: len(wechat.state.messages) > 0) as death:
+        services.notice_send(notice_id=notice.pk)
+    assert death.killed
+    later = timezone.now() + dt.timedelta(minutes=2)
+    assert services.notices_resend(now=later) == 0  # beat's resend leaves it alone
+    assert services.notice_send(notice_id=notice.pk) == ChatNotice.Status.SENT  # its task, redelivered
+    assert [m.touser for m in wechat.state.messages] == [chat.customer.openid]
+    assert ChatNotice.objects.values_list("status", "attempts").get() == (ChatNotice.Status.SENT, 1)

@@ -161,3 +161,20 @@ def test_a_reminder_failed_twice_is_one_alert_and_one_robot_message(far, wechat)
     assert alerts_sweep(now=timezone.now() + dt.timedelta(minutes=2)) == {"sent": 1}
     [message] = wechat.control.robot_messages()
     assert far.order["order_no"] in message["content"]
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
+def test_a_reminder_is_recorded_sent_when_the_worker_dies_right_after_wechat_answered(far, wechat, die_after_answer):
+    wechat.state.upsert_user(far.customer.openid)
+    now = Slot.objects.get(pk=far.old.pk).start - dt.timedelta(hours=3)
+    reminders.reminders_schedule(now=now)
+    row = ConsultationReminder.objects.get()
+    with die_after_answer(lambda: len(wechat.state.messages) > 0) as death:
+        reminders.reminder_send(reminder_id=row.pk, now=now)
+    assert death.killed
+    later = now + dt.timedelta(seconds=ConsultationReminder.LEASE_SECONDS + 1)  # the dead worker's lease is over
+    assert reminders.reminders_schedule(now=later) == {"created": 0, "pushed": 0}
+    assert reminders.reminder_send(reminder_id=row.pk, now=later) == "sent"  # its message, redelivered
+    assert [m.touser for m in wechat.state.messages] == [far.customer.openid]
+    row.refresh_from_db()
+    assert (row.status, row.attempts, row.locked_until) == ("sent", 1, None)

@@ -159,6 +159,38 @@ def test_followup_pool_child_killed_mid_task_is_requeued_and_finished_once(
     assert len(_sms_lines(worker.log(), order)) == 1
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_followup_worker_killed_while_wechat_answers_sends_again_and_loses_nothing(
+        shop, shop_redis, celery_worker_process, wechat):
+    """The window that stays: WeChat has taken the message, its answer has not reached the
+    worker (here it is held back 5 s; in production the milliseconds before the worker's
+    ``done`` UPDATE commits). A worker killed then leaves the row pending; once its lease ran
+    out the sweep sends it again (WeChat has no idempotency key for messages): twice, never lost."""
+    customer, order = shop.paid_order()
+    rows = _rows(order)
+    wechat.control.set_faults(subscribe_send={"delay_seconds": 5, "count": 1})
+    worker = celery_worker_process(shop_redis.url)
+    wait_for(lambda: len(wechat.state.messages) == 1, what="WeChat to take the paid message")
+    worker.kill()
+    row = FollowUp.objects.get(pk=rows["subscribe_message"].pk)
+    assert (row.status, row.attempts) == ("pending", 1) and row.locked_until > timezone.now()
+
+    _age(row, dt.timedelta(seconds=FollowUp.LEASE_SECONDS + 1))
+    assert followups.followups_redispatch() == 1
+    fresh = celery_worker_process(shop_redis.url)
+    wait_for(lambda: _state(order) == {kind: ("done", 1 + (kind == "subscribe_message")) for kind in KINDS},
+             what="the three follow-ups")
+    _restore_unacked(shop_redis.url)  # the killed worker's message: it finds the row done
+    wait_for(lambda: not shop_redis.queue() and shop_redis.unacked() == 0, what="the restored message to run")
+    wait_for(lambda: fresh.log().count("succeeded in") == 4, what="the fresh worker's four tasks")
+    fresh.stop()
+    first, again = wechat.control.messages(touser=customer.openid)
+    assert first["data"] == again["data"] and first["data"]["character_string1"]["value"] == order["order_no"]
+    assert len(_sms_lines(worker.log() + fresh.log(), order)) == 1
+    assert _points(customer) == POINTS and _awards(order) == [POINTS]
+
+
 # --- 2. Redis down between the commit and the push ------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
@@ -224,14 +256,16 @@ def test_followup_push_to_a_hung_redis_does_not_hold_the_notification_answer(sho
 # --- 3. one follow-up delivered twice -----------------------------------------------------------
 
 def _slow_handlers(monkeypatch, seconds: float) -> None:
-    """Each handler takes ``seconds`` before its effect, so a second delivery surely overlaps it."""
+    """Each follow-up (send or database work) takes ``seconds`` before its effect, so a second
+    delivery surely overlaps it."""
     def slow(handler):
         def run(followup):
             time.sleep(seconds)
             return handler(followup)
         return run
 
-    monkeypatch.setattr(followups, "HANDLERS", {k: slow(h) for k, h in followups.HANDLERS.items()})
+    for registry in ("SENDS", "HANDLERS"):
+        monkeypatch.setattr(followups, registry, {k: slow(h) for k, h in getattr(followups, registry).items()})
 
 
 @pytest.mark.postgres

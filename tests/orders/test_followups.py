@@ -1,6 +1,11 @@
 """Follow-ups: outbox rows in the paying transaction, run by idempotent handlers."""
 
+import datetime as dt
+import logging
+
 import pytest
+from django.db import connection
+from django.utils import timezone
 
 from apps.accounts.models import Customer
 from apps.accounts.selectors import points_frozen
@@ -87,3 +92,57 @@ def test_followup_claimed_by_a_live_worker_is_not_run_again(paid_order):
 
 def paid_order_customer(row):
     return row.order.customer_id
+
+
+@pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
+@pytest.mark.parametrize("kind", ["subscribe_message", "sms"])
+def test_followup_send_recorded_done_survives_the_worker_dying_right_after_the_answer(
+        kind, paid_order, customer, wechat, caplog, die_after_answer):
+    caplog.set_level(logging.INFO, logger="apps.orders.sms")
+
+    def sent() -> list:
+        """What the provider accepted: the sandbox's messages, the SMS backend's lines."""
+        if kind == "sms":
+            return [r.getMessage() for r in caplog.records if r.getMessage().startswith("SMS to ")]
+        return [m.touser for m in wechat.state.messages]
+
+    row = FollowUp.objects.get(kind=kind)
+    with die_after_answer(lambda: len(sent()) > 0) as death:
+        followups.followup_execute(row.pk)
+    assert death.killed
+    # Later: beat's sweep (the dead worker's lease has run out), then kombu hands the killed
+    # worker's unacknowledged message to another worker.
+    later = timezone.now() + dt.timedelta(seconds=FollowUp.LEASE_SECONDS + 1)
+    pushed = followups.followups_redispatch(now=later)
+    assert followups.followup_execute(row.pk, now=later) == "done"
+
+    expected = ([f"SMS to 13800000000 [sms:{paid_order['order_no']}]: 【Starmall】订单{paid_order['order_no']}"
+                 f"已支付128.00元，感谢惠顾。"] if kind == "sms" else [customer.openid])
+    assert (sent(), pushed) == (expected, 2)  # the sweep pushed the order's two other rows, not this one
+    row.refresh_from_db()
+    assert (row.status, row.attempts, row.locked_until) == ("done", 1, None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_followup_sends_call_their_provider_with_no_transaction_open(paid_order, monkeypatch):
+    """A send inside a transaction is recorded only at its COMMIT; under SQLite (IMMEDIATE) it
+    also holds the write lock, every other writer waiting as long as the provider takes."""
+    from apps.accounts import wechat as wechat_api
+    from apps.orders import sms
+
+    inside: dict[str, bool] = {}
+    message, text = wechat_api.send_subscribe_message, sms.LogSmsBackend.send
+
+    def message_seen(**kwargs):
+        inside["subscribe_message"] = connection.in_atomic_block
+        return message(**kwargs)
+
+    def text_seen(self, **kwargs):
+        inside["sms"] = connection.in_atomic_block
+        return text(self, **kwargs)
+
+    monkeypatch.setattr(wechat_api, "send_subscribe_message", message_seen)
+    monkeypatch.setattr(sms.LogSmsBackend, "send", text_seen)
+    for row in FollowUp.objects.all():
+        assert followups.followup_execute(row.pk) == "done"
+    assert inside == {"subscribe_message": False, "sms": False}
