@@ -1,4 +1,4 @@
-"""History (issue 9): recharges, their bonus and daily sign-ins are ledger rows with reasons,
+"""History: recharges, their bonus and daily sign-ins are ledger rows with reasons,
 and random sequences of sign-in, recharge paid (duplicates included), balance pay, refund to the
 balance, points spent and returned by a cancel keep the stored totals equal to the ledger sums."""
 

@@ -1,4 +1,4 @@
-"""Points and balance: an append-only ledger, frozen earned points, and no farming (issue 7).
+"""Points and balance: an append-only ledger, frozen earned points, and no farming.
 
 Points an order earns are frozen until it completes plus POINTS_FREEZE_DAYS and die with a
 cancelled or refunded order; the customer's totals always equal the ledger's sums.
@@ -52,7 +52,7 @@ def assert_ledger_matches(customer_id: int) -> None:
 
 def test_points_farming_with_auto_refunded_balance_consultations_earns_nothing(
         make_customer, make_api, consultation, place_order):
-    """The attack of issue 7: pay a consultation from the balance, ask for a refund more than
+    """The points-farming attack: pay a consultation from the balance, ask for a refund more than
     24 h ahead (approved automatically), repeat. Before: +299 points per round. Now: the award
     is frozen and dies with the refund; the balance comes back with a ledger row each time."""
     customer = make_customer()

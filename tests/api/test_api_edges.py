@@ -1,4 +1,4 @@
-"""Edges of the API (issue 7): unparsable paths, big bodies, spoofed addresses, pay-status
+"""Edges of the API: unparsable paths, big bodies, spoofed addresses, pay-status
 polling, junk notifications, expired tokens on public endpoints.
 
 Every answer asserted here is API.md's ``{"code", "message", "detail"}`` with an exact status.

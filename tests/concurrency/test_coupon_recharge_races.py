@@ -1,4 +1,4 @@
-"""Issue 9 races on PostgreSQL with real threads: coupon totals and per-customer limits, single
+"""Coupon, recharge and sign-in races on PostgreSQL with real threads: coupon totals and per-customer limits, single
 use of a coupon, recharge notifications delivered at once, sign-in twice at the same moment."""
 
 from collections import Counter

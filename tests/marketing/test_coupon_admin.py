@@ -1,4 +1,4 @@
-"""Back office of issue 9: coupon templates in yuan, issuing behind marketing.issue_coupon,
+"""Back office of coupons and recharges: coupon templates in yuan, issuing behind marketing.issue_coupon,
 recharge packages in yuan, sign-in rules; every page opens."""
 
 import pytest
