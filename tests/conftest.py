@@ -407,3 +407,41 @@ def die_after_answer():
             pass
 
     return die
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    """Each test stores its uploads (and copied pictures) in its own folder; returns it. Tests
+    that store files say ``pytest.mark.usefixtures("media")``."""
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    return tmp_path / "media"
+
+
+@pytest.fixture
+def buyer(make_customer, make_api, wechat):
+    """A customer with 10,000.00 yuan balance, known to the WeChat sandbox, with a default
+    address (so ``place_order`` needs none): ``buyer.customer``, ``buyer.api``."""
+    from types import SimpleNamespace
+
+    from apps.accounts.models import Address
+
+    customer = make_customer(balance_fen=1_000_000)
+    wechat.state.upsert_user(customer.openid)
+    Address.objects.create(customer=customer, name="张三", phone="13800001234", province="浙江省",
+                           city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    return SimpleNamespace(customer=customer, api=make_api(customer))
+
+
+@pytest.fixture
+def paid(buyer, make_sku, place_order):
+    """``paid(price_fen=5000, stock=10, quantity=2, sku=None)`` -> (order JSON, sku): a goods
+    order of ``buyer``'s, paid from the balance."""
+
+    def make(*, price_fen=5000, stock=10, quantity=2, sku=None):
+        sku = sku or make_sku(price_fen=price_fen, stock=stock)
+        order = place_order(buyer.api, items=[(sku, quantity)])
+        response = buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
+        assert response.status_code == 200, response.json()
+        return response.json()["order"], sku
+
+    return make
