@@ -445,3 +445,49 @@ def paid(buyer, make_sku, place_order):
         return response.json()["order"], sku
 
     return make
+
+
+@pytest.fixture
+def safe_api(make_api):
+    """``safe_api(customer=None)``: an APIClient that answers a 500 instead of raising it (what
+    a mini-program sees)."""
+
+    def make(customer=None):
+        client = make_api(customer)
+        client.raise_request_exception = False
+        return client
+
+    return make
+
+
+@pytest.fixture
+def boss(client, django_user_model):
+    """pytest-django's ``client``, logged in as the superuser "boss" (every back-office page)."""
+    client.force_login(django_user_model.objects.create_superuser("boss", password="pw-123456"))
+    return client
+
+
+@pytest.fixture
+def role_client(django_user_model):
+    """``role_client("财务")`` -> a new logged-in Client of a staff user in that role (group of
+    ``apps/backoffice/roles.py``, made if missing); ``client.user`` is the user."""
+    import itertools
+
+    from django.contrib.auth.models import Group, Permission
+    from django.test import Client
+
+    from apps.backoffice.roles import sync_roles
+
+    counter = itertools.count(1)
+
+    def make(role: str) -> Client:
+        sync_roles(Group, Permission)
+        user = django_user_model.objects.create_user(f"user-{role}-{next(counter)}", password="pw-123456",
+                                                     is_staff=True)
+        user.groups.add(Group.objects.get(name=role))
+        client = Client()
+        client.force_login(user)
+        client.user = user
+        return client
+
+    return make

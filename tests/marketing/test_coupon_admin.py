@@ -13,13 +13,6 @@ from starmall.admin_money import YuanField, yuan
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def boss(client, django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client.login(username="boss", password="pw-123456")
-    return client
-
-
 def _template_form(**changes):
     return {"name": "满100减20", "kind": "amount", "amount_fen": "20.00", "percent": "0", "max_discount_fen": "",
             "threshold_fen": "100", "scope": "all", "valid_days": "30", "total": "500", "per_customer": "1",

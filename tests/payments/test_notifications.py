@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from wechatpy.pay.utils import calculate_signature
 
-from apps.accounts.models import Address, WalletEvent
+from apps.accounts.models import WalletEvent
 from apps.catalog.models import Product, Sku
 from apps.orders.models import FollowUp, Order
 from apps.payments import notifications, refunds
@@ -29,9 +29,10 @@ class Killed(Exception):
 
 
 @pytest.fixture
-def killed_at_audit_row(monkeypatch):
-    """Every audit row of a notification that changed something (applied, late, refund closed)
-    raises :class:`Killed` instead of being written; ``monkeypatch.undo()`` revives the worker."""
+def kill_at_audit_row(monkeypatch):
+    """``kill_at_audit_row()``: from now on every audit row of a notification that changed
+    something (applied, late, refund closed) raises :class:`Killed` instead of being written;
+    ``monkeypatch.undo()`` revives the worker."""
     real = Notification.record.__func__
 
     def record(cls, **kwargs):
@@ -39,15 +40,7 @@ def killed_at_audit_row(monkeypatch):
             raise Killed()
         return real(cls, **kwargs)
 
-    monkeypatch.setattr(Notification, "record", classmethod(record))
-
-
-@pytest.fixture
-def buyer(make_customer, make_api):
-    customer = make_customer(balance_fen=0)
-    address = Address.objects.create(customer=customer, name="张三", phone="13800000000",
-                                      province="浙江省", city="杭州市", detail="1号", is_default=True)
-    return customer, make_api(customer), address
+    return lambda: monkeypatch.setattr(Notification, "record", classmethod(record))
 
 
 def _outcomes(kind: str = "payment") -> list[str]:
@@ -56,18 +49,18 @@ def _outcomes(kind: str = "payment") -> list[str]:
 
 def _paid_at_wechat(buyer, make_sku, place_order, wechat) -> tuple[dict, Sku, bytes]:
     """A goods order of 128.00 paid at WeChat; returns it, its SKU and the notification's body."""
-    customer, api, address = buyer
     sku = make_sku(price_fen=12800, stock=5)
-    order = place_order(api, items=[(sku, 1)], address=address)
-    assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
+    order = place_order(buyer.api, items=[(sku, 1)])
+    assert buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
     wechat.control.pay(order["order_no"])
     note = wechat.control.notifications(out_trade_no=order["order_no"])[0]
     return order, sku, note["body"].encode()
 
 
 def test_payment_killed_before_its_audit_row_keeps_neither_and_the_resend_applies_once(
-        buyer, make_sku, place_order, wechat, killed_at_audit_row, monkeypatch):
+        buyer, make_sku, place_order, wechat, kill_at_audit_row, monkeypatch):
     order, sku, body = _paid_at_wechat(buyer, make_sku, place_order, wechat)
+    kill_at_audit_row()
 
     with pytest.raises(Killed):
         notifications.payment_notification_handle(body)
@@ -91,12 +84,13 @@ def test_payment_killed_before_its_audit_row_keeps_neither_and_the_resend_applie
 
 
 def test_recharge_killed_before_its_audit_row_credits_nothing_and_the_resend_credits_once(
-        make_customer, make_api, wechat, killed_at_audit_row, monkeypatch):
+        make_customer, make_api, wechat, kill_at_audit_row, monkeypatch):
     customer = make_customer()
     package = RechargePackage.objects.create(pay_fen=10000, bonus_fen=1000, sort=1)
     no = make_api(customer).post("/api/v1/recharges", {"package_id": package.pk}, format="json").json()["recharge_no"]
     wechat.control.pay(no)
     body = wechat.control.notifications(out_trade_no=no)[0]["body"].encode()
+    kill_at_audit_row()
 
     with pytest.raises(Killed):
         notifications.payment_notification_handle(body)
@@ -117,21 +111,14 @@ def test_recharge_killed_before_its_audit_row_credits_nothing_and_the_resend_cre
 
 
 def test_refund_killed_before_its_audit_row_stays_submitted_and_the_resend_confirms_once(
-        buyer, make_sku, place_order, wechat, monkeypatch):
+        buyer, make_sku, place_order, wechat, kill_at_audit_row, monkeypatch):
     order, sku, body = _paid_at_wechat(buyer, make_sku, place_order, wechat)
     assert notifications.payment_notification_handle(body) == SUCCESS
-    sale = refunds.refund_request(order_no=order["order_no"], customer_id=buyer[0].pk, reason="不想要了")
+    sale = refunds.refund_request(order_no=order["order_no"], customer_id=buyer.customer.pk, reason="不想要了")
     refund = refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:cs")
     assert refunds.refund_execute(refund_id=refund.pk) == "submitted"
     refund_body = wechat.control.notifications(kind="refund")[0]["body"].encode()
-    real = Notification.record.__func__
-
-    def record(cls, **kwargs):
-        if kwargs["outcome"] == "applied":
-            raise Killed()
-        return real(cls, **kwargs)
-
-    monkeypatch.setattr(Notification, "record", classmethod(record))
+    kill_at_audit_row()
     with pytest.raises(Killed):
         notifications.refund_notification_handle(refund_body)
 
