@@ -428,7 +428,7 @@ AUTO_RECEIVE_DAYS = env.int("AUTO_RECEIVE_DAYS", default=10)
 WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED", default="order-shipped")
 
 # --- Alerts (apps.alerts): MANUAL payments, FAILED refunds / follow-ups, reconciliation ------
-# Each problem is recorded once and sent to every backend here (dotted paths; README "Alerts").
+# Each problem is recorded once and sent to every backend here (dotted paths; docs/BACKOFFICE.md "Alerts").
 # Development: the enterprise-WeChat group robot of the local sandbox (its demo key) and mails
 # written to var/mail/ (settings.local); production names its own (settings.production).
 ALERT_BACKENDS = env.list("ALERT_BACKENDS", default=[
