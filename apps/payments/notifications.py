@@ -33,6 +33,7 @@ Adding a notification (WeChat's v3 merchant-transfer notification, say) is one e
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -137,7 +138,7 @@ REFUND_RESULT = Callback(kind=Notification.Kind.REFUND, read=_read_refund_result
 
 # --- the handlers: which row, which amount, which apply function ------------------------------
 
-def _paid_at(fields: dict):
+def _paid_at(fields: dict) -> dt.datetime:
     """WeChat's ``time_end`` (Shanghai), or now when it is missing or unreadable."""
     return wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
 

@@ -120,11 +120,12 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
 
     One transaction: conditional ``unpaid/expired -> paid`` and, only for its winner, the
     balance ``recharge`` and ``bonus`` ledger rows and ``balance_fen += pay_fen + bonus_fen``.
-    Run once more after a lock conflict (a second one raises DatabaseBusy, nothing credited).
+    Run once more after a lock conflict (a second one raises DatabaseBusy, nothing credited);
+    inside a caller's transaction (WeChat's notification, with its audit row) it joins it whole.
     """
     # The recharge row (step 2 of starmall/locking.py: the customer's payment record) before
     # the customer's balance (5), as an order's payment comes before the customer's wallet.
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         if Recharge.objects.filter(pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)).update(
                 status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at) != 1:
             return Applied.DUPLICATE

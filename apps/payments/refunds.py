@@ -304,7 +304,7 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     SKUs: 3-7) and its product sales (8). Crediting the customer before the order and the sales
     once deadlocked with a balance payment of the same customer.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         order = orders.order_lock(order_id=refund.order_id)
         if Refund.objects.filter(
             pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)

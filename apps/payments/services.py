@@ -193,11 +193,11 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
 
     ``pending/unknown/manual -> paid`` on the payment, then ``unpaid -> paid`` on the order, in
     one transaction (run once more after a lock conflict; a second one raises DatabaseBusy and
-    changes nothing). A second delivery finds the payment paid and returns DUPLICATE; a payment
+    changes nothing), or whole inside the caller's (WeChat's notification: with its audit row). A second delivery finds the payment paid and returns DUPLICATE; a payment
     that lands on an order no longer unpaid returns LATE (the money is recorded; the order is
     not revived and no stock is taken again).
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         # The order's row first, then its payment: step 1 before step 2 of starmall/locking.py,
         # as a balance payment, a cancel and a refund of this order take them.
         order = orders.order_lock(order_id=payment.order_id)
