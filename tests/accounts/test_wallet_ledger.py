@@ -8,8 +8,8 @@ import datetime as dt
 import random
 
 import pytest
-from django.db.models import Sum
 from django.utils import timezone
+from ledger_helpers import assert_ledger_matches
 
 from apps.accounts import wallet
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
@@ -34,20 +34,6 @@ def run_followups(order_no: str) -> None:
 def run_refunds(order_no: str) -> None:
     for refund in Refund.objects.filter(order__order_no=order_no, status="pending"):
         assert refunds.refund_execute(refund_id=refund.pk) == "success"
-
-
-def assert_ledger_matches(customer_id: int) -> None:
-    """The stored totals are the ledger's sums (DESIGN.md: the totals are a cache of the ledger)."""
-    customer = Customer.objects.get(pk=customer_id)
-    rows = WalletEvent.objects.filter(customer_id=customer_id)
-
-    def total(**where) -> int:
-        return rows.filter(**where).aggregate(s=Sum("amount"))["s"] or 0
-
-    assert customer.balance_fen == total(kind="balance")
-    assert customer.points == total(kind="points", state="available")
-    assert points_frozen(customer_id=customer_id) == total(kind="points", state="frozen")
-    assert not rows.filter(kind="balance").exclude(state="available").exists()
 
 
 def test_points_farming_with_auto_refunded_balance_consultations_earns_nothing(

@@ -10,7 +10,7 @@ test's transaction a savepoint would roll back either way).
 from __future__ import annotations
 
 import pytest
-from wechatpy.pay.utils import calculate_signature
+from pay_helpers import pay_result, signed_xml
 
 from apps.accounts.models import WalletEvent
 from apps.catalog.models import Product, Sku
@@ -21,7 +21,6 @@ from apps.payments.models import Notification, Payment, Recharge, RechargePackag
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SUCCESS = b"<xml><return_code><![CDATA[SUCCESS]]></return_code><return_msg><![CDATA[OK]]></return_msg></xml>"
-API_KEY = "starmall0sandbox0pay0api0key0032"
 
 
 class Killed(Exception):
@@ -154,12 +153,7 @@ def test_one_more_handler_is_one_registered_entry_that_gets_the_shared_checks(db
         notifications.register("payment", notifications.HANDLERS["payment"])
 
     def body(out_trade_no: str, total_fee: int) -> bytes:
-        fields = {"appid": "wx8d5f3c1a2b4e6f70", "mch_id": "1900000109", "nonce_str": "n0nce",
-                  "result_code": "SUCCESS", "return_code": "SUCCESS", "openid": "oX",
-                  "out_trade_no": out_trade_no, "total_fee": str(total_fee), "transaction_id": "4200000001",
-                  "time_end": "20260101120000"}
-        fields["sign"] = calculate_signature(fields, API_KEY)
-        return ("<xml>" + "".join(f"<{k}><![CDATA[{v}]]></{k}>" for k, v in fields.items()) + "</xml>").encode()
+        return signed_xml(pay_result(out_trade_no, total_fee, transaction_id="4200000001"))
 
     assert b"unknown out_trade_no" in notifications.payment_notification_handle(body("T20260101000009", 500))
     assert b"total_fee does not match" in notifications.payment_notification_handle(body("T20260101000001", 1))
