@@ -3,7 +3,7 @@
 Django gives each request context its own cache object (``django.core.cache.caches`` is a
 context-local, and under ASGI every request is a new context), and django-redis builds a new
 ``redis.Redis`` for each cache object. redis-py 8's constructor (its response-callback table,
-its event dispatcher) was 4-5 % of the web workers' CPU in the flash sale (issue 8, py-spy
+its event dispatcher) was 4-5 % of the web workers' CPU in the flash sale (py-spy
 ``--gil`` on both workers). A ``redis.Redis`` is safe to share between threads: it takes a
 connection from its pool for each command, and django-redis already shares the pools per process.
 """

@@ -3,12 +3,12 @@
 Each worker is uvicorn (``starmall/uvicorn_worker.py``) serving the ASGI application: the API
 (Django's WSGI path in a thread pool of ``WEB_THREADS`` threads, ``starmall/asgi.py``) and the
 chat's WebSocket ``/ws/chat/...`` on the same address, as a mini-program's ``wx.connectSocket``
-needs (issue 11).
+needs.
 
 ``make run`` (``manage.py runshop``), the fault tests, ``make bench`` and the deployment guide
 (docs/DEPLOY.md) all start the web server with this one file, so tuning it here changes every
 one of them. The defaults are the model measured best for a 2-core machine with PostgreSQL on
-the same host (README "Benchmarks"); the environment can override each of them:
+the same host (docs/PERFORMANCE.md); the environment can override each of them:
 
 | variable | default | meaning |
 | --- | --- | --- |
@@ -16,7 +16,7 @@ the same host (README "Benchmarks"); the environment can override each of them:
 | ``WEB_WORKERS`` | 2 | worker processes |
 | ``WEB_THREADS`` | 4 | threads per worker running HTTP requests (a2wsgi's pool, ``starmall/asgi.py``) |
 | ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
-| ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none — on or off measured the same in the flash sale, README "Benchmarks") |
+| ``WEB_ACCESS_LOG`` | ``-`` | access log file (``-``: stdout, the supervisor's log; empty: none — on or off measured the same in the flash sale, docs/PERFORMANCE.md) |
 | ``WEB_SWITCH_INTERVAL_MS`` | 0.5 | how long a thread may hold the GIL before another runnable thread of the worker gets it (Python's default is 5 ms; see below) |
 
 Which proxies' ``X-Forwarded-For`` / ``X-Forwarded-Proto`` are believed is ``TRUSTED_PROXIES``
@@ -50,8 +50,8 @@ def post_fork(server, worker):
     GIL twice more before it commits; with 5 ms slices it waits behind CPU-bound neighbours
     while every other buyer waits on its row lock. Half a millisecond measured slightly better
     on 2 cores: in alternating runs 243 and 249 attempts/s against 239 and 226 with 5 ms for a
-    plain SKU, 234 and 226 against 202 and 220 for a 秒杀 activity (README "Benchmarks",
-    issue 8); the floor app did not change beyond its noise.
+    plain SKU, 234 and 226 against 202 and 220 for a 秒杀 activity (docs/PERFORMANCE.md);
+    the floor app did not change beyond its noise.
     """
     import sys
 

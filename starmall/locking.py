@@ -10,7 +10,7 @@ already holds may be written again at any time; steps it does not need are skipp
 2. that order's own records: its ``Payment``, ``AfterSale``, ``Refund`` and
    ``RefundBatchItem`` rows (a ``Recharge`` stands here: it is the customer's payment record).
    Paths that hold the order's lock may take them in any order; the refund worker's paths that
-   do not (``_mark_failed``, ``refund_retry``) take Refund, then AfterSale, then RefundBatchItem;
+   do not (``refund_mark_failed``, ``refund_retry``) take Refund, then AfterSale, then RefundBatchItem;
 3. places: the order's ``Booking``, then ``Slot`` rows in id order;
 4. the customer's ``Coupon``;
 5. the customer (``Customer``: balance, points, the per-customer caps and address and cart

@@ -407,3 +407,87 @@ def die_after_answer():
             pass
 
     return die
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    """Each test stores its uploads (and copied pictures) in its own folder; returns it. Tests
+    that store files say ``pytest.mark.usefixtures("media")``."""
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    return tmp_path / "media"
+
+
+@pytest.fixture
+def buyer(make_customer, make_api, wechat):
+    """A customer with 10,000.00 yuan balance, known to the WeChat sandbox, with a default
+    address (so ``place_order`` needs none): ``buyer.customer``, ``buyer.api``."""
+    from types import SimpleNamespace
+
+    from apps.accounts.models import Address
+
+    customer = make_customer(balance_fen=1_000_000)
+    wechat.state.upsert_user(customer.openid)
+    Address.objects.create(customer=customer, name="张三", phone="13800001234", province="浙江省",
+                           city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    return SimpleNamespace(customer=customer, api=make_api(customer))
+
+
+@pytest.fixture
+def paid(buyer, make_sku, place_order):
+    """``paid(price_fen=5000, stock=10, quantity=2, sku=None)`` -> (order JSON, sku): a goods
+    order of ``buyer``'s, paid from the balance."""
+
+    def make(*, price_fen=5000, stock=10, quantity=2, sku=None):
+        sku = sku or make_sku(price_fen=price_fen, stock=stock)
+        order = place_order(buyer.api, items=[(sku, quantity)])
+        response = buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
+        assert response.status_code == 200, response.json()
+        return response.json()["order"], sku
+
+    return make
+
+
+@pytest.fixture
+def safe_api(make_api):
+    """``safe_api(customer=None)``: an APIClient that answers a 500 instead of raising it (what
+    a mini-program sees)."""
+
+    def make(customer=None):
+        client = make_api(customer)
+        client.raise_request_exception = False
+        return client
+
+    return make
+
+
+@pytest.fixture
+def boss(client, django_user_model):
+    """pytest-django's ``client``, logged in as the superuser "boss" (every back-office page)."""
+    client.force_login(django_user_model.objects.create_superuser("boss", password="pw-123456"))
+    return client
+
+
+@pytest.fixture
+def role_client(django_user_model):
+    """``role_client("财务")`` -> a new logged-in Client of a staff user in that role (group of
+    ``apps/backoffice/roles.py``, made if missing); ``client.user`` is the user."""
+    import itertools
+
+    from django.contrib.auth.models import Group, Permission
+    from django.test import Client
+
+    from apps.backoffice.roles import sync_roles
+
+    counter = itertools.count(1)
+
+    def make(role: str) -> Client:
+        sync_roles(Group, Permission)
+        user = django_user_model.objects.create_user(f"user-{role}-{next(counter)}", password="pw-123456",
+                                                     is_staff=True)
+        user.groups.add(Group.objects.get(name=role))
+        client = Client()
+        client.force_login(user)
+        client.user = user
+        return client
+
+    return make

@@ -1,4 +1,4 @@
-"""One redis-py client per Redis server per process (``starmall.cache_client``, issue 8)."""
+"""One redis-py client per Redis server per process (``starmall.cache_client``)."""
 
 import contextvars
 import threading

@@ -25,13 +25,11 @@ def test_front_page_names_the_shop_and_links_docs_admin_and_health(client, setti
 
 
 @pytest.mark.django_db
-def test_the_admins_view_site_link_leads_to_the_front_page(client, django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client.login(username="boss", password="pw-123456")
-    html = client.get("/admin/").content.decode()
+def test_the_admins_view_site_link_leads_to_the_front_page(boss):
+    html = boss.get("/admin/").content.decode()
     link = re.search(r'<a href="([^"]*)"[^>]*>\s*查看站点\s*</a>', html)
     assert link is not None and link.group(1) == "/"
-    assert client.get(link.group(1)).status_code == 200
+    assert boss.get(link.group(1)).status_code == 200
 
 
 NOT_FOUND_PATHS = ["/nonexistent", "/shop/index.html", "/static/nothing.css"]

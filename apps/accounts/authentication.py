@@ -31,7 +31,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         customer_id = self.customer_id(token)
         if customer_id is None:
             return None
-        # [:1] rather than .first(): no ORDER BY to compile on every request (issue 8 profile).
+        # [:1] rather than .first(): no ORDER BY to compile on every request (a measured cost under load).
         customer = next(iter(Customer.objects.filter(pk=customer_id, is_active=True)[:1]), None)
         if customer is None:
             return None

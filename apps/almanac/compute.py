@@ -37,7 +37,7 @@ DISTRIBUTION = "lunar_python"  # the name importlib.metadata knows it by
 PINNED_VERSION = "1.4.8"  # == pyproject.toml's "lunar-python==1.4.8"
 SECT = 1  # month pillar by day for 宜/忌 (see module docstring)
 
-# Dates the almanac is defined for (the range; lunar-python is exact over it).
+# Dates the almanac is defined for (lunar-python is exact over this range).
 FIRST_DATE = dt.date(1901, 1, 1)
 LAST_DATE = dt.date(2100, 12, 31)
 

@@ -129,7 +129,7 @@ def slot_update(
     """Staff change a slot (the admin's only way to write one); returns the slot as stored.
 
     Arguments left None are not touched. One conditional UPDATE whose guard is repeated in its
-    WHERE, so a booking made while the page was open is never overridden (issue 7):
+    WHERE, so a booking made while the page was open is never overridden:
     ``capacity`` only if ``booked <= capacity``; ``teacher_id``, ``start`` and ``end`` (aware,
     Shanghai wall time in the admin) only while ``booked = 0`` — a booked slot's time is the
     customer's appointment. ``is_open`` may always change (closing keeps existing bookings).

@@ -1,4 +1,4 @@
-"""The shop's staff roles as Django groups, with the named permissions of issue 7.
+"""The shop's staff roles as Django groups, each holding the named permissions its staff task needs.
 
 ``sync_roles`` is idempotent: the data migration ``0002_roles`` calls it, and so does
 ``make run`` (``runshop``), so permissions that appear later (e.g. the chat app's) are added to

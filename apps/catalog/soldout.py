@@ -2,7 +2,7 @@
 
 When a SKU sells out, thousands of buyers keep pressing "buy"; each would cost a PostgreSQL
 query just to learn that stock is 0. The flag lets ``order_confirm`` answer
-``insufficient_stock`` from one Redis read instead (issue 8). PostgreSQL stays the only truth
+``insufficient_stock`` from one Redis read instead (docs/PERFORMANCE.md). PostgreSQL stays the only truth
 for winners: the flag never lets an order through, it only turns buyers away, and only while:
 
 - it was set from an OBSERVED committed stock of 0 (after the commit of the order that took

@@ -29,7 +29,7 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
     ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n AND <on sale> RETURNING
     stock``: 0 rows means not enough stock (or a SKU / product taken off sale) and raises
     InsufficientStock with ``sku_id``. One statement per SKU, so the caller should call this
-    as late as possible in its transaction: the row stays locked until commit (issue 8).
+    as late as possible in its transaction: the row stays locked until commit.
     A SKU left at 0 is flagged sold out after commit (:mod:`apps.catalog.soldout`).
     """
     for sku_id in sorted(quantities):

@@ -66,7 +66,8 @@ def consultation_list(*, customer_id: int, status: str | None = None, now: dt.da
 def _review_model():
     """The installed product-review model (``rating`` 1..5 and ``product``), or None.
 
-    Reviews arrive with issue 10; until then the card's rating is null.
+    Looked up by shape rather than imported: chat may not import reviews (a layer beside
+    it); without such a model the card's rating is null.
     """
     for model in django_apps.get_models():
         names = {f.name for f in model._meta.get_fields()}

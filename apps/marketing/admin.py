@@ -106,5 +106,5 @@ class FlashSalePurchaseAdmin(ReadOnlyModelAdmin):
     list_select_related = ["sale", "customer"]
 
 
-# Coupons and the daily sign-in (issue 9), registered on import.
+# Coupons and the daily sign-in, registered on import.
 from apps.marketing import admin_coupons  # noqa: E402,F401

@@ -1,4 +1,4 @@
-"""Back office for coupons and the daily sign-in (issue 9), through the marketing services.
+"""Back office for coupons and the daily sign-in, through the marketing services.
 
 * Coupon templates: amounts in yuan (the site's ``YuanAdminMixin``, stored as fen); terms checked by
   ``coupons.coupon_template_validate``; saved by ``coupons.coupon_template_save`` (only the

@@ -75,7 +75,7 @@ def flash_sale_check(*, sale_id: int, customer_id: int, quantities: dict[int, in
                                ends_at=timezone.localtime(sale.ends_at).isoformat())
     units = quantities[sale.sku_id]
     if sale.stock < units:
-        if sale.stock == 0:  # committed quota seen at 0: later losers hear it from Redis (issue 8)
+        if sale.stock == 0:  # committed quota seen at 0: later losers hear it from Redis
             soldout.mark(soldout.flash_sale_key(sale.pk), value=sale.sku_id)
         raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale.pk, sku_id=sale.sku_id,
                                 requested=units, available=sale.stock)

@@ -449,7 +449,7 @@ def _stock_take(draft: drafts.OrderDraft) -> None:
 
 def _cache_lines(order: Order, lines: list[OrderLine]) -> None:
     """Let ``order.lines.all()`` answer from the rows just inserted, as prefetch_related would
-    (the create response serializes them: one query less per order, issue 8)."""
+    (the create response serializes them: one query less per order)."""
     cached = order.lines.all()
     cached._result_cache = lines
     cached._prefetch_done = True
@@ -634,7 +634,8 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
     moves. Raises InvalidInput (unknown carrier, bad number: checked before anything changes).
     False when the order is not a paid goods order (any more). Raises InvalidState (reason in
     Chinese, ``refund_no`` in detail) while a refund request waits for staff: decide it first
-    (issue 7). The order row is locked before that check, as ``refund_request`` and
+    (a request approved before shipping returns the stock; one approved after it does not).
+    The order row is locked before that check, as ``refund_request`` and
     ``after_sale_approve`` lock it, so a request cannot slip in between check and shipment.
     """
     from apps.orders import shipments

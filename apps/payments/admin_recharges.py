@@ -1,4 +1,4 @@
-"""Back office for recharge (issue 9): packages (amounts in yuan, stored as fen: the site's
+"""Back office for recharge: packages (amounts in yuan, stored as fen: the site's
 ``YuanAdminMixin``, bounds from the model's validators) and the recharges themselves
 (read-only: they change only through WeChat's notification / orderquery, ``apps.payments.recharges``)."""
 

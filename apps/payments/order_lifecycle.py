@@ -129,12 +129,12 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
     """The unpaid timeout (beat, every ``ORDER_EXPIRE_SWEEP_SECONDS``): run :func:`order_expire`
     for at most ``limit`` unpaid orders past their deadline; returns ``{outcome: count}``.
 
-    The only path to the timeout (no per-order countdown, issue 8), so no order may starve:
-    due orders are taken in id order starting after the last id the previous sweep reached
-    (kept in Redis), wrapping round, so an order WeChat cannot settle yet ("unknown", "paying")
-    is asked again once a round and never holds back the orders behind it. One sweep runs at a
-    time (a Redis lock; a sweep longer than the beat period is not doubled, nor WeChat asked
-    twice). Without Redis it sweeps from the start, unlocked — ``order_expire`` is safe to race.
+    The only path to the timeout (no per-order countdown message: the order's ``pay_deadline``
+    is its timer, read by an indexed query), so no order may starve: due orders are taken in
+    id order starting after the last id the previous sweep reached (kept in Redis), wrapping
+    round, so an order WeChat cannot settle yet ("unknown", "paying") is asked again once a
+    round and never holds back the orders behind it. One sweep runs at a time (a Redis lock;
+    a sweep longer than the beat period is not doubled, nor WeChat asked twice). Without Redis it sweeps from the start, unlocked — ``order_expire`` is safe to race.
     """
     now = now or timezone.now()
     try:

@@ -4,9 +4,9 @@ Why here (``apps.payments``) and not an app of its own: a recharge is a WeChat p
 order's. It uses the same unified order (``apps/payments/wechat.py``), arrives on the SAME
 notification URL and passes the same checks (signature over exactly the fields received,
 appid / mch_id / result_code, ``total_fee`` == ``pay_fen``) in
-``apps.payments.services.notification_handle``, which hands it here by its ``out_trade_no``
-(``R...``, order numbers are digits only); and it must appear in the daily reconciliation
-(``apps/payments/reconciliation.py``). An app beside payments would have to import payments
+``apps/payments/notifications.py``, whose "recharge" handler claims it by its ``out_trade_no``
+(``R...``, order numbers are digits only) and calls :func:`recharge_apply_paid`; and it
+must appear in the daily reconciliation (``apps/payments/reconciliation.py``). An app beside payments would have to import payments
 (for WeChat) and be imported by it (for the routing): a cycle. It sits above accounts, whose
 wallet services credit the balance.
 
@@ -37,7 +37,7 @@ from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.payments import wechat
 from apps.payments.applied import Applied
-from apps.payments.models import Notification, Recharge, RechargePackage
+from apps.payments.models import Recharge, RechargePackage
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, NotFound, WechatUnavailable
 from starmall.locking import retry_on_lock_conflict
@@ -120,11 +120,12 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
 
     One transaction: conditional ``unpaid/expired -> paid`` and, only for its winner, the
     balance ``recharge`` and ``bonus`` ledger rows and ``balance_fen += pay_fen + bonus_fen``.
-    Run once more after a lock conflict (a second one raises DatabaseBusy, nothing credited).
+    Run once more after a lock conflict (a second one raises DatabaseBusy, nothing credited);
+    inside a caller's transaction (WeChat's notification, with its audit row) it joins it whole.
     """
     # The recharge row (step 2 of starmall/locking.py: the customer's payment record) before
     # the customer's balance (5), as an order's payment comes before the customer's wallet.
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         if Recharge.objects.filter(pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)).update(
                 status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at) != 1:
             return Applied.DUPLICATE
@@ -134,25 +135,6 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
             wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.bonus_fen,
                                   reason=WalletEvent.Reason.BONUS, ref=recharge.recharge_no)
     return Applied.APPLIED
-
-
-def recharge_notification(*, body: bytes, fields: dict) -> bytes:
-    """The rest of ``notification_handle`` for an ``R...`` out_trade_no, whose signature,
-    appid, mch_id, result_code and transaction_id were checked there: known recharge,
-    ``total_fee`` == ``pay_fen``, then :func:`recharge_apply_paid`. Returns WeChat's answer."""
-    recharge = Recharge.objects.filter(recharge_no=fields.get("out_trade_no", "")).first()
-    if recharge is None:
-        Notification.record_payment(body, fields, Notification.Outcome.UNKNOWN_ORDER)
-        return wechat.fail_ack("unknown out_trade_no")
-    if fields.get("total_fee") != str(recharge.pay_fen):
-        logger.error("amount mismatch on recharge %s: got %s fen, expected %s", recharge.recharge_no,
-                     fields.get("total_fee"), recharge.pay_fen)
-        Notification.record_payment(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
-        return wechat.fail_ack("total_fee does not match")
-    paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
-    outcome = recharge_apply_paid(recharge=recharge, transaction_id=fields["transaction_id"], paid_at=paid_at)
-    Notification.record_payment(body, fields, outcome)
-    return wechat.SUCCESS_ACK
 
 
 def recharge_sync(*, recharge: Recharge) -> str:

@@ -5,7 +5,8 @@ reserves the amount on the payment with a conditional UPDATE (``refunded_fen + n
 total_fee``), so the sum of refunds can never exceed what was paid. A worker claims a refund
 (``pending -> processing``), calls WeChat — or credits the balance for a balance payment —
 and retries with the SAME out_refund_no (3 tries with back-off, then FAILED and visible);
-the refund notification (or refundquery) confirms it. A full refund returns the stock (when
+WeChat's refund notification (``apps/payments/notifications.py``, which calls
+:func:`refund_succeeded`) or refundquery confirms it. A full refund returns the stock (when
 not shipped), the slot, the points spent and the coupon (if still valid); the points the order
 earned die when it is approved.
 """
@@ -29,7 +30,7 @@ from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
 from apps.payments import wechat
-from apps.payments.models import Notification, Payment, PaymentStatus, Refund, RefundBatchItem
+from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, InvalidState
@@ -255,13 +256,16 @@ def _attempt_failed(refund: Refund, now: dt.datetime, error: str, retryable: boo
         )
         logger.warning("refund %s attempt %s failed, retry in %s: %s", refund.out_refund_no, refund.attempts, wait, error)
         return Refund.Status.PENDING
-    _mark_failed(refund, error)
+    refund_mark_failed(refund, error)
     return Refund.Status.FAILED
 
 
-def _mark_failed(refund: Refund, error: str) -> None:
+def refund_mark_failed(refund: Refund, error: str) -> None:
     """FAILED, its after-sale request FAILED and one alert (``refund:<out_refund_no>:failed``),
-    in one transaction; a refund that is no longer processing/submitted is left alone."""
+    in one transaction (the caller's, as a savepoint, or its own); a refund that is no longer
+    processing/submitted is left alone. ``error``: why, kept in ``last_error`` (2,000 chars).
+    Used by the worker (out of tries), the sweep and WeChat's refund notification (CHANGE /
+    REFUNDCLOSE)."""
     def mark() -> int:  # the refund's rows only: Refund, AfterSale, RefundBatchItem (starmall/locking.py)
         if Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
             status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
@@ -300,7 +304,7 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     SKUs: 3-7) and its product sales (8). Crediting the customer before the order and the sales
     once deadlocked with a balance payment of the same customer.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         order = orders.order_lock(order_id=refund.order_id)
         if Refund.objects.filter(
             pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
@@ -320,42 +324,6 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
             orders.order_mark_refunded(order=order, actor="wechat" if payment.method == PayMethod.WECHAT
                                        else "system", restock=refund.restock)
     return True
-
-
-def refund_notification_handle(body: bytes) -> bytes:
-    """WeChat's refund notification: decrypt, match our refund and amount, confirm it once.
-
-    Every notification is kept (admin: Notifications, kind refund) with what was done.
-    """
-    def record(fields: dict, outcome: str, text: bytes | str = body) -> None:
-        Notification.record(kind=Notification.Kind.REFUND, body=text, fields=fields, outcome=outcome)
-
-    try:
-        fields = wechat.parse_refund_notification(body)
-    except ValueError as exc:
-        logger.warning("refund notification rejected: %s", exc)
-        record({}, Notification.Outcome.MALFORMED)
-        return wechat.fail_ack("cannot read req_info")
-    decrypted = "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
-    refund = Refund.objects.filter(out_refund_no=fields.get("out_refund_no", "")).first()
-    if refund is None:
-        record(fields, Notification.Outcome.UNKNOWN_ORDER, decrypted)
-        return wechat.fail_ack("unknown out_refund_no")
-    if fields.get("refund_fee") != str(refund.refund_fen):
-        logger.error("refund notification amount %s != %s for %s", fields.get("refund_fee"),
-                     refund.refund_fen, refund.out_refund_no)
-        record(fields, Notification.Outcome.AMOUNT_MISMATCH, decrypted)
-        return wechat.fail_ack("refund_fee does not match")
-    status = fields.get("refund_status")
-    if status == "SUCCESS":
-        outcome = Notification.Outcome.APPLIED if refund_succeeded(refund=refund) else Notification.Outcome.DUPLICATE
-    elif status in ("CHANGE", "REFUNDCLOSE"):
-        _mark_failed(refund, f"WeChat refund_status {status}")
-        outcome = Notification.Outcome.REFUND_CLOSED
-    else:
-        outcome = Notification.Outcome.BAD_FIELDS
-    record(fields, outcome, decrypted)
-    return wechat.SUCCESS_ACK
 
 
 def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
@@ -378,7 +346,7 @@ def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
         if state == "SUCCESS":
             refund_succeeded(refund=refund)
         elif state in ("CHANGE", "REFUNDCLOSE"):
-            _mark_failed(refund, f"WeChat refund_status {state}")
+            refund_mark_failed(refund, f"WeChat refund_status {state}")
         else:
             Refund.objects.filter(pk=refund.pk, status=Refund.Status.SUBMITTED).update(
                 next_attempt_at=now + CONFIRM_AFTER)

@@ -1,9 +1,10 @@
-"""Payments: start a WeChat payment, pay from the balance, apply notifications, ask WeChat.
+"""Payments: start a WeChat payment, pay from the balance, apply a confirmed payment, ask WeChat.
 
 Money moves here and nowhere else. The WeChat call itself is in ``apps/payments/wechat.py``
 and always runs outside a database transaction; what it returns is applied by conditional
 UPDATEs (``payment pending -> paid``, ``order unpaid -> paid``) whose row counts make every
-notification, query and admin click idempotent.
+notification, query and admin click idempotent. WeChat's notifications are checked in
+``apps/payments/notifications.py``, which calls :func:`payment_apply_paid`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from apps.alerts.services import alert_on_failure
 from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
-from apps.payments import recharges, refunds, wechat
+from apps.payments import refunds, wechat
 from apps.payments.applied import Applied
-from apps.payments.models import Notification, Payment, PaymentStatus, Refund
+from apps.payments.models import Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
 from starmall.locking import retry_on_lock_conflict
@@ -192,11 +193,11 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
 
     ``pending/unknown/manual -> paid`` on the payment, then ``unpaid -> paid`` on the order, in
     one transaction (run once more after a lock conflict; a second one raises DatabaseBusy and
-    changes nothing). A second delivery finds the payment paid and returns DUPLICATE; a payment
+    changes nothing), or whole inside the caller's (WeChat's notification: with its audit row). A second delivery finds the payment paid and returns DUPLICATE; a payment
     that lands on an order no longer unpaid returns LATE (the money is recorded; the order is
     not revived and no stock is taken again).
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         # The order's row first, then its payment: step 1 before step 2 of starmall/locking.py,
         # as a balance payment, a cancel and a refund of this order take them.
         order = orders.order_lock(order_id=payment.order_id)
@@ -220,59 +221,6 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
                                         out_refund_no=refund.out_refund_no if refund else None)
         logger.error("late payment %s on %s order %s: refund queued", transaction_id, order.status, order.order_no)
         return Applied.LATE
-
-
-def notification_handle(body: bytes) -> bytes:
-    """Handle a WeChat Pay payment notification; return the XML answer for WeChat.
-
-    Order of checks (DESIGN.md flow 5): safe parse; signature over exactly the fields received;
-    return_code/appid/mch_id/result_code; known out_trade_no; ``total_fee`` equal to what we
-    asked for; then :func:`payment_apply_paid`. A recharge (``out_trade_no`` ``R...``) passes the
-    same checks up to the out_trade_no and continues in ``recharges.recharge_notification``. SUCCESS for applied, duplicate and late
-    payments (retrying would not help); FAIL for anything we could not trust or match, so that
-    WeChat keeps retrying while staff look at the Notification row.
-    """
-    try:
-        fields = wechat.parse_xml(body)
-    except ValueError:
-        Notification.record_payment(body, {}, Notification.Outcome.MALFORMED)
-        return wechat.fail_ack("malformed XML")
-    if not wechat.verify_signature(fields):
-        Notification.record_payment(body, fields, Notification.Outcome.BAD_SIGNATURE)
-        return wechat.fail_ack("bad signature")
-    if (
-        fields.get("return_code") != "SUCCESS"
-        or fields.get("appid") != settings.WECHAT_APPID
-        or fields.get("mch_id") != settings.WECHAT_MCH_ID
-        or fields.get("result_code") != "SUCCESS"
-        or not fields.get("transaction_id")
-    ):
-        Notification.record_payment(body, fields, Notification.Outcome.BAD_FIELDS)
-        return wechat.fail_ack("unexpected appid, mch_id or result")
-    if recharges.is_recharge_no(fields.get("out_trade_no", "")):  # a top-up, not an order: same checks above
-        return recharges.recharge_notification(body=body, fields=fields)
-    # [:1], not .first(): out_trade_no is UNIQUE, no ORDER BY to compile per notification (issue 8 storm profile).
-    payment = next(iter(Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""),
-                                               method=PayMethod.WECHAT)[:1]), None)
-    if payment is None:
-        Notification.record_payment(body, fields, Notification.Outcome.UNKNOWN_ORDER)
-        return wechat.fail_ack("unknown out_trade_no")
-    if fields.get("total_fee") != str(payment.total_fee):
-        logger.error("amount mismatch on %s: got %s fen, expected %s", payment.out_trade_no,
-                     fields.get("total_fee"), payment.total_fee)
-        Notification.record_payment(body, fields, Notification.Outcome.AMOUNT_MISMATCH)
-        return wechat.fail_ack("total_fee does not match")
-    if payment.status == PaymentStatus.PAID and payment.transaction_id == fields["transaction_id"]:
-        # A re-sent notification of a payment already applied (WeChat re-sends, a storm sends
-        # the same one several times): answer without a transaction (issue 8). Racing copies
-        # that read it unpaid still meet the conditional UPDATE in payment_apply_paid.
-        Notification.record_payment(body, fields, Notification.Outcome.DUPLICATE)
-        return wechat.SUCCESS_ACK
-    paid_at = wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
-    outcome = payment_apply_paid(payment=payment, transaction_id=fields["transaction_id"],
-                                 paid_at=paid_at, actor="wechat")
-    Notification.record_payment(body, fields, Notification.Outcome(outcome.value))
-    return wechat.SUCCESS_ACK
 
 
 def payment_sync(*, payment: Payment) -> str:

@@ -196,7 +196,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 BEAT_SWEEP_SECONDS = env.int("BEAT_SWEEP_SECONDS", default=60)
 # The unpaid timeout has no per-order countdown message: an order's pay_deadline is its timer
 # and this sweep (an indexed query on status, pay_deadline) cancels what is due, at most this
-# many seconds late; WeChat refuses the payment itself after time_expire (issue 8).
+# many seconds late; WeChat refuses the payment itself after time_expire.
 ORDER_EXPIRE_SWEEP_SECONDS = env.int("ORDER_EXPIRE_SWEEP_SECONDS", default=min(15, BEAT_SWEEP_SECONDS))
 CELERY_BEAT_SCHEDULE = {
     "slots-generate": {
@@ -331,7 +331,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "PayMethodEnum": "apps.orders.models.PayMethod",
-        # issue 9: coupons' kind and scope, a recharge's status (names that other enums use too)
+        # coupons' kind and scope, a recharge's status (names that other enums use too)
         "KindEnum": "apps.catalog.models.Kind",  # goods / consultation keeps its name beside the coupons' kind
         "CouponKindEnum": "apps.marketing.models.CouponTemplate.Kind",  # = accounts Coupon.Kind
         "CouponScopeEnum": "apps.marketing.models.CouponTemplate.Scope",
@@ -377,7 +377,7 @@ BOOKING_MIN_NOTICE_MINUTES = env.int("BOOKING_MIN_NOTICE_MINUTES", default=120)
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
 SLOT_LENGTH_MINUTES = 60
 SLOT_DAYS_AHEAD = 8
-# Consultations (issue 11): chat messages per user per minute (socket and HTTP; else 429 /
+# Consultations: chat messages per user per minute (socket and HTTP; else 429 /
 # an error frame); an offline side gets one "new message" notice per quiet period.
 CHAT_MESSAGES_PER_MINUTE = env.int("CHAT_MESSAGES_PER_MINUTE", default=20)
 CHAT_NOTICE_QUIET_MINUTES = env.int("CHAT_NOTICE_QUIET_MINUTES", default=10)
@@ -428,7 +428,7 @@ AUTO_RECEIVE_DAYS = env.int("AUTO_RECEIVE_DAYS", default=10)
 WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED", default="order-shipped")
 
 # --- Alerts (apps.alerts): MANUAL payments, FAILED refunds / follow-ups, reconciliation ------
-# Each problem is recorded once and sent to every backend here (dotted paths; README "Alerts").
+# Each problem is recorded once and sent to every backend here (dotted paths; docs/BACKOFFICE.md "Alerts").
 # Development: the enterprise-WeChat group robot of the local sandbox (its demo key) and mails
 # written to var/mail/ (settings.local); production names its own (settings.production).
 ALERT_BACKENDS = env.list("ALERT_BACKENDS", default=[
@@ -496,7 +496,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     # 4xx answers (sold out, expired key, throttled) are the API working, not the server
-    # failing: a flash sale's 1,500 "Conflict" warnings cost a log write each (issue 8).
+    # failing: a flash sale's 1,500 "Conflict" warnings cost a log write each.
     "loggers": {"django.request": {"level": "ERROR"}},
 }
 

@@ -1,4 +1,4 @@
-"""History (issue 9): recharges, their bonus and daily sign-ins are ledger rows with reasons,
+"""History: recharges, their bonus and daily sign-ins are ledger rows with reasons,
 and random sequences of sign-in, recharge paid (duplicates included), balance pay, refund to the
 balance, points spent and returned by a cancel keep the stored totals equal to the ledger sums."""
 
@@ -9,9 +9,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db.models import Sum
 from django.utils import timezone
+from ledger_helpers import assert_ledger_matches
 
 from apps.accounts.models import Address, Customer, WalletEvent
-from apps.accounts.selectors import points_frozen
 from apps.marketing import signin
 from apps.marketing.models import SignInRule
 from apps.orders import followups
@@ -24,19 +24,6 @@ from apps.payments.models import Recharge, Refund
 pytestmark = pytest.mark.django_db
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
-
-
-def _totals_match(customer_id: int) -> tuple[int, int]:
-    customer = Customer.objects.get(pk=customer_id)
-    rows = WalletEvent.objects.filter(customer_id=customer_id)
-
-    def total(**where) -> int:
-        return rows.filter(**where).aggregate(s=Sum("amount"))["s"] or 0
-
-    assert customer.balance_fen == total(kind="balance")
-    assert customer.points == total(kind="points", state="available")
-    assert points_frozen(customer_id=customer_id) == total(kind="points", state="frozen")
-    return customer.balance_fen, customer.points
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13, 14])
@@ -98,7 +85,7 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
     steps = [sign_in, sign_in, recharge, create, create, pay, pay, cancel, refund]
     for _ in range(50):
         rnd.choice(steps)()
-        _totals_match(customer.pk)
+        assert_ledger_matches(customer.pk)
     rows = WalletEvent.objects.filter(customer=customer)
     for reason, amount in expected.items():
         assert (rows.filter(reason=reason).aggregate(s=Sum("amount"))["s"] or 0) == amount

@@ -9,15 +9,10 @@ from PIL import Image
 
 from apps.accounts.models import Address, Customer
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 BODY = {"name": "王五", "phone": "13700000000", "province": "上海市", "city": "上海市",
         "district": "徐汇区", "detail": "漕溪北路1号"}
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
 
 
 def add(api, **extra):

@@ -118,15 +118,13 @@ def test_bulk_update_and_other_updates(make_customer, django_capture_on_commit_c
     assert pending() == [(first.pk, 0)]
 
 
-def test_the_admin_action_deactivates_and_revokes(make_customer, django_user_model, client,
-                                                  django_capture_on_commit_callbacks):
+def test_the_admin_action_deactivates_and_revokes(make_customer, boss, django_capture_on_commit_callbacks):
     chosen, already, kept = make_customer(), make_customer(), make_customer()
     Customer.objects.filter(pk=already.pk).update(is_active=False)
     TokenRevocation.objects.all().delete()
     token, kept_token = token_issue(customer_id=chosen.pk), token_issue(customer_id=kept.pk)
-    client.force_login(django_user_model.objects.create_superuser("boss", password="pw-123456"))
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/admin/accounts/customer/", {
+        response = boss.post("/admin/accounts/customer/", {
             "action": "deactivate", "_selected_action": [chosen.pk, already.pk]}, follow=True)
     assert response.status_code == 200
     assert "已停用 1 位顾客" in response.content.decode()

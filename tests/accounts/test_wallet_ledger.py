@@ -1,4 +1,4 @@
-"""Points and balance: an append-only ledger, frozen earned points, and no farming (issue 7).
+"""Points and balance: an append-only ledger, frozen earned points, and no farming.
 
 Points an order earns are frozen until it completes plus POINTS_FREEZE_DAYS and die with a
 cancelled or refunded order; the customer's totals always equal the ledger's sums.
@@ -8,8 +8,8 @@ import datetime as dt
 import random
 
 import pytest
-from django.db.models import Sum
 from django.utils import timezone
+from ledger_helpers import assert_ledger_matches
 
 from apps.accounts import wallet
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
@@ -36,23 +36,9 @@ def run_refunds(order_no: str) -> None:
         assert refunds.refund_execute(refund_id=refund.pk) == "success"
 
 
-def assert_ledger_matches(customer_id: int) -> None:
-    """The stored totals are the ledger's sums (DESIGN.md: the totals are a cache of the ledger)."""
-    customer = Customer.objects.get(pk=customer_id)
-    rows = WalletEvent.objects.filter(customer_id=customer_id)
-
-    def total(**where) -> int:
-        return rows.filter(**where).aggregate(s=Sum("amount"))["s"] or 0
-
-    assert customer.balance_fen == total(kind="balance")
-    assert customer.points == total(kind="points", state="available")
-    assert points_frozen(customer_id=customer_id) == total(kind="points", state="frozen")
-    assert not rows.filter(kind="balance").exclude(state="available").exists()
-
-
 def test_points_farming_with_auto_refunded_balance_consultations_earns_nothing(
         make_customer, make_api, consultation, place_order):
-    """The attack of issue 7: pay a consultation from the balance, ask for a refund more than
+    """The points-farming attack: pay a consultation from the balance, ask for a refund more than
     24 h ahead (approved automatically), repeat. Before: +299 points per round. Now: the award
     is frozen and dies with the refund; the balance comes back with a ledger row each time."""
     customer = make_customer()

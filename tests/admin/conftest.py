@@ -39,14 +39,6 @@ def viewer(make_staff):
 
 
 @pytest.fixture
-def boss(django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client = Client()
-    client.login(username="boss", password="pw-123456")
-    return client
-
-
-@pytest.fixture
 def shop_with_a_paid_order(make_customer, make_api, wechat, deliver, place_order):
     """The demo fixture (demo.json) and the demo customer's goods order, paid through WeChat, with a
     refund request waiting; returns the order JSON."""

@@ -1,4 +1,4 @@
-"""The back office of issue 10: shipping with tracking (order page and bulk), the return step,
+"""The back office of after-sales: shipping with tracking (order page and bulk), the return step,
 rejection with a reason, reviews — through the services, permission-gated, per-object outcomes."""
 
 import pytest

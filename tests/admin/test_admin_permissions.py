@@ -1,4 +1,4 @@
-"""Issue 7: every state change in the back office is gated by its named permission.
+"""Every state change in the back office is gated by its named permission.
 
 A view-only staff user (every view_* permission, nothing else) is offered no action, and every
 action POSTed by hand, every change form and every direct call of an action is refused with

@@ -3,33 +3,14 @@ page), the add page (pasted order numbers), counts per status, retry — all thr
 and ``payments.batch_refund`` (the finance role); nobody else changes anything."""
 
 import pytest
-from django.contrib.auth.models import Group, Permission
-from django.test import Client
 from django.urls import reverse
 
-from apps.backoffice.roles import sync_roles
 from apps.orders.models import AfterSale, Order
 from apps.payments import refund_batches, refunds
 from apps.payments.models import Refund, RefundBatch, RefundBatchItem
 from tests.admin.admin_helpers import action, request_refund, texts
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def role_client(django_user_model):
-    """``role_client("财务")`` -> a logged-in Client of a staff user in that role (group)."""
-
-    def make(role: str) -> Client:
-        sync_roles(Group, Permission)
-        user = django_user_model.objects.create_user(f"user-{role}", password="pw-123456", is_staff=True)
-        user.groups.add(Group.objects.get(name=role))
-        client = Client()
-        client.force_login(user)
-        client.user = user
-        return client
-
-    return make
 
 
 def nothing_changed() -> bool:

@@ -1,4 +1,4 @@
-"""Issue 7: admin saves write only what staff changed, slot rules are form errors, Shanghai
+"""Admin saves write only what staff changed, slot rules are form errors, Shanghai
 times, and bulk actions say per order what happened and why."""
 
 import datetime as dt

@@ -1,4 +1,4 @@
-"""The back office is Chinese throughout (issue 12 item 1): every name, label, choice, action,
+"""The back office is Chinese throughout: every name, label, choice, action,
 permission and help text a staff member reads on the admin site, and every column and field
 header of every page as rendered.
 

@@ -6,18 +6,6 @@ import pytest
 
 
 @pytest.fixture
-def safe_api(make_api):
-    """``safe_api(customer)``: an APIClient that returns a 500 instead of raising it."""
-
-    def make(customer=None):
-        client = make_api(customer)
-        client.raise_request_exception = False
-        return client
-
-    return make
-
-
-@pytest.fixture
 def raw_client():
     """A Django test client that answers 500s instead of raising (WeChat's view of the shop)."""
     from django.test import Client

@@ -18,7 +18,7 @@ from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order
-from apps.payments import order_lifecycle, refunds
+from apps.payments import notifications, order_lifecycle, refunds
 from apps.payments import services as payments
 from apps.payments.models import Payment, Refund
 from starmall.errors import ShopError
@@ -84,7 +84,7 @@ def test_balance_pay_racing_the_wechat_notification_never_charges_twice(make_cus
     def act(i):
         if i == 0:
             return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
-        return payments.notification_handle(body)
+        return notifications.payment_notification_handle(body)
 
     results = race(act, N)
 
@@ -164,7 +164,7 @@ def test_wechat_start_racing_balance_pay_then_user_pays_keeps_one_payment(make_c
         except SandboxControlError:
             pass
     for note in wechat.control.notifications(kind="payment"):
-        payments.notification_handle(note["body"].encode())
+        notifications.payment_notification_handle(note["body"].encode())
 
     order.refresh_from_db()
     assert order.status == "paid"
@@ -290,7 +290,7 @@ def test_late_notification_racing_the_timeout_cancel(make_customer, make_sku, we
     def act(i):
         if i % 2:
             return order_lifecycle.order_expire(order_id=order.pk, now=later)
-        return payments.notification_handle(body)
+        return notifications.payment_notification_handle(body)
 
     results = race(act, N)
 

@@ -111,7 +111,7 @@ def test_search_query_reads_indexes_only(summer):
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # A 2,000-row test table: PostgreSQL may pick either index of almanacactivity (on the
-            # full table it picks almanac_act_term_kind_date, README "Performance"); no seq scan.
+            # full table it picks almanac_act_term_kind_date, apps/almanac/README.md "From the index"); no seq scan.
             cursor.execute("SET LOCAL enable_seqscan = off")
             cursor.execute("EXPLAIN " + sql, params)
             plan = "\n".join(row[0] for row in cursor.fetchall())

@@ -11,7 +11,7 @@ from apps.almanac.exceptions import ActivityNeverAuspicious, UnknownActivity
 @pytest.mark.parametrize(
     "word, terms",
     [
-        # the table
+        # the synonym table (DESIGN.md: 搬家 -> 移徙/入宅 ...)
         ("搬家", ["移徙", "入宅"]),
         ("乔迁", ["移徙", "入宅"]),
         ("结婚", ["嫁娶"]),

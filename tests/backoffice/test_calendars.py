@@ -13,19 +13,12 @@ from apps.backoffice.selectors import SHANGHAI
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client.login(username="boss", password="pw-123456")
-    return client
-
-
-def test_week_shows_each_slot_state_in_shanghai_time(staff, consultation):
+def test_week_shows_each_slot_state_in_shanghai_time(boss, consultation):
     day = timezone.localdate() + dt.timedelta(days=3)
     slots = list(Slot.objects.filter(teacher=consultation.teacher, start__date__gte=day).order_by("start")[:3])
     Slot.objects.filter(pk=slots[0].pk).update(is_open=False)
     Slot.objects.filter(pk=slots[1].pk).update(booked=1)
-    html = staff.get("/admin/backoffice/week/", {"teacher": consultation.teacher.pk, "start": day.isoformat()}).content.decode()
+    html = boss.get("/admin/backoffice/week/", {"teacher": consultation.teacher.pk, "start": day.isoformat()}).content.decode()
     assert html.count('data-state="blocked"') == 1
     assert html.count('data-state="full"') == 1
     assert f'/admin/appointments/slot/{slots[0].pk}/change/' in html
@@ -40,11 +33,11 @@ def test_week_needs_the_slot_view_permission(client, django_user_model):
     assert client.get("/admin/backoffice/almanac/").status_code == 403
 
 
-def test_almanac_month_shows_lunar_dates_terms_and_yi_ji(staff):
+def test_almanac_month_shows_lunar_dates_terms_and_yi_ji(boss):
     from django.core.management import call_command
 
     call_command("load_almanac", start="2026-12-01", end="2026-12-31", no_progress=True, verbosity=0)
-    html = staff.get("/admin/backoffice/almanac/", {"month": "2026-12"}).content.decode()
+    html = boss.get("/admin/backoffice/almanac/", {"month": "2026-12"}).content.decode()
     dongzhi = AlmanacDay.objects.get(solar_term="冬至")
     assert dongzhi.date.month == 12
     assert "冬至" in html and dongzhi.lunar_text in html

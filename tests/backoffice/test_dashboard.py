@@ -16,13 +16,6 @@ from starmall.admin_money import YuanField, yuan
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff(client, django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client.login(username="boss", password="pw-123456")
-    return client
-
-
 def _order(customer, no, pay_fen, *, status=OrderStatus.UNPAID, created=None, paid=None):
     order = Order.objects.create(
         order_no=no, order_key=no, customer=customer, status=status, goods_fen=pay_fen, pay_fen=pay_fen,
@@ -73,7 +66,7 @@ def test_summary_counts_shanghai_days(customer):
     assert sum(d["revenue_fen"] for d in days) == 11000
 
 
-def test_todo_counts_link_to_filtered_lists(staff, customer):
+def test_todo_counts_link_to_filtered_lists(boss, customer):
     order = _order(customer, "T1", 1000, status=OrderStatus.PAID, paid=timezone.now())
     Payment.objects.create(order=order, method="wechat", out_trade_no="T1", total_fee=1000, status=PaymentStatus.MANUAL)
     todo = selectors.todo_counts()
@@ -81,7 +74,7 @@ def test_todo_counts_link_to_filtered_lists(staff, customer):
     assert todo["manual"] == 1
     assert todo["aftersales"] == 0
     assert todo["alerts_open"] == 0
-    page = staff.get(reverse("admin:index"))
+    page = boss.get(reverse("admin:index"))
     assert page.status_code == 200
     html = page.content.decode()
     assert "待发货订单" in html and "/admin/orders/order/?status__exact=paid&amp;kind__exact=goods" in html
@@ -93,10 +86,10 @@ def test_todo_counts_link_to_filtered_lists(staff, customer):
                 "/admin/payments/reconciliationrun/?status__in=differences,error", "/admin/catalog/sku/?stock__lte=5&is_active__exact=1",
                 "/admin/orders/aftersale/?status__exact=requested", "/admin/payments/refund/?status__exact=failed",
                 "/admin/orders/followup/?status__exact=failed", "/admin/alerts/alert/?handled=no"):
-        response = staff.get(url)
+        response = boss.get(url)
         assert response.status_code == 200, url
         assert "?e=1" not in response.url if hasattr(response, "url") else True
-    listing = staff.get("/admin/orders/order/?status__exact=paid&kind__exact=goods").content.decode()
+    listing = boss.get("/admin/orders/order/?status__exact=paid&kind__exact=goods").content.decode()
     body = listing[listing.find("result_list"):]
     assert ">T1<" in body, body[:4000]
     assert "10.00" in body
@@ -108,12 +101,12 @@ def test_dashboard_hidden_from_staff_without_order_view(client, django_user_mode
     assert "待发货订单" not in client.get(reverse("admin:index")).content.decode()
 
 
-def test_money_shown_and_entered_in_yuan(staff):
+def test_money_shown_and_entered_in_yuan(boss):
     call_command("loaddata", "fixtures/demo.json", verbosity=0)
     from apps.catalog.models import Sku
 
     sku = Sku.objects.filter(product__kind="goods").first()
-    page = staff.get(reverse("admin:catalog_sku_change", args=[sku.pk])).content.decode()
+    page = boss.get(reverse("admin:catalog_sku_change", args=[sku.pk])).content.decode()
     assert f'value="{yuan(sku.price_fen)}"' in page
-    listing = staff.get(reverse("admin:catalog_sku_changelist")).content.decode()
+    listing = boss.get(reverse("admin:catalog_sku_changelist")).content.decode()
     assert yuan(sku.price_fen) in listing

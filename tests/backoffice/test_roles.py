@@ -1,4 +1,4 @@
-"""Roles are groups made by a data migration, holding the named permissions of issue 7."""
+"""Roles are groups made by a data migration, each holding the named permissions of its staff task."""
 
 import pytest
 from django.contrib.auth import get_user_model

@@ -9,13 +9,7 @@ from PIL import Image
 
 from apps.catalog.models import Product
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    settings.MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 
 def test_seed_demo_pictures_load_at_absolute_urls(make_api, settings, media):

@@ -1,4 +1,4 @@
-"""Issue 10 under races (PostgreSQL, real threads): addresses keep one default and the cap of 20,
+"""After-sales, addresses and reviews under races (PostgreSQL, real threads): addresses keep one default and the cap of 20,
 a line gets one review and the product counts it once, a return is received (and refunded) once,
 auto-receive and the customer's receipt complete an order once."""
 

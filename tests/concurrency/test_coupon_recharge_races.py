@@ -1,4 +1,4 @@
-"""Issue 9 races on PostgreSQL with real threads: coupon totals and per-customer limits, single
+"""Coupon, recharge and sign-in races on PostgreSQL with real threads: coupon totals and per-customer limits, single
 use of a coupon, recharge notifications delivered at once, sign-in twice at the same moment."""
 
 from collections import Counter
@@ -12,8 +12,7 @@ from apps.marketing.models import CouponReceipt, CouponTemplate, SignIn, SignInR
 from apps.orders import services as orders
 from apps.orders.exceptions import CouponUnavailable
 from apps.orders.models import Order
-from apps.payments import recharges
-from apps.payments import services as payments
+from apps.payments import notifications, recharges
 from apps.payments.models import Notification, Recharge, RechargePackage
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -81,7 +80,7 @@ def test_recharge_notification_delivered_concurrently_credits_once(make_customer
     wechat.control.pay(recharge.recharge_no)
     body = wechat.control.notifications()[0]["body"].encode()
 
-    results = race(lambda i: payments.notification_handle(body), N)
+    results = race(lambda i: notifications.payment_notification_handle(body), N)
 
     assert all(b"SUCCESS" in r for r in results), results
     assert Counter(Notification.objects.values_list("outcome", flat=True)) == {"applied": 1, "duplicate": N - 1}

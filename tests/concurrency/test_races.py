@@ -11,7 +11,7 @@ from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
 from apps.orders.models import FollowUp, Order
-from apps.payments import order_lifecycle
+from apps.payments import notifications, order_lifecycle
 from apps.payments import services as payments
 from apps.payments.exceptions import OrderNotCancelled
 from apps.payments.models import Notification, Payment
@@ -86,7 +86,7 @@ def test_same_order_key_racing_makes_one_order(make_customer, make_sku, race):
 def test_same_notification_delivered_concurrently_pays_once(make_customer, make_sku, wechat, race):
     _, order, sku, body = _paid_at_wechat(make_customer, make_sku, wechat)
 
-    results = race(lambda i: payments.notification_handle(body), N)
+    results = race(lambda i: notifications.payment_notification_handle(body), N)
 
     assert all(b"SUCCESS" in r for r in results), results
     assert Counter(Notification.objects.values_list("outcome", flat=True)) == {"applied": 1, "duplicate": N - 1}
@@ -150,7 +150,7 @@ def test_refund_double_clicks_and_approvals_racing_make_one_refund(make_customer
     from apps.payments.models import Refund
 
     customer, order, _, notification = _paid_at_wechat(make_customer, make_sku, wechat)
-    payments.notification_handle(notification)
+    notifications.payment_notification_handle(notification)
 
     requests = race(lambda i: refunds.refund_request(order_no=order.order_no, customer_id=customer.pk,
                                                      reason="重复点击"), N)
@@ -175,7 +175,7 @@ def test_late_notifications_racing_queue_one_refund(make_customer, make_sku, wec
     _, order, sku, body = _paid_at_wechat(make_customer, make_sku, wechat, quantity=2)
     assert orders.order_mark_cancelled(order=order, actor="system:test", reason="timeout raced the payment")
 
-    results = race(lambda i: payments.notification_handle(body), N)
+    results = race(lambda i: notifications.payment_notification_handle(body), N)
 
     assert all(b"SUCCESS" in r for r in results), results
     assert Refund.objects.filter(reason="late_payment").count() == 1

@@ -1,4 +1,4 @@
-"""Upload fixtures: each test's own media folder; real audio samples in ``tests/files/data``.
+"""Upload fixtures: real audio samples in ``tests/files/data``.
 
 ``data/voice.{mp3,aac,m4a}`` are 2 seconds of a 440 Hz tone, 16 kHz mono at 16 kbit/s, made
 once with ffmpeg (``-f lavfi -i sine=frequency=440:duration=2:sample_rate=16000 -ac 1 -b:a 16k``
@@ -11,13 +11,6 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).parent / "data"
-
-
-@pytest.fixture(autouse=True)
-def media(settings, tmp_path):
-    """Each test stores its uploads in its own folder."""
-    settings.MEDIA_ROOT = str(tmp_path / "media")
-    return tmp_path / "media"
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from apps.files import services
 from apps.files.models import Upload
 from starmall.errors import InvalidInput
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 
 def jpeg_with_exif() -> bytes:

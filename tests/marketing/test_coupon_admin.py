@@ -1,4 +1,4 @@
-"""Back office of issue 9: coupon templates in yuan, issuing behind marketing.issue_coupon,
+"""Back office of coupons and recharges: coupon templates in yuan, issuing behind marketing.issue_coupon,
 recharge packages in yuan, sign-in rules; every page opens."""
 
 import pytest
@@ -11,13 +11,6 @@ from apps.payments.models import Recharge, RechargePackage
 from starmall.admin_money import YuanField, yuan
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def boss(client, django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client.login(username="boss", password="pw-123456")
-    return client
 
 
 def _template_form(**changes):

@@ -1,4 +1,4 @@
-"""Coupons (issue 9): templates, receiving with limits, staff issues, /me/coupons, and pricing
+"""Coupons: templates, receiving with limits, staff issues, /me/coupons, and pricing
 at confirm (scope, threshold, percent with cap, caps of the order), single use, give-back."""
 
 import datetime as dt

@@ -31,13 +31,6 @@ def _form(sku, *, price_fen=9900, stock=5, starts_in=60, lasts=30, limit=2, **ex
 
 
 @pytest.fixture
-def boss(client, django_user_model):
-    django_user_model.objects.create_superuser("boss", password="pw-123456")
-    client.login(username="boss", password="pw-123456")
-    return client
-
-
-@pytest.fixture
 def clerk(client, django_user_model):
     """Staff who may look at flash sales but not manage them."""
     user = django_user_model.objects.create_user("clerk", password="pw-123456", is_staff=True)

@@ -1,4 +1,4 @@
-"""Rules against hoarding (issue 7, API.md Additions): per-customer caps on unpaid orders,
+"""Rules against hoarding (API.md Additions): per-customer caps on unpaid orders,
 booking closes BOOKING_MIN_NOTICE_MINUTES before a slot, and the default address at confirm."""
 
 import datetime as dt

@@ -188,7 +188,7 @@ def test_confirm_slot_of_another_teacher_is_409(api, consultation):
 
 def test_create_sends_no_message_and_the_sweep_cancels_at_the_deadline(
         api, make_sku, address, django_capture_on_commit_callbacks, queued):
-    """The unpaid timeout is the order's pay_deadline read by the sweep (issue 8): create
+    """The unpaid timeout is the order's pay_deadline read by the sweep: create
     pushes nothing to the broker; after commit it only drops the draft."""
     from apps.payments import order_lifecycle
 
@@ -211,7 +211,7 @@ def test_create_sends_no_message_and_the_sweep_cancels_at_the_deadline(
 
 
 def test_create_replay_after_the_winner_dropped_the_draft_returns_the_order(api, make_sku, address, monkeypatch):
-    """The race the concurrency suite hit, in today's order of reads (draft first, issue 8):
+    """The race the concurrency suite hit, in today's order of reads (draft first):
     the replay finds the draft gone because the first create committed and dropped it, so one
     order lookup must find the winner's order (it was committed before the draft was dropped)."""
     from apps.orders import drafts, services

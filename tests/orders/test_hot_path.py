@@ -1,4 +1,4 @@
-"""The flash-sale hot path (issue 8): the sold-out flag and the queries each request may run.
+"""The flash-sale hot path: the sold-out flag and the queries each request may run.
 
 Speed itself is measured by ``make bench``; these pin what makes it fast and keep it correct:
 a sold-out answer from Redis never outlives the stock it saw, and the number of queries of
@@ -115,7 +115,7 @@ def test_queries_per_request_confirm_and_create(api, make_sku, address, django_a
                                                 django_capture_on_commit_callbacks):
     sku = make_sku(stock=5)
     # customer, SKUs with products, unpaid orders (caps), address, the customer's usable
-    # coupons (issue 9); freight terms come from the cache once one confirm loaded them (issue 8)
+    # coupons; freight terms come from the cache once one confirm loaded them
     _confirm(api, sku, address)
     with django_assert_max_num_queries(5):
         response = _confirm(api, sku, address)

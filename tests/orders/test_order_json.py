@@ -1,4 +1,4 @@
-"""OrderSerializer writes its dict by hand (issue 8: the generic path was 14 % of create's
+"""OrderSerializer writes its dict by hand (the generic path was 14 % of create's
 CPU). It must stay equal, key for key and value for value, to what the generic
 ModelSerializer path makes of the declared fields, for orders in every state."""
 

@@ -1,4 +1,4 @@
-"""The sold-out gate in front of Django (``apps.orders.api.soldout_gate``, issue 8).
+"""The sold-out gate in front of Django (``apps.orders.api.soldout_gate``).
 
 It may answer a confirm only with the answer Django itself would give: these tests send the
 same request to the gate and, through Django's test client, to the whole Django stack, and

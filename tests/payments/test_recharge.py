@@ -6,7 +6,7 @@ import datetime as dt
 import pytest
 from django.db.models import Sum
 from django.utils import timezone
-from wechatpy.pay.utils import calculate_signature
+from pay_helpers import API_KEY, notify, pay_result
 
 from apps.accounts.models import Customer, WalletEvent
 from apps.payments import recharges
@@ -15,7 +15,6 @@ from apps.payments.reconciliation import reconcile
 
 pytestmark = pytest.mark.django_db
 
-API_KEY = "starmall0sandbox0pay0api0key0032"
 
 
 @pytest.fixture
@@ -92,24 +91,6 @@ def test_paid_recharge_credits_balance_and_ledger_once(api, customer, package, w
         ("bonus", "充值赠送", 1000), ("recharge", "充值", 10000)]
 
 
-def _notify(client, fields: dict, key: str = API_KEY):
-    fields = dict(fields)
-    fields["sign"] = calculate_signature(fields, key)
-    body = "<xml>" + "".join(f"<{k}><![CDATA[{v}]]></{k}>" for k, v in fields.items()) + "</xml>"
-    return client.post("/api/v1/payments/wechat/notify", data=body.encode(), content_type="text/xml")
-
-
-def _fields(no: str, amount_fen: int, **changes) -> dict:
-    fields = {
-        "appid": "wx8d5f3c1a2b4e6f70", "mch_id": "1900000109", "nonce_str": "n0nce",
-        "result_code": "SUCCESS", "return_code": "SUCCESS", "openid": "oX", "trade_type": "JSAPI",
-        "bank_type": "OTHERS", "total_fee": str(amount_fen), "cash_fee": str(amount_fen),
-        "transaction_id": "4200009999202611309999999999", "out_trade_no": no, "time_end": "20261130120000",
-    }
-    fields.update(changes)
-    return fields
-
-
 @pytest.mark.parametrize("changes, key, outcome", [
     ({}, "0" * 32, "bad_signature"),
     ({"total_fee": "1", "cash_fee": "1"}, API_KEY, "amount_mismatch"),
@@ -119,7 +100,7 @@ def _fields(no: str, amount_fen: int, **changes) -> dict:
 ])
 def test_bad_recharge_notifications_credit_nothing(api, customer, package, client, changes, key, outcome):
     no = _recharge(api, package)["recharge_no"]
-    response = _notify(client, _fields(no, 10000, **changes), key=key)
+    response = notify(client, pay_result(no, 10000, **changes), key=key)
     assert b"FAIL" in response.content
     assert Notification.objects.get().outcome == outcome
     customer.refresh_from_db()

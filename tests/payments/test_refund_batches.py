@@ -1,4 +1,4 @@
-"""Batch refunds (issue 12 item 6): one after-sale request and refund per order through the same
+"""Batch refunds: one after-sale request and refund per order through the same
 services, once per order and reason, each failure isolated, retried and visible."""
 
 import datetime as dt
@@ -223,7 +223,7 @@ def test_an_item_error_is_retried_with_back_off_isolated_then_failed_and_requeue
     assert sum("ALERT refund batch" in r.getMessage() for r in caplog.records) == 1
     from apps.alerts.models import Alert
 
-    alert = Alert.objects.get()  # one alert, keyed by the item (issue 12 item 7)
+    alert = Alert.objects.get()  # one alert, keyed by the item
     assert (alert.key, alert.kind) == (f"refund_batch_item:{item.pk}:failed", "refund_failed")
     assert broken.order_no in alert.text
     assert AfterSale.objects.filter(order=broken).count() == 0 and Payment.objects.get(order=broken).refunded_fen == 0

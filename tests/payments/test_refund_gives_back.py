@@ -1,4 +1,4 @@
-"""What a full WeChat refund gives back (issue 7): the coupon while valid, the points spent,
+"""What a full WeChat refund gives back: the coupon while valid, the points spent,
 the units out of sales; the points the order earned die at approval."""
 
 import datetime as dt

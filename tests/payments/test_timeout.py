@@ -73,7 +73,7 @@ def test_timeout_waits_when_wechat_is_unreachable(api, order, settings):
 
 def test_sweep_goes_round_so_orders_wechat_cannot_settle_never_hold_back_the_rest(
         make_customer, make_api, make_sku, place_order, wechat, monkeypatch):
-    """The sweep is the only path to the timeout (issue 8): orders whose WeChat answer is
+    """The sweep is the only path to the timeout: orders whose WeChat answer is
     missing are asked again each round, and every other due order is still reached (limit 2
     stands for 200)."""
     from apps.payments import wechat as wx

@@ -5,6 +5,7 @@ import datetime as dt
 import pytest
 from django.conf import settings
 from django.utils import timezone
+from pay_helpers import API_KEY, notify, pay_result
 from wechatpy.pay.utils import calculate_signature
 
 from apps.catalog.models import Product
@@ -13,7 +14,6 @@ from apps.payments.models import Notification, Payment
 
 pytestmark = pytest.mark.django_db
 
-API_KEY = "starmall0sandbox0pay0api0key0032"
 
 
 @pytest.fixture
@@ -62,25 +62,6 @@ def test_notification_pays_once_and_duplicates_change_nothing(api, order, wechat
         "applied", "duplicate", "duplicate", "duplicate"]
 
 
-def _notify(client, fields: dict, key: str = API_KEY, sign: str | None = None):
-    fields = dict(fields)
-    fields["sign"] = sign or calculate_signature(fields, key)
-    body = "<xml>" + "".join(f"<{k}><![CDATA[{v}]]></{k}>" for k, v in fields.items()) + "</xml>"
-    return client.post("/api/v1/payments/wechat/notify", data=body.encode(), content_type="text/xml")
-
-
-def _fields(order_no: str, amount_fen: int, **changes) -> dict:
-    fields = {
-        "appid": "wx8d5f3c1a2b4e6f70", "mch_id": "1900000109", "nonce_str": "n0nce",
-        "result_code": "SUCCESS", "return_code": "SUCCESS", "openid": "oX", "trade_type": "JSAPI",
-        "bank_type": "OTHERS", "total_fee": str(amount_fen), "cash_fee": str(amount_fen),
-        "transaction_id": "4200001234202611301234567890", "out_trade_no": order_no,
-        "time_end": "20261130120000",
-    }
-    fields.update(changes)
-    return fields
-
-
 @pytest.mark.parametrize("changes, key, outcome", [
     ({}, "0" * 32, "bad_signature"),  # signed with another key
     ({"total_fee": "1"}, API_KEY, "amount_mismatch"),  # signed, but not what we asked for
@@ -91,7 +72,7 @@ def _fields(order_no: str, amount_fen: int, **changes) -> dict:
 ])
 def test_notification_rejected_leaves_order_unpaid(api, order, client, changes, key, outcome):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
-    response = _notify(client, _fields(order["order_no"], order["pay_fen"], **changes), key=key)
+    response = notify(client, pay_result(order["order_no"], order["pay_fen"], **changes), key=key)
     assert response.status_code == 200
     assert b"<return_code><![CDATA[FAIL]]></return_code>" in response.content
     assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
@@ -102,10 +83,10 @@ def test_notification_rejected_leaves_order_unpaid(api, order, client, changes, 
 
 def test_notification_with_extra_fields_is_verified_over_exactly_what_came(api, order, client):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
-    fields = _fields(order["order_no"], order["pay_fen"], coupon_fee="100", coupon_count="1",
+    fields = pay_result(order["order_no"], order["pay_fen"], coupon_fee="100", coupon_count="1",
                      coupon_id_0="2000000001", coupon_fee_0="100", cash_fee=str(order["pay_fen"] - 100),
                      settlement_total_fee=str(order["pay_fen"]), attach="")
-    response = _notify(client, fields)
+    response = notify(client, fields)
     assert b"SUCCESS" in response.content
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"
 

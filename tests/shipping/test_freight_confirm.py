@@ -130,7 +130,7 @@ def test_a_shop_without_a_default_template_charges_no_freight_for_unassigned_pro
 
 def test_confirm_reads_cached_terms_and_sees_every_edit(api, customer, make_sku, freight_default,
                                                         django_assert_num_queries, django_capture_on_commit_callbacks):
-    """The terms are cached in Redis (issue 8): a second confirm runs no freight query, and any
+    """The terms are cached in Redis: a second confirm runs no freight query, and any
     write (rule added, fee changed, rule deleted, another template made default) is priced by
     the very next confirm."""
     from django.core.cache import cache

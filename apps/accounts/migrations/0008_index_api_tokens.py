@@ -1,4 +1,4 @@
-"""List the API tokens issued before the per-customer token sets (issue 8, round 3), and drop
+"""List the API tokens issued before the per-customer token sets (added with this migration), and drop
 those of customers already deactivated, so that a token in Redis is an active customer's.
 
 Tokens live in Redis, not in a table: ``apps.accounts.tokens.tokens_list_unlisted`` scans the

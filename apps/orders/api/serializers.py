@@ -132,7 +132,7 @@ class OrderSerializer(serializers.ModelSerializer):
     def to_representation(self, order: Order) -> dict:
         """The order as API.md shows it, written out directly: the generic ModelSerializer
         path builds some twenty field objects per order and was 14 % of create's CPU in the
-        flash sale (issue 8). The declared fields above stay the schema; ``tests/orders/
+        flash sale (docs/PERFORMANCE.md). The declared fields above stay the schema; ``tests/orders/
         test_order_json.py`` holds this equal to the generic path for orders in every state."""
         return {
             "order_no": order.order_no, "status": str(order.status), "kind": str(order.kind),

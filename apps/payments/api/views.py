@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.models import PayMethod
-from apps.payments import refunds, services
+from apps.payments import notifications, refunds, services
 from apps.payments.api.serializers import (
     PayInSerializer,
     PayOutSerializer,
@@ -103,7 +103,7 @@ def _xml_view(handler, summary: str, kind: str):
     return view
 
 
-wechat_notify = _xml_view(services.notification_handle, "WeChat Pay payment notification (called by WeChat)",
-                          Notification.Kind.PAYMENT)
-wechat_refund_notify = _xml_view(refunds.refund_notification_handle,
+wechat_notify = _xml_view(notifications.payment_notification_handle,
+                          "WeChat Pay payment notification (called by WeChat)", Notification.Kind.PAYMENT)
+wechat_refund_notify = _xml_view(notifications.refund_notification_handle,
                                  "WeChat Pay refund notification (called by WeChat)", Notification.Kind.REFUND)

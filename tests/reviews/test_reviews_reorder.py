@@ -12,7 +12,7 @@ from apps.orders.models import Order
 from apps.reviews import services as reviews
 from apps.reviews.models import Review
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 
 def complete(order_no):

@@ -1,4 +1,4 @@
-"""The demo data of issue 9: coupon templates, recharge packages, sign-in rules, and a coupon
+"""The marketing demo data: coupon templates, recharge packages, sign-in rules, and a coupon
 the demo customer received; what the README walkthrough does with them."""
 
 import pytest

@@ -1,0 +1,280 @@
+"""WeChat Pay's notifications (its callbacks): one table of handlers, the shared checks once.
+
+WeChat calls two URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
+an order's payment and for a balance recharge alike) and ``payments/wechat/refund-notify``
+(an XML whose ``req_info`` is encrypted). Each URL is a :class:`Callback`: how its body is
+read and trusted (safe parse, signature or decryption, appid / mch_id / result_code) and the
+XML answers WeChat understands. What a notification is about is a :class:`Handler` in
+``HANDLERS``: which notifications it claims, how it finds our row, the amount that row must
+carry, and the apply function of the module that owns the row (``services.payment_apply_paid``,
+``recharges.recharge_apply_paid``, ``refunds.refund_succeeded``).
+
+:func:`notification_handle` runs every notification through the same checks in the same order
+(DESIGN.md flow 5): read and trust the body; find the handler that claims it; our row exists
+(else FAIL "unknown ..."); its amount equals what WeChat reports (``total_fee == pay_fen``,
+else FAIL "... does not match"); then apply it and write its audit row (``Notification``) in
+ONE transaction, so a worker killed between the two cannot leave a paid order without the
+record of the notification that paid it (nor a record of a payment that was rolled back). Every
+notification leaves exactly one audit row. SUCCESS for applied, duplicate and late ones
+(sending again would not help); FAIL for anything we could not trust or match, so that WeChat
+keeps sending while staff look at the audit row.
+
+Adding a notification (WeChat's v3 merchant-transfer notification, say) is one entry:
+
+- a :class:`Handler` (``claims``, ``find``, ``number``, ``amount``, ``expected_fen``,
+  ``apply`` returning a ``Notification.Outcome``) registered with :func:`register`. An app
+  above payments (distribution) registers from its ``AppConfig.ready()``, since payments may
+  not import it (``tests/test_layers.py``);
+- when it arrives on a URL of its own with its own format (v3: JSON, a signature in the
+  ``Wechatpay-*`` headers, an encrypted ``resource``), a :class:`Callback` for that URL with its
+  ``read`` (raising :class:`Untrusted`), ``success`` and ``fail`` answers and the
+  ``Notification.Kind`` of its audit rows; its view calls :func:`notification_handle` with it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.orders.models import PayMethod
+from apps.payments import recharges, refunds, services, wechat
+from apps.payments.models import Notification, Payment, PaymentStatus, Recharge, Refund
+from starmall.locking import retry_on_lock_conflict
+
+logger = logging.getLogger(__name__)
+
+
+class Untrusted(Exception):
+    """A notification we cannot read or trust: recorded with ``outcome``, answered FAIL ``reason``."""
+
+    def __init__(self, outcome: str, reason: str, fields: dict | None = None):
+        super().__init__(reason)
+        self.outcome, self.reason, self.fields = outcome, reason, fields or {}
+
+
+@dataclass(frozen=True)
+class Callback:
+    """One of WeChat's callback URLs.
+
+    ``kind``: the ``Notification.Kind`` of its audit rows. ``read(body, headers)`` returns the
+    fields read from a body it trusts and the text kept on the audit row (the raw body, or the
+    decrypted fields); it raises :class:`Untrusted` for anything else. ``success`` is the answer
+    to a handled notification, ``fail(reason)`` the one that makes WeChat send it again.
+    """
+
+    kind: str
+    read: Callable[[bytes, Mapping[str, str]], tuple[dict, bytes | str]]
+    success: bytes = wechat.SUCCESS_ACK
+    fail: Callable[[str], bytes] = wechat.fail_ack
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One thing a notification can confirm (a payment, a recharge, a refund).
+
+    ``callback``: the URL it arrives on. ``claims(fields)``: True when the notification is about
+    this handler's rows (the first handler in ``HANDLERS`` that claims it takes it). ``find``:
+    our row, or None. ``number``: the field naming our row (for the FAIL "unknown ..." answer).
+    ``amount`` / ``expected_fen(row)``: the field with WeChat's amount in fen and the amount our
+    row must carry. ``apply(row, fields)``: the owning module's apply function; it returns the
+    ``Notification.Outcome`` and runs inside the transaction that writes the audit row.
+    ``applied_before(row, fields)``: True for a re-sent notification already applied, answered
+    without a transaction (a notification storm resends one payment many times).
+    """
+
+    callback: Callback
+    claims: Callable[[dict], bool]
+    find: Callable[[dict], Any]
+    number: str
+    amount: str
+    expected_fen: Callable[[Any], int]
+    apply: Callable[[Any, dict], str]
+    applied_before: Callable[[Any, dict], bool] = field(default=lambda row, fields: False)
+
+
+# --- the two callbacks: reading and trusting a body -----------------------------------------
+
+def _read_pay_result(body: bytes, headers: Mapping[str, str]) -> tuple[dict, bytes]:
+    """A payment result (orders and recharges): safe parse, signature over exactly the fields
+    received, then return_code / appid / mch_id / result_code / transaction_id."""
+    try:
+        fields = wechat.parse_xml(body)
+    except ValueError as exc:
+        raise Untrusted(Notification.Outcome.MALFORMED, "malformed XML") from exc
+    if not wechat.verify_signature(fields):
+        raise Untrusted(Notification.Outcome.BAD_SIGNATURE, "bad signature", fields)
+    if (
+        fields.get("return_code") != "SUCCESS"
+        or fields.get("appid") != settings.WECHAT_APPID
+        or fields.get("mch_id") != settings.WECHAT_MCH_ID
+        or fields.get("result_code") != "SUCCESS"
+        or not fields.get("transaction_id")
+    ):
+        raise Untrusted(Notification.Outcome.BAD_FIELDS, "unexpected appid, mch_id or result", fields)
+    return fields, body
+
+
+def _read_refund_result(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
+    """A refund result: safe parse, appid / mch_id, ``req_info`` decrypted (wechat.py); the
+    audit row keeps the decrypted fields, one ``key=value`` a line."""
+    try:
+        fields = wechat.parse_refund_notification(body)
+    except ValueError as exc:
+        logger.warning("refund notification rejected: %s", exc)
+        raise Untrusted(Notification.Outcome.MALFORMED, "cannot read req_info") from exc
+    return fields, "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
+
+
+PAY_RESULT = Callback(kind=Notification.Kind.PAYMENT, read=_read_pay_result)
+REFUND_RESULT = Callback(kind=Notification.Kind.REFUND, read=_read_refund_result)
+
+
+# --- the handlers: which row, which amount, which apply function ------------------------------
+
+def _paid_at(fields: dict) -> dt.datetime:
+    """WeChat's ``time_end`` (Shanghai), or now when it is missing or unreadable."""
+    return wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
+
+
+def _payment_find(fields: dict) -> Payment | None:
+    # [:1], not .first(): out_trade_no is UNIQUE, and no ORDER BY is compiled per notification
+    # (measured under a notification storm: docs/PERFORMANCE.md).
+    return next(iter(Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""),
+                                            method=PayMethod.WECHAT)[:1]), None)
+
+
+def _payment_apply(payment: Payment, fields: dict) -> str:
+    applied = services.payment_apply_paid(payment=payment, transaction_id=fields["transaction_id"],
+                                          paid_at=_paid_at(fields), actor="wechat")
+    return Notification.Outcome(applied.value)
+
+
+def _payment_applied_before(payment: Payment, fields: dict) -> bool:
+    # Racing copies that read it unpaid still meet the conditional UPDATE in payment_apply_paid.
+    return payment.status == PaymentStatus.PAID and payment.transaction_id == fields["transaction_id"]
+
+
+def _recharge_apply(recharge: Recharge, fields: dict) -> str:
+    applied = recharges.recharge_apply_paid(recharge=recharge, transaction_id=fields["transaction_id"],
+                                            paid_at=_paid_at(fields))
+    return Notification.Outcome(applied.value)
+
+
+def _refund_apply(refund: Refund, fields: dict) -> str:
+    """SUCCESS confirms the refund once; CHANGE / REFUNDCLOSE mark it FAILED (one alert); any
+    other refund_status is recorded as unexpected and answered SUCCESS (nothing to retry)."""
+    status = fields.get("refund_status")
+    if status == "SUCCESS":
+        done = refunds.refund_succeeded(refund=refund)
+        return Notification.Outcome.APPLIED if done else Notification.Outcome.DUPLICATE
+    if status in ("CHANGE", "REFUNDCLOSE"):
+        refunds.refund_mark_failed(refund, f"WeChat refund_status {status}")
+        return Notification.Outcome.REFUND_CLOSED
+    return Notification.Outcome.BAD_FIELDS
+
+
+HANDLERS: dict[str, Handler] = {
+    # A recharge shares the payment URL; its out_trade_no is "R..." (order numbers are digits),
+    # so it comes before "payment", which claims every other payment result.
+    "recharge": Handler(
+        callback=PAY_RESULT, claims=lambda fields: recharges.is_recharge_no(fields.get("out_trade_no", "")),
+        find=lambda fields: Recharge.objects.filter(recharge_no=fields.get("out_trade_no", "")).first(),
+        number="out_trade_no", amount="total_fee", expected_fen=lambda recharge: recharge.pay_fen,
+        apply=_recharge_apply,
+    ),
+    "payment": Handler(
+        callback=PAY_RESULT, claims=lambda fields: True, find=_payment_find,
+        number="out_trade_no", amount="total_fee", expected_fen=lambda payment: payment.total_fee,
+        apply=_payment_apply, applied_before=_payment_applied_before,
+    ),
+    "refund": Handler(
+        callback=REFUND_RESULT, claims=lambda fields: True,
+        find=lambda fields: Refund.objects.filter(out_refund_no=fields.get("out_refund_no", "")).first(),
+        number="out_refund_no", amount="refund_fee", expected_fen=lambda refund: refund.refund_fen,
+        apply=_refund_apply,
+    ),
+}
+
+
+def register(name: str, handler: Handler, *, before: str | None = None) -> None:
+    """Add a handler to ``HANDLERS`` (an app above payments, from its ``AppConfig.ready()``).
+
+    ``before``: the name of a handler that must come after it (one that claims more broadly on
+    the same callback, as "payment" does). Raises ValueError for a name already taken.
+    """
+    if name in HANDLERS:
+        raise ValueError(f"a notification handler named {name!r} exists")
+    entries = list(HANDLERS.items())
+    at = next((i for i, (key, _) in enumerate(entries) if key == before), len(entries))
+    entries.insert(at, (name, handler))
+    HANDLERS.clear()
+    HANDLERS.update(entries)
+
+
+# --- the shared checks ------------------------------------------------------------------------
+
+def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, str] | None = None) -> bytes:
+    """Check and apply one notification that arrived on ``callback``; return WeChat's answer.
+
+    Exactly one ``Notification`` row is written (invalid ones are counted per day and sampled).
+    Raises DatabaseBusy when the applying transaction lost a lock conflict twice (nothing was
+    applied or recorded; the view answers FAIL so that WeChat sends it again).
+    """
+    try:
+        fields, kept = callback.read(body, headers or {})
+    except Untrusted as exc:
+        Notification.record(kind=callback.kind, body=body, fields=exc.fields, outcome=exc.outcome)
+        return callback.fail(exc.reason)
+    handler = next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
+    if handler is None:
+        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
+        return callback.fail("unknown notification")
+    row = handler.find(fields)
+    if row is None:
+        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
+        return callback.fail(f"unknown {handler.number}")
+    expected = handler.expected_fen(row)
+    if fields.get(handler.amount) != str(expected):
+        logger.error("amount mismatch on %s %s: got %s fen, expected %s", handler.number,
+                     fields.get(handler.number), fields.get(handler.amount), expected)
+        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.AMOUNT_MISMATCH)
+        return callback.fail(f"{handler.amount} does not match")
+    if handler.applied_before(row, fields):
+        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.DUPLICATE)
+        return callback.success
+    _apply_and_record(handler, row, fields, kept)
+    return callback.success
+
+
+@retry_on_lock_conflict
+@transaction.atomic
+def _apply_and_record(handler: Handler, row: Any, fields: dict, kept: bytes | str) -> str:
+    """The handler's apply and the audit row, in one transaction (run once more after a lock
+    conflict; the apply functions join it). Returns the outcome recorded."""
+    outcome = handler.apply(row, fields)
+    Notification.record(kind=handler.callback.kind, body=kept, fields=fields, outcome=outcome)
+    return outcome
+
+
+def payment_notification_handle(body: bytes) -> bytes:
+    """WeChat Pay's payment notification (an order's payment or a balance recharge); returns the
+    XML answer. Checks: safe parse; signature over exactly the fields received;
+    return_code / appid / mch_id / result_code; known out_trade_no; ``total_fee`` equal to what
+    we asked for; then the payment (or recharge) is applied once. SUCCESS for applied, duplicate
+    and late payments; FAIL for anything we could not trust or match (WeChat sends it again)."""
+    return notification_handle(PAY_RESULT, body)
+
+
+def refund_notification_handle(body: bytes) -> bytes:
+    """WeChat's refund notification: decrypt, match our refund and amount, confirm it once.
+
+    Every notification is kept (admin: Notifications, kind refund) with what was done.
+    """
+    return notification_handle(REFUND_RESULT, body)
