@@ -208,3 +208,15 @@ class MissingLineSerializer(serializers.Serializer):
 
 class ReorderOutSerializer(ConfirmOutSerializer):
     missing = MissingLineSerializer(many=True)
+
+
+class OrderCountsSerializer(serializers.Serializer):
+    """The caller's orders per status (every status; the badges use the first five)."""
+
+    unpaid = serializers.IntegerField()
+    paid = serializers.IntegerField()
+    shipped = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    refunding = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    refunded = serializers.IntegerField()
