@@ -45,10 +45,13 @@ ROLES: dict[str, list[str]] = {
         "appointments.view_slot", "appointments.change_slot", "appointments.manage_slot", "appointments.view_booking",
         "chat.view_*", "chat.add_message",
     ],
+    "门店店员": [  # a pickup store's staff: their store's pickup orders, verifying codes (StoreStaff binds the store)
+        "stores.view_store", "stores.view_pickuporder", "stores.view_pickupverification", "stores.verify_pickup",
+    ],
 }
 
 #: role -> the demo login of that role (development settings only: runshop --demo logins)
-DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher"}
+DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher", "门店店员": "store"}
 
 
 def _resolve(permission_model, spec: str) -> list:
