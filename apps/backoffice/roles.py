@@ -29,6 +29,10 @@ ROLES: dict[str, list[str]] = {
         "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
         "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
         "backoffice.view_dashboard",
+        # the storefront: home-page blocks, articles; pickup stores and who staffs them
+        "content.view_*", "content.add_*", "content.change_*", "content.delete_*",
+        "stores.view_*", "stores.add_store", "stores.change_store", "stores.add_storestaff",
+        "stores.change_storestaff", "stores.delete_storestaff",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
         "orders.view_order", "orders.view_orderline", "orders.view_orderevent", "orders.view_aftersale",

@@ -22,11 +22,6 @@ class HomeBlock(models.Model):
         abstract = True
         ordering = ["sort", "id"]
 
-    def shown_at(self, now) -> bool:
-        """True when the block is on and ``now`` (aware) is inside its window."""
-        return (self.is_active and (self.starts_at is None or self.starts_at <= now)
-                and (self.ends_at is None or now < self.ends_at))
-
 
 class Banner(HomeBlock):
     image = models.ImageField(verbose_name="图片", upload_to="content/banners/", max_length=200)

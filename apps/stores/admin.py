@@ -2,7 +2,8 @@
 verification page (自提核销) and the log of verifications.
 
 A store's staff (the 门店店员 role, ``StoreStaff`` linking the login to its store) see only
-their own store's pickup orders and verifications; verifying needs ``stores.verify_pickup``
+their own store's pickup orders and verifications (operations, with the view permissions, see
+every store's); verifying needs ``stores.verify_pickup``
 and goes through ``apps.stores.services.pickup_verify`` — the same service and checks as
 ``manage.py pickup_verify``. A superuser sees every store and may verify anywhere.
 """
@@ -41,11 +42,15 @@ class StoreAdmin(ChangedFieldsAdmin):
 
 
 def _own_store(request) -> int | None:
-    """The store the staff login works at; None = every store (superuser, or staff not bound
-    to one: they see all stores' rows only if their permissions allow the page at all)."""
+    """The store whose rows the login sees: its own when bound to one (StoreStaff); None (every
+    store) for a superuser and for other staff (operations) whose permissions open the page;
+    -1 (nothing) for store staff (``stores.verify_pickup``) not bound to a store yet."""
     if request.user.is_superuser:
         return None
-    return selectors.staff_store_id(request.user) or -1  # -1: not bound -> sees nothing
+    store_id = selectors.staff_store_id(request.user)
+    if store_id is not None:
+        return store_id
+    return -1 if request.user.has_perm(services.PERMISSION) else None
 
 
 @admin.register(PickupOrder)

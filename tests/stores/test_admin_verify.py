@@ -33,3 +33,18 @@ def test_staff_without_the_permission_cannot_open_the_page(client, django_user_m
     django_user_model.objects.create_user(username="ops2", password="pw", is_staff=True)
     client.login(username="ops2", password="pw")
     assert client.get(reverse("admin:stores_pickup_verify")).status_code == 403
+
+
+def test_operations_see_every_store_and_an_unbound_clerk_sees_none(client, paid_pickup, make_staff, store):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    order = paid_pickup()
+    make_staff("unbound")
+    ops = get_user_model().objects.create_user(username="ops3", password="pw-ops", is_staff=True)
+    ops.groups.add(Group.objects.get(name="运营"))
+    url = reverse("admin:stores_pickuporder_changelist")
+    client.login(username="ops3", password="pw-ops")
+    assert order.order_no in client.get(url).content.decode()
+    client.login(username="unbound", password="pw-unbound")
+    assert order.order_no not in client.get(url).content.decode()
