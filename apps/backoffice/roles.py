@@ -29,6 +29,10 @@ ROLES: dict[str, list[str]] = {
         "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
         "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
         "backoffice.view_dashboard",
+        # the storefront: home-page blocks, articles; pickup stores and who staffs them
+        "content.view_*", "content.add_*", "content.change_*", "content.delete_*",
+        "stores.view_*", "stores.add_store", "stores.change_store", "stores.add_storestaff",
+        "stores.change_storestaff", "stores.delete_storestaff",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
         "orders.view_order", "orders.view_orderline", "orders.view_orderevent", "orders.view_aftersale",
@@ -45,10 +49,13 @@ ROLES: dict[str, list[str]] = {
         "appointments.view_slot", "appointments.change_slot", "appointments.manage_slot", "appointments.view_booking",
         "chat.view_*", "chat.add_message",
     ],
+    "门店店员": [  # a pickup store's staff: their store's pickup orders, verifying codes (StoreStaff binds the store)
+        "stores.view_store", "stores.view_pickuporder", "stores.view_pickupverification", "stores.verify_pickup",
+    ],
 }
 
 #: role -> the demo login of that role (development settings only: runshop --demo logins)
-DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher"}
+DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher", "门店店员": "store"}
 
 
 def _resolve(permission_model, spec: str) -> list:

@@ -123,14 +123,16 @@ def slot_utilisation(start: dt.datetime, end: dt.datetime) -> list[dict]:
 def todo_counts() -> dict[str, int]:
     """What staff must look at now (each one COUNT query on an indexed status):
 
-    ``to_ship`` paid goods orders; ``aftersales`` refund requests waiting; ``manual`` MANUAL
+    ``to_ship`` paid goods orders to deliver (pickups are collected, never shipped);
+    ``pickups_waiting`` paid pickup orders not collected yet; ``aftersales`` refund requests waiting; ``manual`` MANUAL
     payments; ``followups_failed`` / ``refunds_failed`` FAILED rows; ``reconciliation`` days
     with differences or a failed download in the last 30 days; ``low_stock`` active SKUs at or
     below ``LOW_STOCK`` units; ``alerts_open`` alerts nobody marked handled yet.
     """
     since = timezone.localdate() - dt.timedelta(days=30)
     return {
-        "to_ship": Order.objects.filter(status=OrderStatus.PAID, kind="goods").count(),
+        "to_ship": Order.objects.filter(status=OrderStatus.PAID, kind="goods", delivery="express").count(),
+        "pickups_waiting": Order.objects.filter(status=OrderStatus.PAID, delivery="pickup").count(),
         "aftersales": AfterSale.objects.filter(status=AfterSale.Status.REQUESTED).count(),
         "manual": Payment.objects.filter(status=PaymentStatus.MANUAL).count(),
         "followups_failed": FollowUp.objects.filter(status=FollowUp.Status.FAILED).count(),

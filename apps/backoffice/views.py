@@ -10,7 +10,8 @@ from starmall.admin_money import yuan
 #: To-do panel rows: (key in selectors.todo_counts, label, changelist, query string, permission to see it)
 TODO = [
     ("alerts_open", "未处理告警", "admin:alerts_alert_changelist", "handled=no", "alerts.view_alert"),
-    ("to_ship", "待发货订单", "admin:orders_order_changelist", "status__exact=paid&kind__exact=goods", "orders.view_order"),
+    ("to_ship", "待发货订单", "admin:orders_order_changelist", "status__exact=paid&kind__exact=goods&delivery__exact=express", "orders.view_order"),
+    ("pickups_waiting", "待自提订单", "admin:stores_pickuporder_changelist", "status__exact=paid", "stores.view_pickuporder"),
     ("aftersales", "待审核退款申请", "admin:orders_aftersale_changelist", "status__exact=requested", "orders.view_aftersale"),
     ("manual", "人工处理的支付（MANUAL）", "admin:payments_payment_changelist", "status__exact=manual", "payments.view_payment"),
     ("refunds_failed", "失败的退款", "admin:payments_refund_changelist", "status__exact=failed", "payments.view_refund"),

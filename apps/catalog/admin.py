@@ -25,8 +25,8 @@ class SkuInline(admin.TabularInline):
 
 @admin.register(Product)
 class ProductAdmin(ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
-    list_display = ["id", "name", "kind", "category", "freight_template", "is_active", "sales", "sort"]
-    list_filter = ["kind", "category", "is_active", "freight_template"]
+    list_display = ["id", "name", "kind", "category", "freight_template", "is_active", "is_hot", "is_recommended", "sales", "sort"]
+    list_filter = ["kind", "category", "is_active", "is_hot", "is_recommended", "freight_template"]
     search_fields = ["name"]
     readonly_fields = ["sales", "created_at"]
     inlines = [SkuInline]

@@ -70,6 +70,9 @@ class Product(models.Model):
     rating_total = models.PositiveIntegerField(verbose_name="评分合计", default=0)
     sort = models.IntegerField(verbose_name="排序", default=0)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
+    # Storefront tags staff set (the list's ``tag=hot`` / ``tag=recommended``).
+    is_hot = models.BooleanField(verbose_name="热卖", default=False)
+    is_recommended = models.BooleanField(verbose_name="推荐", default=False)
     # How shipping it is charged; null = the shop's default template. By name: catalog imports
     # nothing from shipping (orders asks shipping at confirm).
     freight_template = models.ForeignKey(
@@ -81,6 +84,14 @@ class Product(models.Model):
         verbose_name = "商品"
         verbose_name_plural = "商品"
         ordering = ["sort", "id"]
+        indexes = [
+            # The storefront list's orders (``apps.catalog.selectors.product_list`` ``sort=``) over
+            # products on sale; the tags as partial indexes (few products carry one).
+            models.Index(fields=["is_active", "-sales", "id"], name="product_active_sales_idx"),
+            models.Index(fields=["is_active", "-created_at", "-id"], name="product_active_new_idx"),
+            models.Index(fields=["sort", "id"], condition=models.Q(is_hot=True), name="product_hot_idx"),
+            models.Index(fields=["sort", "id"], condition=models.Q(is_recommended=True), name="product_recommended_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -1,6 +1,6 @@
 """Reads for the catalog (what the mini-program lists)."""
 
-from django.db.models import Min, Q, QuerySet
+from django.db.models import F, Min, Q, QuerySet
 
 from apps.catalog.models import Category, Product, Teacher
 
@@ -9,8 +9,24 @@ def category_list() -> QuerySet[Category]:
     return Category.objects.all()
 
 
-def product_list(*, category_id: int | None = None, q: str = "", kind: str = "") -> QuerySet[Product]:
-    """Active products with ``min_price_fen`` (fen) annotated; a category includes its children."""
+#: ``sort=`` of the product list -> the ORDER BY (ties by id, so pages never overlap).
+#: ``sales`` is ``Product.sales``: units of paid orders, taken out again when an order is fully
+#: refunded (``apps.catalog.stock.product_sales_add`` / ``product_sales_remove``).
+PRODUCT_SORTS = {
+    "sales": ("-sales", "id"),
+    "price": ("min_price_fen", "id"),
+    "-price": ("-min_price_fen", "id"),
+    "new": ("-created_at", "-id"),
+}
+#: ``tag=`` of the product list -> the flag it filters on
+PRODUCT_TAGS = {"hot": "is_hot", "recommended": "is_recommended"}
+
+
+def product_list(*, category_id: int | None = None, q: str = "", kind: str = "", sort: str = "",
+                 tag: str = "") -> QuerySet[Product]:
+    """Active products with ``min_price_fen`` (fen) annotated; a category includes its children.
+    ``sort``: a key of :data:`PRODUCT_SORTS` (default staff's order); ``tag``: a key of
+    :data:`PRODUCT_TAGS`. Products without an active SKU sort last by price."""
     qs = Product.objects.filter(is_active=True).annotate(
         min_price_fen=Min("skus__price_fen", filter=Q(skus__is_active=True))
     )
@@ -20,7 +36,12 @@ def product_list(*, category_id: int | None = None, q: str = "", kind: str = "")
         qs = qs.filter(Q(name__icontains=q) | Q(description__icontains=q))
     if kind:
         qs = qs.filter(kind=kind)
-    return qs.order_by("sort", "id")
+    if tag:
+        qs = qs.filter(**{PRODUCT_TAGS[tag]: True})
+    if sort in ("price", "-price"):
+        price = F("min_price_fen")
+        return qs.order_by(price.asc(nulls_last=True) if sort == "price" else price.desc(nulls_last=True), "id")
+    return qs.order_by(*PRODUCT_SORTS.get(sort, ("sort", "id")))
 
 
 def product_get(*, product_id: int) -> Product | None:

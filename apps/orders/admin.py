@@ -91,7 +91,7 @@ class OrderAdmin(ReadOnlyModelAdmin):
     # What matters at 1,400 px: who, state, payment state, money, when paid, a refund in play.
     list_display = ["order_no", "customer", "kind", "status", "pay_fen", "pay_method", "paid_at",
                     "after_sale_status", "created_at"]
-    list_filter = ["status", "kind", "pay_method"]
+    list_filter = ["status", "kind", "delivery", "pay_method"]
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
     date_hierarchy = "created_at"
     list_select_related = ["customer"]
@@ -104,6 +104,7 @@ class OrderAdmin(ReadOnlyModelAdmin):
                               "pay_fen", "pay_method", "coupon", "flash_sale"]}),
         ("时间", {"fields": ["created_at", "pay_deadline", "paid_at", "shipped_at", "completed_at",
                            "cancelled_at", "cancel_reason"]}),
+        ("到店自提", {"fields": ["delivery", "pickup_store", "pickup_verified_at", "pickup_verified_by"]}),
     ]
     readonly_fields = [f.name for f in Order._meta.fields] + ["delivery_address", "ship_link"]
 
@@ -113,7 +114,7 @@ class OrderAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="发货")
     def ship_link(self, order: Order) -> str:
-        if order.kind != Kind.GOODS or order.status != OrderStatus.PAID:
+        if order.kind != Kind.GOODS or order.status != OrderStatus.PAID or order.delivery == "pickup":
             return "-"
         return format_html('<a class="bo-button" href="{}">填写快递单号并发货</a>',
                            reverse("admin:orders_order_ship", args=[order.pk]))
@@ -189,6 +190,8 @@ class OrderAdmin(ReadOnlyModelAdmin):
             return Outcome(order.order_no, messages.WARNING, f"未发货：{exc.message}")
         if order.kind != Kind.GOODS:
             return Outcome(order.order_no, messages.WARNING, "未发货：咨询订单不需要发货")
+        if order.delivery == "pickup":
+            return Outcome(order.order_no, messages.WARNING, "未发货：到店自提订单由门店核销，不发货")
         return Outcome(order.order_no, messages.WARNING, f"未发货：订单状态为「{status_now(order)}」，只有已支付的订单可以发货")
 
     @admin.action(description="标记完成（已发货的实物 / 已进行的咨询）", permissions=["complete"])

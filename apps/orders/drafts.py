@@ -92,6 +92,9 @@ class OrderDraft:
     flash_sale_id: int | None  # the 秒杀 the order buys in, or None
     cart_items: list[list[int]] | None  # ``[[cart_item_id, quantity], ...]`` create removes, or None
     usable_coupons: list[UsableCoupon]  # the customer's coupons for this cart, best first
+    # Self-pickup: the store as the order keeps it (apps.orders.pickup); None = delivered to
+    # ``address``. Stored only when set, so an express draft keeps the previous release's shape.
+    pickup_store: dict | None = None
 
     @property
     def slot_id(self) -> int | None:
@@ -123,6 +126,7 @@ class OrderDraft:
             "pay_fen": self.pay_fen, "slot": self.slot, "address": self.address,
             "flash_sale_id": self.flash_sale_id, "cart_items": self.cart_items,
             "usable_coupons": self.usable_coupons,
+            **({"pickup_store": self.pickup_store} if self.pickup_store else {}),
         }
 
     @classmethod
@@ -137,7 +141,7 @@ class OrderDraft:
             coupon_fen=data["coupon_fen"], points_used=data["points_used"], points_fen=data["points_fen"],
             pay_fen=data["pay_fen"], slot=data["slot"], address=data["address"],
             flash_sale_id=data.get("flash_sale_id"), cart_items=data.get("cart_items"),
-            usable_coupons=data.get("usable_coupons", []),
+            usable_coupons=data.get("usable_coupons", []), pickup_store=data.get("pickup_store"),
         )
 
 

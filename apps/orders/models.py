@@ -16,6 +16,11 @@ class OrderStatus(models.TextChoices):
     REFUNDED = "refunded", "已退款"  # fully refunded
 
 
+class Delivery(models.TextChoices):
+    EXPRESS = "express", "快递配送"  # shipped to the order's address (the default)
+    PICKUP = "pickup", "到店自提"  # collected at a store with a pickup code; never shipped, no freight
+
+
 class PayMethod(models.TextChoices):
     WECHAT = "wechat", "微信支付"
     BALANCE = "balance", "余额支付"
@@ -57,6 +62,15 @@ class Order(models.Model):
     completed_at = models.DateTimeField(verbose_name="完成时间", null=True, blank=True)
     cancelled_at = models.DateTimeField(verbose_name="取消时间", null=True, blank=True)
     cancel_reason = models.CharField(verbose_name="取消原因", max_length=64, blank=True)
+    # Self-pickup (自提): the store by id and as it was at confirm (apps.stores sits above orders,
+    # so no foreign key); the code is given when the order is paid (apps.orders.pickup) and the
+    # verification that completed the order is written by the same conditional UPDATE.
+    delivery = models.CharField(verbose_name="配送方式", max_length=16, choices=Delivery.choices, default=Delivery.EXPRESS)
+    pickup_store_id = models.PositiveIntegerField(verbose_name="自提门店", null=True, blank=True)  # stores.Store id
+    pickup_store = models.JSONField(verbose_name="自提门店信息", null=True, blank=True)  # snapshot at confirm
+    pickup_code = models.CharField(verbose_name="核销码", max_length=16, blank=True)
+    pickup_verified_at = models.DateTimeField(verbose_name="核销时间", null=True, blank=True)
+    pickup_verified_by = models.CharField(verbose_name="核销人", max_length=150, blank=True)
 
     class Meta:
         verbose_name = "订单"
@@ -73,6 +87,11 @@ class Order(models.Model):
                             - models.F("coupon_fen") - models.F("points_fen")),
                 name="order_pay_fen_sum",
             ),
+            # A pickup code names one order among those that can still be collected.
+            models.UniqueConstraint(
+                fields=["pickup_code"], name="order_pickup_code_live_uniq",
+                condition=Q(status__in=["paid", "refunding"]) & ~Q(pickup_code=""),
+            ),
         ]
         indexes = [
             models.Index(fields=["customer", "status"], name="order_customer_status_idx"),
@@ -80,6 +99,10 @@ class Order(models.Model):
             # The back-office dashboard's ranges (apps/backoffice/selectors.py).
             models.Index(fields=["created_at"], name="order_created_at_idx"),
             models.Index(fields=["paid_at"], name="order_paid_at_idx"),
+            # Verification finds an order by its code; a store's staff list their pickups.
+            models.Index(fields=["pickup_code"], name="order_pickup_code_idx", condition=~Q(pickup_code="")),
+            models.Index(fields=["pickup_store_id", "status"], name="order_pickup_store_idx",
+                         condition=Q(delivery="pickup")),
         ]
 
     def __str__(self) -> str:

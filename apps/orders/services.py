@@ -37,9 +37,9 @@ from apps.catalog import soldout, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import coupons, flash_sales
-from apps.orders import cart, drafts, events, followups
+from apps.orders import cart, drafts, events, followups, pickup
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
-from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
+from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 from starmall.locking import retry_on_lock_conflict
@@ -63,6 +63,8 @@ def order_confirm(
     coupon_id: int | None = None,
     use_points: int | bool = 0,
     flash_sale_id: int | None = None,
+    delivery: str = "express",
+    store_id: int | None = None,
 ) -> dict:
     """Price a cart and store it as a draft; return the draft with its ``order_key``.
 
@@ -80,7 +82,9 @@ def order_confirm(
     insufficient_stock). ``cart_item_ids`` instead of ``items``: those of the customer's cart
     lines (another's or a gone line -> NotFound); the draft records them and create removes
     them (``apps.orders.cart``). Freight: ``apps.shipping`` for the address's province and
-    city (consultations: none). Raises InvalidInput (no address: ``detail.address_id``),
+    city (consultations: none). ``delivery="pickup"`` with ``store_id`` (自提, goods only): no
+    address, no freight, the store kept in the draft (``apps.orders.pickup.pickup_store_choose``;
+    unknown store -> InvalidInput ``detail.store_id``). Raises InvalidInput (no address: ``detail.address_id``),
     NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps,
     flash-sale limit), InvalidState. Writes nothing to the database. The answer is the stored
     draft's dict (``apps.orders.drafts.OrderDraft.to_json``).
@@ -91,9 +95,11 @@ def order_confirm(
     lines, skus = _lines_resolve(quantities, sale)
     kind = _kind_of(lines, skus)
     _caps_check(customer_id=customer.pk, kind=kind)
-    slot_data, address = _destination_choose(customer, kind, lines, skus, slot_id, address_id)
+    pickup_store = pickup.pickup_store_choose(kind=kind, delivery=delivery, store_id=store_id)
+    slot_data, address = (None, None) if pickup_store else _destination_choose(
+        customer, kind, lines, skus, slot_id, address_id)
     goods_fen = sum(line.amount_fen for line in lines)
-    freight_fen = _freight_quote(lines, skus, address) if kind == Kind.GOODS else 0
+    freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
     _total_check(goods_fen + freight_fen)
     usable, coupon_fen = _coupon_choose(customer, sale, lines, goods_fen, freight_fen, coupon_id)
     points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
@@ -106,6 +112,7 @@ def order_confirm(
         pay_fen=goods_fen + freight_fen - coupon_fen - points_fen, slot=slot_data,
         address={"id": address.pk, **address.snapshot()} if address else None,
         flash_sale_id=sale.pk if sale else None, cart_items=cart_items, usable_coupons=usable,
+        pickup_store=pickup_store,
     ))
 
 
@@ -391,8 +398,16 @@ def _order_insert(draft: drafts.OrderDraft, customer: Customer, remark: str, now
         points_used=draft.points_used, points_fen=draft.points_fen,
         pay_fen=draft.pay_fen, address=draft.address, remark=remark,
         slot_id=draft.slot_id, flash_sale_id=draft.flash_sale_id,
-        pay_deadline=_pay_deadline(draft, now),
+        pay_deadline=_pay_deadline(draft, now), **_pickup_fields(draft),
     )
+
+
+def _pickup_fields(draft: drafts.OrderDraft) -> dict:
+    """The order's delivery columns: a pickup draft's store (自提), else none (express)."""
+    if not draft.pickup_store:
+        return {}
+    return {"delivery": Delivery.PICKUP, "pickup_store_id": draft.pickup_store["id"],
+            "pickup_store": draft.pickup_store}
 
 
 def _slot_book(draft: drafts.OrderDraft, order: Order) -> None:
@@ -590,10 +605,17 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if order.kind == Kind.CONSULTATION:
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
     followups.followup_record_many(order=order, kinds=kinds)
+    _pickup_code_assign(order)
     # Last (step 8 of starmall/locking.py): a flash sale's orders all count into one product
     # row, locked until commit; a balance payment debits the customer (step 5) before this.
     stock.product_sales_add(quantities=_product_units(order))
     return True
+
+
+def _pickup_code_assign(order: Order) -> None:
+    """A paid pickup order gets its pickup code (unique among live pickup orders)."""
+    if order.delivery == Delivery.PICKUP:
+        pickup.pickup_code_assign(order)
 
 
 @transaction.atomic(savepoint=False)
@@ -643,7 +665,7 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
     carrier = None
     if carrier_code or tracking_no:
         carrier, tracking_no = shipments.shipment_check(carrier_code=carrier_code, tracking_no=tracking_no)
-    if order.kind != Kind.GOODS:
+    if order.kind != Kind.GOODS or order.delivery == Delivery.PICKUP:  # pickups are collected, never shipped
         return False
     with transaction.atomic():
         locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
@@ -690,3 +712,33 @@ def order_receive(*, order_no: str, customer_id: int) -> Order:
         raise InvalidState("只有已发货的订单可以确认收货。", status=_status(order))
     order.refresh_from_db()
     return order
+
+
+def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
+    """A store's staff handed a paid pickup order over (自提核销): ``paid -> completed``, with
+    the verification's time and ``verifier`` (a staff username) written by the same
+    conditional UPDATE — whoever wins it completes the order; everyone else gets False and
+    changes nothing. The points the order earned become due ``POINTS_FREEZE_DAYS`` from now.
+
+    The order row is locked first (step 1 of ``starmall/locking.py``), as ``order_ship`` does,
+    so that a refund request cannot slip in between the check and the hand-over; a request
+    waiting for staff raises InvalidState (``refund_no`` in detail). Called by
+    ``apps.stores.services.pickup_verify`` (permissions, the store, the log). Joins the
+    caller's transaction or opens one.
+    """
+    if order.delivery != Delivery.PICKUP:
+        return False
+    with transaction.atomic():
+        locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
+        if locked != OrderStatus.PAID:
+            return False
+        waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
+        if waiting is not None:
+            raise InvalidState("该订单有进行中的退款申请，请先处理。", refund_no=waiting.refund_no)
+        now = timezone.now()
+        if not _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.COMPLETED, actor=actor,
+                           note="到店自提核销", completed_at=now, pickup_verified_at=now,
+                           pickup_verified_by=verifier[:150]):
+            return False
+        wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+    return True

@@ -50,8 +50,10 @@ INSTALLED_APPS = [
     "apps.appointments",
     "apps.marketing",
     "apps.shipping",
+    "apps.content",  # home page blocks, articles, favourites
     "apps.orders",
     "apps.payments",
+    "apps.stores",  # self-pickup stores, their staff, pickup verification
     "apps.almanac",
     "apps.reviews",
     "apps.backoffice",
@@ -264,6 +266,11 @@ CELERY_BEAT_SCHEDULE = {
     "alerts-sweep": {
         "task": "apps.alerts.tasks.alerts_sweep",
         "schedule": BEAT_SWEEP_SECONDS,
+    },
+    # Article views wait in Redis (one HINCRBY per view) until this adds them to the rows.
+    "article-views-flush": {
+        "task": "apps.content.tasks.article_views_flush",
+        "schedule": env.int("ARTICLE_VIEWS_FLUSH_SECONDS", default=300),
     },
 }
 

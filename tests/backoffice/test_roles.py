@@ -14,7 +14,7 @@ def _perms(group: str) -> set[str]:
 
 
 def test_the_migration_made_the_four_roles():
-    assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {"运营", "客服", "财务", "老师"}
+    assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {"运营", "客服", "财务", "老师", "门店店员"}
     ops, service, finance, teacher = _perms("运营"), _perms("客服"), _perms("财务"), _perms("老师")
     assert {"catalog.change_stock", "orders.ship_order", "marketing.manage_flashsale", "orders.view_order",
             "orders.view_orderline", "orders.view_shipment"} <= ops  # what to pack, and what was sent
@@ -26,6 +26,9 @@ def test_the_migration_made_the_four_roles():
     assert "payments.batch_refund" not in ops | service | teacher  # the migration 0003_batch_refund_role
     assert {"appointments.view_slot", "appointments.manage_slot"} <= teacher
     assert not {p for p in teacher if not p.startswith(("appointments.", "chat."))}
+    sync_roles(Group, Permission)  # the stores app's permissions came after the migration
+    store = _perms("门店店员")
+    assert "stores.verify_pickup" in store and not {p for p in store if not p.startswith("stores.")}
 
 
 def test_sync_is_idempotent_and_keeps_hand_granted_permissions():
@@ -45,7 +48,8 @@ def test_make_run_creates_one_demo_login_per_role(client):
         category=category, name=f"{name}咨询", kind="consultation")) for name in ("李明远", "王婉清"))
 
     logins = Command()._role_logins()
-    assert [(role, login) for role, login, _ in logins] == [("运营", "ops"), ("客服", "service"), ("财务", "finance"), ("老师", "teacher")]
+    assert [(role, login) for role, login, _ in logins] == [("运营", "ops"), ("客服", "service"), ("财务", "finance"), ("老师", "teacher"),
+                                                       ("门店店员", "store")]
     assert Command()._role_logins() == logins  # once
     for role, login, secret in logins:
         assert client.login(username=login, password=secret)

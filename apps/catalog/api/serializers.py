@@ -32,6 +32,10 @@ class ProductListQuerySerializer(serializers.Serializer):
     category = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     q = serializers.CharField(required=False, max_length=50, allow_blank=True)
     kind = serializers.ChoiceField(choices=Kind.choices, required=False)
+    sort = serializers.ChoiceField(choices=["sales", "price", "-price", "new"], required=False,
+                                   help_text="sales: units of paid, not refunded orders, most first; "
+                                             "price / -price: lowest SKU price; new: newest first")
+    tag = serializers.ChoiceField(choices=["hot", "recommended"], required=False)
 
 
 class ProductListSerializer(serializers.ModelSerializer):

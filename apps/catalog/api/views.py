@@ -39,6 +39,8 @@ class ProductListView(ListAPIView):
             category_id=query.validated_data.get("category"),
             q=query.validated_data.get("q", ""),
             kind=query.validated_data.get("kind", ""),
+            sort=query.validated_data.get("sort", ""),
+            tag=query.validated_data.get("tag", ""),
         )
 
 

@@ -4,7 +4,8 @@ from rest_framework import serializers
 
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
-from apps.orders.models import Order, OrderLine, OrderStatus
+from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
+from apps.orders.pickup import pickup_json
 from apps.orders.services import slot_json
 from starmall.api.schema import MAX_ID
 
@@ -43,6 +44,10 @@ class ConfirmInSerializer(serializers.Serializer):
     flash_sale_id = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_ID,
         help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon")
+    delivery = serializers.ChoiceField(choices=Delivery.values, required=False, default=Delivery.EXPRESS,
+                                       help_text="pickup (自提): with store_id, no address, no freight")
+    store_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+                                        help_text="the pickup store (GET /stores); unknown -> 400 detail.store_id")
 
     def validate(self, data):
         if "items" not in data and "cart_item_ids" not in data:  # items are the usual way: "required"
@@ -89,6 +94,12 @@ class ConfirmOutSerializer(serializers.Serializer):
     address = serializers.DictField(allow_null=True)
     flash_sale_id = serializers.IntegerField(allow_null=True, help_text="the 秒杀 the order buys in, or null")
     usable_coupons = UsableCouponSerializer(many=True, required=False, help_text="the caller's coupons for this cart, best first")
+    delivery = serializers.SerializerMethodField(help_text="express or pickup")
+    pickup_store = serializers.DictField(required=False, allow_null=True,
+                                         help_text="pickup: {id, name, address, phone, hours}; else absent")
+
+    def get_delivery(self, draft) -> str:
+        return Delivery.PICKUP if draft.get("pickup_store") else Delivery.EXPRESS
 
 
 class CreateInSerializer(serializers.Serializer):
@@ -109,6 +120,13 @@ class ShipmentOutSerializer(serializers.Serializer):
     shipped_at = serializers.CharField(help_text="ISO 8601, +08:00")
 
 
+class PickupOutSerializer(serializers.Serializer):
+    store = serializers.DictField(help_text="{id, name, address, phone, hours} as at confirm")
+    code = serializers.CharField(allow_null=True, help_text="8 digits, given when paid")
+    qr = serializers.CharField(allow_null=True, help_text="data:image/png;base64,... of the code while it can be collected")
+    verified_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00")
+
+
 class OrderSerializer(serializers.ModelSerializer):
     lines = OrderLineSerializer(many=True, read_only=True)
     slot = serializers.SerializerMethodField()
@@ -120,6 +138,9 @@ class OrderSerializer(serializers.ModelSerializer):
         help_text="status of the latest after-sale request (requested, approved_return, returning, approved, "
                   "rejected, refunded, failed) or null")
     auto_receive_at = serializers.SerializerMethodField(help_text="shipped goods: completes by itself then")
+    pickup = serializers.SerializerMethodField(
+        help_text="self-pickup orders: {store, code (null until paid), qr (PNG data URI while it can be "
+                  "collected), verified_at}; null for express")
 
     class Meta:
         model = Order
@@ -127,6 +148,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
             "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
             "slot", "address", "remark", "flash_sale_id", "shipment", "refund_status", "auto_receive_at",
+            "delivery", "pickup",
         ]
 
     def to_representation(self, order: Order) -> dict:
@@ -149,7 +171,12 @@ class OrderSerializer(serializers.ModelSerializer):
             "paid_at": self.get_paid_at(order), "slot": self.get_slot(order), "address": order.address,
             "remark": order.remark, "flash_sale_id": order.flash_sale_id, "shipment": self.get_shipment(order),
             "refund_status": self.get_refund_status(order), "auto_receive_at": self.get_auto_receive_at(order),
+            "delivery": str(order.delivery), "pickup": self.get_pickup(order),
         }
+
+    @extend_schema_field(PickupOutSerializer(allow_null=True))
+    def get_pickup(self, order) -> dict | None:
+        return pickup_json(order)
 
     @extend_schema_field(ShipmentOutSerializer(allow_null=True))
     def get_shipment(self, order) -> dict | None:
@@ -208,3 +235,15 @@ class MissingLineSerializer(serializers.Serializer):
 
 class ReorderOutSerializer(ConfirmOutSerializer):
     missing = MissingLineSerializer(many=True)
+
+
+class OrderCountsSerializer(serializers.Serializer):
+    """The caller's orders per status (every status; the badges use the first five)."""
+
+    unpaid = serializers.IntegerField()
+    paid = serializers.IntegerField()
+    shipped = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    refunding = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    refunded = serializers.IntegerField()

@@ -7,6 +7,7 @@ from starmall.api import converters  # noqa: F401 - registers <order_no:...> and
 urlpatterns = [
     path("orders/confirm", views.OrderConfirmView.as_view(), name="order-confirm"),
     path("orders", views.OrderListCreateView.as_view(), name="order-list"),
+    path("orders/counts", views.OrderCountsView.as_view(), name="order-counts"),  # before <order_no>
     path("orders/<order_no:order_no>", views.OrderDetailView.as_view(), name="order-detail"),
     path("orders/<order_no:order_no>/receive", views.OrderReceiveView.as_view(), name="order-receive"),
     path("orders/<order_no:order_no>/tracking", views.OrderTrackingView.as_view(), name="order-tracking"),

@@ -10,6 +10,7 @@ from apps.orders.api.serializers import (
     ConfirmInSerializer,
     ConfirmOutSerializer,
     CreateInSerializer,
+    OrderCountsSerializer,
     OrderListQuerySerializer,
     OrderSerializer,
     ReorderOutSerializer,
@@ -89,3 +90,9 @@ class OrderReorderView(APIView):
         e409="invalid_state (consultation; nothing left on sale), insufficient_stock, limit_exceeded")})
     def post(self, request, order_no: str):
         return Response(ReorderOutSerializer(reorder.order_reorder(order_no=order_no, customer=request.user)).data)
+
+
+class OrderCountsView(APIView):
+    @extend_schema(responses=OrderCountsSerializer)
+    def get(self, request):
+        return Response(selectors.order_counts(customer_id=request.user.pk))
