@@ -245,5 +245,11 @@ class SignIn(models.Model):
 
 # 拼团 and 砍价 live in their own module (registered with this app by the import).
 from apps.marketing.models_growth import (  # noqa: E402,F401
-    BargainCampaign, BargainHelp, BargainHelperDay, BargainRecord, Group, GroupBuy, GroupSeat,
+    BargainCampaign,
+    BargainHelp,
+    BargainHelperDay,
+    BargainRecord,
+    Group,
+    GroupBuy,
+    GroupSeat,
 )

@@ -242,3 +242,6 @@ class BargainHelperDay(models.Model):
         verbose_name = "每日助力次数"
         verbose_name_plural = "每日助力次数"
         constraints = [models.UniqueConstraint(fields=["helper", "day"], name="bargainhelperday_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.helper_id} {self.day}: {self.count}"

@@ -92,6 +92,9 @@ class OrderDraft:
     flash_sale_id: int | None  # the 秒杀 the order buys in, or None
     cart_items: list[list[int]] | None  # ``[[cart_item_id, quantity], ...]`` create removes, or None
     usable_coupons: list[UsableCoupon]  # the customer's coupons for this cart, best first
+    group_buy_id: int | None = None  # 拼团: open a new group of this activity as its leader
+    group_id: int | None = None  # 拼团: join this group
+    bargain_no: str | None = None  # 砍价: buy this record at its current price
 
     @property
     def slot_id(self) -> int | None:
@@ -114,8 +117,9 @@ class OrderDraft:
         return {line.sku_id: line.quantity for line in self.lines}
 
     def to_json(self) -> dict:
-        """The draft as stored in Redis and answered by confirm (keys in exactly this order)."""
-        return {
+        """The draft as stored in Redis and answered by confirm (keys in exactly this order). The
+        拼团/砍价 keys are written only when set: an ordinary draft keeps the previous shape."""
+        data = {
             "order_key": self.order_key, "customer_id": self.customer_id, "kind": self.kind,
             "expires_at": self.expires_at, "lines": [line.to_json() for line in self.lines],
             "goods_fen": self.goods_fen, "freight_fen": self.freight_fen, "coupon_id": self.coupon_id,
@@ -124,6 +128,10 @@ class OrderDraft:
             "flash_sale_id": self.flash_sale_id, "cart_items": self.cart_items,
             "usable_coupons": self.usable_coupons,
         }
+        for name in ("group_buy_id", "group_id", "bargain_no"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> OrderDraft:
@@ -138,6 +146,7 @@ class OrderDraft:
             pay_fen=data["pay_fen"], slot=data["slot"], address=data["address"],
             flash_sale_id=data.get("flash_sale_id"), cart_items=data.get("cart_items"),
             usable_coupons=data.get("usable_coupons", []),
+            group_buy_id=data.get("group_buy_id"), group_id=data.get("group_id"), bargain_no=data.get("bargain_no"),
         )
 
 

@@ -2,6 +2,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.marketing import group_buys
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from apps.orders.models import Order, OrderLine, OrderStatus
@@ -43,6 +44,15 @@ class ConfirmInSerializer(serializers.Serializer):
     flash_sale_id = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=MAX_ID,
         help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon")
+    group_buy_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+        help_text="拼团: open a new group of this activity as its leader; one item of its SKU, its price")
+    group_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+        help_text="拼团: join this group; one item of its activity's SKU, the activity's price")
+    bargain_no = serializers.CharField(
+        required=False, allow_null=True, max_length=32,
+        help_text="砍价: buy the caller's record at its current price; one unit of its SKU")
 
     def validate(self, data):
         if "items" not in data and "cart_item_ids" not in data:  # items are the usual way: "required"
@@ -89,6 +99,9 @@ class ConfirmOutSerializer(serializers.Serializer):
     address = serializers.DictField(allow_null=True)
     flash_sale_id = serializers.IntegerField(allow_null=True, help_text="the 秒杀 the order buys in, or null")
     usable_coupons = UsableCouponSerializer(many=True, required=False, help_text="the caller's coupons for this cart, best first")
+    group_buy_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 opened, or null")
+    group_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 group joined, or null")
+    bargain_no = serializers.CharField(allow_null=True, required=False, help_text="砍价 record bought, or null")
 
 
 class CreateInSerializer(serializers.Serializer):
@@ -109,6 +122,14 @@ class ShipmentOutSerializer(serializers.Serializer):
     shipped_at = serializers.CharField(help_text="ISO 8601, +08:00")
 
 
+class OrderGroupSerializer(serializers.Serializer):
+    group_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["forming", "done", "failed"])
+    members = serializers.IntegerField(help_text="seats held by paid orders")
+    group_size = serializers.IntegerField()
+    expires_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00: leader's payment + hours")
+
+
 class OrderSerializer(serializers.ModelSerializer):
     lines = OrderLineSerializer(many=True, read_only=True)
     slot = serializers.SerializerMethodField()
@@ -120,6 +141,7 @@ class OrderSerializer(serializers.ModelSerializer):
         help_text="status of the latest after-sale request (requested, approved_return, returning, approved, "
                   "rejected, refunded, failed) or null")
     auto_receive_at = serializers.SerializerMethodField(help_text="shipped goods: completes by itself then")
+    group = serializers.SerializerMethodField(help_text="拼团: the order's group, or null")
 
     class Meta:
         model = Order
@@ -127,6 +149,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
             "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
             "slot", "address", "remark", "flash_sale_id", "shipment", "refund_status", "auto_receive_at",
+            "group",
         ]
 
     def to_representation(self, order: Order) -> dict:
@@ -149,7 +172,12 @@ class OrderSerializer(serializers.ModelSerializer):
             "paid_at": self.get_paid_at(order), "slot": self.get_slot(order), "address": order.address,
             "remark": order.remark, "flash_sale_id": order.flash_sale_id, "shipment": self.get_shipment(order),
             "refund_status": self.get_refund_status(order), "auto_receive_at": self.get_auto_receive_at(order),
+            "group": self.get_group(order),
         }
+
+    @extend_schema_field(OrderGroupSerializer(allow_null=True))
+    def get_group(self, order) -> dict | None:
+        return group_buys.group_json(order.group) if order.group_id else None
 
     @extend_schema_field(ShipmentOutSerializer(allow_null=True))
     def get_shipment(self, order) -> dict | None:
