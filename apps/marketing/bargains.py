@@ -120,6 +120,8 @@ def bargain_help(*, bargain_no: str, helper_id: int, now: dt.datetime | None = N
         raise NotFound("没有这个砍价。", bargain_no=bargain_no)
     if record.customer_id == helper_id:
         raise InvalidState("不能给自己砍价。", bargain_no=bargain_no)
+    if BargainHelp.objects.filter(record=record, helper_id=helper_id).exists():
+        raise LimitExceeded("您已经帮这位好友砍过了。", bargain_no=bargain_no)
     if record.status != BargainRecord.Status.OPEN or record.expires_at <= now:
         raise InvalidState("该砍价已结束。", bargain_no=bargain_no, status=record.status)
     if record.helpers >= record.helpers_needed or record.price_fen <= record.floor_price_fen:

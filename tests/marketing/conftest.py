@@ -110,3 +110,19 @@ def wechat_pay(wechat, deliver):
         deliver()
 
     return run
+
+
+@pytest.fixture
+def make_bargain(group_sku):
+    """``make_bargain(original=10000, floor=5000, helpers=3, hours=24, stock=5, limit=1)`` -> BargainCampaign."""
+    from apps.marketing.models import BargainCampaign
+
+    def make(*, original=10000, floor=5000, helpers=3, hours=24, stock=5, limit=1, starts_in=-10, lasts=600,
+             sku=None):
+        starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
+        return BargainCampaign.objects.create(
+            title="好友砍价", sku=sku or group_sku, original_price_fen=original, floor_price_fen=floor,
+            helpers_needed=helpers, hours=hours, stock=stock, limit_per_customer=limit, starts_at=starts_at,
+            ends_at=starts_at + dt.timedelta(minutes=lasts))
+
+    return make
