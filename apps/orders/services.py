@@ -94,9 +94,11 @@ def order_confirm(
     """
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     _soldout_refuse(quantities, flash_sale_id)
+    _one_promotion_check(flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id,
+                         bargain_no=bargain_no)
     sale = _flash_sale_apply(customer, flash_sale_id, coupon_id, quantities)
-    promo = _group_or_bargain_apply(customer, coupon_id, quantities, flash_sale_id=flash_sale_id,
-                                    group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no)
+    promo = _group_or_bargain_apply(customer, coupon_id, quantities, group_buy_id=group_buy_id, group_id=group_id,
+                                    bargain_no=bargain_no)
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     _caps_check(customer_id=customer.pk, kind=kind)
@@ -151,17 +153,18 @@ def _flash_sale_apply(customer: Customer, flash_sale_id: int | None, coupon_id: 
     return flash_sales.flash_sale_check(sale_id=flash_sale_id, customer_id=customer.pk, quantities=quantities)
 
 
+def _one_promotion_check(**chosen) -> None:
+    """At most one of flash_sale_id, group_buy_id, group_id, bargain_no (else InvalidInput)."""
+    named = [name for name, value in chosen.items() if value is not None]
+    if len(named) > 1:
+        raise InvalidInput("一笔订单只能参加一种活动。", **{named[1]: ["秒杀、拼团、砍价只能选一种"]})
+
+
 def _group_or_bargain_apply(customer: Customer, coupon_id: int | None, quantities: Counter, *,
-                            flash_sale_id: int | None, group_buy_id: int | None, group_id: int | None,
-                            bargain_no: str | None):
+                            group_buy_id: int | None, group_id: int | None, bargain_no: str | None):
     """The 拼团 activity or 砍价 record the cart buys in (its ``price_fen`` is the price), or
-    None. At most one of flash_sale_id, group_buy_id, group_id, bargain_no (InvalidInput); no
-    coupon on top (CouponUnavailable); the rules raise from marketing's checks."""
-    chosen = [n for n, v in (("flash_sale_id", flash_sale_id), ("group_buy_id", group_buy_id),
-                             ("group_id", group_id), ("bargain_no", bargain_no)) if v is not None]
-    if len(chosen) > 1:
-        raise InvalidInput("一笔订单只能参加一种活动。", **{chosen[1]: ["秒杀、拼团、砍价只能选一种"]})
-    if not chosen or chosen == ["flash_sale_id"]:
+    None; no coupon on top (CouponUnavailable); the rules raise from marketing's checks."""
+    if group_buy_id is None and group_id is None and bargain_no is None:
         return None
     if coupon_id is not None:
         raise CouponUnavailable("活动商品不能使用优惠券。", coupon_id=coupon_id)
