@@ -16,6 +16,7 @@ import datetime as dt
 import tempfile
 from collections.abc import Iterator
 
+from apps.backoffice import exports_groups
 from apps.backoffice.selectors import SHANGHAI
 from apps.orders.models import Order
 from apps.payments.models import Payment, ReconciliationRun, Refund
@@ -23,7 +24,7 @@ from starmall.admin_display import address_text, shanghai
 from starmall.admin_money import yuan_amount
 from starmall.spreadsheet import excel_cell, safe_row
 
-KINDS = {"orders": "订单", "refunds": "退款", "payments": "支付", "reconciliation": "对账"}
+KINDS = {"orders": "订单", "refunds": "退款", "payments": "支付", "reconciliation": "对账", **exports_groups.KINDS}
 CHUNK = 2000
 
 
@@ -64,6 +65,8 @@ def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
         for run in qs.iterator(chunk_size=CHUNK):
             yield [run.bill_date.isoformat(), run.get_status_display(), run.wechat_count, run.local_count,
                    yuan_amount(run.wechat_fen), yuan_amount(run.local_fen), len(run.differences or []), run.error]
+    elif kind in exports_groups.KINDS:  # 拼团 seats, 砍价 records
+        yield from exports_groups.rows(kind, lo, hi)
     else:
         raise KeyError(kind)
 

@@ -28,6 +28,8 @@ ROLES: dict[str, list[str]] = {
         "orders.view_order", "orders.view_orderline", "orders.view_shipment", "orders.view_orderevent",
         "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
         "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
+        "marketing.add_groupbuy", "marketing.change_groupbuy", "marketing.manage_groupbuy",  # 拼团, ending groups
+        "marketing.add_bargaincampaign", "marketing.change_bargaincampaign", "marketing.manage_bargain",  # 砍价
         "backoffice.view_dashboard",
         # the storefront: home-page blocks, articles; pickup stores and who staffs them
         "content.view_*", "content.add_*", "content.change_*", "content.delete_*",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import NoReverseMatch, reverse
 
-from apps.backoffice import selectors
+from apps.backoffice import selectors, selectors_groups
 from starmall.admin_money import yuan
 
 #: To-do panel rows: (key in selectors.todo_counts, label, changelist, query string, permission to see it)
@@ -51,7 +51,7 @@ def dashboard_callback(request, context: dict) -> dict:
     todo = [
         {"label": label, "count": data["todo"][key], "url": f"{reverse(url)}?{query}"}
         for key, label, url, query, perm in TODO if request.user.has_perm(perm)
-    ]
+    ] + selectors_groups.group_lines(request)  # 拼团: forming, done/failed today, their refunds
     cards = []
     for block in (data["today"], data["month"]):
         cards.append({**block, "revenue": yuan(block["revenue_fen"]), "refund": yuan(block["refund_fen"]),

@@ -106,5 +106,5 @@ class FlashSalePurchaseAdmin(ReadOnlyModelAdmin):
     list_select_related = ["sale", "customer"]
 
 
-# Coupons and the daily sign-in, registered on import.
-from apps.marketing import admin_coupons  # noqa: E402,F401
+# Coupons and the daily sign-in; 拼团 and 砍价: registered on import.
+from apps.marketing import admin_coupons, admin_growth  # noqa: E402,F401

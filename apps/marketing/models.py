@@ -241,3 +241,15 @@ class SignIn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.customer_id} {self.date} ({self.streak})"
+
+
+# 拼团 and 砍价 live in their own module (registered with this app by the import).
+from apps.marketing.models_growth import (  # noqa: E402,F401
+    BargainCampaign,
+    BargainHelp,
+    BargainHelperDay,
+    BargainRecord,
+    Group,
+    GroupBuy,
+    GroupSeat,
+)

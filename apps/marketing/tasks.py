@@ -15,3 +15,11 @@ def coupon_issue_run(issue_id: int) -> str:
 def coupon_issues_redispatch() -> int:
     """Beat: re-push issues not yet done (the CouponIssue row is the outbox)."""
     return coupons.coupon_issues_redispatch()
+
+
+@shared_task
+def bargains_expire_due() -> int:
+    """Beat: open 砍价 records past their time become expired."""
+    from apps.marketing import bargains
+
+    return bargains.bargains_expire_due()

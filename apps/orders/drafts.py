@@ -95,6 +95,9 @@ class OrderDraft:
     # Self-pickup: the store as the order keeps it (apps.orders.pickup); None = delivered to
     # ``address``. Stored only when set, so an express draft keeps the previous release's shape.
     pickup_store: dict | None = None
+    group_buy_id: int | None = None  # 拼团: open a new group of this activity as its leader
+    group_id: int | None = None  # 拼团: join this group
+    bargain_no: str | None = None  # 砍价: buy this record at its current price
 
     @property
     def slot_id(self) -> int | None:
@@ -117,8 +120,9 @@ class OrderDraft:
         return {line.sku_id: line.quantity for line in self.lines}
 
     def to_json(self) -> dict:
-        """The draft as stored in Redis and answered by confirm (keys in exactly this order)."""
-        return {
+        """The draft as stored in Redis and answered by confirm (keys in exactly this order). The
+        拼团/砍价 keys are written only when set: an ordinary draft keeps the previous shape."""
+        data = {
             "order_key": self.order_key, "customer_id": self.customer_id, "kind": self.kind,
             "expires_at": self.expires_at, "lines": [line.to_json() for line in self.lines],
             "goods_fen": self.goods_fen, "freight_fen": self.freight_fen, "coupon_id": self.coupon_id,
@@ -128,6 +132,10 @@ class OrderDraft:
             "usable_coupons": self.usable_coupons,
             **({"pickup_store": self.pickup_store} if self.pickup_store else {}),
         }
+        for name in ("group_buy_id", "group_id", "bargain_no"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> OrderDraft:
@@ -142,6 +150,7 @@ class OrderDraft:
             pay_fen=data["pay_fen"], slot=data["slot"], address=data["address"],
             flash_sale_id=data.get("flash_sale_id"), cart_items=data.get("cart_items"),
             usable_coupons=data.get("usable_coupons", []), pickup_store=data.get("pickup_store"),
+            group_buy_id=data.get("group_buy_id"), group_id=data.get("group_id"), bargain_no=data.get("bargain_no"),
         )
 
 

@@ -53,6 +53,13 @@ class Order(models.Model):
     flash_sale = models.ForeignKey(  # the 秒杀 this order bought in (one line, the sale's price)
         "marketing.FlashSale", verbose_name="秒杀", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
+    group = models.ForeignKey(  # the 拼团 group this order holds a seat in (apps.marketing.group_buys)
+        "marketing.Group", verbose_name="拼团", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
+    )
+    bargain = models.ForeignKey(  # the 砍价 record this order bought (apps.marketing.bargains)
+        "marketing.BargainRecord", verbose_name="砍价", null=True, blank=True, on_delete=models.PROTECT,
+        related_name="orders"
+    )
     address = models.JSONField(verbose_name="收货地址", null=True, blank=True)  # snapshot of accounts.Address
     remark = models.CharField(verbose_name="备注", max_length=200, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)

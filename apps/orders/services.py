@@ -36,7 +36,7 @@ from apps.appointments.models import Slot
 from apps.catalog import soldout, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
-from apps.marketing import coupons, flash_sales
+from apps.marketing import bargains, coupons, flash_sales, group_buys
 from apps.orders import cart, drafts, events, followups, pickup
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderLine, OrderStatus
@@ -65,6 +65,9 @@ def order_confirm(
     flash_sale_id: int | None = None,
     delivery: str = "express",
     store_id: int | None = None,
+    group_buy_id: int | None = None,
+    group_id: int | None = None,
+    bargain_no: str | None = None,
 ) -> dict:
     """Price a cart and store it as a draft; return the draft with its ``order_key``.
 
@@ -79,7 +82,11 @@ def order_confirm(
     best first; ``coupon_id`` must be one of them (else CouponUnavailable). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
     at the sale's price, no coupon (-> CouponUnavailable; points are allowed); the sale's rules
     are ``apps.marketing.flash_sales.flash_sale_check`` (invalid_state, limit_exceeded,
-    insufficient_stock). ``cart_item_ids`` instead of ``items``: those of the customer's cart
+    insufficient_stock). ``group_buy_id`` (open a 拼团 group as its leader) or ``group_id`` (join
+    one), or ``bargain_no`` (buy a 砍价 record): the same way, one item of the activity's SKU at
+    its price (the record's current price), no coupon; the rules are
+    ``apps.marketing.group_buys.group_check`` and ``apps.marketing.bargains.bargain_check``.
+    ``cart_item_ids`` instead of ``items``: those of the customer's cart
     lines (another's or a gone line -> NotFound); the draft records them and create removes
     them (``apps.orders.cart``). Freight: ``apps.shipping`` for the address's province and
     city (consultations: none). ``delivery="pickup"`` with ``store_id`` (自提, goods only): no
@@ -91,8 +98,12 @@ def order_confirm(
     """
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     _soldout_refuse(quantities, flash_sale_id)
+    _one_promotion_check(flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id,
+                         bargain_no=bargain_no)
     sale = _flash_sale_apply(customer, flash_sale_id, coupon_id, quantities)
-    lines, skus = _lines_resolve(quantities, sale)
+    promo = _group_or_bargain_apply(customer, coupon_id, quantities, group_buy_id=group_buy_id, group_id=group_id,
+                                    bargain_no=bargain_no)
+    lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     _caps_check(customer_id=customer.pk, kind=kind)
     pickup_store = pickup.pickup_store_choose(kind=kind, delivery=delivery, store_id=store_id)
@@ -101,7 +112,7 @@ def order_confirm(
     goods_fen = sum(line.amount_fen for line in lines)
     freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
     _total_check(goods_fen + freight_fen)
-    usable, coupon_fen = _coupon_choose(customer, sale, lines, goods_fen, freight_fen, coupon_id)
+    usable, coupon_fen = _coupon_choose(customer, sale or promo, lines, goods_fen, freight_fen, coupon_id)
     points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
     return _draft_store(drafts.OrderDraft(
         order_key=drafts.draft_new_key(), customer_id=customer.pk, kind=kind,
@@ -113,6 +124,7 @@ def order_confirm(
         address={"id": address.pk, **address.snapshot()} if address else None,
         flash_sale_id=sale.pk if sale else None, cart_items=cart_items, usable_coupons=usable,
         pickup_store=pickup_store,
+        group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no,
     ))
 
 
@@ -146,6 +158,27 @@ def _flash_sale_apply(customer: Customer, flash_sale_id: int | None, coupon_id: 
     if coupon_id is not None:
         raise CouponUnavailable("秒杀商品不能使用优惠券。", coupon_id=coupon_id)
     return flash_sales.flash_sale_check(sale_id=flash_sale_id, customer_id=customer.pk, quantities=quantities)
+
+
+def _one_promotion_check(**chosen) -> None:
+    """At most one of flash_sale_id, group_buy_id, group_id, bargain_no (else InvalidInput)."""
+    named = [name for name, value in chosen.items() if value is not None]
+    if len(named) > 1:
+        raise InvalidInput("一笔订单只能参加一种活动。", **{named[1]: ["秒杀、拼团、砍价只能选一种"]})
+
+
+def _group_or_bargain_apply(customer: Customer, coupon_id: int | None, quantities: Counter, *,
+                            group_buy_id: int | None, group_id: int | None, bargain_no: str | None):
+    """The 拼团 activity or 砍价 record the cart buys in (its ``price_fen`` is the price), or
+    None; no coupon on top (CouponUnavailable); the rules raise from marketing's checks."""
+    if group_buy_id is None and group_id is None and bargain_no is None:
+        return None
+    if coupon_id is not None:
+        raise CouponUnavailable("活动商品不能使用优惠券。", coupon_id=coupon_id)
+    if bargain_no is not None:
+        return bargains.bargain_check(bargain_no=bargain_no, customer_id=customer.pk, quantities=quantities)
+    return group_buys.group_check(customer_id=customer.pk, quantities=quantities, group_buy_id=group_buy_id,
+                                  group_id=group_id)
 
 
 def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
@@ -357,6 +390,7 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
             # allowance and sale (marketing), then the SKUs (in id order).
             _flash_sale_take(draft, customer, now)
+            _group_or_bargain_take(draft, customer, order, now)
             _stock_take(draft)
             transaction.on_commit(partial(drafts.draft_delete, order_key))
         _cache_lines(order, lines)
@@ -455,6 +489,20 @@ def _flash_sale_take(draft: drafts.OrderDraft, customer: Customer, now: dt.datet
     if draft.flash_sale_id:
         flash_sales.flash_sale_take(sale_id=draft.flash_sale_id, customer_id=customer.pk,
                                     units=draft.units, now=now)
+
+
+def _group_or_bargain_take(draft: drafts.OrderDraft, customer: Customer, order: Order, now: dt.datetime) -> None:
+    """A 拼团 seat and the activity's units, or a 砍价 record bought and its unit (lock step 6,
+    ``apps.marketing.group_buys.group_take`` / ``bargains.bargain_take``); the order row (ours,
+    step 1) records which."""
+    if draft.group_buy_id or draft.group_id:
+        order.group_id = group_buys.group_take(customer_id=customer.pk, order_no=order.order_no, units=draft.units,
+                                               group_buy_id=draft.group_buy_id, group_id=draft.group_id, now=now)
+        Order.objects.filter(pk=order.pk).update(group_id=order.group_id)
+    elif draft.bargain_no:
+        order.bargain_id = bargains.bargain_take(bargain_no=draft.bargain_no, customer_id=customer.pk,
+                                                 order_no=order.order_no, now=now)
+        Order.objects.filter(pk=order.pk).update(bargain_id=order.bargain_id)
 
 
 def _stock_take(draft: drafts.OrderDraft) -> None:
@@ -575,6 +623,12 @@ def _give_back(order: Order, *, restock: bool) -> None:
     if order.flash_sale_id:  # the customer's allowance; with restock the sale's quota (while not ended)
         flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
                                          units=sum(quantities.values()), restock=restock)
+    if order.group_id:  # the 拼团 seat; with restock the activity's quota (while it runs)
+        group_buys.group_give_back(group_id=order.group_id, order_no=order.order_no,
+                                   units=sum(quantities.values()), restock=restock)
+    if order.bargain_id:  # a cancelled order reopens the 砍价 record; with restock the campaign's quota
+        bargains.bargain_give_back(record_id=order.bargain_id, restock=restock,
+                                   cancelled=order.status == OrderStatus.CANCELLED)
     if restock:
         stock.sku_stock_restore(quantities=quantities)
 
@@ -606,6 +660,8 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
     followups.followup_record_many(order=order, kinds=kinds)
     _pickup_code_assign(order)
+    if order.group_id:  # the 拼团 seat is paid; the payment filling the last seat completes the group (step 6)
+        group_buys.group_seat_paid(group_id=order.group_id, order_no=order.order_no, paid_at=paid_at)
     # Last (step 8 of starmall/locking.py): a flash sale's orders all count into one product
     # row, locked until commit; a balance payment debits the customer (step 5) before this.
     stock.product_sales_add(quantities=_product_units(order))
@@ -674,6 +730,9 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
         waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
         if waiting is not None:
             raise InvalidState("有进行中的退款申请", refund_no=waiting.refund_no)
+        refusal = group_buys.group_ship_refusal(group_id=order.group_id) if order.group_id else None
+        if refusal is not None:  # a 拼团 order ships once its group is done
+            raise InvalidState(refusal, group_id=order.group_id)
         now = timezone.now()
         if not _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED,
                            actor=actor, shipped_at=now):

@@ -76,4 +76,10 @@ class NotificationAdmin(ReadOnlyModelAdmin):
     list_filter = ["kind", "outcome"]
     search_fields = ["out_trade_no", "out_refund_no", "transaction_id"]
 # Further admin pages of this app, registered on import.
-from apps.payments import admin_invalid, admin_recharges, admin_reconciliation, admin_refund_batches  # noqa: E402,F401
+from apps.payments import (  # noqa: E402,F401
+    admin_groups,  # noqa: E402,F401 - 拼团 groups (ending one refunds)
+    admin_invalid,
+    admin_recharges,
+    admin_reconciliation,
+    admin_refund_batches,
+)

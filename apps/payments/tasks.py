@@ -60,3 +60,12 @@ def order_expire(order_id: int) -> str:
 def orders_expire_due() -> dict:
     """Beat, every ``ORDER_EXPIRE_SWEEP_SECONDS``: the unpaid timeout (``pay_deadline`` is the timer)."""
     return order_lifecycle.orders_expire_due()
+
+
+@shared_task
+def groups_end_due() -> dict:
+    """Beat, every BEAT_SWEEP_SECONDS: fail 拼团 groups past their deadline, refund and cancel
+    what they owe (``apps.payments.group_refunds``)."""
+    from apps.payments import group_refunds
+
+    return group_refunds.groups_end_due()

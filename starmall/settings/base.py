@@ -272,6 +272,15 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.content.tasks.article_views_flush",
         "schedule": env.int("ARTICLE_VIEWS_FLUSH_SECONDS", default=300),
     },
+    # 拼团 groups past their deadline fail and their refunds are requested within a minute.
+    "groups-end-due": {
+        "task": "apps.payments.tasks.groups_end_due",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
+    "bargains-expire-due": {
+        "task": "apps.marketing.tasks.bargains_expire_due",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -379,6 +388,8 @@ POINTS_FREEZE_DAYS = env.int("POINTS_FREEZE_DAYS", default=7)
 # Per-customer caps against hoarding stock and slots (API.md Additions; 409 limit_exceeded).
 MAX_UNPAID_ORDERS = env.int("MAX_UNPAID_ORDERS", default=3)
 MAX_UNPAID_CONSULTATIONS = 1
+# 砍价: records one customer may help per Shanghai day (API.md "Bargaining").
+BARGAIN_HELPS_PER_DAY = env.int("BARGAIN_HELPS_PER_DAY", default=3)
 # A slot can be booked (and paid) only until this many minutes before it starts.
 BOOKING_MIN_NOTICE_MINUTES = env.int("BOOKING_MIN_NOTICE_MINUTES", default=120)
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)

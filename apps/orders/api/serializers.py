@@ -2,6 +2,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.marketing import group_buys
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
@@ -48,6 +49,15 @@ class ConfirmInSerializer(serializers.Serializer):
                                        help_text="pickup (自提): with store_id, no address, no freight")
     store_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID,
                                         help_text="the pickup store (GET /stores); unknown -> 400 detail.store_id")
+    group_buy_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+        help_text="拼团: open a new group of this activity as its leader; one item of its SKU, its price")
+    group_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
+        help_text="拼团: join this group; one item of its activity's SKU, the activity's price")
+    bargain_no = serializers.CharField(
+        required=False, allow_null=True, max_length=32,
+        help_text="砍价: buy the caller's record at its current price; one unit of its SKU")
 
     def validate(self, data):
         if "items" not in data and "cart_item_ids" not in data:  # items are the usual way: "required"
@@ -100,6 +110,9 @@ class ConfirmOutSerializer(serializers.Serializer):
 
     def get_delivery(self, draft) -> str:
         return Delivery.PICKUP if draft.get("pickup_store") else Delivery.EXPRESS
+    group_buy_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 opened, or null")
+    group_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 group joined, or null")
+    bargain_no = serializers.CharField(allow_null=True, required=False, help_text="砍价 record bought, or null")
 
 
 class CreateInSerializer(serializers.Serializer):
@@ -125,6 +138,12 @@ class PickupOutSerializer(serializers.Serializer):
     code = serializers.CharField(allow_null=True, help_text="8 digits, given when paid")
     qr = serializers.CharField(allow_null=True, help_text="data:image/png;base64,... of the code while it can be collected")
     verified_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00")
+class OrderGroupSerializer(serializers.Serializer):
+    group_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["forming", "done", "failed"])
+    members = serializers.IntegerField(help_text="seats held by paid orders")
+    group_size = serializers.IntegerField()
+    expires_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00: leader's payment + hours")
 
 
 class OrderSerializer(serializers.ModelSerializer):
@@ -141,6 +160,7 @@ class OrderSerializer(serializers.ModelSerializer):
     pickup = serializers.SerializerMethodField(
         help_text="self-pickup orders: {store, code (null until paid), qr (PNG data URI while it can be "
                   "collected), verified_at}; null for express")
+    group = serializers.SerializerMethodField(help_text="拼团: the order's group, or null")
 
     class Meta:
         model = Order
@@ -148,7 +168,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
             "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
             "slot", "address", "remark", "flash_sale_id", "shipment", "refund_status", "auto_receive_at",
-            "delivery", "pickup",
+            "delivery", "pickup", "group",
         ]
 
     def to_representation(self, order: Order) -> dict:
@@ -172,11 +192,16 @@ class OrderSerializer(serializers.ModelSerializer):
             "remark": order.remark, "flash_sale_id": order.flash_sale_id, "shipment": self.get_shipment(order),
             "refund_status": self.get_refund_status(order), "auto_receive_at": self.get_auto_receive_at(order),
             "delivery": str(order.delivery), "pickup": self.get_pickup(order),
+            "group": self.get_group(order),
         }
 
     @extend_schema_field(PickupOutSerializer(allow_null=True))
     def get_pickup(self, order) -> dict | None:
         return pickup_json(order)
+
+    @extend_schema_field(OrderGroupSerializer(allow_null=True))
+    def get_group(self, order) -> dict | None:
+        return group_buys.group_json(order.group) if order.group_id else None
 
     @extend_schema_field(ShipmentOutSerializer(allow_null=True))
     def get_shipment(self, order) -> dict | None:

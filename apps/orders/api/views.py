@@ -25,9 +25,11 @@ class OrderCreateThrottle(UserRateThrottle):
 
 class OrderConfirmView(APIView):
     @extend_schema(request=ConfirmInSerializer, responses={200: ConfirmOutSerializer, **errors(
-        e400="invalid", e404="not_found (SKU not on sale, no such flash sale, not a cart line of the caller)",
+        e400="invalid", e404="not_found (SKU not on sale, no such flash sale, group buy, group or bargain "
+                             "record, not a cart line of the caller)",
         e409="insufficient_stock, slot_unavailable, coupon_unavailable, "
-             "limit_exceeded (flash-sale limit), invalid_state (flash sale not live)")})
+             "limit_exceeded (flash-sale, group-buy limit), invalid_state (flash sale or group buy not live, "
+             "group full, ended or joined already, bargain bought or expired)")})
     def post(self, request):
         data = ConfirmInSerializer(data=request.data)
         data.is_valid(raise_exception=True)

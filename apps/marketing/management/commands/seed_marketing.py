@@ -1,5 +1,6 @@
 import datetime as dt
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
@@ -41,3 +42,4 @@ class Command(BaseCommand):
             SignInRule.objects.bulk_create(SignInRule(day=day, points=points)
                                            for day, points in enumerate(SIGN_IN_POINTS, start=1))
             self.stdout.write("demo data: sign-in rules " + ", ".join(map(str, SIGN_IN_POINTS)))
+        call_command("seed_group_buys")  # a live 2-person 拼团 and a live 砍价 (API.md growth demo data)
