@@ -14,6 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 
 from starmall import embedded_redis
+from starmall.media_storage import MediaStorageError
+from starmall.media_storage import from_environ as media_storage_from_environ
 from starmall.proxies import from_environ as trusted_proxies_from_environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -488,6 +490,16 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# Several machines: media in S3-compatible object storage when MEDIA_S3_* are set, served from
+# MEDIA_PUBLIC_URL (starmall/media_storage.py); local MEDIA_ROOT otherwise.
+try:
+    MEDIA_STORAGE = media_storage_from_environ(env.ENVIRON)
+except MediaStorageError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+STORAGES["default"] = MEDIA_STORAGE.storages_entry
+if MEDIA_STORAGE.media_url:
+    MEDIA_URL = MEDIA_STORAGE.media_url
+    MEDIA_SERVE = False  # the bucket (or its CDN) serves them
 
 LOGGING = {
     "version": 1,
