@@ -13,7 +13,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 
-from starmall import embedded_redis
+from starmall import embedded_redis, redis_urls
 from starmall.media_storage import MediaStorageError
 from starmall.media_storage import from_environ as media_storage_from_environ
 from starmall.proxies import from_environ as trusted_proxies_from_environ
@@ -128,6 +128,14 @@ if EMBEDDED_REDIS:
 else:
     CACHE_REDIS_URL = REDIS_URL
     CELERY_BROKER_URL = REDIS_URL
+# REDIS_URL may name a Redis Sentinel group (sentinel://h1:26379,h2:26379/<master>/<db>): each
+# client below gets its own form of it (starmall/redis_urls.py).
+try:
+    _sentinel = redis_urls.parse(REDIS_URL)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+CACHE_REDIS_URL, _cache_sentinel_options = redis_urls.cache_settings(CACHE_REDIS_URL)
+CELERY_BROKER_URL, _broker_sentinel_options = redis_urls.broker_settings(CELERY_BROKER_URL)
 
 CACHES = {
     "default": {
@@ -138,6 +146,7 @@ CACHES = {
             "CLIENT_CLASS": "starmall.cache_client.ProcessWideClient",  # one redis-py client per process
             "SOCKET_CONNECT_TIMEOUT": 2,
             "SOCKET_TIMEOUT": 2,
+            **_cache_sentinel_options,
         },
     }
 }
@@ -151,7 +160,7 @@ CHANNEL_LAYERS = {
             # socket_timeout above channels-redis's 5 s BZPOPMIN: redis-py 8 defaults it to 5 s,
             # which made every idle chat socket fail after 5 s (django/channels_redis#422).
             "hosts": [{
-                "address": f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL,
+                **redis_urls.channel_layer_host(f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL),
                 "socket_timeout": 30, "socket_connect_timeout": 5,
             }],
             "prefix": env.str("CACHE_KEY_PREFIX", default="starmall") + ":asgi",
@@ -183,6 +192,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": 3600, "socket_timeout": 2, "socket_connect_timeout": 2,
     "socket_keepalive": True, "health_check_interval": 10, "max_retries": 0,
 }
+CELERY_BROKER_TRANSPORT_OPTIONS.update(_broker_sentinel_options)
 CELERY_TASK_PUBLISH_RETRY = False
 # Workers and beat outlive Redis: reconnect for ever (2 s, 4 s, ... at most 10 s apart), at
 # start-up too; a task running when the connection drops is cancelled and, acked late,
@@ -193,6 +203,16 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = 4
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat may run on every machine: celery-redbeat keeps the schedule in Redis and only the holder
+# of its Redis lock sends; the others try for the lock every BEAT_MAX_LOOP_INTERVAL seconds, and
+# the holder's lock lapses BEAT_LOCK_TIMEOUT_SECONDS after its machine dies (starmall/beat.py).
+CELERY_BEAT_SCHEDULER = "starmall.beat:Scheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+CELERY_REDBEAT_LOCK_TIMEOUT = env.int("BEAT_LOCK_TIMEOUT_SECONDS", default=30)
+CELERY_REDBEAT_KEY_PREFIX = env.str("CACHE_KEY_PREFIX", default="starmall") + ":redbeat:"
+CELERY_REDBEAT_REDIS_URL, _redbeat_options = redis_urls.redbeat_settings(CACHE_REDIS_URL if not _sentinel else REDIS_URL)
+CELERY_REDBEAT_REDIS_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 5, "health_check_interval": 10,
+                                **_redbeat_options}
 # Seconds between the sweeps that make the database, not the broker, the source of truth
 # (unpaid timeouts, refunds, uncertain payments; follow-ups at twice this). Tests shorten it.
 BEAT_SWEEP_SECONDS = env.int("BEAT_SWEEP_SECONDS", default=60)
