@@ -114,6 +114,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Behind PgBouncer in transaction mode: a server-side cursor (.iterator(), the exports) is
+    # declared on one server connection and fetched on another; set this to read results client-
+    # side instead (docs/DEPLOY.md, tests/faults/test_nodes_pgbouncer.py).
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False)
 # Services own their transactions; a request-wide one would wrap WeChat calls (STYLE.md).
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

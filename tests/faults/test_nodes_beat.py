@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fault_helpers import BASE_DIR, wait_for
 
 EXPIRE_TASK = "apps.orders.tasks.orders_expire_due"
@@ -89,3 +90,19 @@ def test_one_beat_sends_and_another_takes_over_when_its_machine_dies(shop_redis,
     finally:
         for beat in beats:
             beat.kill()
+
+
+@pytest.mark.postgres
+def test_a_running_worker_reports_its_heartbeat_under_its_own_name(transactional_db, shop_redis, celery_worker_process,
+                                                                   client):
+    from django.core.cache import cache
+
+    from starmall.heartbeats import shop_heartbeats
+
+    assert shop_heartbeats()["worker"] == "missing"
+    worker = celery_worker_process(shop_redis.url)
+    wait_for(lambda: shop_heartbeats()["worker"] == "ok", timeout=20, what="the worker's heartbeat")
+    assert cache.get("heartbeat:worker")["who"].startswith(f"faults{os.getpid()}-1@")
+    body = client.get("/healthz").json()
+    assert (body["status"], body["worker"]) == ("ok", "ok")
+    worker.kill()
