@@ -192,8 +192,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # max_retries 0: a publisher (a request, a notification) opening a broker connection fails at
 # once instead of retrying for broker_connection_timeout; worker and beat pass their own
 # (broker_connection_max_retries, below) and keep reconnecting.
+# visibility_timeout: a message a worker took and never acknowledged (its machine died) goes back
+# on the queue this long after it was taken. It must exceed the slowest task's run, or a task
+# still running is handed to a second worker: the slowest is a day's reconciliation (download
+# the bill, WECHAT_TIMEOUT_SECONDS per call, compare; well under a minute at 10k payments a day).
+# A coupon issue to a very large audience can run longer, but it resumes from its cursor and is
+# safe to run twice at once. No task is queued with a countdown or eta (a Redis broker would
+# redeliver one longer than this). 5 minutes: a dead worker's message is back in minutes.
+BROKER_VISIBILITY_TIMEOUT_SECONDS = env.int("BROKER_VISIBILITY_TIMEOUT_SECONDS", default=300)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": 3600, "socket_timeout": 2, "socket_connect_timeout": 2,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS, "socket_timeout": 2, "socket_connect_timeout": 2,
     "socket_keepalive": True, "health_check_interval": 10, "max_retries": 0,
 }
 CELERY_BROKER_TRANSPORT_OPTIONS.update(_broker_sentinel_options)

@@ -120,3 +120,21 @@ def test_cache_broker_and_channel_layer_reach_the_master_through_a_real_sentinel
         return received
 
     assert async_to_sync(round_trip)() == {"type": "chat.message", "text": "到了"}
+
+
+def test_a_dead_workers_message_comes_back_after_minutes_not_an_hour():
+    """The broker's visibility timeout (BROKER_VISIBILITY_TIMEOUT_SECONDS, default 5 minutes):
+    what the Celery app uses, equal to the follow-ups' lease so a message given back finds its
+    row free, and set from the environment."""
+    import os
+    import sys
+
+    from apps.orders.models import FollowUp
+    from starmall.celery import app
+
+    assert app.conf.broker_transport_options["visibility_timeout"] == 300 == FollowUp.LEASE_SECONDS
+    code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='starmall.settings.test'; django.setup(); "
+            "from starmall.celery import app; print(app.conf.broker_transport_options['visibility_timeout'])")
+    result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "BROKER_VISIBILITY_TIMEOUT_SECONDS": "120"},
+                            capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == "120", result.stderr[-2000:]
