@@ -10,7 +10,7 @@ connection from its pool for each command, and django-redis already shares the p
 
 from __future__ import annotations
 
-from django_redis.client import DefaultClient
+from django_redis.client import DefaultClient, SentinelClient
 from redis import Redis
 
 
@@ -31,3 +31,8 @@ class ProcessWideClient(DefaultClient):
     def close(self, **kwargs) -> None:
         """Never disconnect at a request's end (``DJANGO_REDIS_CLOSE_CONNECTION``): the pool is
         the process's, in use by other threads' commands."""
+
+
+class ProcessWideSentinelClient(ProcessWideClient, SentinelClient):
+    """:class:`ProcessWideClient` for a Redis Sentinel group (``REDIS_URL=sentinel://...``,
+    ``starmall.redis_urls``): one client per process, asking the sentinels for the master."""

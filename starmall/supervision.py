@@ -49,6 +49,8 @@ def shop_programs(
     sandbox: tuple[str, int] | None = None,
     redis_command: list[str] | None = None,
     python: str = sys.executable,
+    roles: frozenset[str] | set[str] = frozenset({"web", "worker", "beat"}),
+    worker_name: str | None = None,
 ) -> list[Program]:
     """The shop's processes: ``web`` (gunicorn with uvicorn workers: the API and the chat's
     WebSocket on one port, configured by ``starmall/gunicorn_conf.py``),
@@ -60,13 +62,22 @@ def shop_programs(
     kombu's Redis transport fails on reconnecting (``'NoneType' object has no attribute
     'hostname'`` while restarting Gossip, celery/kombu#582; workers that stop consuming after a
     Redis restart, celery/celery#8030 and #8082), and a single worker needs none of them.
+
+    ``roles`` (``STARMALL_ROLES``, ``starmall.roles``) keeps only the ``web``, ``worker`` and
+    ``beat`` programs it names; ``worker_name`` is the worker's Celery node name (``-n``; Celery
+    expands ``%h`` to the host name), unique per machine and process so that two workers on one
+    host are not both ``celery@host``.
     """
+    worker = [python, "-m", "celery", "-A", "starmall", "worker", "-Q", ",".join(queues), "-c", "2",
+              "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    if worker_name:
+        worker += ["-n", worker_name]
     programs = [
         Program("web", [python, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "starmall.asgi:application"]),
-        Program("worker", [python, "-m", "celery", "-A", "starmall", "worker", "-Q", ",".join(queues), "-c", "2",
-                           "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]),
+        Program("worker", worker),
         Program("beat", [python, "-m", "celery", "-A", "starmall", "beat", "-l", "INFO", "-s", str(beat_schedule)]),
     ]
+    programs = [program for program in programs if program.name in roles]
     if sandbox is not None:
         host, port = sandbox
         programs.append(Program("wechat", [python, "-m", "wechat_sandbox", "--host", host, "--port", str(port)],

@@ -10,7 +10,29 @@ from wechatpy.pay.utils import calculate_signature
 
 @pytest.mark.django_db
 def test_healthz_ok(client):
-    assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "redis": "ok"}
+    # No worker or beat runs in the suite: "missing", and the status stays 200 all the same.
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok", "worker": "missing", "beat": "missing"}
+
+
+@pytest.mark.django_db
+def test_healthz_reports_the_shops_worker_and_beat_heartbeats(client):
+    import time
+
+    from django.core.cache import cache
+
+    from starmall.heartbeats import FRESH_SECONDS, heartbeat
+
+    heartbeat("worker", "worker1@web-b")
+    heartbeat("beat", "beat@web-c")
+    body = client.get("/healthz").json()
+    assert (body["worker"], body["beat"]) == ("ok", "ok")
+    # A heartbeat older than 60 s no longer counts (the key also expires after 60 s).
+    cache.set("heartbeat:beat", {"who": "beat@web-c", "at": time.time() - FRESH_SECONDS - 1}, timeout=30)
+    assert client.get("/healthz").json()["beat"] == "missing"
+    cache.delete_many(["heartbeat:worker", "heartbeat:beat"])
+    assert client.get("/healthz").json()["worker"] == "missing"
 
 
 @pytest.mark.django_db
@@ -19,7 +41,7 @@ def test_healthz_503_names_redis_when_it_is_down(client, settings):
     settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
     response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "error", "database": "ok", "redis": "error"}
+    assert response.json() == {"status": "error", "database": "ok", "redis": "error", "worker": "unknown", "beat": "unknown"}
 
 
 def test_schema_lists_the_contract_paths(client):

@@ -8,11 +8,20 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from starmall import messages
+from starmall.heartbeats import shop_heartbeats
 
 
 @require_GET
 def healthz(request):
-    """200 ``{"status": "ok", "database": "ok", "redis": "ok"}``; 503 with ``"error"`` parts."""
+    """200 ``{"status": "ok", "database": "ok", "redis": "ok", "worker": "ok", "beat": "ok"}``;
+    503 with ``"error"`` parts.
+
+    ``worker`` and ``beat`` are the SHOP's (``starmall.heartbeats``: a worker, and the beat that
+    sends, reported within 60 s, on whatever machine; ``"missing"`` otherwise, ``"unknown"`` when
+    Redis is down) and the same on every web node; they never change the status code, which is
+    about this node's own database and Redis, so a load balancer never drops a web node because
+    a worker elsewhere died.
+    """
     result = {"status": "ok", "database": "ok", "redis": "ok"}
     try:
         with connection.cursor() as cursor:
@@ -25,7 +34,9 @@ def healthz(request):
             raise RuntimeError("redis answered with something else")
     except Exception:
         result["redis"] = "error"
-    if "error" in result.values():
+    failed = "error" in result.values()
+    result.update(shop_heartbeats() if result["redis"] == "ok" else {"worker": "unknown", "beat": "unknown"})
+    if failed:
         result["status"] = "error"
         return JsonResponse(result, status=503)
     return JsonResponse(result)

@@ -13,7 +13,9 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 
-from starmall import embedded_redis
+from starmall import embedded_redis, redis_urls
+from starmall.media_storage import MediaStorageError
+from starmall.media_storage import from_environ as media_storage_from_environ
 from starmall.proxies import from_environ as trusted_proxies_from_environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -114,6 +116,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Behind PgBouncer in transaction mode: a server-side cursor (.iterator(), the exports) is
+    # declared on one server connection and fetched on another; set this to read results client-
+    # side instead (docs/DEPLOY.md, tests/faults/test_nodes_pgbouncer.py).
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False)
 # Services own their transactions; a request-wide one would wrap WeChat calls (STYLE.md).
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -128,6 +134,14 @@ if EMBEDDED_REDIS:
 else:
     CACHE_REDIS_URL = REDIS_URL
     CELERY_BROKER_URL = REDIS_URL
+# REDIS_URL may name a Redis Sentinel group (sentinel://h1:26379,h2:26379/<master>/<db>): each
+# client below gets its own form of it (starmall/redis_urls.py).
+try:
+    _sentinel = redis_urls.parse(REDIS_URL)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+CACHE_REDIS_URL, _cache_sentinel_options = redis_urls.cache_settings(CACHE_REDIS_URL)
+CELERY_BROKER_URL, _broker_sentinel_options = redis_urls.broker_settings(CELERY_BROKER_URL)
 
 CACHES = {
     "default": {
@@ -138,6 +152,7 @@ CACHES = {
             "CLIENT_CLASS": "starmall.cache_client.ProcessWideClient",  # one redis-py client per process
             "SOCKET_CONNECT_TIMEOUT": 2,
             "SOCKET_TIMEOUT": 2,
+            **_cache_sentinel_options,
         },
     }
 }
@@ -151,7 +166,7 @@ CHANNEL_LAYERS = {
             # socket_timeout above channels-redis's 5 s BZPOPMIN: redis-py 8 defaults it to 5 s,
             # which made every idle chat socket fail after 5 s (django/channels_redis#422).
             "hosts": [{
-                "address": f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL,
+                **redis_urls.channel_layer_host(f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL),
                 "socket_timeout": 30, "socket_connect_timeout": 5,
             }],
             "prefix": env.str("CACHE_KEY_PREFIX", default="starmall") + ":asgi",
@@ -179,10 +194,19 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # max_retries 0: a publisher (a request, a notification) opening a broker connection fails at
 # once instead of retrying for broker_connection_timeout; worker and beat pass their own
 # (broker_connection_max_retries, below) and keep reconnecting.
+# visibility_timeout: a message a worker took and never acknowledged (its machine died) goes back
+# on the queue this long after it was taken. It must exceed the slowest task's run, or a task
+# still running is handed to a second worker: the slowest is a day's reconciliation (download
+# the bill, WECHAT_TIMEOUT_SECONDS per call, compare; well under a minute at 10k payments a day).
+# A coupon issue to a very large audience can run longer, but it resumes from its cursor and is
+# safe to run twice at once. No task is queued with a countdown or eta (a Redis broker would
+# redeliver one longer than this). 5 minutes: a dead worker's message is back in minutes.
+BROKER_VISIBILITY_TIMEOUT_SECONDS = env.int("BROKER_VISIBILITY_TIMEOUT_SECONDS", default=300)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": 3600, "socket_timeout": 2, "socket_connect_timeout": 2,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS, "socket_timeout": 2, "socket_connect_timeout": 2,
     "socket_keepalive": True, "health_check_interval": 10, "max_retries": 0,
 }
+CELERY_BROKER_TRANSPORT_OPTIONS.update(_broker_sentinel_options)
 CELERY_TASK_PUBLISH_RETRY = False
 # Workers and beat outlive Redis: reconnect for ever (2 s, 4 s, ... at most 10 s apart), at
 # start-up too; a task running when the connection drops is cancelled and, acked late,
@@ -193,6 +217,16 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = 4
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat may run on every machine: celery-redbeat keeps the schedule in Redis and only the holder
+# of its Redis lock sends; the others try for the lock every BEAT_MAX_LOOP_INTERVAL seconds, and
+# the holder's lock lapses BEAT_LOCK_TIMEOUT_SECONDS after its machine dies (starmall/beat.py).
+CELERY_BEAT_SCHEDULER = "starmall.beat:Scheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+CELERY_REDBEAT_LOCK_TIMEOUT = env.int("BEAT_LOCK_TIMEOUT_SECONDS", default=30)
+CELERY_REDBEAT_KEY_PREFIX = env.str("CACHE_KEY_PREFIX", default="starmall") + ":redbeat:"
+CELERY_REDBEAT_REDIS_URL, _redbeat_options = redis_urls.redbeat_settings(CACHE_REDIS_URL if not _sentinel else REDIS_URL)
+CELERY_REDBEAT_REDIS_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 5, "health_check_interval": 10,
+                                **_redbeat_options}
 # Seconds between the sweeps that make the database, not the broker, the source of truth
 # (unpaid timeouts, refunds, uncertain payments; follow-ups at twice this). Tests shorten it.
 BEAT_SWEEP_SECONDS = env.int("BEAT_SWEEP_SECONDS", default=60)
@@ -506,6 +540,16 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+# Several machines: media in S3-compatible object storage when MEDIA_S3_* are set, served from
+# MEDIA_PUBLIC_URL (starmall/media_storage.py); local MEDIA_ROOT otherwise.
+try:
+    MEDIA_STORAGE = media_storage_from_environ(env.ENVIRON)
+except MediaStorageError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+STORAGES["default"] = MEDIA_STORAGE.storages_entry
+if MEDIA_STORAGE.media_url:
+    MEDIA_URL = MEDIA_STORAGE.media_url
+    MEDIA_SERVE = False  # the bucket (or its CDN) serves them
 
 LOGGING = {
     "version": 1,

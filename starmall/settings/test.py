@@ -17,6 +17,7 @@ SECRET_KEY = "test-secret-key"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHES["default"]["KEY_PREFIX"] = f"starmall-test-{RUN_ID}"
 CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"starmall-test-{RUN_ID}:asgi"
+CELERY_REDBEAT_KEY_PREFIX = f"starmall-test-{RUN_ID}:redbeat:"
 CELERY_TASK_DEFAULT_QUEUE = f"{RUN_ID}-default"
 CELERY_TASK_ROUTES = {
     "apps.payments.tasks.*": {"queue": f"{RUN_ID}-payments"},

@@ -26,6 +26,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from starmall import embedded_redis, supervision
+from starmall.roles import ROLES, roles_from_environ, startup_lock
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 
@@ -34,14 +35,24 @@ def sandbox_address() -> tuple[str, int] | None:
     """``(host, port)`` of the local WeChat sandbox to start, or None.
 
     The sandbox runs when ``WECHAT_PAY_API_BASE``, ``WECHAT_API_BASE`` or ``LOGISTICS_API_BASE``
-    (its parcel-tracking sandbox) is plain http on this machine; it listens where that base
-    points (by default ``WECHAT_SANDBOX_PORT``, 8001).
+    (its parcel-tracking sandbox) is plain http on this machine at ``WECHAT_SANDBOX_PORT``
+    (8001 by default); a base anywhere else (another port or host: another machine's sandbox)
+    is used as it is and nothing is started for it.
     """
     for base in (settings.WECHAT_PAY_API_BASE, settings.WECHAT_API_BASE, settings.LOGISTICS_API_BASE):
         url = urlsplit(base)
-        if url.scheme == "http" and url.hostname in LOOPBACK_HOSTS:
+        if (url.scheme == "http" and url.hostname in LOOPBACK_HOSTS
+                and (url.port or 80) == settings.WECHAT_SANDBOX_PORT):
             return url.hostname, url.port or 80
     return None
+
+
+def machine_roles() -> frozenset[str]:
+    """This machine's ``STARMALL_ROLES`` (``starmall.roles``); CommandError for an unknown role."""
+    try:
+        return roles_from_environ(os.environ)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 class Command(BaseCommand):
@@ -57,13 +68,15 @@ class Command(BaseCommand):
                 "runshop loads demo data and a demo staff login, which production settings refuse: "
                 "run `manage.py migrate`, `manage.py createsuperuser` and the processes in docs/DEPLOY.md"
             )
-        self._prepare(bind)
+        roles = machine_roles()
+        self._prepare(bind, roles)
         if prepare_only:
             return
-        sys.exit(self._supervise(bind))
+        sys.exit(self._supervise(bind, roles))
 
-    def _supervise(self, bind: str) -> int:
-        """Run supervisord in the foreground until it exits; return its exit code."""
+    def _supervise(self, bind: str, roles: frozenset[str]) -> int:
+        """Run supervisord in the foreground until it exits (the programs of ``roles``); return
+        its exit code."""
         redis_command = None
         if settings.EMBEDDED_REDIS:
             embedded_redis.stop()  # the server manage.py started for the preparation: supervisord runs its own
@@ -71,7 +84,8 @@ class Command(BaseCommand):
         queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in settings.CELERY_TASK_ROUTES.values()})
         programs = supervision.shop_programs(
             queues=queues, beat_schedule=settings.CELERY_BEAT_SCHEDULE_FILENAME,
-            sandbox=sandbox_address(), redis_command=redis_command,
+            sandbox=sandbox_address() if "sandbox" in roles else None, redis_command=redis_command,
+            roles=roles, worker_name=f"worker{os.getpid()}@%h",
         )
         config = supervision.write_config(Path(settings.VAR_DIR) / "supervisor" / "supervisord.conf", programs,
                                           directory=settings.BASE_DIR)
@@ -94,19 +108,26 @@ class Command(BaseCommand):
                 embedded_redis.stop()  # only if something left it running
         return code
 
-    def _prepare(self, bind: str) -> None:
+    def _prepare(self, bind: str, machine: frozenset[str]) -> None:
+        """The shop's one-time work under the shop-wide start-up lock (``starmall.roles``: two
+        machines starting at once take turns, the second finds it done), then this machine's own
+        (collected static files for its web server)."""
         out = self.stdout
-        call_command("migrate", interactive=False, verbosity=0)
-        out.write("database: migrated")
-        call_command("collectstatic", interactive=False, verbosity=0)
-        call_command("seed_demo")
-        username, password = self._staff_login()
-        roles = self._role_logins()
-        call_command("generate_slots")
-        # One year back to three ahead; a rerun on a loaded window returns at once.
-        call_command("load_almanac", years_back=1, years_ahead=3, no_progress=True)
+        with startup_lock() as waited:
+            if waited >= 1:
+                out.write(f"start-up: waited {waited:.0f} s for another machine's preparation")
+            call_command("migrate", interactive=False, verbosity=0)
+            out.write("database: migrated")
+            call_command("seed_demo")
+            username, password = self._staff_login()
+            roles = self._role_logins()
+            call_command("generate_slots")
+            # One year back to three ahead; a rerun on a loaded window returns at once.
+            call_command("load_almanac", years_back=1, years_ahead=3, no_progress=True)
+        if "web" in machine:
+            call_command("collectstatic", interactive=False, verbosity=0)  # this machine's files
         site = settings.SITE_URL
-        sandbox = sandbox_address()
+        sandbox = sandbox_address() if "sandbox" in machine else None
         out.write(self.style.SUCCESS(
             "\nStarmall is starting:\n"
             f"  API        {site}/api/v1/   (docs {site}/api/docs/; gunicorn on {bind})\n"
@@ -117,6 +138,7 @@ class Command(BaseCommand):
             + (f"  (sandbox on port {sandbox[1]}, control API: /sandbox/, see README)\n" if sandbox else "\n")
             + f"  database   {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
             f"  redis {'embedded (var/redis.sock)' if settings.EMBEDDED_REDIS else 'REDIS_URL'}\n"
+            f"  roles      {','.join(r for r in ROLES if r in machine)} (STARMALL_ROLES)\n"
             "Press Ctrl-C to stop everything.\n"
         ))
 

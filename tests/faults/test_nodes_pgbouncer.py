@@ -1,0 +1,124 @@
+"""PgBouncer in transaction mode in front of PostgreSQL (docs/DEPLOY.md): a real pgbouncer from
+Debian's packages, started here on a free port. A server-side cursor (``.iterator()``, the
+finance exports) is declared on one server connection and fetched on whichever one the next
+transaction gets: behind PgBouncer it breaks unless ``DATABASE_DISABLE_SERVER_SIDE_CURSORS`` is
+set, and with it set the exports read every row."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import DatabaseError, connection
+from fault_helpers import free_port, wait_for
+
+PGBOUNCER = "/usr/sbin/pgbouncer"
+pytestmark = [pytest.mark.postgres,
+              pytest.mark.skipif(not Path(PGBOUNCER).exists(), reason="needs Debian's pgbouncer (apt-get install pgbouncer)")]
+
+
+@pytest.fixture
+def pgbouncer():
+    """pgbouncer (transaction pooling, 2 server connections per database) on 127.0.0.1:<free
+    port> in front of the test's PostgreSQL server; -> its port. Run as ``postgres`` (pgbouncer
+    refuses root) from a folder of its own, stopped by its pid."""
+    s = connection.settings_dict
+    workdir = Path(tempfile.mkdtemp(prefix="starmall-pgbouncer-"))
+    workdir.chmod(0o777)
+    port = free_port()
+    (workdir / "users.txt").write_text(f'"{s["USER"]}" "{s["PASSWORD"] or ""}"\n')
+    (workdir / "pgbouncer.ini").write_text("\n".join([
+        "[databases]", f"* = host={s['HOST'] or '127.0.0.1'} port={s['PORT'] or 5432}",
+        "[pgbouncer]", "listen_addr = 127.0.0.1", f"listen_port = {port}", "unix_socket_dir =",
+        "auth_type = trust", f"auth_file = {workdir / 'users.txt'}", "pool_mode = transaction",
+        "default_pool_size = 2", "max_client_conn = 50", f"logfile = {workdir / 'pgbouncer.log'}",
+        "ignore_startup_parameters = extra_float_digits,options", "",
+    ]))
+    for path in workdir.iterdir():
+        path.chmod(0o644)
+    user = ["-u", "postgres"] if os.geteuid() == 0 else []
+    process = subprocess.Popen([PGBOUNCER, *user, str(workdir / "pgbouncer.ini")], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def answers():
+        assert process.poll() is None, (workdir / "pgbouncer.log").read_text(errors="replace")
+        try:
+            with psycopg.connect(host="127.0.0.1", port=port, user=s["USER"], dbname=s["NAME"], connect_timeout=2) as c:
+                return c.execute("SELECT 1").fetchone() == (1,)
+        except psycopg.OperationalError:
+            return False
+
+    try:
+        wait_for(answers, timeout=20, interval=0.2, what="pgbouncer")
+        yield port
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            process.wait(10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _runs(n: int) -> list[dt.date]:
+    from apps.payments.models import ReconciliationRun
+
+    days = [dt.date(2026, 11, 1) + dt.timedelta(days=i) for i in range(n)]
+    ReconciliationRun.objects.bulk_create(ReconciliationRun(bill_date=d, status="ok", wechat_fen=100 * i)
+                                          for i, d in enumerate(days))
+    return days
+
+
+def _export_through(port: int, *, disable_server_side_cursors: bool, other_client) -> list[list]:
+    """The reconciliation export read through pgbouncer, while another client opens a transaction
+    between two fetches (it takes the server connection the cursor was declared on)."""
+    from apps.backoffice import exports
+
+    saved = dict(connection.settings_dict)
+    connection.close()
+    connection.settings_dict.update(HOST="127.0.0.1", PORT=str(port),
+                                    DISABLE_SERVER_SIDE_CURSORS=disable_server_side_cursors)
+    try:
+        out = []
+        rows = exports.rows("reconciliation", dt.date(2026, 11, 1), dt.date(2026, 11, 30))
+        out.append(next(rows))  # the header
+        out.append(next(rows))  # the cursor is open, the first chunk fetched
+        other_client.execute("SELECT 1")  # BEGIN ... : holds a server connection (the most recently used)
+        out.extend(rows)
+        return out
+    finally:
+        other_client.rollback()
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(saved)
+
+
+def test_exports_read_every_row_behind_pgbouncer_in_transaction_mode(transactional_db, pgbouncer, monkeypatch):
+    from apps.backoffice import exports
+
+    days = _runs(7)
+    monkeypatch.setattr(exports, "CHUNK", 2)  # several fetches
+    s = connection.settings_dict
+    with psycopg.connect(host="127.0.0.1", port=pgbouncer, user=s["USER"], dbname=s["NAME"]) as other:
+        # Server-side cursors (Django's default): the next FETCH lands on another server connection.
+        with pytest.raises((DatabaseError, psycopg.Error), match="cursor .* does not exist"):
+            _export_through(pgbouncer, disable_server_side_cursors=False, other_client=other)
+        rows = _export_through(pgbouncer, disable_server_side_cursors=True, other_client=other)
+    assert [row[0] for row in rows[1:]] == [d.isoformat() for d in days]
+    assert [row[4] for row in rows[1:]] == [i for i in range(7)]  # wechat_fen 100 * i fen in yuan
+
+
+def test_the_setting_follows_the_environment():
+    import subprocess
+    import sys
+
+    code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='starmall.settings.test'; django.setup(); "
+            "from django.conf import settings; print(settings.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS'))")
+    env = {**os.environ, "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "true"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == "True", result.stderr[-2000:]
