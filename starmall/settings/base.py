@@ -513,7 +513,7 @@ SMS_CODE_MAX_ATTEMPTS = env.int("SMS_CODE_MAX_ATTEMPTS", default=5)
 # The SMS provider of verification codes and notices (SMS_BACKEND above names the class):
 # apps.accounts.sms.TencentSmsBackend (Tencent Cloud SMS, SendSms 2021-01-11, TC3-HMAC-SHA256);
 # make run points it at the sandbox (wechat_sandbox/sms.py, which checks the signature).
-SMS_TENCENT_ENDPOINT = env.str("SMS_TENCENT_ENDPOINT", default="https://sms.tencentcloudapi.com/")
+SMS_TENCENT_ENDPOINT = env.str("SMS_TENCENT_ENDPOINT", default=f"{SANDBOX_BASE}tencent-sms/")  # real: https://sms.tencentcloudapi.com/
 SMS_TENCENT_REGION = env.str("SMS_TENCENT_REGION", default="ap-guangzhou")
 SMS_TENCENT_SECRET_ID = env.str("SMS_TENCENT_SECRET_ID", default="AKIDstarmallSandbox0000000000000000")
 SMS_TENCENT_SECRET_KEY = env.str("SMS_TENCENT_SECRET_KEY", default="starmallSandboxSecretKey00000000")
