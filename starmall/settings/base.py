@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "apps.reviews",
     "apps.backoffice",
     "apps.chat",
+    "apps.wechat_official",  # the official account (公众号): server, replies, menus, materials, mass sends
     "apps.backoffice.apps.AxesConfig",  # admin login lockout (django-axes, named in Chinese); last, as its docs ask
 ]
 
