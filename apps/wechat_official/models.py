@@ -83,6 +83,7 @@ class Material(models.Model):
         verbose_name = "公众号素材"
         verbose_name_plural = "公众号素材"
         ordering = ["-created_at"]
+        permissions = [("upload_material", "上传公众号素材")]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()}：{self.title}"
@@ -145,6 +146,7 @@ class Menu(models.Model):
         verbose_name = "公众号菜单"
         verbose_name_plural = "公众号菜单"
         ordering = ["-updated_at"]
+        permissions = [("push_menu", "发布公众号菜单")]
 
     def __str__(self) -> str:
         return self.name
@@ -185,6 +187,7 @@ class MassSend(models.Model):
         verbose_name = "群发"
         verbose_name_plural = "群发"
         ordering = ["-created_at"]
+        permissions = [("send_mass", "发送群发")]
 
     def __str__(self) -> str:
         return self.title

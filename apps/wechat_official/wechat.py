@@ -176,11 +176,9 @@ def menu_create(buttons: list[dict]) -> dict:
 
 def material_add(kind: str, name: str, data: bytes) -> dict:
     """``material/add_material`` (image or voice): ``{"media_id", "url"?}``."""
-    import io
-
-    media = io.BytesIO(data)
-    media.name = name
-    return _call(client().material.add, kind, media)
+    # (name, bytes), not a stream: wechatpy sends the request again after refreshing an
+    # expired token, and a stream would be empty the second time
+    return _call(client().material.add, kind, (name, data))
 
 
 def material_add_news(articles: list[dict]) -> dict:

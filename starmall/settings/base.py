@@ -266,6 +266,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.alerts.tasks.alerts_sweep",
         "schedule": BEAT_SWEEP_SECONDS,
     },
+    "official-mass-batches-sweep": {
+        "task": "apps.wechat_official.tasks.mass_batches_sweep",
+        "schedule": 4 * BEAT_SWEEP_SECONDS,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
