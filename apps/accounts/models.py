@@ -274,7 +274,7 @@ class SubscribeTemplate(models.Model):
 
     scene = models.CharField(verbose_name="场景", max_length=20, choices=Scene.choices)
     kind = models.CharField(verbose_name="消息类型", max_length=40, choices=Kind.choices, unique=True)
-    template_id = models.CharField(verbose_name="模板 ID", max_length=128)
+    template_id = models.CharField(verbose_name="模板编号", max_length=128)
     fields = models.JSONField(verbose_name="字段对应", default=dict, blank=True,
                               help_text="本店数值名 -> 模板关键词，如 {\"order_no\": \"character_string1\"}")
     is_active = models.BooleanField(verbose_name="启用", default=True)
@@ -298,7 +298,7 @@ class SubscribeRefusal(models.Model):
     customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.CASCADE,
                                  related_name="subscribe_refusals")
     kind = models.CharField(verbose_name="消息类型", max_length=40, choices=SubscribeTemplate.Kind.choices)
-    template_id = models.CharField(verbose_name="模板 ID", max_length=128)
+    template_id = models.CharField(verbose_name="模板编号", max_length=128)
     refused_at = models.DateTimeField(verbose_name="最近拒收时间", default=timezone.now)
     times = models.PositiveIntegerField(verbose_name="拒收次数", default=1)
 

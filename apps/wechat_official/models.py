@@ -13,7 +13,7 @@ class Follower(models.Model):
     (``last_event_at``: an event older than the row's is not applied, so a late retry cannot
     undo a newer change); ``scene`` is the channel code of a first follow by QR code."""
 
-    openid = models.CharField(verbose_name="openid", max_length=64, unique=True)
+    openid = models.CharField(verbose_name="微信 openid", max_length=64, unique=True)
     subscribed = models.BooleanField(verbose_name="关注中", default=True)
     subscribed_at = models.DateTimeField(verbose_name="关注时间", null=True, blank=True)
     unsubscribed_at = models.DateTimeField(verbose_name="取消关注时间", null=True, blank=True)
@@ -38,7 +38,7 @@ class InboundEvent(models.Model):
     + event) is UNIQUE, so a retry changes nothing twice (followers, channel scans)."""
 
     dedupe_key = models.CharField(verbose_name="去重键", max_length=160, unique=True)
-    openid = models.CharField(verbose_name="openid", max_length=64, db_index=True)
+    openid = models.CharField(verbose_name="微信 openid", max_length=64, db_index=True)
     msg_type = models.CharField(verbose_name="消息类型", max_length=20)
     event = models.CharField(verbose_name="事件", max_length=32, blank=True)
     event_key = models.CharField(verbose_name="事件键", max_length=128, blank=True)
@@ -73,7 +73,7 @@ class Material(models.Model):
     file = models.FileField(verbose_name="文件", upload_to="official/materials/", blank=True)
     articles = models.JSONField(verbose_name="图文内容", default=list, blank=True,
                                 help_text='[{"title", "content", "thumb": 图片素材ID, "digest", "url"}]')
-    media_id = models.CharField(verbose_name="微信 media_id", max_length=128, blank=True)
+    media_id = models.CharField(verbose_name="微信素材 ID", max_length=128, blank=True)
     url = models.URLField(verbose_name="微信图片地址", max_length=500, blank=True)
     uploaded_at = models.DateTimeField(verbose_name="上传时间", null=True, blank=True)
     last_error = models.TextField(verbose_name="上传错误", blank=True)
@@ -173,7 +173,7 @@ class MassSend(models.Model):
 
     title = models.CharField(verbose_name="名称", max_length=64)
     target = models.CharField(verbose_name="发送对象", max_length=10, choices=Target.choices, default=Target.ALL)
-    tag_id = models.IntegerField(verbose_name="标签 ID", null=True, blank=True)
+    tag_id = models.IntegerField(verbose_name="标签编号", null=True, blank=True)
     msg_type = models.CharField(verbose_name="消息类型", max_length=10, choices=MsgType.choices)
     text = models.TextField(verbose_name="文字内容", blank=True)
     material = models.ForeignKey(Material, verbose_name="素材", null=True, blank=True, on_delete=models.PROTECT)
@@ -208,9 +208,9 @@ class MassSendBatch(models.Model):
 
     job = models.ForeignKey(MassSend, verbose_name="群发", on_delete=models.CASCADE, related_name="batches")
     index = models.PositiveIntegerField(verbose_name="批次")
-    openids = models.JSONField(verbose_name="openid 列表", default=list, blank=True)
+    openids = models.JSONField(verbose_name="粉丝列表", default=list, blank=True)
     state = models.CharField(verbose_name="状态", max_length=10, choices=State.choices, default=State.PENDING)
-    msg_id = models.CharField(verbose_name="微信 msg_id", max_length=64, blank=True)
+    msg_id = models.CharField(verbose_name="微信消息 ID", max_length=64, blank=True)
     error = models.TextField(verbose_name="错误", blank=True)
     claimed_at = models.DateTimeField(verbose_name="领取时间", null=True, blank=True)
     sent_at = models.DateTimeField(verbose_name="发送时间", null=True, blank=True)
