@@ -42,6 +42,8 @@ class Command(BaseCommand):
         call_command("seed_freight")  # freight templates (shipping): remote provinces, heavy goods
         call_command("seed_marketing")  # coupon templates, sign-in rules, the demo customer's coupon
         call_command("seed_recharge_packages")
+        call_command("seed_subscribe_templates")  # subscription templates of both scenes (accounts)
+        call_command("seed_official")  # official-account reply rules and a menu (wechat_official)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into
