@@ -131,3 +131,22 @@ def test_two_verifications_of_one_code_one_succeeds(make_customer, sms, race):
     assert sorted(type(r).__name__ for r in results) == ["Customer", "SmsCodeInvalid"]
     row = SmsCode.objects.get()
     assert row.used_at is not None and Customer.objects.get(pk=customer.pk).phone == PHONE
+
+
+def test_phone_needs_a_token_and_wechat_down_is_503(make_api, api, wechat, settings):
+    assert make_api().post("/api/v1/me/phone", {"code": "x"}, format="json").status_code == 401
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings.WECHAT_API_BASE = f"http://127.0.0.1:{port}/"  # nothing listens
+    answer = api.post("/api/v1/me/phone", {"code": "whatever"}, format="json")
+    assert answer.status_code == 503 and answer.json()["code"] == "wechat_unavailable"
+
+
+def test_sms_provider_outage_is_503_and_the_code_is_dead(api, sms, wechat):
+    requests.post(f"{wechat.url}sandbox/sms", json={"down": True}, timeout=5)
+    answer = api.post("/api/v1/sms/codes", {"phone": PHONE}, format="json")
+    assert answer.status_code == 503 and answer.json()["code"] == "service_unavailable"
+    assert SmsCode.objects.get().expires_at <= timezone.now()
