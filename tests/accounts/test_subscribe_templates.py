@@ -77,3 +77,17 @@ def test_refused_message_is_remembered_and_not_sent_again(paid_order, templates,
 def test_switched_off_template_sends_nothing(paid_order, templates, customer, wechat):
     assert subscriptions.subscribe_send(customer=customer, kind="order_shipped", values={}) == "skipped"
     assert wechat.control.messages() == []
+
+
+def test_order_paid_sms_reaches_the_provider(paid_order, wechat, settings):
+    """With a real provider configured (the Tencent Cloud SMS sandbox), the "order paid" SMS
+    goes out with its template and parameters."""
+    import requests
+
+    settings.SMS_BACKEND = "apps.accounts.sms.TencentSmsBackend"
+    settings.SMS_TENCENT_ENDPOINT = f"{wechat.url}tencent-sms/"
+    row = FollowUp.objects.get(kind="sms")
+    assert followups.followup_execute(row.pk) == "done"
+    [message] = requests.get(f"{wechat.url}sandbox/sms", timeout=5).json()["messages"]
+    assert (message["phone"], message["template_id"], message["params"], message["session_context"]) == (
+        "+8613800000000", "100002", [paid_order["order_no"], "128.00"], f"sms:{paid_order['order_no']}")
