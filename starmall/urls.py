@@ -34,6 +34,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
+    path("", include("apps.wechat_official.urls")),  # /wechat/official: WeChat's official-account server
 ]
 if settings.MEDIA_SERVE and settings.MEDIA_URL.startswith("/"):  # development; nginx in production
     def media(request, path):

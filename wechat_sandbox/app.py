@@ -16,13 +16,14 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from . import control, logistics, miniprogram, pay, robot
+from . import control, logistics, miniprogram, official, pay, phone, robot, sms
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
 log = logging.getLogger("wechat_sandbox")
 
 PAY_ENDPOINTS = tuple(pay.ENDPOINTS)
+EXTRA_MODULES = {"official": official, "sms": sms, "phone": phone}
 MAX_BODY_BYTES = 1024 * 1024
 XML = "text/xml; charset=utf-8"
 JSON = "application/json; charset=utf-8"
@@ -39,7 +40,8 @@ class SandboxApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         rules = [Rule("/" + name, endpoint=name) for name in API_ENDPOINTS]
-        self.url_map = Map(rules + control.rules() + logistics.rules(), strict_slashes=False)
+        extra = official.rules() + sms.rules() + phone.rules()  # official account, Tencent SMS, phone numbers
+        self.url_map = Map(rules + control.rules() + logistics.rules() + extra, strict_slashes=False)
 
     def __call__(self, environ, start_response):
         request = Request(environ)
@@ -58,6 +60,9 @@ class SandboxApp:
         try:
             if endpoint.startswith("logistics:"):  # Kuaidi100-shaped tracking (logistics.py)
                 return logistics.handle(self.state, request, endpoint.split(":", 1)[1])
+            prefix, _, rest = endpoint.partition(":")
+            if prefix in EXTRA_MODULES:  # official.py, sms.py, phone.py: each handles its own paths
+                return EXTRA_MODULES[prefix].handle(self.state, request, rest)
             if endpoint.startswith("control:"):
                 return self._control(endpoint.split(":", 1)[1], request, values)
             return self._api(endpoint, request)
@@ -133,6 +138,8 @@ class SandboxApp:
         if name == "sns/jscode2session":
             return json_response(miniprogram.jscode2session(self.state, args))
         if name == "cgi-bin/token":
+            if official.is_official(args):  # the official account's own appid and secret
+                return json_response(official.token(self.state, args))
             return json_response(miniprogram.token(self.state, args))
         if request.method != "POST":
             return json_response(miniprogram.error(43002, "require POST method"))

@@ -136,3 +136,26 @@ class SandboxControl:
 
     def reset(self) -> dict:
         return self._call("POST", "reset")
+
+    # --- the official account, SMS, phone numbers (official.py, sms.py, phone.py) --------------
+
+    def official_verify(self, url: str, **extra) -> dict:
+        """WeChat's signed GET of the shop's official-account URL: ``{"status", "body", "echostr"}``."""
+        return self._call("POST", "official/verify", json={"url": url, **extra})
+
+    def official_send(self, url: str, message: dict, **extra) -> dict:
+        """A user's message or event POSTed to the shop (``encrypt=True, aes_key=...`` for safe
+        mode): ``{"status", "body", "reply", "elapsed_ms"}``."""
+        return self._call("POST", "official/send", json={"url": url, "message": message, **extra})
+
+    def official_records(self) -> dict:
+        """Menus, materials, mass sends and exchanges the sandbox recorded."""
+        return self._call("GET", "official")
+
+    def sms_messages(self) -> list:
+        """The SMS the Tencent Cloud SMS sandbox accepted, oldest first."""
+        return self._call("GET", "sms")["messages"]
+
+    def phone_code(self, phone: str, country_code: str = "86") -> str:
+        """A getPhoneNumber code for ``phone`` (single use, 5 minutes)."""
+        return self._call("POST", "phone-codes", json={"phone": phone, "country_code": country_code})["code"]

@@ -76,6 +76,8 @@ class SandboxState:
             self._next_robot_id = 1
             self.faults.clear()
             self.logistics = {"down": False, "queries": 0}  # the tracking sandbox (logistics.py)
+            # state of the modules added later (official.py, sms.py, phone.py), each under its name
+            self.extras: dict[str, object] = {}
             self.changed.notify_all()
 
     # --- users, login codes, access tokens, messages ------------------------------------------

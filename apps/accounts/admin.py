@@ -72,3 +72,5 @@ class AddressAdmin(ChangedFieldsAdmin):
     list_display = ["id", "customer", "name", "phone", "city", "is_default"]
     search_fields = ["customer__openid", "name", "phone"]
     raw_id_fields = ["customer"]
+
+from apps.accounts import admin_messages  # noqa: E402,F401 - subscription templates, refusals, SMS codes

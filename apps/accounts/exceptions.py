@@ -25,3 +25,34 @@ class InsufficientBalance(ShopError):
     code = "insufficient_balance"
     status = 409
     message = "余额不足，无法支付此订单。"
+
+
+class PhoneCodeInvalid(ShopError):
+    """The getPhoneNumber ``code`` was refused by WeChat: invalid, expired or used (400 ``invalid``)."""
+
+    code = "invalid"
+    status = 400
+    message = "手机号授权已失效，请重新授权。"
+
+    def __init__(self, message: str | None = None, **detail) -> None:
+        super().__init__(message, code=["手机号授权已失效，请重新授权"], **detail)
+
+
+class SmsCodeInvalid(ShopError):
+    """A wrong, expired or already used SMS code (400 ``invalid`` with ``detail.sms_code``)."""
+
+    code = "invalid"
+    status = 400
+    message = "验证码错误或已过期。"
+
+    def __init__(self, message: str | None = None, **detail) -> None:
+        super().__init__(message, sms_code=["验证码错误或已过期"], **detail)
+
+
+class SmsThrottled(ShopError):
+    """Too many SMS codes: one a minute, ``SMS_CODES_PER_DAY`` a day per phone and per client
+    address (429 ``throttled``)."""
+
+    code = "throttled"
+    status = 429
+    message = "验证码发送过于频繁，请稍后再试。"

@@ -250,3 +250,85 @@ class TokenRevocation(models.Model):
 
     def __str__(self) -> str:
         return f"customer {self.customer_id} (since {self.requested_at:%Y-%m-%d %H:%M:%S})"
+
+
+class SubscribeTemplate(models.Model):
+    """A WeChat subscription-message template staff manage (API.md "Messages and the WeChat account").
+
+    ``kind`` is the shop's message (order paid, shipped, consultation reminder, chat message);
+    ``scene`` groups the ids the mini-program asks the customer for at once
+    (``GET /api/v1/subscribe-templates?scene=``). ``fields`` maps the shop's value names to the
+    template's keywords (``{"order_no": "character_string1", ...}``: what the template calls each
+    value). An inactive row stops the sends of its kind.
+    """
+
+    class Scene(models.TextChoices):
+        ORDER = "order", "订单"
+        CONSULTATION = "consultation", "咨询"
+
+    class Kind(models.TextChoices):
+        ORDER_PAID = "order_paid", "订单支付成功"
+        ORDER_SHIPPED = "order_shipped", "订单发货"
+        CONSULTATION_REMINDER = "consultation_reminder", "咨询开始提醒"
+        CHAT_MESSAGE = "chat_message", "咨询新消息"
+
+    scene = models.CharField(verbose_name="场景", max_length=20, choices=Scene.choices)
+    kind = models.CharField(verbose_name="消息类型", max_length=40, choices=Kind.choices, unique=True)
+    template_id = models.CharField(verbose_name="模板编号", max_length=128)
+    fields = models.JSONField(verbose_name="字段对应", default=dict, blank=True,
+                              help_text="本店数值名 -> 模板关键词，如 {\"order_no\": \"character_string1\"}")
+    is_active = models.BooleanField(verbose_name="启用", default=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
+
+    class Meta:
+        verbose_name = "订阅消息模板"
+        verbose_name_plural = "订阅消息模板"
+        ordering = ["scene", "kind"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}（{self.template_id}）"
+
+
+class SubscribeRefusal(models.Model):
+    """A customer who refused a kind of subscription message (WeChat errcode 43101: no
+    subscription left for the template). One row per customer and kind; sends of that kind are
+    skipped for ``SUBSCRIBE_REFUSAL_QUIET_HOURS`` after ``refused_at`` (then tried once more:
+    the customer may have subscribed again in the mini-program)."""
+
+    customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.CASCADE,
+                                 related_name="subscribe_refusals")
+    kind = models.CharField(verbose_name="消息类型", max_length=40, choices=SubscribeTemplate.Kind.choices)
+    template_id = models.CharField(verbose_name="模板编号", max_length=128)
+    refused_at = models.DateTimeField(verbose_name="最近拒收时间", default=timezone.now)
+    times = models.PositiveIntegerField(verbose_name="拒收次数", default=1)
+
+    class Meta:
+        verbose_name = "订阅消息拒收"
+        verbose_name_plural = "订阅消息拒收"
+        constraints = [models.UniqueConstraint(fields=["customer", "kind"], name="subscribe_refusal_customer_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.customer_id} {self.kind}"
+
+
+class SmsCode(models.Model):
+    """One SMS verification code sent to ``phone`` for ``customer``: only its HMAC-SHA256 is
+    stored (``code_hash``, keyed by SECRET_KEY), it lives ``expires_at`` and is used once
+    (``used_at`` set by a conditional UPDATE)."""
+
+    customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.CASCADE, related_name="sms_codes")
+    phone = models.CharField(verbose_name="手机号", max_length=20)
+    code_hash = models.CharField(verbose_name="验证码摘要", max_length=64)
+    client_ip = models.CharField(verbose_name="请求地址", max_length=45, blank=True)
+    created_at = models.DateTimeField(verbose_name="发送时间", default=timezone.now)
+    expires_at = models.DateTimeField(verbose_name="过期时间")
+    used_at = models.DateTimeField(verbose_name="使用时间", null=True, blank=True)
+    attempts = models.PositiveIntegerField(verbose_name="校验次数", default=0)
+
+    class Meta:
+        verbose_name = "短信验证码"
+        verbose_name_plural = "短信验证码"
+        indexes = [models.Index(fields=["customer", "phone", "created_at"], name="smscode_customer_phone_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.phone} {self.created_at:%Y-%m-%d %H:%M:%S}"

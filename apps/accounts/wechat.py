@@ -1,4 +1,4 @@
-"""The one place that talks to WeChat's mini-program APIs (login, subscription messages).
+"""The one place that talks to WeChat's mini-program APIs (login, subscription messages, phone numbers).
 
 wechatpy's ``WeChatClient`` has WeChat's hosts built in; we point its base URLs at
 ``settings.WECHAT_API_BASE`` (the local sandbox by default, ``https://api.weixin.qq.com/`` in
@@ -18,7 +18,7 @@ from wechatpy import WeChatClient
 from wechatpy.exceptions import WeChatClientException
 from wechatpy.session.redisstorage import RedisStorage
 
-from apps.accounts.exceptions import LoginCodeInvalid, LoginThrottled
+from apps.accounts.exceptions import LoginCodeInvalid, LoginThrottled, PhoneCodeInvalid
 from starmall.errors import WechatUnavailable
 
 logger = logging.getLogger(__name__)
@@ -85,11 +85,49 @@ def code_to_session(code: str) -> WechatSession:
     )
 
 
+_REFUSED = 43101  # the user has no subscription (left) for this template
+
+
+class SubscribeRefused(Exception):
+    """WeChat refused a subscription message: the user did not subscribe (errcode 43101)."""
+
+
 def send_subscribe_message(*, openid: str, template_id: str, data: dict, page: str = "") -> dict:
     """Send a subscription message (``cgi-bin/message/subscribe/send``).
 
     ``data`` is WeChat's shape: ``{"thing1": {"value": "..."}}``. Returns WeChat's answer.
-    Raises ``WeChatClientException`` (errcode 43101 user refused, 40003 bad openid, 40037 bad
-    template) or ``requests.RequestException``: the follow-up handler decides what to retry.
+    Raises :class:`SubscribeRefused` (43101: the user did not subscribe; sending again will not
+    help), ``WeChatClientException`` (40003 bad openid, 40037 bad template, ...) or
+    ``requests.RequestException``: the follow-up handler decides what to retry.
     """
-    return client().wxa.send_subscribe_message(openid, template_id, data, page=page or None)
+    try:
+        return client().wxa.send_subscribe_message(openid, template_id, data, page=page or None)
+    except WeChatClientException as exc:
+        if int(exc.errcode or 0) == _REFUSED:
+            raise SubscribeRefused(str(exc)) from exc
+        raise
+
+
+def phone_number(code: str) -> str:
+    """The phone number the user shared with the mini-program's getPhoneNumber button
+    (``wxa/business/getuserphonenumber``, ``code`` single-use, 5 minutes): ``purePhoneNumber``
+    (no country code) for mainland numbers, else ``+<countryCode> <purePhoneNumber>``.
+
+    Raises PhoneCodeInvalid (40029 invalid or expired, 40163 used) or WechatUnavailable.
+    """
+    try:
+        data = client().wxa._post("wxa/business/getuserphonenumber", data={"code": code})
+    except WeChatClientException as exc:
+        errcode = int(exc.errcode or 0)
+        if errcode in (40029, 40163):
+            raise PhoneCodeInvalid(wechat_errcode=errcode) from exc
+        logger.warning("getuserphonenumber failed: %s", exc)
+        raise WechatUnavailable(wechat_errcode=errcode) from exc
+    except requests.RequestException as exc:
+        logger.warning("getuserphonenumber unreachable: %s", exc)
+        raise WechatUnavailable() from exc
+    info = data.get("phone_info") or {}
+    pure, country = str(info.get("purePhoneNumber") or ""), str(info.get("countryCode") or "86")
+    if not pure:
+        raise WechatUnavailable("微信未返回手机号，请稍后再试。")
+    return pure if country == "86" else f"+{country} {pure}"

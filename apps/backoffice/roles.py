@@ -54,10 +54,19 @@ ROLES: dict[str, list[str]] = {
     "门店店员": [  # a pickup store's staff: their store's pickup orders, verifying codes (StoreStaff binds the store)
         "stores.view_store", "stores.view_pickuporder", "stores.view_pickupverification", "stores.verify_pickup",
     ],
+    "公众号": [  # the official account and the shop's messages: replies, menus, materials, mass sends, templates
+        "wechat_official.view_*", "wechat_official.add_replyrule", "wechat_official.change_replyrule",
+        "wechat_official.delete_replyrule", "wechat_official.add_menu", "wechat_official.change_menu",
+        "wechat_official.push_menu", "wechat_official.add_material", "wechat_official.change_material",
+        "wechat_official.upload_material", "wechat_official.add_masssend", "wechat_official.change_masssend",
+        "wechat_official.send_mass", "accounts.view_subscribetemplate", "accounts.add_subscribetemplate",
+        "accounts.change_subscribetemplate", "accounts.view_subscriberefusal", "accounts.view_smscode",
+    ],
 }
 
 #: role -> the demo login of that role (development settings only: runshop --demo logins)
-DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher", "门店店员": "store"}
+DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher", "门店店员": "store",
+               "公众号": "official"}
 
 
 def _resolve(permission_model, spec: str) -> list:

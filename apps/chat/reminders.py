@@ -84,18 +84,16 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
     if order.status != OrderStatus.PAID or order.slot is None or order.slot.start != reminder.slot_start:
         _finish(reminder_id, Status.SKIPPED, f"order {order.status}, slot moved or gone")
         return Status.SKIPPED
-    from apps.accounts import wechat
+    from apps.accounts import subscriptions
 
     start = timezone.localtime(order.slot.start)
     try:
-        wechat.send_subscribe_message(
-            openid=order.customer.openid,
-            template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_REMINDER,
+        outcome = subscriptions.subscribe_send(
+            customer=order.customer,
+            kind=subscriptions.Kind.CONSULTATION_REMINDER,
             page=f"pages/order/detail?order_no={order.order_no}",
-            data={"thing1": {"value": order.slot.teacher.name[:20]},
-                  "time2": {"value": start.strftime("%Y-%m-%d %H:%M")},
-                  "thing3": {"value": f"咨询将在{reminder.hours}小时内开始"},
-                  "character_string4": {"value": order.order_no}},
+            values={"teacher": order.slot.teacher.name[:20], "start": start.strftime("%Y-%m-%d %H:%M"),
+                    "note": f"咨询将在{reminder.hours}小时内开始", "order_no": order.order_no},
         )
     except Exception as exc:  # noqa: BLE001 - recorded; the next scan retries until MAX_ATTEMPTS
         failed, error = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS, f"{type(exc).__name__}: {exc}"
@@ -112,6 +110,9 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
         if failed:
             logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)
         return Status.FAILED if failed else Status.PENDING
+    if outcome != subscriptions.SENT:  # switched off, or the customer refused it (43101): not retried
+        _finish(reminder_id, Status.SKIPPED, f"subscription message {outcome}")
+        return Status.SKIPPED
     ConsultationReminder.objects.filter(pk=reminder_id, status=Status.PENDING).update(
         status=Status.SENT, sent_at=timezone.now(), locked_until=None, last_error="")
     return Status.SENT

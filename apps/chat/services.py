@@ -262,7 +262,7 @@ def notice_send(*, notice_id: int) -> str:
     """
     from django.db.models import F
 
-    from apps.accounts import wechat
+    from apps.accounts import subscriptions
 
     claimed = ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING,
                                         attempts__lt=NOTICE_MAX_ATTEMPTS).update(attempts=F("attempts") + 1)
@@ -278,18 +278,20 @@ def notice_send(*, notice_id: int) -> str:
         return ChatNotice.Status.FAILED
     sender = session.teacher.name if notice.recipient == Side.CUSTOMER else session.customer.nickname
     try:
-        wechat.send_subscribe_message(
-            openid=person.openid,
-            template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_CHAT,
-            page=f"pages/chat/session?id={session.pk}",
-            data={"thing1": {"value": (sender or "对方")[:20]}, "thing2": {"value": "您有新的咨询消息"},
-                  "character_string3": {"value": session.order.order_no}},
+        outcome = subscriptions.subscribe_send(
+            customer=person, kind=subscriptions.Kind.CHAT_MESSAGE, page=f"pages/chat/session?id={session.pk}",
+            values={"sender": (sender or "对方")[:20], "note": "您有新的咨询消息",
+                    "order_no": session.order.order_no},
         )
     except Exception as exc:  # noqa: BLE001 - recorded; the sweep retries until MAX attempts
         status = ChatNotice.Status.FAILED if notice.attempts >= NOTICE_MAX_ATTEMPTS else ChatNotice.Status.PENDING
         ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING).update(
             status=status, last_error=f"{type(exc).__name__}: {exc}"[:500])
         return status
+    if outcome != subscriptions.SENT:  # switched off, or refused (43101): not retried
+        ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING).update(
+            status=ChatNotice.Status.FAILED, last_error=f"subscription message {outcome}")
+        return ChatNotice.Status.FAILED
     ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING).update(
         status=ChatNotice.Status.SENT, sent_at=timezone.now())
     return ChatNotice.Status.SENT

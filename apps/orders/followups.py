@@ -19,7 +19,6 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -192,20 +191,21 @@ Send = Callable[[], object]
 
 
 def _paid_message(followup: FollowUp) -> Send:
-    """Tell the customer their order is paid (WeChat subscription message; WeChat has no
-    idempotency key for these)."""
-    from apps.accounts import wechat
+    """Tell the customer their order is paid (WeChat subscription message, template of kind
+    ``order_paid`` from ``apps.accounts.subscriptions``; WeChat has no idempotency key for these).
+    A refusal (43101) is remembered there and the row is done all the same."""
+    from apps.accounts import subscriptions
 
     order = followup.order
     return partial(
-        wechat.send_subscribe_message,
-        openid=order.customer.openid,
-        template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_PAID,
+        subscriptions.subscribe_send,
+        customer=order.customer,
+        kind=subscriptions.Kind.ORDER_PAID,
         page=f"pages/order/detail?order_no={order.order_no}",
-        data={
-            "character_string1": {"value": order.order_no},
-            "amount2": {"value": f"{yuan(order.pay_fen)}元"},
-            "time3": {"value": timezone.localtime(order.paid_at or timezone.now()).strftime("%Y-%m-%d %H:%M")},
+        values={
+            "order_no": order.order_no,
+            "amount": f"{yuan(order.pay_fen)}元",
+            "paid_at": timezone.localtime(order.paid_at or timezone.now()).strftime("%Y-%m-%d %H:%M"),
         },
     )
 
@@ -219,13 +219,15 @@ def _paid_sms(followup: FollowUp) -> Send | None:
     phone = (order.address or {}).get("phone") or order.customer.phone
     if not phone:
         return None
-    return partial(backend().send, phone=phone, key=followup.key,
+    return partial(backend().send, phone=phone, key=followup.key, template="order_paid",
+                   params=(order.order_no, yuan(order.pay_fen)),
                    text=f"【Starmall】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
 
 
 def _shipped_message(followup: FollowUp) -> Send | None:
-    """Tell the customer their order is on its way: carrier and tracking number."""
-    from apps.accounts import wechat
+    """Tell the customer their order is on its way: carrier and tracking number (kind
+    ``order_shipped``)."""
+    from apps.accounts import subscriptions
     from apps.orders.models import Shipment
 
     order = followup.order
@@ -233,15 +235,15 @@ def _shipped_message(followup: FollowUp) -> Send | None:
     if shipment is None:
         return None
     return partial(
-        wechat.send_subscribe_message,
-        openid=order.customer.openid,
-        template_id=settings.WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED,
+        subscriptions.subscribe_send,
+        customer=order.customer,
+        kind=subscriptions.Kind.ORDER_SHIPPED,
         page=f"pages/order/detail?order_no={order.order_no}",
-        data={
-            "character_string1": {"value": order.order_no},
-            "thing2": {"value": shipment.carrier},
-            "character_string3": {"value": shipment.tracking_no},
-            "time4": {"value": timezone.localtime(shipment.shipped_at).strftime("%Y-%m-%d %H:%M")},
+        values={
+            "order_no": order.order_no,
+            "carrier": shipment.carrier,
+            "tracking_no": shipment.tracking_no,
+            "shipped_at": timezone.localtime(shipment.shipped_at).strftime("%Y-%m-%d %H:%M"),
         },
     )
 

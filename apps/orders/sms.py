@@ -1,33 +1,24 @@
-"""Pluggable SMS sending (``settings.SMS_BACKEND``): a log backend for development.
+"""Pluggable SMS sending (``settings.SMS_BACKEND``): the providers live in ``apps.accounts.sms``
+(a lower layer: the phone verification codes use them too); this module keeps the development
+log backend under the orders' logger name and :func:`backend`.
 
-A real backend (Aliyun, Tencent Cloud SMS...) implements :class:`SmsBackend.send` and is named
-in ``SMS_BACKEND``; it must raise on failure so the follow-up is retried.
+A real backend (``apps.accounts.sms.TencentSmsBackend``) is named in ``SMS_BACKEND``; it must
+raise on failure so the follow-up is retried.
 """
 
 from __future__ import annotations
 
 import logging
 
-from django.conf import settings
-from django.utils.module_loading import import_string
+from apps.accounts.sms import SmsBackend, backend
+
+__all__ = ["LogSmsBackend", "SmsBackend", "backend"]
 
 logger = logging.getLogger(__name__)
-
-
-class SmsBackend:
-    """Interface: ``send(phone, text, key)``; ``key`` is unique per message (for dedupe)."""
-
-    def send(self, *, phone: str, text: str, key: str) -> None:
-        raise NotImplementedError
 
 
 class LogSmsBackend(SmsBackend):
     """Development: writes the message to the log instead of sending it."""
 
-    def send(self, *, phone: str, text: str, key: str) -> None:
+    def send(self, *, phone: str, text: str, key: str, template: str = "", params: tuple = ()) -> None:
         logger.info("SMS to %s [%s]: %s", phone, key, text)
-
-
-def backend() -> SmsBackend:
-    """The configured backend instance."""
-    return import_string(settings.SMS_BACKEND)()

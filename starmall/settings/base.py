@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "apps.reviews",
     "apps.backoffice",
     "apps.chat",
+    "apps.wechat_official",  # the official account (公众号): server, replies, menus, materials, mass sends
     "apps.backoffice.apps.AxesConfig",  # admin login lockout (django-axes, named in Chinese); last, as its docs ask
 ]
 
@@ -315,6 +316,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.marketing.tasks.bargains_expire_due",
         "schedule": BEAT_SWEEP_SECONDS,
     },
+    "official-mass-batches-sweep": {
+        "task": "apps.wechat_official.tasks.mass_batches_sweep",
+        "schedule": 4 * BEAT_SWEEP_SECONDS,
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------
@@ -563,6 +568,39 @@ LOGGING = {
 }
 
 
+# --- Messages and the WeChat account (subscription templates, phone numbers, SMS, official account) ---
+# A customer who refused a kind of subscription message (43101) is not sent that kind for this long.
+SUBSCRIBE_REFUSAL_QUIET_HOURS = env.int("SUBSCRIBE_REFUSAL_QUIET_HOURS", default=24)
+# SMS verification codes (POST /api/v1/sms/codes): one a minute per phone and per client address,
+# at most this many a day (Shanghai date) per phone and per client address; a code lives
+# SMS_CODE_TTL_SECONDS and is checked at most SMS_CODE_MAX_ATTEMPTS times.
+SMS_CODES_PER_DAY = env.int("SMS_CODES_PER_DAY", default=10)
+SMS_CODE_TTL_SECONDS = env.int("SMS_CODE_TTL_SECONDS", default=300)
+SMS_CODE_MAX_ATTEMPTS = env.int("SMS_CODE_MAX_ATTEMPTS", default=5)
+# The SMS provider of verification codes and notices (SMS_BACKEND above names the class):
+# apps.accounts.sms.TencentSmsBackend (Tencent Cloud SMS, SendSms 2021-01-11, TC3-HMAC-SHA256);
+# make run points it at the sandbox (wechat_sandbox/sms.py, which checks the signature).
+SMS_TENCENT_ENDPOINT = env.str("SMS_TENCENT_ENDPOINT", default=f"{SANDBOX_BASE}tencent-sms/")  # real: https://sms.tencentcloudapi.com/
+SMS_TENCENT_REGION = env.str("SMS_TENCENT_REGION", default="ap-guangzhou")
+SMS_TENCENT_SECRET_ID = env.str("SMS_TENCENT_SECRET_ID", default="AKIDstarmallSandbox0000000000000000")
+SMS_TENCENT_SECRET_KEY = env.str("SMS_TENCENT_SECRET_KEY", default="starmallSandboxSecretKey00000000")
+SMS_TENCENT_SDK_APP_ID = env.str("SMS_TENCENT_SDK_APP_ID", default="1400000000")
+SMS_SIGN_NAME = env.str("SMS_SIGN_NAME", default="星商城")
+# provider template ids: the verification code ({1} code, {2} minutes) and "order paid" ({1} order_no, {2} yuan)
+SMS_TEMPLATE_CODE = env.str("SMS_TEMPLATE_CODE", default="100001")
+SMS_TEMPLATE_ORDER_PAID = env.str("SMS_TEMPLATE_ORDER_PAID", default="100002")
+SMS_TIMEOUT_SECONDS = env.float("SMS_TIMEOUT_SECONDS", default=5.0)
+# The official account (公众号): its own appid/secret (menus, materials, mass sending), the
+# server's token, and the EncodingAESKey (43 characters; empty = plaintext mode only).
+WECHAT_OFFICIAL_APPID = env.str("WECHAT_OFFICIAL_APPID", default="wx5e2f7a9c1b3d4e60")
+WECHAT_OFFICIAL_SECRET = env.str("WECHAT_OFFICIAL_SECRET", default="7c6b5a4938271605f4e3d2c1b0a99887")
+WECHAT_OFFICIAL_TOKEN = env.str("WECHAT_OFFICIAL_TOKEN", default="starmallofficialtoken")
+WECHAT_OFFICIAL_AES_KEY = env.str("WECHAT_OFFICIAL_AES_KEY", default="")
+WECHAT_OFFICIAL_API_BASE = env.str("WECHAT_OFFICIAL_API_BASE", default=SANDBOX_BASE)
+# Followers per mass-send batch (WeChat's message/mass/send takes up to 10,000 openids).
+OFFICIAL_MASS_BATCH_SIZE = env.int("OFFICIAL_MASS_BATCH_SIZE", default=10000)
+
+
 def _check() -> None:
     """Refuse to start with configuration that would lose orders or money."""
     if ORDER_DRAFT_TTL_SECONDS <= 0:
@@ -597,6 +635,10 @@ def _check() -> None:
         raise ImproperlyConfigured("ALERT_WECOM_MSGTYPE must be markdown or text, ALERT_TIMEOUT_SECONDS positive")
     if not ALERT_BACKENDS:
         raise ImproperlyConfigured("ALERT_BACKENDS must name at least one backend (apps.alerts.backends.LogBackend)")
-    for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):
+    if WECHAT_OFFICIAL_AES_KEY and len(WECHAT_OFFICIAL_AES_KEY) != 43:
+        raise ImproperlyConfigured("WECHAT_OFFICIAL_AES_KEY must be the 43-character EncodingAESKey (or empty)")
+    if SMS_CODES_PER_DAY < 1 or SMS_CODE_TTL_SECONDS < 60 or SMS_CODE_MAX_ATTEMPTS < 1:
+        raise ImproperlyConfigured("SMS_CODES_PER_DAY >= 1, SMS_CODE_TTL_SECONDS >= 60, SMS_CODE_MAX_ATTEMPTS >= 1")
+    for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE", "WECHAT_OFFICIAL_API_BASE"):
         if not globals()[name].endswith("/"):
             raise ImproperlyConfigured(f"{name} must end in '/' (wechatpy joins paths onto it)")

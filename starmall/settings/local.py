@@ -13,4 +13,8 @@ if not env.str("EMAIL_URL", default=""):
     EMAIL_FILE_PATH = str(VAR_DIR / "mail")
 ALERT_EMAILS = env.list("ALERT_EMAILS", default=["ops@localhost"])
 
+# SMS (verification codes, "order paid"): Tencent Cloud SMS's API, served by the sandbox
+# (GET /sandbox/sms lists what was sent).
+SMS_BACKEND = env.str("SMS_BACKEND", default="apps.accounts.sms.TencentSmsBackend")
+
 _check()

@@ -28,9 +28,14 @@ if _missing:
 
 # WeChat's own hosts only, over https (WECHAT.md): api.mch.weixin.qq.com and its backup
 # api2.mch.weixin.qq.com for Pay, api.weixin.qq.com for the mini-program.
+# The official account's APIs and Tencent Cloud SMS: their real hosts unless set (base's
+# defaults are the sandbox's).
+WECHAT_OFFICIAL_API_BASE = env.str("WECHAT_OFFICIAL_API_BASE", default="https://api.weixin.qq.com/")
+SMS_TENCENT_ENDPOINT = env.str("SMS_TENCENT_ENDPOINT", default="https://sms.tencentcloudapi.com/")
 WECHAT_HOSTS = {
     "WECHAT_PAY_API_BASE": {"api.mch.weixin.qq.com", "api2.mch.weixin.qq.com"},
     "WECHAT_API_BASE": {"api.weixin.qq.com"},
+    "WECHAT_OFFICIAL_API_BASE": {"api.weixin.qq.com"},
 }
 for _name, _hosts in WECHAT_HOSTS.items():
     _url = urlsplit(globals()[_name])

@@ -13,8 +13,9 @@ def _perms(group: str) -> set[str]:
     return {f"{p.content_type.app_label}.{p.codename}" for p in Group.objects.get(name=group).permissions.all()}
 
 
-def test_the_migration_made_the_four_roles():
-    assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {"运营", "客服", "财务", "老师", "门店店员"}
+def test_the_migration_made_the_roles():
+    assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {
+        "运营", "客服", "财务", "老师", "门店店员", "公众号"}
     ops, service, finance, teacher = _perms("运营"), _perms("客服"), _perms("财务"), _perms("老师")
     assert {"catalog.change_stock", "orders.ship_order", "marketing.manage_flashsale", "orders.view_order",
             "orders.view_orderline", "orders.view_shipment"} <= ops  # what to pack, and what was sent
@@ -49,7 +50,7 @@ def test_make_run_creates_one_demo_login_per_role(client):
 
     logins = Command()._role_logins()
     assert [(role, login) for role, login, _ in logins] == [("运营", "ops"), ("客服", "service"), ("财务", "finance"), ("老师", "teacher"),
-                                                       ("门店店员", "store")]
+                                                       ("门店店员", "store"), ("公众号", "official")]
     assert Command()._role_logins() == logins  # once
     for role, login, secret in logins:
         assert client.login(username=login, password=secret)
@@ -58,6 +59,10 @@ def test_make_run_creates_one_demo_login_per_role(client):
         assert list(user.groups.values_list("name", flat=True)) == [role]
     assert get_user_model().objects.get(username="finance").has_perm("backoffice.export_data")
     assert not get_user_model().objects.get(username="ops").has_perm("backoffice.export_data")
+    official = get_user_model().objects.get(username="official")
+    assert official.has_perm("wechat_official.send_mass") and official.has_perm("accounts.change_subscribetemplate")
+    assert not official.has_perm("orders.view_order") and not get_user_model().objects.get(
+        username="ops").has_perm("wechat_official.send_mass")
     # the demo teacher login is the first teacher's (its slots and chats only), linked once
     teacher_login = get_user_model().objects.get(username="teacher")
     assert list(Teacher.objects.filter(user=teacher_login).values_list("pk", flat=True)) == [first.pk]

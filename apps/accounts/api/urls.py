@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.accounts.api import views, wallet
+from apps.accounts.api import messages, views, wallet
 from starmall.api import converters  # noqa: F401 - registers <id:...>
 
 urlpatterns = [
@@ -11,4 +11,7 @@ urlpatterns = [
     path("addresses/<id:address_id>", views.AddressDetailView.as_view(), name="address-detail"),
     path("me/points", wallet.PointsLedgerView.as_view(), name="me-points"),
     path("me/balance", wallet.BalanceLedgerView.as_view(), name="me-balance"),
+    path("me/phone", messages.MePhoneView.as_view(), name="me-phone"),
+    path("sms/codes", messages.SmsCodeView.as_view(), name="sms-codes"),
+    path("subscribe-templates", messages.SubscribeTemplateListView.as_view(), name="subscribe-templates"),
 ]

@@ -44,6 +44,8 @@ class Command(BaseCommand):
         call_command("seed_recharge_packages")
         call_command("seed_content")  # home page blocks, an article category, two articles
         call_command("seed_stores")  # a pickup store and its staff login store / starmall-store
+        call_command("seed_subscribe_templates")  # subscription templates of both scenes (accounts)
+        call_command("seed_official")  # official-account reply rules and a menu (wechat_official)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into

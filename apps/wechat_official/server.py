@@ -1,0 +1,172 @@
+"""The official account's server (``GET, POST /wechat/official``): WeChat's signed calls in,
+replies out within WeChat's 5 seconds (database work only: no outside call on this path).
+
+- GET with ``signature, timestamp, nonce, echostr``: ``echostr`` as is when signed with
+  ``WECHAT_OFFICIAL_TOKEN``.
+- POST: the plain signature is checked always; with ``encrypt_type=aes`` (safe or compatible
+  mode) the body's ``Encrypt`` is checked against ``msg_signature`` and decrypted with
+  ``WECHAT_OFFICIAL_AES_KEY``, and the reply is encrypted. A plaintext message is accepted
+  even when the AES key is set (WeChat's compatible mode; API.md).
+- Each message or event is stored once (:class:`InboundEvent`, UNIQUE ``dedupe_key``: WeChat
+  repeats a message it got no answer for); a follow or unfollow moves the :class:`Follower`
+  row; a follow or scan by a channel QR code stores the scene on the event row and is counted
+  with the distribution work's channels when that module is installed.
+- The reply is chosen from staff's :class:`ReplyRule` rows (``selectors.reply_rule_for``);
+  with none, ``success`` (WeChat's "nothing to say").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import importlib.util
+import logging
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.wechat_official import selectors, wechat
+from apps.wechat_official.models import Follower, InboundEvent, ReplyRule
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 256 * 1024
+CHANNELS_MODULE = "apps.distribution.channels"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the view sends back: HTTP ``status`` and ``body`` (XML or text)."""
+
+    status: int
+    body: str
+    content_type: str = "text/plain; charset=utf-8"
+
+
+FORBIDDEN = Answer(403, "forbidden")
+
+
+def official_request(*, method: str, params: dict, body: bytes) -> Answer:
+    """Answer one call of WeChat's server (module docstring). Never raises for bad input:
+    403 for a bad signature, 400 for a body that is not a WeChat message."""
+    signature, timestamp, nonce = (str(params.get(k) or "") for k in ("signature", "timestamp", "nonce"))
+    try:
+        wechat.signature_check(signature=signature, timestamp=timestamp, nonce=nonce)
+    except wechat.BadSignature:
+        return FORBIDDEN
+    if method == "GET":
+        return Answer(200, str(params.get("echostr") or ""))
+    if len(body) > MAX_BODY_BYTES:
+        return Answer(413, "too large")
+    encrypted = params.get("encrypt_type") == "aes"
+    try:
+        xml = (wechat.decrypt(body, msg_signature=str(params.get("msg_signature") or ""), timestamp=timestamp,
+                              nonce=nonce) if encrypted else body.decode("utf-8"))
+    except wechat.BadSignature:
+        return FORBIDDEN
+    except UnicodeDecodeError:
+        return Answer(400, "bad request")
+    try:
+        inbound = wechat.parse(xml)
+    except ValueError:
+        return Answer(400, "bad request")
+    if not inbound.openid:
+        return Answer(400, "bad request")
+    rule = inbound_record(inbound, encrypted=encrypted)
+    reply = _reply(inbound, rule)
+    if reply is None:
+        return Answer(200, "success")
+    if encrypted:
+        reply = wechat.encrypt(reply, nonce=nonce, timestamp=timestamp)
+    return Answer(200, reply, "application/xml; charset=utf-8")
+
+
+def _reply(inbound: wechat.Inbound, rule: ReplyRule | None) -> str | None:
+    if rule is None:
+        return None
+    if rule.reply_kind == ReplyRule.ReplyKind.TEXT:
+        return wechat.reply_xml(inbound, kind="text", text=rule.text) if rule.text else None
+    if rule.reply_kind == ReplyRule.ReplyKind.NEWS:
+        return wechat.reply_xml(inbound, kind="news", articles=rule.articles or []) if rule.articles else None
+    media_id = rule.material.media_id if rule.material_id else ""
+    return wechat.reply_xml(inbound, kind=rule.reply_kind, media_id=media_id) if media_id else None
+
+
+def _dedupe_key(inbound: wechat.Inbound) -> str:
+    if inbound.msg_id:
+        return f"msg:{inbound.msg_id}"
+    return f"evt:{inbound.openid}:{inbound.create_time}:{inbound.event}:{inbound.event_key}"[:160]
+
+
+@transaction.atomic
+def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> ReplyRule | None:
+    """Store the message or event once, apply a follow / unfollow, count a channel scan; return
+    the reply rule (chosen again for a repeated delivery, which changes nothing else)."""
+    rule = selectors.reply_rule_for(msg_type=inbound.msg_type, event=inbound.event, content=inbound.content,
+                                    event_key=inbound.event_key, scene=inbound.scene)
+    sent_at = (dt.datetime.fromtimestamp(inbound.create_time, dt.UTC) if inbound.create_time else timezone.now())
+    try:
+        with transaction.atomic():
+            row = InboundEvent.objects.create(
+                dedupe_key=_dedupe_key(inbound), openid=inbound.openid[:64], msg_type=inbound.msg_type[:20],
+                event=inbound.event[:32], event_key=inbound.event_key[:128], scene=inbound.scene,
+                content=inbound.content[:2000], encrypted=encrypted, reply_rule=rule, sent_at=sent_at)
+    except IntegrityError:
+        return rule  # WeChat's repeat: already applied
+    if inbound.event == "subscribe":
+        follower_subscribe(openid=row.openid, at=sent_at, scene=inbound.scene)
+    elif inbound.event == "unsubscribe":
+        follower_unsubscribe(openid=row.openid, at=sent_at)
+    if inbound.scene and inbound.event in ("subscribe", "scan"):
+        if _channel_scan(inbound.scene):
+            InboundEvent.objects.filter(pk=row.pk).update(channel_counted=True)
+    return rule
+
+
+def _channel_scan(scene: str) -> bool:
+    """Count a scan of a channel code with the distribution work's channels.
+
+    ``apps.distribution.channels`` is built on another branch: it is called only when the
+    module is importable, so this app works with or without it (the scene is on the event row
+    either way). Its failure must not lose the reply: a savepoint, logged, False.
+    """
+    if importlib.util.find_spec("apps.distribution") is None or importlib.util.find_spec(CHANNELS_MODULE) is None:
+        return False
+    channels = importlib.import_module(CHANNELS_MODULE)
+    try:
+        with transaction.atomic():
+            return bool(channels.channel_scan_record(scene))
+    except Exception:  # noqa: BLE001 - the reply comes first; the scene stays on the event row
+        logger.exception("channel scan %s not counted", scene)
+        return False
+
+
+def follower_subscribe(*, openid: str, at: dt.datetime, scene: str = "") -> None:
+    """The openid follows (again): subscribed, ``subscribed_at``, the channel scene of a QR
+    follow. A conditional UPDATE that leaves a row alone whose last event is newer; else an
+    INSERT under the UNIQUE openid (the winner of a race is updated)."""
+    values = dict(subscribed=True, subscribed_at=at, last_event_at=at, **({"scene": scene} if scene else {}))
+    if Follower.objects.filter(openid=openid, last_event_at__lte=at).update(**values):
+        return
+    if Follower.objects.filter(openid=openid).exists():
+        return  # a newer event already decided
+    try:
+        with transaction.atomic():
+            Follower.objects.create(openid=openid, **values)
+    except IntegrityError:
+        Follower.objects.filter(openid=openid, last_event_at__lte=at).update(**values)
+
+
+def follower_unsubscribe(*, openid: str, at: dt.datetime) -> None:
+    """The openid unfollows: not subscribed, ``unsubscribed_at`` (same rules as subscribe)."""
+    values = dict(subscribed=False, unsubscribed_at=at, last_event_at=at)
+    if Follower.objects.filter(openid=openid, last_event_at__lte=at).update(**values):
+        return
+    if Follower.objects.filter(openid=openid).exists():
+        return
+    try:
+        with transaction.atomic():
+            Follower.objects.create(openid=openid, **values)
+    except IntegrityError:
+        Follower.objects.filter(openid=openid, last_event_at__lte=at).update(**values)
