@@ -76,6 +76,7 @@ class SandboxState:
             self._next_robot_id = 1
             self.faults.clear()
             self.logistics = {"down": False, "queries": 0}  # the tracking sandbox (logistics.py)
+            self.pay_v3 = None  # Pay API v3 transfer bills and codes (pay_v3.py), made on first use
             self.changed.notify_all()
 
     # --- users, login codes, access tokens, messages ------------------------------------------

@@ -1,0 +1,44 @@
+"""Fixtures for distribution: a referral chain A <- B <- C (C's referrer is B, B's is A), a
+paid order of C's, running its commission follow-up."""
+
+import pytest
+
+from apps.accounts.models import Address
+from apps.distribution import referral
+from apps.orders import followups
+from apps.orders.models import FollowUp
+
+
+@pytest.fixture
+def chain(make_customer):
+    """``(a, b, c)`` customers; b bound to a, c bound to b (their Distributor rows exist)."""
+    a, b, c = make_customer(), make_customer(), make_customer()
+    code_a = referral.distributor_for(customer_id=a.pk).referral_code
+    referral.referrer_bind(customer_id=b.pk, code=code_a)
+    code_b = referral.distributor_for(customer_id=b.pk).referral_code
+    referral.referrer_bind(customer_id=c.pk, code=code_b)
+    return a, b, c
+
+
+@pytest.fixture
+def buy(make_api, make_sku, place_order, wechat, deliver):
+    """``buy(customer, price_fen=10000, qty=1, award=True)`` -> order JSON, paid by WeChat
+    (sandbox notification delivered); with ``award`` its commission follow-up has run."""
+
+    def run(customer, *, price_fen: int = 10000, qty: int = 1, award: bool = True) -> dict:
+        api = make_api(customer)
+        address = Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
+                                         city="杭州市", district="西湖区", detail="1号", is_default=True)
+        sku = make_sku(price_fen=price_fen, stock=100)
+        order = place_order(api, items=[(sku, qty)], address=address)
+        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
+        wechat.control.pay(order["order_no"])
+        deliver()
+        if award:
+            row = FollowUp.objects.filter(order__order_no=order["order_no"], kind="commission_award").first()
+            if row is not None:
+                assert followups.followup_execute(row.pk) == "done"
+        api.order = order
+        return {**order, "api": api}
+
+    return run
