@@ -41,3 +41,56 @@ def buy(make_api, make_sku, place_order, wechat, deliver):
         return {**order, "api": api}
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def v3_sandbox(wechat, settings):
+    """Pay API v3 calls go to the test sandbox; its transfer notifications reach the shop
+    through Django's test client (signed headers kept), ``on_commit`` run as after a commit."""
+    from django.test import Client
+
+    from wechat_sandbox import pay_v3
+
+    settings.WECHAT_PAY_V3_API_BASE = wechat.url.rstrip("/")
+    client = Client()
+
+    def transport(url: str, body: bytes, headers: dict) -> tuple[int, str]:
+        from urllib.parse import urlparse
+
+        response = client.post(urlparse(url).path, data=body, content_type="application/json",
+                               headers={k: v for k, v in headers.items() if k != "Content-Type"})
+        return response.status_code, response.content.decode()
+
+    pay_v3.v3(wechat.state).transport = transport
+    return pay_v3.v3(wechat.state)
+
+
+@pytest.fixture
+def finance(db):
+    """A staff user holding ``distribution.decide_withdrawal`` (the 财务 role's permission)."""
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user("fin", password="x", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="decide_withdrawal"))
+    return User.objects.get(pk=user.pk)
+
+
+@pytest.fixture
+def earner(make_customer):
+    """``earner(available_fen)`` -> a customer whose available commission is that much (booked
+    through the ledger, as a release would)."""
+    import itertools
+
+    from apps.distribution import ledger
+    from apps.distribution.models import LedgerEntry
+
+    refs = itertools.count(1)
+
+    def make(available_fen: int = 10000, customer=None):
+        customer = customer or make_customer()
+        me = referral.distributor_for(customer_id=customer.pk)
+        ledger.ledger_book(distributor_id=me.pk, reason=LedgerEntry.Reason.RELEASE, ref=f"test{next(refs)}",
+                           available=available_fen)
+        return customer
+
+    return make
