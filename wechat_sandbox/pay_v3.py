@@ -334,7 +334,7 @@ def wxacode_unlimit(state: SandboxState, request: Request) -> Response:
         state.api_calls["wxa/getwxacodeunlimit"] += 1
     token = request.args.get("access_token")
     status = state.token_status(token) if token else "missing"
-    if status != "valid":
+    if status != "ok":
         code = {"missing": (41001, "access_token missing"), "expired": (42001, "access_token expired")}.get(
             status, (40001, "invalid credential, access_token is invalid or not latest"))
         return _answer(error(*code), signed=False)
