@@ -8,6 +8,7 @@ the sum of (``apps/distribution/ledger.py``), as points change with ``WalletEven
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -255,7 +256,8 @@ class Channel(models.Model):
     it ``registrations`` (conditional ``F() + 1`` UPDATEs)."""
 
     code = models.CharField(verbose_name="渠道码", max_length=16, unique=True,
-                            help_text="字母和数字，放进小程序码的 scene：c=<渠道码>")
+                            validators=[RegexValidator(r"^[A-Za-z0-9]+$", "渠道码只能是字母和数字。")],
+                            help_text="字母和数字（最多 16 个），放进小程序码的 scene：c=<渠道码>")
     name = models.CharField(verbose_name="渠道名称", max_length=64)
     visits = models.PositiveIntegerField(verbose_name="访问次数", default=0)
     registrations = models.PositiveIntegerField(verbose_name="注册人数", default=0)
