@@ -42,6 +42,7 @@ class Command(BaseCommand):
         call_command("seed_freight")  # freight templates (shipping): remote provinces, heavy goods
         call_command("seed_marketing")  # coupon templates, sign-in rules, the demo customer's coupon
         call_command("seed_recharge_packages")
+        call_command("seed_distribution")  # commission rates 10 %/5 %, a channel code (distribution)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into
