@@ -21,3 +21,9 @@ def transfers_sweep() -> dict:
 def commissions_release_due() -> int:
     """Beat, every 10 minutes: frozen commissions of orders completed COMMISSION_FREEZE_DAYS ago."""
     return commissions.commissions_release_due()
+
+
+@shared_task
+def transfers_reconcile() -> dict:
+    """Beat, daily 10:40 Beijing (beside the bill's reconciliation): yesterday's transfers vs WeChat."""
+    return transfers.transfers_reconcile()

@@ -211,3 +211,40 @@ def transfers_sweep(*, now: dt.datetime | None = None, limit: int = 200) -> dict
                   f"（微信状态 {bill.wechat_state or '未知'}），创建于 {timezone.localtime(bill.created_at):%Y-%m-%d %H:%M}。"
                   f"请在后台「分销 › 提现」查询转账，或到微信支付商户平台核对。"))
     return {"sent": sent, "queried": queried, "alerted": alerted}
+
+
+def transfers_reconcile(*, day: dt.date | None = None) -> dict[str, int]:
+    """Beside the daily bill: every transfer created on Shanghai ``day`` (default yesterday) is
+    queried and compared with WeChat — amount, and a final state of ours that WeChat does not
+    share; an open bill WeChat already finished is settled now. Differences raise one
+    reconciliation alert for the day. Returns ``{"checked", "settled", "differences"}``."""
+    day = day or timezone.localdate() - dt.timedelta(days=1)
+    start = dt.datetime.combine(day, dt.time.min, tzinfo=timezone.get_current_timezone())
+    bills = TransferBill.objects.filter(created_at__gte=start, created_at__lt=start + dt.timedelta(days=1)).exclude(
+        state=TransferBill.State.NEW).order_by("id")
+    checked = settled = 0
+    differences: list[str] = []
+    for bill in bills:
+        checked += 1
+        try:
+            found = wechat_v3.transfer_query(out_bill_no=bill.out_bill_no)
+        except (wechat_v3.V3Unavailable, wechat_v3.V3Refused) as exc:
+            differences.append(f"{bill.out_bill_no}：查询失败 {exc}")
+            continue
+        if found is None:
+            if bill.state not in (TransferBill.State.SENDING, TransferBill.State.FAIL):
+                differences.append(f"{bill.out_bill_no}：本地「{bill.get_state_display()}」，微信无此单")
+            continue
+        theirs = STATES.get(str(found.get("state", "")))
+        if found.get("transfer_amount") not in (None, bill.amount_fen):
+            differences.append(f"{bill.out_bill_no}：金额 本地 {bill.amount_fen} 分，微信 {found.get('transfer_amount')} 分")
+        if bill.state in TransferBill.FINAL and theirs != bill.state:
+            differences.append(f"{bill.out_bill_no}：本地「{bill.get_state_display()}」，微信 {found.get('state')}")
+        elif bill.state not in TransferBill.FINAL and theirs in TransferBill.FINAL:
+            transfer_apply(out_bill_no=bill.out_bill_no, answer=found)
+            settled += 1
+    if differences:
+        alert_raise(key=f"transfers:reconcile:{day.isoformat()}", kind=Alert.Kind.RECONCILIATION,
+                    title=f"{day.isoformat()} 商家转账对账有 {len(differences)} 处差异",
+                    text="\n".join(differences[:50]))
+    return {"checked": checked, "settled": settled, "differences": len(differences)}

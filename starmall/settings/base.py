@@ -274,6 +274,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.distribution.tasks.transfers_sweep",
         "schedule": BEAT_SWEEP_SECONDS,
     },
+    "transfers-reconcile-daily": {  # yesterday's merchant transfers queried and compared, beside the bill
+        "task": "apps.distribution.tasks.transfers_reconcile",
+        "schedule": crontab(hour=10, minute=40),
+    },
 }
 
 # --- Auth, API ------------------------------------------------------------------------------

@@ -216,3 +216,24 @@ def test_a_transfer_stuck_past_a_day_raises_one_alert(earner, finance, v3_sandbo
     transfers.transfers_sweep(now=later)
     transfers.transfers_sweep(now=later)
     assert list(Alert.objects.values_list("key", flat=True)) == [f"transfer:{w.withdrawal_no}:stuck"]
+
+
+def test_daily_transfer_reconciliation_settles_and_reports(
+        earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    from django.utils import timezone
+
+    from apps.alerts.models import Alert
+
+    customer, other = earner(3000), earner(3000)
+    w, bill = approve_and_send(customer, finance, 3000, django_capture_on_commit_callbacks)
+    w2, bill2 = approve_and_send(other, finance, 2000, django_capture_on_commit_callbacks)
+    transfers.transfer_send(bill_id=bill.pk)
+    transfers.transfer_send(bill_id=bill2.pk)
+    # WeChat finished the first but its notification never came
+    control(wechat, "POST", f"/sandbox/v3/transfers/{w.withdrawal_no}/confirm", {"result": "success", "notify": False})
+    v3_sandbox.bills[w2.withdrawal_no].amount = 1999  # a difference only reconciliation can see
+    result = transfers.transfers_reconcile(day=timezone.localdate())
+    assert result == {"checked": 2, "settled": 1, "differences": 1}
+    assert Withdrawal.objects.get(pk=w.pk).status == "paid" and dist(customer).withdrawn_fen == 3000
+    alert = Alert.objects.get()
+    assert alert.kind == "reconciliation" and w2.withdrawal_no in alert.text
