@@ -12,7 +12,8 @@
   "cancel", "notify": true}`` is the user confirming in WeChat (or a FAIL/CANCELLED fault); the
   final state is notified to the bill's ``notify_url`` (signed, AES-256-GCM encrypted).
   ``GET /sandbox/v3/transfers``; ``POST /sandbox/v3/faults`` ``{"transfer_create":
-  "drop_answer"|"system_error", "times": 1}`` (drop_answer: the bill is made, the answer lost);
+  "drop_answer"|"system_error"|"param_error"|"not_enough", "times": 1}`` (drop_answer: the bill is
+  made, the answer lost);
   ``POST /sandbox/v3/notifications/deliver`` resends pending notifications.
 """
 
@@ -226,6 +227,10 @@ def _create(state: SandboxState, request: Request) -> Response:
     fault = _take_fault(state, "transfer_create")
     if fault == "system_error":
         return _error(500, "SYSTEM_ERROR", "系统繁忙，请稍后重试")
+    if fault == "param_error":
+        return _error(400, "PARAM_ERROR", "参数错误（沙箱故障）")
+    if fault == "not_enough":
+        return _error(403, "NOT_ENOUGH", "商户运营账户资金不足（沙箱故障）")
     required = ("appid", "out_bill_no", "transfer_scene_id", "openid", "transfer_amount", "transfer_remark")
     missing = [k for k in required if body.get(k) in (None, "")]
     if missing:

@@ -77,22 +77,43 @@ def transfer_send(*, bill_id: int, now: dt.datetime | None = None) -> str:
                         pk=bill.pk).exclude(package_info="").exists():
                     return state
         TransferBill.objects.filter(pk=bill.pk).update(state=TransferBill.State.SENDING, attempts=F("attempts") + 1)
-        answer = wechat_v3.transfer_create(
-            out_bill_no=bill.out_bill_no, openid=bill.openid, amount_fen=bill.amount_fen,
-            remark="星商城推广佣金提现", notify_url=settings.SITE_URL + NOTIFY_PATH)
+        try:
+            answer = wechat_v3.transfer_create(
+                out_bill_no=bill.out_bill_no, openid=bill.openid, amount_fen=bill.amount_fen,
+                remark="星商城推广佣金提现", notify_url=settings.SITE_URL + NOTIFY_PATH)
+        except wechat_v3.V3Refused as exc:
+            if exc.status in TRANSIENT_REFUSALS:
+                raise wechat_v3.V3Unavailable(str(exc)) from exc
+            return _refused(bill, exc)
         return transfer_apply(out_bill_no=bill.out_bill_no, answer=answer)
-    except wechat_v3.V3Unavailable as exc:
-        logger.warning("transfer %s: no answer (%s); it will be queried before anything is resent",
+    except (wechat_v3.V3Unavailable, wechat_v3.V3Refused) as exc:
+        # No answer, or a query refused (a signing problem, a rate limit): whether WeChat holds a
+        # bill is unknown, so nothing is settled; the next attempt queries first.
+        logger.warning("transfer %s: no usable answer (%s); it will be queried before anything is resent",
                        bill.out_bill_no, exc)
         _release(bill.pk, last_error=str(exc)[:2000])
         return TransferBill.State.SENDING
-    except wechat_v3.V3Refused as exc:
-        logger.error("transfer %s refused by WeChat: %s", bill.out_bill_no, exc)
-        _release(bill.pk, last_error=str(exc)[:2000])
-        return transfer_apply(out_bill_no=bill.out_bill_no,
-                              answer={"state": "FAIL", "fail_reason": f"{exc.code}: {exc.message}"[:200]})
     finally:
         TransferBill.objects.filter(pk=bill_id).update(locked_until=None)
+
+
+#: 4xx answers to a create that say "not now" rather than "never": retried like no answer
+TRANSIENT_REFUSALS = (401, 403, 429)
+
+
+def _refused(bill: TransferBill, exc: wechat_v3.V3Refused) -> str:
+    """WeChat definitely refused to create the bill (no such bill exists: the query before
+    found none, or this was the first send): the withdrawal fails, the money goes back, staff
+    are alerted (e.g. the merchant account lacks funds)."""
+    logger.error("transfer %s refused by WeChat: %s", bill.out_bill_no, exc)
+    TransferBill.objects.filter(pk=bill.pk).update(last_error=str(exc)[:2000])
+    state = transfer_apply(out_bill_no=bill.out_bill_no,
+                           answer={"state": "FAIL", "fail_reason": f"{exc.code}: {exc.message}"[:200]})
+    alert_raise(key=f"transfer:{bill.out_bill_no}:refused", kind=Alert.Kind.PAYMENT_MANUAL,
+                title=f"提现转账 {bill.out_bill_no} 被微信拒绝",
+                text=(f"提现单 {bill.out_bill_no}（{bill.amount_fen / 100:.2f} 元）的商家转账被微信拒绝：{exc.code} "
+                      f"{exc.message}。提现已记为失败，金额已退回顾客的可提现佣金。"))
+    return state
 
 
 def transfer_apply(*, out_bill_no: str, answer: dict) -> str:

@@ -23,6 +23,8 @@ from apps.distribution.models import LedgerEntry, TransferBill, Withdrawal
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound, ShopError
 
 PERMISSION = "distribution.decide_withdrawal"
+#: WeChat needs the payee's encrypted real name from 2,000 yuan up (WECHAT.md); the shop has none
+MAX_AMOUNT_FEN = 199_999
 
 
 class PermissionDenied(ShopError):
@@ -46,13 +48,15 @@ def _new_no() -> str:
 def withdrawal_request(*, customer_id: int, amount_fen: int) -> Withdrawal:
     """The customer asks for ``amount_fen`` (fen) of their available commission.
 
-    Raises InvalidInput (below ``WITHDRAW_MIN_FEN``; ``detail.amount_fen``), LimitExceeded
+    Raises InvalidInput (below ``WITHDRAW_MIN_FEN`` or above ``MAX_AMOUNT_FEN``; ``detail.amount_fen``), LimitExceeded
     (another withdrawal not settled yet), InsufficientBalance (more than is available); nothing
     is kept then. One transaction: the row, the ledger row, the guarded UPDATE.
     """
     if amount_fen < settings.WITHDRAW_MIN_FEN:
         raise InvalidInput(f"单次提现不少于 {settings.WITHDRAW_MIN_FEN / 100:g} 元。",
                            amount_fen=[f"不少于 {settings.WITHDRAW_MIN_FEN} 分。"])
+    if amount_fen > MAX_AMOUNT_FEN:
+        raise InvalidInput("单次提现不超过 1999.99 元。", amount_fen=[f"不超过 {MAX_AMOUNT_FEN} 分。"])
     distributor = referral.distributor_for(customer_id=customer_id)
     unsettled = LimitExceeded("上一笔提现尚未完成，请完成后再申请。")
     with transaction.atomic():

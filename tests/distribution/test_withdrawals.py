@@ -45,6 +45,8 @@ def test_request_rules_and_codes(earner, make_api, settings):
     api = make_api(customer)
     low = api.post("/api/v1/withdrawals", {"amount_fen": settings.WITHDRAW_MIN_FEN - 1}, format="json")
     assert (low.status_code, low.json()["code"]) == (400, "invalid")
+    huge = api.post("/api/v1/withdrawals", {"amount_fen": 200000}, format="json")  # WeChat: real name needed
+    assert (huge.status_code, huge.json()["code"]) == (400, "invalid")
     much = api.post("/api/v1/withdrawals", {"amount_fen": 5001}, format="json")
     assert (much.status_code, much.json()["code"]) == (409, "insufficient_balance")
     ok = api.post("/api/v1/withdrawals", {"amount_fen": 3000}, format="json")
@@ -237,3 +239,19 @@ def test_daily_transfer_reconciliation_settles_and_reports(
     assert Withdrawal.objects.get(pk=w.pk).status == "paid" and dist(customer).withdrawn_fen == 3000
     alert = Alert.objects.get()
     assert alert.kind == "reconciliation" and w2.withdrawal_no in alert.text
+
+
+def test_a_refused_create_fails_the_withdrawal_and_gives_the_money_back(
+        earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    from apps.alerts.models import Alert
+
+    customer = earner(3000)
+    w, bill = approve_and_send(customer, finance, 2500, django_capture_on_commit_callbacks)
+    control(wechat, "POST", "/sandbox/v3/faults", {"transfer_create": "not_enough"})
+    assert transfers.transfer_send(bill_id=bill.pk) == "sending"  # "not now": tried again later
+    assert Withdrawal.objects.get(pk=w.pk).status == "approved"
+    control(wechat, "POST", "/sandbox/v3/faults", {"transfer_create": "param_error"})
+    assert transfers.transfer_send(bill_id=bill.pk) == "fail"  # queried (none), then refused for good
+    assert Withdrawal.objects.get(pk=w.pk).status == "failed" and dist(customer).available_fen == 3000
+    assert Alert.objects.filter(key=f"transfer:{w.withdrawal_no}:refused").count() == 1
+    assert sums_match(customer)
