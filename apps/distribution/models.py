@@ -227,12 +227,12 @@ class TransferBill(models.Model):
     withdrawal = models.OneToOneField(Withdrawal, verbose_name="提现", on_delete=models.PROTECT,
                                       related_name="transfer")
     out_bill_no = models.CharField(verbose_name="商户单号 out_bill_no", max_length=32, unique=True)
-    openid = models.CharField(verbose_name="openid", max_length=64)
+    openid = models.CharField(verbose_name="收款用户 openid", max_length=64)
     amount_fen = models.PositiveIntegerField(verbose_name="金额")  # fen
     state = models.CharField(verbose_name="状态", max_length=16, choices=State.choices, default=State.NEW)
     wechat_state = models.CharField(verbose_name="微信状态", max_length=24, blank=True)
     transfer_bill_no = models.CharField(verbose_name="微信单号 transfer_bill_no", max_length=64, blank=True)
-    package_info = models.TextField(verbose_name="package_info", blank=True)
+    package_info = models.TextField(verbose_name="确认收款参数 package_info", blank=True)
     fail_reason = models.CharField(verbose_name="失败原因", max_length=200, blank=True)
     attempts = models.PositiveIntegerField(verbose_name="发起次数", default=0)
     queries = models.PositiveIntegerField(verbose_name="查询次数", default=0)
@@ -277,7 +277,7 @@ class PromotionCode(models.Model):
     """A mini-program code image made once per scene (``getwxacodeunlimit``) and kept in the
     default storage: UNIQUE ``scene``."""
 
-    scene = models.CharField(verbose_name="scene", max_length=32, unique=True)
+    scene = models.CharField(verbose_name="场景值 scene", max_length=32, unique=True)
     page = models.CharField(verbose_name="页面", max_length=128, blank=True)
     storage_name = models.CharField(verbose_name="文件", max_length=200)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)

@@ -165,14 +165,14 @@ def transfer_apply(*, out_bill_no: str, answer: dict) -> str:
 def transfer_notification_handle(*, headers, body: bytes) -> tuple[int, dict | None]:
     """WeChat's ``MCHTRANSFER.BILL.FINISHED`` notification: ``(HTTP status, JSON body)``.
 
-    Bad signature, stale timestamp or undecryptable resource -> 401 ``{"code": "FAIL"}``
-    (WeChat sends again); handled (also a duplicate, or a bill that is not ours) -> 204.
+    Bad signature, stale timestamp, undecryptable resource or a wrong amount -> 400 (WeChat
+    sends again); handled (also a duplicate, or a bill that is not ours) -> 204.
     """
     try:
         parsed = wechat_v3.notification_parse(headers, body)
     except wechat_v3.V3BadNotification as exc:
         logger.warning("transfer notification refused: %s", exc)
-        return 401, {"code": "FAIL", "message": "验签或解密失败"}
+        return 400, {"code": "FAIL", "message": "验签或解密失败"}
     resource = parsed["resource"]
     bill = TransferBill.objects.filter(out_bill_no=str(resource.get("out_bill_no", ""))).first()
     if bill is None:
@@ -181,7 +181,7 @@ def transfer_notification_handle(*, headers, body: bytes) -> tuple[int, dict | N
     if resource.get("transfer_amount") not in (None, bill.amount_fen):
         logger.error("transfer %s: notified amount %s != %s", bill.out_bill_no, resource.get("transfer_amount"),
                      bill.amount_fen)
-        return 401, {"code": "FAIL", "message": "金额不符"}
+        return 400, {"code": "FAIL", "message": "金额不符"}
     transfer_apply(out_bill_no=bill.out_bill_no, answer=resource)
     return 204, None
 

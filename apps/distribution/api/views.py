@@ -120,10 +120,9 @@ class WithdrawalListView(APIView):
 @extend_schema(
     summary="WeChat Pay v3 merchant-transfer notification (called by WeChat)",
     request={"application/json": OpenApiTypes.OBJECT},
-    responses={204: OpenApiResponse(description="handled (also a duplicate)"),
-               401: OpenApiResponse(OpenApiTypes.OBJECT, description='{"code": "FAIL"}: bad signature, stale '
-                                    "timestamp or undecryptable resource (WeChat sends again)"),
-               413: OpenApiResponse(OpenApiTypes.OBJECT, description="body too large")},
+    responses={204: OpenApiResponse(description="handled (also a duplicate, or a bill that is not ours)"),
+               **errors(e400="invalid: bad signature, stale timestamp, undecryptable resource or a wrong amount "
+                        "(any non-2xx makes WeChat send the notification again)", e413="payload_too_large")},
     auth=[],
 )
 @api_view(["POST"])
@@ -131,9 +130,14 @@ class WithdrawalListView(APIView):
 @permission_classes([AllowAny])
 def transfer_notify(request):
     if len(request.body) > MAX_NOTIFY_BYTES:
-        return HttpResponse(json.dumps({"code": "FAIL", "message": "body too large"}), status=413,
-                            content_type="application/json")
+        return _error(413, "payload_too_large", "请求体过大。")
     code, body = transfers.transfer_notification_handle(headers=request.headers, body=request.body)
     if body is None:
         return HttpResponse(status=code)
-    return HttpResponse(json.dumps(body, ensure_ascii=False), status=code, content_type="application/json")
+    return _error(code, "invalid", body.get("message", "通知无效。"))
+
+
+def _error(status_code: int, code: str, message: str) -> HttpResponse:
+    """The shop's error body (WeChat reads only the status: non-2xx = send again)."""
+    return HttpResponse(json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False),
+                        status=status_code, content_type="application/json")
