@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet
 
 from apps.distribution.models import Commission, Distributor, Withdrawal
 from apps.orders.models import OrderStatus
@@ -45,11 +45,3 @@ def commission_available_at(commission: Commission, freeze: dt.timedelta) -> dt.
 def withdrawals(*, distributor: Distributor) -> QuerySet[Withdrawal]:
     return Withdrawal.objects.filter(distributor=distributor).select_related("transfer").order_by("-id")
 
-
-def dashboard_figures() -> dict[str, int]:
-    """For the back office's dashboard: withdrawals waiting for approval (count, fen),
-    commissions frozen and available (fen)."""
-    pending = Withdrawal.objects.filter(status=Withdrawal.Status.PENDING).aggregate(n=Count("id"), fen=Sum("amount_fen"))
-    totals = Distributor.objects.aggregate(frozen=Sum("frozen_fen"), available=Sum("available_fen"))
-    return {"pending_withdrawals": pending["n"] or 0, "pending_withdrawals_fen": pending["fen"] or 0,
-            "frozen_fen": totals["frozen"] or 0, "available_fen": totals["available"] or 0}
