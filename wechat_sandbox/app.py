@@ -16,7 +16,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from . import control, logistics, miniprogram, official, pay, phone, robot, sms
+from . import control, logistics, miniprogram, official, pay, pay_v3, phone, robot, sms
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
@@ -50,6 +50,8 @@ class SandboxApp:
         return response(environ, start_response)
 
     def dispatch(self, request: Request) -> Response:
+        if pay_v3.owns(request.path):  # Pay API v3 transfers and mini-program codes (pay_v3.py)
+            return pay_v3.dispatch(self.state, request)
         adapter = self.url_map.bind_to_environ(request.environ)
         try:
             endpoint, values = adapter.match()

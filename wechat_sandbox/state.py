@@ -78,6 +78,7 @@ class SandboxState:
             self.logistics = {"down": False, "queries": 0}  # the tracking sandbox (logistics.py)
             # state of the modules added later (official.py, sms.py, phone.py), each under its name
             self.extras: dict[str, object] = {}
+            self.pay_v3 = None  # Pay API v3 transfer bills and codes (pay_v3.py), made on first use
             self.changed.notify_all()
 
     # --- users, login codes, access tokens, messages ------------------------------------------

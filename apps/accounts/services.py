@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
-from apps.accounts import tokens, wechat
+from apps.accounts import login_hooks, tokens, wechat
 from apps.accounts.exceptions import LoginCodeInvalid
 from apps.accounts.models import Address, Customer
 from apps.accounts.wallet import customer_lock
@@ -21,16 +21,29 @@ class LoginResult:
     token: str
 
 
-def customer_login(*, code: str) -> LoginResult:
+def customer_login(*, code: str, scene: str = "") -> LoginResult:
     """Log a customer in with a ``wx.login`` code: code2session -> customer by openid -> token.
 
-    A first login creates the customer. Raises the errors of ``wechat.code_to_session``, and
+    A first login creates the customer. ``scene`` (the decoded mini-program scene, may be
+    empty) goes to the login hooks (``login_hooks.LOGIN_HOOKS``): on the first login inside
+    the creating transaction, so of concurrent first logins only the one that created the
+    customer runs them as first. Raises the errors of ``wechat.code_to_session``, and
     LoginCodeInvalid for a deactivated customer (also one deactivated while logging in).
     """
     session = wechat.code_to_session(code)
-    customer, _ = Customer.objects.get_or_create(
-        openid=session.openid, defaults={"unionid": session.unionid, "nickname": "微信用户"}
-    )
+    customer = Customer.objects.filter(openid=session.openid).first()
+    first = False
+    if customer is None:
+        try:
+            with transaction.atomic():
+                customer = Customer.objects.create(openid=session.openid, unionid=session.unionid,
+                                                   nickname="微信用户")
+                login_hooks.login_hooks_run(customer=customer, scene=scene, first=True)
+            first = True
+        except IntegrityError:  # a concurrent first login of the same openid created it
+            customer = Customer.objects.get(openid=session.openid)
+    if not first:
+        login_hooks.login_hooks_run(customer=customer, scene=scene, first=False)
     if not customer.is_active:
         raise LoginCodeInvalid("该账号已停用。")
     token = tokens.token_issue(customer_id=customer.pk)

@@ -35,6 +35,9 @@ ROLES: dict[str, list[str]] = {
         "content.view_*", "content.add_*", "content.change_*", "content.delete_*",
         "stores.view_*", "stores.add_store", "stores.change_store", "stores.add_storestaff",
         "stores.change_storestaff", "stores.delete_storestaff",
+        # distribution: rates, channel codes (渠道二维码), distributors and commissions to look at
+        "distribution.view_*", "distribution.change_commissionsettings", "distribution.add_productcommission",
+        "distribution.change_productcommission", "distribution.add_channel", "distribution.change_channel",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
         "orders.view_order", "orders.view_orderline", "orders.view_orderevent", "orders.view_aftersale",
@@ -46,6 +49,7 @@ ROLES: dict[str, list[str]] = {
         "payments.view_*", "payments.resolve_payment", "payments.retry_refund", "payments.run_reconciliation",
         "payments.batch_refund",
         "backoffice.export_data", "backoffice.view_dashboard", "alerts.view_*", "alerts.resolve_alert",
+        "distribution.view_*", "distribution.decide_withdrawal",  # withdrawals: approve, reject, query transfers
     ],
     "老师": [  # a teacher: own schedule and chats (querysets are limited to the linked teacher)
         "appointments.view_slot", "appointments.change_slot", "appointments.manage_slot", "appointments.view_booking",

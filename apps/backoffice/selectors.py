@@ -142,7 +142,15 @@ def todo_counts() -> dict[str, int]:
         "low_stock": Sku.objects.filter(is_active=True, product__is_active=True, product__kind="goods",
                                         stock__lte=LOW_STOCK).count(),
         "alerts_open": Alert.objects.filter(resolved_at__isnull=True).count(),
+        "withdrawals_pending": _withdrawals_pending(),
     }
+
+
+def _withdrawals_pending() -> int:
+    """Withdrawals waiting for a finance decision (distribution)."""
+    from apps.distribution.models import Withdrawal
+
+    return Withdrawal.objects.filter(status=Withdrawal.Status.PENDING).count()
 
 
 def dashboard(now: dt.datetime | None = None) -> dict:

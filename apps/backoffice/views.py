@@ -17,6 +17,7 @@ TODO = [
     ("refunds_failed", "失败的退款", "admin:payments_refund_changelist", "status__exact=failed", "payments.view_refund"),
     ("followups_failed", "失败的后续任务", "admin:orders_followup_changelist", "status__exact=failed", "orders.view_followup"),
     ("reconciliation", "对账差异（近30天）", "admin:payments_reconciliationrun_changelist", "status__in=differences,error", "payments.view_reconciliationrun"),
+    ("withdrawals_pending", "待审核提现", "admin:distribution_withdrawal_changelist", "status__exact=pending", "distribution.view_withdrawal"),
     ("low_stock", f"低库存 SKU（≤{selectors.LOW_STOCK}）", "admin:catalog_sku_changelist", f"stock__lte={selectors.LOW_STOCK}&is_active__exact=1", "catalog.view_sku"),
 ]
 

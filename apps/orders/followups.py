@@ -277,3 +277,9 @@ def _award_points(followup: FollowUp) -> None:
 HANDLERS: dict[str, Callable[[FollowUp], None]] = {
     FollowUp.Kind.POINTS_AWARD: _award_points,
 }
+
+#: Apps above orders add follow-ups to a paid order without orders importing them: each
+#: callable gets the order in the paying transaction and returns the extra kinds to record
+#: (their handlers registered in :data:`HANDLERS`), e.g. distribution's commission award when
+#: the buyer has a referrer. Appended from the app's ``AppConfig.ready``.
+PAID_KINDS: list[Callable[[Order], list[str]]] = []

@@ -217,6 +217,7 @@ class FollowUp(models.Model):
         POINTS_AWARD = "points_award", "积分奖励"  # points for a paid order, frozen until it completes
         SHIPPED_MESSAGE = "shipped_message", "发货通知"  # "order shipped" subscription message
         CHAT_OPEN = "chat_open", "开启咨询聊天"  # a paid consultation's chat session (apps.chat)
+        COMMISSION_AWARD = "commission_award", "分销佣金"  # the referrers' frozen commissions (apps.distribution)
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

@@ -656,6 +656,8 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
                        actor=actor, pay_method=method, paid_at=paid_at):
         return False
     kinds = [FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD]
+    for extra in followups.PAID_KINDS:  # e.g. the referrers' commissions (apps.distribution)
+        kinds += extra(order)
     if order.kind == Kind.CONSULTATION:
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
     followups.followup_record_many(order=order, kinds=kinds)

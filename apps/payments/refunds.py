@@ -29,8 +29,8 @@ from apps.alerts.services import alert_on_failure
 from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
-from apps.payments import wechat
-from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
+from apps.payments import hooks, wechat
+from apps.payments.models import Notification, Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, InvalidState
@@ -323,6 +323,7 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
         if refund.reason == Refund.Reason.AFTER_SALE and returned == payment.total_fee:
             orders.order_mark_refunded(order=order, actor="wechat" if payment.method == PayMethod.WECHAT
                                        else "system", restock=refund.restock)
+        hooks.refund_succeeded_run(order=order)  # e.g. commissions reverse their share (distribution)
     return True
 
 

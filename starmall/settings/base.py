@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "apps.reviews",
     "apps.backoffice",
     "apps.chat",
+    "apps.distribution",  # above payments and stores, below chat/reviews/backoffice (referrals, commissions, withdrawals)
     "apps.wechat_official",  # the official account (公众号): server, replies, menus, materials, mass sends
     "apps.backoffice.apps.AxesConfig",  # admin login lockout (django-axes, named in Chinese); last, as its docs ask
 ]
@@ -319,6 +320,18 @@ CELERY_BEAT_SCHEDULE = {
     "official-mass-batches-sweep": {
         "task": "apps.wechat_official.tasks.mass_batches_sweep",
         "schedule": 4 * BEAT_SWEEP_SECONDS,
+    },
+    "commissions-release-due": {
+        "task": "apps.distribution.tasks.commissions_release_due",
+        "schedule": 600,
+    },
+    "transfers-sweep": {  # merchant transfers: send new ones, query unknown/unconfirmed ones, alert stuck ones
+        "task": "apps.distribution.tasks.transfers_sweep",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
+    "transfers-reconcile-daily": {  # yesterday's merchant transfers queried and compared, beside the bill
+        "task": "apps.distribution.tasks.transfers_reconcile",
+        "schedule": crontab(hour=10, minute=40),
     },
 }
 
@@ -642,3 +655,22 @@ def _check() -> None:
     for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE", "WECHAT_OFFICIAL_API_BASE"):
         if not globals()[name].endswith("/"):
             raise ImproperlyConfigured(f"{name} must end in '/' (wechatpy joins paths onto it)")
+
+
+# --- Distribution (分销): commissions, withdrawals, WeChat Pay API v3 merchant transfers -------
+# A commission becomes available this many days after its order completed (API.md).
+COMMISSION_FREEZE_DAYS = env.int("COMMISSION_FREEZE_DAYS", default=7)
+WITHDRAW_MIN_FEN = env.int("WITHDRAW_MIN_FEN", default=100)  # fen
+# A transfer WeChat has not finished after this many hours raises an alert (apps.alerts).
+TRANSFER_STUCK_HOURS = env.int("TRANSFER_STUCK_HOURS", default=24)
+# WeChat Pay API v3 (WECHAT.md): the defaults are the sandbox's shipped test keys
+# (wechat_sandbox/keys/), so make run works with no internet; production sets all of them.
+_SANDBOX_KEYS = BASE_DIR / "wechat_sandbox" / "keys"
+WECHAT_PAY_V3_API_BASE = env.str("WECHAT_PAY_V3_API_BASE", default=SANDBOX_BASE.rstrip("/")).rstrip("/")
+WECHAT_PAY_V3_MCH_PRIVATE_KEY = env.str("WECHAT_PAY_V3_MCH_PRIVATE_KEY", default=str(_SANDBOX_KEYS / "merchant_private.pem"))
+WECHAT_PAY_V3_MCH_SERIAL = env.str("WECHAT_PAY_V3_MCH_SERIAL", default="5157F09EFDC096DE15EBE81A47057A72SANDBOX0")
+WECHAT_PAY_V3_KEY = env.str("WECHAT_PAY_V3_KEY", default="starmall0sandbox0apiv3key0000032")
+WECHAT_PAY_V3_PUBLIC_KEY = env.str("WECHAT_PAY_V3_PUBLIC_KEY", default=str(_SANDBOX_KEYS / "platform_public.pem"))
+WECHAT_PAY_V3_PUBLIC_KEY_ID = env.str("WECHAT_PAY_V3_PUBLIC_KEY_ID", default="PUB_KEY_ID_0119000001092026120100SANDBOX")
+# The mini-program page a promotion code opens (getwxacodeunlimit ``page``; empty: the home page).
+PROMOTION_CODE_PAGE = env.str("PROMOTION_CODE_PAGE", default="")

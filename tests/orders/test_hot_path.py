@@ -134,9 +134,10 @@ def test_queries_per_payment_notification(api, make_sku, address, place_order, w
     order = place_order(api, items=[(make_sku(price_fen=3600, stock=10), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])
-    # payment; transaction: payment, order, event, lines, 3 follow-ups in one INSERT, product
-    # sales (+ savepoint markers); the Notification row; after commit one "dispatched" UPDATE
-    with django_assert_max_num_queries(14):
+    # payment; transaction: payment, order, event, lines, whether the buyer has a referrer
+    # (distribution's commission follow-up), 3 follow-ups in one INSERT, product sales (+ savepoint
+    # markers); the Notification row; after commit one "dispatched" UPDATE
+    with django_assert_max_num_queries(15):
         attempts = deliver()
     assert [a["ok"] for a in attempts] == [True]
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"

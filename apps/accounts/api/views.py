@@ -31,7 +31,7 @@ class LoginView(APIView):
     def post(self, request):
         data = LoginInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = services.customer_login(code=data.validated_data["code"])
+        result = services.customer_login(code=data.validated_data["code"], scene=data.validated_data["scene"])
         out = {"token": result.token, "expires_in": settings.AUTH_TOKEN_TTL_SECONDS, "user": result.customer}
         return Response(LoginOutSerializer(out).data)
 

@@ -46,6 +46,7 @@ class Command(BaseCommand):
         call_command("seed_stores")  # a pickup store and its staff login store / starmall-store
         call_command("seed_subscribe_templates")  # subscription templates of both scenes (accounts)
         call_command("seed_official")  # official-account reply rules and a menu (wechat_official)
+        call_command("seed_distribution")  # commission rates 10 %/5 %, a channel code (distribution)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into

@@ -1,0 +1,143 @@
+"""Distribution endpoints (API.md "Distribution"): thin views over the services."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.distribution import codes, referral, selectors, transfers, withdrawals
+from apps.distribution.api import serializers as s
+from apps.distribution.models import Commission
+from starmall.api.pagination import PageNumberPagination
+from starmall.api.schema import errors
+from starmall.errors import InvalidInput
+
+logger = logging.getLogger(__name__)
+
+PAGE = [OpenApiParameter("page", int, description="1, 2, ..."),
+        OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)")]
+MAX_NOTIFY_BYTES = 64 * 1024
+
+
+def _page(name: str, entry) -> serializers.Serializer:
+    return inline_serializer(name, {
+        "count": serializers.IntegerField(), "next": serializers.URLField(allow_null=True),
+        "previous": serializers.URLField(allow_null=True), "results": entry(many=True)})
+
+
+def _paginated(view, request, rows, serializer):
+    paginator = PageNumberPagination()
+    page = paginator.paginate_queryset(rows, request, view=view)
+    return paginator.get_paginated_response(serializer(page, many=True).data)
+
+
+class ReferrerView(APIView):
+    @extend_schema(request=s.CodeInSerializer, responses={200: s.ReferrerOutSerializer, **errors(
+        e400="invalid (one's own code, or a loop)", e404="not_found (unknown code)",
+        e409="invalid_state (already bound)")})
+    def post(self, request):
+        data = s.CodeInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        referrer = referral.referrer_bind(customer_id=request.user.pk, code=data.validated_data["code"])
+        return Response({"referrer": {"nickname": referrer.customer.nickname}})
+
+
+class DistributionView(APIView):
+    @extend_schema(responses={200: s.DistributionSerializer})
+    def get(self, request):
+        me = referral.distributor_for(customer_id=request.user.pk)
+        me.refresh_from_db()
+        level1, level2 = selectors.team_counts(distributor=me)
+        referrer = me.referrer.customer.nickname if me.referrer_id else None
+        return Response(s.DistributionSerializer({
+            "referral_code": me.referral_code, "referrer": {"nickname": referrer} if referrer is not None else None,
+            "available_fen": me.available_fen, "frozen_fen": me.frozen_fen, "withdrawn_fen": me.withdrawn_fen,
+            "team_level1": level1, "team_level2": level2}).data)
+
+
+class CommissionListView(APIView):
+    @extend_schema(parameters=[OpenApiParameter("status", str, enum=["frozen", "available", "reversed"]), *PAGE],
+                   responses={200: _page("CommissionPage", s.CommissionSerializer), **errors(
+                       e400="invalid (unknown status)", e404="not_found (no such page)")})
+    def get(self, request):
+        wanted = request.query_params.get("status") or None
+        if wanted is not None and wanted not in Commission.Status.values:
+            raise InvalidInput("状态无效。", status=["frozen、available 或 reversed。"])
+        me = referral.distributor_for(customer_id=request.user.pk)
+        return _paginated(self, request, selectors.commissions(distributor=me, status=wanted), s.CommissionSerializer)
+
+
+class TeamView(APIView):
+    @extend_schema(parameters=[OpenApiParameter("level", int, enum=[1, 2]), *PAGE],
+                   responses={200: _page("TeamPage", s.TeamMemberSerializer), **errors(
+                       e400="invalid (level not 1 or 2)", e404="not_found (no such page)")})
+    def get(self, request):
+        level = request.query_params.get("level") or "1"
+        if level not in ("1", "2"):
+            raise InvalidInput("level 只能是 1 或 2。", level=["1 或 2。"])
+        me = referral.distributor_for(customer_id=request.user.pk)
+        return _paginated(self, request, selectors.team(distributor=me, level=int(level)), s.TeamMemberSerializer)
+
+
+class CodeView(APIView):
+    @extend_schema(request=s.CodeRequestSerializer, responses={200: s.CodeOutSerializer, **errors(
+        e400="invalid (kind; id missing for product/teacher)", e404="not_found (no such product or teacher)",
+        e503="wechat_unavailable")})
+    def post(self, request):
+        data = s.CodeRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(codes.promotion_code(customer_id=request.user.pk, kind=data.validated_data["kind"],
+                                             object_id=data.validated_data.get("id")))
+
+
+class WithdrawalListView(APIView):
+    @extend_schema(parameters=PAGE, responses={200: _page("WithdrawalPage", s.WithdrawalSerializer), **errors(
+        e404="not_found (no such page)")})
+    def get(self, request):
+        me = referral.distributor_for(customer_id=request.user.pk)
+        return _paginated(self, request, selectors.withdrawals(distributor=me), s.WithdrawalSerializer)
+
+    @extend_schema(request=s.WithdrawalInSerializer, responses={201: s.WithdrawalCreatedSerializer, **errors(
+        e400="invalid (below WITHDRAW_MIN_FEN)", e409="insufficient_balance (more than available), "
+        "limit_exceeded (another withdrawal not settled)")})
+    def post(self, request):
+        data = s.WithdrawalInSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        withdrawal = withdrawals.withdrawal_request(customer_id=request.user.pk,
+                                                    amount_fen=data.validated_data["amount_fen"])
+        return Response(s.WithdrawalCreatedSerializer(withdrawal).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(
+    summary="WeChat Pay v3 merchant-transfer notification (called by WeChat)",
+    request={"application/json": OpenApiTypes.OBJECT},
+    responses={204: OpenApiResponse(description="handled (also a duplicate, or a bill that is not ours)"),
+               **errors(e400="invalid: bad signature, stale timestamp, undecryptable resource or a wrong amount "
+                        "(any non-2xx makes WeChat send the notification again)", e413="payload_too_large")},
+    auth=[],
+)
+@api_view(["POST"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def transfer_notify(request):
+    if len(request.body) > MAX_NOTIFY_BYTES:
+        return _error(413, "payload_too_large", "请求体过大。")
+    code, body = transfers.transfer_notification_handle(headers=request.headers, body=request.body)
+    if body is None:
+        return HttpResponse(status=code)
+    return _error(code, "invalid", body.get("message", "通知无效。"))
+
+
+def _error(status_code: int, code: str, message: str) -> HttpResponse:
+    """The shop's error body (WeChat reads only the status: non-2xx = send again)."""
+    return HttpResponse(json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False),
+                        status=status_code, content_type="application/json")
