@@ -30,7 +30,7 @@ from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
 from apps.payments import hooks, wechat
-from apps.payments.models import Notification, Payment, PaymentStatus, Refund, RefundBatchItem
+from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, InvalidState
