@@ -27,6 +27,7 @@ ROLES: dict[str, list[str]] = {
         "catalog.change_stock", "catalog.add_category", "catalog.change_category",
         "orders.view_order", "orders.view_orderline", "orders.view_shipment", "orders.view_orderevent",
         "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
+        "orders.receive_return",  # operations receive the parcels, returns included: confirming one refunds it
         "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
         "backoffice.view_dashboard",
     ],
@@ -39,7 +40,8 @@ ROLES: dict[str, list[str]] = {
         "orders.view_order", "orders.view_orderevent", "orders.view_aftersale", "orders.decide_aftersale",
         "payments.view_*", "payments.resolve_payment", "payments.retry_refund", "payments.run_reconciliation",
         "payments.batch_refund",
-        "backoffice.export_data", "backoffice.view_dashboard", "alerts.view_*", "alerts.resolve_alert",
+        "backoffice.export_data", "backoffice.view_dashboard", "backoffice.view_revenue",  # money: owner and finance
+        "alerts.view_*", "alerts.resolve_alert",
     ],
     "老师": [  # a teacher: own schedule and chats (querysets are limited to the linked teacher)
         "appointments.view_slot", "appointments.change_slot", "appointments.manage_slot", "appointments.view_booking",

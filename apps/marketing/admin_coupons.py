@@ -30,7 +30,7 @@ class CouponTemplateForm(forms.ModelForm):
                   "is_active"]
         help_texts = {
             "percent": "折扣券：减百分之几（15 = 减 15%，即 85 折）",
-            "valid_from": "上海时间；空 = 领取即可用", "valid_to": "上海时间；设置“领取后有效天数”时只截止领取",
+            "valid_from": "北京时间；空 = 领取即可用", "valid_to": "北京时间；设置“领取后有效天数”时只截止领取",
             "valid_days": "领取后有效天数（优先于固定有效期）", "total": "最多发放张数",
             "per_customer": "每人最多自己领取张数（后台发放不计入）",
         }
@@ -97,7 +97,7 @@ class CouponIssueForm(forms.ModelForm):
         fields = ["template", "customer", "joined_after", "joined_before", "min_points"]
         help_texts = {
             "customer": "发给这一位顾客（立即完成）；留空 = 发给下面条件筛选出的所有顾客（后台执行）",
-            "joined_after": "注册时间不早于（上海时间）", "joined_before": "注册时间早于（上海时间）",
+            "joined_after": "注册时间不早于（北京时间）", "joined_before": "注册时间早于（北京时间）",
             "min_points": "积分不少于",
         }
 

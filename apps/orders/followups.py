@@ -29,6 +29,7 @@ from apps.alerts.services import alert_on_failure
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
 from starmall.admin_money import yuan
+from starmall.shop import shop_name
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +221,7 @@ def _paid_sms(followup: FollowUp) -> Send | None:
     if not phone:
         return None
     return partial(backend().send, phone=phone, key=followup.key,
-                   text=f"【Starmall】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
+                   text=f"【{shop_name()}】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
 
 
 def _shipped_message(followup: FollowUp) -> Send | None:

@@ -30,7 +30,7 @@ class Order(models.Model):
     """
 
     order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
-    order_key = models.CharField(verbose_name="下单令牌 order_key", max_length=64, unique=True)
+    order_key = models.CharField(verbose_name="下单令牌", max_length=64, unique=True)
     customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="orders")
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
     status = models.CharField(verbose_name="状态", max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID)
@@ -49,7 +49,8 @@ class Order(models.Model):
         "marketing.FlashSale", verbose_name="秒杀", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
     address = models.JSONField(verbose_name="收货地址", null=True, blank=True)  # snapshot of accounts.Address
-    remark = models.CharField(verbose_name="备注", max_length=200, blank=True)
+    remark = models.CharField(verbose_name="顾客备注", max_length=200, blank=True)
+    merchant_remark = models.CharField(verbose_name="商家备注", max_length=500, blank=True)  # staff only, never shown to the customer
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     pay_deadline = models.DateTimeField(verbose_name="支付截止")  # unpaid after this -> cancelled by the timeout task
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)

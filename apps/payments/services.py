@@ -28,6 +28,7 @@ from apps.payments.models import Notification, Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
 from starmall.locking import retry_on_lock_conflict
+from starmall.shop import shop_name
 
 logger = logging.getLogger(__name__)
 
@@ -124,12 +125,13 @@ def _clear_uncertainty_or_raise(payment: Payment) -> None:
 
 
 def _body(order: Order) -> str:
-    """WeChat's ``body`` ("商家名称-销售商品类目", WECHAT.md): ``SHOP_NAME``, then the first
+    """WeChat's ``body`` ("商家名称-销售商品类目", WECHAT.md): the shop's name (``starmall.shop``), then the first
     line's name (and "等" when there are more), at most 128 characters."""
     first = order.lines.first()
     more = " 等" if order.lines.count() > 1 else ""
     name = first.name if first else order.order_no
-    return f"{settings.SHOP_NAME}-{name[:128 - len(settings.SHOP_NAME) - 1 - len(more)]}{more}"
+    shop = shop_name()  # the shop's settings row, else SHOP_NAME
+    return f"{shop}-{name[:128 - len(shop) - 1 - len(more)]}{more}"
 
 
 def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
