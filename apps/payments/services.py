@@ -79,10 +79,11 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
-    if Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID).update(
+    if Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID,
+                              order__pay_fen=payment.total_fee).update(  # 改价 meanwhile: this amount is stale
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
     ) != 1:
-        # The order was cancelled or paid another way while WeChat created this trade: close
+        # The order was cancelled, paid another way or repriced while WeChat created this trade: close
         # it there so the customer cannot pay it (if they already did, the notification or
         # the sweep finds a late payment and refunds it).
         try:

@@ -7,6 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('backoffice', '0005_operations_see_lines_and_shipments'),
+        ('orders', '0013_order_workbench_remark_price_change'),  # its new permissions go to the roles
     ]
 
     operations = [
