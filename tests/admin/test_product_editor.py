@@ -7,11 +7,11 @@ from __future__ import annotations
 import io
 
 import pytest
+from admin_helpers import form_data, texts
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from PIL import Image
 
-from admin_helpers import form_data, texts
 from apps.catalog.models import Product, Sku
 from apps.files.models import Upload
 
