@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin, messages
+from unfold.widgets import UnfoldAdminIntegerFieldWidget
 
 from apps.catalog import stock
 from apps.catalog.admin_editor import ProductEditorMixin
@@ -22,7 +23,7 @@ class SkuInlineForm(forms.ModelForm):
     ``stock_change`` (``sku_stock_adjust``, needs ``catalog.change_stock``), never overwritten."""
 
     stock_change = forms.IntegerField(required=False, initial=0, label="库存增减",
-                                      widget=forms.NumberInput(attrs={"style": "width:6rem"}))
+                                      widget=UnfoldAdminIntegerFieldWidget(attrs={"style": "width:7rem"}))
 
     class Meta:
         model = Sku

@@ -11,16 +11,25 @@ import json
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.files.storage import default_storage
 from django.db.models import Max, Min, Sum
 from django.utils.html import format_html, format_html_join
+from unfold.widgets import UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
 from apps.catalog import product_images, sku_matrix, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
-from apps.files.services import public_url
 from starmall.admin_display import specs_text
 from starmall.admin_money import fen_from_yuan, yuan
 from starmall.errors import ShopError
+
+
+def preview_url(value: str) -> str:
+    """A picture as kept on a product (storage name, ``/static/...`` path or absolute URL) as a
+    URL for the admin's own page (relative: works on whatever host staff opened the admin)."""
+    if not value or value.startswith("/") or "://" in value:
+        return value
+    return default_storage.url(value)
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -54,7 +63,7 @@ class GalleryWidget(forms.HiddenInput):
         thumbs = format_html_join(
             "", '<li class="bo-thumb" draggable="true" data-name="{}"><img src="{}" alt="商品图片">'
                 '<button type="button" class="bo-thumb-remove" aria-label="移除">×</button></li>',
-            ((image, public_url(image)) for image in images if isinstance(image, str)))
+            ((image, preview_url(image)) for image in images if isinstance(image, str)))
         return format_html('{}<ul class="bo-gallery" data-gallery-for="{}">{}</ul>'
                            '<p class="bo-muted">拖动图片调整顺序（第一张在详情页最先显示），× 移除；保存后生效。</p>',
                            hidden, attrs.get("id", "") if attrs else "", thumbs)
@@ -66,9 +75,10 @@ class ProductEditorForm(forms.ModelForm):
                                   help_text="JPEG / PNG，最大 5 MB；上传后替换当前封面")
     gallery_files = MultipleImageField(label="上传详情图", required=False, help_text="可多选，追加到图片列表末尾")
     spec_text = forms.CharField(
-        label="规格", required=False, widget=forms.Textarea(attrs={"rows": 3, "placeholder": "颜色: 天青, 月白\n容量: 120ml, 150ml"}),
+        label="规格", required=False,
+        widget=UnfoldAdminTextareaWidget(attrs={"rows": 3, "placeholder": "颜色: 天青, 月白\n容量: 120ml, 150ml"}),
         help_text="每行一个规格：名称: 值1, 值2。保存时为缺少的组合生成 SKU（已有的 SKU 保留），再在下方表格填价格、库存、编码、重量")
-    spec_price = forms.CharField(label="新规格的价格（元）", required=False,
+    spec_price = forms.CharField(label="新规格的价格（元）", required=False, widget=UnfoldAdminTextInputWidget,
                                  help_text="新生成的 SKU 先用这个价格，之后可逐行修改")
 
     class Meta:
@@ -124,7 +134,7 @@ class ProductEditorMixin:
     def cover_thumb(self, product: Product):
         if not product.cover_url:
             return "-"
-        return format_html('<img src="{}" alt="封面" class="bo-list-thumb">', public_url(product.cover_url))
+        return format_html('<img src="{}" alt="封面" class="bo-list-thumb">', preview_url(product.cover_url))
 
     @admin.display(description="价格（元）")
     def price_range(self, product: Product) -> str:
@@ -141,7 +151,7 @@ class ProductEditorMixin:
     def cover_preview(self, product: Product):
         if not product.cover_url:
             return "（未上传）"
-        return format_html('<img src="{}" alt="封面" class="bo-cover-preview">', public_url(product.cover_url))
+        return format_html('<img src="{}" alt="封面" class="bo-cover-preview">', preview_url(product.cover_url))
 
     @admin.display(description="小程序详情页")
     def mini_preview(self, product: Product):
@@ -156,13 +166,13 @@ class ProductEditorMixin:
         dims = sku_matrix.spec_lines_parse(sku_matrix.spec_lines_text(product))
         chips = format_html_join("", '<div class="bo-mp-spec"><span>{}</span>{}</div>', (
             (name, format_html_join("", '<i>{}</i>', ((v,) for v in values))) for name, values in dims))
-        gallery = format_html_join("", '<img src="{}" alt="">', ((public_url(i),) for i in (product.images or [])[:4]))
+        gallery = format_html_join("", '<img src="{}" alt="">', ((preview_url(i),) for i in (product.images or [])[:4]))
         return format_html(
             '<div class="bo-mp" id="mini-preview"><div class="bo-mp-cover">{}</div><div class="bo-mp-body">'
             '<div class="bo-mp-price">¥{}</div><div class="bo-mp-name">{}</div>'
             '<div class="bo-mp-meta">已售 {} · 评价 {}</div>{}<div class="bo-mp-desc">{}</div>'
             '<div class="bo-mp-gallery">{}</div></div><div class="bo-mp-bar"><span>加入购物车</span><b>立即购买</b></div></div>',
-            format_html('<img src="{}" alt="">', public_url(product.cover_url)) if product.cover_url else "无封面",
+            format_html('<img src="{}" alt="">', preview_url(product.cover_url)) if product.cover_url else "无封面",
             price, product.name, product.sales, product.review_count, chips, product.description[:120], gallery)
 
     def save_model(self, request, obj, form, change):
