@@ -26,12 +26,36 @@ def specs_text(specs: dict | None) -> str:
 def coupon_terms_text(*, kind: str, amount_fen: int, percent: int, max_discount_fen: int | None,
                       threshold_fen: int) -> str:
     """A coupon's (or template's) terms in one line, amounts in yuan: "满 150.00 减 30.00",
-    "无门槛减 10.00", "满 100.00 减 15%，最多减 20.00". ``kind`` "amount" or "percent"."""
+    "无门槛减 10.00", "满 100.00 打 8.5折，最多减 20.00" (15% off is 8.5折, as staff and
+    customers say it: :func:`zhe_text`). ``kind`` "amount" or "percent"."""
     where = f"满 {yuan(threshold_fen)} " if threshold_fen else "无门槛"
     if kind == "percent":
         cap = f"，最多减 {yuan(max_discount_fen)}" if max_discount_fen is not None else ""
-        return f"{where}减 {percent}%{cap}"
+        return f"{where}{'' if where == '无门槛' else '打 '}{zhe_text(percent)}{cap}"
     return f"{where}减 {yuan(amount_fen)}"
+
+
+def zhe_text(percent_off: int) -> str:
+    """Percent off -> the Chinese discount: 10 -> "9折", 15 -> "8.5折", 5 -> "9.5折", 12 -> "8.8折"."""
+    tenths = 100 - int(percent_off)  # 90 -> 9折
+    whole, rest = divmod(tenths, 10)
+    return f"{whole}折" if rest == 0 else f"{whole}.{rest}折"
+
+
+def percent_off_from_zhe(text) -> int:
+    """"9" / "9折" / "8.5" / "8.8折" -> percent off (10 / 10 / 15 / 12). One decimal at most,
+    0.1..9.9 折 (1..99% off); "10", "85" and the like are refused, never read as a percentage.
+    Raises ValueError with the Chinese reason."""
+    from decimal import Decimal, InvalidOperation
+
+    value = str(text or "").strip().removesuffix("折").strip()
+    try:
+        zhe = Decimal(value)
+    except InvalidOperation as exc:
+        raise ValueError("请填写几折，例如 9 或 8.5") from exc
+    if not zhe.is_finite() or zhe * 10 != int(zhe * 10) or not Decimal("0.1") <= zhe <= Decimal("9.9"):
+        raise ValueError("请填写 0.1 到 9.9 之间的几折（最多一位小数），例如 9 或 8.5")
+    return 100 - int(zhe * 10)
 
 
 #: actor codes written by the services (OrderEvent.actor, AfterSale.decided_by ...) -> what staff read

@@ -20,6 +20,8 @@ from django.core.mail import send_mail
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from starmall.shop import alert_tag
+
 logger = logging.getLogger(__name__)
 
 
@@ -84,10 +86,10 @@ class WeComRobotBackend:
         """The JSON body for ``message`` (markdown: a warning-coloured title, the text, the time
         and key quoted below; text: the same lines plain)."""
         if self.msgtype == "text":
-            content = (f"【Starmall 告警】{message.title}\n{message.text}\n"
+            content = (f"{alert_tag()}{message.title}\n{message.text}\n"
                        f"类型：{message.kind_label}\n时间：{message.time_text}\n告警键：{message.key}")
             return {"msgtype": "text", "text": {"content": _cut(content, self.CONTENT_BYTES["text"])}}
-        content = (f'### <font color="warning">【Starmall 告警】{message.title}</font>\n{message.text}\n'
+        content = (f'### <font color="warning">{alert_tag()}{message.title}</font>\n{message.text}\n'
                    f"> 类型：{message.kind_label}\n> 时间：{message.time_text}\n> 告警键：{message.key}")
         return {"msgtype": "markdown", "markdown": {"content": _cut(content, self.CONTENT_BYTES["markdown"])}}
 
@@ -113,7 +115,7 @@ class WeComRobotBackend:
 
 class EmailBackend:
     """One mail to ``ALERT_EMAILS`` through Django's mail (``EMAIL_URL`` / ``EMAIL_BACKEND``;
-    ``EMAIL_TIMEOUT`` for SMTP), from ``DEFAULT_FROM_EMAIL``; subject "【Starmall 告警】title"."""
+    ``EMAIL_TIMEOUT`` for SMTP), from ``DEFAULT_FROM_EMAIL``; subject "【<shop name> 告警】title" (``starmall.shop.alert_tag``)."""
 
     rate_per_minute = None
 
@@ -123,7 +125,7 @@ class EmailBackend:
             raise AlertSendError("ALERT_EMAILS 未设置")
         body = (f"{message.text}\n\n类型：{message.kind_label}\n时间：{message.time_text}\n"
                 f"告警键：{message.key}\n\n请在后台「告警」中查看并标记已处理。")
-        send_mail(f"【Starmall 告警】{message.title}", body, None, recipients, fail_silently=False)
+        send_mail(f"{alert_tag()}{message.title}", body, None, recipients, fail_silently=False)
 
 
 def configured() -> list[tuple[str, object]]:

@@ -1,4 +1,7 @@
 """Admin registrations of the back office (found by the admin's autodiscover): the pages whose
 actions span several apps."""
 
-from apps.backoffice import admin_orders  # noqa: F401 - registers the Order and AfterSale admins
+from apps.backoffice import (
+    admin_orders,  # noqa: F401 - registers the Order and AfterSale admins
+    admin_settings,  # noqa: F401, E402 - registers the shop's settings page (name, logo)
+)

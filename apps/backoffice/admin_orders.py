@@ -14,8 +14,9 @@ from collections.abc import Callable
 from django.contrib import admin, messages
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import path, reverse
 
+from apps.backoffice import order_workbench
 from apps.orders import admin as orders_admin
 from apps.orders.admin import staff_actor, status_now
 from apps.orders.models import AfterSale, Order, OrderStatus
@@ -42,6 +43,46 @@ class OrderAdmin(orders_admin.OrderAdmin):
     list_display = ["order_no", "customer", "kind", "status", "pay_status", "pay_fen", "pay_method", "paid_at",
                     "after_sale_status", "created_at"]
     actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid", "batch_refund"]
+    list_filter = [order_workbench.OrderTabFilter, "status", "kind", "pay_method"]
+    # order number, the customer's phone / nickname / openid, the receiver's phone, the tracking number
+    search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone", "shipment__tracking_no"]
+    search_help_text = "订单号、顾客手机号、昵称或快递单号"
+    list_before_template = "admin/starmall/order_tabs.html"
+    change_form_outer_before_template = "admin/starmall/order_summary.html"  # outside the page's form: its own forms
+    # the summary above shows lines, shipment, refunds and log compactly; the follow-ups stay below
+    inlines = [orders_admin.FollowUpInline]
+    fieldsets = [
+        ("全部字段", {"classes": ["collapse"], "fields": [
+            "order_no", "status", "kind", "customer", "ship_link", "delivery_address", "slot", "remark", "merchant_remark",
+            "goods_fen", "freight_fen", "coupon_fen", "points_fen", "adjust_fen", "points_used", "pay_fen",
+            "pay_method", "coupon", "flash_sale", "created_at", "pay_deadline", "paid_at", "shipped_at",
+            "completed_at", "cancelled_at", "cancel_reason"]}),
+    ]
+
+    def changelist_view(self, request, extra_context=None):
+        """The list with the workbench's status tabs and their counts above it."""
+        return super().changelist_view(request, {**(extra_context or {}),
+                                                 "order_tabs": order_workbench.tabs_context(request)})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The compact order page: the summary (customer, lines, money, shipment, refunds, log,
+        the workbench forms this user may use) above the collapsed field list."""
+        extra = dict(extra_context or {})
+        order = self.get_object(request, object_id)
+        if order is not None and self.has_view_or_change_permission(request, order):
+            extra["order_summary"] = order_workbench.summary_context(request, order)
+        return super().change_view(request, object_id, form_url, extra)
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        site = self.admin_site
+        return [
+            path("<int:object_id>/remark/", wrap(order_workbench.remark_view), name="orders_order_remark"),
+            path("<int:object_id>/price/", wrap(order_workbench.price_view), name="orders_order_price"),
+            path("<int:object_id>/address/", wrap(order_workbench.address_view), name="orders_order_address"),
+            path("<int:object_id>/slip/", wrap(lambda request, object_id: order_workbench.slip_view(
+                request, object_id, site)), name="orders_order_slip"),
+        ] + super().get_urls()
 
     def get_queryset(self, request):
         latest = Payment.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]

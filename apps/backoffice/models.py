@@ -14,6 +14,7 @@ class BackOffice(models.Model):
         permissions = [
             ("export_data", "可以导出订单、退款、支付和对账数据（CSV / Excel）"),
             ("view_dashboard", "可以查看工作台的经营数据"),
+            ("view_revenue", "可以查看工作台的销售额、客单价和退款金额"),
         ]
 
     def __str__(self) -> str:

@@ -27,6 +27,8 @@ ROLES: dict[str, list[str]] = {
         "catalog.change_stock", "catalog.add_category", "catalog.change_category",
         "orders.view_order", "orders.view_orderline", "orders.view_shipment", "orders.view_orderevent",
         "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
+        "orders.edit_address", "orders.edit_merchant_remark",  # the order workbench, before shipping
+        "orders.receive_return",  # operations receive the parcels, returns included: confirming one refunds it
         "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
         "marketing.add_groupbuy", "marketing.change_groupbuy", "marketing.manage_groupbuy",  # 拼团, ending groups
         "marketing.add_bargaincampaign", "marketing.change_bargaincampaign", "marketing.manage_bargain",  # 砍价
@@ -47,8 +49,9 @@ ROLES: dict[str, list[str]] = {
     "财务": [  # finance: refund approval, manual payments, reconciliation, exports
         "orders.view_order", "orders.view_orderevent", "orders.view_aftersale", "orders.decide_aftersale",
         "payments.view_*", "payments.resolve_payment", "payments.retry_refund", "payments.run_reconciliation",
-        "payments.batch_refund",
-        "backoffice.export_data", "backoffice.view_dashboard", "alerts.view_*", "alerts.resolve_alert",
+        "payments.batch_refund", "orders.change_price", "orders.edit_merchant_remark",  # 改价: money
+        "backoffice.export_data", "backoffice.view_dashboard", "backoffice.view_revenue",  # money: owner and finance
+        "alerts.view_*", "alerts.resolve_alert",
         "distribution.view_*", "distribution.decide_withdrawal",  # withdrawals: approve, reject, query transfers
     ],
     "老师": [  # a teacher: own schedule and chats (querysets are limited to the linked teacher)

@@ -27,13 +27,26 @@ def _inline_base(inline: type) -> type:
     return unfold_admin.TabularInline
 
 
+@admin.display(description="编号", ordering="pk")
+def row_number(obj) -> int:
+    """The primary key under a Chinese header ("编号", not Django's "ID")."""
+    return obj.pk
+
+
+class ChineseIdMixin:
+    """A list column named ``"id"`` is shown as 编号 (:func:`row_number`), still the row's link."""
+
+    def get_list_display(self, request):
+        return [row_number if name in ("id", "pk") else name for name in super().get_list_display(request)]
+
+
 def themed(admin_class: type, theme_base: type) -> type:
     """``admin_class`` with the yuan mixin in front and the theme's base behind (cached); a
     ModelAdmin also gets :class:`apps.backoffice.dates.DateFilterBoundsMixin` (date filters in
     range)."""
     if admin_class in _THEMED:
         return _THEMED[admin_class]
-    front = (YuanAdminMixin, DateFilterBoundsMixin) if issubclass(admin_class, admin.ModelAdmin) else (YuanAdminMixin,)
+    front = (YuanAdminMixin, DateFilterBoundsMixin, ChineseIdMixin) if issubclass(admin_class, admin.ModelAdmin) else (YuanAdminMixin,)
     bases = (*front, admin_class) if issubclass(admin_class, theme_base) else (*front, admin_class, theme_base)
     attrs = {"__module__": admin_class.__module__, "__doc__": admin_class.__doc__}
     if getattr(admin_class, "inlines", None):
@@ -46,9 +59,21 @@ def themed(admin_class: type, theme_base: type) -> type:
 class ShopAdminSite(UnfoldAdminSite):
     """``admin.site``: Chinese titles, the dashboard as index (``apps.backoffice.views``)."""
 
-    site_header = "Starmall 后台"
-    site_title = "Starmall"
+    site_header = "星商城 后台"
+    site_title = "星商城"
     index_title = "工作台"
+
+    def each_context(self, request):
+        """The theme's context with the shop's name and logo from its settings row
+        (:mod:`starmall.shop`: one query)."""
+        from starmall import shop
+
+        context = super().each_context(request)
+        name, logo = shop.shop_profile()
+        context.update(site_title=f"{name} 后台", site_header=f"{name} 后台")
+        if logo:
+            context["site_logo"] = logo
+        return context
 
     def register(self, model_or_iterable, admin_class=None, **options):
         admin_class = themed(admin_class or admin.ModelAdmin, unfold_admin.ModelAdmin)

@@ -13,7 +13,7 @@ TODO = [
     ("to_ship", "待发货订单", "admin:orders_order_changelist", "status__exact=paid&kind__exact=goods&delivery__exact=express", "orders.view_order"),
     ("pickups_waiting", "待自提订单", "admin:stores_pickuporder_changelist", "status__exact=paid", "stores.view_pickuporder"),
     ("aftersales", "待审核退款申请", "admin:orders_aftersale_changelist", "status__exact=requested", "orders.view_aftersale"),
-    ("manual", "人工处理的支付（MANUAL）", "admin:payments_payment_changelist", "status__exact=manual", "payments.view_payment"),
+    ("manual", "待人工确认的支付", "admin:payments_payment_changelist", "status__exact=manual", "payments.view_payment"),
     ("refunds_failed", "失败的退款", "admin:payments_refund_changelist", "status__exact=failed", "payments.view_refund"),
     ("followups_failed", "失败的后续任务", "admin:orders_followup_changelist", "status__exact=failed", "orders.view_followup"),
     ("reconciliation", "对账差异（近30天）", "admin:payments_reconciliationrun_changelist", "status__in=differences,error", "payments.view_reconciliationrun"),
@@ -44,7 +44,9 @@ def _links(request) -> list[dict]:
 
 def dashboard_callback(request, context: dict) -> dict:
     """django-unfold's DASHBOARD_CALLBACK: the admin index gets the dashboard (staff who may
-    see orders) — figures from :func:`apps.backoffice.selectors.dashboard`, money as yuan."""
+    see orders) — figures from :func:`apps.backoffice.selectors.dashboard`, money as yuan.
+    Money (revenue, average order value, refund amounts, the revenue line) only for staff with
+    ``backoffice.view_revenue`` (the owner and finance); the others see counts."""
     context["backoffice_links"] = _links(request)
     if not request.user.has_perm("orders.view_order"):
         return context
@@ -53,10 +55,13 @@ def dashboard_callback(request, context: dict) -> dict:
         {"label": label, "count": data["todo"][key], "url": f"{reverse(url)}?{query}"}
         for key, label, url, query, perm in TODO if request.user.has_perm(perm)
     ] + selectors_groups.group_lines(request)  # 拼团: forming, done/failed today, their refunds
+    money = request.user.has_perm("backoffice.view_revenue")
     cards = []
     for block in (data["today"], data["month"]):
-        cards.append({**block, "revenue": yuan(block["revenue_fen"]), "refund": yuan(block["refund_fen"]),
-                      "aov": yuan(block["aov_fen"])})
+        card = {key: value for key, value in block.items() if not key.endswith("_fen")}
+        if money:
+            card.update(revenue=yuan(block["revenue_fen"]), refund=yuan(block["refund_fen"]), aov=yuan(block["aov_fen"]))
+        cards.append(card)
     chart = {
         "days": [row["day"].strftime("%m-%d") for row in data["revenue_by_day"]],
         "revenue": [row["revenue_fen"] / 100 for row in data["revenue_by_day"]],
@@ -66,11 +71,15 @@ def dashboard_callback(request, context: dict) -> dict:
         "slots_past": {row["teacher_name"]: row["rate"] for row in data["slots_past"]},
     }
     chart["slots_past"] = [chart["slots_past"].get(name, 0) for name in chart["teachers"]]
+    if not money:
+        del chart["revenue"]
     context.update({
         "dashboard": {
             "cards": cards,
             "todo": todo,
-            "top_products": [{**row, "amount": yuan(row["amount_fen"])} for row in data["top_products"]],
+            "money": money,
+            "top_products": [{key: value for key, value in row.items() if key != "amount_fen"}
+                             | ({"amount": yuan(row["amount_fen"])} if money else {}) for row in data["top_products"]],
             "slots_next": data["slots_next"],
             "slots_past": data["slots_past"],
         },

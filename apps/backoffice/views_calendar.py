@@ -17,6 +17,7 @@ from apps.appointments.models import Slot
 from apps.backoffice.dates import DateRefused, parse_day, refusal_page
 from apps.backoffice.selectors import SHANGHAI
 from apps.catalog.models import Teacher
+from apps.catalog.selectors import teacher_for_user
 
 
 def slot_state(slot: Slot) -> str:
@@ -29,12 +30,17 @@ def slot_state(slot: Slot) -> str:
 
 
 def week_view(request, site):
-    """``?teacher=<id>&start=YYYY-MM-DD``: seven Shanghai days from ``start`` (default: this Monday);
+    """``?teacher=<id>&start=YYYY-MM-DD``: seven Beijing-time days from ``start`` (default: this Monday);
+    a staff user linked to a teacher sees only that teacher (another's id: 403);
     a ``start`` that is not a date of the shop's calendar is a 400 page (``apps.backoffice.dates``)."""
     if not request.user.has_perm("appointments.view_slot"):
         raise PermissionDenied("需要权限 appointments.view_slot")
-    teachers = list(Teacher.objects.order_by("id"))
-    teacher = next((t for t in teachers if str(t.pk) == request.GET.get("teacher")), teachers[0] if teachers else None)
+    own = teacher_for_user(request.user)  # a teacher's login: their own week only
+    teachers = [own] if own is not None else list(Teacher.objects.order_by("id"))
+    asked = request.GET.get("teacher")
+    if own is not None and asked not in (None, "", str(own.pk)):
+        raise PermissionDenied("老师只能查看自己的周历")
+    teacher = next((t for t in teachers if str(t.pk) == asked), teachers[0] if teachers else None)
     today = timezone.localdate()
     try:  # a date outside the shop's calendar (9999-12-31 overflowed the week's end) or garbage: 400
         start = parse_day(request.GET.get("start"), today - dt.timedelta(days=today.weekday()))

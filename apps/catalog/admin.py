@@ -1,10 +1,13 @@
 from django import forms
 from django.contrib import admin, messages
+from unfold.widgets import UnfoldAdminIntegerFieldWidget
 
 from apps.catalog import stock
+from apps.catalog.admin_editor import ProductEditorMixin
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Category, Product, Sku, Teacher
 from starmall.admin import ChangedFieldsAdmin, save_changed_fields
+from starmall.admin_display import specs_text
 
 CHANGE_STOCK = "catalog.change_stock"
 
@@ -15,20 +18,48 @@ class CategoryAdmin(ChangedFieldsAdmin):
     list_filter = ["kind"]
 
 
+class SkuInlineForm(forms.ModelForm):
+    """One row of the SKU matrix: price, code, weight editable; stock moved by a relative
+    ``stock_change`` (``sku_stock_adjust``, needs ``catalog.change_stock``), never overwritten."""
+
+    stock_change = forms.IntegerField(required=False, initial=0, label="库存增减",
+                                      widget=UnfoldAdminIntegerFieldWidget(attrs={"style": "width:7rem"}))
+
+    class Meta:
+        model = Sku
+        fields = ["price_fen", "code", "weight_g", "is_active"]
+
+
 class SkuInline(admin.TabularInline):
+    """The product's SKU matrix, one row per spec combination (specs as text, made by the
+    spec editor above: ``apps.catalog.sku_matrix``)."""
+
     model = Sku
+    form = SkuInlineForm
     extra = 0
-    fields = ["specs", "price_fen", "stock", "code", "weight_g", "volume_cm3", "is_active"]
-    readonly_fields = ["stock"]  # stock moves through the SKU page's "stock change" field only
+    fields = ["specs_display", "price_fen", "stock", "stock_change", "code", "weight_g", "is_active"]
+    readonly_fields = ["specs_display", "stock"]  # stock moves through "库存增减" (relative) only
     show_change_link = True
+
+    @admin.display(description="规格")
+    def specs_display(self, sku: Sku) -> str:
+        return specs_text(sku.specs)
+
+    def has_add_permission(self, request, obj=None):
+        return False  # new rows come from the spec editor (one per missing combination)
 
 
 @admin.register(Product)
-class ProductAdmin(ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
-    list_display = ["id", "name", "kind", "category", "freight_template", "is_active", "is_hot", "is_recommended", "sales", "sort"]
+class ProductAdmin(ProductEditorMixin, ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
+    """The product editor (``apps.catalog.admin_editor``): cover and gallery uploaded with
+    previews and drag order, specs as names and values generating the SKU matrix, counters
+    read-only, a preview of the mini-program's detail page."""
+
+    list_display = ["id", "cover_thumb", "name", "kind", "category", "price_range", "stock_total", "is_active", "is_hot",
+                    "is_recommended", "sales", "sort"]
     list_filter = ["kind", "category", "is_active", "is_hot", "is_recommended", "freight_template"]
     search_fields = ["name"]
-    readonly_fields = ["sales", "created_at"]
+    readonly_fields = ["sales", "review_count", "rating_total", "created_at", "cover_preview", "mini_preview"]
     inlines = [SkuInline]
 
 

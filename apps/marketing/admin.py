@@ -29,7 +29,7 @@ class FlashSaleForm(forms.ModelForm):
         help_texts = {
             "price_fen": "至少 0.01 元，且不高于该 SKU 的售价",
             "stock": "本次秒杀的件数，不超过该 SKU 现有库存；每笔订单同时扣秒杀库存和 SKU 库存",
-            "starts_at": "上海时间", "ends_at": "上海时间；一场秒杀最长 31 天",
+            "starts_at": "北京时间", "ends_at": "北京时间；一场秒杀最长 31 天",
         }
 
     def clean(self):

@@ -16,21 +16,40 @@ from django.contrib import admin, messages
 from apps.marketing import coupons, signin
 from apps.marketing.models import CouponIssue, CouponTemplate, SignIn, SignInRule
 from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin, require_perm
-from starmall.admin_display import coupon_terms_text, shanghai
+from starmall.admin_display import coupon_terms_text, percent_off_from_zhe, shanghai, zhe_text
 from starmall.errors import InvalidInput, NotFound
 
 ISSUE = "marketing.issue_coupon"
 
 
+class ZheField(forms.Field):
+    """The discount as staff say it: "9" / "9折" / "8.5" -> the stored percent off (10 / 10 / 15)."""
+
+    def to_python(self, value):
+        if value in self.empty_values or str(value).strip() == "0":  # an amount coupon: no discount
+            return 0
+        try:
+            return percent_off_from_zhe(value)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc), code="invalid") from exc
+
+    def prepare_value(self, value):
+        if isinstance(value, int) and 1 <= value <= 99:
+            return zhe_text(value).removesuffix("折")
+        return value
+
+
 class CouponTemplateForm(forms.ModelForm):
+    percent = ZheField(label="折扣（几折）", required=False, widget=forms.TextInput(attrs={"inputmode": "decimal"}),
+                       help_text="折扣券：填几折，例如 9（9折，减 10%）或 8.5（8.5折）")
+
     class Meta:
         model = CouponTemplate
         fields = ["name", "kind", "amount_fen", "percent", "max_discount_fen", "threshold_fen", "scope",
                   "categories", "products", "valid_from", "valid_to", "valid_days", "total", "per_customer",
                   "is_active"]
         help_texts = {
-            "percent": "折扣券：减百分之几（15 = 减 15%，即 85 折）",
-            "valid_from": "上海时间；空 = 领取即可用", "valid_to": "上海时间；设置“领取后有效天数”时只截止领取",
+            "valid_from": "北京时间；空 = 领取即可用", "valid_to": "北京时间；设置“领取后有效天数”时只截止领取",
             "valid_days": "领取后有效天数（优先于固定有效期）", "total": "最多发放张数",
             "per_customer": "每人最多自己领取张数（后台发放不计入）",
         }
@@ -97,7 +116,7 @@ class CouponIssueForm(forms.ModelForm):
         fields = ["template", "customer", "joined_after", "joined_before", "min_points"]
         help_texts = {
             "customer": "发给这一位顾客（立即完成）；留空 = 发给下面条件筛选出的所有顾客（后台执行）",
-            "joined_after": "注册时间不早于（上海时间）", "joined_before": "注册时间早于（上海时间）",
+            "joined_after": "注册时间不早于（北京时间）", "joined_before": "注册时间早于（北京时间）",
             "min_points": "积分不少于",
         }
 

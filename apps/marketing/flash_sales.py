@@ -181,7 +181,7 @@ def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt
     elif sku is not None and price_fen > sku.price_fen:
         errors["price_fen"] = [f"秒杀价不能高于原价 {sku.price_fen} 分"]
     if starts_at is None or ends_at is None or timezone.is_naive(starts_at) or timezone.is_naive(ends_at):
-        errors["starts_at"] = ["请填写开始和结束时间（上海时间）"]
+        errors["starts_at"] = ["请填写开始和结束时间（北京时间）"]
     elif ends_at <= starts_at:
         errors["ends_at"] = ["结束时间必须晚于开始时间"]
     elif ends_at - starts_at > MAX_WINDOW:

@@ -60,7 +60,7 @@ class FollowUpInline(ReadOnlyInline):
 
 class ShipmentInline(ReadOnlyInline):
     model = Shipment
-    fields = ["carrier", "carrier_code", "tracking_no", "shipped_at", "shipped_by"]
+    fields = ["carrier", "tracking_no", "shipped_at", "shipped_by"]
     readonly_fields = fields
 
 
@@ -139,7 +139,7 @@ class OrderAdmin(ReadOnlyModelAdmin):
             order.address_text = address_text(order.address)
         return render(request, "admin/starmall/ship.html", {
             **self.admin_site.each_context(request), "title": "发货", "orders": orders,
-            "carriers": carriers.choices(), "form_action": form_action, "back_url": back_url, "bulk": bulk,
+            "carriers": list(carriers.CARRIERS.items()), "form_action": form_action, "back_url": back_url, "bulk": bulk,
         })
 
     @admin.action(description="填写快递单号并发货（已支付的实物订单）", permissions=["ship"])

@@ -28,6 +28,7 @@ from apps.alerts.services import alert_on_failure
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
 from starmall.admin_money import yuan
+from starmall.shop import shop_name
 
 logger = logging.getLogger(__name__)
 
@@ -221,7 +222,7 @@ def _paid_sms(followup: FollowUp) -> Send | None:
         return None
     return partial(backend().send, phone=phone, key=followup.key, template="order_paid",
                    params=(order.order_no, yuan(order.pay_fen)),
-                   text=f"【Starmall】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
+                   text=f"【{shop_name()}】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
 
 
 def _shipped_message(followup: FollowUp) -> Send | None:

@@ -27,7 +27,8 @@ class PayMethod(models.TextChoices):
 
 
 class Order(models.Model):
-    """One purchase. Amounts in fen: ``pay_fen = goods + freight - coupon - points`` (>= 0).
+    """One purchase. Amounts in fen: ``pay_fen = goods + freight - coupon - points + adjust`` (>= 0);
+    ``adjust_fen`` is staff's 改价 before payment (negative: cheaper; ``apps.payments.price_change``).
 
     ``order_key`` (UNIQUE) is the two-phase key from confirm: the same key can become only one
     order. ``order_no`` (UNIQUE, <= 32 chars) is shown to the customer and is the WeChat
@@ -35,7 +36,7 @@ class Order(models.Model):
     """
 
     order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
-    order_key = models.CharField(verbose_name="下单令牌 order_key", max_length=64, unique=True)
+    order_key = models.CharField(verbose_name="下单令牌", max_length=64, unique=True)
     customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="orders")
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
     status = models.CharField(verbose_name="状态", max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID)
@@ -44,6 +45,7 @@ class Order(models.Model):
     coupon_fen = models.PositiveIntegerField(verbose_name="优惠券抵扣", default=0)  # fen taken off by the coupon
     points_fen = models.PositiveIntegerField(verbose_name="积分抵扣", default=0)  # fen taken off by points
     points_used = models.PositiveIntegerField(verbose_name="使用积分", default=0)  # points spent (returned on cancel)
+    adjust_fen = models.IntegerField(verbose_name="改价调整", default=0)  # fen, signed: staff's price change before payment
     pay_fen = models.PositiveIntegerField(verbose_name="实付")  # fen the customer pays (= WeChat total_fee)
     coupon = models.ForeignKey("accounts.Coupon", verbose_name="优惠券", null=True, blank=True, on_delete=models.PROTECT)
     pay_method = models.CharField(verbose_name="支付方式", max_length=16, choices=PayMethod.choices, blank=True)
@@ -61,7 +63,8 @@ class Order(models.Model):
         related_name="orders"
     )
     address = models.JSONField(verbose_name="收货地址", null=True, blank=True)  # snapshot of accounts.Address
-    remark = models.CharField(verbose_name="备注", max_length=200, blank=True)
+    remark = models.CharField(verbose_name="顾客备注", max_length=200, blank=True)
+    merchant_remark = models.CharField(verbose_name="商家备注", max_length=500, blank=True)  # staff only, never shown to the customer
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     pay_deadline = models.DateTimeField(verbose_name="支付截止")  # unpaid after this -> cancelled by the timeout task
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
@@ -87,12 +90,15 @@ class Order(models.Model):
             ("ship_order", "可以给已支付的实物订单发货"),
             ("complete_order", "可以将订单标记为已完成"),
             ("cancel_order", "可以取消待支付订单（先向微信确认）"),
+            ("change_price", "可以给待支付订单改价（先关闭微信的支付单）"),
+            ("edit_address", "可以修改未发货订单的收货地址"),
+            ("edit_merchant_remark", "可以填写订单的商家备注"),
         ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(pay_fen=models.F("goods_fen") + models.F("freight_fen")
-                            - models.F("coupon_fen") - models.F("points_fen")),
-                name="order_pay_fen_sum",
+                            - models.F("coupon_fen") - models.F("points_fen") + models.F("adjust_fen")),
+                name="order_pay_fen_sum_with_adjustment",
             ),
             # A pickup code names one order among those that can still be collected.
             models.UniqueConstraint(

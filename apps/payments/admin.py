@@ -56,7 +56,7 @@ class RefundAdmin(ReadOnlyModelAdmin):
     def has_retry_permission(self, request):
         return request.user.has_perm("payments.retry_refund")
 
-    @admin.action(description="重试失败的退款（同一退款单号 out_refund_no）", permissions=["retry"])
+    @admin.action(description="重试失败的退款（同一退款单号）", permissions=["retry"])
     def retry(self, request, queryset):
         require_perm(request, "payments.retry_refund")
         outcomes = []

@@ -47,7 +47,7 @@ class ReconciliationRunAdmin(admin.ModelAdmin):
         if not run.differences:
             return "—"
         head = format_html_join("", "<th>{}</th>", ((h,) for h in (
-            "类型", "商户订单号 out_trade_no", "退款单号 out_refund_no", "微信金额（元）", "本地金额（元）", "微信状态",
+            "类型", "商户订单号", "退款单号", "微信金额（元）", "本地金额（元）", "微信状态",
             "本地状态")))
         rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
                                     "<td>{}</td></tr>", (

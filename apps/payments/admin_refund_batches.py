@@ -64,7 +64,7 @@ class RefundBatchItemInline(admin.TabularInline):
         return format_html('<a href="{}">{}</a>', reverse("admin:orders_order_change", args=[item.order_id]),
                            item.order_no)
 
-    @admin.display(description="退款单号 out_refund_no")
+    @admin.display(description="退款单号")
     def out_refund_no(self, item: RefundBatchItem) -> str:
         return item.refund.out_refund_no if item.refund else "-"
 

@@ -27,12 +27,12 @@ class Payment(models.Model):
 
     order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="payments")
     method = models.CharField(verbose_name="支付方式", max_length=16, choices=PayMethod.choices)
-    out_trade_no = models.CharField(verbose_name="商户订单号 out_trade_no", max_length=32, unique=True, null=True, blank=True)  # WeChat only
+    out_trade_no = models.CharField(verbose_name="商户订单号", max_length=32, unique=True, null=True, blank=True)  # WeChat only
     total_fee = models.PositiveIntegerField(verbose_name="支付金额", help_text="微信的 total_fee")  # fen, WeChat's total_fee
     refunded_fen = models.PositiveIntegerField(verbose_name="已退", default=0)  # fen committed to refunds (reserved)
     status = models.CharField(verbose_name="状态", max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING)
-    prepay_id = models.CharField(verbose_name="预支付 prepay_id", max_length=64, blank=True)
-    prepay_expires_at = models.DateTimeField(verbose_name="prepay_id 过期", null=True, blank=True)  # WeChat: prepay_id valid 2 h
+    prepay_id = models.CharField(verbose_name="预支付标识", max_length=64, blank=True)
+    prepay_expires_at = models.DateTimeField(verbose_name="预支付过期时间", null=True, blank=True)  # WeChat: prepay_id valid 2 h
     transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, null=True, blank=True, unique=True)
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
     # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
@@ -91,8 +91,8 @@ class Notification(models.Model):
         MALFORMED = "malformed", "无法解析"
 
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.PAYMENT)
-    out_trade_no = models.CharField(verbose_name="商户订单号 out_trade_no", max_length=32, blank=True, db_index=True)
-    out_refund_no = models.CharField(verbose_name="退款单号 out_refund_no", max_length=64, blank=True)
+    out_trade_no = models.CharField(verbose_name="商户订单号", max_length=32, blank=True, db_index=True)
+    out_refund_no = models.CharField(verbose_name="退款单号", max_length=64, blank=True)
     transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, blank=True)
     total_fee = models.IntegerField(verbose_name="金额", help_text="通知中的 total_fee（退款通知为 refund_fee）", null=True, blank=True)  # fen as received (refund_fee for refunds)
     outcome = models.CharField(verbose_name="处理结果", max_length=20, choices=Outcome.choices)
@@ -208,13 +208,13 @@ class Refund(models.Model):
     after_sale = models.OneToOneField(
         "orders.AfterSale", verbose_name="退款申请", null=True, blank=True, on_delete=models.PROTECT, related_name="refund"
     )
-    out_refund_no = models.CharField(verbose_name="退款单号 out_refund_no", max_length=64, unique=True)
+    out_refund_no = models.CharField(verbose_name="退款单号", max_length=64, unique=True)
     refund_fen = models.PositiveIntegerField(verbose_name="退款金额")  # fen to return
     reason = models.CharField(verbose_name="原因", max_length=32, choices=Reason.choices)
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
     next_attempt_at = models.DateTimeField(verbose_name="下次尝试", null=True, blank=True)
-    refund_id = models.CharField(verbose_name="微信退款单号 refund_id", max_length=64, blank=True)  # WeChat's number
+    refund_id = models.CharField(verbose_name="微信退款单号", max_length=64, blank=True)  # WeChat's number
     last_error = models.TextField(verbose_name="最近错误", blank=True)
     restock = models.BooleanField(verbose_name="退回库存", default=False)  # return stock and slot when it succeeds
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
@@ -319,7 +319,7 @@ class Recharge(models.Model):
     pay_fen = models.PositiveIntegerField(verbose_name="支付金额")  # WeChat's total_fee
     bonus_fen = models.PositiveIntegerField(verbose_name="赠送金额", default=0)
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.UNPAID)
-    prepay_id = models.CharField(verbose_name="预支付 prepay_id", max_length=64, blank=True)
+    prepay_id = models.CharField(verbose_name="预支付标识", max_length=64, blank=True)
     transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, null=True, blank=True, unique=True)
     expires_at = models.DateTimeField(verbose_name="支付截止")
     paid_at = models.DateTimeField(verbose_name="到账时间", null=True, blank=True)

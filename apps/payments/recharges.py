@@ -41,6 +41,7 @@ from apps.payments.models import Recharge, RechargePackage
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, NotFound, WechatUnavailable
 from starmall.locking import retry_on_lock_conflict
+from starmall.shop import shop_name
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
     try:
         prepay = wechat.unified_order(
             out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen,
-            body=f"{settings.SHOP_NAME}-余额充值 {yuan(recharge.pay_fen)} 元", openid=customer.openid,
+            body=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元", openid=customer.openid,
             starts_at=now, expires_at=recharge.expires_at,
         )
     except (wechat.PayUnavailable, wechat.PayRejected) as exc:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,6 +28,7 @@ from apps.payments.models import Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
 from starmall.errors import InvalidState, WechatUnavailable
 from starmall.locking import retry_on_lock_conflict
+from starmall.shop import shop_name
 
 logger = logging.getLogger(__name__)
 
@@ -79,10 +79,11 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
-    if Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID).update(
+    if Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID,
+                              order__pay_fen=payment.total_fee).update(  # 改价 meanwhile: this amount is stale
         prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
     ) != 1:
-        # The order was cancelled or paid another way while WeChat created this trade: close
+        # The order was cancelled, paid another way or repriced while WeChat created this trade: close
         # it there so the customer cannot pay it (if they already did, the notification or
         # the sweep finds a late payment and refunds it).
         try:
@@ -125,12 +126,13 @@ def _clear_uncertainty_or_raise(payment: Payment) -> None:
 
 
 def _body(order: Order) -> str:
-    """WeChat's ``body`` ("商家名称-销售商品类目", WECHAT.md): ``SHOP_NAME``, then the first
+    """WeChat's ``body`` ("商家名称-销售商品类目", WECHAT.md): the shop's name (``starmall.shop``), then the first
     line's name (and "等" when there are more), at most 128 characters."""
     first = order.lines.first()
     more = " 等" if order.lines.count() > 1 else ""
     name = first.name if first else order.order_no
-    return f"{settings.SHOP_NAME}-{name[:128 - len(settings.SHOP_NAME) - 1 - len(more)]}{more}"
+    shop = shop_name()  # the shop's settings row, else SHOP_NAME
+    return f"{shop}-{name[:128 - len(shop) - 1 - len(more)]}{more}"
 
 
 def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:

@@ -541,14 +541,15 @@ UPLOAD_DECODE_CONCURRENCY = env.int("UPLOAD_DECODE_CONCURRENCY", default=1)
 
 # The admin theme (django-unfold; assets are in the package, served by whitenoise: no CDN).
 UNFOLD = {
-    "SITE_TITLE": "Starmall 后台",
-    "SITE_HEADER": "Starmall 后台",
+    "SITE_TITLE": "星商城 后台",  # per page: the shop's settings row (ShopAdminSite.each_context)
+    "SITE_HEADER": "星商城 后台",
     "SITE_SYMBOL": "storefront",
     "SITE_URL": "/",  # 查看站点: the shop's front page (starmall/pages.py home)
     "SHOW_HISTORY": True,
     "SHOW_VIEW_ON_SITE": False,
     "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",
-    "SIDEBAR": {"show_search": True, "show_all_applications": True},
+    "SIDEBAR": {"show_search": True, "show_all_applications": True,
+                "navigation": "apps.backoffice.navigation.sidebar"},  # grouped by staff task
     "STYLES": [lambda request: static("backoffice/admin.css")],  # list cells: whole Chinese words
 }
 

@@ -159,7 +159,7 @@ def test_robot_text_message_and_long_alerts_are_cut_to_wecoms_limits(wechat, set
                          title="2026-12-01 对账有 400 笔差异", text="差异：" + "SM20261201000001、" * 400)
     assert services.alert_deliver(alert_id=Alert.objects.get().pk) == "sent"
     [message] = wechat.control.robot_messages()
-    assert message["msgtype"] == "text" and message["content"].startswith("【Starmall 告警】2026-12-01 对账有 400 笔差异\n")
+    assert message["msgtype"] == "text" and message["content"].startswith("【星商城 告警】2026-12-01 对账有 400 笔差异\n")
     assert 2000 < len(message["content"].encode()) <= 2048 and message["content"].endswith("…")
 
 
@@ -171,7 +171,7 @@ def test_email_backend_sends_one_mail_to_alert_emails(settings):
     assert services.alert_deliver(alert_id=alert.pk) == "sent"
     assert services.alert_deliver(alert_id=alert.pk) == "sent"
     [sent] = mail.outbox
-    assert sent.subject == "【Starmall 告警】退款 SM1R1 失败"
+    assert sent.subject == "【星商城 告警】退款 SM1R1 失败"
     assert sent.to == ["finance@example.com", "ops@example.com"]
     assert sent.body.startswith("退款 SM1R1（12.00 元）尝试 3 次后失败。\n\n类型：退款失败\n时间：")
     assert "告警键：refund:SM1R1:failed" in sent.body

@@ -1,0 +1,68 @@
+"""改价: staff change what an unpaid order costs, before the customer pays.
+
+A WeChat trade's ``total_fee`` cannot change, and the same ``out_trade_no`` with other
+parameters is refused (``OUT_TRADE_NO_USED``, WECHAT.md). So the order's open WeChat trades are
+settled first exactly as a cancel does (orderquery, then closeorder:
+:func:`apps.payments.order_lifecycle.wechat_settle_before_cancel`): paid -> refused, the
+customer paying right now or WeChat silent -> refused, try again. Then, in one transaction
+holding the order's row, the conditional UPDATE ``status = unpaid AND pay_fen = <as read>``
+moves ``adjust_fen`` and ``pay_fen`` together (the CHECK ``pay_fen = goods + freight - coupon -
+points + adjust`` holds), refused if a WeChat payment opened meanwhile. The customer's next
+"pay" makes a new trade with the ``<order_no>P<n>`` suffix and the new amount
+(``services._wechat_payment``). Logged as an :class:`apps.orders.models.OrderEvent` with who and why.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+
+from apps.orders.models import Order, OrderEvent, OrderStatus, PayMethod
+from apps.payments import order_lifecycle
+from apps.payments.models import Payment
+from apps.payments.services import OPEN_STATUSES
+from starmall.admin_money import yuan
+from starmall.errors import InvalidInput, InvalidState, WechatUnavailable
+
+PERMISSION = "orders.change_price"
+MAX_PAY_FEN = 10_000_000  # 100,000 yuan: far above any order of the shop; a typo guard
+
+
+def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor: str) -> Order:
+    """Set an unpaid order's amount to ``pay_fen`` (fen, 1..10,000,000) with a reason, logged.
+
+    ``user`` must hold ``orders.change_price`` (PermissionDenied); ``actor`` is "staff:<name>".
+    Raises InvalidInput (amount, empty reason), InvalidState (not unpaid / paid at WeChat / the
+    order changed meanwhile), WechatUnavailable (WeChat could not confirm the trade is closed, or
+    the customer is paying right now: nothing changed, try again), ``Order.DoesNotExist``.
+    """
+    if user is None or not user.has_perm(PERMISSION):
+        raise PermissionDenied(f"需要权限 {PERMISSION}")
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidInput("请填写改价原因。")
+    if not isinstance(pay_fen, int) or not 1 <= pay_fen <= MAX_PAY_FEN:
+        raise InvalidInput("改后金额须在 0.01 元到 100000.00 元之间。")
+    order = Order.objects.get(order_no=order_no)
+    if order.status != OrderStatus.UNPAID:
+        raise InvalidState(f"订单状态为「{order.get_status_display()}」，只有待支付的订单可以改价。", status=order.status)
+    if order.pay_fen == pay_fen:
+        return order
+    settle = order_lifecycle.wechat_settle_before_cancel(order=order)  # orderquery + closeorder, outside a transaction
+    if settle == order_lifecycle.Settle.PAID:
+        raise InvalidState("微信显示该订单已支付，不能改价。", status="paid")
+    if settle != order_lifecycle.Settle.CLEAR:
+        raise WechatUnavailable("顾客正在支付或微信暂时无法确认，请稍后再试。")
+    old = order.pay_fen
+    with transaction.atomic():
+        locked = Order.objects.select_for_update().get(pk=order.pk)  # lock order: the order first
+        if Payment.objects.filter(order=locked, method=PayMethod.WECHAT, status__in=OPEN_STATUSES).exists():
+            raise WechatUnavailable("顾客刚发起了支付，请稍后再试。")
+        adjust = locked.adjust_fen + (pay_fen - locked.pay_fen)
+        if Order.objects.filter(pk=locked.pk, status=OrderStatus.UNPAID, pay_fen=old).update(
+                pay_fen=pay_fen, adjust_fen=adjust) != 1:
+            raise InvalidState("订单刚刚发生了变化，请刷新后重试。", status=locked.status)
+        OrderEvent.objects.create(order=locked, from_status=OrderStatus.UNPAID, to_status=OrderStatus.UNPAID,
+                                  actor=actor, note=f"改价：{yuan(old)} 元 → {yuan(pay_fen)} 元；原因：{reason}"[:255])
+    order.refresh_from_db()
+    return order
