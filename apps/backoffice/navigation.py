@@ -41,6 +41,13 @@ MODEL_GROUPS: dict[str, str] = {
     "payments.invalidnotificationday": "系统",
     "reviews.review": "商品",
     "shipping.freighttemplate": "商品",
+    "distribution.withdrawal": "财务",  # finance approves withdrawals and watches the transfers
+    "distribution.transferbill": "财务",
+    "stores.pickuporder": "订单",  # a pickup is an order handed over at the counter
+    "stores.pickupverification": "订单",
+    "accounts.subscribetemplate": "公众号",  # the WeChat messages staff manage together
+    "accounts.subscriberefusal": "公众号",
+    "accounts.smscode": "系统",
 }
 
 #: app_label -> group (every model of the app unless MODEL_GROUPS says otherwise)

@@ -38,7 +38,10 @@ ROLES: dict[str, list[str]] = {
         "stores.view_*", "stores.add_store", "stores.change_store", "stores.add_storestaff",
         "stores.change_storestaff", "stores.delete_storestaff",
         # distribution: rates, channel codes (渠道二维码), distributors and commissions to look at
-        "distribution.view_*", "distribution.change_commissionsettings", "distribution.add_productcommission",
+        "distribution.view_distributor", "distribution.view_commission", "distribution.view_ledgerentry",
+        "distribution.view_commissionsettings", "distribution.view_productcommission", "distribution.view_channel",
+        "distribution.view_promotioncode",  # withdrawals and transfers are finance's (财务)
+        "distribution.change_commissionsettings", "distribution.add_productcommission",
         "distribution.change_productcommission", "distribution.add_channel", "distribution.change_channel",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
