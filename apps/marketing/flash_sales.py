@@ -31,6 +31,8 @@ Conservation (each rule has a test in tests/marketing/):
 from __future__ import annotations
 
 import datetime as dt
+import logging
+from functools import partial
 
 from django.db import transaction
 from django.db.models import Case, F, IntegerField, Subquery, When
@@ -39,9 +41,12 @@ from django.utils import timezone
 from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import flash_quota
 from apps.marketing.exceptions import FlashSaleLimitExceeded, FlashSaleNotLive
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from starmall.errors import InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
 
 MAX_WINDOW = dt.timedelta(days=31)  # a 秒杀 lasts minutes or hours; a month is certainly a typo
 
@@ -154,6 +159,25 @@ def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock:
             stock=Case(When(ends_at__gt=now, then=F("stock") + units), default=F("stock")),
         )
         soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
+    # The Redis quota follows after commit (apps.marketing.flash_quota): the allowance always,
+    # the quota when the units came back to the sale.
+    transaction.on_commit(partial(flash_quota.units_returned, sale_id, customer_id, units, to_quota=restock))
+
+
+def flash_sale_quota_prepare(sale_id: int) -> None:
+    """Load the sale's card and (when missing) its Redis quota from the database
+    (``apps.marketing.flash_quota``); after commit when called in a transaction. Redis errors
+    are logged: confirms then take the ordinary path, which loads it on demand."""
+    def prepare() -> None:
+        try:
+            flash_quota.card_write(FlashSale.objects.get(pk=sale_id))
+            flash_quota.quota_load(sale_id)
+        except FlashSale.DoesNotExist:
+            return
+        except Exception:  # noqa: BLE001
+            logger.warning("could not load the Redis quota of flash sale %s", sale_id, exc_info=True)
+
+    transaction.on_commit(prepare)
 
 
 # --- staff (admin) ---------------------------------------------------------------------------
@@ -216,10 +240,12 @@ def flash_sale_schedule(*, title: str, sku_id: int, price_fen: int, stock: int, 
     sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
     flash_sale_validate(sku=sku, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
                         limit_per_customer=limit_per_customer, stock=stock)
-    return FlashSale.objects.create(
+    sale = FlashSale.objects.create(
         title=title, sku=sku, price_fen=price_fen, stock=stock, starts_at=starts_at, ends_at=ends_at,
         limit_per_customer=limit_per_customer, is_active=is_active,
     )
+    flash_sale_quota_prepare(sale.pk)  # the winners are decided in Redis (apps.marketing.flash_quota)
+    return sale
 
 
 @transaction.atomic
@@ -240,6 +266,7 @@ def flash_sale_update(*, sale_id: int, title: str, price_fen: int, starts_at: dt
         title=title, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
         limit_per_customer=limit_per_customer, is_active=is_active,
     )
+    transaction.on_commit(partial(flash_quota.card_drop, sale_id))  # the gate reads the new terms
     return FlashSale.objects.get(pk=sale_id)
 
 
@@ -257,4 +284,14 @@ def flash_sale_stock_adjust(*, sale_id: int, delta: int) -> int:
         raise InsufficientStock("不能减去比剩余秒杀库存更多的数量。", flash_sale_id=sale_id)
     if delta > 0:
         soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
+    transaction.on_commit(partial(_quota_adjust, sale_id, delta))
     return FlashSale.objects.values_list("stock", flat=True).get(pk=sale_id)
+
+
+def _quota_adjust(sale_id: int, delta: int) -> None:
+    """Staff's change of the sale's stock, applied to the Redis quota (errors logged: the
+    reconciliation corrects it)."""
+    try:
+        flash_quota.adjust(sale_id, delta)
+    except Exception:  # noqa: BLE001
+        logger.warning("could not adjust the Redis quota of flash sale %s by %s", sale_id, delta, exc_info=True)

@@ -37,7 +37,7 @@ from apps.catalog import soldout, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import coupons, flash_sales
-from apps.orders import cart, drafts, events, followups
+from apps.orders import cart, drafts, events, flash_reservations, followups
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
@@ -106,7 +106,7 @@ def order_confirm(
         pay_fen=goods_fen + freight_fen - coupon_fen - points_fen, slot=slot_data,
         address={"id": address.pk, **address.snapshot()} if address else None,
         flash_sale_id=sale.pk if sale else None, cart_items=cart_items, usable_coupons=usable,
-    ))
+    ), sale)
 
 
 def _items_resolve(customer: Customer, items: list[dict] | None,
@@ -217,9 +217,13 @@ def _coupon_choose(customer: Customer, sale, lines: list[drafts.DraftLine], good
     return usable, chosen["discount_fen"]
 
 
-def _draft_store(draft: drafts.OrderDraft) -> dict:
-    """Save the draft in Redis under its key; return its dict (confirm's answer)."""
+def _draft_store(draft: drafts.OrderDraft, sale=None) -> dict:
+    """Save the draft in Redis under its key; return its dict (confirm's answer). A 秒杀's
+    draft is a reservation on the sale's Redis quota (``flash_reservations.draft_reserve``:
+    sold out, over the limit or not live there raise as ``flash_sale_check`` does)."""
     data = draft.to_json()
+    if sale is not None:
+        return flash_reservations.draft_reserve(data, sale)
     drafts.draft_save(draft.order_key, data)
     return data
 
@@ -352,7 +356,13 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             _flash_sale_take(draft, customer, now)
             _stock_take(draft)
             transaction.on_commit(partial(drafts.draft_delete, order_key))
+            if draft.flash_sale_id:  # the reservation's units are the database's now
+                transaction.on_commit(partial(flash_reservations.reservation_settle, draft.flash_sale_id, order_key))
         _cache_lines(order, lines)
+    except (InsufficientStock, InvalidState, LimitExceeded):
+        if draft.flash_sale_id:  # refused, nothing kept: the reserved units go back to the quota now
+            flash_reservations.reservation_give_back(draft.flash_sale_id, order_key)
+        raise
     except IntegrityError:
         winner = Order.objects.filter(order_key=order_key, customer=customer).first()
         if winner is None:

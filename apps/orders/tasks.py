@@ -29,3 +29,13 @@ def orders_auto_receive() -> int:
     from apps.orders import shipments
 
     return shipments.orders_auto_receive()
+
+
+@shared_task
+def flash_quotas_reconcile() -> dict:
+    """Beat: give back the units of flash-sale reservations whose draft expired unused, then
+    load or correct every live 秒杀's Redis quota from PostgreSQL (safe on several machines)."""
+    from apps.orders import flash_reservations
+
+    given = flash_reservations.reservations_expire()
+    return {"given_back": given, "corrected": flash_reservations.quotas_reconcile()}
