@@ -136,6 +136,17 @@ end
 return 1
 """
 
+# The gate's read (``apps.orders.api.flash_gate``). KEYS: token, card, quota, freight terms, the
+# SKU's and the sale's sold-out flags; ARGV: the address card's key without the customer id.
+PEEK = """
+local customer = redis.call('GET', KEYS[1])
+if not customer then return {false} end
+local card = redis.call('HMGET', KEYS[2], 'sku_id', 'starts_ms', 'ends_ms', 'active', 'info')
+return {customer, redis.call('GET', KEYS[5]), redis.call('GET', KEYS[6]), card[1], card[2], card[3], card[4],
+        card[5], redis.call('GET', KEYS[3]), redis.call('GET', ARGV[1] .. customer), redis.call('GET', KEYS[4])}
+"""
+
+SCRIPTS = ("TAKE", "END", "LOAD", "SNAPSHOT", "ADJUST", "PEEK")
 _scripts: dict[str, object] = {}
 
 
@@ -146,6 +157,14 @@ def script(name: str):
     if found is None:
         found = _scripts.setdefault(name, get_redis_connection("default").register_script(globals()[name]))
     return found
+
+
+def scripts_load() -> None:
+    """SCRIPT LOAD every script, so the gate's EVALSHA finds them (a restarted Redis has none).
+    Raises Redis errors."""
+    conn = get_redis_connection("default")
+    for name in SCRIPTS:
+        conn.script_load(globals()[name])
 
 
 def sha(name: str) -> str:
@@ -199,6 +218,7 @@ def card_write(sale) -> None:
                              "active": "1" if active else "0", "info": json.dumps(info, ensure_ascii=False)})
     pipe.expire(card, CARD_SECONDS)
     pipe.execute()
+    scripts_load()
 
 
 def card_drop(sale_id: int) -> None:

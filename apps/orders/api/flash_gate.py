@@ -4,7 +4,7 @@
 recognises that names a ``flash_sale_id`` (one SKU, no coupon, no points). It answers with two
 Redis round trips at most, in the event loop, and only where Django would give the same answer:
 
-1. :data:`PEEK` (EVALSHA, read only): the token's customer, the sold-out flags, the sale's card
+1. ``flash_quota.PEEK`` (EVALSHA, read only): the token's customer, the sold-out flags, the sale's card
    and quota (``apps.marketing.flash_quota``), the customer's address card
    (``apps.accounts.address_cards``) and the freight terms (``apps.shipping.selectors``). A
    flag, a closed window or a quota below the units asked is the 409 at once: most buyers of a
@@ -55,35 +55,14 @@ logger = logging.getLogger(__name__)
 
 MAX_ORDER_FEN = 100_000_000  # apps.orders.services.MAX_ORDER_FEN (held equal by a test)
 
-# KEYS: token, card, quota, terms, sku flag, sale flag; ARGV: the address card's key without
-# the customer id. Missing values come back as nil.
-PEEK = """
-local customer = redis.call('GET', KEYS[1])
-if not customer then return {false} end
-local card = redis.call('HMGET', KEYS[2], 'sku_id', 'starts_ms', 'ends_ms', 'active', 'info')
-return {customer, redis.call('GET', KEYS[5]), redis.call('GET', KEYS[6]), card[1], card[2], card[3], card[4],
-        card[5], redis.call('GET', KEYS[3]), redis.call('GET', ARGV[1] .. customer), redis.call('GET', KEYS[4])}
-"""
-
-_peek_sha: str | None = None
 FLAGS = object()
 """What :func:`answer` returns when Redis did not know PEEK (restarted): the gate then judges the
 request by the sold-out flags alone, as for any other confirm, while the scripts are loaded."""
 
 
-def peek_sha() -> str:
-    """SHA1 of :data:`PEEK` (loaded into Redis by :func:`scripts_load`)."""
-    global _peek_sha
-    if _peek_sha is None:
-        import hashlib
-
-        _peek_sha = hashlib.sha1(PEEK.encode()).hexdigest()
-    return _peek_sha
-
-
 async def scripts_load(client) -> None:
     """SCRIPT LOAD the gate's two scripts (after a NOSCRIPT: a restarted Redis)."""
-    await client.script_load(PEEK)
+    await client.script_load(flash_quota.PEEK)
     await client.script_load(flash_quota.TAKE)
 
 
@@ -110,7 +89,7 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
             cache.make_key(TERMS_CACHE_KEY), cache.make_key(soldout.sku_key(sku_id)),
             cache.make_key(soldout.flash_sale_key(sale_id))]
     try:
-        peeked = await client.evalsha(peek_sha(), len(keys), *keys, address_cards.card_key(0)[:-1])
+        peeked = await client.evalsha(flash_quota.sha("PEEK"), len(keys), *keys, address_cards.card_key(0)[:-1])
     except NoScriptError:
         await _load_quietly(client)
         return FLAGS
