@@ -12,6 +12,13 @@ def followup_run(followup_id: int) -> str:
 
 
 @shared_task
+def followup_run_many(followup_ids: list[int]) -> list[str]:
+    """Run the outbox rows one transaction recorded (queue ``followups``): one message per paid
+    order for all its follow-ups; a redelivery skips the done rows."""
+    return followups.followups_execute(followup_ids)
+
+
+@shared_task
 def followups_redispatch() -> int:
     """Beat: re-push follow-ups still pending (the row is the source of truth, not Redis)."""
     return followups.followups_redispatch()
