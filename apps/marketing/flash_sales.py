@@ -34,8 +34,8 @@ import datetime as dt
 import logging
 from functools import partial
 
-from django.db import transaction
-from django.db.models import Case, F, IntegerField, Subquery, When
+from django.db import connection, transaction
+from django.db.models import Case, F, When
 from django.utils import timezone
 
 from apps.catalog import soldout
@@ -103,8 +103,8 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     flash-sale order takes them in this order, a plain order takes only SKUs: no deadlock) —
     step 6 of ``starmall/locking.py``, after the customer's row, before SKUs and product sales.
 
-    1. ``INSERT ... ON CONFLICT DO NOTHING`` the (sale, customer) row, then
-       ``UPDATE ... SET quantity = quantity + n WHERE ... AND quantity + n <= limit``: 0 rows ->
+    1. ``INSERT (sale, customer, n) ... ON CONFLICT DO UPDATE SET quantity = quantity + n
+       WHERE quantity + n <= limit`` (:func:`_allowance_take`, one statement): no row ->
        FlashSaleLimitExceeded. Racing orders of one customer serialise on that row.
     2. ``UPDATE sale SET stock = stock - n, sold = sold + n WHERE id = ? AND is_active AND
        starts_at <= now < ends_at AND stock >= n`` (only the sale's own columns: PostgreSQL
@@ -114,15 +114,7 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     if units <= 0:
         raise ValueError(f"units must be positive, got {units}")
     now = now or timezone.now()
-    FlashSalePurchase.objects.bulk_create([FlashSalePurchase(sale_id=sale_id, customer_id=customer_id)],
-                                          ignore_conflicts=True)
-    # The limit as a scalar subquery: evaluated once per statement, which is all a limit needs;
-    # the row's own ``quantity`` is what PostgreSQL re-checks after waiting for the row lock.
-    limit = Subquery(FlashSale.objects.filter(pk=sale_id).values("limit_per_customer")[:1],
-                     output_field=IntegerField())
-    if FlashSalePurchase.objects.filter(
-        sale_id=sale_id, customer_id=customer_id, quantity__lte=limit - units
-    ).update(quantity=F("quantity") + units) != 1:
+    if not _allowance_take(sale_id, customer_id, units):
         raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
     if FlashSale.objects.filter(
         pk=sale_id, is_active=True, starts_at__lte=now, ends_at__gt=now, stock__gte=units
@@ -134,6 +126,25 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
             soldout.mark(soldout.flash_sale_key(sale_id), value=sale.sku_id)
         raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units,
                                 available=sale.stock)
+
+
+def _allowance_take(sale_id: int, customer_id: int, units: int) -> bool:
+    """Step 1 of :func:`flash_sale_take` as ONE statement: insert the (sale, customer) row with
+    ``units``, or add them to the existing row, only while the total stays within the sale's
+    ``limit_per_customer``; False (nothing written) when it would not. On a conflict the row is
+    locked and its ``quantity`` re-checked on the newest version (``ON CONFLICT DO UPDATE ...
+    WHERE``), so racing orders of one customer serialise on it as with the former UPDATE."""
+    purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
+            f"WHERE id = %s AND limit_per_customer >= %s "
+            f"ON CONFLICT (sale_id, customer_id) DO UPDATE SET quantity = {purchase}.quantity + excluded.quantity "
+            f"WHERE {purchase}.quantity + excluded.quantity <= "
+            f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING quantity",
+            [sale_id, customer_id, units, sale_id, units],
+        )
+        return cursor.fetchone() is not None
 
 
 @transaction.atomic(savepoint=False)

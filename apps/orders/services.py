@@ -37,7 +37,7 @@ from apps.catalog import soldout, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import coupons, flash_sales
-from apps.orders import cart, drafts, events, flash_reservations, followups
+from apps.orders import cart, drafts, events, flash_reservations, followups, order_rows
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
@@ -323,9 +323,9 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     The same key again returns the existing order with ``created=False`` — also when two
     requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
     slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
-    insert the order, book the slot, take the coupon and points, enforce the per-customer caps,
-    remove the cart lines it bought (``cart_item_ids`` at confirm), insert lines and the first
-    event, and last (hot rows locked briefly) a flash sale's
+    insert the order with its lines and first event (``order_rows``: one statement on PostgreSQL),
+    book the slot, take the coupon and points, enforce the per-customer caps, remove the cart
+    lines it bought (``cart_item_ids`` at confirm), and last (hot rows locked briefly) a flash sale's
     allowance and stock (``flash_sale_take``) and the SKUs' stock (conditional UPDATEs, SKU id
     order). After commit: drop the draft and schedule the unpaid timeout. A consultation's
     ``pay_deadline`` is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start -
@@ -343,14 +343,16 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     try:
         with transaction.atomic():
             # The lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
-            order = _order_insert(draft, customer, remark, now)
+            # The order, its lines and its "created" event: one statement on PostgreSQL (order_rows).
+            order, lines = order_rows.order_rows_insert(
+                draft, customer_id=customer.pk, order_no=_new_order_no(now), remark=remark,
+                pay_deadline=_pay_deadline(draft, now), now=now)
+            order.customer = customer
             _slot_book(draft, order)
             _coupon_take(draft, order)
             _caps_enforce(customer_id=customer.pk, kind=draft.kind)
             _points_take(draft, order)
             _cart_lines_remove(draft, customer)
-            lines = _lines_insert(draft, order)
-            events.order_created_event(order=order, actor="customer")
             # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
             # allowance and sale (marketing), then the SKUs (in id order).
             _flash_sale_take(draft, customer, now)
@@ -392,19 +394,6 @@ def _pay_deadline(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
     return pay_deadline
 
 
-def _order_insert(draft: drafts.OrderDraft, customer: Customer, remark: str, now: dt.datetime) -> Order:
-    """INSERT the unpaid order (lock step 1); a second create of the key hits UNIQUE(order_key)."""
-    return Order.objects.create(
-        order_no=_new_order_no(now), order_key=draft.order_key, customer=customer,
-        kind=draft.kind, goods_fen=draft.goods_fen, freight_fen=draft.freight_fen,
-        coupon_id=draft.coupon_id, coupon_fen=draft.coupon_fen,
-        points_used=draft.points_used, points_fen=draft.points_fen,
-        pay_fen=draft.pay_fen, address=draft.address, remark=remark,
-        slot_id=draft.slot_id, flash_sale_id=draft.flash_sale_id,
-        pay_deadline=_pay_deadline(draft, now),
-    )
-
-
 def _slot_book(draft: drafts.OrderDraft, order: Order) -> None:
     """Book a consultation's slot for the order (lock step 3; SlotUnavailable when taken)."""
     if draft.slot:
@@ -432,17 +421,6 @@ def _cart_lines_remove(draft: drafts.OrderDraft, customer: Customer) -> None:
     """Remove the cart lines bought; after the customer's row lock, as cart adds take it."""
     if draft.cart_items:
         cart.cart_items_remove_bought(customer_id=customer.pk, bought=draft.cart_items)
-
-
-def _lines_insert(draft: drafts.OrderDraft, order: Order) -> list[OrderLine]:
-    """INSERT the order's lines as priced in the draft (one bulk INSERT)."""
-    return OrderLine.objects.bulk_create([
-        OrderLine(
-            order=order, sku_id=line.sku_id, product_id=line.product_id, name=line.name,
-            specs=line.specs, price_fen=line.price_fen, quantity=line.quantity, amount_fen=line.amount_fen,
-        )
-        for line in draft.lines
-    ])
 
 
 def _flash_sale_take(draft: drafts.OrderDraft, customer: Customer, now: dt.datetime) -> None:
