@@ -147,15 +147,16 @@ return {customer, redis.call('GET', KEYS[5]), redis.call('GET', KEYS[6]), card[1
 """
 
 SCRIPTS = ("TAKE", "END", "LOAD", "SNAPSHOT", "ADJUST", "PEEK")
-_scripts: dict[str, object] = {}
+_scripts: dict[tuple[int, str], object] = {}
 
 
 def script(name: str):
     """The registered redis-py ``Script`` ``name`` (TAKE, END, LOAD, SNAPSHOT, ADJUST) on the
     cache's connection: EVALSHA, loading the script again after a NOSCRIPT (a restarted Redis)."""
-    found = _scripts.get(name)
+    conn = get_redis_connection("default")
+    found = _scripts.get((id(conn), name))  # one per client: the cache's server may change (tests)
     if found is None:
-        found = _scripts.setdefault(name, get_redis_connection("default").register_script(globals()[name]))
+        found = _scripts.setdefault((id(conn), name), conn.register_script(globals()[name]))
     return found
 
 

@@ -142,6 +142,8 @@ def reservations_expire(*, now: dt.datetime | None = None) -> int:
     ordered = set(Order.objects.filter(order_key__in=[k for _, k in due]).values_list("order_key", flat=True))
     given = 0
     for sale_id, order_key in due:
+        if order_key not in ordered:
+            drafts.draft_delete(order_key)  # its units go back: the draft may not make an order any more
         given += flash_quota.reservation_end(sale_id, order_key, give_back=order_key not in ordered)
     return given
 
@@ -150,7 +152,7 @@ def quotas_reconcile(*, now: dt.datetime | None = None) -> dict[int, int]:
     """Beat: prepare and correct the Redis quota of every active sale starting within
     PREPARE_AHEAD or live; returns ``{sale_id: correction}`` (units added, negative taken).
 
-    A missing quota is loaded (:func:`apps.marketing.flash_quota.quota_load`). A loaded one is
+    A missing quota is loaded first (:func:`apps.marketing.flash_quota.quota_load`). Then it is
     corrected relatively: the reservations and the quota are read at one instant, then ONE SQL
     statement reads the sale's stock and which of those reservations have a committed order;
     the quota should be ``stock - units of reservations without an order``, and the difference
@@ -169,9 +171,8 @@ def quotas_reconcile(*, now: dt.datetime | None = None) -> dict[int, int]:
         sales = FlashSale.objects.filter(is_active=True, starts_at__lte=now + PREPARE_AHEAD, ends_at__gt=now)
         for sale in sales:
             flash_quota.card_write(sale)
-            if flash_quota.quota_load(sale.pk) >= 0:
-                continue  # just loaded from the database
-            corrections[sale.pk] = _reconcile_one(sale.pk)
+            flash_quota.quota_load(sale.pk)  # when missing; it counts every reservation left in Redis,
+            corrections[sale.pk] = _reconcile_one(sale.pk)  # so one whose order committed is corrected here
     finally:
         conn.delete(lock)
     return corrections
