@@ -28,6 +28,11 @@ It answers only where Django would give the same answer, byte for byte
 - a flag for what is asked, judged by ``apps.catalog.soldout.refusal``, the same function
   ``order_confirm`` uses.
 
+A confirm of this shape that names a ``flash_sale_id`` (one SKU, no coupon, no points) is a
+秒杀's: ``apps.orders.api.flash_gate`` decides it in Redis instead — the flags, then the sale's
+quota: the 409 of a loser or an over-limit buyer, or a winner's draft written by one Lua
+script and its 200 — and passes to Django whatever it cannot answer exactly.
+
 Anything else — another shape, no flag, a Redis error or a Redis answer slower than
 :data:`REDIS_TIMEOUT_SECONDS` — goes to Django, which answers it as before. The gate never
 lets an order through; it only turns away buyers the shop would turn away anyway.
