@@ -5,9 +5,11 @@ A 秒杀 confirm answered in front of Django (``apps.orders.api.flash_gate``) ne
 (``selectors.address_default``) — without PostgreSQL. The card is that address as orders
 store it (``{"id", **Address.snapshot()}``, JSON), under :func:`card_key`.
 
-It is written from committed rows only: after the commit of every address write
+It is written from committed rows: after the commit of every address write
 (:func:`card_refresh_after_commit`, called by ``address_create``, ``address_update`` and
-``address_delete``), and dropped at the start of such a write. Two address writes of one customer
+``address_delete``), which drops it at the start of the write; and on demand by a 秒杀 confirm
+that Django answered with the customer's default address (:func:`card_offer`, only where no
+card exists). Two address writes of one customer
 whose after-commit refreshes cross could leave the older one in Redis; :data:`CARD_SECONDS`
 bounds that, and the card is only ever used for an address the customer owns. No card (Redis
 restarted, expired, never written): the gate passes the confirm to Django, which answers as
@@ -26,7 +28,7 @@ from django_redis import get_redis_connection
 
 logger = logging.getLogger(__name__)
 
-CARD_SECONDS = 3600  # the longest a card may outlive a crossed refresh (see the module's docstring)
+CARD_SECONDS = 86400  # the longest a card may outlive a crossed refresh (see the module's docstring)
 
 
 def card_key(customer_id: int) -> str:
@@ -49,6 +51,18 @@ def card_refresh(customer_id: int) -> None:
                      ex=CARD_SECONDS)
     except Exception:  # noqa: BLE001 - without a card the gate passes to Django
         logger.warning("could not write the address card of customer %s", customer_id, exc_info=True)
+
+
+def card_offer(address) -> None:
+    """On demand: a confirm just read the customer's default ``address`` (an Address): write it
+    as the card unless one exists (SET NX, so a refresh after an address write always wins over
+    a read that raced it). Redis errors are logged."""
+    try:
+        get_redis_connection("default").set(
+            card_key(address.customer_id), json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
+            ex=CARD_SECONDS, nx=True)
+    except Exception:  # noqa: BLE001
+        logger.warning("could not offer the address card of customer %s", address.customer_id, exc_info=True)
 
 
 def card_refresh_after_commit(customer_id: int) -> None:

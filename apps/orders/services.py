@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.accounts import address_cards, wallet
 from apps.accounts import selectors as account_selectors
-from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.appointments import slots
 from apps.appointments.exceptions import SlotUnavailable
@@ -92,6 +92,8 @@ def order_confirm(
     kind = _kind_of(lines, skus)
     _caps_check(customer_id=customer.pk, kind=kind)
     slot_data, address = _destination_choose(customer, kind, lines, skus, slot_id, address_id)
+    if sale is not None and address is not None and address.is_default:
+        address_cards.card_offer(address)  # the next 秒杀 confirm is decided in front of Django
     goods_fen = sum(line.amount_fen for line in lines)
     freight_fen = _freight_quote(lines, skus, address) if kind == Kind.GOODS else 0
     _total_check(goods_fen + freight_fen)

@@ -216,3 +216,16 @@ def test_a_restarted_redis_without_the_scripts_loads_them_and_judges_by_flags(ga
 
 def test_the_gate_and_services_agree_on_the_largest_order():
     assert flash_gate.MAX_ORDER_FEN == services.MAX_ORDER_FEN
+
+
+def test_a_confirm_django_answered_leaves_the_address_card_for_the_gate(gate, headers, make_sale, ready, customer):
+    app, inner = gate
+    sale = make_sale(stock=5, limit=2)
+    get_redis_connection("default").delete(address_cards.card_key(customer.pk))  # expired, or never written
+    assert call(app, body=_body(sale), headers=headers) == (200, {}, b"django")
+    assert django_answer(_body(sale), headers)[0] == 200  # Django answers it and offers the card
+    assert address_cards.card_read(get_redis_connection("default").get(address_cards.card_key(customer.pk))) == {
+        "id": ready.pk, **ready.snapshot()}
+    assert call(app, body=_body(sale), headers=headers)[0] == 200  # now decided in front of Django
+    assert len(inner.bodies) == 1
+    assert _quota(sale) == (3, {customer.pk: 2})
