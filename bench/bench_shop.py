@@ -1,6 +1,6 @@
 """Benchmark: the running shop under a flash sale, a notification storm and browsing.
 
-Usage: ``python bench/bench_shop.py [--only floor,flash,sql,storm,browse] [--no-save]`` (``make bench``
+Usage: ``python bench/bench_shop.py [--only floor,flash,flash100x,sql,storm,browse] [--no-save]`` (``make bench``
 runs it). It needs PostgreSQL and Redis: the server of ``DATABASE_URL`` (default
 ``postgres://postgres@127.0.0.1:5432/``) with its own database ``starmall_bench``, created
 empty and dropped at the end, and the server of ``REDIS_URL`` (default
@@ -26,6 +26,9 @@ from this separate process: threads, each with one keep-alive ``http.client`` co
    signing code) delivered 3 times, shuffled, concurrency 64; every order paid exactly once
    and 1,000 follow-ups of each kind, all finished by the Celery worker.
 4. browse: product list and detail.
+5. ``flash100x`` (not in the default run): a 秒杀 of 200 units for 20,000 buyers (the 2,000
+   logged in plus 18,000 written straight to the database with an address and a token),
+   exactly 200 sold.
 
 Prints a table and writes ``bench/results/<UTC time>.json`` (machine, versions, git sha, load).
 Exit status 1 when a count is wrong.
@@ -58,10 +61,11 @@ sys.path.insert(0, str(ROOT))
 CONCURRENCY = 64
 UNITS = 500
 CUSTOMERS = 2000
+DEMAND_UNITS, DEMAND_BUYERS = 200, 20000  # the 100x-demand sale (--only flash100x)
 STORM_ORDERS = 1000
 STORM_COPIES = 3
 BROWSE_REQUESTS = 2000
-DB_NAME = "starmall_bench"
+DB_NAME = os.environ.get("BENCH_DB_NAME", "starmall_bench")  # another name lets two benches share a server
 WEB_PORT = int(os.environ.get("BENCH_WEB_PORT", "8600"))
 SANDBOX_PORT = int(os.environ.get("BENCH_SANDBOX_PORT", "8601"))
 REDIS_DB = int(os.environ.get("BENCH_REDIS_DB", "11"))
@@ -292,6 +296,33 @@ def customers_login(n: int, prefix: str) -> list[dict]:
     return out
 
 
+def customers_direct(n: int, prefix: str) -> list[dict]:
+    """``n`` more customers for the 100x-demand sale, written straight to the database with a
+    default address and an API token in Redis (set-up, not measured: 18,000 sandbox logins
+    would take minutes). The address card the shop writes after an address is saved is
+    written too, when the shop has one (``apps.accounts.address_cards``)."""
+    from apps.accounts.models import Address, Customer
+    from apps.accounts.tokens import token_issue
+
+    try:
+        from apps.accounts import address_cards
+    except ImportError:
+        address_cards = None
+    customers = Customer.objects.bulk_create([Customer(openid=f"oBulk{prefix}{i:08d}", nickname=f"买家{i}")
+                                              for i in range(n)], batch_size=2000)
+    addresses = Address.objects.bulk_create([
+        Address(customer=c, name=f"买家{i}", phone="13800000000", province="广东省", city="深圳市",
+                district="南山区", detail=f"科技园 {i} 号", is_default=True) for i, c in enumerate(customers)],
+        batch_size=2000)
+    out = []
+    for customer, address in zip(customers, addresses, strict=True):
+        if address_cards is not None:
+            address_cards.card_refresh(customer.pk)
+        out.append({"token": token_issue(customer_id=customer.pk), "address_id": address.pk,
+                    "openid": customer.openid})
+    return out
+
+
 def new_sku(name: str, stock: int, price_fen: int = 990) -> tuple[int, int]:
     """A goods product with one SKU of ``stock`` units; returns (product_id, sku_id)."""
     from apps.catalog.models import Category, Product, Sku
@@ -323,7 +354,7 @@ def flash_sale(customers: list[dict], sku_id: int, extra: dict | None = None) ->
     return stats(run_load(shuffled, attempt))
 
 
-def flash_audit(sku_id: int, flash_sale_id: int | None = None) -> dict:
+def flash_audit(sku_id: int, flash_sale_id: int | None = None, units: int = UNITS) -> dict:
     """The database after the sale: orders, units, stock, customers with more than one order."""
     from django.db.models import Count, Sum
 
@@ -338,13 +369,13 @@ def flash_audit(sku_id: int, flash_sale_id: int | None = None) -> dict:
         "customers_with_2_orders": lines.values("order__customer_id").annotate(n=Count("order_id"))
         .filter(n__gt=1).count(),
     }
-    expected = {"orders": UNITS, "units": UNITS, "stock_left": 0, "customers_with_2_orders": 0}
+    expected = {"orders": units, "units": units, "stock_left": 0, "customers_with_2_orders": 0}
     if flash_sale_id is not None:  # the SKU held 1,000: the sale's quota is what sells out
         from apps.marketing.models import FlashSale
 
         sale = FlashSale.objects.get(pk=flash_sale_id)
         audit.update(flash_stock_left=sale.stock, flash_sold=sale.sold)
-        expected.update(stock_left=UNITS, flash_stock_left=0, flash_sold=UNITS)
+        expected.update(stock_left=units, flash_stock_left=0, flash_sold=units)
     audit["ok"] = all(audit[k] == v for k, v in expected.items())
     return audit
 
@@ -562,7 +593,7 @@ def table(results: dict) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--only", default="floor,flash,sql,storm,browse")
+    parser.add_argument("--only", default="floor,flash,flash100x,sql,storm,browse")
     parser.add_argument("--no-save", action="store_true", help="print, do not write bench/results/")
     parser.add_argument("--keep", action="store_true", help="leave the shop running (debugging)")
     args = parser.parse_args()
@@ -593,7 +624,7 @@ def main() -> int:
         results["machine"] = machine()
         print(f"shop up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
               flush=True)
-        customers = customers_login(CUSTOMERS if only & {"flash", "storm"} else 1, prefix=str(os.getpid()))
+        customers = customers_login(CUSTOMERS if only & {"flash", "flash100x", "storm"} else 1, prefix=str(os.getpid()))
         print(f"{len(customers)} customers logged in with addresses after {time.monotonic() - started:.0f} s",
               flush=True)
         if "flash" in only:
@@ -608,6 +639,15 @@ def main() -> int:
                 run = flash_sale(customers, sku_id, {"flash_sale_id": sale_id})
                 run["audit"] = flash_audit(sku_id, sale_id)
                 results["runs"]["flash sale, activity (confirm+create)"] = run
+                failed |= not run["audit"]["ok"]
+        if "flash100x" in only:  # the realistic shape: demand 100 times the supply
+            crowd = customers + customers_direct(DEMAND_BUYERS - len(customers), prefix=str(os.getpid()))
+            flash = flash_sale_activity(DEMAND_UNITS)
+            if flash is not None:
+                sale_id, sku_id = flash
+                run = flash_sale(crowd, sku_id, {"flash_sale_id": sale_id})
+                run["audit"] = flash_audit(sku_id, sale_id, units=DEMAND_UNITS)
+                results["runs"]["flash sale, 100x demand (200 units, 20,000 buyers)"] = run
                 failed |= not run["audit"]["ok"]
         if "sql" in only:
             sql = bare_sql()
@@ -653,7 +693,7 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def flash_sale_activity() -> tuple[int, int] | None:
+def flash_sale_activity(units: int = UNITS) -> tuple[int, int] | None:
     """A live 秒杀 of 500 units (limit 1 per customer) on a fresh SKU of 1,000 units, when the
     shop has flash sales (apps.marketing); returns (flash_sale_id, sku_id)."""
     try:
@@ -662,9 +702,9 @@ def flash_sale_activity() -> tuple[int, int] | None:
         return None
     from django.utils import timezone
 
-    _, sku_id = new_sku("秒杀 activity SKU", 2 * UNITS, price_fen=1990)
+    _, sku_id = new_sku("秒杀 activity SKU", 2 * units, price_fen=1990)
     now = timezone.now()
-    sale = flash_sales.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=UNITS,
+    sale = flash_sales.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=units,
                                          starts_at=now - dt.timedelta(minutes=1),
                                          ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
     return sale.pk, sku_id

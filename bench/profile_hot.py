@@ -1,6 +1,7 @@
 """Profile the flash-sale hot path in one process (pyinstrument, the ``dev`` extra).
 
-Usage: ``python bench/profile_hot.py [--cpu] [confirm|create|soldout|gate|notify|browse ...]``
+Usage: ``python bench/profile_hot.py [--cpu] [--flash] [confirm|create|soldout|gate|notify|browse ...]``
+(``--flash``: confirm and create buy in a live 秒杀 of the SKU, whose quota is in Redis)
 (``notify``: the first "paid" notification of each order ``create`` made, so after ``confirm create``)
 (``--cpu``: no profiler, only the CPU milliseconds each request costs this process, the
 number to compare before and after a change). Runs on the
@@ -22,12 +23,13 @@ sys.path.insert(0, str(ROOT))
 PG = urllib.parse.urlsplit(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/")
 _redis = urllib.parse.urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
 os.environ.update(
-    DATABASE_URL=urllib.parse.urlunsplit((PG.scheme, PG.netloc, "/starmall_profile", "", "")),
+    DATABASE_URL=urllib.parse.urlunsplit((PG.scheme, PG.netloc, "/" + os.environ.get("PROFILE_DB_NAME", "starmall_profile"), "", "")),
     REDIS_URL=urllib.parse.urlunsplit((_redis.scheme, _redis.netloc, f"/{os.environ.get('BENCH_REDIS_DB', '11')}", "", "")),
     DJANGO_SETTINGS_MODULE="starmall.settings.local", DJANGO_DEBUG="false", LOG_LEVEL="WARNING",
     STARMALL_VAR_DIR=str(ROOT / "var" / "bench"),
 )
 N = 200
+DB_NAME = os.environ.get("PROFILE_DB_NAME", "starmall_profile")
 
 
 def main() -> None:
@@ -35,20 +37,21 @@ def main() -> None:
 
     admin = urllib.parse.urlunsplit(("postgresql", PG.netloc, "/postgres", "", ""))
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS starmall_profile WITH (FORCE)")
-        conn.execute("CREATE DATABASE starmall_profile")
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
     try:
-        args = [a for a in sys.argv[1:] if a != "--cpu"]
-        run(args or ["confirm", "create", "soldout", "gate", "notify", "browse"], profile="--cpu" not in sys.argv)
+        args = [a for a in sys.argv[1:] if a not in ("--cpu", "--flash")]
+        run(args or ["confirm", "create", "soldout", "gate", "notify", "browse"], profile="--cpu" not in sys.argv,
+            flash="--flash" in sys.argv)
     finally:
         from django.db import connections
 
         connections.close_all()
         with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS starmall_profile WITH (FORCE)")
+            conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
 
 
-def run(paths: list[str], profile: bool = True) -> None:
+def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
     import django
 
     django.setup()
@@ -73,6 +76,19 @@ def run(paths: list[str], profile: bool = True) -> None:
         a = Address.objects.create(customer=c, name="b", phone="13800000000", province="p", city="c", detail="d")
         customers.append((c, a, token_issue(customer_id=c.pk)))
     client = Client(SERVER_NAME="127.0.0.1")
+    extra = {}
+    if flash:  # a live 秒杀 of the whole stock, one per customer, its quota loaded into Redis
+        import datetime as dt
+
+        from django.utils import timezone
+
+        from apps.marketing import flash_sales
+
+        now = timezone.now()
+        sale = flash_sales.flash_sale_schedule(title="profile", sku_id=sku.pk, price_fen=500, stock=N,
+                                               starts_at=now - dt.timedelta(minutes=1),
+                                               ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
+        extra = {"flash_sale_id": sale.pk}
 
     def post(path, body, token):
         return client.post(path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
@@ -94,7 +110,8 @@ def run(paths: list[str], profile: bool = True) -> None:
                 profiler.start()
             for i, (_c, a, token) in enumerate(customers):
                 if name == "confirm":
-                    r = post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": a.pk}, token)
+                    r = post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": a.pk,
+                                                        **extra}, token)
                     keys.append((r.json()["order_key"], token))
                 elif name == "create":
                     r = post("/api/v1/orders", {"order_key": keys[i][0]}, keys[i][1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from apps.accounts import address_cards
 from apps.accounts.models import Address, Customer
 from apps.accounts.wallet import customer_lock
 from apps.files.services import is_our_upload_url
@@ -46,6 +47,7 @@ def address_update(*, customer: Customer, address_id: int, **fields) -> Address:
         address = Address.objects.filter(pk=address_id, customer=customer).first()
         if address is None:
             raise NotFound("地址不存在。", address_id=address_id)
+        address_cards.card_refresh_after_commit(customer.pk)  # the flash-sale gate's copy
         make_default = fields.pop("is_default", None)
         for name, value in fields.items():
             setattr(address, name, value)
@@ -73,6 +75,7 @@ def address_delete(*, customer: Customer, address_id: int) -> None:
         address = Address.objects.filter(pk=address_id, customer=customer).first()
         if address is None:
             raise NotFound("地址不存在。", address_id=address_id)
+        address_cards.card_refresh_after_commit(customer.pk)  # the flash-sale gate's copy
         address.delete()
         if address.is_default:
             newest = customer.addresses.order_by("-id").first()

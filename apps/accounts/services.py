@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from apps.accounts import login_hooks, tokens, wechat
+from apps.accounts import address_cards, login_hooks, tokens, wechat
 from apps.accounts.exceptions import LoginCodeInvalid
 from apps.accounts.models import Address, Customer
 from apps.accounts.wallet import customer_lock
@@ -83,6 +83,7 @@ def address_create(*, customer: Customer, **fields) -> Address:
             raise LimitExceeded(f"最多保存 {Address.MAX_PER_CUSTOMER} 个收货地址。",
                                 max_addresses=Address.MAX_PER_CUSTOMER)
         is_default = fields.pop("is_default", False) or not customer.addresses.exists()
+        address_cards.card_refresh_after_commit(customer.pk)  # the flash-sale gate's copy
         if is_default:
             customer.addresses.filter(is_default=True).update(is_default=False)
         return Address.objects.create(customer=customer, is_default=is_default, **fields)

@@ -31,17 +31,22 @@ Conservation (each rule has a test in tests/marketing/):
 from __future__ import annotations
 
 import datetime as dt
+import logging
+from functools import partial
 
-from django.db import transaction
-from django.db.models import Case, F, IntegerField, Subquery, When
+from django.db import connection, transaction
+from django.db.models import Case, F, When
 from django.utils import timezone
 
 from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import flash_quota
 from apps.marketing.exceptions import FlashSaleLimitExceeded, FlashSaleNotLive
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from starmall.errors import InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
 
 MAX_WINDOW = dt.timedelta(days=31)  # a 秒杀 lasts minutes or hours; a month is certainly a typo
 
@@ -98,8 +103,8 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     flash-sale order takes them in this order, a plain order takes only SKUs: no deadlock) —
     step 6 of ``starmall/locking.py``, after the customer's row, before SKUs and product sales.
 
-    1. ``INSERT ... ON CONFLICT DO NOTHING`` the (sale, customer) row, then
-       ``UPDATE ... SET quantity = quantity + n WHERE ... AND quantity + n <= limit``: 0 rows ->
+    1. ``INSERT (sale, customer, n) ... ON CONFLICT DO UPDATE SET quantity = quantity + n
+       WHERE quantity + n <= limit`` (:func:`_allowance_take`, one statement): no row ->
        FlashSaleLimitExceeded. Racing orders of one customer serialise on that row.
     2. ``UPDATE sale SET stock = stock - n, sold = sold + n WHERE id = ? AND is_active AND
        starts_at <= now < ends_at AND stock >= n`` (only the sale's own columns: PostgreSQL
@@ -109,15 +114,7 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     if units <= 0:
         raise ValueError(f"units must be positive, got {units}")
     now = now or timezone.now()
-    FlashSalePurchase.objects.bulk_create([FlashSalePurchase(sale_id=sale_id, customer_id=customer_id)],
-                                          ignore_conflicts=True)
-    # The limit as a scalar subquery: evaluated once per statement, which is all a limit needs;
-    # the row's own ``quantity`` is what PostgreSQL re-checks after waiting for the row lock.
-    limit = Subquery(FlashSale.objects.filter(pk=sale_id).values("limit_per_customer")[:1],
-                     output_field=IntegerField())
-    if FlashSalePurchase.objects.filter(
-        sale_id=sale_id, customer_id=customer_id, quantity__lte=limit - units
-    ).update(quantity=F("quantity") + units) != 1:
+    if not _allowance_take(sale_id, customer_id, units):
         raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
     if FlashSale.objects.filter(
         pk=sale_id, is_active=True, starts_at__lte=now, ends_at__gt=now, stock__gte=units
@@ -129,6 +126,25 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
             soldout.mark(soldout.flash_sale_key(sale_id), value=sale.sku_id)
         raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units,
                                 available=sale.stock)
+
+
+def _allowance_take(sale_id: int, customer_id: int, units: int) -> bool:
+    """Step 1 of :func:`flash_sale_take` as ONE statement: insert the (sale, customer) row with
+    ``units``, or add them to the existing row, only while the total stays within the sale's
+    ``limit_per_customer``; False (nothing written) when it would not. On a conflict the row is
+    locked and its ``quantity`` re-checked on the newest version (``ON CONFLICT DO UPDATE ...
+    WHERE``), so racing orders of one customer serialise on it as with the former UPDATE."""
+    purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
+            f"WHERE id = %s AND limit_per_customer >= %s "
+            f"ON CONFLICT (sale_id, customer_id) DO UPDATE SET quantity = {purchase}.quantity + excluded.quantity "
+            f"WHERE {purchase}.quantity + excluded.quantity <= "
+            f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING quantity",
+            [sale_id, customer_id, units, sale_id, units],
+        )
+        return cursor.fetchone() is not None
 
 
 @transaction.atomic(savepoint=False)
@@ -154,6 +170,25 @@ def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock:
             stock=Case(When(ends_at__gt=now, then=F("stock") + units), default=F("stock")),
         )
         soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
+    # The Redis quota follows after commit (apps.marketing.flash_quota): the allowance always,
+    # the quota when the units came back to the sale.
+    transaction.on_commit(partial(flash_quota.units_returned, sale_id, customer_id, units, to_quota=restock))
+
+
+def flash_sale_quota_prepare(sale_id: int) -> None:
+    """Load the sale's card and (when missing) its Redis quota from the database
+    (``apps.marketing.flash_quota``); after commit when called in a transaction. Redis errors
+    are logged: confirms then take the ordinary path, which loads it on demand."""
+    def prepare() -> None:
+        try:
+            flash_quota.card_write(FlashSale.objects.get(pk=sale_id))
+            flash_quota.quota_load(sale_id)
+        except FlashSale.DoesNotExist:
+            return
+        except Exception:  # noqa: BLE001
+            logger.warning("could not load the Redis quota of flash sale %s", sale_id, exc_info=True)
+
+    transaction.on_commit(prepare)
 
 
 # --- staff (admin) ---------------------------------------------------------------------------
@@ -216,10 +251,12 @@ def flash_sale_schedule(*, title: str, sku_id: int, price_fen: int, stock: int, 
     sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
     flash_sale_validate(sku=sku, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
                         limit_per_customer=limit_per_customer, stock=stock)
-    return FlashSale.objects.create(
+    sale = FlashSale.objects.create(
         title=title, sku=sku, price_fen=price_fen, stock=stock, starts_at=starts_at, ends_at=ends_at,
         limit_per_customer=limit_per_customer, is_active=is_active,
     )
+    flash_sale_quota_prepare(sale.pk)  # the winners are decided in Redis (apps.marketing.flash_quota)
+    return sale
 
 
 @transaction.atomic
@@ -240,6 +277,7 @@ def flash_sale_update(*, sale_id: int, title: str, price_fen: int, starts_at: dt
         title=title, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
         limit_per_customer=limit_per_customer, is_active=is_active,
     )
+    transaction.on_commit(partial(flash_quota.card_drop, sale_id))  # the gate reads the new terms
     return FlashSale.objects.get(pk=sale_id)
 
 
@@ -257,4 +295,14 @@ def flash_sale_stock_adjust(*, sale_id: int, delta: int) -> int:
         raise InsufficientStock("不能减去比剩余秒杀库存更多的数量。", flash_sale_id=sale_id)
     if delta > 0:
         soldout.clear_now_and_after_commit([soldout.flash_sale_key(sale_id)])
+    transaction.on_commit(partial(_quota_adjust, sale_id, delta))
     return FlashSale.objects.values_list("stock", flat=True).get(pk=sale_id)
+
+
+def _quota_adjust(sale_id: int, delta: int) -> None:
+    """Staff's change of the sale's stock, applied to the Redis quota (errors logged: the
+    reconciliation corrects it)."""
+    try:
+        flash_quota.adjust(sale_id, delta)
+    except Exception:  # noqa: BLE001
+        logger.warning("could not adjust the Redis quota of flash sale %s by %s", sale_id, delta, exc_info=True)

@@ -154,8 +154,13 @@ class OrderDraft:
         )
 
 
-def _key(order_key: str) -> str:
+def draft_key(order_key: str) -> str:
+    """The draft's cache key (before the cache's KEY_PREFIX); the flash-sale quota's script
+    writes drafts under it too (``apps.orders.flash_reservations``)."""
     return f"order:draft:{order_key}"
+
+
+_key = draft_key
 
 
 def draft_new_key() -> str:

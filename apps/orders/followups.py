@@ -1,8 +1,9 @@
 """The follow-up outbox: record in the business transaction, push to Redis after commit.
 
 A follow-up is a row (:class:`FollowUp`) inserted in the same transaction as the change that
-causes it, so it commits or vanishes with it. ``on_commit`` then pushes its id onto a Celery
-queue (a Redis list). Workers acknowledge late, so a worker that dies mid-task leaves the
+causes it, so it commits or vanishes with it. ``on_commit`` then pushes the ids of all the
+rows the transaction recorded onto a Celery queue (a Redis list) as ONE message
+(``followup_run_many``). Workers acknowledge late, so a worker that dies mid-task leaves the
 message for another; :func:`followups_redispatch` (beat) re-pushes rows that are still pending,
 so even a Redis outage between commit and push loses nothing. Handlers are idempotent by the
 row: the conditional ``pending -> done`` UPDATE lets one effect count.
@@ -46,7 +47,7 @@ def followup_record(*, order: Order, kind: str) -> FollowUp | None:
             followup = FollowUp.objects.create(key=f"{kind}:{order.order_no}", kind=kind, order=order)
     except IntegrityError:
         return None
-    transaction.on_commit(partial(followup_dispatch, followup.pk))
+    _push_after_commit([followup.pk])
     return followup
 
 
@@ -64,18 +65,56 @@ def followup_record_many(*, order: Order, kinds: list[str]) -> list[FollowUp]:
             )
     except IntegrityError:
         return [row for kind in kinds if (row := followup_record(order=order, kind=kind)) is not None]
-    transaction.on_commit(partial(_dispatch_many, [row.pk for row in rows]))
+    _push_after_commit([row.pk for row in rows])
     return rows
 
 
-def _dispatch_many(followup_ids: list[int]) -> int:
-    """Push several follow-ups; mark the pushed ones dispatched in one UPDATE; return how many."""
-    from apps.orders.tasks import followup_run
+class _Batch:
+    """The follow-ups recorded in one transaction, pushed as ONE message after its commit: a
+    paid order's message, SMS, points and whatever kinds other apps record in the paying
+    transaction (``HANDLERS``, ``SENDS``) cost the broker and the worker one task, not one each."""
 
-    pushed = [pk for pk in followup_ids if dispatch.push(followup_run, pk)]
-    if pushed:
-        FollowUp.objects.filter(pk__in=pushed).update(dispatched_at=timezone.now())
-    return len(pushed)
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.done = False
+
+    def __call__(self) -> None:
+        self.done = True
+        _dispatch_many(self.ids)
+
+
+def _push_after_commit(followup_ids: list[int]) -> None:
+    """Add the rows to their transaction's one message (:class:`_Batch`), pushed after commit;
+    at once outside a transaction. A batch is the transaction's while its callback is still
+    registered (a rolled-back savepoint removes it with the rows recorded under it)."""
+    conn = transaction.get_connection()
+    if not conn.in_atomic_block:
+        _dispatch_many(followup_ids)
+        return
+    batch = getattr(conn, "_followup_batch", None)
+    if batch is None or batch.done or not any(func is batch for _, func, _ in conn.run_on_commit):
+        batch = conn._followup_batch = _Batch()
+        transaction.on_commit(batch)
+    batch.ids.extend(followup_ids)
+
+
+def _dispatch_many(followup_ids: list[int]) -> int:
+    """Push the follow-ups as one ``followup_run_many`` message; mark them dispatched in one
+    UPDATE; return how many (0 when the push failed: the rows wait for the sweep)."""
+    from apps.orders.tasks import followup_run_many
+
+    if not followup_ids or not dispatch.push(followup_run_many, list(followup_ids)):
+        return 0
+    FollowUp.objects.filter(pk__in=followup_ids).update(dispatched_at=timezone.now())
+    return len(followup_ids)
+
+
+def followups_execute(followup_ids: list[int]) -> list[str]:
+    """Run several follow-ups one after the other (:func:`followup_execute` each, its own claim
+    and transaction); their statuses afterwards. A worker killed in the middle leaves the rows
+    after it pending and the one it ran leased: the redelivered message skips the done ones and
+    the sweep re-pushes the rest once their lease runs out."""
+    return [followup_execute(pk) for pk in followup_ids]
 
 
 def followup_dispatch(followup_id: int, *, sweep: bool = False) -> bool:

@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.accounts import address_cards, wallet
 from apps.accounts import selectors as account_selectors
-from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
 from apps.appointments import slots
 from apps.appointments.exceptions import SlotUnavailable
@@ -37,7 +37,7 @@ from apps.catalog import soldout, stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import bargains, coupons, flash_sales, group_buys
-from apps.orders import cart, drafts, events, followups, pickup
+from apps.orders import cart, drafts, events, flash_reservations, followups, order_rows, pickup
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
 from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
@@ -109,6 +109,8 @@ def order_confirm(
     pickup_store = pickup.pickup_store_choose(kind=kind, delivery=delivery, store_id=store_id)
     slot_data, address = (None, None) if pickup_store else _destination_choose(
         customer, kind, lines, skus, slot_id, address_id)
+    if sale is not None and address is not None and address.is_default:
+        address_cards.card_offer(address)  # the next 秒杀 confirm is decided in front of Django
     goods_fen = sum(line.amount_fen for line in lines)
     freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
     _total_check(goods_fen + freight_fen)
@@ -125,7 +127,7 @@ def order_confirm(
         flash_sale_id=sale.pk if sale else None, cart_items=cart_items, usable_coupons=usable,
         pickup_store=pickup_store,
         group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no,
-    ))
+    ), sale)
 
 
 def _items_resolve(customer: Customer, items: list[dict] | None,
@@ -257,9 +259,13 @@ def _coupon_choose(customer: Customer, sale, lines: list[drafts.DraftLine], good
     return usable, chosen["discount_fen"]
 
 
-def _draft_store(draft: drafts.OrderDraft) -> dict:
-    """Save the draft in Redis under its key; return its dict (confirm's answer)."""
+def _draft_store(draft: drafts.OrderDraft, sale=None) -> dict:
+    """Save the draft in Redis under its key; return its dict (confirm's answer). A 秒杀's
+    draft is a reservation on the sale's Redis quota (``flash_reservations.draft_reserve``:
+    sold out, over the limit or not live there raise as ``flash_sale_check`` does)."""
     data = draft.to_json()
+    if sale is not None:
+        return flash_reservations.draft_reserve(data, sale)
     drafts.draft_save(draft.order_key, data)
     return data
 
@@ -359,9 +365,9 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     The same key again returns the existing order with ``created=False`` — also when two
     requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
     slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
-    insert the order, book the slot, take the coupon and points, enforce the per-customer caps,
-    remove the cart lines it bought (``cart_item_ids`` at confirm), insert lines and the first
-    event, and last (hot rows locked briefly) a flash sale's
+    insert the order with its lines and first event (``order_rows``: one statement on PostgreSQL),
+    book the slot, take the coupon and points, enforce the per-customer caps, remove the cart
+    lines it bought (``cart_item_ids`` at confirm), and last (hot rows locked briefly) a flash sale's
     allowance and stock (``flash_sale_take``) and the SKUs' stock (conditional UPDATEs, SKU id
     order). After commit: drop the draft and schedule the unpaid timeout. A consultation's
     ``pay_deadline`` is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start -
@@ -379,21 +385,29 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
     try:
         with transaction.atomic():
             # The lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
-            order = _order_insert(draft, customer, remark, now)
+            # The order, its lines and its "created" event: one statement on PostgreSQL (order_rows).
+            order, lines = order_rows.order_rows_insert(
+                draft, customer_id=customer.pk, order_no=_new_order_no(now), remark=remark,
+                pay_deadline=_pay_deadline(draft, now), now=now, extra=_pickup_fields(draft))
+            order.customer = customer
             _slot_book(draft, order)
             _coupon_take(draft, order)
             _caps_enforce(customer_id=customer.pk, kind=draft.kind)
             _points_take(draft, order)
             _cart_lines_remove(draft, customer)
-            lines = _lines_insert(draft, order)
-            events.order_created_event(order=order, actor="customer")
             # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
             # allowance and sale (marketing), then the SKUs (in id order).
             _flash_sale_take(draft, customer, now)
             _group_or_bargain_take(draft, customer, order, now)
             _stock_take(draft)
             transaction.on_commit(partial(drafts.draft_delete, order_key))
+            if draft.flash_sale_id:  # the reservation's units are the database's now
+                transaction.on_commit(partial(flash_reservations.reservation_settle, draft.flash_sale_id, order_key))
         _cache_lines(order, lines)
+    except (InsufficientStock, InvalidState, LimitExceeded):
+        if draft.flash_sale_id:  # refused, nothing kept: the reserved units go back to the quota now
+            flash_reservations.reservation_give_back(draft.flash_sale_id, order_key)
+        raise
     except IntegrityError:
         winner = Order.objects.filter(order_key=order_key, customer=customer).first()
         if winner is None:
@@ -407,7 +421,7 @@ def _draft_take(order_key: str, customer: Customer) -> drafts.OrderDraft | None:
 
     The draft first: while it exists the key has no committed order (the draft is dropped
     after that commit), and a create racing that commit meets UNIQUE(order_key) in
-    :func:`_order_insert`. Saves the order lookup on every first create.
+    ``order_rows.order_rows_insert``. Saves the order lookup on every first create.
     """
     data = drafts.draft_get(order_key)
     if data is None or data["customer_id"] != customer.pk:
@@ -421,19 +435,6 @@ def _pay_deadline(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
     if draft.slot:
         pay_deadline = min(pay_deadline, slots.booking_closes_at(draft.slot_start))
     return pay_deadline
-
-
-def _order_insert(draft: drafts.OrderDraft, customer: Customer, remark: str, now: dt.datetime) -> Order:
-    """INSERT the unpaid order (lock step 1); a second create of the key hits UNIQUE(order_key)."""
-    return Order.objects.create(
-        order_no=_new_order_no(now), order_key=draft.order_key, customer=customer,
-        kind=draft.kind, goods_fen=draft.goods_fen, freight_fen=draft.freight_fen,
-        coupon_id=draft.coupon_id, coupon_fen=draft.coupon_fen,
-        points_used=draft.points_used, points_fen=draft.points_fen,
-        pay_fen=draft.pay_fen, address=draft.address, remark=remark,
-        slot_id=draft.slot_id, flash_sale_id=draft.flash_sale_id,
-        pay_deadline=_pay_deadline(draft, now), **_pickup_fields(draft),
-    )
 
 
 def _pickup_fields(draft: drafts.OrderDraft) -> dict:
@@ -471,17 +472,6 @@ def _cart_lines_remove(draft: drafts.OrderDraft, customer: Customer) -> None:
     """Remove the cart lines bought; after the customer's row lock, as cart adds take it."""
     if draft.cart_items:
         cart.cart_items_remove_bought(customer_id=customer.pk, bought=draft.cart_items)
-
-
-def _lines_insert(draft: drafts.OrderDraft, order: Order) -> list[OrderLine]:
-    """INSERT the order's lines as priced in the draft (one bulk INSERT)."""
-    return OrderLine.objects.bulk_create([
-        OrderLine(
-            order=order, sku_id=line.sku_id, product_id=line.product_id, name=line.name,
-            specs=line.specs, price_fen=line.price_fen, quantity=line.quantity, amount_fen=line.amount_fen,
-        )
-        for line in draft.lines
-    ])
 
 
 def _flash_sale_take(draft: drafts.OrderDraft, customer: Customer, now: dt.datetime) -> None:

@@ -12,6 +12,13 @@ def followup_run(followup_id: int) -> str:
 
 
 @shared_task
+def followup_run_many(followup_ids: list[int]) -> list[str]:
+    """Run the outbox rows one transaction recorded (queue ``followups``): one message per paid
+    order for all its follow-ups; a redelivery skips the done rows."""
+    return followups.followups_execute(followup_ids)
+
+
+@shared_task
 def followups_redispatch() -> int:
     """Beat: re-push follow-ups still pending (the row is the source of truth, not Redis)."""
     return followups.followups_redispatch()
@@ -29,3 +36,13 @@ def orders_auto_receive() -> int:
     from apps.orders import shipments
 
     return shipments.orders_auto_receive()
+
+
+@shared_task
+def flash_quotas_reconcile() -> dict:
+    """Beat: give back the units of flash-sale reservations whose draft expired unused, then
+    load or correct every live 秒杀's Redis quota from PostgreSQL (safe on several machines)."""
+    from apps.orders import flash_reservations
+
+    given = flash_reservations.reservations_expire()
+    return {"given_back": given, "corrected": flash_reservations.quotas_reconcile()}

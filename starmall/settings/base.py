@@ -334,6 +334,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(hour=10, minute=40),
     },
 }
+# 秒杀: the Redis quotas loaded before a sale starts and reconciled with PostgreSQL while it runs;
+# reservations whose draft expired unused give their units back (apps/orders/flash_reservations.py).
+FLASH_QUOTA_SWEEP_SECONDS = env.int("FLASH_QUOTA_SWEEP_SECONDS", default=min(30, BEAT_SWEEP_SECONDS))
+CELERY_BEAT_SCHEDULE["flash-quotas-reconcile"] = {
+    "task": "apps.orders.tasks.flash_quotas_reconcile", "schedule": FLASH_QUOTA_SWEEP_SECONDS}
 
 # --- Auth, API ------------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [

@@ -1,10 +1,14 @@
 """Follow-ups under faults: a worker killed mid-task, Redis down at commit, a message delivered
 twice, a handler that never succeeds. Each test checks the end state: the outbox rows, the
 customer's points and wallet events, the sandbox's messages, the SMS log, the queues.
+
+A paid order's follow-ups leave its transaction as ONE message (``followup_run_many`` with the
+three row ids, run one after the other); beat's sweep re-pushes a single row as ``followup_run``.
 """
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import logging
 import os
@@ -24,7 +28,8 @@ from apps.orders import followups
 from apps.orders.models import FollowUp, Order
 from apps.orders.tasks import followup_run
 
-TASK = "apps.orders.tasks.followup_run"
+TASK = "apps.orders.tasks.followup_run"  # one row: what the sweep pushes
+MANY = "apps.orders.tasks.followup_run_many"  # a transaction's rows: what the commit pushes
 KINDS = ("subscribe_message", "sms", "points_award")
 POINTS = 128  # one point per whole yuan of the 128.00-yuan order
 
@@ -57,7 +62,12 @@ def _sms_lines(text: str, order: dict) -> list[str]:
 
 def _received(log: str) -> list[str]:
     """Ids of the followup_run messages a worker's log says it received, in order."""
-    return re.findall(r"Task apps\.orders\.tasks\.followup_run\[([0-9a-f-]+)\] received", log)
+    return re.findall(r"Task apps\.orders\.tasks\.followup_run(?:_many)?\[([0-9a-f-]+)\] received", log)
+
+
+def _outcomes(log: str) -> list:
+    """What each task a worker's log says succeeded returned ('done', or a list for MANY)."""
+    return [ast.literal_eval(r) for r in re.findall(r"succeeded in [0-9.]+s: (.+)", log)]
 
 
 def _age(row: FollowUp, by: dt.timedelta) -> None:
@@ -81,7 +91,7 @@ def test_followup_worker_killed_mid_task_is_finished_once_by_a_fresh_worker(
         shop, shop_redis, celery_worker_process, row_lock, wechat):
     customer, order = shop.paid_order()
     rows = _rows(order)
-    assert [m["headers"]["task"] for m in shop_redis.queue()] == [TASK] * 3
+    assert [m["headers"]["task"] for m in shop_redis.queue()] == [MANY]  # one message, three rows
     # Another session holds the customer's row: the points handler waits on its
     # ``SELECT ... FOR UPDATE`` of that row -- before its effect commits.
     row_lock.hold(Customer._meta.db_table, customer.pk)
@@ -116,7 +126,7 @@ def test_followup_worker_killed_mid_task_is_finished_once_by_a_fresh_worker(
     wait_for(lambda: fresh.log().count("succeeded in") == 2, what="the fresh worker's two tasks")
     fresh.stop()
     assert _received(fresh.log())[-1] == killed_task_id  # the very message the killed worker held
-    assert re.findall(r"succeeded in [0-9.]+s: '(\w+)'", fresh.log()) == ["done", "done"]
+    assert _outcomes(fresh.log()) == ["done", ["done", "done", "done"]]
     assert _state(order) == {"subscribe_message": ("done", 1), "sms": ("done", 1), "points_award": ("done", 2)}
     assert _points(customer) == POINTS and _awards(order) == [POINTS]
     assert len(wechat.control.messages(touser=customer.openid)) == 1
@@ -140,9 +150,9 @@ def test_followup_pool_child_killed_mid_task_is_requeued_and_finished_once(
     os.kill(child, signal.SIGKILL)  # only the pool child dies; the worker lives on
 
     wait_for(lambda: "WorkerLostError" in worker.log(), what="the worker to notice its lost child")
-    wait_for(lambda: worker.log().count("succeeded in") == 3, what="the requeued copy to run")
+    wait_for(lambda: worker.log().count("succeeded in") == 1, what="the requeued copy to run")
     assert _received(worker.log()).count(killed_task_id) == 2  # the same message, requeued
-    assert re.findall(r"succeeded in [0-9.]+s: '(\w+)'", worker.log())[-1] == "pending"  # leased
+    assert _outcomes(worker.log()) == [["done", "done", "pending"]]  # the points row is leased
     assert shop_redis.queue() == [] and shop_redis.unacked() == 0
     row_lock.release()
     wait_for(lambda: worker_db_sessions(waiting_on_lock=True) == 0, what="the orphaned session to end")
@@ -176,14 +186,19 @@ def test_followup_worker_killed_while_wechat_answers_sends_again_and_loses_nothi
     row = FollowUp.objects.get(pk=rows["subscribe_message"].pk)
     assert (row.status, row.attempts) == ("pending", 1) and row.locked_until > timezone.now()
 
+    assert _state(order) == {"subscribe_message": ("pending", 1), "sms": ("pending", 0),
+                             "points_award": ("pending", 0)}  # the rest of the message died with it
+
     _age(row, dt.timedelta(seconds=FollowUp.LEASE_SECONDS + 1))
     assert followups.followups_redispatch() == 1
     fresh = celery_worker_process(shop_redis.url)
+    wait_for(lambda: _state(order)["subscribe_message"] == ("done", 2), what="the paid message, sent again")
+    _restore_unacked(shop_redis.url)  # the killed worker's message: the message's row is done, the rest run
     wait_for(lambda: _state(order) == {kind: ("done", 1 + (kind == "subscribe_message")) for kind in KINDS},
              what="the three follow-ups")
-    _restore_unacked(shop_redis.url)  # the killed worker's message: it finds the row done
     wait_for(lambda: not shop_redis.queue() and shop_redis.unacked() == 0, what="the restored message to run")
-    wait_for(lambda: fresh.log().count("succeeded in") == 4, what="the fresh worker's four tasks")
+    wait_for(lambda: fresh.log().count("succeeded in") == 2, what="the fresh worker's two tasks")
+    assert _outcomes(fresh.log()) == ["done", ["done", "done", "done"]]
     fresh.stop()
     first, again = wechat.control.messages(touser=customer.openid)
     assert first["data"] == again["data"] and first["data"]["character_string1"]["value"] == order["order_no"]
@@ -204,11 +219,11 @@ def test_followups_committed_while_redis_is_down_are_pushed_by_the_sweep_and_run
     answered_in = time.monotonic() - started
     assert [a["ok"] for a in attempts] == [True] and "SUCCESS" in attempts[0]["response"]
     assert answered_in < 5, f"notification answered in {answered_in:.1f}s (WeChat waits 5 s)"
-    # One push fails, then the process stops trying (starmall.dispatch): all three are logged
-    # as left to the sweep, and the notification is not held up by two more failing pushes.
+    # The three rows are one message: one push fails (starmall.dispatch), and they are left to
+    # the sweep without the notification waiting on more pushes.
     log = [r.getMessage() for r in caplog.records if r.name == "starmall.dispatch"]
-    assert sum("could not push apps.orders.tasks.followup_run" in m for m in log) == 1
-    assert sum("left to the sweep" in m for m in log) == 2
+    assert sum("could not push apps.orders.tasks.followup_run_many" in m for m in log) == 1
+    assert sum("could not push" in m or "left to the sweep" in m for m in log) == 1
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"
     rows = _rows(order)
     assert {k: (r.status, r.attempts, r.dispatched_at) for k, r in rows.items()} == {
@@ -272,23 +287,22 @@ def _slow_handlers(monkeypatch, seconds: float) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_followup_delivered_twice_at_once_has_one_effect(shop, shop_redis, wechat, monkeypatch, caplog, race):
     customer, order = shop.paid_order()
-    # The sweep runs while the first messages still wait (a slow or backed-up worker): each row
-    # is now on the queue twice, the original push and the sweep's.
+    # The sweep runs while the first message still waits (a slow or backed-up worker): each row
+    # is now on the queue twice, in the order's one message and in the sweep's one per row.
     assert followups.followups_redispatch(now=timezone.now() + dt.timedelta(minutes=3)) == 3
-    assert [m["headers"]["task"] for m in shop_redis.queue()] == [TASK] * 6
+    assert [m["headers"]["task"] for m in shop_redis.queue()] == [MANY] + [TASK] * 3
     _slow_handlers(monkeypatch, 0.3)
 
     with caplog.at_level(logging.INFO, logger="apps.orders.sms"), taken() as deliveries:
-        by_row: dict[int, list] = {}
+        assert [d.task for d in deliveries] == [MANY] + [TASK] * 3
+        assert sorted(deliveries[0].args[0]) == sorted(d.args[0] for d in deliveries[1:])
+        # All four at the same moment: each row is claimed by its single copy or by the order's
+        # message, never both (a copy arriving while the row is leased or done changes nothing).
+        results = race(lambda i: deliveries[i].run(), 4)
+        many, singles = results[0], results[1:]
+        assert len(many) == 3 and set(many) | set(singles) <= {"done", "pending"}, results
         for delivery in deliveries:
-            by_row.setdefault(delivery.args[0], []).append(delivery)
-        assert sorted(len(pair) for pair in by_row.values()) == [2, 2, 2]
-        for pair in by_row.values():  # both copies of a row run at the same moment
-            results = race(lambda i, pair=pair: pair[i].run(), 2)
-            # The winner's claim leases the row; the copy arriving mid-handler sees it taken.
-            assert sorted(results) == ["done", "pending"], results
-            for delivery in pair:
-                delivery.ack()
+            delivery.ack()
 
     assert shop_redis.queue() == [] and shop_redis.unacked() == 0
     assert _state(order) == {kind: ("done", 1) for kind in KINDS}
@@ -302,16 +316,16 @@ def test_followup_delivered_twice_at_once_has_one_effect(shop, shop_redis, wecha
 def test_followup_duplicates_on_a_prefork_worker_have_one_effect(shop, shop_redis, celery_worker_process, wechat):
     customer, order = shop.paid_order()
     assert followups.followups_redispatch(now=timezone.now() + dt.timedelta(minutes=3)) == 3
-    assert len(shop_redis.queue()) == 6
+    assert len(shop_redis.queue()) == 4  # the order's one message, the sweep's three
 
     worker = celery_worker_process(shop_redis.url, pool="prefork", concurrency=2)
-    wait_for(lambda: worker.log().count("succeeded in") == 6, what="six deliveries")
+    wait_for(lambda: worker.log().count("succeeded in") == 4, what="four deliveries")
     # acks_late: "succeeded" is logged before the ack reaches Redis; stopping the worker in
     # between would make kombu restore the unacked message to the queue (seen under load).
-    wait_for(lambda: shop_redis.queue() == [] and shop_redis.unacked() == 0, what="six acks")
+    wait_for(lambda: shop_redis.queue() == [] and shop_redis.unacked() == 0, what="four acks")
     worker.stop()
     assert shop_redis.queue() == [] and shop_redis.unacked() == 0
-    outcomes = re.findall(r"succeeded in [0-9.]+s: '(\w+)'", worker.log())
+    outcomes = [o for task in _outcomes(worker.log()) for o in (task if isinstance(task, list) else [task])]
     # Each copy finds the row done, or (run beside the other copy) leased by it: "pending".
     assert len(outcomes) == 6 and set(outcomes) <= {"done", "pending"}, outcomes
     assert _state(order) == {kind: ("done", 1) for kind in KINDS}
@@ -330,8 +344,8 @@ def test_followup_that_keeps_failing_ends_failed_with_one_alert(shop, shop_redis
     row = _rows(order)["subscribe_message"]
 
     now = timezone.now()
-    outcomes = drain()  # first delivery of the three follow-ups
-    assert sorted(outcomes) == ["done", "done", "pending"]
+    outcomes = drain()  # first delivery of the three follow-ups: the order's one message
+    assert outcomes == [["pending", "done", "done"]]  # message (WeChat unreachable), SMS, points
     for attempt in range(2, FollowUp.MAX_ATTEMPTS + 1):  # the beat re-pushes it, a worker runs it
         now += dt.timedelta(minutes=3)
         assert followups.followups_redispatch(now=now) == 1

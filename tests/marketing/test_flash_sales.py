@@ -140,7 +140,26 @@ def test_flash_sale_limit_counts_the_customers_live_orders(make_customer, make_a
     assert allowance(sale, customer) == 2
 
 
-def test_flash_sale_limit_is_checked_again_at_create(make_customer, make_api, make_sale):
+def test_flash_sale_limit_is_taken_at_confirm_from_the_redis_allowance(make_customer, make_api, make_sale):
+    sale = make_sale(limit=2)
+    customer, api, address = buyer(make_customer, make_api)
+    body = {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk, "address_id": address.pk}
+    assert [api.post(CONFIRM, body, format="json").status_code for _ in range(2)] == [200, 200]
+    third = api.post(CONFIRM, body, format="json")  # two drafts hold the allowance: no order yet
+    assert third.status_code == 409
+    assert third.json() == {"code": "limit_exceeded", "message": "已超过本场秒杀的限购数量。", "detail": {
+        "flash_sale_id": sale.pk, "limit_per_customer": 2, "held": 2, "requested": 1}}
+    assert state(sale) == (5, 0, 20)  # the database is untouched until create
+    assert allowance(sale, customer) == 0
+
+
+def test_flash_sale_limit_is_checked_again_at_create(make_customer, make_api, make_sale, monkeypatch):
+    from apps.marketing import flash_quota
+
+    def redis_fails(name):
+        raise ConnectionError("Redis down")
+
+    monkeypatch.setattr(flash_quota, "script", redis_fails)  # drafts stored plainly: no reservation
     sale = make_sale(limit=2)
     customer, api, address = buyer(make_customer, make_api)
     keys = []
@@ -182,10 +201,21 @@ def test_flash_sale_create_after_the_end_keeps_nothing(api, customer, address, m
     assert Order.objects.count() == 0
 
 
-def test_flash_sale_sold_out_at_confirm_and_at_create(make_customer, make_api, make_sale, buy):
+def redis_quota_fails(monkeypatch):
+    """The sale's Redis quota unreachable: drafts are stored plainly and create decides alone."""
+    from apps.marketing import flash_quota
+
+    def fails(name):
+        raise ConnectionError("Redis down")
+
+    monkeypatch.setattr(flash_quota, "script", fails)
+
+
+def test_flash_sale_sold_out_at_confirm_and_at_create(make_customer, make_api, make_sale, buy, monkeypatch):
     sale = make_sale(stock=1, limit=1)
     first, api_a, address_a = buyer(make_customer, make_api)
     second, api_b, address_b = buyer(make_customer, make_api)
+    redis_quota_fails(monkeypatch)  # both get a draft: the database alone decides at create
     keys = [api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk,
                                "address_id": address.pk}, format="json").json()["order_key"]
             for api, address in ((api_a, address_a), (api_b, address_b))]
@@ -245,11 +275,28 @@ def test_flash_sale_order_may_use_points(make_customer, make_api, make_sale, buy
 
 # --- giving units back -------------------------------------------------------------------------
 
-def test_flash_sale_cancel_while_live_gives_units_to_the_sale_and_the_sku(api, customer, address, make_sale, buy):
+def redis_quota(sale):
+    """(quota, {customer_id: units held}) of the sale in Redis (apps.marketing.flash_quota)."""
+    from django_redis import get_redis_connection
+
+    from apps.marketing import flash_quota
+
+    conn = get_redis_connection("default")
+    quota = conn.get(flash_quota.key(sale.pk, "quota"))
+    return (int(quota) if quota is not None else None,
+            {int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()})
+
+
+def test_flash_sale_cancel_while_live_gives_units_to_the_sale_and_the_sku(api, customer, address, make_sale, buy,
+                                                                          django_capture_on_commit_callbacks):
     sale = make_sale()
-    order = buy(api, sale, 2, address=address)[1].json()
+    with django_capture_on_commit_callbacks(execute=True):  # as after the real commits
+        order = buy(api, sale, 2, address=address)[1].json()
     assert state(sale) == (3, 2, 18)
-    cancelled = api.post(f"/api/v1/orders/{order['order_no']}/cancel")
+    assert redis_quota(sale) == (3, {customer.pk: 2})
+    with django_capture_on_commit_callbacks(execute=True):
+        cancelled = api.post(f"/api/v1/orders/{order['order_no']}/cancel")
+    assert redis_quota(sale) == (5, {})
     assert (cancelled.status_code, cancelled.json()["status"]) == (200, "cancelled")
     assert state(sale) == (5, 0, 20)
     assert allowance(sale, customer) == 0
@@ -295,13 +342,16 @@ def test_flash_sale_refund_before_shipping_restocks_the_live_sale(make_customer,
 
 
 def test_flash_sale_refund_after_shipping_gives_back_the_allowance_not_the_units(make_customer, make_api,
-                                                                                 make_sale, buy):
+                                                                                 make_sale, buy,
+                                                                                 django_capture_on_commit_callbacks):
     sale = make_sale(limit=2)
     customer, api, address = buyer(make_customer, make_api, balance_fen=50000)
     order = buy(api, sale, 2, address=address)[1].json()
     _pay_and_refund(api, order["order_no"])
     assert orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:test")
-    _refund(api, order["order_no"])
+    with django_capture_on_commit_callbacks(execute=True):  # as after the real commit
+        _refund(api, order["order_no"])
+    assert redis_quota(sale) == (3, {})  # the allowance is back in Redis too, the units are not
     assert state(sale) == (3, 2, 18)  # the goods left the warehouse: no units come back
     assert allowance(sale, customer) == 0  # but the order is not live: the customer may buy again
     assert buy(api, sale, 2, address=address)[1].status_code == 201
@@ -315,7 +365,8 @@ def _live_units(sku_id, sale=None):
     return lines.aggregate(n=Sum("quantity"))["n"] or 0
 
 
-def test_flash_sale_conservation_over_orders_and_cancels(make_customer, make_api, make_sale, place_order, buy):
+def test_flash_sale_conservation_over_orders_and_cancels(make_customer, make_api, make_sale, place_order, buy,
+                                                         django_capture_on_commit_callbacks):
     """initial SKU stock = SKU stock + units in live orders; sold = the sale's live units;
     while the sale has not ended, stock + sold = its quota (6)."""
     sale = make_sale(stock=6, limit=3)
@@ -337,7 +388,8 @@ def test_flash_sale_conservation_over_orders_and_cancels(make_customer, make_api
     check()
     assert state(sale) == (0, 6, 10)
     assert buy(api_d, sale, 1, address=addr_d)[0].json()["code"] == "insufficient_stock"
-    api_b.post(f"/api/v1/orders/{b['order_no']}/cancel")
+    with django_capture_on_commit_callbacks(execute=True):  # the Redis quota follows after commit
+        api_b.post(f"/api/v1/orders/{b['order_no']}/cancel")
     check()
     assert buy(api_d, sale, 2, address=addr_d)[1].status_code == 201
     check()

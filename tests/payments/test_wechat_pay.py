@@ -49,14 +49,15 @@ def test_notification_pays_once_and_duplicates_change_nothing(api, order, wechat
     assert payment.status == "paid" and payment.transaction_id == trade["transaction_id"]
     assert Product.objects.get(pk=row.lines.get().product_id).sales == 3
     assert FollowUp.objects.filter(order=row).count() == 3  # message, SMS, points
-    assert queued("followups") == ["apps.orders.tasks.followup_run"] * 3
+    assert queued("followups") == ["apps.orders.tasks.followup_run_many"]  # one message for the three
+    assert _queued_args("followups") == [[sorted(FollowUp.objects.filter(order=row).values_list("pk", flat=True))]]
 
     notification = wechat.control.notifications()[0]
     for _ in range(3):  # WeChat re-sends, possibly from several servers
         assert [a["ok"] for a in deliver(notification["id"])] == [True]
     assert Product.objects.get(pk=row.lines.get().product_id).sales == 3
     assert FollowUp.objects.filter(order=row).count() == 3  # message, SMS, points
-    assert len(queued("followups")) == 3
+    assert len(queued("followups")) == 1
     assert OrderEvent.objects.filter(order=row, to_status="paid").count() == 1
     assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == [
         "applied", "duplicate", "duplicate", "duplicate"]
@@ -154,3 +155,21 @@ def test_wechat_body_is_the_shop_name_then_the_first_line_within_128_characters(
     body = _body(Order.objects.get(order_no=long["order_no"]))
     assert len(body) == 128
     assert body == "青瓷小铺" * 10 + "-" + "长" * 87
+
+
+def _queued_args(queue: str) -> list:
+    """The arguments of the messages waiting on a Celery queue, oldest first (ids sorted)."""
+    import base64
+    import json
+
+    from django_redis import get_redis_connection
+
+    from tests.conftest import queue_names
+
+    r = get_redis_connection("default")
+    name = next(q for q in queue_names() if q == queue or q.endswith("-" + queue))
+    out = []
+    for raw in reversed(r.lrange(name, 0, -1)):
+        args = json.loads(base64.b64decode(json.loads(raw)["body"]))[0]
+        out.append([sorted(a) if isinstance(a, list) else a for a in args])
+    return out

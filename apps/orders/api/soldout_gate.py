@@ -28,6 +28,11 @@ It answers only where Django would give the same answer, byte for byte
 - a flag for what is asked, judged by ``apps.catalog.soldout.refusal``, the same function
   ``order_confirm`` uses.
 
+A confirm of this shape that names a ``flash_sale_id`` (one SKU, no coupon, no points) is a
+秒杀's: ``apps.orders.api.flash_gate`` decides it in Redis instead — the flags, then the sale's
+quota: the 409 of a loser or an over-limit buyer, or a winner's draft written by one Lua
+script and its 200 — and passes to Django whatever it cannot answer exactly.
+
 Anything else — another shape, no flag, a Redis error or a Redis answer slower than
 :data:`REDIS_TIMEOUT_SECONDS` — goes to Django, which answers it as before. The gate never
 lets an order through; it only turns away buyers the shop would turn away anyway.
@@ -48,8 +53,10 @@ from rest_framework.settings import api_settings
 
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
+from apps.orders.api import flash_gate
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall.api.schema import MAX_ID
+from starmall.errors import ShopError
 
 logger = logging.getLogger(__name__)
 
@@ -181,33 +188,49 @@ class SoldOutGate:
         if len(auth) != 2 or auth[0] != "Bearer":
             return None
         try:
-            parsed = confirm_request(json.loads(body.decode("utf-8"), parse_constant=_no_constants))
+            data = json.loads(body.decode("utf-8"), parse_constant=_no_constants)
+            parsed = confirm_request(data)
         except (ValueError, RecursionError):
             return None
         if parsed is None:
             return None
         quantities, flash_sale_id = parsed
-        keys = soldout.keys_for(quantities, flash_sale_id)
-        values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
-        if values is None or values[0] is None:
-            return None  # unknown token (or Redis trouble): Django's 401 / 503
-        refused = soldout.refusal({k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None},
-                                  quantities, flash_sale_id)
-        if refused is None:
+        decided = flash_gate.FLAGS
+        if flash_gate.flash_shape(data, quantities):  # a 秒杀: decided in Redis (apps.orders.api.flash_gate)
+            decided = await flash_gate.answer(self._client(), data, quantities, auth[1])
+        if decided is None:
             return None
+        if isinstance(decided, ShopError):
+            refused = decided
+        elif decided is not flash_gate.FLAGS:
+            payload = _json_body(decided)
+            return 200, _response_headers(secure, len(payload)), payload
+        else:
+            keys = soldout.keys_for(quantities, flash_sale_id)
+            values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
+            if values is None or values[0] is None:
+                return None  # unknown token (or Redis trouble): Django's 401 / 503
+            refused = soldout.refusal({k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None},
+                                      quantities, flash_sale_id)
+            if refused is None:
+                return None
         payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
         return refused.status, _response_headers(secure, len(payload)), payload
 
-    async def _mget(self, keys: list[str]) -> list | None:
+    def _client(self) -> aioredis.Redis:
+        """The worker's Redis client for the running event loop (a pool belongs to one loop)."""
         loop = asyncio.get_running_loop()
-        if self._redis is None or self._redis[0] is not loop:  # a pool belongs to one event loop
+        if self._redis is None or self._redis[0] is not loop:
             location = settings.CACHES["default"]["LOCATION"]
             self._redis = (loop, aioredis.from_url(location if isinstance(location, str) else location[0],
                                                    socket_timeout=REDIS_TIMEOUT_SECONDS,
                                                    socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
                                                    max_connections=REDIS_MAX_CONNECTIONS))
+        return self._redis[1]
+
+    async def _mget(self, keys: list[str]) -> list | None:
         try:
-            return await self._redis[1].mget(keys)
+            return await self._client().mget(keys)
         except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
             self._warn("Redis unavailable", exc)
             return None
