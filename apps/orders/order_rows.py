@@ -30,7 +30,7 @@ _LINE_COLUMNS = ("sku_id", "product_id", "name", "specs", "price_fen", "quantity
 
 
 def _order_fields(draft: drafts.OrderDraft, *, customer_id: int, order_no: str, remark: str,
-                  pay_deadline: dt.datetime, now: dt.datetime, extra: dict) -> dict:
+                  pay_deadline: dt.datetime, now: dt.datetime, extra: dict | None = None) -> dict:
     """The new order's columns (unpaid), as ``Order.objects.create`` would write them: the
     draft's, then ``extra`` (e.g. a pickup order's store), then every other column of the model
     at its default, so a column added later is written by both paths alike."""
@@ -43,7 +43,7 @@ def _order_fields(draft: drafts.OrderDraft, *, customer_id: int, order_no: str, 
         "pay_deadline": pay_deadline, "paid_at": None, "shipped_at": None, "completed_at": None,
         "cancelled_at": None, "cancel_reason": "",
     }
-    fields.update(extra)
+    fields.update(extra or {})
     for field in Order._meta.concrete_fields:
         if not field.primary_key and field.attname not in fields:
             default = field.get_default()

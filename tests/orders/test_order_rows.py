@@ -46,7 +46,7 @@ def _instance(order: Order, lines: list[OrderLine]) -> tuple[dict, list[dict]]:
                      if f.attname not in ("id", "order_id")} for line in lines]
 
 
-@pytest.mark.parametrize("shape", ["flash_sale", "three_lines_coupon_points", "no_address"])
+@pytest.mark.parametrize("shape", ["flash_sale", "three_lines_coupon_points", "no_address", "pickup"])
 def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, make_sku, monkeypatch, is_postgres):
     from apps.accounts.models import Coupon
     from apps.marketing.models import FlashSale
@@ -61,14 +61,19 @@ def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, mak
     elif shape == "three_lines_coupon_points":
         extra.update(coupon=Coupon.objects.create(customer=customer, title="满减", discount_fen=300,
                                                   valid_until=NOW + dt.timedelta(days=1)), points=50)
-    else:
+    else:  # no address: a consultation, or a self-pickup order with its store's columns
         extra["address"] = False
+    columns = {}
+    if shape == "pickup":
+        columns = {"delivery": "pickup", "pickup_store_id": 7,
+                   "pickup_store": {"id": 7, "name": "西湖店", "address": "杭州市西湖区文三路 1 号"}}
     deadline = NOW + dt.timedelta(minutes=15)
     made = {}
     for path, insert in (("orm", order_rows._orm_insert), ("sql", order_rows._pg_insert)):
         draft = _draft(f"key-{path}", skus, **extra)
         fields = order_rows._order_fields(draft, customer_id=customer.pk, order_no=f"no-{path}",
-                                          remark="请周末送达 'x'", pay_deadline=deadline, now=NOW)
+                                          remark="请周末送达 'x'", pay_deadline=deadline, now=NOW,
+                                          extra=columns)
         order, lines = insert(draft, fields, NOW)
         assert (order.order_no, order.order_key) == (f"no-{path}", f"key-{path}")
         assert [line.order_id for line in lines] == [order.pk] * len(skus)
