@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from apps.marketing import bargains, group_buys
 from apps.marketing.api.serializers import FlashSaleListQuerySerializer
-from apps.marketing.models import BargainCampaign, GroupBuy
+from apps.marketing.models import BargainCampaign, Group, GroupBuy
 from starmall.api.schema import errors
 
 
@@ -79,7 +79,7 @@ class GroupMemberSerializer(PersonSerializer):
 class GroupDetailSerializer(serializers.Serializer):
     group_id = serializers.IntegerField()
     group_buy_id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["forming", "done", "failed"])
+    status = serializers.ChoiceField(choices=Group.Status.choices)
     members = GroupMemberSerializer(many=True, help_text="seats held by paid orders")
     group_size = serializers.IntegerField()
     expires_at = serializers.CharField(allow_null=True, help_text="leader's payment + hours; null before it")

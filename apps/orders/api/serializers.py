@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.marketing import group_buys
+from apps.marketing.models import Group
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
@@ -140,7 +141,7 @@ class PickupOutSerializer(serializers.Serializer):
     verified_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00")
 class OrderGroupSerializer(serializers.Serializer):
     group_id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=["forming", "done", "failed"])
+    status = serializers.ChoiceField(choices=Group.Status.choices)
     members = serializers.IntegerField(help_text="seats held by paid orders")
     group_size = serializers.IntegerField()
     expires_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00: leader's payment + hours")
