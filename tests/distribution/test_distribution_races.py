@@ -13,6 +13,7 @@ from apps.distribution.models import Commission, Distributor, LedgerEntry, Trans
 from apps.orders import followups
 from apps.orders import services as orders
 from apps.orders.models import FollowUp, Order
+from apps.payments import notifications
 from apps.payments import services as payments
 from starmall.errors import InvalidInput, InvalidState
 
@@ -42,7 +43,7 @@ def test_racing_notifications_and_followups_write_one_commission_per_level(
     wechat.control.pay(order.order_no)
     body = wechat.control.notifications()[0]["body"].encode()
 
-    race(lambda i: payments.notification_handle(body), N)
+    race(lambda i: notifications.payment_notification_handle(body), N)
     row = FollowUp.objects.get(order=order, kind="commission_award")
 
     def award(i):
