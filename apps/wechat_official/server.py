@@ -9,8 +9,9 @@ replies out within WeChat's 5 seconds (database work only: no outside call on th
   even when the AES key is set (WeChat's compatible mode; API.md).
 - Each message or event is stored once (:class:`InboundEvent`, UNIQUE ``dedupe_key``: WeChat
   repeats a message it got no answer for); a follow or unfollow moves the :class:`Follower`
-  row; a follow or scan by a channel QR code stores the scene on the event row and is counted
-  with the distribution work's channels when that module is installed.
+  row; a follow or scan by a channel QR code stores the scene on the event row and counts one
+  visit to that channel (``distribution.channels.channel_scan_record``), once per event: a
+  repeated delivery stops at the UNIQUE ``dedupe_key`` before anything is counted.
 - The reply is chosen from staff's :class:`ReplyRule` rows (``selectors.reply_rule_for``);
   with none, ``success`` (WeChat's "nothing to say").
 """
@@ -18,21 +19,19 @@ replies out within WeChat's 5 seconds (database work only: no outside call on th
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import importlib.util
 import logging
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.distribution import channels
 from apps.wechat_official import selectors, wechat
 from apps.wechat_official.models import Follower, InboundEvent, ReplyRule
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024
-CHANNELS_MODULE = "apps.distribution.channels"
 
 
 @dataclass(frozen=True)
@@ -125,15 +124,9 @@ def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> Reply
 
 
 def _channel_scan(scene: str) -> bool:
-    """Count a scan of a channel code with the distribution work's channels.
-
-    ``apps.distribution.channels`` is built on another branch: it is called only when the
-    module is importable, so this app works with or without it (the scene is on the event row
-    either way). Its failure must not lose the reply: a savepoint, logged, False.
-    """
-    if importlib.util.find_spec("apps.distribution") is None or importlib.util.find_spec(CHANNELS_MODULE) is None:
-        return False
-    channels = importlib.import_module(CHANNELS_MODULE)
+    """Count a scan of a channel code (``scene``: ``<code>`` or ``c=<code>``, as the QR code was
+    made) with distribution's channels; True if a channel was counted. Its failure must not
+    lose the reply: a savepoint, logged, False (the scene stays on the event row)."""
     try:
         with transaction.atomic():
             return bool(channels.channel_scan_record(scene))
