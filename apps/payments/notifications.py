@@ -179,8 +179,9 @@ def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
 
 
 def _v3_fail(reason: str) -> bytes:
-    """Pay API v3's failure answer: ``{"code": "FAIL", "message": reason}`` (with a 4xx status)."""
-    return json.dumps({"code": "FAIL", "message": reason}).encode()
+    """Pay API v3's failure answer ``{"code": "FAIL", "message": reason}`` (with a 4xx status),
+    plus an empty ``detail`` so that it is also the shop's error body (API.md, the schema)."""
+    return json.dumps({"code": "FAIL", "message": reason, "detail": {}}).encode()
 
 
 PAY_RESULT = Callback(kind=Notification.Kind.PAYMENT, read=_read_pay_result)

@@ -69,7 +69,7 @@ def test_bad_signature_is_recorded_and_answered_4xx(
 
     refused = post(client, note, body=json.dumps(tampered))
     assert refused.status_code == 400 and refused["Content-Type"] == "application/json"
-    assert refused.json() == {"code": "FAIL", "message": "bad signature"}
+    assert refused.json() == {"code": "FAIL", "message": "bad signature", "detail": {}}
     unsigned = post(client, note, headers={})
     assert unsigned.status_code == 400 and unsigned.json()["code"] == "FAIL"
     assert rows() == [("transfer", "bad_signature", "", None)] * 2

@@ -119,10 +119,6 @@ class WithdrawalListView(APIView):
         return Response(s.WithdrawalCreatedSerializer(withdrawal).data, status=status.HTTP_201_CREATED)
 
 
-V3FailSerializer = inline_serializer("WechatV3Fail", {
-    "code": serializers.CharField(help_text="FAIL"), "message": serializers.CharField()})
-
-
 @extend_schema(
     summary="WeChat Pay v3 merchant-transfer notification (called by WeChat)",
     description=("Checked and applied through payments' table of WeChat callbacks "
@@ -130,11 +126,10 @@ V3FailSerializer = inline_serializer("WechatV3Fail", {
     request={"application/json": OpenApiTypes.OBJECT},
     responses={
         204: OpenApiResponse(description="handled (applied, or a duplicate of one applied before)"),
-        (400, "application/json"): OpenApiResponse(
-            V3FailSerializer, description="FAIL: bad signature, stale timestamp, undecryptable resource, an "
-            "out_bill_no that is not ours or a wrong transfer_amount (any non-2xx makes WeChat send it again)"),
-        (413, "application/json"): OpenApiResponse(V3FailSerializer, description="FAIL: body too large"),
-        **errors(e503="service_unavailable (the database gave the transaction up twice; WeChat sends again)"),
+        **errors(e400="FAIL (WeChat v3's code; message in English): bad signature, stale timestamp, undecryptable "
+                 "resource, an out_bill_no that is not ours or a wrong transfer_amount (any non-2xx makes "
+                 "WeChat send it again)", e413="FAIL: body too large",
+                 e503="service_unavailable (the database gave the transaction up twice; WeChat sends again)"),
     },
     auth=[],
 )
