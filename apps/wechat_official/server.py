@@ -19,6 +19,7 @@ replies out within WeChat's 5 seconds (database work only: no outside call on th
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from dataclasses import dataclass
 
@@ -43,12 +44,21 @@ class Answer:
     content_type: str = "text/plain; charset=utf-8"
 
 
-FORBIDDEN = Answer(403, "forbidden")
+def _error(status: int, code: str, message: str) -> Answer:
+    """A refusal in the shop's error body (API.md), which is what the schema declares."""
+    return Answer(status, json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False),
+                  "application/json")
+
+
+FORBIDDEN = _error(403, "forbidden", "签名无效。")
+BAD_REQUEST = _error(400, "invalid", "不是有效的微信消息。")
+TOO_LARGE = _error(413, "payload_too_large", "请求内容过大。")
 
 
 def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     """Answer one call of WeChat's server (module docstring). Never raises for bad input:
-    403 for a bad signature, 400 for a body that is not a WeChat message."""
+    403 for a bad signature, 400 for a body that is not a WeChat message, 413 for one over
+    ``MAX_BODY_BYTES`` (the shop's JSON error body: WeChat reads only the status)."""
     signature, timestamp, nonce = (str(params.get(k) or "") for k in ("signature", "timestamp", "nonce"))
     try:
         wechat.signature_check(signature=signature, timestamp=timestamp, nonce=nonce)
@@ -57,7 +67,7 @@ def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     if method == "GET":
         return Answer(200, str(params.get("echostr") or ""))
     if len(body) > MAX_BODY_BYTES:
-        return Answer(413, "too large")
+        return TOO_LARGE
     encrypted = params.get("encrypt_type") == "aes"
     try:
         xml = (wechat.decrypt(body, msg_signature=str(params.get("msg_signature") or ""), timestamp=timestamp,
@@ -65,13 +75,13 @@ def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     except wechat.BadSignature:
         return FORBIDDEN
     except UnicodeDecodeError:
-        return Answer(400, "bad request")
+        return BAD_REQUEST
     try:
         inbound = wechat.parse(xml)
     except ValueError:
-        return Answer(400, "bad request")
+        return BAD_REQUEST
     if not inbound.openid:
-        return Answer(400, "bad request")
+        return BAD_REQUEST
     rule = inbound_record(inbound, encrypted=encrypted)
     reply = _reply(inbound, rule)
     if reply is None:
