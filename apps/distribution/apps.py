@@ -9,11 +9,12 @@ class DistributionConfig(AppConfig):
     def ready(self) -> None:
         # Apps below distribution know nothing of it (apps import only downward): it registers
         # its reactions with their registries — the login (referral scene), the paying
-        # transaction's follow-up outbox (commissions) and the refund (reversal).
+        # transaction's follow-up outbox (commissions), the refund (reversal) and WeChat's
+        # merchant-transfer notification (payments' table of callbacks).
         from apps.accounts import login_hooks
-        from apps.distribution import commissions, referral
+        from apps.distribution import commissions, referral, transfers
         from apps.orders import followups
-        from apps.payments import hooks
+        from apps.payments import hooks, notifications
 
         if referral.login_scene not in login_hooks.LOGIN_HOOKS:
             login_hooks.LOGIN_HOOKS.append(referral.login_scene)
@@ -22,3 +23,5 @@ class DistributionConfig(AppConfig):
             followups.PAID_KINDS.append(commissions.paid_kinds)
         if commissions.refund_succeeded_hook not in hooks.REFUND_SUCCEEDED:
             hooks.REFUND_SUCCEEDED.append(commissions.refund_succeeded_hook)
+        if "transfer" not in notifications.HANDLERS:
+            notifications.register("transfer", transfers.TRANSFER_HANDLER)

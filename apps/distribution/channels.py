@@ -10,6 +10,9 @@ from apps.distribution import referral
 
 
 def channel_scan_record(code: str) -> bool:
-    """Count one visit to channel ``code`` (a scan); True if the channel exists, else False
-    (nothing counted). One conditional ``visits + 1`` UPDATE; safe to call concurrently."""
-    return referral.channel_visit(code=(code or "").strip()) is not None
+    """Count one visit to a channel (a scan of its official-account QR code); True if the
+    channel exists, else False (nothing counted). ``code``: the QR code's scene, the channel
+    code itself (``chA``) or the mini-program's form ``c=chA``. One conditional ``visits + 1``
+    UPDATE; safe to call concurrently (the caller deduplicates WeChat's repeats)."""
+    code = (code or "").strip()
+    return referral.channel_visit(code=referral.scene_parse(code).get("c", code)) is not None

@@ -5,8 +5,8 @@ and before a create goes out marks it ``sending`` in its own committed UPDATE: f
 attempt whose answer was lost (timeout, dropped connection) is followed by a QUERY of the
 ``out_bill_no`` before anything is sent again — WeChat would also answer the same bill for
 the same ``out_bill_no``, so no withdrawal is ever transferred twice. The final state arrives by
-WeChat's notification (:func:`transfer_notification_handle`, signature verified, AES-GCM
-decrypted) or by :func:`transfers_sweep`'s query; :func:`transfer_apply` settles it once
+WeChat's notification (``TRANSFER_HANDLER`` in payments' table of callbacks: signature
+verified, AES-GCM decrypted, amount checked, one audit row) or by :func:`transfers_sweep`'s query; :func:`transfer_apply` settles it once
 (conditional UPDATE from a non-final state): ``SUCCESS`` -> withdrawal ``paid``; ``FAIL`` /
 ``CANCELLED`` -> ``failed`` and the amount back to available. A transfer unfinished after
 ``TRANSFER_STUCK_HOURS`` raises an alert.
@@ -26,7 +26,8 @@ from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.distribution import ledger
 from apps.distribution.models import LedgerEntry, TransferBill, Withdrawal
-from apps.payments import wechat_v3
+from apps.payments import notifications, wechat_v3
+from apps.payments.models import Notification
 
 logger = logging.getLogger(__name__)
 
@@ -162,28 +163,30 @@ def transfer_apply(*, out_bill_no: str, answer: dict) -> str:
     return state
 
 
-def transfer_notification_handle(*, headers, body: bytes) -> tuple[int, dict | None]:
-    """WeChat's ``MCHTRANSFER.BILL.FINISHED`` notification: ``(HTTP status, JSON body)``.
+def _notified_apply(bill: TransferBill, fields: dict) -> str:
+    """Apply a trusted, matched ``MCHTRANSFER.BILL.FINISHED`` notification (the handler's
+    ``apply``: runs inside the transaction that writes its audit row). Locks the bill first (the
+    same row :func:`transfer_apply` locks first), so racing copies line up: one is ``applied``,
+    the rest ``duplicate``. A state we do not know is recorded ``bad_fields``."""
+    state = TransferBill.objects.select_for_update().filter(pk=bill.pk).values_list("state", flat=True).first()
+    if state in TransferBill.FINAL:
+        return Notification.Outcome.DUPLICATE
+    if STATES.get(fields.get("state", "")) is None:
+        logger.error("transfer %s: notified state %r unknown", bill.out_bill_no, fields.get("state"))
+        return Notification.Outcome.BAD_FIELDS
+    transfer_apply(out_bill_no=bill.out_bill_no, answer=fields)
+    return Notification.Outcome.APPLIED
 
-    Bad signature, stale timestamp, undecryptable resource or a wrong amount -> 400 (WeChat
-    sends again); handled (also a duplicate, or a bill that is not ours) -> 204.
-    """
-    try:
-        parsed = wechat_v3.notification_parse(headers, body)
-    except wechat_v3.V3BadNotification as exc:
-        logger.warning("transfer notification refused: %s", exc)
-        return 400, {"code": "FAIL", "message": "验签或解密失败"}
-    resource = parsed["resource"]
-    bill = TransferBill.objects.filter(out_bill_no=str(resource.get("out_bill_no", ""))).first()
-    if bill is None:
-        logger.warning("transfer notification for unknown out_bill_no %s", resource.get("out_bill_no"))
-        return 204, None
-    if resource.get("transfer_amount") not in (None, bill.amount_fen):
-        logger.error("transfer %s: notified amount %s != %s", bill.out_bill_no, resource.get("transfer_amount"),
-                     bill.amount_fen)
-        return 400, {"code": "FAIL", "message": "金额不符"}
-    transfer_apply(out_bill_no=bill.out_bill_no, answer=resource)
-    return 204, None
+
+#: WeChat's merchant-transfer notification in payments' table of callbacks
+#: (``apps.payments.notifications``): the shared checks (trusted body, our ``out_bill_no``,
+#: ``transfer_amount`` equal to the bill's) run first; registered from DistributionConfig.ready().
+TRANSFER_HANDLER = notifications.Handler(
+    callback=notifications.TRANSFER_RESULT, claims=lambda fields: True,
+    find=lambda fields: TransferBill.objects.filter(out_bill_no=fields.get("out_bill_no", "")).first(),
+    number="out_bill_no", amount="transfer_amount", expected_fen=lambda bill: bill.amount_fen,
+    apply=_notified_apply, applied_before=lambda bill, fields: bill.state in TransferBill.FINAL,
+)
 
 
 def transfer_query_now(*, bill_id: int) -> str:

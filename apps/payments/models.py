@@ -73,11 +73,14 @@ class Payment(models.Model):
 
 
 class Notification(models.Model):
-    """Every payment or refund notification received, raw, with what we did about it (audit)."""
+    """Every payment, refund or merchant-transfer notification received, raw, with what we did
+    about it (audit). A transfer's ``out_bill_no`` is kept in ``out_trade_no`` (our number),
+    its ``transfer_amount`` in ``total_fee``."""
 
     class Kind(models.TextChoices):
         PAYMENT = "payment", "支付通知"
         REFUND = "refund", "退款通知"
+        TRANSFER = "transfer", "商家转账通知"  # v3 MCHTRANSFER.BILL.FINISHED (withdrawals)
 
     class Outcome(models.TextChoices):
         APPLIED = "applied", "已处理"  # order unpaid -> paid / refund confirmed
@@ -136,10 +139,11 @@ class Notification(models.Model):
                 value = value.decode("utf-8", "replace")
             return str(value or "").replace("\x00", "\ufffd")[:limit]
 
-        amount = text(fields.get("refund_fee" if kind == cls.Kind.REFUND else "total_fee"), 20)
+        amount_field = {cls.Kind.REFUND: "refund_fee", cls.Kind.TRANSFER: "transfer_amount"}.get(kind, "total_fee")
+        amount = text(fields.get(amount_field), 20)
         return cls.objects.create(
             kind=kind, outcome=outcome, body=text(body, limit),
-            out_trade_no=text(fields.get("out_trade_no"), 32),
+            out_trade_no=text(fields.get("out_trade_no") or fields.get("out_bill_no"), 32),
             out_refund_no=text(fields.get("out_refund_no"), 64),
             transaction_id=text(fields.get("transaction_id"), 32),
             total_fee=int(amount) if re.fullmatch(r"[0-9]{1,9}", amount) else None,  # ASCII digits, fits

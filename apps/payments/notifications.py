@@ -1,12 +1,15 @@
 """WeChat Pay's notifications (its callbacks): one table of handlers, the shared checks once.
 
-WeChat calls two URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
-an order's payment and for a balance recharge alike) and ``payments/wechat/refund-notify``
-(an XML whose ``req_info`` is encrypted). Each URL is a :class:`Callback`: how its body is
-read and trusted (safe parse, signature or decryption, appid / mch_id / result_code) and the
-XML answers WeChat understands. What a notification is about is a :class:`Handler` in
-``HANDLERS``: which notifications it claims, how it finds our row, the amount that row must
-carry, and the apply function of the module that owns the row (``services.payment_apply_paid``,
+WeChat calls three URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
+an order's payment and for a balance recharge alike), ``payments/wechat/refund-notify``
+(an XML whose ``req_info`` is encrypted) and ``payments/wechat/transfer-notify`` (Pay API v3's
+merchant-transfer result: JSON signed in the ``Wechatpay-*`` headers, an AES-GCM ``resource``).
+Each URL is a :class:`Callback`: how its body is read and trusted (safe parse, signature or
+decryption, appid / mch_id / result_code) and the answers WeChat understands (XML SUCCESS /
+FAIL with HTTP 200; v3: 204, or 400 with ``{"code": "FAIL", "message": ...}``). What a
+notification is about is a :class:`Handler` in ``HANDLERS``: which notifications it claims, how
+it finds our row, the amount that row must carry, and the apply function of the module that
+owns the row (``services.payment_apply_paid``,
 ``recharges.recharge_apply_paid``, ``refunds.refund_succeeded``).
 
 :func:`notification_handle` runs every notification through the same checks in the same order
@@ -19,21 +22,24 @@ notification leaves exactly one audit row. SUCCESS for applied, duplicate and la
 (sending again would not help); FAIL for anything we could not trust or match, so that WeChat
 keeps sending while staff look at the audit row.
 
-Adding a notification (WeChat's v3 merchant-transfer notification, say) is one entry:
+Adding a notification is one entry. WeChat's v3 merchant-transfer notification is the example:
 
 - a :class:`Handler` (``claims``, ``find``, ``number``, ``amount``, ``expected_fen``,
   ``apply`` returning a ``Notification.Outcome``) registered with :func:`register`. An app
-  above payments (distribution) registers from its ``AppConfig.ready()``, since payments may
-  not import it (``tests/test_layers.py``);
-- when it arrives on a URL of its own with its own format (v3: JSON, a signature in the
-  ``Wechatpay-*`` headers, an encrypted ``resource``), a :class:`Callback` for that URL with its
-  ``read`` (raising :class:`Untrusted`), ``success`` and ``fail`` answers and the
-  ``Notification.Kind`` of its audit rows; its view calls :func:`notification_handle` with it.
+  above payments registers from its ``AppConfig.ready()``, since payments may not import it
+  (``tests/test_layers.py``): distribution's ``transfers.TRANSFER_HANDLER`` (``out_bill_no``,
+  ``transfer_amount``, ``transfer_apply`` inside the applying transaction);
+- when it arrives on a URL of its own with its own format, a :class:`Callback` for that URL with
+  its ``read`` (raising :class:`Untrusted`), ``success`` and ``fail`` answers, their HTTP
+  statuses and content type, and the ``Notification.Kind`` of its audit rows
+  (:data:`TRANSFER_RESULT`, kind ``transfer``); its view calls :func:`notification_handle` with
+  it and sends the :class:`Answer` (``distribution.api.views.transfer_notify``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,7 +50,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.orders.models import PayMethod
-from apps.payments import recharges, refunds, services, wechat
+from apps.payments import recharges, refunds, services, wechat, wechat_v3
 from apps.payments.models import Notification, Payment, PaymentStatus, Recharge, Refund
 from starmall.locking import retry_on_lock_conflict
 
@@ -66,13 +72,35 @@ class Callback:
     ``kind``: the ``Notification.Kind`` of its audit rows. ``read(body, headers)`` returns the
     fields read from a body it trusts and the text kept on the audit row (the raw body, or the
     decrypted fields); it raises :class:`Untrusted` for anything else. ``success`` is the answer
-    to a handled notification, ``fail(reason)`` the one that makes WeChat send it again.
+    to a handled notification, ``fail(reason)`` the one that makes WeChat send it again, sent
+    with HTTP ``success_status`` / ``fail_status`` and ``content_type`` (the XML callbacks: 200
+    both, XML; Pay API v3: 204 / 400, JSON).
     """
 
     kind: str
     read: Callable[[bytes, Mapping[str, str]], tuple[dict, bytes | str]]
     success: bytes = wechat.SUCCESS_ACK
     fail: Callable[[str], bytes] = wechat.fail_ack
+    success_status: int = 200
+    fail_status: int = 200
+    content_type: str = "application/xml"
+
+    def answer_success(self) -> Answer:
+        """The answer to a handled notification (applied, duplicate or late)."""
+        return Answer(self.success, self.success_status, self.content_type)
+
+    def answer_fail(self, reason: str) -> Answer:
+        """The answer that makes WeChat send the notification again; ``reason`` in English."""
+        return Answer(self.fail(reason), self.fail_status, self.content_type)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a callback's view sends back: ``body`` bytes with HTTP ``status`` and ``content_type``."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/xml"
 
 
 @dataclass(frozen=True)
@@ -132,8 +160,37 @@ def _read_refund_result(body: bytes, headers: Mapping[str, str]) -> tuple[dict, 
     return fields, "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
 
 
+def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
+    """A Pay API v3 notification (JSON): ``Wechatpay-*`` signature, serial and timestamp, then
+    the AES-256-GCM ``resource`` decrypted with the APIv3 key (``wechat_v3.notification_parse``).
+    The fields are the decrypted resource's (numbers as text, like the XML fields) plus
+    ``event_type``; the audit row keeps the decrypted resource as JSON."""
+    try:
+        parsed = wechat_v3.notification_parse(headers, body)
+    except wechat_v3.V3BadSignature as exc:
+        raise Untrusted(Notification.Outcome.BAD_SIGNATURE, "bad signature") from exc
+    except wechat_v3.V3BadNotification as exc:
+        logger.warning("v3 notification rejected: %s", exc)
+        raise Untrusted(Notification.Outcome.MALFORMED, "cannot read the resource") from exc
+    resource = parsed["resource"] if isinstance(parsed["resource"], dict) else {}
+    fields = {key: str(value) for key, value in resource.items() if isinstance(value, str | int) and not isinstance(value, bool)}
+    fields["event_type"] = str(parsed.get("event_type") or "")
+    return fields, json.dumps(resource, ensure_ascii=False, sort_keys=True)
+
+
+def _v3_fail(reason: str) -> bytes:
+    """Pay API v3's failure answer ``{"code": "FAIL", "message": reason}`` (with a 4xx status),
+    plus an empty ``detail`` so that it is also the shop's error body (API.md, the schema)."""
+    return json.dumps({"code": "FAIL", "message": reason, "detail": {}}).encode()
+
+
 PAY_RESULT = Callback(kind=Notification.Kind.PAYMENT, read=_read_pay_result)
 REFUND_RESULT = Callback(kind=Notification.Kind.REFUND, read=_read_refund_result)
+#: WeChat Pay v3's merchant-transfer result (``MCHTRANSFER.BILL.FINISHED``) on
+#: ``payments/wechat/transfer-notify``: 204 handled, 400 + FAIL JSON to be sent again. Its
+#: handler is distribution's (registered from its AppConfig.ready()).
+TRANSFER_RESULT = Callback(kind=Notification.Kind.TRANSFER, read=_read_v3, success=b"", fail=_v3_fail,
+                           success_status=204, fail_status=400, content_type="application/json")
 
 
 # --- the handlers: which row, which amount, which apply function ------------------------------
@@ -220,8 +277,9 @@ def register(name: str, handler: Handler, *, before: str | None = None) -> None:
 
 # --- the shared checks ------------------------------------------------------------------------
 
-def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, str] | None = None) -> bytes:
-    """Check and apply one notification that arrived on ``callback``; return WeChat's answer.
+def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
+    """Check and apply one notification that arrived on ``callback``; return WeChat's answer
+    (the callback's success or fail body, status and content type).
 
     Exactly one ``Notification`` row is written (invalid ones are counted per day and sampled).
     Raises DatabaseBusy when the applying transaction lost a lock conflict twice (nothing was
@@ -231,26 +289,26 @@ def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, s
         fields, kept = callback.read(body, headers or {})
     except Untrusted as exc:
         Notification.record(kind=callback.kind, body=body, fields=exc.fields, outcome=exc.outcome)
-        return callback.fail(exc.reason)
+        return callback.answer_fail(exc.reason)
     handler = next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
     if handler is None:
         Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
-        return callback.fail("unknown notification")
+        return callback.answer_fail("unknown notification")
     row = handler.find(fields)
     if row is None:
         Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
-        return callback.fail(f"unknown {handler.number}")
+        return callback.answer_fail(f"unknown {handler.number}")
     expected = handler.expected_fen(row)
     if fields.get(handler.amount) != str(expected):
         logger.error("amount mismatch on %s %s: got %s fen, expected %s", handler.number,
                      fields.get(handler.number), fields.get(handler.amount), expected)
         Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.AMOUNT_MISMATCH)
-        return callback.fail(f"{handler.amount} does not match")
+        return callback.answer_fail(f"{handler.amount} does not match")
     if handler.applied_before(row, fields):
         Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.DUPLICATE)
-        return callback.success
+        return callback.answer_success()
     _apply_and_record(handler, row, fields, kept)
-    return callback.success
+    return callback.answer_success()
 
 
 @retry_on_lock_conflict
@@ -269,7 +327,7 @@ def payment_notification_handle(body: bytes) -> bytes:
     return_code / appid / mch_id / result_code; known out_trade_no; ``total_fee`` equal to what
     we asked for; then the payment (or recharge) is applied once. SUCCESS for applied, duplicate
     and late payments; FAIL for anything we could not trust or match (WeChat sends it again)."""
-    return notification_handle(PAY_RESULT, body)
+    return notification_handle(PAY_RESULT, body).body
 
 
 def refund_notification_handle(body: bytes) -> bytes:
@@ -277,4 +335,4 @@ def refund_notification_handle(body: bytes) -> bytes:
 
     Every notification is kept (admin: Notifications, kind refund) with what was done.
     """
-    return notification_handle(REFUND_RESULT, body)
+    return notification_handle(REFUND_RESULT, body).body

@@ -47,6 +47,10 @@ class V3BadNotification(Exception):
     """A notification whose signature, timestamp or ciphertext does not check out."""
 
 
+class V3BadSignature(V3BadNotification):
+    """A notification whose signature, serial or timestamp does not verify (not WeChat's)."""
+
+
 @functools.lru_cache(maxsize=4)
 def _pem(path: str) -> str:
     return Path(path).read_text()
@@ -164,10 +168,11 @@ def transfer_cancel(*, out_bill_no: str) -> dict:
 
 def notification_parse(headers, body: bytes) -> dict:
     """Verify a v3 notification and decrypt its resource; returns ``{"event_type", "resource":
-    {...decrypted...}}``. Raises V3BadNotification."""
+    {...decrypted...}}``. Raises V3BadSignature (signature, serial, timestamp) or
+    V3BadNotification (unparsable, undecryptable)."""
     text = body.decode("utf-8", errors="replace")
     if not signature_valid(headers, text):
-        raise V3BadNotification("signature or timestamp does not verify")
+        raise V3BadSignature("signature or timestamp does not verify")
     try:
         envelope = json.loads(text)
         resource = envelope["resource"]

@@ -9,8 +9,9 @@ replies out within WeChat's 5 seconds (database work only: no outside call on th
   even when the AES key is set (WeChat's compatible mode; API.md).
 - Each message or event is stored once (:class:`InboundEvent`, UNIQUE ``dedupe_key``: WeChat
   repeats a message it got no answer for); a follow or unfollow moves the :class:`Follower`
-  row; a follow or scan by a channel QR code stores the scene on the event row and is counted
-  with the distribution work's channels when that module is installed.
+  row; a follow or scan by a channel QR code stores the scene on the event row and counts one
+  visit to that channel (``distribution.channels.channel_scan_record``), once per event: a
+  repeated delivery stops at the UNIQUE ``dedupe_key`` before anything is counted.
 - The reply is chosen from staff's :class:`ReplyRule` rows (``selectors.reply_rule_for``);
   with none, ``success`` (WeChat's "nothing to say").
 """
@@ -18,21 +19,20 @@ replies out within WeChat's 5 seconds (database work only: no outside call on th
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-import importlib.util
+import json
 import logging
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.distribution import channels
 from apps.wechat_official import selectors, wechat
 from apps.wechat_official.models import Follower, InboundEvent, ReplyRule
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 256 * 1024
-CHANNELS_MODULE = "apps.distribution.channels"
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,21 @@ class Answer:
     content_type: str = "text/plain; charset=utf-8"
 
 
-FORBIDDEN = Answer(403, "forbidden")
+def _error(status: int, code: str, message: str) -> Answer:
+    """A refusal in the shop's error body (API.md), which is what the schema declares."""
+    return Answer(status, json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False),
+                  "application/json")
+
+
+FORBIDDEN = _error(403, "forbidden", "签名无效。")
+BAD_REQUEST = _error(400, "invalid", "不是有效的微信消息。")
+TOO_LARGE = _error(413, "payload_too_large", "请求内容过大。")
 
 
 def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     """Answer one call of WeChat's server (module docstring). Never raises for bad input:
-    403 for a bad signature, 400 for a body that is not a WeChat message."""
+    403 for a bad signature, 400 for a body that is not a WeChat message, 413 for one over
+    ``MAX_BODY_BYTES`` (the shop's JSON error body: WeChat reads only the status)."""
     signature, timestamp, nonce = (str(params.get(k) or "") for k in ("signature", "timestamp", "nonce"))
     try:
         wechat.signature_check(signature=signature, timestamp=timestamp, nonce=nonce)
@@ -58,7 +67,7 @@ def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     if method == "GET":
         return Answer(200, str(params.get("echostr") or ""))
     if len(body) > MAX_BODY_BYTES:
-        return Answer(413, "too large")
+        return TOO_LARGE
     encrypted = params.get("encrypt_type") == "aes"
     try:
         xml = (wechat.decrypt(body, msg_signature=str(params.get("msg_signature") or ""), timestamp=timestamp,
@@ -66,13 +75,13 @@ def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     except wechat.BadSignature:
         return FORBIDDEN
     except UnicodeDecodeError:
-        return Answer(400, "bad request")
+        return BAD_REQUEST
     try:
         inbound = wechat.parse(xml)
     except ValueError:
-        return Answer(400, "bad request")
+        return BAD_REQUEST
     if not inbound.openid:
-        return Answer(400, "bad request")
+        return BAD_REQUEST
     rule = inbound_record(inbound, encrypted=encrypted)
     reply = _reply(inbound, rule)
     if reply is None:
@@ -125,15 +134,9 @@ def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> Reply
 
 
 def _channel_scan(scene: str) -> bool:
-    """Count a scan of a channel code with the distribution work's channels.
-
-    ``apps.distribution.channels`` is built on another branch: it is called only when the
-    module is importable, so this app works with or without it (the scene is on the event row
-    either way). Its failure must not lose the reply: a savepoint, logged, False.
-    """
-    if importlib.util.find_spec("apps.distribution") is None or importlib.util.find_spec(CHANNELS_MODULE) is None:
-        return False
-    channels = importlib.import_module(CHANNELS_MODULE)
+    """Count a scan of a channel code (``scene``: ``<code>`` or ``c=<code>``, as the QR code was
+    made) with distribution's channels; True if a channel was counted. Its failure must not
+    lose the reply: a savepoint, logged, False (the scene stays on the event row)."""
     try:
         with transaction.atomic():
             return bool(channels.channel_scan_record(scene))

@@ -170,7 +170,7 @@ def test_notification_with_a_bad_signature_or_key_is_refused(
     assert client.post(url, data=note["body"], content_type="application/json").status_code == 400  # unsigned
     settings.WECHAT_PAY_V3_KEY = "x" * 32  # the signature verifies, the resource does not decrypt
     refused = client.post(url, data=note["body"], content_type="application/json", headers=headers)
-    assert refused.status_code == 400 and refused.json()["code"] == "invalid"
+    assert refused.status_code == 400 and refused.json()["code"] == "FAIL"
     assert Withdrawal.objects.get(pk=w.pk).status == "wait_confirm"
     settings.WECHAT_PAY_V3_KEY = pay_v3.DEMO_APIV3_KEY
     assert client.post(url, data=note["body"], content_type="application/json", headers=headers).status_code == 204

@@ -70,7 +70,7 @@ def test_follow_unfollow_and_channel_scan_events_move_the_follower(official, rul
     follower = Follower.objects.get()
     assert (follower.subscribed, follower.scene) == (True, "chA")
     row = InboundEvent.objects.get()
-    assert (row.event, row.scene, row.channel_counted) == ("subscribe", "chA", False)  # no channels module here
+    assert (row.event, row.scene, row.channel_counted) == ("subscribe", "chA", False)  # no channel chA here
     # WeChat repeats the same event (no answer in time): nothing changes twice
     official.send({"MsgType": "event", "Event": "subscribe", "EventKey": "qrscene_chA", "CreateTime": t})
     assert InboundEvent.objects.count() == 1
@@ -129,21 +129,35 @@ def test_malformed_body_is_400(official, client, db):
     assert client.post(f"/wechat/official?{query}", data=dtd, content_type="text/xml").status_code == 400
 
 
-def test_channel_scan_calls_the_distribution_channels_when_installed(official, rules, monkeypatch):
-    """The distribution work's ``channel_scan_record`` is called with the scene when importable."""
-    import importlib.util
-    import sys
-    import types
+def test_channel_scans_count_one_visit_per_event_even_when_wechat_redelivers(official, rules):
+    """A follow by a channel's QR code (``qrscene_<code>``) and a scan by a follower (``<code>``,
+    or the mini-program's ``c=<code>`` form) each count one visit to distribution's channel;
+    WeChat's repeat of the same event (same openid, CreateTime, event) counts nothing more."""
+    from apps.distribution.models import Channel
 
-    seen = []
-    module = types.ModuleType("apps.distribution.channels")
-    module.channel_scan_record = lambda code: seen.append(code) or True
-    package = types.ModuleType("apps.distribution")
-    package.__path__ = []
-    monkeypatch.setitem(sys.modules, "apps.distribution", package)
-    monkeypatch.setitem(sys.modules, "apps.distribution.channels", module)
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: object() if name.startswith("apps.distribution") else real(name, *a))
-    official.send({"MsgType": "event", "Event": "subscribe", "EventKey": "qrscene_chA"})
-    assert seen == ["chA"] and InboundEvent.objects.get().channel_counted is True
+    channel = Channel.objects.create(code="chA", name="地推A")
+    other = Channel.objects.create(code="chB", name="地推B")
+    t = int(time.time())
+    follow = {"MsgType": "event", "Event": "subscribe", "EventKey": "qrscene_chA", "CreateTime": t}
+    assert official.reply(official.send(follow))["Content"] == "渠道A欢迎你"
+    assert official.reply(official.send(follow))["Content"] == "渠道A欢迎你"  # redelivered: same reply
+    channel.refresh_from_db()
+    assert (channel.visits, channel.registrations) == (1, 0)
+    assert InboundEvent.objects.get().channel_counted is True
+
+    scan = {"MsgType": "event", "Event": "SCAN", "EventKey": "chA", "Ticket": "t", "CreateTime": t + 60}
+    for _ in range(3):
+        official.send(scan)
+    scan_c = {"MsgType": "event", "Event": "SCAN", "EventKey": "c=chA", "Ticket": "t", "CreateTime": t + 120}
+    official.send(scan_c)
+    official.send(scan_c)
+    channel.refresh_from_db()
+    other.refresh_from_db()
+    assert (channel.visits, other.visits) == (3, 0)
+    assert list(InboundEvent.objects.order_by("id").values_list("scene", "channel_counted")) == [
+        ("chA", True), ("chA", True), ("c=chA", True)]
+
+    unknown = {"MsgType": "event", "Event": "SCAN", "EventKey": "nosuch", "Ticket": "t", "CreateTime": t + 180}
+    assert official.send(unknown).status_code == 200
+    assert InboundEvent.objects.get(scene="nosuch").channel_counted is False
+    assert sum(Channel.objects.values_list("visits", flat=True)) == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 from django.http import HttpResponse
@@ -14,9 +13,12 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.distribution import codes, referral, selectors, transfers, withdrawals
+from apps.distribution import codes, referral, selectors, withdrawals
 from apps.distribution.api import serializers as s
 from apps.distribution.models import Commission
+from apps.payments import notifications
+from apps.payments.models import InvalidNotificationDay
+from starmall.api.middleware import content_length
 from starmall.api.pagination import PageNumberPagination
 from starmall.api.schema import errors
 from starmall.errors import InvalidInput
@@ -119,25 +121,26 @@ class WithdrawalListView(APIView):
 
 @extend_schema(
     summary="WeChat Pay v3 merchant-transfer notification (called by WeChat)",
+    description=("Checked and applied through payments' table of WeChat callbacks "
+                 "(apps.payments.notifications): one audit row (微信通知, kind transfer) per delivery."),
     request={"application/json": OpenApiTypes.OBJECT},
-    responses={204: OpenApiResponse(description="handled (also a duplicate, or a bill that is not ours)"),
-               **errors(e400="invalid: bad signature, stale timestamp, undecryptable resource or a wrong amount "
-                        "(any non-2xx makes WeChat send the notification again)", e413="payload_too_large")},
+    responses={
+        204: OpenApiResponse(description="handled (applied, or a duplicate of one applied before)"),
+        **errors(e400="FAIL (WeChat v3's code; message in English): bad signature, stale timestamp, undecryptable "
+                 "resource, an out_bill_no that is not ours or a wrong transfer_amount (any non-2xx makes "
+                 "WeChat send it again)", e413="FAIL: body too large",
+                 e503="service_unavailable (the database gave the transaction up twice; WeChat sends again)"),
+    },
     auth=[],
 )
 @api_view(["POST"])
 @authentication_classes([])
 @permission_classes([AllowAny])
 def transfer_notify(request):
-    if len(request.body) > MAX_NOTIFY_BYTES:
-        return _error(413, "payload_too_large", "请求体过大。")
-    code, body = transfers.transfer_notification_handle(headers=request.headers, body=request.body)
-    if body is None:
-        return HttpResponse(status=code)
-    return _error(code, "invalid", body.get("message", "通知无效。"))
+    callback = notifications.TRANSFER_RESULT
+    if content_length(request) > MAX_NOTIFY_BYTES or len(request.body) > MAX_NOTIFY_BYTES:
+        InvalidNotificationDay.count_one(kind=callback.kind)
+        return HttpResponse(callback.fail("body too large"), status=413, content_type=callback.content_type)
+    answer = notifications.notification_handle(callback, request.body, request.headers)
+    return HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
 
-
-def _error(status_code: int, code: str, message: str) -> HttpResponse:
-    """The shop's error body (WeChat reads only the status: non-2xx = send again)."""
-    return HttpResponse(json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False),
-                        status=status_code, content_type="application/json")
