@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('payments', '0010_merge_chinese_labels_and_refund_batches'),
+        ('payments', '0011_labels_without_wechat_field_names'),
     ]
 
     operations = [
