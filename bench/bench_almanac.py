@@ -80,14 +80,19 @@ def main() -> None:
         sys.exit(f"the almanac tables are missing ({exc}); run: python manage.py migrate")
 
     today = timezone.localdate()
-    start, end = (compute.FIRST_DATE, compute.LAST_DATE) if args.full else (
-        dt.date(today.year - 1, 1, 1), dt.date(today.year + 3, 12, 31))
+    start, end = (
+        (compute.FIRST_DATE, compute.LAST_DATE)
+        if args.full
+        else (dt.date(today.year - 1, 1, 1), dt.date(today.year + 3, 12, 31))
+    )
     result = services.almanac_load(start=start, end=end)
     if result.days_loaded:
         print(f"loaded {result.days_loaded} days first ({result.seconds:.1f} s)")
 
-    print(f"database: {connection.vendor} ({connection.settings_dict['NAME']}); "
-          f"{AlmanacDay.objects.count()} days, {AlmanacActivity.objects.count()} index rows")
+    print(
+        f"database: {connection.vendor} ({connection.settings_dict['NAME']}); "
+        f"{AlmanacDay.objects.count()} days, {AlmanacActivity.objects.count()} index rows"
+    )
     print(f"today (Asia/Shanghai): {today}; {args.iterations} iterations per line\n")
 
     client = Client(HTTP_HOST="localhost")
@@ -96,13 +101,9 @@ def main() -> None:
         window_end = today + dt.timedelta(days=29)
         found = list(selectors.good_days(terms=terms, start=today, end=window_end).values_list("date", flat=True))
         print(f"{word} -> {'/'.join(terms)}: {len(found)} good days in the next 30")
-        sql = _time(
-            lambda: list(selectors.good_days(terms=terms, start=today, end=window_end)), args.iterations
-        )
+        sql = _time(lambda: list(selectors.good_days(terms=terms, start=today, end=window_end)), args.iterations)
         print(f"  sql       {_ms(sql)}")
-        nxt = _time(
-            lambda: selectors.search(activity=word, start=today, days=366, limit=30), args.iterations
-        )
+        nxt = _time(lambda: selectors.search(activity=word, start=today, days=366, limit=30), args.iterations)
         print(f"  next30    {_ms(nxt)}")
         url = f"/api/v1/almanac/search?activity={word}&days=30"
 

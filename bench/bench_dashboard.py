@@ -74,7 +74,10 @@ def main() -> None:
     rng = random.Random(12)
     category = Category.objects.create(name="bench")
     products = [Product.objects.create(category=category, name=f"商品{i}") for i in range(20)]
-    skus = [Sku.objects.create(product=p, price_fen=1000 + 100 * i, stock=rng.randint(0, 50)) for i, p in enumerate(products)]
+    skus = [
+        Sku.objects.create(product=p, price_fen=1000 + 100 * i, stock=rng.randint(0, 50))
+        for i, p in enumerate(products)
+    ]
     customers = Customer.objects.bulk_create([Customer(openid=f"bench-{i}") for i in range(500)])
     now = timezone.now()
     Order._meta.get_field("created_at").auto_now_add = False  # this process only: spread creation times
@@ -87,39 +90,92 @@ def main() -> None:
             paid = rng.random() < 0.7
             sku = rng.choice(skus)
             qty = rng.randint(1, 3)
-            status = rng.choice([OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED]) if paid else \
-                rng.choice([OrderStatus.UNPAID, OrderStatus.CANCELLED])
-            orders.append(Order(order_no=f"B{i:010d}", order_key=f"bench-{i}", customer=rng.choice(customers),
-                                status=status, goods_fen=sku.price_fen * qty, pay_fen=sku.price_fen * qty,
-                                pay_deadline=created, created_at=created, paid_at=created + dt.timedelta(minutes=2) if paid else None))
+            status = (
+                rng.choice([OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED])
+                if paid
+                else rng.choice([OrderStatus.UNPAID, OrderStatus.CANCELLED])
+            )
+            orders.append(
+                Order(
+                    order_no=f"B{i:010d}",
+                    order_key=f"bench-{i}",
+                    customer=rng.choice(customers),
+                    status=status,
+                    goods_fen=sku.price_fen * qty,
+                    pay_fen=sku.price_fen * qty,
+                    pay_deadline=created,
+                    created_at=created,
+                    paid_at=created + dt.timedelta(minutes=2) if paid else None,
+                )
+            )
             lines.append((sku, qty))
         made = Order.objects.bulk_create(orders, batch_size=1000)
         if not made[0].pk:  # backends without RETURNING
             made = list(Order.objects.filter(order_no__in=[o.order_no for o in orders]).order_by("id"))
-        OrderLine.objects.bulk_create([
-            OrderLine(order=o, sku=sku, product_id=sku.product_id, name="x", price_fen=sku.price_fen, quantity=qty,
-                      amount_fen=sku.price_fen * qty) for o, (sku, qty) in zip(made, lines)
-        ])
+        OrderLine.objects.bulk_create(
+            [
+                OrderLine(
+                    order=o,
+                    sku=sku,
+                    product_id=sku.product_id,
+                    name="x",
+                    price_fen=sku.price_fen,
+                    quantity=qty,
+                    amount_fen=sku.price_fen * qty,
+                )
+                for o, (sku, qty) in zip(made, lines)
+            ]
+        )
         paid_orders = [o for o in made if o.paid_at][:200]
-        payments = Payment.objects.bulk_create([
-            Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen, status="paid", paid_at=o.paid_at)
-            for o in paid_orders
-        ])
+        payments = Payment.objects.bulk_create(
+            [
+                Payment(
+                    order=o,
+                    method="wechat",
+                    out_trade_no=o.order_no,
+                    total_fee=o.pay_fen,
+                    status="paid",
+                    paid_at=o.paid_at,
+                )
+                for o in paid_orders
+            ]
+        )
         if not payments[0].pk:
             payments = list(Payment.objects.filter(out_trade_no__in=[o.order_no for o in paid_orders]).order_by("id"))
-        Refund.objects.bulk_create([
-            Refund(order_id=p.order_id, payment=p, out_refund_no=f"R{p.out_trade_no}", refund_fen=p.total_fee,
-                   reason="after_sale", status="success", succeeded_at=p.paid_at) for p in payments[:20]
-        ])
+        Refund.objects.bulk_create(
+            [
+                Refund(
+                    order_id=p.order_id,
+                    payment=p,
+                    out_refund_no=f"R{p.out_trade_no}",
+                    refund_fen=p.total_fee,
+                    reason="after_sale",
+                    status="success",
+                    succeeded_at=p.paid_at,
+                )
+                for p in payments[:20]
+            ]
+        )
     teachers = [Teacher.objects.create(name=f"老师{i}") for i in range(2)]
     today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    Slot.objects.bulk_create([
-        Slot(teacher=t, start=today + dt.timedelta(days=d, hours=h), end=today + dt.timedelta(days=d, hours=h + 1),
-             capacity=1, booked=rng.randint(0, 1))
-        for t in teachers for d in range(-30, 8) for h in (9, 11, 13, 15, 17, 19)
-    ])
-    print(f"setup: {time.perf_counter() - t0:.1f} s ({Order.objects.count()} orders, "
-          f"{OrderLine.objects.count()} lines, {Refund.objects.count()} refunds)")
+    Slot.objects.bulk_create(
+        [
+            Slot(
+                teacher=t,
+                start=today + dt.timedelta(days=d, hours=h),
+                end=today + dt.timedelta(days=d, hours=h + 1),
+                capacity=1,
+                booked=rng.randint(0, 1),
+            )
+            for t in teachers
+            for d in range(-30, 8)
+            for h in (9, 11, 13, 15, 17, 19)
+        ]
+    )
+    print(
+        f"setup: {time.perf_counter() - t0:.1f} s ({Order.objects.count()} orders, "
+        f"{OrderLine.objects.count()} lines, {Refund.objects.count()} refunds)"
+    )
     today_p, month_p = selectors.periods()
     cases = {
         "summary(today)": lambda: selectors.summary(today_p),

@@ -28,8 +28,10 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 def summary(name: str, samples: list[float]) -> None:
     ms = sorted(s * 1000 for s in samples)
     p95 = ms[int(len(ms) * 0.95) - 1]
-    print(f"{name:<28} n={len(ms):<5} p50={statistics.median(ms):7.2f} ms  p95={p95:7.2f} ms  "
-          f"max={ms[-1]:7.2f} ms  {len(ms) / (sum(ms) / 1000):8.1f}/s")
+    print(
+        f"{name:<28} n={len(ms):<5} p50={statistics.median(ms):7.2f} ms  p95={p95:7.2f} ms  "
+        f"max={ms[-1]:7.2f} ms  {len(ms) / (sum(ms) / 1000):8.1f}/s"
+    )
 
 
 def main() -> None:
@@ -65,14 +67,23 @@ def main() -> None:
     create, notify = [], []
     for i in range(args.orders):
         t0 = time.perf_counter()
-        key = orders.order_confirm(customer=customer, address_id=address.pk,
-                                   items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+        key = orders.order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
+            "order_key"
+        ]
         order, _ = orders.order_create(customer=customer, order_key=key)
         create.append(time.perf_counter() - t0)
         Payment.objects.create(order=order, method="wechat", out_trade_no=order.order_no, total_fee=order.pay_fen)
-        fields = {"appid": settings.WECHAT_APPID, "mch_id": settings.WECHAT_MCH_ID, "nonce_str": "x",
-                  "return_code": "SUCCESS", "result_code": "SUCCESS", "total_fee": str(order.pay_fen),
-                  "transaction_id": f"42{i:026d}", "out_trade_no": order.order_no, "time_end": "20261130120000"}
+        fields = {
+            "appid": settings.WECHAT_APPID,
+            "mch_id": settings.WECHAT_MCH_ID,
+            "nonce_str": "x",
+            "return_code": "SUCCESS",
+            "result_code": "SUCCESS",
+            "total_fee": str(order.pay_fen),
+            "transaction_id": f"42{i:026d}",
+            "out_trade_no": order.order_no,
+            "time_end": "20261130120000",
+        }
         fields["sign"] = calculate_signature(fields, settings.WECHAT_PAY_API_KEY)
         body = ("<xml>" + "".join(f"<{k}>{v}</{k}>" for k, v in fields.items()) + "</xml>").encode()
         t0 = time.perf_counter()

@@ -98,6 +98,7 @@ SHOP_ENV = {
 
 # --- load: threads with one keep-alive connection each --------------------------------------
 
+
 class Client:
     """One keep-alive HTTP/1.1 connection; JSON in and out."""
 
@@ -105,8 +106,9 @@ class Client:
         self.port = port
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
-    def request(self, method: str, path: str, body=None, token: str | None = None,
-                content_type: str = "application/json") -> tuple[int, bytes]:
+    def request(
+        self, method: str, path: str, body=None, token: str | None = None, content_type: str = "application/json"
+    ) -> tuple[int, bytes]:
         headers = {"Content-Type": content_type}
         if token:
             headers["Authorization"] = f"Bearer {token}"
@@ -185,8 +187,12 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - t0
-    return {"wall": wall, "latencies": latencies, "outcomes": outcomes,
-            "last_at_s": {key: round(at - t0, 2) for key, at in sorted(last_at.items())}}
+    return {
+        "wall": wall,
+        "latencies": latencies,
+        "outcomes": outcomes,
+        "last_at_s": {key: round(at - t0, 2) for key, at in sorted(last_at.items())},
+    }
 
 
 def stats(result: dict) -> dict:
@@ -195,13 +201,20 @@ def stats(result: dict) -> dict:
     def pct(p: float) -> float:
         return round(ms[min(len(ms) - 1, int(len(ms) * p))], 1) if ms else 0.0
 
-    return {"n": len(ms), "per_s": round(len(ms) / result["wall"], 1) if result["wall"] else 0,
-            "p50_ms": pct(0.50), "p95_ms": pct(0.95), "p99_ms": pct(0.99),
-            "wall_s": round(result["wall"], 2), "outcomes": dict(sorted(result["outcomes"].items())),
-            "last_at_s": result.get("last_at_s", {})}
+    return {
+        "n": len(ms),
+        "per_s": round(len(ms) / result["wall"], 1) if result["wall"] else 0,
+        "p50_ms": pct(0.50),
+        "p95_ms": pct(0.95),
+        "p99_ms": pct(0.99),
+        "wall_s": round(result["wall"], 2),
+        "outcomes": dict(sorted(result["outcomes"].items())),
+        "last_at_s": result.get("last_at_s", {}),
+    }
 
 
 # --- processes -------------------------------------------------------------------------------
+
 
 class Processes:
     """The sandbox and ``runshop`` (its own process group), stopped at the end whatever happens."""
@@ -211,8 +224,9 @@ class Processes:
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(VAR_DIR / f"{name}.log", "wb")
-        proc = subprocess.Popen(argv, cwd=ROOT, env=SHOP_ENV, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=SHOP_ENV, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.procs.append(proc)
         return proc
 
@@ -266,6 +280,7 @@ def redis_flush() -> None:
 
 # --- set-up (before any clock) -------------------------------------------------------------
 
+
 def customers_login(n: int, prefix: str) -> list[dict]:
     """Log ``n`` customers in through the sandbox (wx.login code -> token) and give each an
     address through the API, 64 at a time. Returns ``[{"token", "address_id", "openid"}]``."""
@@ -281,9 +296,20 @@ def customers_login(n: int, prefix: str) -> list[dict]:
         if status != 200:
             return f"login {status} {login.get('code')}"
         token = login["token"]
-        status, address = client.json("POST", "/api/v1/addresses", {
-            "name": f"买家{i}", "phone": "13800000000", "province": "广东省", "city": "深圳市",
-            "district": "南山区", "detail": f"科技园 {i} 号", "is_default": True}, token)
+        status, address = client.json(
+            "POST",
+            "/api/v1/addresses",
+            {
+                "name": f"买家{i}",
+                "phone": "13800000000",
+                "province": "广东省",
+                "city": "深圳市",
+                "district": "南山区",
+                "detail": f"科技园 {i} 号",
+                "is_default": True,
+            },
+            token,
+        )
         if status != 201:
             return f"address {status} {address.get('code')}"
         with lock:
@@ -308,18 +334,30 @@ def customers_direct(n: int, prefix: str) -> list[dict]:
         from apps.accounts import address_cards
     except ImportError:
         address_cards = None
-    customers = Customer.objects.bulk_create([Customer(openid=f"oBulk{prefix}{i:08d}", nickname=f"买家{i}")
-                                              for i in range(n)], batch_size=2000)
-    addresses = Address.objects.bulk_create([
-        Address(customer=c, name=f"买家{i}", phone="13800000000", province="广东省", city="深圳市",
-                district="南山区", detail=f"科技园 {i} 号", is_default=True) for i, c in enumerate(customers)],
-        batch_size=2000)
+    customers = Customer.objects.bulk_create(
+        [Customer(openid=f"oBulk{prefix}{i:08d}", nickname=f"买家{i}") for i in range(n)], batch_size=2000
+    )
+    addresses = Address.objects.bulk_create(
+        [
+            Address(
+                customer=c,
+                name=f"买家{i}",
+                phone="13800000000",
+                province="广东省",
+                city="深圳市",
+                district="南山区",
+                detail=f"科技园 {i} 号",
+                is_default=True,
+            )
+            for i, c in enumerate(customers)
+        ],
+        batch_size=2000,
+    )
     out = []
     for customer, address in zip(customers, addresses, strict=True):
         if address_cards is not None:
             address_cards.card_refresh(customer.pk)
-        out.append({"token": token_issue(customer_id=customer.pk), "address_id": address.pk,
-                    "openid": customer.openid})
+        out.append({"token": token_issue(customer_id=customer.pk), "address_id": address.pk, "openid": customer.openid})
     return out
 
 
@@ -334,6 +372,7 @@ def new_sku(name: str, stock: int, price_fen: int = 990) -> tuple[int, int]:
 
 
 # --- 1. flash sale ---------------------------------------------------------------------------
+
 
 def flash_sale(customers: list[dict], sku_id: int, extra: dict | None = None) -> dict:
     """2,000 confirm + create attempts for one SKU; outcome per attempt."""
@@ -366,8 +405,10 @@ def flash_audit(sku_id: int, flash_sale_id: int | None = None, units: int = UNIT
         "orders": lines.values("order_id").distinct().count(),
         "units": lines.aggregate(n=Sum("quantity"))["n"] or 0,
         "stock_left": Sku.objects.get(pk=sku_id).stock,
-        "customers_with_2_orders": lines.values("order__customer_id").annotate(n=Count("order_id"))
-        .filter(n__gt=1).count(),
+        "customers_with_2_orders": lines.values("order__customer_id")
+        .annotate(n=Count("order_id"))
+        .filter(n__gt=1)
+        .count(),
     }
     expected = {"orders": units, "units": units, "stock_left": 0, "customers_with_2_orders": 0}
     if flash_sale_id is not None:  # the SKU held 1,000: the sale's quota is what sells out
@@ -407,12 +448,21 @@ def bare_sql() -> dict:
     per_client = -(-CUSTOMERS // CONCURRENCY)
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
         script.write(SQL_ATTEMPT.format(customers=CUSTOMERS))
-    env = dict(os.environ, PGHOST=PG.hostname or "127.0.0.1", PGPORT=str(PG.port or 5432),
-               PGUSER=urllib.parse.unquote(PG.username or "postgres"), PGDATABASE=DB_NAME)
+    env = dict(
+        os.environ,
+        PGHOST=PG.hostname or "127.0.0.1",
+        PGPORT=str(PG.port or 5432),
+        PGUSER=urllib.parse.unquote(PG.username or "postgres"),
+        PGDATABASE=DB_NAME,
+    )
     if PG.password:
         env["PGPASSWORD"] = urllib.parse.unquote(PG.password)
-    out = subprocess.run([pgbench, "-n", "-c", str(CONCURRENCY), "-j", "2", "-t", str(per_client),
-                          "-f", script.name], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [pgbench, "-n", "-c", str(CONCURRENCY), "-j", "2", "-t", str(per_client), "-f", script.name],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     os.unlink(script.name)
     if out.returncode != 0:
         return {"error": out.stderr[-500:]}
@@ -421,8 +471,14 @@ def bare_sql() -> dict:
     with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1)) as conn:
         orders = conn.execute("SELECT count(*) FROM bench_sql_order").fetchone()[0]
         stock = conn.execute("SELECT stock FROM bench_sql_sku").fetchone()[0]
-    return {"n": per_client * CONCURRENCY, "per_s": round(tps, 1), "mean_ms": latency,
-            "orders": orders, "stock_left": stock, "ok": orders == UNITS and stock == 0}
+    return {
+        "n": per_client * CONCURRENCY,
+        "per_s": round(tps, 1),
+        "mean_ms": latency,
+        "orders": orders,
+        "stock_left": stock,
+        "ok": orders == UNITS and stock == 0,
+    }
 
 
 def floor(procs: Processes) -> dict:
@@ -433,8 +489,19 @@ def floor(procs: Processes) -> dict:
     with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
         conn.execute(SQL_SETUP.format(units=UNITS))
     SHOP_ENV["MINIMAL_DATABASE_URL"] = DATABASE_URL
-    server = procs.start("minimal", [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "starmall" / "gunicorn_conf.py"),
-                                     "bench.minimal_view:application", "--bind", f"127.0.0.1:{WEB_PORT}"])
+    server = procs.start(
+        "minimal",
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "-c",
+            str(ROOT / "starmall" / "gunicorn_conf.py"),
+            "bench.minimal_view:application",
+            "--bind",
+            f"127.0.0.1:{WEB_PORT}",
+        ],
+    )
     try:
         wait_http(WEB_PORT, "/health", server)
 
@@ -454,6 +521,7 @@ def floor(procs: Processes) -> dict:
 
 # --- 3. notification storm -------------------------------------------------------------------
 
+
 def storm_orders(customer: dict, n: int) -> list[dict]:
     """``n`` unpaid goods orders of one customer, each with a pending WeChat payment (made
     directly in the database: set-up, not measured). Returns their signed "paid" notifications."""
@@ -468,21 +536,44 @@ def storm_orders(customer: dict, n: int) -> list[dict]:
     owner = Customer.objects.get(openid=customer["openid"])
     now = timezone.now()
     stamp = timezone.localtime(now).strftime("%Y%m%d%H%M%S")
-    orders = Order.objects.bulk_create([
-        Order(order_no=f"{stamp}9{i:07d}", order_key=f"bench-storm-{stamp}-{i}", customer=owner,
-              kind="goods", goods_fen=12800, pay_fen=12800, status=OrderStatus.UNPAID,
-              address={"name": "storm"}, pay_deadline=now + dt.timedelta(hours=2))
-        for i in range(n)
-    ])
-    OrderLine.objects.bulk_create([
-        OrderLine(order=o, sku_id=sku_id, product_id=product_id, name="storm", specs={},
-                  price_fen=12800, quantity=1, amount_fen=12800) for o in orders])
-    OrderEvent.objects.bulk_create([
-        OrderEvent(order=o, to_status=OrderStatus.UNPAID, actor="customer", note="created") for o in orders])
-    Payment.objects.bulk_create([
-        Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen) for o in orders])
+    orders = Order.objects.bulk_create(
+        [
+            Order(
+                order_no=f"{stamp}9{i:07d}",
+                order_key=f"bench-storm-{stamp}-{i}",
+                customer=owner,
+                kind="goods",
+                goods_fen=12800,
+                pay_fen=12800,
+                status=OrderStatus.UNPAID,
+                address={"name": "storm"},
+                pay_deadline=now + dt.timedelta(hours=2),
+            )
+            for i in range(n)
+        ]
+    )
+    OrderLine.objects.bulk_create(
+        [
+            OrderLine(
+                order=o,
+                sku_id=sku_id,
+                product_id=product_id,
+                name="storm",
+                specs={},
+                price_fen=12800,
+                quantity=1,
+                amount_fen=12800,
+            )
+            for o in orders
+        ]
+    )
+    OrderEvent.objects.bulk_create(
+        [OrderEvent(order=o, to_status=OrderStatus.UNPAID, actor="customer", note="created") for o in orders]
+    )
+    Payment.objects.bulk_create(
+        [Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen) for o in orders]
+    )
     return paid_notices(orders, stamp=stamp)
-
 
 
 def storm(notices: list[bytes]) -> dict:
@@ -518,22 +609,31 @@ def storm_audit(order_nos: list[str], wait_seconds: float = 120) -> dict:
     audit["followups_done"] = followups.filter(status=FollowUp.Status.DONE).count()
     audit["followups_drained_s"] = round(time.monotonic() - t0, 1)
     n = len(order_nos)
-    audit["ok"] = (audit["orders_paid"] == n and audit["payments_paid"] == n and audit["paid_events"] == n
-                   and len(audit["followups"]) >= 1 and all(v == n for v in audit["followups"].values())
-                   and audit["followups_done"] == n * len(audit["followups"]))
+    audit["ok"] = (
+        audit["orders_paid"] == n
+        and audit["payments_paid"] == n
+        and audit["paid_events"] == n
+        and len(audit["followups"]) >= 1
+        and all(v == n for v in audit["followups"].values())
+        and audit["followups_done"] == n * len(audit["followups"])
+    )
     return audit
 
 
 # --- 4. browse -------------------------------------------------------------------------------
 
+
 def browse() -> dict:
     from apps.catalog.models import Product
 
-    ids = list(Product.objects.filter(is_active=True, category__name__in=["bench"]).exclude(
-        name__in=["bench"]).values_list("pk", flat=True)[:1]) + list(
-        Product.objects.filter(is_active=True).exclude(category__name="bench").values_list("pk", flat=True))
-    paths = [("/api/v1/products" if i % 2 == 0 else f"/api/v1/products/{ids[i % len(ids)]}")
-             for i in range(BROWSE_REQUESTS)]
+    ids = list(
+        Product.objects.filter(is_active=True, category__name__in=["bench"])
+        .exclude(name__in=["bench"])
+        .values_list("pk", flat=True)[:1]
+    ) + list(Product.objects.filter(is_active=True).exclude(category__name="bench").values_list("pk", flat=True))
+    paths = [
+        ("/api/v1/products" if i % 2 == 0 else f"/api/v1/products/{ids[i % len(ids)]}") for i in range(BROWSE_REQUESTS)
+    ]
 
     def get(client: Client, path: str) -> str:
         status, _ = client.request("GET", path)
@@ -544,6 +644,7 @@ def browse() -> dict:
 
 # --- report ----------------------------------------------------------------------------------
 
+
 def machine() -> dict:
     import django
     import psycopg
@@ -553,7 +654,9 @@ def machine() -> dict:
         for line in f:
             if line.startswith("MemTotal"):
                 mem = int(line.split()[1]) // 1024
-    sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://", 1)) as conn:
         pg_version = conn.execute("SHOW server_version").fetchone()[0]
@@ -563,9 +666,14 @@ def machine() -> dict:
     exec((ROOT / "starmall" / "gunicorn_conf.py").read_text(), {"os": os, "__name__": "conf"}, conf)
     return {
         "timestamp": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "git_sha": sha + ("+dirty" if dirty else ""), "cores": os.cpu_count(), "memory_mb": mem,
-        "load_avg": os.getloadavg(), "python": platform.python_version(), "django": django.__version__,
-        "postgresql": pg_version, "redis": redis.Redis.from_url(REDIS_URL).info()["redis_version"],
+        "git_sha": sha + ("+dirty" if dirty else ""),
+        "cores": os.cpu_count(),
+        "memory_mb": mem,
+        "load_avg": os.getloadavg(),
+        "python": platform.python_version(),
+        "django": django.__version__,
+        "postgresql": pg_version,
+        "redis": redis.Redis.from_url(REDIS_URL).info()["redis_version"],
         "gunicorn": {k: conf.get(k) for k in ("worker_class", "workers", "threads", "keepalive", "accesslog")},
     }
 
@@ -577,8 +685,17 @@ def table(results: dict) -> str:
             rows.append((name, "-", "-", "-", "-", "-", str(r)))
             continue
         check = r.get("audit", {}).get("ok", r.get("ok", ""))
-        rows.append((name, str(r["n"]), f"{r['per_s']:.0f}", str(r.get("p50_ms", "-")), str(r.get("p95_ms", "-")),
-                     str(r.get("p99_ms", r.get("mean_ms", "-"))), "ok" if check is True else str(check)))
+        rows.append(
+            (
+                name,
+                str(r["n"]),
+                f"{r['per_s']:.0f}",
+                str(r.get("p50_ms", "-")),
+                str(r.get("p95_ms", "-")),
+                str(r.get("p99_ms", r.get("mean_ms", "-"))),
+                "ok" if check is True else str(check),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     for name, r in results["runs"].items():
@@ -607,26 +724,49 @@ def main() -> int:
     results: dict = {"runs": {}}
     failed = False
     try:
-        sandbox = procs.start("sandbox", [sys.executable, "-m", "wechat_sandbox", "--host", "127.0.0.1",
-                                          "--port", str(SANDBOX_PORT), "--no-auto-notify", "--log-level", "WARNING"])
+        sandbox = procs.start(
+            "sandbox",
+            [
+                sys.executable,
+                "-m",
+                "wechat_sandbox",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(SANDBOX_PORT),
+                "--no-auto-notify",
+                "--log-level",
+                "WARNING",
+            ],
+        )
         wait_http(SANDBOX_PORT, "/sandbox/health", sandbox)
         if "floor" in only:  # before the shop takes the port
             results["runs"]["floor: minimal Django view, same SQL"] = floor(procs)
             failed |= not results["runs"]["floor: minimal Django view, same SQL"]["audit"]["ok"]
         shop = procs.start("shop", [sys.executable, "manage.py", "runshop", "--bind", f"127.0.0.1:{WEB_PORT}"])
         wait_http(WEB_PORT, "/healthz", shop)
-        for key in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "STARMALL_VAR_DIR", "DJANGO_DEBUG",
-                    "WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):
+        for key in (
+            "DATABASE_URL",
+            "REDIS_URL",
+            "DJANGO_SETTINGS_MODULE",
+            "STARMALL_VAR_DIR",
+            "DJANGO_DEBUG",
+            "WECHAT_API_BASE",
+            "WECHAT_PAY_API_BASE",
+        ):
             os.environ[key] = SHOP_ENV[key]
         import django
 
         django.setup()
         results["machine"] = machine()
-        print(f"shop up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
-              flush=True)
+        print(
+            f"shop up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
+            flush=True,
+        )
         customers = customers_login(CUSTOMERS if only & {"flash", "flash100x", "storm"} else 1, prefix=str(os.getpid()))
-        print(f"{len(customers)} customers logged in with addresses after {time.monotonic() - started:.0f} s",
-              flush=True)
+        print(
+            f"{len(customers)} customers logged in with addresses after {time.monotonic() - started:.0f} s", flush=True
+        )
         if "flash" in only:
             _, sku_id = new_sku("秒杀 plain SKU", UNITS)
             run = flash_sale(customers, sku_id)
@@ -657,7 +797,8 @@ def main() -> int:
                 results["ratios"] = {
                     f"{name} / bare SQL": f"{100 * r['per_s'] / sql['per_s']:.1f} %"
                     for name, r in results["runs"].items()
-                    if name.startswith(("flash", "floor")) and r.get("per_s")}
+                    if name.startswith(("flash", "floor")) and r.get("per_s")
+                }
                 base = results["runs"].get("floor: minimal Django view, same SQL", {}).get("per_s")
                 for name, r in list(results["runs"].items()):
                     if base and name.startswith("flash") and r.get("per_s"):
@@ -704,9 +845,15 @@ def flash_sale_activity(units: int = UNITS) -> tuple[int, int] | None:
 
     _, sku_id = new_sku("秒杀 activity SKU", 2 * units, price_fen=1990)
     now = timezone.now()
-    sale = flash_sales.flash_sale_schedule(title="bench 秒杀", sku_id=sku_id, price_fen=990, stock=units,
-                                         starts_at=now - dt.timedelta(minutes=1),
-                                         ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
+    sale = flash_sales.flash_sale_schedule(
+        title="bench 秒杀",
+        sku_id=sku_id,
+        price_fen=990,
+        stock=units,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=1),
+        limit_per_customer=1,
+    )
     return sale.pk, sku_id
 
 

@@ -91,25 +91,49 @@ def main() -> int:
     results: dict = {"runs": {}}
     failed = False
     try:
-        sandbox = procs.start("sandbox", [sys.executable, "-m", "wechat_sandbox", "--host", "127.0.0.1",
-                                          "--port", str(SANDBOX_PORT), "--no-auto-notify", "--log-level", "WARNING"])
+        sandbox = procs.start(
+            "sandbox",
+            [
+                sys.executable,
+                "-m",
+                "wechat_sandbox",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(SANDBOX_PORT),
+                "--no-auto-notify",
+                "--log-level",
+                "WARNING",
+            ],
+        )
         bs.wait_http(SANDBOX_PORT, "/sandbox/health", sandbox)
         node_a = start_node(procs, "a", PORT_A, "web,worker,beat")
         node_b = start_node(procs, "b", PORT_B, "web")  # at the same moment: the start-up lock
         bs.wait_http(PORT_A, "/healthz", node_a, seconds=400)
         bs.wait_http(PORT_B, "/healthz", node_b, seconds=400)
-        for key in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "STARMALL_VAR_DIR", "DJANGO_DEBUG",
-                    "WECHAT_API_BASE", "WECHAT_PAY_API_BASE"):
+        for key in (
+            "DATABASE_URL",
+            "REDIS_URL",
+            "DJANGO_SETTINGS_MODULE",
+            "STARMALL_VAR_DIR",
+            "DJANGO_DEBUG",
+            "WECHAT_API_BASE",
+            "WECHAT_PAY_API_BASE",
+        ):
             os.environ[key] = bs.SHOP_ENV[key]
         import django
 
         django.setup()
         results["machine"] = bs.machine()
-        print(f"two nodes up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
-              flush=True)
+        print(
+            f"two nodes up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
+            flush=True,
+        )
         customers = login_split()
-        print(f"{len(customers)} customers logged in through both nodes after {time.monotonic() - started:.0f} s",
-              flush=True)
+        print(
+            f"{len(customers)} customers logged in through both nodes after {time.monotonic() - started:.0f} s",
+            flush=True,
+        )
         for name, port in (("flash sale, one node (A)", PORT_A), ("flash sale, two nodes (A+B, 32+32)", SPLIT)):
             _, sku_id = bs.new_sku(f"秒杀 {name}", bs.UNITS)
             run = flash_sale_on(customers, sku_id, port)

@@ -23,12 +23,17 @@ settings.configure(
     ROOT_URLCONF=__name__,
     MIDDLEWARE=[],
     INSTALLED_APPS=[],
-    DATABASES={"default": {
-        "ENGINE": "django.db.backends.postgresql", "NAME": _url.path.lstrip("/"),
-        "USER": urllib.parse.unquote(_url.username or "postgres"),
-        "PASSWORD": urllib.parse.unquote(_url.password or ""),
-        "HOST": _url.hostname or "127.0.0.1", "PORT": str(_url.port or 5432), "CONN_MAX_AGE": 60,
-    }},
+    DATABASES={
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": _url.path.lstrip("/"),
+            "USER": urllib.parse.unquote(_url.username or "postgres"),
+            "PASSWORD": urllib.parse.unquote(_url.password or ""),
+            "HOST": _url.hostname or "127.0.0.1",
+            "PORT": str(_url.port or 5432),
+            "CONN_MAX_AGE": 60,
+        }
+    },
 )
 django.setup()
 

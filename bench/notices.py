@@ -14,8 +14,19 @@ def paid_notices(orders: list, *, stamp: str) -> list[bytes]:
     from wechat_sandbox import payloads
     from wechat_sandbox.config import SandboxConfig
 
-    config = SandboxConfig(appid=settings.WECHAT_APPID, mch_id=settings.WECHAT_MCH_ID,
-                           api_key=settings.WECHAT_PAY_API_KEY)
-    return [payloads.payment_notification_xml(config, payloads.paid_trade(
-        out_trade_no=order.order_no, total_fee=order.pay_fen, openid=order.customer.openid,
-        transaction_id=f"4200{stamp}{i:010d}", time_end=stamp)).encode() for i, order in enumerate(orders)]
+    config = SandboxConfig(
+        appid=settings.WECHAT_APPID, mch_id=settings.WECHAT_MCH_ID, api_key=settings.WECHAT_PAY_API_KEY
+    )
+    return [
+        payloads.payment_notification_xml(
+            config,
+            payloads.paid_trade(
+                out_trade_no=order.order_no,
+                total_fee=order.pay_fen,
+                openid=order.customer.openid,
+                transaction_id=f"4200{stamp}{i:010d}",
+                time_end=stamp,
+            ),
+        ).encode()
+        for i, order in enumerate(orders)
+    ]

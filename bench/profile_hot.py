@@ -23,9 +23,15 @@ sys.path.insert(0, str(ROOT))
 PG = urllib.parse.urlsplit(os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/")
 _redis = urllib.parse.urlsplit(os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
 os.environ.update(
-    DATABASE_URL=urllib.parse.urlunsplit((PG.scheme, PG.netloc, "/" + os.environ.get("PROFILE_DB_NAME", "starmall_profile"), "", "")),
-    REDIS_URL=urllib.parse.urlunsplit((_redis.scheme, _redis.netloc, f"/{os.environ.get('BENCH_REDIS_DB', '11')}", "", "")),
-    DJANGO_SETTINGS_MODULE="starmall.settings.local", DJANGO_DEBUG="false", LOG_LEVEL="WARNING",
+    DATABASE_URL=urllib.parse.urlunsplit(
+        (PG.scheme, PG.netloc, "/" + os.environ.get("PROFILE_DB_NAME", "starmall_profile"), "", "")
+    ),
+    REDIS_URL=urllib.parse.urlunsplit(
+        (_redis.scheme, _redis.netloc, f"/{os.environ.get('BENCH_REDIS_DB', '11')}", "", "")
+    ),
+    DJANGO_SETTINGS_MODULE="starmall.settings.local",
+    DJANGO_DEBUG="false",
+    LOG_LEVEL="WARNING",
     STARMALL_VAR_DIR=str(ROOT / "var" / "bench"),
 )
 N = 200
@@ -41,8 +47,11 @@ def main() -> None:
         conn.execute(f'CREATE DATABASE "{DB_NAME}"')
     try:
         args = [a for a in sys.argv[1:] if a not in ("--cpu", "--flash")]
-        run(args or ["confirm", "create", "soldout", "gate", "notify", "browse"], profile="--cpu" not in sys.argv,
-            flash="--flash" in sys.argv)
+        run(
+            args or ["confirm", "create", "soldout", "gate", "notify", "browse"],
+            profile="--cpu" not in sys.argv,
+            flash="--flash" in sys.argv,
+        )
     finally:
         from django.db import connections
 
@@ -85,9 +94,15 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
         from apps.marketing import flash_sales
 
         now = timezone.now()
-        sale = flash_sales.flash_sale_schedule(title="profile", sku_id=sku.pk, price_fen=500, stock=N,
-                                               starts_at=now - dt.timedelta(minutes=1),
-                                               ends_at=now + dt.timedelta(hours=1), limit_per_customer=1)
+        sale = flash_sales.flash_sale_schedule(
+            title="profile",
+            sku_id=sku.pk,
+            price_fen=500,
+            stock=N,
+            starts_at=now - dt.timedelta(minutes=1),
+            ends_at=now + dt.timedelta(hours=1),
+            limit_per_customer=1,
+        )
         extra = {"flash_sale_id": sale.pk}
 
     def post(path, body, token):
@@ -99,7 +114,7 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
             _gate(empty.pk, customers[0][2])
             continue
         if name == "notify":  # set-up, not measured: a pending WeChat payment per created order
-            if "create" not in paths[:paths.index("notify")]:
+            if "create" not in paths[: paths.index("notify")]:
                 print("===== notify: needs confirm and create first (profile_hot.py confirm create notify)")
                 continue
             notices = _notices()
@@ -110,14 +125,21 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
                 profiler.start()
             for i, (_c, a, token) in enumerate(customers):
                 if name == "confirm":
-                    r = post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": a.pk,
-                                                        **extra}, token)
+                    r = post(
+                        "/api/v1/orders/confirm",
+                        {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": a.pk, **extra},
+                        token,
+                    )
                     keys.append((r.json()["order_key"], token))
                 elif name == "create":
                     r = post("/api/v1/orders", {"order_key": keys[i][0]}, keys[i][1])
                     assert r.status_code == 201, r.content
                 elif name == "soldout":
-                    r = post("/api/v1/orders/confirm", {"items": [{"sku_id": empty.pk, "quantity": 1}], "address_id": a.pk}, token)
+                    r = post(
+                        "/api/v1/orders/confirm",
+                        {"items": [{"sku_id": empty.pk, "quantity": 1}], "address_id": a.pk},
+                        token,
+                    )
                     assert r.status_code == 409, r.content
                 elif name == "notify":
                     r = client.post("/api/v1/payments/wechat/notify", notices[i], content_type="text/xml")
@@ -131,8 +153,10 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
         if not profiler:
             print(f"===== {name}: {len(queries.captured_queries) / N:.1f} queries, {cpu_ms:.2f} ms CPU per request")
             continue
-        print(f"===== {name}: {len(queries.captured_queries) / N:.1f} queries per request; "
-              f"{profiler.last_session.duration / N * 1000:.2f} ms per request, {cpu_ms:.2f} ms CPU (with the profiler)")
+        print(
+            f"===== {name}: {len(queries.captured_queries) / N:.1f} queries per request; "
+            f"{profiler.last_session.duration / N * 1000:.2f} ms per request, {cpu_ms:.2f} ms CPU (with the profiler)"
+        )
         for q in queries.captured_queries[-12:]:
             print("   ", q["sql"][:160])
         print(profiler.output_text(unicode=True, color=False, show_all=False, time="percent_of_total"))
@@ -152,9 +176,19 @@ def _gate(sku_id: int, token: str) -> None:
 
     gate = SoldOutGate(django)
     body = json.dumps({"items": [{"sku_id": sku_id, "quantity": 1}]}).encode()
-    scope = {"type": "http", "method": "POST", "path": "/api/v1/orders/confirm", "scheme": "http", "query_string": b"",
-             "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
-                         (b"content-length", str(len(body)).encode()), (b"authorization", f"Bearer {token}".encode())]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/api/v1/orders/confirm",
+        "scheme": "http",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"authorization", f"Bearer {token}".encode()),
+        ],
+    }
     statuses = []
 
     async def send(message):
@@ -174,8 +208,10 @@ def _gate(sku_id: int, token: str) -> None:
     cpu0 = time.process_time()
     asyncio.run(main())
     assert statuses == [409] * (N * 10), set(statuses)
-    print(f"===== gate: 0 queries, {(time.process_time() - cpu0) / (N * 10) * 1000:.2f} ms CPU per request "
-          f"(a sold-out confirm answered before Django)")
+    print(
+        f"===== gate: 0 queries, {(time.process_time() - cpu0) / (N * 10) * 1000:.2f} ms CPU per request "
+        f"(a sold-out confirm answered before Django)"
+    )
 
 
 def _notices() -> list[bytes]:
@@ -188,8 +224,9 @@ def _notices() -> list[bytes]:
     from bench.notices import paid_notices
 
     orders = list(Order.objects.filter(status="unpaid").select_related("customer").order_by("id"))
-    Payment.objects.bulk_create([Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen)
-                                 for o in orders])
+    Payment.objects.bulk_create(
+        [Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen) for o in orders]
+    )
     return paid_notices(orders, stamp=timezone.localtime().strftime("%Y%m%d%H%M%S"))
 
 

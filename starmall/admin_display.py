@@ -23,8 +23,9 @@ def specs_text(specs: dict | None) -> str:
     return "；".join(f"{k}：{v}" for k, v in specs.items())
 
 
-def coupon_terms_text(*, kind: str, amount_fen: int, percent: int, max_discount_fen: int | None,
-                      threshold_fen: int) -> str:
+def coupon_terms_text(
+    *, kind: str, amount_fen: int, percent: int, max_discount_fen: int | None, threshold_fen: int
+) -> str:
     """A coupon's (or template's) terms in one line, amounts in yuan: "满 150.00 减 30.00",
     "无门槛减 10.00", "满 100.00 打 8.5折，最多减 20.00" (15% off is 8.5折, as staff and
     customers say it: :func:`zhe_text`). ``kind`` "amount" or "percent"."""
@@ -43,7 +44,7 @@ def zhe_text(percent_off: int) -> str:
 
 
 def percent_off_from_zhe(text) -> int:
-    """"9" / "9折" / "8.5" / "8.8折" -> percent off (10 / 10 / 15 / 12). One decimal at most,
+    """ "9" / "9折" / "8.5" / "8.8折" -> percent off (10 / 10 / 15 / 12). One decimal at most,
     0.1..9.9 折 (1..99% off); "10", "85" and the like are refused, never read as a percentage.
     Raises ValueError with the Chinese reason."""
     from decimal import Decimal, InvalidOperation
@@ -78,7 +79,7 @@ def actor_text(actor: str | None) -> str:
     if not actor:
         return "-"
     if actor.startswith("staff:"):
-        return f"员工 {actor[len('staff:'):]}"
+        return f"员工 {actor[len('staff:') :]}"
     return ACTORS.get(actor, actor)
 
 

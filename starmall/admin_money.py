@@ -47,7 +47,9 @@ class YuanField(forms.Field):
     integer fen (1234). The initial fen value is shown as yuan. ``min_fen``/``max_fen`` bound it."""
 
     # The admin theme's text input (a plain TextInput renders unstyled, like text, under django-unfold).
-    widget = UnfoldAdminTextInputWidget(attrs={"inputmode": "decimal", "class": "yuan-input", "style": "max-width:12em"})
+    widget = UnfoldAdminTextInputWidget(
+        attrs={"inputmode": "decimal", "class": "yuan-input", "style": "max-width:12em"}
+    )
 
     def __init__(self, *, min_fen: int | None = 0, max_fen: int | None = None, **kwargs):
         kwargs.pop("max_length", None)
@@ -98,8 +100,14 @@ def _yuan_column(field):
 #: Model fields holding fen whose names do not end in ``_fen``: WeChat's own field name.
 FEN_FIELD_NAMES = ("total_fee",)
 
-_INTEGER_TYPES = ("IntegerField", "PositiveIntegerField", "BigIntegerField", "PositiveBigIntegerField",
-                  "SmallIntegerField", "PositiveSmallIntegerField")
+_INTEGER_TYPES = (
+    "IntegerField",
+    "PositiveIntegerField",
+    "BigIntegerField",
+    "PositiveBigIntegerField",
+    "SmallIntegerField",
+    "PositiveSmallIntegerField",
+)
 
 
 def _bounds(db_field) -> tuple[int | None, int | None]:
@@ -118,7 +126,8 @@ class YuanAdminMixin:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._fen_fields = {
-            f.name: f for f in self.model._meta.concrete_fields
+            f.name: f
+            for f in self.model._meta.concrete_fields
             if (f.name.endswith("_fen") or f.name in FEN_FIELD_NAMES) and f.get_internal_type() in _INTEGER_TYPES
         }
         for name, field in self._fen_fields.items():
@@ -128,9 +137,12 @@ class YuanAdminMixin:
         if db_field.name in getattr(self, "_fen_fields", {}):
             min_fen, max_fen = _bounds(db_field)
             return YuanField(
-                label=kwargs.get("label") or f"{db_field.verbose_name}（元）", required=not db_field.blank,
+                label=kwargs.get("label") or f"{db_field.verbose_name}（元）",
+                required=not db_field.blank,
                 initial=db_field.default if isinstance(db_field.default, int) else None,
-                min_fen=min_fen, max_fen=max_fen, help_text=kwargs.get("help_text") or db_field.help_text or "",
+                min_fen=min_fen,
+                max_fen=max_fen,
+                help_text=kwargs.get("help_text") or db_field.help_text or "",
             )
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
@@ -171,7 +183,9 @@ class YuanAdminMixin:
         for title, options in super().get_fieldsets(request, obj):
             options = dict(options)
             options["fields"] = [
-                self._map_readonly(request, obj, list(f)) if isinstance(f, (list, tuple)) else self._map_readonly(request, obj, [f])[0]
+                self._map_readonly(request, obj, list(f))
+                if isinstance(f, (list, tuple))
+                else self._map_readonly(request, obj, [f])[0]
                 for f in options.get("fields", ())
             ]
             out.append((title, options))

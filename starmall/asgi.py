@@ -48,7 +48,9 @@ async def websocket_not_found(scope, receive, send):
         await send({"type": "websocket.close", "code": 1008})  # 1008: policy violation
 
 
-application = ProtocolTypeRouter({
-    "http": SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4")))),
-    "websocket": URLRouter([*websocket_urlpatterns, re_path(r"", websocket_not_found)]),
-})
+application = ProtocolTypeRouter(
+    {
+        "http": SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4")))),
+        "websocket": URLRouter([*websocket_urlpatterns, re_path(r"", websocket_not_found)]),
+    }
+)

@@ -50,16 +50,29 @@ def server_command(*, daemonize: bool) -> list[str]:
     """
     command = [
         executable(),
-        "--port", "0",
-        "--unixsocket", str(socket_path()),
-        "--unixsocketperm", "700",
-        "--dir", str(VAR_DIR),
-        "--dbfilename", f"{_name()}.rdb",
-        "--save", "60", "1",  # separate words: "60 1" as one is ignored by redis-server
+        "--port",
+        "0",
+        "--unixsocket",
+        str(socket_path()),
+        "--unixsocketperm",
+        "700",
+        "--dir",
+        str(VAR_DIR),
+        "--dbfilename",
+        f"{_name()}.rdb",
+        "--save",
+        "60",
+        "1",  # separate words: "60 1" as one is ignored by redis-server
     ]
     if daemonize:
-        command += ["--daemonize", "yes", "--pidfile", str(VAR_DIR / f"{_name()}.pid"),
-                    "--logfile", str(VAR_DIR / f"{_name()}.log")]
+        command += [
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(VAR_DIR / f"{_name()}.pid"),
+            "--logfile",
+            str(VAR_DIR / f"{_name()}.log"),
+        ]
     else:
         command += ["--daemonize", "no"]
     return command
@@ -131,8 +144,14 @@ def start_owned(timeout: float = 10.0) -> subprocess.Popen | None:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     with open(VAR_DIR / f"{_name()}.log", "ab") as log:
         # Its own session: a Ctrl-C typed into `manage.py shell` is the shell's, not Redis's.
-        process = subprocess.Popen(server_command(daemonize=False), stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
+        process = subprocess.Popen(
+            server_command(daemonize=False),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
+        )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
         if is_running(path):

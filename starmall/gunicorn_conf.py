@@ -41,7 +41,6 @@ control_socket_disable = True  # no gunicornc socket in the working directory
 forwarded_allow_ips = os.environ.get("TRUSTED_PROXIES", "")
 
 
-
 def post_fork(server, worker):
     """Each worker hands the GIL over after ``WEB_SWITCH_INTERVAL_MS`` instead of Python's 5 ms.
 
@@ -100,6 +99,7 @@ def _orphan_watchdog(worker, poll_seconds: float = 0.2) -> None:
     worker.log.warning("Master %s is gone: worker %s stops", worker.ppid, os.getpid())
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(ORPHAN_GRACE_SECONDS)
-    worker.log.warning("Worker %s still busy %s s after its master died: exiting now", os.getpid(),
-                       ORPHAN_GRACE_SECONDS)
+    worker.log.warning(
+        "Worker %s still busy %s s after its master died: exiting now", os.getpid(), ORPHAN_GRACE_SECONDS
+    )
     os._exit(1)

@@ -44,8 +44,10 @@ def shop_heartbeats() -> dict[str, str]:
     except Exception:  # Redis down: /healthz says so under "redis"
         return {role: "unknown" for role in KEYS}
     now = time.time()
-    return {role: "ok" if key in found and now - found[key].get("at", 0) <= FRESH_SECONDS else "missing"
-            for role, key in KEYS.items()}
+    return {
+        role: "ok" if key in found and now - found[key].get("at", 0) <= FRESH_SECONDS else "missing"
+        for role, key in KEYS.items()
+    }
 
 
 class WorkerHeartbeat(bootsteps.StartStopStep):

@@ -116,8 +116,9 @@ def retry_on_lock_conflict(fn: Callable[P, R]) -> Callable[P, R]:
         except Exception as exc:
             if not is_lock_conflict(exc):
                 raise
-            logger.warning("%s lost a lock conflict, running it once more: %s", fn.__qualname__,
-                           str(exc).splitlines()[0])
+            logger.warning(
+                "%s lost a lock conflict, running it once more: %s", fn.__qualname__, str(exc).splitlines()[0]
+            )
         time.sleep(random.uniform(*RETRY_PAUSE_SECONDS))
         try:
             return fn(*args, **kwargs)

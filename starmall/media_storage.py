@@ -103,7 +103,9 @@ def from_environ(environ: Mapping[str, str]) -> MediaStorage:
             signature_version="s3v4",
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
-            connect_timeout=5, read_timeout=30, retries={"max_attempts": 3, "mode": "standard"},
+            connect_timeout=5,
+            read_timeout=30,
+            retries={"max_attempts": 3, "mode": "standard"},
         ),
     }
     return MediaStorage(S3_BACKEND, options, public)

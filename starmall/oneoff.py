@@ -24,14 +24,33 @@ from pathlib import Path
 #: Commands that create or migrate the database themselves.
 SETUP_COMMANDS = frozenset({"migrate", "runshop"})
 #: Commands that need neither a migrated database nor Redis (development and deploy tools).
-TOOL_COMMANDS = frozenset({
-    "help", "version", "check", "makemigrations", "showmigrations", "sqlmigrate", "squashmigrations",
-    "optimizemigration", "collectstatic", "findstatic", "compilemessages", "makemessages", "diffsettings",
-    "startapp", "startproject", "spectacular", "sendtestemail", "test",
-})
-NOT_READY = ("Starmall: 数据库尚未就绪，请先运行 make run（或 manage.py migrate），或把 DATABASE_URL / STARMALL_VAR_DIR "
-             "设为正在运行的商店所用的值。The database is not ready ({reason}): run `make run` (or `manage.py migrate`) "
-             "first, or set DATABASE_URL / STARMALL_VAR_DIR to the running shop's.")
+TOOL_COMMANDS = frozenset(
+    {
+        "help",
+        "version",
+        "check",
+        "makemigrations",
+        "showmigrations",
+        "sqlmigrate",
+        "squashmigrations",
+        "optimizemigration",
+        "collectstatic",
+        "findstatic",
+        "compilemessages",
+        "makemessages",
+        "diffsettings",
+        "startapp",
+        "startproject",
+        "spectacular",
+        "sendtestemail",
+        "test",
+    }
+)
+NOT_READY = (
+    "Starmall: 数据库尚未就绪，请先运行 make run（或 manage.py migrate），或把 DATABASE_URL / STARMALL_VAR_DIR "
+    "设为正在运行的商店所用的值。The database is not ready ({reason}): run `make run` (or `manage.py migrate`) "
+    "first, or set DATABASE_URL / STARMALL_VAR_DIR to the running shop's."
+)
 
 
 def command_name(argv: list[str]) -> str:

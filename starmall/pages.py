@@ -22,12 +22,16 @@ NOT_FOUND_TEMPLATE = "404.html"  # Django's handler404 renders this name too (DE
 def home(request):
     """``GET /``: the shop's name (``SHOP_NAME``) and links to the API docs, the back office and
     ``/healthz``. Plain HTML, no script; the admin's "查看站点" link leads here."""
-    return render(request, "starmall/home.html", {
-        "shop_name": settings.SHOP_NAME,
-        "docs_url": reverse("docs"),
-        "admin_url": reverse("admin:index"),
-        "health_url": reverse("healthz"),
-    })
+    return render(
+        request,
+        "starmall/home.html",
+        {
+            "shop_name": settings.SHOP_NAME,
+            "docs_url": reverse("docs"),
+            "admin_url": reverse("admin:index"),
+            "health_url": reverse("healthz"),
+        },
+    )
 
 
 class NotFoundPageMiddleware:
@@ -47,7 +51,10 @@ class NotFoundPageMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        if (response.status_code == 404 and not request.path.startswith(API_PREFIX)
-                and response.get("Content-Type", "").startswith("text/html")):
+        if (
+            response.status_code == 404
+            and not request.path.startswith(API_PREFIX)
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
             return render(request, NOT_FOUND_TEMPLATE, status=404)
         return response

@@ -67,7 +67,7 @@ def _host(entry: str) -> str:
     reads it; anything malformed as it is (then never a trusted address)."""
     if entry.startswith("["):
         end = entry.find("]")
-        rest = entry[end + 1:]
+        rest = entry[end + 1 :]
         if end == -1 or (rest and not rest.startswith(":")):
             return entry
         return entry[1:end]

@@ -51,12 +51,19 @@ def parse(url: str) -> Sentinel | None:
         sentinels.append((host.strip("[]"), int(port)))
     path = [p for p in parts.path.split("/") if p]
     if not path or len(path) > 2:
-        raise ValueError("REDIS_URL: a Sentinel URL ends in /<master name>[/<db>], e.g. sentinel://h1:26379,h2:26379/mymaster/0")
+        raise ValueError(
+            "REDIS_URL: a Sentinel URL ends in /<master name>[/<db>], e.g. sentinel://h1:26379,h2:26379/mymaster/0"
+        )
     if len(path) == 2 and not path[1].isdigit():
         raise ValueError(f"REDIS_URL: database {path[1]!r} is not a number")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    return Sentinel(sentinels=sentinels, master=unquote(path[0]), db=int(path[1]) if len(path) == 2 else 0,
-                    password=password, sentinel_password=query.get("sentinel_password") or None)
+    return Sentinel(
+        sentinels=sentinels,
+        master=unquote(path[0]),
+        db=int(path[1]) if len(path) == 2 else 0,
+        password=password,
+        sentinel_password=query.get("sentinel_password") or None,
+    )
 
 
 def cache_settings(url: str) -> tuple[str, dict]:

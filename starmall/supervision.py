@@ -68,8 +68,23 @@ def shop_programs(
     expands ``%h`` to the host name), unique per machine and process so that two workers on one
     host are not both ``celery@host``.
     """
-    worker = [python, "-m", "celery", "-A", "starmall", "worker", "-Q", ",".join(queues), "-c", "2",
-              "-l", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    worker = [
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "starmall",
+        "worker",
+        "-Q",
+        ",".join(queues),
+        "-c",
+        "2",
+        "-l",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
     if worker_name:
         worker += ["-n", worker_name]
     programs = [
@@ -80,8 +95,9 @@ def shop_programs(
     programs = [program for program in programs if program.name in roles]
     if sandbox is not None:
         host, port = sandbox
-        programs.append(Program("wechat", [python, "-m", "wechat_sandbox", "--host", host, "--port", str(port)],
-                                priority=50))
+        programs.append(
+            Program("wechat", [python, "-m", "wechat_sandbox", "--host", host, "--port", str(port)], priority=50)
+        )
     if redis_command is not None:
         programs.append(Program("redis", redis_command, priority=10))
     return programs

@@ -38,9 +38,9 @@ urlpatterns = [
     path("", include("apps.wechat_official.urls")),  # /wechat/official: WeChat's official-account server
 ]
 if settings.MEDIA_SERVE and settings.MEDIA_URL.startswith("/"):  # development; nginx in production
+
     def media(request, path):
         """Uploads and demo pictures from MEDIA_ROOT (read per request)."""
         return serve(request, path, document_root=settings.MEDIA_ROOT)
 
     urlpatterns.append(re_path(r"^" + settings.MEDIA_URL.strip("/") + r"/(?P<path>.*)$", media))
-

@@ -76,7 +76,8 @@ def wechat(wechat_sandbox_server, settings):
     settings.WECHAT_PAY_API_BASE = wechat_sandbox_server.url
     settings.LOGISTICS_API_BASE = wechat_sandbox_server.url  # its tracking sandbox (logistics.py)
     settings.ALERT_WECOM_WEBHOOK_URL = (  # its enterprise-WeChat group robot (robot.py)
-        f"{wechat_sandbox_server.url}cgi-bin/webhook/send?key={wechat_sandbox_server.config.robot_key}")
+        f"{wechat_sandbox_server.url}cgi-bin/webhook/send?key={wechat_sandbox_server.config.robot_key}"
+    )
     return wechat_sandbox_server
 
 
@@ -185,8 +186,10 @@ def make_customer(db):
     def make(*, balance_fen: int = 0, points: int = 0, openid: str | None = None) -> Customer:
         n = next(counter)
         return Customer.objects.create(
-            openid=openid or f"oTestCustomer{n:015d}", nickname=f"顾客{n}",
-            balance_fen=balance_fen, points=points,
+            openid=openid or f"oTestCustomer{n:015d}",
+            nickname=f"顾客{n}",
+            balance_fen=balance_fen,
+            points=points,
         )
 
     return make
@@ -249,8 +252,14 @@ def address(customer):
     from apps.accounts.models import Address
 
     return Address.objects.create(
-        customer=customer, name="张三", phone="13800000000", province="浙江省", city="杭州市",
-        district="西湖区", detail="文三路100号", is_default=True,
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        district="西湖区",
+        detail="文三路100号",
+        is_default=True,
     )
 
 
@@ -338,6 +347,7 @@ def place_order():
 
 # --- races (tests/concurrency, tests/faults) ------------------------------------------------
 
+
 @pytest.fixture
 def race():
     """``race(fn, n)``: call ``fn(i)`` in n real threads released together by a Barrier."""
@@ -368,6 +378,7 @@ def _race(fn: Callable[[int], object], n: int, timeout: float = 30) -> list[obje
 
 
 # --- a worker that dies right after a provider answered ----------------------------------------
+
 
 class WorkerKilled(BaseException):
     """What :func:`die_after_answer` raises: not an ``Exception``, so no handler records it."""
@@ -427,8 +438,16 @@ def buyer(make_customer, make_api, wechat):
 
     customer = make_customer(balance_fen=1_000_000)
     wechat.state.upsert_user(customer.openid)
-    Address.objects.create(customer=customer, name="张三", phone="13800001234", province="浙江省",
-                           city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800001234",
+        province="浙江省",
+        city="杭州市",
+        district="西湖区",
+        detail="文三路100号",
+        is_default=True,
+    )
     return SimpleNamespace(customer=customer, api=make_api(customer))
 
 
@@ -482,8 +501,9 @@ def role_client(django_user_model):
 
     def make(role: str) -> Client:
         sync_roles(Group, Permission)
-        user = django_user_model.objects.create_user(f"user-{role}-{next(counter)}", password="pw-123456",
-                                                     is_staff=True)
+        user = django_user_model.objects.create_user(
+            f"user-{role}-{next(counter)}", password="pw-123456", is_staff=True
+        )
         user.groups.add(Group.objects.get(name=role))
         client = Client()
         client.force_login(user)

@@ -30,7 +30,10 @@ def test_the_shared_client_works_from_each_context():
 
 def test_another_server_gets_its_own_client(settings):
     own = caches["default"].client.get_client()
-    settings.CACHES = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"},
+    }
     other = caches["default"].client.get_client()
     assert other is not own
     assert other.connection_pool.connection_kwargs["port"] == 9

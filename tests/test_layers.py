@@ -37,7 +37,7 @@ def _imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1])
+                base = ".".join(parts[: len(parts) - node.level + 1])
                 module = f"{base}.{node.module}" if node.module else base
             else:
                 module = node.module or ""
@@ -81,8 +81,15 @@ def test_checker_flags_upward_sideways_and_relative_imports():
         "x.py:5: marketing imports apps.payments (layer 5 >= its own 3)",
         "x.py:6: marketing imports apps.backoffice (layer 8 >= its own 3)",
     ]
-    assert layer_violations("from ..models import Order\nfrom . import services\n", app="orders",
-                            package="apps.orders.api", filename="y.py") == []
+    assert (
+        layer_violations(
+            "from ..models import Order\nfrom . import services\n",
+            app="orders",
+            package="apps.orders.api",
+            filename="y.py",
+        )
+        == []
+    )
 
 
 def _modules():
@@ -103,6 +110,10 @@ def test_apps_import_only_lower_layers(app):
     errors = []
     for path, owner, package in _modules():
         if owner == app:
-            errors += layer_violations(path.read_text(encoding="utf-8"), app=app, package=package,
-                                       filename=str(path.relative_to(APPS_DIR.parent)))
+            errors += layer_violations(
+                path.read_text(encoding="utf-8"),
+                app=app,
+                package=package,
+                filename=str(path.relative_to(APPS_DIR.parent)),
+            )
     assert errors == [], "\n".join(errors)

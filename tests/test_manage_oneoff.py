@@ -23,8 +23,10 @@ from starmall import embedded_redis
 from starmall.oneoff import NOT_READY
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-CACHE_ROUND_TRIP = ("from django.core.cache import cache; from apps.accounts.models import Customer; "
-                    "cache.set('oneoff-test', 42); print(Customer.objects.count(), cache.get('oneoff-test'))")
+CACHE_ROUND_TRIP = (
+    "from django.core.cache import cache; from apps.accounts.models import Customer; "
+    "cache.set('oneoff-test', 42); print(Customer.objects.count(), cache.get('oneoff-test'))"
+)
 
 
 def _var_dir() -> Path:
@@ -33,12 +35,16 @@ def _var_dir() -> Path:
 
 
 def manage(var_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "REDIS_URL", "STARMALL_EMBEDDED_REDIS", "DJANGO_SETTINGS_MODULE")
-           and not k.startswith("STARMALL_TEST")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "STARMALL_EMBEDDED_REDIS", "DJANGO_SETTINGS_MODULE")
+        and not k.startswith("STARMALL_TEST")
+    }
     env.update({"STARMALL_VAR_DIR": str(var_dir), "DJANGO_SETTINGS_MODULE": "starmall.settings.local"})
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=180
+    )
 
 
 def redis_processes(var_dir: Path) -> list[str]:
@@ -73,11 +79,14 @@ def migrated():
         _clean(var_dir)
 
 
-@pytest.mark.parametrize("args", [
-    ["reconcile", "--date", "2026-01-01"],
-    ["shell", "-c", "print('ran')"],
-    ["seed_demo"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["reconcile", "--date", "2026-01-01"],
+        ["shell", "-c", "print('ran')"],
+        ["seed_demo"],
+    ],
+)
 def test_command_on_a_fresh_var_dir_is_refused_without_side_effects(fresh, args):
     result = manage(fresh, *args)
     assert result.returncode == 1

@@ -57,4 +57,7 @@ def test_api_paths_keep_their_json_404_byte_for_byte():
             answers[debug] = (response.status_code, response["Content-Type"], response.content)
     assert answers[True] == answers[False]
     assert answers[True][:2] == (404, "application/json")
-    assert answers[True][2] == '{"code": "not_found", "message": "接口不存在。", "detail": {"path": "/api/v1/nonexistent"}}'.encode()
+    assert (
+        answers[True][2]
+        == '{"code": "not_found", "message": "接口不存在。", "detail": {"path": "/api/v1/nonexistent"}}'.encode()
+    )

@@ -70,8 +70,13 @@ def _settings_error(**env: str) -> str:
     import os
 
     code = "import django; django.setup()"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.test", **env})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.test", **env},
+    )
     return result.stderr if result.returncode else ""
 
 

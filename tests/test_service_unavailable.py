@@ -62,8 +62,13 @@ def test_authenticated_endpoints_answer_503_json(api, make_sku, address):
     with redis_down():
         assert_503(api.get("/api/v1/me"))  # the token lives in Redis
         assert_503(api.get("/api/v1/orders"))
-        assert_503(api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}],
-                                                       "address_id": address.pk}, format="json"))
+        assert_503(
+            api.post(
+                "/api/v1/orders/confirm",
+                {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": address.pk},
+                format="json",
+            )
+        )
         assert_503(api.post("/api/v1/orders", {"order_key": "x" * 32}, format="json"))
     sku.refresh_from_db()
     assert sku.stock == 5 and Order.objects.count() == 0
@@ -80,15 +85,24 @@ def test_healthz_names_redis(client, db):
     with redis_down():
         response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "error", "database": "ok", "redis": "error",
-                               "worker": "unknown", "beat": "unknown"}  # heartbeats live in Redis
+    assert response.json() == {
+        "status": "error",
+        "database": "ok",
+        "redis": "error",
+        "worker": "unknown",
+        "beat": "unknown",
+    }  # heartbeats live in Redis
     # Redis back: this node is healthy; no worker or beat of the test run reports (they do not run here)
-    assert client.get("/healthz").json() == {"status": "ok", "database": "ok", "redis": "ok",
-                                             "worker": "missing", "beat": "missing"}
+    assert client.get("/healthz").json() == {
+        "status": "ok",
+        "database": "ok",
+        "redis": "ok",
+        "worker": "missing",
+        "beat": "missing",
+    }
 
 
-def test_notification_is_applied_and_answered_while_redis_is_down(api, make_sku, address, place_order, wechat,
-                                                                  deliver):
+def test_notification_is_applied_and_answered_while_redis_is_down(api, make_sku, address, place_order, wechat, deliver):
     from apps.orders.models import FollowUp
 
     order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)

@@ -24,30 +24,36 @@ def prod_env(tmp_path) -> dict[str, str]:
     cert, key = tmp_path / "apiclient_cert.pem", tmp_path / "apiclient_key.pem"
     cert.write_text("-----BEGIN CERTIFICATE-----\n")
     key.write_text("-----BEGIN PRIVATE KEY-----\n")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST", "ALERT_", "EMAIL_"))}
-    env.update({
-        "DJANGO_SETTINGS_MODULE": "starmall.settings.production",
-        "DJANGO_SECRET_KEY": SECRET,
-        "DATABASE_URL": "postgres://shop:pw@127.0.0.1:5432/starmall",
-        "REDIS_URL": "redis://127.0.0.1:6379/0",
-        "SITE_URL": "https://shop.example.com",
-        "WECHAT_APPID": "wx0123456789abcdef",
-        "WECHAT_APP_SECRET": "0123456789abcdef0123456789abcdef",
-        "WECHAT_MCH_ID": "1900000109",
-        "WECHAT_PAY_API_KEY": "abcdefghijklmnopqrstuvwxyz012345",
-        "WECHAT_API_BASE": "https://api.weixin.qq.com/",
-        "WECHAT_PAY_API_BASE": "https://api.mch.weixin.qq.com/",
-        "WECHAT_MCH_CERT": str(cert),
-        "WECHAT_MCH_KEY": str(key),
-        "ALERT_WECOM_WEBHOOK_URL": ROBOT,
-    })
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST", "ALERT_", "EMAIL_"))
+    }
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "starmall.settings.production",
+            "DJANGO_SECRET_KEY": SECRET,
+            "DATABASE_URL": "postgres://shop:pw@127.0.0.1:5432/starmall",
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+            "SITE_URL": "https://shop.example.com",
+            "WECHAT_APPID": "wx0123456789abcdef",
+            "WECHAT_APP_SECRET": "0123456789abcdef0123456789abcdef",
+            "WECHAT_MCH_ID": "1900000109",
+            "WECHAT_PAY_API_KEY": "abcdefghijklmnopqrstuvwxyz012345",
+            "WECHAT_API_BASE": "https://api.weixin.qq.com/",
+            "WECHAT_PAY_API_BASE": "https://api.mch.weixin.qq.com/",
+            "WECHAT_MCH_CERT": str(cert),
+            "WECHAT_MCH_KEY": str(key),
+            "ALERT_WECOM_WEBHOOK_URL": ROBOT,
+        }
+    )
     return env
 
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def setting(env: dict[str, str], expression: str) -> str:
@@ -63,18 +69,21 @@ def test_check_deploy_passes_with_no_warnings(prod_env):
     assert "WARNINGS" not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("WECHAT_PAY_API_BASE", "http://localhost:8001/"),  # the sandbox under another name
-    ("WECHAT_PAY_API_BASE", "http://127.0.0.1:8001/"),
-    ("WECHAT_PAY_API_BASE", "http://api.mch.weixin.qq.com/"),  # WeChat's host, not https
-    ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com.evil.example/"),
-    ("WECHAT_PAY_API_BASE", "https://api.weixin.qq.com/"),  # the mini-program host is not Pay
-    ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com:8443/"),
-    ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com/sandboxnew/"),  # WeChat Pay's simulation: no real money
-    ("WECHAT_API_BASE", "https://api.weixin.qq.com/proxy/"),  # the README: "anything else is refused"
-    ("WECHAT_API_BASE", "http://localhost:8001/"),
-    ("WECHAT_API_BASE", "https://api.mch.weixin.qq.com/"),
-])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("WECHAT_PAY_API_BASE", "http://localhost:8001/"),  # the sandbox under another name
+        ("WECHAT_PAY_API_BASE", "http://127.0.0.1:8001/"),
+        ("WECHAT_PAY_API_BASE", "http://api.mch.weixin.qq.com/"),  # WeChat's host, not https
+        ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com.evil.example/"),
+        ("WECHAT_PAY_API_BASE", "https://api.weixin.qq.com/"),  # the mini-program host is not Pay
+        ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com:8443/"),
+        ("WECHAT_PAY_API_BASE", "https://api.mch.weixin.qq.com/sandboxnew/"),  # WeChat Pay's simulation: no real money
+        ("WECHAT_API_BASE", "https://api.weixin.qq.com/proxy/"),  # the README: "anything else is refused"
+        ("WECHAT_API_BASE", "http://localhost:8001/"),
+        ("WECHAT_API_BASE", "https://api.mch.weixin.qq.com/"),
+    ],
+)
 def test_wechat_base_must_be_https_on_wechat_hosts(prod_env, name, value):
     result = manage({**prod_env, name: value}, "check")
     assert result.returncode == 1
@@ -107,10 +116,13 @@ def test_site_url_must_be_https(prod_env):
 
 
 def test_production_settings_import_nothing_of_the_sandbox(prod_env):
-    code = ("import sys, django; django.setup(); import starmall.settings.production; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'wechat_sandbox'))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=BASE_DIR, env=prod_env,
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, django; django.setup(); import starmall.settings.production; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'wechat_sandbox'))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=BASE_DIR, env=prod_env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -123,20 +135,28 @@ def test_runshop_refuses_demo_data_under_production(prod_env):
     assert "createsuperuser" in last
 
 
-@pytest.mark.parametrize("value", [
-    "http://127.0.0.1:8001/cgi-bin/webhook/send?key=5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f",  # the sandbox
-    "http://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k",  # WeCom's host, not https
-    "https://qyapi.weixin.qq.com.evil.example/cgi-bin/webhook/send?key=k",
-    "https://oapi.dingtalk.com/robot/send?access_token=k",  # another vendor's robot
-    "https://qyapi.weixin.qq.com:8443/cgi-bin/webhook/send?key=k",
-    "https://qyapi.weixin.qq.com/cgi-bin/webhook/send",  # no key
-    "https://qyapi.weixin.qq.com/cgi-bin/message/send?key=k",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "http://127.0.0.1:8001/cgi-bin/webhook/send?key=5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f",  # the sandbox
+        "http://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=k",  # WeCom's host, not https
+        "https://qyapi.weixin.qq.com.evil.example/cgi-bin/webhook/send?key=k",
+        "https://oapi.dingtalk.com/robot/send?access_token=k",  # another vendor's robot
+        "https://qyapi.weixin.qq.com:8443/cgi-bin/webhook/send?key=k",
+        "https://qyapi.weixin.qq.com/cgi-bin/webhook/send",  # no key
+        "https://qyapi.weixin.qq.com/cgi-bin/message/send?key=k",
+    ],
+)
 def test_alert_webhook_must_be_https_on_wecoms_host(prod_env, value):
     result = manage({**prod_env, "ALERT_WECOM_WEBHOOK_URL": value}, "check")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith(
-        "Starmall configuration error: ALERT_WECOM_WEBHOOK_URL must be https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=")
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "Starmall configuration error: ALERT_WECOM_WEBHOOK_URL must be https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key="
+        )
+    )
 
 
 def test_alerts_must_reach_someone_in_production(prod_env):
@@ -148,9 +168,11 @@ def test_alerts_must_reach_someone_in_production(prod_env):
     assert setting(log_only, "settings.ALERT_BACKENDS") == "['apps.alerts.backends.LogBackend']"
     mail_only = {**bare, "ALERT_EMAILS": "finance@example.com", "EMAIL_URL": "smtp+tls://u:p@smtp.example.com:587"}
     assert setting(mail_only, "settings.ALERT_BACKENDS, settings.EMAIL_HOST, settings.EMAIL_PORT") == (
-        "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.EmailBackend'] smtp.example.com 587")
+        "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.EmailBackend'] smtp.example.com 587"
+    )
     assert setting(prod_env, f"settings.ALERT_BACKENDS, settings.ALERT_WECOM_WEBHOOK_URL == {ROBOT!r}") == (
-        "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.WeComRobotBackend'] True")
+        "['apps.alerts.backends.LogBackend', 'apps.alerts.backends.WeComRobotBackend'] True"
+    )
     no_mails = {**prod_env, "ALERT_BACKENDS": "apps.alerts.backends.EmailBackend"}
     assert "ALERT_EMAILS must list who gets alert mails" in manage(no_mails, "check").stderr
     no_server = {**bare, "ALERT_EMAILS": "finance@example.com"}  # mails to localhost:25 reach nobody
@@ -163,5 +185,11 @@ def test_the_robots_key_is_in_no_error_report(prod_env):
     result = manage(typo, "check")
     assert result.returncode == 1 and "key=***" in result.stderr
     assert ROBOT.split("key=")[1] not in result.stderr
-    assert setting(prod_env, "__import__('django.views.debug', fromlist=['x']).get_default_exception_reporter_filter()"
-                             ".get_safe_settings()['ALERT_WECOM_WEBHOOK_URL']") == "********************"
+    assert (
+        setting(
+            prod_env,
+            "__import__('django.views.debug', fromlist=['x']).get_default_exception_reporter_filter()"
+            ".get_safe_settings()['ALERT_WECOM_WEBHOOK_URL']",
+        )
+        == "********************"
+    )

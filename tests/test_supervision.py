@@ -48,8 +48,12 @@ def test_exits_are_restarted_with_back_off_and_never_stop_the_others(tmp_path: P
     config = supervision.write_config(tmp_path / "supervisord.conf", programs, directory=tmp_path)
     log_path = tmp_path / "out.log"
     with open(log_path, "wb") as out:
-        daemon = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(config)],
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     pids: list[int] = []
     try:
         log = lambda: log_path.read_text()  # noqa: E731

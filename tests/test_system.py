@@ -41,16 +41,30 @@ def test_healthz_503_names_redis_when_it_is_down(client, settings):
     settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
     response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "error", "database": "ok", "redis": "error", "worker": "unknown", "beat": "unknown"}
+    assert response.json() == {
+        "status": "error",
+        "database": "ok",
+        "redis": "error",
+        "worker": "unknown",
+        "beat": "unknown",
+    }
 
 
 def test_schema_lists_the_contract_paths(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    for path in ["/api/v1/auth/wechat/login", "/api/v1/orders/confirm", "/api/v1/orders",
-                 "/api/v1/orders/{order_no}/pay", "/api/v1/orders/{order_no}/pay-status",
-                 "/api/v1/teachers/{teacher_id}/slots", "/api/v1/products/{product_id}",
-                 "/api/v1/orders/{order_no}/refund", "/api/v1/payments/wechat/notify",
-                 "/api/v1/payments/wechat/refund-notify", "/api/v1/almanac/search"]:
+    for path in [
+        "/api/v1/auth/wechat/login",
+        "/api/v1/orders/confirm",
+        "/api/v1/orders",
+        "/api/v1/orders/{order_no}/pay",
+        "/api/v1/orders/{order_no}/pay-status",
+        "/api/v1/teachers/{teacher_id}/slots",
+        "/api/v1/products/{product_id}",
+        "/api/v1/orders/{order_no}/refund",
+        "/api/v1/payments/wechat/notify",
+        "/api/v1/payments/wechat/refund-notify",
+        "/api/v1/almanac/search",
+    ]:
         assert path in schema["paths"], path
     create = schema["paths"]["/api/v1/orders"]["post"]["responses"]
     assert {"200", "201", "400", "409", "410"} <= set(create)
@@ -67,24 +81,34 @@ def test_schema_generates_without_warnings(tmp_path):
 
 
 def test_wechat_official_signature_vector():
-    params = {"appid": "wxd930ea5d5a258f4f", "mch_id": "10000100", "device_info": "1000",
-              "body": "test", "nonce_str": "ibuaiVcKdpRxkhJA"}
+    params = {
+        "appid": "wxd930ea5d5a258f4f",
+        "mch_id": "10000100",
+        "device_info": "1000",
+        "body": "test",
+        "nonce_str": "ibuaiVcKdpRxkhJA",
+    }
     assert calculate_signature(params, "192006250b4c09247ec02edce69f6a2d") == "9A0A8659F005D6984697E2CA0A9CF3B7"
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"ORDER_DRAFT_TTL_SECONDS": "0"}, "ORDER_DRAFT_TTL_SECONDS"),
-    ({"WECHAT_PAY_API_KEY": "short"}, "WECHAT_PAY_API_KEY"),
-    ({"WECHAT_PAY_API_BASE": "http://example.invalid"}, "must end in '/'"),
-    ({"AUTH_TOKEN_TTL_SECONDS": "0"}, "AUTH_TOKEN_TTL_SECONDS"),
-    ({"WECHAT_TIMEOUT_SECONDS": "0"}, "WECHAT_TIMEOUT_SECONDS"),
-    ({"REFUND_AUTO_APPROVE_HOURS": "-1"}, "REFUND_AUTO_APPROVE_HOURS"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"ORDER_DRAFT_TTL_SECONDS": "0"}, "ORDER_DRAFT_TTL_SECONDS"),
+        ({"WECHAT_PAY_API_KEY": "short"}, "WECHAT_PAY_API_KEY"),
+        ({"WECHAT_PAY_API_BASE": "http://example.invalid"}, "must end in '/'"),
+        ({"AUTH_TOKEN_TTL_SECONDS": "0"}, "AUTH_TOKEN_TTL_SECONDS"),
+        ({"WECHAT_TIMEOUT_SECONDS": "0"}, "WECHAT_TIMEOUT_SECONDS"),
+        ({"REFUND_AUTO_APPROVE_HOURS": "-1"}, "REFUND_AUTO_APPROVE_HOURS"),
+    ],
+)
 def test_bad_configuration_stops_startup(env, message):
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.local", **env},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0
     assert message in result.stderr
@@ -95,7 +119,9 @@ def test_production_settings_demand_secrets():
     result = subprocess.run(
         [sys.executable, "-c", "import django; django.setup()"],
         env={**env, "DJANGO_SETTINGS_MODULE": "starmall.settings.production"},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY" in result.stderr and "WECHAT_PAY_API_KEY" in result.stderr
@@ -105,11 +131,14 @@ def test_manage_py_reports_bad_configuration_in_one_line():
     result = subprocess.run(
         [sys.executable, "manage.py", "check"],
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.local", "ORDER_DRAFT_TTL_SECONDS": "0"},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "Starmall configuration error: ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds")
+        "Starmall configuration error: ORDER_DRAFT_TTL_SECONDS must be a positive number of seconds"
+    )
 
 
 @pytest.mark.django_db

@@ -75,8 +75,7 @@ class SandboxApp:
 
     def _control(self, name: str, request: Request, values: dict) -> Response:
         try:
-            return json_response(control.HANDLERS[name](self.state, request, **values),
-                                 pretty=True)
+            return json_response(control.HANDLERS[name](self.state, request, **values), pretty=True)
         except SandboxError as exc:
             return json_response({"error": exc.message}, exc.status, pretty=True)
 
@@ -131,8 +130,9 @@ class SandboxApp:
 
     def _miniprogram(self, name: str, request: Request, fault: dict) -> Response:
         if fault.get("rate_limit"):
-            return json_response(miniprogram.error(45011, "api minute-quota reach limit  mustslower"
-                                                   "  retry next minute"))
+            return json_response(
+                miniprogram.error(45011, "api minute-quota reach limit  mustslower  retry next minute")
+            )
         if fault.get("system_error") or fault.get("err_code"):
             return json_response(miniprogram.error(-1, "system error"))
         args = request.args.to_dict()
@@ -145,6 +145,4 @@ class SandboxApp:
             return json_response(miniprogram.token(self.state, args))
         if request.method != "POST":
             return json_response(miniprogram.error(43002, "require POST method"))
-        return json_response(
-            miniprogram.subscribe_send(self.state, args.get("access_token"), request.get_data())
-        )
+        return json_response(miniprogram.subscribe_send(self.state, args.get("access_token"), request.get_data()))

@@ -33,7 +33,9 @@ REFUND_COLUMNS = (
     "商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,"
     "订单金额,申请退款金额,费率备注"
 ).split(",")
-SUMMARY_COLUMNS = "总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额".split(",")
+SUMMARY_COLUMNS = "总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额".split(
+    ","
+)
 BILL_TYPES = ("ALL", "SUCCESS", "REFUND")
 RATE = "0.60%"
 
@@ -114,8 +116,14 @@ def _refund_row(state: SandboxState, trade: Trade, refund: Refund, bill_type: st
         "退款成功时间": wire.dashed_time(refund.success_at) if refund.success_at else "",
     }
     if bill_type == "REFUND":  # the REFUND bill shows the original payment beside the refund
-        row.update({"交易时间": wire.dashed_time(trade.paid_at), "应结订单金额": trade.total_fee,
-                    "代金券金额": trade.coupon_fee, "订单金额": trade.total_fee})
+        row.update(
+            {
+                "交易时间": wire.dashed_time(trade.paid_at),
+                "应结订单金额": trade.total_fee,
+                "代金券金额": trade.coupon_fee,
+                "订单金额": trade.total_fee,
+            }
+        )
     return row
 
 
@@ -141,11 +149,13 @@ def render(state: SandboxState, bill_date: str, bill_type: str = "ALL") -> str:
         trades = sorted(state.trades.values(), key=lambda t: t.paid_at or 0)
         rows: list[dict] = []
         if bill_type in ("ALL", "SUCCESS"):
-            rows += [_payment_row(state, t) for t in trades
-                     if t.paid_at is not None and _day(t.paid_at) == bill_date]
+            rows += [_payment_row(state, t) for t in trades if t.paid_at is not None and _day(t.paid_at) == bill_date]
         if bill_type in ("ALL", "REFUND"):
-            rows += [_refund_row(state, state.trades[r.out_trade_no], r, bill_type)
-                     for r in state.refunds.values() if _day(r.created_at) == bill_date]
+            rows += [
+                _refund_row(state, state.trades[r.out_trade_no], r, bill_type)
+                for r in state.refunds.values()
+                if _day(r.created_at) == bill_date
+            ]
     if not rows:
         raise BillError("No Bill Exist", "20002")
     columns = {"ALL": ALL_COLUMNS, "SUCCESS": SUCCESS_COLUMNS, "REFUND": REFUND_COLUMNS}[bill_type]
@@ -153,12 +163,19 @@ def render(state: SandboxState, bill_date: str, bill_type: str = "ALL") -> str:
     lines += [_line([row[c] for c in columns]) for row in rows]
     lines.append(",".join(SUMMARY_COLUMNS))
     total = sum(r["订单金额"] for r in rows)
-    lines.append("`" + str(len(rows)) + "," + _line([
-        sum(r["应结订单金额"] for r in rows),
-        sum(r["退款金额"] for r in rows),
-        0,
-        sum(r["手续费"] for r in rows),
-        total,
-        sum(r["申请退款金额"] for r in rows),
-    ]))
+    lines.append(
+        "`"
+        + str(len(rows))
+        + ","
+        + _line(
+            [
+                sum(r["应结订单金额"] for r in rows),
+                sum(r["退款金额"] for r in rows),
+                0,
+                sum(r["手续费"] for r in rows),
+                total,
+                sum(r["申请退款金额"] for r in rows),
+            ]
+        )
+    )
     return "\r\n".join(lines) + "\r\n"

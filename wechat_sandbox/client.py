@@ -36,10 +36,12 @@ class SandboxControl:
         self.timeout = timeout
         self._http = requests.Session()
 
-    def _call(self, method: str, path: str, json: dict | None = None,
-              params: dict | None = None) -> object:
+    def _call(self, method: str, path: str, json: dict | None = None, params: dict | None = None) -> object:
         response = self._http.request(
-            method, self.base_url + "sandbox/" + path, json=json, params=params,
+            method,
+            self.base_url + "sandbox/" + path,
+            json=json,
+            params=params,
             timeout=self.timeout,
         )
         try:
@@ -57,8 +59,7 @@ class SandboxControl:
     def config(self) -> dict:
         return self._call("GET", "config")
 
-    def create_user(self, openid: str | None = None, nickname: str | None = None,
-                    **flags) -> dict:
+    def create_user(self, openid: str | None = None, nickname: str | None = None, **flags) -> dict:
         """Create or update a user; ``flags``: unionid, blocked, refuse_messages."""
         body = {"openid": openid, "nickname": nickname, **flags}
         return self._call("POST", "users", {k: v for k, v in body.items() if v is not None})

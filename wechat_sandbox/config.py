@@ -24,7 +24,21 @@ DEMO_ROBOT_KEY = "5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f"
 #: 6 h x2; about 24 h in all). After the last wait and one more failure WeChat gives up, so a
 #: notification gets at most ``len(RETRY_SCHEDULE_SECONDS) + 1`` = 16 attempts.
 RETRY_SCHEDULE_SECONDS: tuple[int, ...] = (
-    15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10800, 10800, 10800, 21600, 21600,
+    15,
+    15,
+    30,
+    180,
+    600,
+    1200,
+    1800,
+    1800,
+    1800,
+    3600,
+    10800,
+    10800,
+    10800,
+    21600,
+    21600,
 )
 
 
@@ -84,9 +98,7 @@ class SandboxConfig:
     def to_dict(self) -> dict:
         """JSON-friendly view (the sandbox's keys are demo keys, so they are shown)."""
         data = dataclasses.asdict(self)
-        data["known_templates"] = (
-            sorted(self.known_templates) if self.known_templates is not None else None
-        )
+        data["known_templates"] = sorted(self.known_templates) if self.known_templates is not None else None
         data["retry_schedule_seconds"] = list(self.retry_schedule_seconds)
         return data
 

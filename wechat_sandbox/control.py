@@ -62,7 +62,9 @@ def users(state: SandboxState, request: Request) -> object:
     data = _json(request)
     flags = {k: data[k] for k in ("blocked", "refuse_messages") if k in data}
     user = state.upsert_user(
-        _str(data, "openid"), nickname=_str(data, "nickname"), unionid=_str(data, "unionid"),
+        _str(data, "openid"),
+        nickname=_str(data, "nickname"),
+        unionid=_str(data, "unionid"),
         **flags,
     )
     return user.to_dict()
@@ -70,15 +72,16 @@ def users(state: SandboxState, request: Request) -> object:
 
 def login_codes(state: SandboxState, request: Request) -> dict:
     code = state.issue_login_code(_str(_json(request), "openid"))
-    return {"code": code.code, "openid": code.openid,
-            "expires_in": int(state.config.login_code_ttl_seconds)}
+    return {"code": code.code, "openid": code.openid, "expires_in": int(state.config.login_code_ttl_seconds)}
 
 
 def pay(state: SandboxState, request: Request) -> dict:
     data = _json(request)
     coupon_fee = data.get("coupon_fee", 0) or 0
     trade, notification = trades.pay(
-        state, _str(data, "out_trade_no", required=True), coupon_fee=coupon_fee,
+        state,
+        _str(data, "out_trade_no", required=True),
+        coupon_fee=coupon_fee,
         bank_type=_str(data, "bank_type"),
     )
     with state.lock:
@@ -104,17 +107,16 @@ def trade_detail(state: SandboxState, request: Request, out_trade_no: str) -> di
         trade = state.trades.get(out_trade_no)
         if trade is None:
             raise SandboxError(f"unknown out_trade_no {out_trade_no!r}", 404)
-        return {**trade.to_dict(),
-                "refunds": [r.to_dict() for r in state.refunds_of(out_trade_no)]}
+        return {**trade.to_dict(), "refunds": [r.to_dict() for r in state.refunds_of(out_trade_no)]}
 
 
 def notifications(state: SandboxState, request: Request) -> list:
     kind, out_trade_no = request.args.get("kind"), request.args.get("out_trade_no")
     with state.lock:
         return [
-            n.to_dict() for n in state.notifications.values()
-            if (kind is None or n.kind == kind)
-            and (out_trade_no is None or n.out_trade_no == out_trade_no)
+            n.to_dict()
+            for n in state.notifications.values()
+            if (kind is None or n.kind == kind) and (out_trade_no is None or n.out_trade_no == out_trade_no)
         ]
 
 
@@ -150,8 +152,7 @@ def refunds(state: SandboxState, request: Request) -> list:
 
 def settle_refunds(state: SandboxState, request: Request) -> list:
     data = _json(request)
-    done = trades.settle_refunds(state, _str(data, "out_refund_no"),
-                                 _str(data, "status") or "SUCCESS")
+    done = trades.settle_refunds(state, _str(data, "out_refund_no"), _str(data, "status") or "SUCCESS")
     with state.lock:
         return [r.to_dict() for r in done]
 

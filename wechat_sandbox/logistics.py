@@ -61,8 +61,7 @@ def handle(state, request: Request, name: str) -> Response:
         down = switch["down"]
     if down:
         return Response("Service Unavailable", status=503, content_type="text/plain")
-    return _json(query(request.form.get("customer", ""), request.form.get("sign", ""),
-                       request.form.get("param", "")))
+    return _json(query(request.form.get("customer", ""), request.form.get("sign", ""), request.form.get("param", "")))
 
 
 def sign(param: str, key: str = KEY, customer: str = CUSTOMER) -> str:
@@ -90,10 +89,17 @@ def query(customer: str, signature: str, param: str, now: dt.datetime | None = N
     for hours, text in steps:
         at = (now - dt.timedelta(hours=hours)).strftime("%Y-%m-%d %H:%M:%S")
         events.append({"time": at, "ftime": at, "context": text})
-    return {"message": "ok", "nu": num, "ischeck": "1" if signed else "0", "com": com,
-            "status": "200", "condition": "F00", "state": "3" if signed else "0", "data": events}
+    return {
+        "message": "ok",
+        "nu": num,
+        "ischeck": "1" if signed else "0",
+        "com": com,
+        "status": "200",
+        "condition": "F00",
+        "state": "3" if signed else "0",
+        "data": events,
+    }
 
 
 def _json(data: object, status: int = 200) -> Response:
-    return Response(json.dumps(data, ensure_ascii=False), status=status,
-                    content_type="application/json; charset=utf-8")
+    return Response(json.dumps(data, ensure_ascii=False), status=status, content_type="application/json; charset=utf-8")

@@ -105,14 +105,10 @@ def subscribe_send(state: SandboxState, access_token: str | None, raw: bytes) ->
         if user is None:
             return error(40003, "invalid openid")
         known = state.config.known_templates
-        if not isinstance(template_id, str) or not template_id or (
-            known is not None and template_id not in known
-        ):
+        if not isinstance(template_id, str) or not template_id or (known is not None and template_id not in known):
             return error(40037, "invalid template_id")
         data = body.get("data")
-        if not isinstance(data, dict) or not all(
-            isinstance(v, dict) and "value" in v for v in data.values()
-        ):
+        if not isinstance(data, dict) or not all(isinstance(v, dict) and "value" in v for v in data.values()):
             return error(47003, "argument invalid! data.value invalid")
         if user.refuse_messages:
             return error(43101, "user refuse to accept the msg")

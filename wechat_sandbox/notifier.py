@@ -37,7 +37,10 @@ def http_transport(timeout: float = 5.0) -> Transport:
 
     def transport(url: str, body: bytes) -> tuple[int, str]:
         response = requests.post(
-            url, data=body, timeout=timeout, allow_redirects=False,
+            url,
+            data=body,
+            timeout=timeout,
+            allow_redirects=False,
             headers={"Content-Type": "text/xml; charset=utf-8", "User-Agent": "Mozilla/4.0"},
         )
         return response.status_code, response.text
@@ -80,9 +83,15 @@ def send_once(notification: Notification, transport: Transport) -> dict:
         "error": error,
         "duration_ms": int((time.monotonic() - mono) * 1000),
     }
-    log.info("notify #%s %s %s -> %s: %s%s", notification.id, notification.kind,
-             notification.out_trade_no, notification.url, status or "no answer",
-             " ok" if ok else f" FAILED {error or ''}".rstrip())
+    log.info(
+        "notify #%s %s %s -> %s: %s%s",
+        notification.id,
+        notification.kind,
+        notification.out_trade_no,
+        notification.url,
+        status or "no answer",
+        " ok" if ok else f" FAILED {error or ''}".rstrip(),
+    )
     return attempt
 
 
@@ -129,8 +138,7 @@ def deliver_pending(state: SandboxState, transport: Transport | None = None) -> 
     return attempts
 
 
-def resend(state: SandboxState, notification_id: int,
-           transport: Transport | None = None) -> list[dict]:
+def resend(state: SandboxState, notification_id: int, transport: Transport | None = None) -> list[dict]:
     """Send notice ``notification_id`` once more now, acknowledged or not (WeChat's duplicate
     delivery). The retry schedule is not changed. Raises ``SandboxError`` 404 if unknown."""
     with state.lock:
@@ -151,8 +159,7 @@ class Notifier:
         max_workers: concurrent deliveries (a slow shop must not hold up other notices).
     """
 
-    def __init__(self, state: SandboxState, transport: Transport | None = None,
-                 max_workers: int = 16) -> None:
+    def __init__(self, state: SandboxState, transport: Transport | None = None, max_workers: int = 16) -> None:
         self.state = state
         self.transport = transport
         self.max_workers = max_workers

@@ -56,8 +56,19 @@ DEMO_OFFICIAL_APPID = "wx5e2f7a9c1b3d4e60"
 DEMO_OFFICIAL_SECRET = "7c6b5a4938271605f4e3d2c1b0a99887"
 DEMO_OFFICIAL_TOKEN = "starmallofficialtoken"
 
-BUTTON_TYPES = {"click", "view", "miniprogram", "scancode_push", "scancode_waitmsg", "pic_sysphoto",
-                "pic_photo_or_album", "pic_weixin", "location_select", "media_id", "article_id"}
+BUTTON_TYPES = {
+    "click",
+    "view",
+    "miniprogram",
+    "scancode_push",
+    "scancode_waitmsg",
+    "pic_sysphoto",
+    "pic_photo_or_album",
+    "pic_weixin",
+    "location_select",
+    "media_id",
+    "article_id",
+}
 MASS_TYPES = {"text", "image", "voice", "mpnews"}
 
 
@@ -75,13 +86,20 @@ def _st(state: SandboxState) -> OfficialState:
 
 
 def rules() -> list[Rule]:
-    api = ["cgi-bin/menu/create", "cgi-bin/menu/get", "cgi-bin/material/add_material",
-           "cgi-bin/material/add_news", "cgi-bin/material/batchget_material",
-           "cgi-bin/message/mass/sendall", "cgi-bin/message/mass/send"]
-    return ([Rule("/" + path, endpoint=f"official:{path}") for path in api]
-            + [Rule("/sandbox/official", endpoint="official:control", methods=["GET", "DELETE"]),
-               Rule("/sandbox/official/send", endpoint="official:send", methods=["POST"]),
-               Rule("/sandbox/official/verify", endpoint="official:verify", methods=["POST"])])
+    api = [
+        "cgi-bin/menu/create",
+        "cgi-bin/menu/get",
+        "cgi-bin/material/add_material",
+        "cgi-bin/material/add_news",
+        "cgi-bin/material/batchget_material",
+        "cgi-bin/message/mass/sendall",
+        "cgi-bin/message/mass/send",
+    ]
+    return [Rule("/" + path, endpoint=f"official:{path}") for path in api] + [
+        Rule("/sandbox/official", endpoint="official:control", methods=["GET", "DELETE"]),
+        Rule("/sandbox/official/send", endpoint="official:send", methods=["POST"]),
+        Rule("/sandbox/official/verify", endpoint="official:verify", methods=["POST"]),
+    ]
 
 
 def is_official(args: dict) -> bool:
@@ -99,8 +117,7 @@ def token(state: SandboxState, args: dict) -> dict:
 
 
 def _json(data: object, status: int = 200) -> Response:
-    return Response(json.dumps(data, ensure_ascii=False), status=status,
-                    content_type="application/json; charset=utf-8")
+    return Response(json.dumps(data, ensure_ascii=False), status=status, content_type="application/json; charset=utf-8")
 
 
 def handle(state: SandboxState, request: Request, name: str) -> Response:
@@ -164,8 +181,14 @@ def _add_material(state: SandboxState, request: Request) -> dict:
     if not data:
         return error(40005, "invalid file type")
     media_id = wire.nonce_str(43)
-    record = {"media_id": media_id, "type": kind, "name": media.filename or "", "size": len(data),
-              "sha1": hashlib.sha1(data).hexdigest(), "update_time": int(state.clock())}
+    record = {
+        "media_id": media_id,
+        "type": kind,
+        "name": media.filename or "",
+        "size": len(data),
+        "sha1": hashlib.sha1(data).hexdigest(),
+        "update_time": int(state.clock()),
+    }
     if kind in ("image", "thumb"):
         record["url"] = f"http://mmbiz.qpic.cn/sandbox/{media_id}/0"
     with state.lock:
@@ -185,8 +208,12 @@ def _add_news(state: SandboxState, body: dict) -> dict:
         if thumb is None or thumb["type"] not in ("image", "thumb"):
             return error(40007, "invalid media_id")
     media_id = wire.nonce_str(43)
-    materials[media_id] = {"media_id": media_id, "type": "news", "update_time": int(state.clock()),
-                           "content": {"news_item": articles}}
+    materials[media_id] = {
+        "media_id": media_id,
+        "type": "news",
+        "update_time": int(state.clock()),
+        "content": {"news_item": articles},
+    }
     return {"media_id": media_id}
 
 
@@ -195,7 +222,7 @@ def _batchget(state: SandboxState, body: dict) -> dict:
     if kind not in ("image", "voice", "video", "news") or not isinstance(offset, int) or not isinstance(count, int):
         return error(40004, "invalid media type")
     rows = [m for m in _st(state).materials.values() if m["type"] == kind]
-    page = rows[offset:offset + max(1, min(count, 20))]
+    page = rows[offset : offset + max(1, min(count, 20))]
     return {"total_count": len(rows), "item_count": len(page), "item": page}
 
 
@@ -222,11 +249,25 @@ def _mass(state: SandboxState, body: dict, endpoint: str) -> dict:
             return error(45065, "clientmsgid exist")
         st.clientmsgids[client_id] = now
     msg_id = 1000000000 + len(st.mass) + 1
-    st.mass.append({"endpoint": endpoint, "msg_id": msg_id, "msg_data_id": 2247483000 + len(st.mass),
-                    "msgtype": msgtype, msgtype: part, "clientmsgid": client_id,
-                    "filter": body.get("filter"), "touser": body.get("touser"), "at": now})
-    return {"errcode": 0, "errmsg": "send job submission success", "msg_id": msg_id,
-            "msg_data_id": st.mass[-1]["msg_data_id"]}
+    st.mass.append(
+        {
+            "endpoint": endpoint,
+            "msg_id": msg_id,
+            "msg_data_id": 2247483000 + len(st.mass),
+            "msgtype": msgtype,
+            msgtype: part,
+            "clientmsgid": client_id,
+            "filter": body.get("filter"),
+            "touser": body.get("touser"),
+            "at": now,
+        }
+    )
+    return {
+        "errcode": 0,
+        "errmsg": "send job submission success",
+        "msg_id": msg_id,
+        "msg_data_id": st.mass[-1]["msg_data_id"],
+    }
 
 
 _HANDLERS = {
@@ -239,6 +280,7 @@ _HANDLERS = {
 
 
 # --- WeChat's server calling the shop ------------------------------------------------------
+
 
 def sha1_signature(*parts: str) -> str:
     """WeChat's signature: SHA1 of the sorted parts concatenated."""
@@ -263,9 +305,9 @@ def aes_decrypt(encrypted: str, encoding_aes_key: str) -> tuple[str, str]:
     key = base64.b64decode(encoding_aes_key + "=")
     decryptor = Cipher(algorithms.AES(key), modes.CBC(key[:16])).decryptor()
     raw = decryptor.update(base64.b64decode(encrypted)) + decryptor.finalize()
-    raw = raw[:-raw[-1]]
+    raw = raw[: -raw[-1]]
     length = struct.unpack(">I", raw[16:20])[0]
-    return raw[20:20 + length].decode(), raw[20 + length:].decode()
+    return raw[20 : 20 + length].decode(), raw[20 + length :].decode()
 
 
 def _signed_params(token: str, bad: bool) -> dict:
@@ -298,8 +340,12 @@ def _send(state: SandboxState, request: Request) -> dict:
     token_ = data.get("token") or DEMO_OFFICIAL_TOKEN
     appid = data.get("appid") or DEMO_OFFICIAL_APPID
     openid = data.get("openid") or wire.new_openid()
-    fields = {"ToUserName": data.get("to") or "gh_starmall0001", "FromUserName": openid,
-              "CreateTime": int(time.time()), **message}
+    fields = {
+        "ToUserName": data.get("to") or "gh_starmall0001",
+        "FromUserName": openid,
+        "CreateTime": int(time.time()),
+        **message,
+    }
     if fields.get("MsgType") != "event" and "MsgId" not in fields:
         fields["MsgId"] = int(wire.digits(18))
     plain = wire.to_xml(fields)
@@ -310,14 +356,15 @@ def _send(state: SandboxState, request: Request) -> dict:
         if not isinstance(aes_key, str) or len(aes_key) != 43:
             raise SandboxError("encrypt needs the 43-character aes_key", 400)
         encrypted = aes_encrypt(plain, aes_key, appid)
-        params |= {"encrypt_type": "aes",
-                   "msg_signature": sha1_signature(token_, params["timestamp"], params["nonce"], encrypted)}
+        params |= {
+            "encrypt_type": "aes",
+            "msg_signature": sha1_signature(token_, params["timestamp"], params["nonce"], encrypted),
+        }
         if data.get("bad_signature"):
             params["msg_signature"] = "0" * 40
         body = wire.to_xml({"ToUserName": fields["ToUserName"], "Encrypt": encrypted})
     started = time.monotonic()
-    answer = requests.post(url, params=params, data=body.encode(), timeout=10,
-                           headers={"Content-Type": "text/xml"})
+    answer = requests.post(url, params=params, data=body.encode(), timeout=10, headers={"Content-Type": "text/xml"})
     elapsed_ms = int((time.monotonic() - started) * 1000)
     reply = None
     text = answer.text
@@ -329,8 +376,14 @@ def _send(state: SandboxState, request: Request) -> dict:
                 raise SandboxError("the shop's encrypted reply has a bad MsgSignature", 502)
             plain_reply, reply_appid = aes_decrypt(reply["Encrypt"], aes_key)
             reply = _reply_fields(plain_reply) | {"_appid": reply_appid}
-    exchange = {"sent": fields, "encrypted": bool(data.get("encrypt")), "status": answer.status_code,
-                "body": text, "reply": reply, "elapsed_ms": elapsed_ms}
+    exchange = {
+        "sent": fields,
+        "encrypted": bool(data.get("encrypt")),
+        "status": answer.status_code,
+        "body": text,
+        "reply": reply,
+        "elapsed_ms": elapsed_ms,
+    }
     with state.lock:
         _st(state).exchanges.append(exchange)
     return exchange
@@ -349,8 +402,12 @@ def _control(state: SandboxState, request: Request) -> dict:
         if request.method == "DELETE":
             state.extras.pop("official", None)
         st = _st(state)
-        return {"menus": list(st.menus), "materials": list(st.materials.values()), "mass": list(st.mass),
-                "exchanges": list(st.exchanges)}
+        return {
+            "menus": list(st.menus),
+            "materials": list(st.materials.values()),
+            "mass": list(st.mass),
+            "exchanges": list(st.exchanges),
+        }
 
 
 _CONTROL = {"control": _control, "send": _send, "verify": _verify}

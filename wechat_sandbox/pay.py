@@ -38,8 +38,19 @@ _POSITIVE_INT = re.compile(r"^[1-9][0-9]{0,9}$")
 # unifiedorder params whose change makes a repeated out_trade_no an OUT_TRADE_NO_USED; the
 # rest (nonce_str, sign, spbill_create_ip, time_start/time_expire that wechatpy refills on every
 # call, notify_url, scene_info) may change between retries.
-_FINGERPRINT_KEYS = ("body", "total_fee", "fee_type", "openid", "trade_type", "attach",
-                     "detail", "goods_tag", "limit_pay", "product_id", "device_info")
+_FINGERPRINT_KEYS = (
+    "body",
+    "total_fee",
+    "fee_type",
+    "openid",
+    "trade_type",
+    "attach",
+    "detail",
+    "goods_tag",
+    "limit_pay",
+    "product_id",
+    "device_info",
+)
 
 
 def _require(params: dict, *keys: str) -> None:
@@ -71,8 +82,12 @@ def _check_out_no(params: dict, key: str, max_len: int) -> None:
 def _coupon_fields(trade: Trade) -> dict:
     if not trade.coupon_fee:
         return {}
-    return {"coupon_fee": trade.coupon_fee, "coupon_count": 1,
-            "coupon_fee_0": trade.coupon_fee, "coupon_id_0": trade.coupon_id}
+    return {
+        "coupon_fee": trade.coupon_fee,
+        "coupon_count": 1,
+        "coupon_fee_0": trade.coupon_fee,
+        "coupon_id_0": trade.coupon_id,
+    }
 
 
 # --- endpoints --------------------------------------------------------------------------------
@@ -80,8 +95,7 @@ def _coupon_fields(trade: Trade) -> dict:
 
 def unifiedorder(state: SandboxState, p: dict) -> dict:
     """Create (or repeat) an order; answers ``trade_type`` and ``prepay_id`` (valid 2 h)."""
-    _require(p, "body", "out_trade_no", "total_fee", "spbill_create_ip", "notify_url",
-             "trade_type")
+    _require(p, "body", "out_trade_no", "total_fee", "spbill_create_ip", "notify_url", "trade_type")
     _check_out_no(p, "out_trade_no", 32)
     total_fee = _fen(p, "total_fee")
     if p["trade_type"] != "JSAPI":
@@ -120,16 +134,20 @@ def unifiedorder(state: SandboxState, p: dict) -> dict:
             trade.notify_url = p["notify_url"]
         else:
             trade = Trade(
-                out_trade_no=p["out_trade_no"], params=dict(p), total_fee=total_fee,
-                openid=p["openid"], notify_url=p["notify_url"],
+                out_trade_no=p["out_trade_no"],
+                params=dict(p),
+                total_fee=total_fee,
+                openid=p["openid"],
+                notify_url=p["notify_url"],
                 prepay_id=wire.new_prepay_id(now),
-                prepay_expires_at=now + state.config.prepay_ttl_seconds, created_at=now,
+                prepay_expires_at=now + state.config.prepay_ttl_seconds,
+                created_at=now,
             )
             state.trades[trade.out_trade_no] = trade
-        trade.events.append({"event": "unifiedorder", "at": wire.beijing(now).isoformat(),
-                             "prepay_id": trade.prepay_id})
-        return {"device_info": p.get("device_info") or None, "trade_type": "JSAPI",
-                "prepay_id": trade.prepay_id}
+        trade.events.append(
+            {"event": "unifiedorder", "at": wire.beijing(now).isoformat(), "prepay_id": trade.prepay_id}
+        )
+        return {"device_info": p.get("device_info") or None, "trade_type": "JSAPI", "prepay_id": trade.prepay_id}
 
 
 def _trade_for_query(state: SandboxState, p: dict) -> Trade:
@@ -180,8 +198,9 @@ def closeorder(state: SandboxState, p: dict) -> dict:
             raise PayError("ORDERCLOSED", "订单已关闭，无法重复关闭")
         now = state.clock()
         if now - trade.created_at < state.config.min_close_age_seconds:
-            raise PayError("SYSTEMERROR", "订单生成后需间隔"
-                           f"{state.config.min_close_age_seconds:g}秒才能关单，请稍后再试")
+            raise PayError(
+                "SYSTEMERROR", f"订单生成后需间隔{state.config.min_close_age_seconds:g}秒才能关单，请稍后再试"
+            )
         trade.trade_state = CLOSED
         trade.closed_at = now
         trade.events.append({"event": "closed", "at": wire.beijing(now).isoformat()})
@@ -225,8 +244,7 @@ def refund(state: SandboxState, p: dict) -> dict:
             if existing.out_trade_no != trade.out_trade_no:
                 raise PayError("INVALID_REQUEST", "商户退款单号已被其他订单使用")
             if existing.refund_fee != refund_fee or existing.total_fee != total_fee:
-                raise PayError("REFUND_FEE_MISMATCH",
-                               "订单金额或退款金额与之前请求不一致，请核实后再试")
+                raise PayError("REFUND_FEE_MISMATCH", "订单金额或退款金额与之前请求不一致，请核实后再试")
             return _refund_answer(trade, existing)
         if total_fee != trade.total_fee:
             raise PayError("INVALID_REQUEST", "订单金额total_fee与订单实际金额不一致")
@@ -239,18 +257,28 @@ def refund(state: SandboxState, p: dict) -> dict:
             raise PayError("NOTENOUGH", "申请退款金额超过订单可退金额")
         now = state.clock()
         new = Refund(
-            out_refund_no=p["out_refund_no"], refund_id=wire.new_refund_id(now),
-            out_trade_no=trade.out_trade_no, transaction_id=trade.transaction_id or "",
-            total_fee=trade.total_fee, refund_fee=refund_fee,
+            out_refund_no=p["out_refund_no"],
+            refund_id=wire.new_refund_id(now),
+            out_trade_no=trade.out_trade_no,
+            transaction_id=trade.transaction_id or "",
+            total_fee=trade.total_fee,
+            refund_fee=refund_fee,
             notify_url=p.get("notify_url", ""),
             refund_account=p.get("refund_account") or "REFUND_SOURCE_UNSETTLED_FUNDS",
-            refund_desc=p.get("refund_desc", ""), created_at=now,
+            refund_desc=p.get("refund_desc", ""),
+            created_at=now,
             settle_at=now + state.config.refund_delay_seconds,
         )
         state.refunds[new.out_refund_no] = new
         trade.trade_state = REFUND
-        trade.events.append({"event": "refund", "at": wire.beijing(now).isoformat(),
-                             "out_refund_no": new.out_refund_no, "refund_fee": refund_fee})
+        trade.events.append(
+            {
+                "event": "refund",
+                "at": wire.beijing(now).isoformat(),
+                "out_refund_no": new.out_refund_no,
+                "refund_fee": refund_fee,
+            }
+        )
         if state.config.refund_delay_seconds <= 0:
             trades.settle_refunds(state, new.out_refund_no)
         return _refund_answer(trade, new)
@@ -268,8 +296,7 @@ def refundquery(state: SandboxState, p: dict) -> dict:
             trade = state.find_trade(p.get("out_trade_no"), p.get("transaction_id"))
             found = state.refunds_of(trade.out_trade_no) if trade else []
         else:
-            raise PayError("PARAM_ERROR", "refund_id、out_refund_no、transaction_id、"
-                           "out_trade_no不能同时为空")
+            raise PayError("PARAM_ERROR", "refund_id、out_refund_no、transaction_id、out_trade_no不能同时为空")
         if not found:
             raise PayError("REFUNDNOTEXIST", "退款订单查询失败")
         trade = state.trades[found[0].out_trade_no]
@@ -284,18 +311,19 @@ def refundquery(state: SandboxState, p: dict) -> dict:
             "refund_fee": sum(r.refund_fee for r in found),
         }
         for n, r in enumerate(found):
-            fields.update({
-                f"out_refund_no_{n}": r.out_refund_no,
-                f"refund_id_{n}": r.refund_id,
-                f"refund_channel_{n}": "ORIGINAL",
-                f"refund_fee_{n}": r.refund_fee,
-                f"settlement_refund_fee_{n}": r.refund_fee,
-                f"refund_status_{n}": r.status,
-                f"refund_account_{n}": r.refund_account,
-                f"refund_recv_accout_{n}": "支付用户零钱",
-                f"refund_success_time_{n}": (wire.dashed_time(r.success_at)
-                                             if r.success_at else None),
-            })
+            fields.update(
+                {
+                    f"out_refund_no_{n}": r.out_refund_no,
+                    f"refund_id_{n}": r.refund_id,
+                    f"refund_channel_{n}": "ORIGINAL",
+                    f"refund_fee_{n}": r.refund_fee,
+                    f"settlement_refund_fee_{n}": r.refund_fee,
+                    f"refund_status_{n}": r.status,
+                    f"refund_account_{n}": r.refund_account,
+                    f"refund_recv_accout_{n}": "支付用户零钱",
+                    f"refund_success_time_{n}": (wire.dashed_time(r.success_at) if r.success_at else None),
+                }
+            )
         return fields
 
 
@@ -336,8 +364,9 @@ def check_request(state: SandboxState, p: dict) -> None:
         raise ReturnFail("签名错误")
 
 
-def answer(state: SandboxState, fields: dict | None, error: PayError | None = None,
-           sign_type: str = wire.SIGN_MD5) -> str:
+def answer(
+    state: SandboxState, fields: dict | None, error: PayError | None = None, sign_type: str = wire.SIGN_MD5
+) -> str:
     """A signed ``return_code`` SUCCESS answer with business ``fields`` or a business error."""
     out: dict = {
         "return_code": "SUCCESS",
@@ -358,8 +387,7 @@ def return_fail(exc: ReturnFail) -> str:
     return wire.to_xml({"return_code": "FAIL", "return_msg": exc.return_msg, **exc.extra})
 
 
-def handle(state: SandboxState, endpoint: str, raw: bytes,
-           forced_error: PayError | None = None) -> tuple[str, str]:
+def handle(state: SandboxState, endpoint: str, raw: bytes, forced_error: PayError | None = None) -> tuple[str, str]:
     """Process one Pay call. Returns ``(body, content_type)``; never raises for bad input.
 
     ``forced_error`` (a fault): answer that business error after the request checks, without
@@ -383,4 +411,3 @@ def handle(state: SandboxState, endpoint: str, raw: bytes,
     if isinstance(result, str):
         return result, "text/plain; charset=utf-8"
     return answer(state, result, None, sign_type), "text/xml; charset=utf-8"
-

@@ -55,6 +55,7 @@ BILLS = "/v3/fund-app/mch-transfer/transfer-bills"
 STATES_FINAL = ("SUCCESS", "FAIL", "CANCELLED")
 JSON = "application/json; charset=utf-8"
 
+
 @dataclass
 class Bill:
     out_bill_no: str
@@ -70,10 +71,17 @@ class Bill:
     update_time: str = ""
 
     def to_dict(self) -> dict:
-        return {"out_bill_no": self.out_bill_no, "transfer_bill_no": self.transfer_bill_no,
-                "state": self.state, "openid": self.openid, "transfer_amount": self.amount,
-                "transfer_remark": self.remark, "fail_reason": self.fail_reason,
-                "create_time": self.create_time, "update_time": self.update_time}
+        return {
+            "out_bill_no": self.out_bill_no,
+            "transfer_bill_no": self.transfer_bill_no,
+            "state": self.state,
+            "openid": self.openid,
+            "transfer_amount": self.amount,
+            "transfer_remark": self.remark,
+            "fail_reason": self.fail_reason,
+            "create_time": self.create_time,
+            "update_time": self.update_time,
+        }
 
 
 @dataclass
@@ -106,10 +114,13 @@ def _key(kind: str):
     with _keys_lock:
         if kind not in _keys:
             if kind == "merchant_public":
-                _keys[kind] = serialization.load_pem_public_key(_pem("merchant_public.pem", "SANDBOX_V3_MCH_PUBLIC_KEY"))
+                _keys[kind] = serialization.load_pem_public_key(
+                    _pem("merchant_public.pem", "SANDBOX_V3_MCH_PUBLIC_KEY")
+                )
             else:
                 _keys[kind] = serialization.load_pem_private_key(
-                    _pem("platform_private.pem", "SANDBOX_V3_PLATFORM_PRIVATE_KEY"), password=None)
+                    _pem("platform_private.pem", "SANDBOX_V3_PLATFORM_PRIVATE_KEY"), password=None
+                )
         return _keys[kind]
 
 
@@ -128,11 +139,17 @@ def apiv3_key() -> str:
 def signed_headers(body: str) -> dict[str, str]:
     """WeChat's answer headers: the platform key's signature over ``TS\\nNONCE\\nBODY\\n``."""
     timestamp, nonce = str(int(time.time())), uuid.uuid4().hex
-    signature = _key("platform_private").sign(f"{timestamp}\n{nonce}\n{body}\n".encode(), padding.PKCS1v15(),
-                                              hashes.SHA256())
-    return {"Wechatpay-Timestamp": timestamp, "Wechatpay-Nonce": nonce,
-            "Wechatpay-Signature": base64.b64encode(signature).decode(), "Wechatpay-Serial": public_key_id(),
-            "Wechatpay-Signature-Type": "WECHATPAY2-SHA256-RSA2048", "Request-ID": uuid.uuid4().hex}
+    signature = _key("platform_private").sign(
+        f"{timestamp}\n{nonce}\n{body}\n".encode(), padding.PKCS1v15(), hashes.SHA256()
+    )
+    return {
+        "Wechatpay-Timestamp": timestamp,
+        "Wechatpay-Nonce": nonce,
+        "Wechatpay-Signature": base64.b64encode(signature).decode(),
+        "Wechatpay-Serial": public_key_id(),
+        "Wechatpay-Signature-Type": "WECHATPAY2-SHA256-RSA2048",
+        "Request-ID": uuid.uuid4().hex,
+    }
 
 
 def _answer(data: dict, status: int = 200, signed: bool = True) -> Response:
@@ -164,11 +181,14 @@ def check_signature(state: SandboxState, request: Request) -> str | None:
     except ValueError:
         return "timestamp 无效"
     path = request.full_path.rstrip("?") if request.query_string else request.path
-    message = (f"{request.method}\n{path}\n{fields.get('timestamp')}\n{fields.get('nonce_str')}\n"
-               f"{request.get_data(as_text=True)}\n")
+    message = (
+        f"{request.method}\n{path}\n{fields.get('timestamp')}\n{fields.get('nonce_str')}\n"
+        f"{request.get_data(as_text=True)}\n"
+    )
     try:
-        _key("merchant_public").verify(base64.b64decode(fields.get("signature", "")), message.encode(),
-                                       padding.PKCS1v15(), hashes.SHA256())
+        _key("merchant_public").verify(
+            base64.b64decode(fields.get("signature", "")), message.encode(), padding.PKCS1v15(), hashes.SHA256()
+        )
     except (InvalidSignature, ValueError):
         return "签名错误，请检查 Authorization 的 signature"
     return None
@@ -182,11 +202,11 @@ def dispatch(state: SandboxState, request: Request) -> Response:
     """Answer one request under :func:`owns`."""
     path = request.path.rstrip("/")
     if path.startswith("/sandbox/v3/"):
-        return _control(state, request, path[len("/sandbox/v3/"):])
+        return _control(state, request, path[len("/sandbox/v3/") :])
     if path == "/wxa/getwxacodeunlimit":
         return wxacode_unlimit(state, request)
     with state.lock:
-        state.api_calls["v3" + path[len("/v3"):].split("/out-bill-no/")[0]] += 1
+        state.api_calls["v3" + path[len("/v3") :].split("/out-bill-no/")[0]] += 1
     why = check_signature(state, request)
     if why:
         return _error(401, "SIGN_ERROR", why)
@@ -250,15 +270,26 @@ def _create(state: SandboxState, request: Request) -> Response:
         bill = store.bills.get(out_bill_no)
         if bill is None:
             now = wire.beijing().isoformat(timespec="seconds")
-            bill = Bill(out_bill_no=out_bill_no, transfer_bill_no="1330" + secrets.token_hex(12).upper(),
-                        openid=str(body["openid"]), amount=amount, notify_url=str(body.get("notify_url") or ""),
-                        remark=str(body["transfer_remark"]), package_info="ABBQO+oYAAABAAAAAAAk" + secrets.token_urlsafe(24),
-                        create_time=now, update_time=now)
+            bill = Bill(
+                out_bill_no=out_bill_no,
+                transfer_bill_no="1330" + secrets.token_hex(12).upper(),
+                openid=str(body["openid"]),
+                amount=amount,
+                notify_url=str(body.get("notify_url") or ""),
+                remark=str(body["transfer_remark"]),
+                package_info="ABBQO+oYAAABAAAAAAAk" + secrets.token_urlsafe(24),
+                create_time=now,
+                update_time=now,
+            )
             store.bills[out_bill_no] = bill
         elif bill.amount != amount or bill.openid != body["openid"]:
             return _error(400, "PARAM_ERROR", "同一 out_bill_no 的参数与原单不一致")
-        answer = {"out_bill_no": bill.out_bill_no, "transfer_bill_no": bill.transfer_bill_no,
-                  "create_time": bill.create_time, "state": bill.state}
+        answer = {
+            "out_bill_no": bill.out_bill_no,
+            "transfer_bill_no": bill.transfer_bill_no,
+            "create_time": bill.create_time,
+            "state": bill.state,
+        }
         if bill.state == "WAIT_USER_CONFIRM":
             answer["package_info"] = bill.package_info
     if fault == "drop_answer":
@@ -275,8 +306,14 @@ def _cancel(state: SandboxState, out_bill_no: str) -> Response:
             return _error(400, "INVALID_REQUEST", f"单据状态 {bill.state} 不能撤销")
         if bill.state != "CANCELLED":
             _finish(state, bill, "CANCELLED", "")
-        return _answer({"out_bill_no": bill.out_bill_no, "transfer_bill_no": bill.transfer_bill_no,
-                        "state": bill.state, "update_time": bill.update_time})
+        return _answer(
+            {
+                "out_bill_no": bill.out_bill_no,
+                "transfer_bill_no": bill.transfer_bill_no,
+                "state": bill.state,
+                "update_time": bill.update_time,
+            }
+        )
 
 
 def _finish(state: SandboxState, bill: Bill, final: str, reason: str) -> None:
@@ -293,16 +330,31 @@ def notification(bill: Bill, *, mch_id: str) -> dict:
     resource = {**bill.to_dict(), "mch_id": mch_id}
     resource.pop("transfer_remark", None)
     nonce, associated = secrets.token_hex(6), "mch_payment"
-    cipher = AESGCM(apiv3_key().encode()).encrypt(nonce.encode(), json.dumps(resource, ensure_ascii=False).encode(),
-                                                  associated.encode())
-    envelope = {"id": str(uuid.uuid4()), "create_time": bill.update_time, "event_type": "MCHTRANSFER.BILL.FINISHED",
-                "resource_type": "encrypt-resource", "summary": "商家转账单据终态通知",
-                "resource": {"original_type": "mch_payment", "algorithm": "AEAD_AES_256_GCM",
-                             "ciphertext": base64.b64encode(cipher).decode(), "associated_data": associated,
-                             "nonce": nonce}}
+    cipher = AESGCM(apiv3_key().encode()).encrypt(
+        nonce.encode(), json.dumps(resource, ensure_ascii=False).encode(), associated.encode()
+    )
+    envelope = {
+        "id": str(uuid.uuid4()),
+        "create_time": bill.update_time,
+        "event_type": "MCHTRANSFER.BILL.FINISHED",
+        "resource_type": "encrypt-resource",
+        "summary": "商家转账单据终态通知",
+        "resource": {
+            "original_type": "mch_payment",
+            "algorithm": "AEAD_AES_256_GCM",
+            "ciphertext": base64.b64encode(cipher).decode(),
+            "associated_data": associated,
+            "nonce": nonce,
+        },
+    }
     body = json.dumps(envelope, ensure_ascii=False)
-    return {"url": bill.notify_url, "body": body, "out_bill_no": bill.out_bill_no, "attempts": 0,
-            "headers": {**signed_headers(body), "Content-Type": "application/json"}}
+    return {
+        "url": bill.notify_url,
+        "body": body,
+        "out_bill_no": bill.out_bill_no,
+        "attempts": 0,
+        "headers": {**signed_headers(body), "Content-Type": "application/json"},
+    }
 
 
 def _http(url: str, body: bytes, headers: dict) -> tuple[int, str]:
@@ -341,7 +393,8 @@ def wxacode_unlimit(state: SandboxState, request: Request) -> Response:
     status = state.token_status(token) if token else "missing"
     if status != "ok":
         code = {"missing": (41001, "access_token missing"), "expired": (42001, "access_token expired")}.get(
-            status, (40001, "invalid credential, access_token is invalid or not latest"))
+            status, (40001, "invalid credential, access_token is invalid or not latest")
+        )
         return _answer(error(*code), signed=False)
     body = json_object(request.get_data())
     if body is None:
@@ -350,8 +403,9 @@ def wxacode_unlimit(state: SandboxState, request: Request) -> Response:
     if not isinstance(scene, str) or not scene or len(scene) > 32:
         return _answer(error(40169, "invalid length for scene, or the data is not json string"), signed=False)
     buffer = io.BytesIO()
-    segno.make(f"https://mp.weixin.qq.com/a/{state.config.appid}?scene={scene}&page={body.get('page', '')}",
-               error="m").save(buffer, kind="png", scale=max(2, int(body.get("width") or 430) // 60))
+    segno.make(
+        f"https://mp.weixin.qq.com/a/{state.config.appid}?scene={scene}&page={body.get('page', '')}", error="m"
+    ).save(buffer, kind="png", scale=max(2, int(body.get("width") or 430) // 60))
     with state.lock:
         v3(state).codes.append({"scene": scene, "page": body.get("page", "")})
     return Response(buffer.getvalue(), content_type="image/png")
@@ -367,8 +421,9 @@ def _control(state: SandboxState, request: Request, tail: str) -> Response:
             return _answer({"error": "body is not JSON"}, 400, signed=False)
     if tail == "transfers" and request.method == "GET":
         with state.lock:
-            return _answer({"bills": [b.to_dict() for b in store.bills.values()], "creates": dict(store.creates)},
-                           signed=False)
+            return _answer(
+                {"bills": [b.to_dict() for b in store.bills.values()], "creates": dict(store.creates)}, signed=False
+            )
     if tail == "faults" and request.method == "POST":
         with state.lock:
             for target, kind in data.items():
@@ -388,8 +443,14 @@ def _control(state: SandboxState, request: Request, tail: str) -> Response:
                 return _answer({"error": "no such bill, or result not success/fail/cancel"}, 404, signed=False)
             if bill.state in STATES_FINAL:
                 return _answer({"error": f"bill already {bill.state}"}, 409, signed=False)
-            _finish(state, bill, final, "" if final == "SUCCESS" else str(data.get("fail_reason") or
-                                                                         ("用户未确认" if final == "CANCELLED" else "ACCOUNT_FROZEN")))
+            _finish(
+                state,
+                bill,
+                final,
+                ""
+                if final == "SUCCESS"
+                else str(data.get("fail_reason") or ("用户未确认" if final == "CANCELLED" else "ACCOUNT_FROZEN")),
+            )
             answer = bill.to_dict()
         if data.get("notify", True):
             answer["notifications"] = deliver(state)

@@ -10,20 +10,39 @@ from .config import SandboxConfig
 from .models import R_SUCCESS, Refund, Trade
 
 
-def paid_trade(*, out_trade_no: str, total_fee: int, openid: str, transaction_id: str, time_end: str,
-               coupon_fee: int = 0, coupon_id: str | None = None, body: str = "Starmall-商品") -> Trade:
+def paid_trade(
+    *,
+    out_trade_no: str,
+    total_fee: int,
+    openid: str,
+    transaction_id: str,
+    time_end: str,
+    coupon_fee: int = 0,
+    coupon_id: str | None = None,
+    body: str = "Starmall-商品",
+) -> Trade:
     """A JSAPI trade paid by ``openid`` at ``time_end`` (yyyyMMddHHmmss, Beijing), for building its
     notification without a running sandbox (fixtures, benchmarks). Amounts in fen."""
     return Trade(
-        out_trade_no=out_trade_no, params={"trade_type": "JSAPI", "body": body, "fee_type": "CNY"},
-        total_fee=total_fee, openid=openid, notify_url="", prepay_id="", prepay_expires_at=0,
-        created_at=0, trade_state="SUCCESS", transaction_id=transaction_id, time_end=time_end,
-        bank_type="CMB_DEBIT", cash_fee=total_fee - coupon_fee, coupon_fee=coupon_fee, coupon_id=coupon_id,
+        out_trade_no=out_trade_no,
+        params={"trade_type": "JSAPI", "body": body, "fee_type": "CNY"},
+        total_fee=total_fee,
+        openid=openid,
+        notify_url="",
+        prepay_id="",
+        prepay_expires_at=0,
+        created_at=0,
+        trade_state="SUCCESS",
+        transaction_id=transaction_id,
+        time_end=time_end,
+        bank_type="CMB_DEBIT",
+        cash_fee=total_fee - coupon_fee,
+        coupon_fee=coupon_fee,
+        coupon_id=coupon_id,
     )
 
 
-def payment_notification_fields(config: SandboxConfig, trade: Trade,
-                                nonce: str | None = None) -> dict:
+def payment_notification_fields(config: SandboxConfig, trade: Trade, nonce: str | None = None) -> dict:
     """The signed fields of a payment result notice for a paid ``trade``.
 
     ``coupon_*`` fields appear only when the payer used a coupon (then ``cash_fee`` =
@@ -60,8 +79,7 @@ def payment_notification_fields(config: SandboxConfig, trade: Trade,
     return wire.signed(fields, config.api_key)
 
 
-def payment_notification_xml(config: SandboxConfig, trade: Trade,
-                             nonce: str | None = None) -> str:
+def payment_notification_xml(config: SandboxConfig, trade: Trade, nonce: str | None = None) -> str:
     return wire.to_xml(payment_notification_fields(config, trade, nonce), newlines=True)
 
 
@@ -85,8 +103,7 @@ def refund_info_fields(config: SandboxConfig, refund: Refund) -> dict:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def refund_notification_fields(config: SandboxConfig, refund: Refund,
-                               nonce: str | None = None) -> dict:
+def refund_notification_fields(config: SandboxConfig, refund: Refund, nonce: str | None = None) -> dict:
     """Outer fields of a refund notice: no ``sign``; ``req_info`` is AES-256-ECB encrypted."""
     inner = wire.to_xml(refund_info_fields(config, refund), root="root")
     return {
@@ -98,6 +115,5 @@ def refund_notification_fields(config: SandboxConfig, refund: Refund,
     }
 
 
-def refund_notification_xml(config: SandboxConfig, refund: Refund,
-                            nonce: str | None = None) -> str:
+def refund_notification_xml(config: SandboxConfig, refund: Refund, nonce: str | None = None) -> str:
     return wire.to_xml(refund_notification_fields(config, refund, nonce), newlines=True)

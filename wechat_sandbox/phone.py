@@ -22,8 +22,10 @@ CODE_TTL_SECONDS = 300
 
 
 def rules() -> list[Rule]:
-    return [Rule("/wxa/business/getuserphonenumber", endpoint="phone:api", methods=["POST"]),
-            Rule("/sandbox/phone-codes", endpoint="phone:control", methods=["GET", "POST"])]
+    return [
+        Rule("/wxa/business/getuserphonenumber", endpoint="phone:api", methods=["POST"]),
+        Rule("/sandbox/phone-codes", endpoint="phone:control", methods=["GET", "POST"]),
+    ]
 
 
 def _codes(state) -> dict:
@@ -31,8 +33,7 @@ def _codes(state) -> dict:
 
 
 def _json(data: object, status: int = 200) -> Response:
-    return Response(json.dumps(data, ensure_ascii=False), status=status,
-                    content_type="application/json; charset=utf-8")
+    return Response(json.dumps(data, ensure_ascii=False), status=status, content_type="application/json; charset=utf-8")
 
 
 def handle(state, request: Request, name: str) -> Response:
@@ -46,8 +47,13 @@ def handle(state, request: Request, name: str) -> Response:
             if not phone.isdigit():
                 return _json({"error": "phone (digits) is required"}, 400)
             code = wire.nonce_str(32)
-            codes[code] = {"code": code, "phone": phone, "country_code": str(body.get("country_code") or "86"),
-                           "expires_at": state.clock() + CODE_TTL_SECONDS, "used": False}
+            codes[code] = {
+                "code": code,
+                "phone": phone,
+                "country_code": str(body.get("country_code") or "86"),
+                "expires_at": state.clock() + CODE_TTL_SECONDS,
+                "used": False,
+            }
             return _json({"code": code})
     with state.lock:
         state.api_calls["wxa/business/getuserphonenumber"] += 1
@@ -68,6 +74,15 @@ def handle(state, request: Request, name: str) -> Response:
             return _json(error(40163, "code been used"))
         record["used"] = True
         country, pure = record["country_code"], record["phone"]
-        return _json({"errcode": 0, "errmsg": "ok", "phone_info": {
-            "phoneNumber": pure if country == "86" else f"+{country}{pure}", "purePhoneNumber": pure,
-            "countryCode": country, "watermark": {"timestamp": int(state.clock()), "appid": state.config.appid}}})
+        return _json(
+            {
+                "errcode": 0,
+                "errmsg": "ok",
+                "phone_info": {
+                    "phoneNumber": pure if country == "86" else f"+{country}{pure}",
+                    "purePhoneNumber": pure,
+                    "countryCode": country,
+                    "watermark": {"timestamp": int(state.clock()), "appid": state.config.appid},
+                },
+            }
+        )

@@ -31,8 +31,11 @@ CONTENT_LIMITS = {"text": 2048, "markdown": 4096}
 def error(errcode: int, errmsg: str) -> dict:
     """WeCom's error answer: the message, a hint (request id), the caller and the help link."""
     hint = secrets.randbelow(10**25)
-    return {"errcode": errcode, "errmsg": f"{errmsg}, hint: [{hint}], from ip: 127.0.0.1, more info at "
-                                          f"https://open.work.weixin.qq.com/devtool/query?e={errcode}"}
+    return {
+        "errcode": errcode,
+        "errmsg": f"{errmsg}, hint: [{hint}], from ip: 127.0.0.1, more info at "
+        f"https://open.work.weixin.qq.com/devtool/query?e={errcode}",
+    }
 
 
 def send(state: SandboxState, key: str | None, raw: bytes, method: str = "POST") -> dict:
@@ -55,8 +58,11 @@ def send(state: SandboxState, key: str | None, raw: bytes, method: str = "POST")
     limit = CONTENT_LIMITS[msgtype]
     if len(content.encode("utf-8")) > limit:
         return error(40058, f"{msgtype}.content exceed max length {limit}. invalid Request Parameter")
-    mentions = {k: part[k] for k in ("mentioned_list", "mentioned_mobile_list")
-                if msgtype == "text" and isinstance(part.get(k), list)}
+    mentions = {
+        k: part[k]
+        for k in ("mentioned_list", "mentioned_mobile_list")
+        if msgtype == "text" and isinstance(part.get(k), list)
+    }
     if state.record_robot_message(key, msgtype, content, mentions) is None:
         return error(45009, "api freq out of limit")
     return {"errcode": 0, "errmsg": "ok"}

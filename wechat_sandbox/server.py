@@ -57,7 +57,10 @@ class SandboxServer:
         self.auto_notify = auto_notify
         self.notifier = Notifier(self.state)
         self._server: BaseWSGIServer = make_server(
-            host, port, self.app, threaded=True,
+            host,
+            port,
+            self.app,
+            threaded=True,
             request_handler=_QuietHandler if quiet else WSGIRequestHandler,
         )
         self.port: int = self._server.server_port
@@ -83,8 +86,10 @@ class SandboxServer:
         """Serve in a daemon thread (and start the notifier if ``auto_notify``)."""
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                name=f"wechat-sandbox-{self.port}", daemon=True,
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"wechat-sandbox-{self.port}",
+                daemon=True,
             )
             self._thread.start()
             if self.auto_notify:

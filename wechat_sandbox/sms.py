@@ -33,8 +33,10 @@ SDK_APP_ID = "1400000000"
 
 
 def rules() -> list[Rule]:
-    return [Rule("/tencent-sms/", endpoint="sms:send", methods=["POST"]),
-            Rule("/sandbox/sms", endpoint="sms:control", methods=["GET", "POST", "DELETE"])]
+    return [
+        Rule("/tencent-sms/", endpoint="sms:send", methods=["POST"]),
+        Rule("/sandbox/sms", endpoint="sms:control", methods=["GET", "POST", "DELETE"]),
+    ]
 
 
 def _st(state) -> dict:
@@ -42,8 +44,7 @@ def _st(state) -> dict:
 
 
 def _json(data: object, status: int = 200) -> Response:
-    return Response(json.dumps(data, ensure_ascii=False), status=status,
-                    content_type="application/json; charset=utf-8")
+    return Response(json.dumps(data, ensure_ascii=False), status=status, content_type="application/json; charset=utf-8")
 
 
 def _error(code: str, message: str) -> dict:
@@ -53,10 +54,19 @@ def _error(code: str, message: str) -> dict:
 def signature(*, secret_key: str, host: str, path: str, payload: bytes, timestamp: int, content_type: str) -> str:
     """TC3-HMAC-SHA256 over the canonical request (content-type and host signed)."""
     date = dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d")
-    canonical = "\n".join(["POST", path, "", f"content-type:{content_type}\nhost:{host}\n", "content-type;host",
-                           hashlib.sha256(payload).hexdigest()])
-    to_sign = "\n".join(["TC3-HMAC-SHA256", str(timestamp), f"{date}/sms/tc3_request",
-                         hashlib.sha256(canonical.encode()).hexdigest()])
+    canonical = "\n".join(
+        [
+            "POST",
+            path,
+            "",
+            f"content-type:{content_type}\nhost:{host}\n",
+            "content-type;host",
+            hashlib.sha256(payload).hexdigest(),
+        ]
+    )
+    to_sign = "\n".join(
+        ["TC3-HMAC-SHA256", str(timestamp), f"{date}/sms/tc3_request", hashlib.sha256(canonical.encode()).hexdigest()]
+    )
     key = ("TC3" + secret_key).encode()
     for part in (date, "sms", "tc3_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()
@@ -92,9 +102,14 @@ def send(state, request: Request) -> dict:
         return _error("AuthFailure.SecretIdNotFound", "The SecretId is not found.")
     if abs(time.time() - timestamp) > 300:
         return _error("AuthFailure.SignatureExpire", "Signature expired.")
-    expected = signature(secret_key=SECRET_KEY, host=headers.get("Host", ""), path=request.path,
-                         payload=request.get_data(), timestamp=timestamp,
-                         content_type=headers.get("Content-Type", ""))
+    expected = signature(
+        secret_key=SECRET_KEY,
+        host=headers.get("Host", ""),
+        path=request.path,
+        payload=request.get_data(),
+        timestamp=timestamp,
+        content_type=headers.get("Content-Type", ""),
+    )
     if service != "sms" or not hmac.compare_digest(expected, given):
         return _error("AuthFailure.SignatureFailure", "The provided credentials could not be validated.")
     try:
@@ -106,7 +121,11 @@ def send(state, request: Request) -> dict:
         return _error("InvalidParameterValue.SdkAppIdNotExist", "SdkAppId does not exist.")
     if not body.get("SignName") or not body.get("TemplateId"):
         return _error("InvalidParameterValue.ContentLengthLimit", "SignName and TemplateId are required.")
-    if not isinstance(numbers, list) or not numbers or not all(isinstance(n, str) and n.startswith("+") for n in numbers):
+    if (
+        not isinstance(numbers, list)
+        or not numbers
+        or not all(isinstance(n, str) and n.startswith("+") for n in numbers)
+    ):
         return _error("InvalidParameterValue.IncorrectPhoneNumber", "The phone number is incorrect.")
     with state.lock:
         st = _st(state)
@@ -115,11 +134,26 @@ def send(state, request: Request) -> dict:
         out = []
         for number in numbers:
             serial = f"2433:{secrets.randbelow(10**20):020d}"
-            st["messages"].append({"phone": number, "sign_name": body["SignName"], "template_id": body["TemplateId"],
-                                   "params": list(body.get("TemplateParamSet") or []),
-                                   "session_context": body.get("SessionContext", ""), "serial_no": serial,
-                                   "at": time.time()})
-            out.append({"SerialNo": serial, "PhoneNumber": number, "Fee": 1,
-                        "SessionContext": body.get("SessionContext", ""), "Code": "Ok",
-                        "Message": "send success", "IsoCode": "CN"})
+            st["messages"].append(
+                {
+                    "phone": number,
+                    "sign_name": body["SignName"],
+                    "template_id": body["TemplateId"],
+                    "params": list(body.get("TemplateParamSet") or []),
+                    "session_context": body.get("SessionContext", ""),
+                    "serial_no": serial,
+                    "at": time.time(),
+                }
+            )
+            out.append(
+                {
+                    "SerialNo": serial,
+                    "PhoneNumber": number,
+                    "Fee": 1,
+                    "SessionContext": body.get("SessionContext", ""),
+                    "Code": "Ok",
+                    "Message": "send success",
+                    "IsoCode": "CN",
+                }
+            )
     return {"Response": {"SendStatusSet": out, "RequestId": str(uuid.uuid4())}}

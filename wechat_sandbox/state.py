@@ -136,19 +136,22 @@ class SandboxState:
                 return "invalid"
             return "ok" if self.clock() < expires_at else "expired"
 
-    def record_message(self, touser: str, template_id: str, page: str | None, data: dict,
-                       extra: dict) -> Message:
+    def record_message(self, touser: str, template_id: str, page: str | None, data: dict, extra: dict) -> Message:
         with self.lock:
             message = Message(
-                msgid=self._next_msgid, touser=touser, template_id=template_id, page=page,
-                data=data, sent_at=self.clock(), extra=extra,
+                msgid=self._next_msgid,
+                touser=touser,
+                template_id=template_id,
+                page=page,
+                data=data,
+                sent_at=self.clock(),
+                extra=extra,
             )
             self._next_msgid += 1
             self.messages.append(message)
             return message
 
-    def record_robot_message(self, key: str, msgtype: str, content: str,
-                             mentions: dict) -> RobotMessage | None:
+    def record_robot_message(self, key: str, msgtype: str, content: str, mentions: dict) -> RobotMessage | None:
         """Keep an accepted group-robot message; None (nothing kept) when the robot already sent
         ``config.robot_per_minute`` messages in the last 60 seconds (WeCom: errcode 45009)."""
         with self.lock:
@@ -156,16 +159,16 @@ class SandboxState:
             recent = sum(1 for m in self.robot_messages if m.key == key and m.sent_at > now - 60)
             if recent >= self.config.robot_per_minute:
                 return None
-            message = RobotMessage(id=self._next_robot_id, key=key, msgtype=msgtype,
-                                   content=content, sent_at=now, mentions=mentions)
+            message = RobotMessage(
+                id=self._next_robot_id, key=key, msgtype=msgtype, content=content, sent_at=now, mentions=mentions
+            )
             self._next_robot_id += 1
             self.robot_messages.append(message)
             return message
 
     # --- trades ---------------------------------------------------------------------------------
 
-    def find_trade(self, out_trade_no: str | None = None,
-                   transaction_id: str | None = None) -> Trade | None:
+    def find_trade(self, out_trade_no: str | None = None, transaction_id: str | None = None) -> Trade | None:
         """By transaction_id first (as WeChat), else by out_trade_no."""
         with self.lock:
             if transaction_id:
@@ -187,8 +190,9 @@ class SandboxState:
 
     # --- notifications --------------------------------------------------------------------------
 
-    def queue_notification(self, kind: str, url: str, body: str, out_trade_no: str,
-                           out_refund_no: str | None = None) -> Notification:
+    def queue_notification(
+        self, kind: str, url: str, body: str, out_trade_no: str, out_refund_no: str | None = None
+    ) -> Notification:
         """Queue a notice for delivery; takes the ``notify`` / ``refund_notify`` fault."""
         fault = self.faults.take("notify" if kind == "payment" else "refund_notify") or {}
         with self.lock:
@@ -214,16 +218,15 @@ class SandboxState:
         now = time.monotonic()
         with self.lock:
             claimed = [
-                n for n in self.notifications.values()
-                if not (n.acknowledged or n.gave_up or n.in_flight)
-                and (not due_only or n.due_at <= now)
+                n
+                for n in self.notifications.values()
+                if not (n.acknowledged or n.gave_up or n.in_flight) and (not due_only or n.due_at <= now)
             ]
             for n in claimed:
                 n.in_flight = True
             return claimed
 
-    def record_round(self, notification: Notification, attempts: list[dict],
-                     scheduled: bool = True) -> None:
+    def record_round(self, notification: Notification, attempts: list[dict], scheduled: bool = True) -> None:
         """Store one delivery round (1 attempt, 2 with ``duplicate``) and schedule what follows:
         acknowledged if any attempt was; else the next attempt after the scaled wait, or give up
         after the last one. ``scheduled=False`` (a manual resend) leaves the schedule and the
@@ -250,7 +253,8 @@ class SandboxState:
         now_mono, now = time.monotonic(), self.clock()
         with self.lock:
             waits = [
-                n.due_at - now_mono for n in self.notifications.values()
+                n.due_at - now_mono
+                for n in self.notifications.values()
                 if not (n.acknowledged or n.gave_up or n.in_flight)
             ]
             waits += [r.settle_at - now for r in self.refunds.values() if r.status == "PROCESSING"]

@@ -38,16 +38,16 @@ def _payable_trade(state: SandboxState, out_trade_no: str) -> Trade:
         raise SandboxError(f"order {out_trade_no} is already paid ({trade.trade_state})", 409)
     now = state.clock()
     if now >= trade.prepay_expires_at:
-        raise SandboxError(f"prepay_id of {out_trade_no} has expired (2 h); call unifiedorder "
-                           "again", 409)
+        raise SandboxError(f"prepay_id of {out_trade_no} has expired (2 h); call unifiedorder again", 409)
     expire = wire.parse_compact_time(trade.params.get("time_expire", ""))
     if expire is not None and now >= expire:
         raise SandboxError(f"order {out_trade_no} has expired (time_expire)", 409)
     return trade
 
 
-def pay(state: SandboxState, out_trade_no: str, coupon_fee: int = 0,
-        bank_type: str | None = None) -> tuple[Trade, Notification]:
+def pay(
+    state: SandboxState, out_trade_no: str, coupon_fee: int = 0, bank_type: str | None = None
+) -> tuple[Trade, Notification]:
     """The user pays: the trade turns SUCCESS and a signed notice is queued for its notify_url.
 
     Args:
@@ -75,9 +75,7 @@ def pay(state: SandboxState, out_trade_no: str, coupon_fee: int = 0,
         trade.events.append({"event": "paid", "at": wire.beijing(now).isoformat()})
         state.trades_by_transaction[trade.transaction_id] = trade
         body = payloads.payment_notification_xml(state.config, trade)
-        notification = state.queue_notification(
-            "payment", trade.notify_url, body, trade.out_trade_no
-        )
+        notification = state.queue_notification("payment", trade.notify_url, body, trade.out_trade_no)
         return trade, notification
 
 
@@ -129,8 +127,7 @@ def settle_due_refunds(state: SandboxState) -> None:
                 _finish_refund(state, refund, R_SUCCESS)
 
 
-def settle_refunds(state: SandboxState, out_refund_no: str | None = None,
-                   status: str = R_SUCCESS) -> list[Refund]:
+def settle_refunds(state: SandboxState, out_refund_no: str | None = None, status: str = R_SUCCESS) -> list[Refund]:
     """Finish PROCESSING refunds now (one, or all) with ``status`` SUCCESS / CHANGE /
     REFUNDCLOSE. Raises ``SandboxError`` for an unknown refund or status."""
     if status not in REFUND_FINAL_STATES:

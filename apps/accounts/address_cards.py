@@ -47,8 +47,11 @@ def card_refresh(customer_id: int) -> None:
         if address is None:
             conn.delete(card_key(customer_id))
         else:
-            conn.set(card_key(customer_id), json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
-                     ex=CARD_SECONDS)
+            conn.set(
+                card_key(customer_id),
+                json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
+                ex=CARD_SECONDS,
+            )
     except Exception:  # noqa: BLE001 - without a card the gate passes to Django
         logger.warning("could not write the address card of customer %s", customer_id, exc_info=True)
 
@@ -59,8 +62,11 @@ def card_offer(address) -> None:
     a read that raced it). Redis errors are logged."""
     try:
         get_redis_connection("default").set(
-            card_key(address.customer_id), json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
-            ex=CARD_SECONDS, nx=True)
+            card_key(address.customer_id),
+            json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
+            ex=CARD_SECONDS,
+            nx=True,
+        )
     except Exception:  # noqa: BLE001
         logger.warning("could not offer the address card of customer %s", address.customer_id, exc_info=True)
 

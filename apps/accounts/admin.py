@@ -58,8 +58,13 @@ class CouponAdmin(ChangedFieldsAdmin):
 
     @admin.display(description="优惠")
     def terms(self, coupon: Coupon) -> str:
-        return coupon_terms_text(kind=coupon.kind, amount_fen=coupon.discount_fen, percent=coupon.percent,
-                                 max_discount_fen=coupon.max_discount_fen, threshold_fen=coupon.min_spend_fen)
+        return coupon_terms_text(
+            kind=coupon.kind,
+            amount_fen=coupon.discount_fen,
+            percent=coupon.percent,
+            max_discount_fen=coupon.max_discount_fen,
+            threshold_fen=coupon.min_spend_fen,
+        )
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
@@ -72,5 +77,6 @@ class AddressAdmin(ChangedFieldsAdmin):
     list_display = ["id", "customer", "name", "phone", "city", "is_default"]
     search_fields = ["customer__openid", "name", "phone"]
     raw_id_fields = ["customer"]
+
 
 from apps.accounts import admin_messages  # noqa: E402,F401 - subscription templates, refusals, SMS codes

@@ -18,22 +18,28 @@ class SubscribeTemplateForm(forms.ModelForm):
 
     def clean_fields(self):  # the form field named "fields" (the map), not Model.clean_fields
         value = self.cleaned_data.get("fields") or {}
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                                  for k, v in value.items()):
-            raise forms.ValidationError("应为 {\"数值名\": \"模板关键词\"}，如 {\"order_no\": \"character_string1\"}")
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
+        ):
+            raise forms.ValidationError('应为 {"数值名": "模板关键词"}，如 {"order_no": "character_string1"}')
         return value
 
     def clean(self):
         data = super().clean()
         kind, scene = data.get("kind"), data.get("scene")
         if kind and scene and subscriptions.DEFAULTS[kind][0] != scene:
-            self.add_error("scene", f"「{SubscribeTemplate.Kind(kind).label}」属于场景「"
-                                    f"{SubscribeTemplate.Scene(subscriptions.DEFAULTS[kind][0]).label}」")
+            self.add_error(
+                "scene",
+                f"「{SubscribeTemplate.Kind(kind).label}」属于场景「"
+                f"{SubscribeTemplate.Scene(subscriptions.DEFAULTS[kind][0]).label}」",
+            )
         if kind and isinstance(data.get("fields"), dict):
             names = set(subscriptions.VALUE_NAMES[kind].split(", "))
             unknown = set(data["fields"]) - names
             if unknown:
-                self.add_error("fields", f"未知的数值名：{', '.join(sorted(unknown))}；可用：{subscriptions.VALUE_NAMES[kind]}")
+                self.add_error(
+                    "fields", f"未知的数值名：{', '.join(sorted(unknown))}；可用：{subscriptions.VALUE_NAMES[kind]}"
+                )
         return data
 
 

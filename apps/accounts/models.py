@@ -24,8 +24,9 @@ class CustomerQuerySet(models.QuerySet):
         with transaction.atomic(using=self.db, savepoint=False):
             ids = list(self.values_list("pk", flat=True))
             updated = super().update(**kwargs)
-            token_revocations_record(customer_ids=list(
-                self.model.objects.filter(pk__in=ids, is_active=False).values_list("pk", flat=True)))
+            token_revocations_record(
+                customer_ids=list(self.model.objects.filter(pk__in=ids, is_active=False).values_list("pk", flat=True))
+            )
         return updated
 
 
@@ -167,14 +168,30 @@ class Coupon(models.Model):
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
     discount_fen = models.PositiveIntegerField(verbose_name="优惠金额", default=0)  # fen off (kind AMOUNT)
     percent = models.PositiveSmallIntegerField(verbose_name="折扣（减 %）", default=0)  # % off (kind PERCENT), 1..99
-    max_discount_fen = models.PositiveIntegerField(verbose_name="最多优惠", null=True, blank=True)  # fen cap (PERCENT); null: none
-    min_spend_fen = models.PositiveIntegerField(verbose_name="使用门槛", default=0)  # fen of in-scope goods (the threshold)
+    max_discount_fen = models.PositiveIntegerField(
+        verbose_name="最多优惠", null=True, blank=True
+    )  # fen cap (PERCENT); null: none
+    min_spend_fen = models.PositiveIntegerField(
+        verbose_name="使用门槛", default=0
+    )  # fen of in-scope goods (the threshold)
     valid_from = models.DateTimeField(verbose_name="生效时间", null=True, blank=True)
     valid_until = models.DateTimeField(verbose_name="到期时间")
-    template = models.ForeignKey("marketing.CouponTemplate", verbose_name="券模板", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="coupons")
-    batch = models.ForeignKey("marketing.CouponIssue", verbose_name="发放批次", null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="coupons")
+    template = models.ForeignKey(
+        "marketing.CouponTemplate",
+        verbose_name="券模板",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="coupons",
+    )
+    batch = models.ForeignKey(
+        "marketing.CouponIssue",
+        verbose_name="发放批次",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="coupons",
+    )
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.AVAILABLE)
     used_order_no = models.CharField(verbose_name="使用订单号", max_length=32, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
@@ -183,8 +200,9 @@ class Coupon(models.Model):
         verbose_name = "优惠券"
         verbose_name_plural = "优惠券"
         constraints = [
-            models.UniqueConstraint(fields=["batch", "customer"], condition=Q(batch__isnull=False),
-                                    name="coupon_once_per_batch"),
+            models.UniqueConstraint(
+                fields=["batch", "customer"], condition=Q(batch__isnull=False), name="coupon_once_per_batch"
+            ),
         ]
         indexes = [models.Index(fields=["customer", "status", "valid_until"], name="coupon_customer_status_idx")]
 
@@ -223,8 +241,12 @@ class Address(models.Model):
     def snapshot(self) -> dict:
         """The address as stored on an order (later edits do not change old orders)."""
         return {
-            "name": self.name, "phone": self.phone, "province": self.province,
-            "city": self.city, "district": self.district, "detail": self.detail,
+            "name": self.name,
+            "phone": self.phone,
+            "province": self.province,
+            "city": self.city,
+            "district": self.district,
+            "detail": self.detail,
         }
 
 
@@ -275,8 +297,12 @@ class SubscribeTemplate(models.Model):
     scene = models.CharField(verbose_name="场景", max_length=20, choices=Scene.choices)
     kind = models.CharField(verbose_name="消息类型", max_length=40, choices=Kind.choices, unique=True)
     template_id = models.CharField(verbose_name="模板编号", max_length=128)
-    fields = models.JSONField(verbose_name="字段对应", default=dict, blank=True,
-                              help_text="本店数值名 -> 模板关键词，如 {\"order_no\": \"character_string1\"}")
+    fields = models.JSONField(
+        verbose_name="字段对应",
+        default=dict,
+        blank=True,
+        help_text='本店数值名 -> 模板关键词，如 {"order_no": "character_string1"}',
+    )
     is_active = models.BooleanField(verbose_name="启用", default=True)
     updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
 
@@ -295,8 +321,9 @@ class SubscribeRefusal(models.Model):
     skipped for ``SUBSCRIBE_REFUSAL_QUIET_HOURS`` after ``refused_at`` (then tried once more:
     the customer may have subscribed again in the mini-program)."""
 
-    customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.CASCADE,
-                                 related_name="subscribe_refusals")
+    customer = models.ForeignKey(
+        Customer, verbose_name="顾客", on_delete=models.CASCADE, related_name="subscribe_refusals"
+    )
     kind = models.CharField(verbose_name="消息类型", max_length=40, choices=SubscribeTemplate.Kind.choices)
     template_id = models.CharField(verbose_name="模板编号", max_length=128)
     refused_at = models.DateTimeField(verbose_name="最近拒收时间", default=timezone.now)

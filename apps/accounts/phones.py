@@ -74,11 +74,22 @@ def sms_code_send(*, customer: Customer, phone: str, client_ip: str = "", now: d
     _throttle(phone=phone, client_ip=client_ip, now=now)
     code = f"{secrets.randbelow(10**6):06d}"
     ttl = settings.SMS_CODE_TTL_SECONDS
-    row = SmsCode.objects.create(customer=customer, phone=phone, code_hash=code_hash(phone, code),
-                                 client_ip=client_ip[:45], created_at=now, expires_at=now + dt.timedelta(seconds=ttl))
+    row = SmsCode.objects.create(
+        customer=customer,
+        phone=phone,
+        code_hash=code_hash(phone, code),
+        client_ip=client_ip[:45],
+        created_at=now,
+        expires_at=now + dt.timedelta(seconds=ttl),
+    )
     try:
-        backend().send(phone=phone, key=f"smscode:{row.pk}", template="code", params=(code, ttl // 60),
-                       text=f"【{settings.SMS_SIGN_NAME}】您的验证码是{code}，{ttl // 60}分钟内有效。请勿泄露给他人。")
+        backend().send(
+            phone=phone,
+            key=f"smscode:{row.pk}",
+            template="code",
+            params=(code, ttl // 60),
+            text=f"【{settings.SMS_SIGN_NAME}】您的验证码是{code}，{ttl // 60}分钟内有效。请勿泄露给他人。",
+        )
     except Exception as exc:  # noqa: BLE001 - any provider failure: the code was never delivered
         logger.warning("SMS code to %s failed: %s", phone, exc)
         SmsCode.objects.filter(pk=row.pk).update(expires_at=now)
@@ -90,8 +101,11 @@ def _live_code(*, customer_id: int, phone: str, code: str, now: dt.datetime) -> 
     """The customer's newest live code for ``phone`` if ``code`` matches it (constant-time
     comparison, at most SMS_CODE_MAX_ATTEMPTS checks). A wrong code's check is counted by its
     own statement (autocommit: the refusal does not roll it back). Raises SmsCodeInvalid."""
-    row = (SmsCode.objects.filter(customer_id=customer_id, phone=phone, used_at__isnull=True, expires_at__gt=now)
-           .order_by("-created_at", "-pk").first())
+    row = (
+        SmsCode.objects.filter(customer_id=customer_id, phone=phone, used_at__isnull=True, expires_at__gt=now)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
     if row is None or row.attempts >= settings.SMS_CODE_MAX_ATTEMPTS:
         raise SmsCodeInvalid()
     if not hmac.compare_digest(row.code_hash, code_hash(phone, str(code))):
@@ -108,7 +122,8 @@ def phone_set_by_sms(*, customer: Customer, phone: str, sms_code: str, now: dt.d
     row = _live_code(customer_id=customer.pk, phone=phone, code=sms_code, now=now)
     with transaction.atomic():
         claimed = SmsCode.objects.filter(pk=row.pk, used_at__isnull=True, expires_at__gt=now).update(
-            used_at=now, attempts=F("attempts") + 1)
+            used_at=now, attempts=F("attempts") + 1
+        )
         if claimed != 1:
             raise SmsCodeInvalid()
         Customer.objects.filter(pk=customer.pk).update(phone=phone)

@@ -56,8 +56,9 @@ def _record(customer_ids: list[int]) -> list[int]:
     if ids:
         now = timezone.now()
         TokenRevocation.objects.filter(customer_id__in=ids).update(requested_at=now)
-        TokenRevocation.objects.bulk_create([TokenRevocation(customer_id=pk, requested_at=now) for pk in ids],
-                                            ignore_conflicts=True)
+        TokenRevocation.objects.bulk_create(
+            [TokenRevocation(customer_id=pk, requested_at=now) for pk in ids], ignore_conflicts=True
+        )
     return ids
 
 
@@ -78,10 +79,15 @@ def token_revocations_process(*, customer_ids: list[int] | None = None, limit: i
         try:
             counts["tokens"] += tokens.tokens_revoke_customer(customer_id)
         except Exception as exc:  # noqa: BLE001 - Redis down or refusing: the row stays for the sweep
-            logger.warning("could not revoke the tokens of deactivated customer %s (%s: %s); beat's sweep retries",
-                           customer_id, type(exc).__name__, exc)
-            TokenRevocation.objects.filter(pk=pk).update(attempts=F("attempts") + 1,
-                                                         last_error=f"{type(exc).__name__}: {exc}"[:2000])
+            logger.warning(
+                "could not revoke the tokens of deactivated customer %s (%s: %s); beat's sweep retries",
+                customer_id,
+                type(exc).__name__,
+                exc,
+            )
+            TokenRevocation.objects.filter(pk=pk).update(
+                attempts=F("attempts") + 1, last_error=f"{type(exc).__name__}: {exc}"[:2000]
+            )
             counts["failed"] += 1
             break
         TokenRevocation.objects.filter(pk=pk, requested_at=requested_at).delete()
@@ -102,9 +108,12 @@ def token_revocations_sweep(*, limit: int = SWEEP_BATCH) -> dict[str, int]:
     found = []
     last = 0
     while True:
-        chunk = list(Customer.objects.filter(is_active=False, pk__gt=last).order_by("pk")
-                     .exclude(pk__in=TokenRevocation.objects.values("customer_id"))  # already pending
-                     .values_list("pk", flat=True)[:SCAN_CHUNK])
+        chunk = list(
+            Customer.objects.filter(is_active=False, pk__gt=last)
+            .order_by("pk")
+            .exclude(pk__in=TokenRevocation.objects.values("customer_id"))  # already pending
+            .values_list("pk", flat=True)[:SCAN_CHUNK]
+        )
         if not chunk:
             break
         found += tokens.tokens_listed(chunk)

@@ -26,7 +26,9 @@ def coupons_usable(*, customer_id: int) -> QuerySet[Coupon]:
     now = timezone.now()
     return Coupon.objects.filter(
         Q(valid_from__isnull=True) | Q(valid_from__lte=now),
-        customer_id=customer_id, status=Coupon.Status.AVAILABLE, valid_until__gt=now,
+        customer_id=customer_id,
+        status=Coupon.Status.AVAILABLE,
+        valid_until__gt=now,
     ).select_related("template")
 
 
@@ -51,9 +53,12 @@ def address_default(*, customer: Customer) -> Address | None:
 
 def points_frozen(*, customer_id: int) -> int:
     """Points the customer earned that are still frozen (sum of FROZEN award rows)."""
-    return WalletEvent.objects.filter(
-        customer_id=customer_id, kind=WalletEvent.Kind.POINTS, state=WalletEvent.State.FROZEN
-    ).aggregate(total=Sum("amount"))["total"] or 0
+    return (
+        WalletEvent.objects.filter(
+            customer_id=customer_id, kind=WalletEvent.Kind.POINTS, state=WalletEvent.State.FROZEN
+        ).aggregate(total=Sum("amount"))["total"]
+        or 0
+    )
 
 
 def wallet_ledger(*, customer_id: int, kind: str) -> QuerySet[WalletEvent]:

@@ -36,8 +36,7 @@ def customer_login(*, code: str, scene: str = "") -> LoginResult:
     if customer is None:
         try:
             with transaction.atomic():
-                customer = Customer.objects.create(openid=session.openid, unionid=session.unionid,
-                                                   nickname="微信用户")
+                customer = Customer.objects.create(openid=session.openid, unionid=session.unionid, nickname="微信用户")
                 login_hooks.login_hooks_run(customer=customer, scene=scene, first=True)
             first = True
         except IntegrityError:  # a concurrent first login of the same openid created it
@@ -80,8 +79,9 @@ def address_create(*, customer: Customer, **fields) -> Address:
     with transaction.atomic():
         customer_lock(customer_id=customer.pk)
         if customer.addresses.count() >= Address.MAX_PER_CUSTOMER:
-            raise LimitExceeded(f"最多保存 {Address.MAX_PER_CUSTOMER} 个收货地址。",
-                                max_addresses=Address.MAX_PER_CUSTOMER)
+            raise LimitExceeded(
+                f"最多保存 {Address.MAX_PER_CUSTOMER} 个收货地址。", max_addresses=Address.MAX_PER_CUSTOMER
+            )
         is_default = fields.pop("is_default", False) or not customer.addresses.exists()
         address_cards.card_refresh_after_commit(customer.pk)  # the flash-sale gate's copy
         if is_default:

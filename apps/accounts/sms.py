@@ -50,28 +50,40 @@ class LogSmsBackend(SmsBackend):
 SERVICE, VERSION, ACTION = "sms", "2021-01-11", "SendSms"
 
 
-def tc3_authorization(*, secret_id: str, secret_key: str, host: str, path: str, payload: bytes,
-                      timestamp: int, service: str = SERVICE,
-                      content_type: str = "application/json; charset=utf-8") -> str:
+def tc3_authorization(
+    *,
+    secret_id: str,
+    secret_key: str,
+    host: str,
+    path: str,
+    payload: bytes,
+    timestamp: int,
+    service: str = SERVICE,
+    content_type: str = "application/json; charset=utf-8",
+) -> str:
     """The ``Authorization`` header of a Tencent Cloud API 3.0 POST (TC3-HMAC-SHA256):
     canonical request over ``content-type`` and ``host``, string to sign with the UTC date of
     ``timestamp`` (epoch seconds), the key derived ``TC3``+key -> date -> service -> ``tc3_request``."""
     date = dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d")
-    canonical = "\n".join([
-        "POST", path or "/", "", f"content-type:{content_type}\nhost:{host}\n", "content-type;host",
-        hashlib.sha256(payload).hexdigest(),
-    ])
+    canonical = "\n".join(
+        [
+            "POST",
+            path or "/",
+            "",
+            f"content-type:{content_type}\nhost:{host}\n",
+            "content-type;host",
+            hashlib.sha256(payload).hexdigest(),
+        ]
+    )
     scope = f"{date}/{service}/tc3_request"
-    to_sign = "\n".join(["TC3-HMAC-SHA256", str(timestamp), scope,
-                         hashlib.sha256(canonical.encode()).hexdigest()])
+    to_sign = "\n".join(["TC3-HMAC-SHA256", str(timestamp), scope, hashlib.sha256(canonical.encode()).hexdigest()])
 
     def _hmac(key: bytes, msg: str) -> bytes:
         return hmac.new(key, msg.encode(), hashlib.sha256).digest()
 
     signing = _hmac(_hmac(_hmac(("TC3" + secret_key).encode(), date), service), "tc3_request")
     signature = hmac.new(signing, to_sign.encode(), hashlib.sha256).hexdigest()
-    return (f"TC3-HMAC-SHA256 Credential={secret_id}/{scope}, SignedHeaders=content-type;host, "
-            f"Signature={signature}")
+    return f"TC3-HMAC-SHA256 Credential={secret_id}/{scope}, SignedHeaders=content-type;host, Signature={signature}"
 
 
 class TencentSmsBackend(SmsBackend):
@@ -86,23 +98,43 @@ class TencentSmsBackend(SmsBackend):
         if not template_id:
             raise SmsSendFailed(f"no Tencent template for {template!r}")
         number = phone if phone.startswith("+") else f"+86{phone}"
-        payload = json.dumps({
-            "PhoneNumberSet": [number.replace(" ", "")], "SmsSdkAppId": settings.SMS_TENCENT_SDK_APP_ID,
-            "SignName": settings.SMS_SIGN_NAME, "TemplateId": template_id,
-            "TemplateParamSet": [str(p) for p in params], "SessionContext": key,
-        }, ensure_ascii=False).encode()
+        payload = json.dumps(
+            {
+                "PhoneNumberSet": [number.replace(" ", "")],
+                "SmsSdkAppId": settings.SMS_TENCENT_SDK_APP_ID,
+                "SignName": settings.SMS_SIGN_NAME,
+                "TemplateId": template_id,
+                "TemplateParamSet": [str(p) for p in params],
+                "SessionContext": key,
+            },
+            ensure_ascii=False,
+        ).encode()
         url = urlsplit(settings.SMS_TENCENT_ENDPOINT)
         timestamp = int(time.time())
         headers = {
-            "Content-Type": "application/json; charset=utf-8", "Host": url.netloc,
-            "X-TC-Action": ACTION, "X-TC-Version": VERSION, "X-TC-Region": settings.SMS_TENCENT_REGION,
+            "Content-Type": "application/json; charset=utf-8",
+            "Host": url.netloc,
+            "X-TC-Action": ACTION,
+            "X-TC-Version": VERSION,
+            "X-TC-Region": settings.SMS_TENCENT_REGION,
             "X-TC-Timestamp": str(timestamp),
             "Authorization": tc3_authorization(
-                secret_id=settings.SMS_TENCENT_SECRET_ID, secret_key=settings.SMS_TENCENT_SECRET_KEY,
-                host=url.netloc, path=url.path or "/", payload=payload, timestamp=timestamp),
+                secret_id=settings.SMS_TENCENT_SECRET_ID,
+                secret_key=settings.SMS_TENCENT_SECRET_KEY,
+                host=url.netloc,
+                path=url.path or "/",
+                payload=payload,
+                timestamp=timestamp,
+            ),
         }
-        answer = requests.post(settings.SMS_TENCENT_ENDPOINT, data=payload, headers=headers,
-                               timeout=settings.SMS_TIMEOUT_SECONDS).json().get("Response") or {}
+        answer = (
+            requests.post(
+                settings.SMS_TENCENT_ENDPOINT, data=payload, headers=headers, timeout=settings.SMS_TIMEOUT_SECONDS
+            )
+            .json()
+            .get("Response")
+            or {}
+        )
         if "Error" in answer:
             raise SmsSendFailed(f"{answer['Error'].get('Code')}: {answer['Error'].get('Message')}")
         status = (answer.get("SendStatusSet") or [{}])[0]

@@ -36,15 +36,31 @@ Scene = SubscribeTemplate.Scene
 
 #: kind -> (scene, the settings name of its default template id, default fields map)
 DEFAULTS: dict[str, tuple[str, str, dict[str, str]]] = {
-    Kind.ORDER_PAID: (Scene.ORDER, "WECHAT_SUBSCRIBE_TEMPLATE_PAID", {
-        "order_no": "character_string1", "amount": "amount2", "paid_at": "time3"}),
-    Kind.ORDER_SHIPPED: (Scene.ORDER, "WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED", {
-        "order_no": "character_string1", "carrier": "thing2", "tracking_no": "character_string3",
-        "shipped_at": "time4"}),
-    Kind.CONSULTATION_REMINDER: (Scene.CONSULTATION, "WECHAT_SUBSCRIBE_TEMPLATE_REMINDER", {
-        "teacher": "thing1", "start": "time2", "note": "thing3", "order_no": "character_string4"}),
-    Kind.CHAT_MESSAGE: (Scene.CONSULTATION, "WECHAT_SUBSCRIBE_TEMPLATE_CHAT", {
-        "sender": "thing1", "note": "thing2", "order_no": "character_string3"}),
+    Kind.ORDER_PAID: (
+        Scene.ORDER,
+        "WECHAT_SUBSCRIBE_TEMPLATE_PAID",
+        {"order_no": "character_string1", "amount": "amount2", "paid_at": "time3"},
+    ),
+    Kind.ORDER_SHIPPED: (
+        Scene.ORDER,
+        "WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED",
+        {
+            "order_no": "character_string1",
+            "carrier": "thing2",
+            "tracking_no": "character_string3",
+            "shipped_at": "time4",
+        },
+    ),
+    Kind.CONSULTATION_REMINDER: (
+        Scene.CONSULTATION,
+        "WECHAT_SUBSCRIBE_TEMPLATE_REMINDER",
+        {"teacher": "thing1", "start": "time2", "note": "thing3", "order_no": "character_string4"},
+    ),
+    Kind.CHAT_MESSAGE: (
+        Scene.CONSULTATION,
+        "WECHAT_SUBSCRIBE_TEMPLATE_CHAT",
+        {"sender": "thing1", "note": "thing2", "order_no": "character_string3"},
+    ),
 }
 
 #: what each value name holds, for the back office's help text
@@ -117,8 +133,7 @@ def refusal_record(*, customer_id: int, kind: str, template_id: str, now: dt.dat
         return
     try:
         with transaction.atomic():
-            SubscribeRefusal.objects.create(customer_id=customer_id, kind=kind, template_id=template_id,
-                                            refused_at=now)
+            SubscribeRefusal.objects.create(customer_id=customer_id, kind=kind, template_id=template_id, refused_at=now)
     except IntegrityError:
         SubscribeRefusal.objects.filter(customer_id=customer_id, kind=kind).update(**renew)
 
@@ -137,8 +152,9 @@ def subscribe_send(*, customer: Customer, kind: str, values: dict[str, str], pag
     if template is None or refused_recently(customer_id=customer.pk, kind=kind):
         return SKIPPED
     try:
-        wechat.send_subscribe_message(openid=customer.openid, template_id=template.template_id,
-                                      page=page, data=message_data(template, values))
+        wechat.send_subscribe_message(
+            openid=customer.openid, template_id=template.template_id, page=page, data=message_data(template, values)
+        )
     except wechat.SubscribeRefused:
         refusal_record(customer_id=customer.pk, kind=kind, template_id=template.template_id)
         logger.info("subscription message %s refused by customer %s (43101)", kind, customer.pk)

@@ -28,8 +28,17 @@ from starmall.errors import InvalidInput
 logger = logging.getLogger(__name__)
 
 
-def _event(customer_id: int, kind: str, reason: str, amount: int, ref: str, *, order_no: str = "",
-           state: str = WalletEvent.State.AVAILABLE, available_at: dt.datetime | None = None) -> bool:
+def _event(
+    customer_id: int,
+    kind: str,
+    reason: str,
+    amount: int,
+    ref: str,
+    *,
+    order_no: str = "",
+    state: str = WalletEvent.State.AVAILABLE,
+    available_at: dt.datetime | None = None,
+) -> bool:
     """Insert a ledger row; False if this (kind, reason, ref) was already recorded.
 
     ``available_at`` defaults to now for rows that count at once (everything but frozen awards).
@@ -39,8 +48,14 @@ def _event(customer_id: int, kind: str, reason: str, amount: int, ref: str, *, o
     try:
         with transaction.atomic():  # savepoint: a duplicate must not spoil the caller's transaction
             WalletEvent.objects.create(
-                customer_id=customer_id, kind=kind, reason=reason, amount=amount, ref=ref,
-                order_no=order_no, state=state, available_at=available_at,
+                customer_id=customer_id,
+                kind=kind,
+                reason=reason,
+                amount=amount,
+                ref=ref,
+                order_no=order_no,
+                state=state,
+                available_at=available_at,
             )
     except IntegrityError:
         return False
@@ -48,6 +63,7 @@ def _event(customer_id: int, kind: str, reason: str, amount: int, ref: str, *, o
 
 
 # --- balance (fen) ---------------------------------------------------------------------------
+
 
 @transaction.atomic(savepoint=False)
 def balance_debit(*, customer_id: int, amount_fen: int, ref: str) -> None:
@@ -81,8 +97,13 @@ def balance_credit(*, customer_id: int, amount_fen: int, reason: str, ref: str, 
 def balance_adjust(*, customer_id: int, amount_fen: int, ref: str) -> bool:
     """Staff: add (+) or remove (-) ``amount_fen`` fen once per ``ref`` (a note id); False if
     ``ref`` was used before. Removing more than the balance raises InsufficientBalance."""
-    if amount_fen < 0 and Customer.objects.filter(pk=customer_id, balance_fen__gte=-amount_fen).update(
-            balance_fen=F("balance_fen") + amount_fen) != 1:
+    if (
+        amount_fen < 0
+        and Customer.objects.filter(pk=customer_id, balance_fen__gte=-amount_fen).update(
+            balance_fen=F("balance_fen") + amount_fen
+        )
+        != 1
+    ):
         raise InsufficientBalance(amount_fen=-amount_fen)
     if not _event(customer_id, WalletEvent.Kind.BALANCE, WalletEvent.Reason.ADJUST, amount_fen, ref):
         if amount_fen < 0:
@@ -95,15 +116,14 @@ def balance_adjust(*, customer_id: int, amount_fen: int, ref: str) -> bool:
 
 # --- points ----------------------------------------------------------------------------------
 
+
 @transaction.atomic(savepoint=False)
 def points_spend(*, customer_id: int, points: int, ref: str) -> bool:
     """Spend ``points`` on order ``ref`` (joins the create transaction); False if the customer
     lacks them (nothing changed)."""
     if points <= 0:
         return True
-    updated = Customer.objects.filter(pk=customer_id, points__gte=points).update(
-        points=F("points") - points
-    )
+    updated = Customer.objects.filter(pk=customer_id, points__gte=points).update(points=F("points") - points)
     if updated != 1:
         return False
     if not _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.SPEND, -points, ref, order_no=ref):
@@ -152,8 +172,9 @@ def points_release_at(completed_at: dt.datetime) -> dt.datetime:
 
 
 @transaction.atomic(savepoint=False)
-def points_award_freeze(*, customer_id: int, points: int, order_no: str, order_live: bool,
-                        completed_at: dt.datetime | None) -> bool:
+def points_award_freeze(
+    *, customer_id: int, points: int, order_no: str, order_live: bool, completed_at: dt.datetime | None
+) -> bool:
     """Record the ``points`` an order earned, FROZEN (API.md: until the order completes plus
     ``POINTS_FREEZE_DAYS``); once per order (UNIQUE). Returns False if already recorded.
 
@@ -167,14 +188,24 @@ def points_award_freeze(*, customer_id: int, points: int, order_no: str, order_l
     customer_lock(customer_id=customer_id)
     state = WalletEvent.State.FROZEN if order_live else WalletEvent.State.VOID
     release = points_release_at(completed_at) if completed_at and order_live else None
-    return _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.AWARD, points, order_no,
-                  order_no=order_no, state=state, available_at=release)
+    return _event(
+        customer_id,
+        WalletEvent.Kind.POINTS,
+        WalletEvent.Reason.AWARD,
+        points,
+        order_no,
+        order_no=order_no,
+        state=state,
+        available_at=release,
+    )
 
 
 def points_award_schedule(*, order_no: str, completed_at: dt.datetime) -> int:
     """The order completed: its frozen award becomes due at ``completed_at`` + POINTS_FREEZE_DAYS."""
     return WalletEvent.objects.filter(
-        kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD, order_no=order_no,
+        kind=WalletEvent.Kind.POINTS,
+        reason=WalletEvent.Reason.AWARD,
+        order_no=order_no,
         state=WalletEvent.State.FROZEN,
     ).update(available_at=points_release_at(completed_at))
 
@@ -189,21 +220,34 @@ def points_award_void(*, customer_id: int, order_no: str) -> int:
     Locks the customer's row first (see :func:`points_award_freeze`).
     """
     customer_lock(customer_id=customer_id)
-    awards = WalletEvent.objects.filter(kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD,
-                                        order_no=order_no)
+    awards = WalletEvent.objects.filter(
+        kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD, order_no=order_no
+    )
     voided = 0
     for award in awards:
         if award.state == WalletEvent.State.FROZEN:
-            voided += awards.filter(pk=award.pk, state=WalletEvent.State.FROZEN).update(
-                state=WalletEvent.State.VOID) * award.amount
+            voided += (
+                awards.filter(pk=award.pk, state=WalletEvent.State.FROZEN).update(state=WalletEvent.State.VOID)
+                * award.amount
+            )
         elif award.state == WalletEvent.State.AVAILABLE:
             try:
                 with transaction.atomic():  # savepoint: a short balance undoes the REVOKE row
                     WalletEvent.objects.create(
-                        customer_id=customer_id, kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.REVOKE,
-                        amount=-award.amount, ref=order_no, order_no=order_no, available_at=timezone.now())
-                    if Customer.objects.filter(pk=customer_id, points__gte=award.amount).update(
-                            points=F("points") - award.amount) != 1:
+                        customer_id=customer_id,
+                        kind=WalletEvent.Kind.POINTS,
+                        reason=WalletEvent.Reason.REVOKE,
+                        amount=-award.amount,
+                        ref=order_no,
+                        order_no=order_no,
+                        available_at=timezone.now(),
+                    )
+                    if (
+                        Customer.objects.filter(pk=customer_id, points__gte=award.amount).update(
+                            points=F("points") - award.amount
+                        )
+                        != 1
+                    ):
                         raise _PointsSpent()
             except IntegrityError:
                 continue  # revoked before
@@ -227,7 +271,8 @@ def points_release_due(*, now: dt.datetime | None = None, limit: int = 500) -> i
     """
     now = now or timezone.now()
     due = WalletEvent.objects.filter(state=WalletEvent.State.FROZEN, available_at__lte=now).values_list(
-        "pk", "customer_id", "amount")
+        "pk", "customer_id", "amount"
+    )
     released = 0
     for pk, customer_id, amount in list(due[:limit]):
         with transaction.atomic():
@@ -235,8 +280,12 @@ def points_release_due(*, now: dt.datetime | None = None, limit: int = 500) -> i
             # starmall/locking.py: the customer, then its ledger rows): the void of a refunded
             # order and this release of its award cannot deadlock.
             customer_lock(customer_id=customer_id)
-            if WalletEvent.objects.filter(pk=pk, state=WalletEvent.State.FROZEN).update(
-                    state=WalletEvent.State.AVAILABLE) != 1:
+            if (
+                WalletEvent.objects.filter(pk=pk, state=WalletEvent.State.FROZEN).update(
+                    state=WalletEvent.State.AVAILABLE
+                )
+                != 1
+            ):
                 continue
             Customer.objects.filter(pk=customer_id).update(points=F("points") + amount)
             released += amount
@@ -247,9 +296,13 @@ def points_release_due(*, now: dt.datetime | None = None, limit: int = 500) -> i
 def points_adjust(*, customer_id: int, points: int, ref: str) -> bool:
     """Staff: add (+) or remove (-) spendable points once per ``ref``; False if ``ref`` was used.
     Removing more than the customer has raises InvalidInput."""
-    if points < 0 and Customer.objects.filter(pk=customer_id, points__gte=-points).update(
-            points=F("points") + points) != 1:
-        raise InvalidInput("积分不足，无法扣减。", points=[f"最多可扣减 {Customer.objects.get(pk=customer_id).points} 积分"])
+    if (
+        points < 0
+        and Customer.objects.filter(pk=customer_id, points__gte=-points).update(points=F("points") + points) != 1
+    ):
+        raise InvalidInput(
+            "积分不足，无法扣减。", points=[f"最多可扣减 {Customer.objects.get(pk=customer_id).points} 积分"]
+        )
     if not _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.ADJUST, points, ref):
         if points < 0:
             raise RuntimeError(f"adjustment {ref} was already made")
@@ -260,6 +313,7 @@ def points_adjust(*, customer_id: int, points: int, ref: str) -> bool:
 
 
 # --- coupons ---------------------------------------------------------------------------------
+
 
 def coupon_take(*, coupon_id: int, customer_id: int, order_no: str) -> bool:
     """Mark the coupon used by ``order_no`` (available -> used); False if it is not available
@@ -283,8 +337,8 @@ def coupon_return(*, coupon_id: int, order_no: str) -> bool:
     (``used`` by that order -> ``available``) and only while it has not expired (API.md).
     Step 4 of ``starmall/locking.py``, as in :func:`coupon_take`."""
     return (
-        Coupon.objects.filter(pk=coupon_id, status=Coupon.Status.USED, used_order_no=order_no,
-                              valid_until__gt=timezone.now())
-        .update(status=Coupon.Status.AVAILABLE, used_order_no="")
+        Coupon.objects.filter(
+            pk=coupon_id, status=Coupon.Status.USED, used_order_no=order_no, valid_until__gt=timezone.now()
+        ).update(status=Coupon.Status.AVAILABLE, used_order_no="")
         == 1
     )

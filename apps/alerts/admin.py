@@ -54,8 +54,20 @@ class AlertAdmin(ReadOnlyModelAdmin):
     list_display = ["id", "created", "kind", "title", "status", "attempts", "sent", "resolved", "resolved_by"]
     list_filter = ["kind", "status", HandledFilter]  # status = 发送状态 (sent or not)
     search_fields = ["key", "title", "text"]
-    fields = ["key", "kind", "title", "text", "status", "created", "sent", "attempts", "next_attempt",
-              "last_error", "resolved", "resolved_by"]
+    fields = [
+        "key",
+        "kind",
+        "title",
+        "text",
+        "status",
+        "created",
+        "sent",
+        "attempts",
+        "next_attempt",
+        "last_error",
+        "resolved",
+        "resolved_by",
+    ]
     readonly_fields = fields
     inlines = [AlertDeliveryInline]
     actions = ["mark_handled"]
@@ -88,6 +100,11 @@ class AlertAdmin(ReadOnlyModelAdmin):
                 outcomes.append(Outcome(alert.title, messages.SUCCESS, "已标记为已处理"))
             else:
                 alert.refresh_from_db(fields=["resolved_at", "resolved_by"])
-                outcomes.append(Outcome(alert.title, messages.WARNING,
-                                        f"未改动：{shanghai(alert.resolved_at)} 已由 {alert.resolved_by} 处理"))
+                outcomes.append(
+                    Outcome(
+                        alert.title,
+                        messages.WARNING,
+                        f"未改动：{shanghai(alert.resolved_at)} 已由 {alert.resolved_by} 处理",
+                    )
+                )
         report(request, "标记已处理", outcomes)

@@ -86,11 +86,15 @@ class WeComRobotBackend:
         """The JSON body for ``message`` (markdown: a warning-coloured title, the text, the time
         and key quoted below; text: the same lines plain)."""
         if self.msgtype == "text":
-            content = (f"{alert_tag()}{message.title}\n{message.text}\n"
-                       f"类型：{message.kind_label}\n时间：{message.time_text}\n告警键：{message.key}")
+            content = (
+                f"{alert_tag()}{message.title}\n{message.text}\n"
+                f"类型：{message.kind_label}\n时间：{message.time_text}\n告警键：{message.key}"
+            )
             return {"msgtype": "text", "text": {"content": _cut(content, self.CONTENT_BYTES["text"])}}
-        content = (f'### <font color="warning">{alert_tag()}{message.title}</font>\n{message.text}\n'
-                   f"> 类型：{message.kind_label}\n> 时间：{message.time_text}\n> 告警键：{message.key}")
+        content = (
+            f'### <font color="warning">{alert_tag()}{message.title}</font>\n{message.text}\n'
+            f"> 类型：{message.kind_label}\n> 时间：{message.time_text}\n> 告警键：{message.key}"
+        )
         return {"msgtype": "markdown", "markdown": {"content": _cut(content, self.CONTENT_BYTES["markdown"])}}
 
     def send(self, message: AlertMessage) -> None:
@@ -123,8 +127,10 @@ class EmailBackend:
         recipients = list(settings.ALERT_EMAILS)
         if not recipients:
             raise AlertSendError("ALERT_EMAILS 未设置")
-        body = (f"{message.text}\n\n类型：{message.kind_label}\n时间：{message.time_text}\n"
-                f"告警键：{message.key}\n\n请在后台「告警」中查看并标记已处理。")
+        body = (
+            f"{message.text}\n\n类型：{message.kind_label}\n时间：{message.time_text}\n"
+            f"告警键：{message.key}\n\n请在后台「告警」中查看并标记已处理。"
+        )
         send_mail(f"{alert_tag()}{message.title}", body, None, recipients, fail_silently=False)
 
 

@@ -24,8 +24,12 @@ class Alert(models.Model):
         SENT = "sent", "已发送"  # every backend delivered it
         FAILED = "failed", "发送失败"  # MAX_ATTEMPTS used up; the error is kept here
 
-    key = models.CharField("告警键", max_length=200, unique=True,
-                           help_text="每个问题一个，例如 refund:<退款单号>:failed；同一问题只记录、发送一次")
+    key = models.CharField(
+        "告警键",
+        max_length=200,
+        unique=True,
+        help_text="每个问题一个，例如 refund:<退款单号>:failed；同一问题只记录、发送一次",
+    )
     kind = models.CharField("类型", max_length=32, choices=Kind.choices)
     title = models.CharField("标题", max_length=200)
     text = models.TextField("内容")

@@ -53,8 +53,16 @@ def alert_raise(*, key: str, kind: str, title: str, text: str) -> bool:
     alert, created = Alert.objects.get_or_create(key=key[:200], defaults=fields)
     if not created:
         reopened = Alert.objects.filter(pk=alert.pk, resolved_at__isnull=False).update(
-            **fields, resolved_at=None, resolved_by="", status=Alert.Status.PENDING, created_at=now,
-            sent_at=None, attempts=0, locked_until=None, last_error="")
+            **fields,
+            resolved_at=None,
+            resolved_by="",
+            status=Alert.Status.PENDING,
+            created_at=now,
+            sent_at=None,
+            attempts=0,
+            locked_until=None,
+            last_error="",
+        )
         if not reopened:
             return False
         AlertDelivery.objects.filter(alert_id=alert.pk).delete()  # every backend sends it again
@@ -105,22 +113,31 @@ def alert_deliver(*, alert_id: int, now: dt.datetime | None = None) -> str:
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     due = Q(next_attempt_at__lte=now) | Q(attempts=0)
     claimed = Alert.objects.filter(free, due, pk=alert_id, status=Alert.Status.PENDING).update(
-        locked_until=max(now, timezone.now()) + LEASE, attempts=F("attempts") + 1)
+        locked_until=max(now, timezone.now()) + LEASE, attempts=F("attempts") + 1
+    )
     alert = Alert.objects.filter(pk=alert_id).first()
     if alert is None:
         return "missing"
     if claimed != 1:
         return alert.status
-    message = AlertMessage(key=alert.key, kind_label=alert.get_kind_display(), title=alert.title,
-                           text=alert.text, created_at=alert.created_at)
+    message = AlertMessage(
+        key=alert.key,
+        kind_label=alert.get_kind_display(),
+        title=alert.title,
+        text=alert.text,
+        created_at=alert.created_at,
+    )
     errors, held = [], []
     for path, backend in backends.configured():
         delivery, _ = AlertDelivery.objects.get_or_create(alert=alert, backend=path)
         if delivery.delivered_at:
             continue
         limit = getattr(backend, "rate_per_minute", None)
-        if limit and AlertDelivery.objects.filter(
-                backend=path, delivered_at__gt=now - dt.timedelta(minutes=1)).count() >= limit:
+        if (
+            limit
+            and AlertDelivery.objects.filter(backend=path, delivered_at__gt=now - dt.timedelta(minutes=1)).count()
+            >= limit
+        ):
             held.append(f"{path}: 每分钟最多发送 {limit} 条，稍后重发")
             continue
         try:
@@ -128,12 +145,14 @@ def alert_deliver(*, alert_id: int, now: dt.datetime | None = None) -> str:
         except Exception as exc:  # noqa: BLE001 - any backend failure is recorded and retried
             error = f"{type(exc).__name__}: {exc}"[:2000]
             AlertDelivery.objects.filter(pk=delivery.pk).update(
-                attempts=F("attempts") + 1, last_attempt_at=timezone.now(), last_error=error)
+                attempts=F("attempts") + 1, last_attempt_at=timezone.now(), last_error=error
+            )
             logger.warning("alert %s not delivered by %s (attempt %s): %s", alert.key, path, alert.attempts, error)
             errors.append(f"{path}: {error}")
             continue
         AlertDelivery.objects.filter(pk=delivery.pk, delivered_at__isnull=True).update(
-            delivered_at=timezone.now(), attempts=F("attempts") + 1, last_attempt_at=timezone.now(), last_error="")
+            delivered_at=timezone.now(), attempts=F("attempts") + 1, last_attempt_at=timezone.now(), last_error=""
+        )
     return _finish(alert, now, errors, held)
 
 
@@ -141,16 +160,25 @@ def _finish(alert: Alert, now: dt.datetime, errors: list[str], held: list[str]) 
     """Record the attempt's outcome on the claimed alert (lease released)."""
     pending = Alert.objects.filter(pk=alert.pk, status=Alert.Status.PENDING)
     if not errors and not held:
-        pending.update(status=Alert.Status.SENT, sent_at=timezone.now(), locked_until=None,
-                       next_attempt_at=None, last_error="")
+        pending.update(
+            status=Alert.Status.SENT, sent_at=timezone.now(), locked_until=None, next_attempt_at=None, last_error=""
+        )
         return Alert.Status.SENT
     if not errors:  # only held back by a rate limit: not a failed attempt
-        pending.update(attempts=F("attempts") - 1, locked_until=None, last_error="\n".join(held),
-                       next_attempt_at=now + dt.timedelta(minutes=1))
+        pending.update(
+            attempts=F("attempts") - 1,
+            locked_until=None,
+            last_error="\n".join(held),
+            next_attempt_at=now + dt.timedelta(minutes=1),
+        )
         return Alert.Status.PENDING
     if alert.attempts >= MAX_ATTEMPTS:
-        pending.update(status=Alert.Status.FAILED, locked_until=None, next_attempt_at=None,
-                       last_error="\n".join(errors + held)[:4000])
+        pending.update(
+            status=Alert.Status.FAILED,
+            locked_until=None,
+            next_attempt_at=None,
+            last_error="\n".join(errors + held)[:4000],
+        )
         logger.error("alert %s could not be sent after %s attempts", alert.key, alert.attempts)
         return Alert.Status.FAILED
     wait = dt.timedelta(seconds=BACKOFF_SECONDS[alert.attempts - 1])
@@ -164,8 +192,11 @@ def alerts_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
     ``{status after: count}``."""
     now = now or timezone.now()
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
-    ids = list(Alert.objects.filter(free, status=Alert.Status.PENDING, next_attempt_at__lte=now)
-               .order_by("next_attempt_at", "pk").values_list("pk", flat=True)[:SWEEP_BATCH])
+    ids = list(
+        Alert.objects.filter(free, status=Alert.Status.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "pk")
+        .values_list("pk", flat=True)[:SWEEP_BATCH]
+    )
     counts: dict[str, int] = {}
     for pk in ids:
         status = alert_deliver(alert_id=pk, now=now)
@@ -177,5 +208,9 @@ def alert_resolve(*, alert_id: int, actor: str) -> bool:
     """Mark the alert handled by ``actor`` (e.g. "staff:wang"); True if this call did it (an
     alert already handled keeps its first ``resolved_at`` / ``resolved_by``). Permission
     ``alerts.resolve_alert`` is the caller's to check (the admin action does)."""
-    return Alert.objects.filter(pk=alert_id, resolved_at__isnull=True).update(
-        resolved_at=timezone.now(), resolved_by=actor[:150]) == 1
+    return (
+        Alert.objects.filter(pk=alert_id, resolved_at__isnull=True).update(
+            resolved_at=timezone.now(), resolved_by=actor[:150]
+        )
+        == 1
+    )

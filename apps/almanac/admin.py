@@ -13,8 +13,17 @@ from starmall.admin import ReadOnlyModelAdmin
 @admin.register(AlmanacDay)
 class AlmanacDayAdmin(ReadOnlyModelAdmin):
     list_display = [
-        "date", "lunar_text", "year_ganzhi", "month_ganzhi", "day_ganzhi", "zodiac",
-        "solar_term", "solar_term_at", "jianchu", "zhishen", "source_version",
+        "date",
+        "lunar_text",
+        "year_ganzhi",
+        "month_ganzhi",
+        "day_ganzhi",
+        "zodiac",
+        "solar_term",
+        "solar_term_at",
+        "jianchu",
+        "zhishen",
+        "source_version",
     ]
     list_filter = ["solar_term", "zodiac", "is_leap", "zhishen_type", "jianchu"]
     search_fields = ["lunar_text", "day_ganzhi"]

@@ -35,8 +35,9 @@ def bump() -> None:
     try:
         cache.set(GENERATION_KEY, secrets.token_hex(4), timeout=None)
     except Exception as exc:  # noqa: BLE001 - a load must not fail because Redis is down
-        logger.warning("almanac: could not bump the cache generation (%s); cached answers "
-                       "expire within %d s", exc, TTL_SECONDS)
+        logger.warning(
+            "almanac: could not bump the cache generation (%s); cached answers expire within %d s", exc, TTL_SECONDS
+        )
 
 
 def get_or_compute(what: str, compute: Callable[[], Any]) -> Any:

@@ -104,8 +104,13 @@ class DayFacts:
 
 def _at(solar) -> dt.datetime:
     return dt.datetime(
-        solar.getYear(), solar.getMonth(), solar.getDay(),
-        solar.getHour(), solar.getMinute(), solar.getSecond(), tzinfo=BEIJING,
+        solar.getYear(),
+        solar.getMonth(),
+        solar.getDay(),
+        solar.getHour(),
+        solar.getMinute(),
+        solar.getSecond(),
+        tzinfo=BEIJING,
     )
 
 

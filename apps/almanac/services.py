@@ -198,16 +198,12 @@ def _write_chunk(facts: list[compute.DayFacts]) -> int:
 def _analyze() -> None:
     """Refresh planner statistics after a big load (PostgreSQL; autovacuum would lag behind)."""
     if connection.vendor == "postgresql":
-        tables = ", ".join(
-            connection.ops.quote_name(m._meta.db_table) for m in (AlmanacDay, AlmanacActivity)
-        )
+        tables = ", ".join(connection.ops.quote_name(m._meta.db_table) for m in (AlmanacDay, AlmanacActivity))
         with connection.cursor() as cursor:
             cursor.execute(f"ANALYZE {tables}")
 
 
-def _compute_chunks(
-    chunks: list[tuple[dt.date, dt.date]], workers: int
-) -> Iterator[list[compute.DayFacts]]:
+def _compute_chunks(chunks: list[tuple[dt.date, dt.date]], workers: int) -> Iterator[list[compute.DayFacts]]:
     """Facts of each chunk, in order; computed ahead in ``workers`` processes when > 1."""
     if workers <= 1:
         for start, end in chunks:
@@ -240,9 +236,7 @@ def almanac_load(
     if start > end:
         raise InvalidRange(f"start {start} is after end {end}")
     if start < compute.FIRST_DATE or end > compute.LAST_DATE:
-        raise InvalidRange(
-            f"the almanac covers {compute.FIRST_DATE}..{compute.LAST_DATE}; asked {start}..{end}"
-        )
+        raise InvalidRange(f"the almanac covers {compute.FIRST_DATE}..{compute.LAST_DATE}; asked {start}..{end}")
     chunks = _chunks(start, end)
     ranges = list(AlmanacRange.objects.all())
     todo = [c for c in chunks if force or not _covered(c, ranges)]

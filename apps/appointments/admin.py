@@ -109,14 +109,23 @@ class SlotAdmin(admin.ModelAdmin):
 
     def _days(self, request, queryset, blocked: bool, verb: str):
         require_perm(request, MANAGE)
-        days = sorted({(s.teacher_id, timezone.localtime(s.start).date(), str(s.teacher))
-                       for s in self.get_queryset(request).filter(pk__in=queryset.values("pk"))})
+        days = sorted(
+            {
+                (s.teacher_id, timezone.localtime(s.start).date(), str(s.teacher))
+                for s in self.get_queryset(request).filter(pk__in=queryset.values("pk"))
+            }
+        )
         outcomes = []
         for teacher_id, date, name in days:
             result = slots.day_block(teacher_id=teacher_id, date=date, blocked=blocked)
             label = f"{name} {date:%Y-%m-%d}"
-            outcomes.append(Outcome(label, messages.SUCCESS if not result.refused else messages.WARNING,
-                                    f"{'休息' if blocked else '恢复工作'}，{len(result.changed)} 个时段已变更"))
+            outcomes.append(
+                Outcome(
+                    label,
+                    messages.SUCCESS if not result.refused else messages.WARNING,
+                    f"{'休息' if blocked else '恢复工作'}，{len(result.changed)} 个时段已变更",
+                )
+            )
             outcomes += [Outcome(f"{label} #{slot_id}", messages.ERROR, reason) for slot_id, reason in result.refused]
         report(request, verb, outcomes)
 

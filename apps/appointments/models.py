@@ -44,7 +44,9 @@ class Booking(models.Model):
 
     slot = models.ForeignKey(Slot, verbose_name="时段", on_delete=models.PROTECT, related_name="bookings")
     order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="bookings")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="bookings"
+    )
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
@@ -60,7 +62,9 @@ class DayOff(models.Model):
     makes that day's new slots closed too. UNIQUE (teacher, date); written by
     ``services.day_block`` only (booked slots of the day stay as they are, and are reported)."""
 
-    teacher = models.ForeignKey("catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="days_off")
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="days_off"
+    )
     date = models.DateField(verbose_name="日期")
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 

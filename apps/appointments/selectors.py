@@ -20,9 +20,7 @@ def day_bounds(start: dt.date, end: dt.date) -> tuple[dt.datetime, dt.datetime]:
     return lo, hi
 
 
-def slot_list(
-    *, teacher_id: int, start: dt.date, end: dt.date, good_for: str | None = None
-) -> list[Slot]:
+def slot_list(*, teacher_id: int, start: dt.date, end: dt.date, good_for: str | None = None) -> list[Slot]:
     """The teacher's slots from ``start`` to ``end`` (dates in Shanghai time, inclusive).
 
     ``good_for``: an activity (everyday word or almanac term, e.g. 开业); only slots on days
@@ -37,13 +35,14 @@ def slot_list(
     return slots
 
 
-def slot_next_available(*, teacher_id: int, limit: int = 5, good_for: str | None = None,
-                        horizon_days: int = 31) -> list[Slot]:
+def slot_next_available(
+    *, teacher_id: int, limit: int = 5, good_for: str | None = None, horizon_days: int = 31
+) -> list[Slot]:
     """The next ``limit`` bookable slots of the teacher, optionally on days good for ``good_for``."""
     now = timezone.now() + dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)  # booking closes then
-    qs = Slot.objects.filter(
-        teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=now
-    ).order_by("start")
+    qs = Slot.objects.filter(teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=now).order_by(
+        "start"
+    )
     if not good_for:
         return list(qs[:limit])
     today = timezone.localdate()

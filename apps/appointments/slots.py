@@ -32,8 +32,9 @@ def booking_open_after() -> dt.datetime:
 
 
 @transaction.atomic(savepoint=False)
-def slot_book(*, slot_id: int, teacher_id: int, order_no: str, customer_id: int,
-              start: dt.datetime | None = None) -> Slot:
+def slot_book(
+    *, slot_id: int, teacher_id: int, order_no: str, customer_id: int, start: dt.datetime | None = None
+) -> Slot:
     """Book one place of the slot for ``order_no``, in the caller's transaction (the order's).
     The slot is step 3 of the lock order (``starmall/locking.py``): after the order, before
     the coupon and the customer.
@@ -111,9 +112,7 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
         before = Slot.objects.count()
         Slot.objects.bulk_create(wanted, ignore_conflicts=True, batch_size=500)
         created = Slot.objects.count() - before
-        removed, _ = Slot.objects.filter(
-            start__lt=now, booked=0, bookings__isnull=True, orders__isnull=True
-        ).delete()
+        removed, _ = Slot.objects.filter(start__lt=now, booked=0, bookings__isnull=True, orders__isnull=True).delete()
     return GenerateResult(created=created, removed=removed)
 
 
@@ -167,6 +166,7 @@ def slot_update(
 
 # --- the teacher blocks time (admin) ---------------------------------------------------------
 
+
 def slot_block(*, slot_id: int, blocked: bool) -> Slot:
     """Close (``blocked``) or reopen a slot for bookings; returns the slot as stored.
 
@@ -180,7 +180,9 @@ def slot_block(*, slot_id: int, blocked: bool) -> Slot:
     if blocked:
         if Slot.objects.filter(pk=slot_id, booked=0).update(is_open=False) != 1:
             booked = Slot.objects.values_list("booked", flat=True).get(pk=slot_id)
-            raise InvalidState(f"该时段已有 {booked} 个预约，不能停约（请先改约或退款）", slot_id=slot_id, booked=booked)
+            raise InvalidState(
+                f"该时段已有 {booked} 个预约，不能停约（请先改约或退款）", slot_id=slot_id, booked=booked
+            )
     else:
         Slot.objects.filter(pk=slot_id).update(is_open=True)
     return Slot.objects.get(pk=slot_id)
@@ -244,7 +246,11 @@ def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
         raise SlotUnavailable("已经预约了这个时段，请选择其他时段。", slot_id=to_slot_id)
     list(Slot.objects.select_for_update().filter(pk__in=[booking.slot_id, to_slot_id]).order_by("pk"))
     taken = Slot.objects.filter(
-        pk=to_slot_id, teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=booking_open_after(),
+        pk=to_slot_id,
+        teacher_id=teacher_id,
+        is_open=True,
+        booked__lt=F("capacity"),
+        start__gt=booking_open_after(),
     ).update(booked=F("booked") + 1)
     if taken != 1:
         raise SlotUnavailable(slot_id=to_slot_id)

@@ -40,8 +40,18 @@ PENDING_ONLY = "只能处理待审核的申请"
 class OrderAdmin(orders_admin.OrderAdmin):
     """Orders with the payment state column and the actions that call payments."""
 
-    list_display = ["order_no", "customer", "kind", "status", "pay_status", "pay_fen", "pay_method", "paid_at",
-                    "after_sale_status", "created_at"]
+    list_display = [
+        "order_no",
+        "customer",
+        "kind",
+        "status",
+        "pay_status",
+        "pay_fen",
+        "pay_method",
+        "paid_at",
+        "after_sale_status",
+        "created_at",
+    ]
     actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid", "batch_refund"]
     list_filter = [order_workbench.OrderTabFilter, "status", "kind", "pay_method"]
     # order number, the customer's phone / nickname / openid, the receiver's phone, the tracking number
@@ -52,17 +62,47 @@ class OrderAdmin(orders_admin.OrderAdmin):
     # the summary above shows lines, shipment, refunds and log compactly; the follow-ups stay below
     inlines = [orders_admin.FollowUpInline]
     fieldsets = [
-        ("全部字段", {"classes": ["collapse"], "fields": [
-            "order_no", "status", "kind", "customer", "ship_link", "delivery_address", "slot", "remark", "merchant_remark",
-            "goods_fen", "freight_fen", "coupon_fen", "points_fen", "adjust_fen", "points_used", "pay_fen",
-            "pay_method", "coupon", "flash_sale", "created_at", "pay_deadline", "paid_at", "shipped_at",
-            "completed_at", "cancelled_at", "cancel_reason"]}),
+        (
+            "全部字段",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "order_no",
+                    "status",
+                    "kind",
+                    "customer",
+                    "ship_link",
+                    "delivery_address",
+                    "slot",
+                    "remark",
+                    "merchant_remark",
+                    "goods_fen",
+                    "freight_fen",
+                    "coupon_fen",
+                    "points_fen",
+                    "adjust_fen",
+                    "points_used",
+                    "pay_fen",
+                    "pay_method",
+                    "coupon",
+                    "flash_sale",
+                    "created_at",
+                    "pay_deadline",
+                    "paid_at",
+                    "shipped_at",
+                    "completed_at",
+                    "cancelled_at",
+                    "cancel_reason",
+                ],
+            },
+        ),
     ]
 
     def changelist_view(self, request, extra_context=None):
         """The list with the workbench's status tabs and their counts above it."""
-        return super().changelist_view(request, {**(extra_context or {}),
-                                                 "order_tabs": order_workbench.tabs_context(request)})
+        return super().changelist_view(
+            request, {**(extra_context or {}), "order_tabs": order_workbench.tabs_context(request)}
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The compact order page: the summary (customer, lines, money, shipment, refunds, log,
@@ -80,8 +120,11 @@ class OrderAdmin(orders_admin.OrderAdmin):
             path("<int:object_id>/remark/", wrap(order_workbench.remark_view), name="orders_order_remark"),
             path("<int:object_id>/price/", wrap(order_workbench.price_view), name="orders_order_price"),
             path("<int:object_id>/address/", wrap(order_workbench.address_view), name="orders_order_address"),
-            path("<int:object_id>/slip/", wrap(lambda request, object_id: order_workbench.slip_view(
-                request, object_id, site)), name="orders_order_slip"),
+            path(
+                "<int:object_id>/slip/",
+                wrap(lambda request, object_id: order_workbench.slip_view(request, object_id, site)),
+                name="orders_order_slip",
+            ),
         ] + super().get_urls()
 
     def get_queryset(self, request):
@@ -105,8 +148,9 @@ class OrderAdmin(orders_admin.OrderAdmin):
         orders = list(queryset.order_by("pk"))
         if request.POST.get("apply"):
             try:
-                batch = refund_batches.refund_batch_create(order_nos=[o.order_no for o in orders],
-                                                           reason=request.POST.get("text", ""), user=request.user)
+                batch = refund_batches.refund_batch_create(
+                    order_nos=[o.order_no for o in orders], reason=request.POST.get("text", ""), user=request.user
+                )
             except ShopError as exc:
                 messages.error(request, exc.message)
                 return None
@@ -116,11 +160,18 @@ class OrderAdmin(orders_admin.OrderAdmin):
         for row in rows:
             row["pay_yuan"], row["refundable_yuan"] = yuan(row["order"].pay_fen), yuan(row["refundable_fen"])
         refundable = [row["refundable_fen"] for row in rows if not row["refusal"]]
-        return render(request, "admin/starmall/refund_batch_confirm.html", {
-            **self.admin_site.each_context(request), "title": "批量退款", "rows": rows,
-            "refundable_count": len(refundable), "total_yuan": yuan(sum(refundable)),
-            "back_url": reverse("admin:orders_order_changelist"),
-        })
+        return render(
+            request,
+            "admin/starmall/refund_batch_confirm.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "批量退款",
+                "rows": rows,
+                "refundable_count": len(refundable),
+                "total_yuan": yuan(sum(refundable)),
+                "back_url": reverse("admin:orders_order_changelist"),
+            },
+        )
 
     @admin.action(description="取消订单（待支付；先向微信确认并关单）", permissions=["cancel"])
     def cancel_unpaid(self, request, queryset):
@@ -129,15 +180,21 @@ class OrderAdmin(orders_admin.OrderAdmin):
 
     def _cancel(self, request, order: Order) -> Outcome:
         if order.status != OrderStatus.UNPAID:
-            return Outcome(order.order_no, messages.WARNING,
-                           f"未取消：订单状态为「{order.get_status_display()}」，只有待支付的订单可以取消")
+            return Outcome(
+                order.order_no,
+                messages.WARNING,
+                f"未取消：订单状态为「{order.get_status_display()}」，只有待支付的订单可以取消",
+            )
         try:  # THE cancel: WeChat is asked (and the trade closed) before the order is
             order_lifecycle.order_cancel(order=order, actor=staff_actor(request), reason="后台取消")
         except OrderNotCancelled as exc:
             if exc.outcome == "raced":
                 return Outcome(order.order_no, messages.WARNING, f"未取消：订单状态已变为「{status_now(order)}」")
-            return Outcome(order.order_no, messages.WARNING if exc.outcome == "paid" else messages.ERROR,
-                           CANCEL_REFUSED[exc.outcome])
+            return Outcome(
+                order.order_no,
+                messages.WARNING if exc.outcome == "paid" else messages.ERROR,
+                CANCEL_REFUSED[exc.outcome],
+            )
         except ShopError as exc:
             return Outcome(order.order_no, messages.ERROR, f"未取消：{exc.message}")
         return Outcome(order.order_no, messages.SUCCESS, "已取消")
@@ -150,9 +207,16 @@ def _sale_refused(sale: AfterSale, verb: str, rule: str) -> Outcome:
     return Outcome(sale.refund_no, messages.WARNING, f"未{verb}：申请状态为「{sale.get_status_display()}」，{rule}")
 
 
-def _decide_each(request, queryset, *, title: str, run: Callable[[AfterSale], object],
-                 done: Callable[[object], str], refused: tuple[str, str],
-                 failed: tuple[int, str] | None = None) -> None:
+def _decide_each(
+    request,
+    queryset,
+    *,
+    title: str,
+    run: Callable[[AfterSale], object],
+    done: Callable[[object], str],
+    refused: tuple[str, str],
+    failed: tuple[int, str] | None = None,
+) -> None:
     """Run one after-sale service per selected request (in id order) and report the outcomes.
 
     ``run(sale)`` returns something truthy when it acted (then ``done(result)`` is the success
@@ -169,8 +233,9 @@ def _decide_each(request, queryset, *, title: str, run: Callable[[AfterSale], ob
                 raise
             outcomes.append(Outcome(sale.refund_no, failed[0], f"{failed[1]}：{exc.message}"))
             continue
-        outcomes.append(Outcome(sale.refund_no, messages.SUCCESS, done(result)) if result
-                        else _sale_refused(sale, *refused))
+        outcomes.append(
+            Outcome(sale.refund_no, messages.SUCCESS, done(result)) if result else _sale_refused(sale, *refused)
+        )
     report(request, title, outcomes)
 
 
@@ -184,51 +249,89 @@ class AfterSaleAdmin(orders_admin.AfterSaleAdmin):
     def approve_return(self, request, queryset):
         require_perm(request, "orders.decide_aftersale")
         if not request.POST.get("apply"):
-            return self._text_form(request, queryset, action="approve_return", title="同意退货",
-                                   label="给顾客的说明（退货地址、注意事项）", required=False)
+            return self._text_form(
+                request,
+                queryset,
+                action="approve_return",
+                title="同意退货",
+                label="给顾客的说明（退货地址、注意事项）",
+                required=False,
+            )
         note = request.POST.get("text", "").strip()
-        _decide_each(request, queryset, title="同意退货",
-                     run=lambda sale: returns.after_sale_approve_return(after_sale_id=sale.pk,
-                                                                        actor=staff_actor(request), note=note),
-                     done=lambda _: "已同意退货，等待顾客寄回", refused=("同意退货", PENDING_ONLY),
-                     failed=(messages.WARNING, "未同意退货"))
+        _decide_each(
+            request,
+            queryset,
+            title="同意退货",
+            run=lambda sale: returns.after_sale_approve_return(
+                after_sale_id=sale.pk, actor=staff_actor(request), note=note
+            ),
+            done=lambda _: "已同意退货，等待顾客寄回",
+            refused=("同意退货", PENDING_ONLY),
+            failed=(messages.WARNING, "未同意退货"),
+        )
         return None
 
     @admin.action(description="确认收到退货并退款（全部退回时回库存）", permissions=["receive"])
     def confirm_return_received(self, request, queryset):
         require_perm(request, "orders.receive_return")
-        _decide_each(request, queryset, title="确认收到退货",
-                     run=lambda sale: returns.after_sale_return_received(after_sale_id=sale.pk,
-                                                                         actor=staff_actor(request)),
-                     done=lambda refund: f"已收到退货，退款 {yuan(refund.refund_fen)} 元已提交"
-                                         + ("，商品已回库存" if refund.restock else ""),
-                     refused=("退款", "需要「退货中」"), failed=(messages.ERROR, "未退款"))
+        _decide_each(
+            request,
+            queryset,
+            title="确认收到退货",
+            run=lambda sale: returns.after_sale_return_received(after_sale_id=sale.pk, actor=staff_actor(request)),
+            done=lambda refund: (
+                f"已收到退货，退款 {yuan(refund.refund_fen)} 元已提交" + ("，商品已回库存" if refund.restock else "")
+            ),
+            refused=("退款", "需要「退货中」"),
+            failed=(messages.ERROR, "未退款"),
+        )
 
     @admin.action(description="拒绝退款并填写原因（顾客可见）", permissions=["decide"])
     def reject_with_reason(self, request, queryset):
         require_perm(request, "orders.decide_aftersale")
         if not request.POST.get("apply"):
-            return self._text_form(request, queryset, action="reject_with_reason", title="拒绝退款",
-                                   label="拒绝原因（顾客可见）", required=True)
+            return self._text_form(
+                request,
+                queryset,
+                action="reject_with_reason",
+                title="拒绝退款",
+                label="拒绝原因（顾客可见）",
+                required=True,
+            )
         note = request.POST.get("text", "").strip() or "不符合退款条件"
-        _decide_each(request, queryset, title="拒绝退款",
-                     run=lambda sale: refunds.after_sale_reject(after_sale_id=sale.pk, actor=staff_actor(request),
-                                                                note=note),
-                     done=lambda _: f"已拒绝：{note}", refused=("拒绝", "只能拒绝未退款的申请"))
+        _decide_each(
+            request,
+            queryset,
+            title="拒绝退款",
+            run=lambda sale: refunds.after_sale_reject(after_sale_id=sale.pk, actor=staff_actor(request), note=note),
+            done=lambda _: f"已拒绝：{note}",
+            refused=("拒绝", "只能拒绝未退款的申请"),
+        )
         return None
 
     @admin.action(description="同意退款（原路退回微信或余额）", permissions=["decide"])
     def approve(self, request, queryset):
         require_perm(request, "orders.decide_aftersale")
-        _decide_each(request, queryset, title="同意退款",
-                     run=lambda sale: refunds.after_sale_approve(after_sale_id=sale.pk, actor=staff_actor(request)),
-                     done=lambda refund: f"已同意，退款 {yuan(refund.refund_fen)} 元已提交",
-                     refused=("同意", PENDING_ONLY), failed=(messages.ERROR, "未同意"))
+        _decide_each(
+            request,
+            queryset,
+            title="同意退款",
+            run=lambda sale: refunds.after_sale_approve(after_sale_id=sale.pk, actor=staff_actor(request)),
+            done=lambda refund: f"已同意，退款 {yuan(refund.refund_fen)} 元已提交",
+            refused=("同意", PENDING_ONLY),
+            failed=(messages.ERROR, "未同意"),
+        )
 
     @admin.action(description="拒绝退款", permissions=["decide"])
     def reject(self, request, queryset):
         require_perm(request, "orders.decide_aftersale")
-        _decide_each(request, queryset, title="拒绝退款",
-                     run=lambda sale: refunds.after_sale_reject(after_sale_id=sale.pk, actor=staff_actor(request),
-                                                                note="不符合退款条件"),
-                     done=lambda _: "已拒绝", refused=("拒绝", PENDING_ONLY))
+        _decide_each(
+            request,
+            queryset,
+            title="拒绝退款",
+            run=lambda sale: refunds.after_sale_reject(
+                after_sale_id=sale.pk, actor=staff_actor(request), note="不符合退款条件"
+            ),
+            done=lambda _: "已拒绝",
+            refused=("拒绝", PENDING_ONLY),
+        )

@@ -96,8 +96,9 @@ def sidebar(request) -> list[dict]:
             if not link:
                 continue
             group = group_of(app["app_label"], model["object_name"].lower(), str(app["name"]))
-            grouped.setdefault(group, []).append({"title": str(model["name"]), "link": link,
-                                                  "icon": icons.get(group, "folder")})
+            grouped.setdefault(group, []).append(
+                {"title": str(model["name"]), "link": link, "icon": icons.get(group, "folder")}
+            )
     for group, label, url_name, perm in PAGES:
         if perm is not None and not request.user.has_perm(perm):
             continue
@@ -107,8 +108,16 @@ def sidebar(request) -> list[dict]:
             continue
         grouped.setdefault(group, []).append({"title": label, "link": link, "icon": icons.get(group, "folder")})
     order = [title for title, _ in GROUPS] + [title for title in grouped if title not in icons]
-    navigation = [{"title": None, "separator": False,
-                   "items": [{"title": "工作台", "icon": "dashboard", "link": reverse("admin:index")}]}]
-    navigation += [{"title": title, "separator": True, "collapsible": False, "items": grouped[title]}
-                   for title in order if grouped.get(title)]
+    navigation = [
+        {
+            "title": None,
+            "separator": False,
+            "items": [{"title": "工作台", "icon": "dashboard", "link": reverse("admin:index")}],
+        }
+    ]
+    navigation += [
+        {"title": title, "separator": True, "collapsible": False, "items": grouped[title]}
+        for title in order
+        if grouped.get(title)
+    ]
     return navigation

@@ -59,7 +59,8 @@ class OrderTabFilter(admin.SimpleListFilter):
 def tab_counts() -> dict[str, int]:
     """Orders per tab, one aggregate query: ``{"unpaid": 3, "to_ship": 1, ...}``."""
     return with_open_sale(Order.objects.order_by()).aggregate(
-        **{key: Count("pk", filter=rule) for key, (_, rule) in TABS.items()})
+        **{key: Count("pk", filter=rule) for key, (_, rule) in TABS.items()}
+    )
 
 
 def tabs_context(request) -> list[dict]:
@@ -68,8 +69,10 @@ def tabs_context(request) -> list[dict]:
     counts = tab_counts()
     current = request.GET.get("tab", "")
     rows = [{"key": "", "label": "全部", "count": None, "url": base, "active": not current}]
-    rows += [{"key": key, "label": label, "count": counts[key], "url": f"{base}?tab={key}", "active": current == key}
-             for key, (label, _) in TABS.items()]
+    rows += [
+        {"key": key, "label": label, "count": counts[key], "url": f"{base}?tab={key}", "active": current == key}
+        for key, (label, _) in TABS.items()
+    ]
     return rows
 
 
@@ -78,13 +81,28 @@ def summary_context(request, order: Order) -> dict:
     refunds, log, and which workbench forms this user may use."""
     user = request.user
     shipment = Shipment.objects.filter(order=order).first()
-    lines = [{"name": line.name, "specs": specs_text(line.specs), "price": yuan(line.price_fen),
-              "quantity": line.quantity, "amount": yuan(line.amount_fen), "sku_code": getattr(line.sku, "code", "")}
-             for line in order.lines.select_related("sku").order_by("pk")]
+    lines = [
+        {
+            "name": line.name,
+            "specs": specs_text(line.specs),
+            "price": yuan(line.price_fen),
+            "quantity": line.quantity,
+            "amount": yuan(line.amount_fen),
+            "sku_code": getattr(line.sku, "code", ""),
+        }
+        for line in order.lines.select_related("sku").order_by("pk")
+    ]
     refunds = list(Refund.objects.filter(order=order).select_related("after_sale").order_by("pk"))
     sales = list(order.after_sales.order_by("pk"))
-    events = [{"at": timezone.localtime(e.created_at), "status": e.get_to_status_display() or "-",
-               "actor": actor_text(e.actor), "note": e.note} for e in order.events.order_by("-pk")[:12]]
+    events = [
+        {
+            "at": timezone.localtime(e.created_at),
+            "status": e.get_to_status_display() or "-",
+            "actor": actor_text(e.actor),
+            "note": e.note,
+        }
+        for e in order.events.order_by("-pk")[:12]
+    ]
     address = order.address or {}
     return {
         "order": order,
@@ -92,24 +110,49 @@ def summary_context(request, order: Order) -> dict:
         "address_text": address_text(order.address),
         "address": address,
         "lines": lines,
-        "money": {"goods": yuan(order.goods_fen), "freight": yuan(order.freight_fen), "coupon": yuan(order.coupon_fen),
-                  "points": yuan(order.points_fen), "adjust": yuan(order.adjust_fen), "pay": yuan(order.pay_fen),
-                  "adjusted": order.adjust_fen != 0},
+        "money": {
+            "goods": yuan(order.goods_fen),
+            "freight": yuan(order.freight_fen),
+            "coupon": yuan(order.coupon_fen),
+            "points": yuan(order.points_fen),
+            "adjust": yuan(order.adjust_fen),
+            "pay": yuan(order.pay_fen),
+            "adjusted": order.adjust_fen != 0,
+        },
         "shipment": shipment,
-        "sales": [{"no": sale.refund_no, "status": sale.get_status_display(), "amount": yuan(sale.amount_fen or 0),
-                   "reason": sale.reason} for sale in sales],
-        "refunds": [{"no": r.out_refund_no, "amount": yuan(r.refund_fen), "status": r.get_status_display(),
-                     "reason": (r.after_sale.reason if r.after_sale_id else "") or r.get_reason_display()}
-                    for r in refunds],
+        "sales": [
+            {
+                "no": sale.refund_no,
+                "status": sale.get_status_display(),
+                "amount": yuan(sale.amount_fen or 0),
+                "reason": sale.reason,
+            }
+            for sale in sales
+        ],
+        "refunds": [
+            {
+                "no": r.out_refund_no,
+                "amount": yuan(r.refund_fen),
+                "status": r.get_status_display(),
+                "reason": (r.after_sale.reason if r.after_sale_id else "") or r.get_reason_display(),
+            }
+            for r in refunds
+        ],
         "events": events,
         "can_remark": user.has_perm("orders.edit_merchant_remark"),
         "can_price": user.has_perm(price_change.PERMISSION) and order.status == OrderStatus.UNPAID,
-        "can_address": (user.has_perm("orders.edit_address") and order.address is not None
-                        and order.status in workbench.ADDRESS_EDITABLE),
-        "can_ship": (user.has_perm("orders.ship_order") and order.kind == Kind.GOODS
-                     and order.status == OrderStatus.PAID),
-        "urls": {name: reverse(f"admin:orders_order_{name}", args=[order.pk])
-                 for name in ("remark", "price", "address", "slip", "ship")},
+        "can_address": (
+            user.has_perm("orders.edit_address")
+            and order.address is not None
+            and order.status in workbench.ADDRESS_EDITABLE
+        ),
+        "can_ship": (
+            user.has_perm("orders.ship_order") and order.kind == Kind.GOODS and order.status == OrderStatus.PAID
+        ),
+        "urls": {
+            name: reverse(f"admin:orders_order_{name}", args=[order.pk])
+            for name in ("remark", "price", "address", "slip", "ship")
+        },
     }
 
 
@@ -127,8 +170,9 @@ def remark_view(request, object_id: int):
     if request.method != "POST":
         return _back(order)
     try:
-        workbench.order_merchant_remark_set(order_id=order.pk, text=request.POST.get("text", ""), user=request.user,
-                                            actor=_staff_actor(request))
+        workbench.order_merchant_remark_set(
+            order_id=order.pk, text=request.POST.get("text", ""), user=request.user, actor=_staff_actor(request)
+        )
     except ShopError as exc:
         messages.error(request, f"{order.order_no}：未保存备注：{exc.message}")
     else:
@@ -146,9 +190,13 @@ def price_view(request, object_id: int):
     try:
         pay_fen = fen_from_yuan(request.POST.get("pay_yuan", ""))
         old = order.pay_fen
-        order = price_change.order_price_change(order_no=order.order_no, pay_fen=pay_fen,
-                                                reason=request.POST.get("reason", ""), user=request.user,
-                                                actor=_staff_actor(request))
+        order = price_change.order_price_change(
+            order_no=order.order_no,
+            pay_fen=pay_fen,
+            reason=request.POST.get("reason", ""),
+            user=request.user,
+            actor=_staff_actor(request),
+        )
     except ValidationError as exc:
         messages.error(request, f"{order.order_no}：未改价：{'；'.join(exc.messages)}")
     except ShopError as exc:
@@ -164,8 +212,13 @@ def address_view(request, object_id: int):
     if request.method != "POST":
         return _back(order)
     try:
-        workbench.order_address_change(order_id=order.pk, address=request.POST, user=request.user,
-                                       actor=_staff_actor(request), reason=request.POST.get("reason", "").strip())
+        workbench.order_address_change(
+            order_id=order.pk,
+            address=request.POST,
+            user=request.user,
+            actor=_staff_actor(request),
+            reason=request.POST.get("reason", "").strip(),
+        )
     except ShopError as exc:
         messages.error(request, f"{order.order_no}：未修改地址：{exc.message}")
     else:
@@ -179,5 +232,8 @@ def slip_view(request, object_id: int, site):
         raise PermissionDenied("需要权限 orders.view_order")
     order = get_object_or_404(Order.objects.select_related("customer"), pk=object_id)
     context = summary_context(request, order)
-    return render(request, "admin/starmall/packing_slip.html", {
-        **context, "site_header": site.each_context(request)["site_header"], "printed_at": timezone.localtime()})
+    return render(
+        request,
+        "admin/starmall/packing_slip.html",
+        {**context, "site_header": site.each_context(request)["site_header"], "printed_at": timezone.localtime()},
+    )

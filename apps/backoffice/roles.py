@@ -23,60 +23,137 @@ BUILTIN_VERBS = {"add": "添加", "change": "修改", "delete": "删除", "view"
 #: group name -> permissions ("app.codename" or "app.view_*")
 ROLES: dict[str, list[str]] = {
     "运营": [  # operations: catalog, stock, shipping, flash sales, orders to look at
-        "catalog.view_*", "catalog.add_product", "catalog.change_product", "catalog.add_sku", "catalog.change_sku",
-        "catalog.change_stock", "catalog.add_category", "catalog.change_category",
-        "orders.view_order", "orders.view_orderline", "orders.view_shipment", "orders.view_orderevent",
-        "orders.view_aftersale", "orders.ship_order", "orders.complete_order",  # lines: what to pack
-        "orders.edit_address", "orders.edit_merchant_remark",  # the order workbench, before shipping
+        "catalog.view_*",
+        "catalog.add_product",
+        "catalog.change_product",
+        "catalog.add_sku",
+        "catalog.change_sku",
+        "catalog.change_stock",
+        "catalog.add_category",
+        "catalog.change_category",
+        "orders.view_order",
+        "orders.view_orderline",
+        "orders.view_shipment",
+        "orders.view_orderevent",
+        "orders.view_aftersale",
+        "orders.ship_order",
+        "orders.complete_order",  # lines: what to pack
+        "orders.edit_address",
+        "orders.edit_merchant_remark",  # the order workbench, before shipping
         "orders.receive_return",  # operations receive the parcels, returns included: confirming one refunds it
-        "marketing.view_*", "marketing.add_flashsale", "marketing.change_flashsale", "marketing.manage_flashsale",
-        "marketing.add_groupbuy", "marketing.change_groupbuy", "marketing.manage_groupbuy",  # 拼团, ending groups
-        "marketing.add_bargaincampaign", "marketing.change_bargaincampaign", "marketing.manage_bargain",  # 砍价
+        "marketing.view_*",
+        "marketing.add_flashsale",
+        "marketing.change_flashsale",
+        "marketing.manage_flashsale",
+        "marketing.add_groupbuy",
+        "marketing.change_groupbuy",
+        "marketing.manage_groupbuy",  # 拼团, ending groups
+        "marketing.add_bargaincampaign",
+        "marketing.change_bargaincampaign",
+        "marketing.manage_bargain",  # 砍价
         "backoffice.view_dashboard",
         # the storefront: home-page blocks, articles; pickup stores and who staffs them
-        "content.view_*", "content.add_*", "content.change_*", "content.delete_*",
-        "stores.view_*", "stores.add_store", "stores.change_store", "stores.add_storestaff",
-        "stores.change_storestaff", "stores.delete_storestaff",
+        "content.view_*",
+        "content.add_*",
+        "content.change_*",
+        "content.delete_*",
+        "stores.view_*",
+        "stores.add_store",
+        "stores.change_store",
+        "stores.add_storestaff",
+        "stores.change_storestaff",
+        "stores.delete_storestaff",
         # distribution: rates, channel codes (渠道二维码), distributors and commissions to look at
-        "distribution.view_distributor", "distribution.view_commission", "distribution.view_ledgerentry",
-        "distribution.view_commissionsettings", "distribution.view_productcommission", "distribution.view_channel",
+        "distribution.view_distributor",
+        "distribution.view_commission",
+        "distribution.view_ledgerentry",
+        "distribution.view_commissionsettings",
+        "distribution.view_productcommission",
+        "distribution.view_channel",
         "distribution.view_promotioncode",  # withdrawals and transfers are finance's (财务)
-        "distribution.change_commissionsettings", "distribution.add_productcommission",
-        "distribution.change_productcommission", "distribution.add_channel", "distribution.change_channel",
+        "distribution.change_commissionsettings",
+        "distribution.add_productcommission",
+        "distribution.change_productcommission",
+        "distribution.add_channel",
+        "distribution.change_channel",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
-        "orders.view_order", "orders.view_orderline", "orders.view_orderevent", "orders.view_aftersale",
-        "orders.view_followup", "accounts.view_customer", "accounts.view_address", "payments.view_refund",
-        "chat.view_*", "alerts.view_*",
+        "orders.view_order",
+        "orders.view_orderline",
+        "orders.view_orderevent",
+        "orders.view_aftersale",
+        "orders.view_followup",
+        "accounts.view_customer",
+        "accounts.view_address",
+        "payments.view_refund",
+        "chat.view_*",
+        "alerts.view_*",
     ],
     "财务": [  # finance: refund approval, manual payments, reconciliation, exports
-        "orders.view_order", "orders.view_orderevent", "orders.view_aftersale", "orders.decide_aftersale",
-        "payments.view_*", "payments.resolve_payment", "payments.retry_refund", "payments.run_reconciliation",
-        "payments.batch_refund", "orders.change_price", "orders.edit_merchant_remark",  # 改价: money
-        "backoffice.export_data", "backoffice.view_dashboard", "backoffice.view_revenue",  # money: owner and finance
-        "alerts.view_*", "alerts.resolve_alert",
-        "distribution.view_*", "distribution.decide_withdrawal",  # withdrawals: approve, reject, query transfers
+        "orders.view_order",
+        "orders.view_orderevent",
+        "orders.view_aftersale",
+        "orders.decide_aftersale",
+        "payments.view_*",
+        "payments.resolve_payment",
+        "payments.retry_refund",
+        "payments.run_reconciliation",
+        "payments.batch_refund",
+        "orders.change_price",
+        "orders.edit_merchant_remark",  # 改价: money
+        "backoffice.export_data",
+        "backoffice.view_dashboard",
+        "backoffice.view_revenue",  # money: owner and finance
+        "alerts.view_*",
+        "alerts.resolve_alert",
+        "distribution.view_*",
+        "distribution.decide_withdrawal",  # withdrawals: approve, reject, query transfers
     ],
     "老师": [  # a teacher: own schedule and chats (querysets are limited to the linked teacher)
-        "appointments.view_slot", "appointments.change_slot", "appointments.manage_slot", "appointments.view_booking",
-        "chat.view_*", "chat.add_message",
+        "appointments.view_slot",
+        "appointments.change_slot",
+        "appointments.manage_slot",
+        "appointments.view_booking",
+        "chat.view_*",
+        "chat.add_message",
     ],
     "门店店员": [  # a pickup store's staff: their store's pickup orders, verifying codes (StoreStaff binds the store)
-        "stores.view_store", "stores.view_pickuporder", "stores.view_pickupverification", "stores.verify_pickup",
+        "stores.view_store",
+        "stores.view_pickuporder",
+        "stores.view_pickupverification",
+        "stores.verify_pickup",
     ],
     "公众号": [  # the official account and the shop's messages: replies, menus, materials, mass sends, templates
-        "wechat_official.view_*", "wechat_official.add_replyrule", "wechat_official.change_replyrule",
-        "wechat_official.delete_replyrule", "wechat_official.add_menu", "wechat_official.change_menu",
-        "wechat_official.push_menu", "wechat_official.add_material", "wechat_official.change_material",
-        "wechat_official.upload_material", "wechat_official.add_masssend", "wechat_official.change_masssend",
-        "wechat_official.send_mass", "accounts.view_subscribetemplate", "accounts.add_subscribetemplate",
-        "accounts.change_subscribetemplate", "accounts.view_subscriberefusal", "accounts.view_smscode",
+        "wechat_official.view_*",
+        "wechat_official.add_replyrule",
+        "wechat_official.change_replyrule",
+        "wechat_official.delete_replyrule",
+        "wechat_official.add_menu",
+        "wechat_official.change_menu",
+        "wechat_official.push_menu",
+        "wechat_official.add_material",
+        "wechat_official.change_material",
+        "wechat_official.upload_material",
+        "wechat_official.add_masssend",
+        "wechat_official.change_masssend",
+        "wechat_official.send_mass",
+        "accounts.view_subscribetemplate",
+        "accounts.add_subscribetemplate",
+        "accounts.change_subscribetemplate",
+        "accounts.view_subscriberefusal",
+        "accounts.view_smscode",
     ],
 }
 
 #: role -> the demo login of that role (development settings only: runshop --demo logins)
-DEMO_LOGINS = {"运营": "ops", "客服": "service", "财务": "finance", "老师": "teacher", "门店店员": "store",
-               "公众号": "official"}
+DEMO_LOGINS = {
+    "运营": "ops",
+    "客服": "service",
+    "财务": "finance",
+    "老师": "teacher",
+    "门店店员": "store",
+    "公众号": "official",
+}
 
 
 def _resolve(permission_model, spec: str) -> list:
@@ -118,12 +195,16 @@ def permission_names_sync(app_config, using: str = DEFAULT_DB_ALIAS, apps=global
             for action in opts.default_permissions:
                 if action in BUILTIN_VERBS:
                     wanted[(opts.app_label, opts.model_name, f"{action}_{opts.model_name}")] = (
-                        f"可以{BUILTIN_VERBS[action]}{opts.verbose_name}")
+                        f"可以{BUILTIN_VERBS[action]}{opts.verbose_name}"
+                    )
             for codename, name in opts.permissions:
                 wanted[(opts.app_label, opts.model_name, codename)] = str(name)
     renamed = 0
-    rows = permission_model.objects.using(using).filter(content_type__app_label=app_config.label).values_list(
-        "pk", "content_type__app_label", "content_type__model", "codename", "name")
+    rows = (
+        permission_model.objects.using(using)
+        .filter(content_type__app_label=app_config.label)
+        .values_list("pk", "content_type__app_label", "content_type__model", "codename", "name")
+    )
     for pk, app_label, model_name, codename, name in list(rows):
         new = wanted.get((app_label, model_name, codename))
         if new and new[:255] != name:

@@ -24,8 +24,13 @@ from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refu
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 #: Order statuses that count as "paid" money (paid, then maybe shipped, completed or refunded).
-PAID_STATUSES = [OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED,
-                 OrderStatus.REFUNDING, OrderStatus.REFUNDED]
+PAID_STATUSES = [
+    OrderStatus.PAID,
+    OrderStatus.SHIPPED,
+    OrderStatus.COMPLETED,
+    OrderStatus.REFUNDING,
+    OrderStatus.REFUNDED,
+]
 LOW_STOCK = getattr(settings, "BACKOFFICE_LOW_STOCK", 5)  # units: an active SKU at or below is "low"
 
 
@@ -53,13 +58,17 @@ def summary(period: Period) -> dict:
     are refunds that SUCCEEDED in the period. Three queries.
     """
     created = Order.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
-        orders=Count("id"), paid=Count("id", filter=Q(paid_at__isnull=False)),
+        orders=Count("id"),
+        paid=Count("id", filter=Q(paid_at__isnull=False)),
     )
     paid = Order.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end).aggregate(
-        count=Count("id"), revenue_fen=Coalesce(Sum("pay_fen"), 0),
+        count=Count("id"),
+        revenue_fen=Coalesce(Sum("pay_fen"), 0),
     )
     refunds = Refund.objects.filter(
-        status=Refund.Status.SUCCESS, succeeded_at__gte=period.start, succeeded_at__lt=period.end,
+        status=Refund.Status.SUCCESS,
+        succeeded_at__gte=period.start,
+        succeeded_at__lt=period.end,
     ).aggregate(count=Count("id"), fen=Coalesce(Sum("refund_fen"), 0))
     return {
         "label": period.label,
@@ -79,7 +88,9 @@ def revenue_by_day(period: Period) -> list[dict]:
     rows = (
         Order.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end)
         .annotate(day=TruncDate("paid_at", tzinfo=SHANGHAI))
-        .values("day").annotate(orders=Count("id"), revenue_fen=Sum("pay_fen")).order_by("day")
+        .values("day")
+        .annotate(orders=Count("id"), revenue_fen=Sum("pay_fen"))
+        .order_by("day")
     )
     by_day = {row["day"]: row for row in rows}
     days = (period.end - period.start).days
@@ -116,8 +127,9 @@ def slot_utilisation(start: dt.datetime, end: dt.datetime) -> list[dict]:
         )
         .order_by("teacher_id")
     )
-    return [{**row, "rate": round(100 * row["booked"] / row["capacity"], 1) if row["capacity"] else 0.0}
-            for row in rows]
+    return [
+        {**row, "rate": round(100 * row["booked"] / row["capacity"], 1) if row["capacity"] else 0.0} for row in rows
+    ]
 
 
 def todo_counts() -> dict[str, int]:
@@ -137,10 +149,12 @@ def todo_counts() -> dict[str, int]:
         "manual": Payment.objects.filter(status=PaymentStatus.MANUAL).count(),
         "followups_failed": FollowUp.objects.filter(status=FollowUp.Status.FAILED).count(),
         "refunds_failed": Refund.objects.filter(status=Refund.Status.FAILED).count(),
-        "reconciliation": ReconciliationRun.objects.filter(bill_date__gte=since).exclude(
-            status=ReconciliationRun.Status.OK).count(),
-        "low_stock": Sku.objects.filter(is_active=True, product__is_active=True, product__kind="goods",
-                                        stock__lte=LOW_STOCK).count(),
+        "reconciliation": ReconciliationRun.objects.filter(bill_date__gte=since)
+        .exclude(status=ReconciliationRun.Status.OK)
+        .count(),
+        "low_stock": Sku.objects.filter(
+            is_active=True, product__is_active=True, product__kind="goods", stock__lte=LOW_STOCK
+        ).count(),
         "alerts_open": Alert.objects.filter(resolved_at__isnull=True).count(),
         "withdrawals_pending": _withdrawals_pending(),
     }

@@ -21,7 +21,8 @@ def group_counts(now: dt.datetime | None = None) -> dict:
     local = timezone.localtime(now or timezone.now())
     today = local.replace(hour=0, minute=0, second=0, microsecond=0)
     refunds = AfterSale.objects.filter(reason=GROUP_FAILED_REASON, created_at__gte=today).aggregate(
-        n=Count("id"), fen=Sum("amount_fen"))
+        n=Count("id"), fen=Sum("amount_fen")
+    )
     return {
         "forming": Group.objects.filter(status=Group.Status.FORMING).count(),
         "done_today": Group.objects.filter(done_at__gte=today).count(),
@@ -41,6 +42,9 @@ def group_lines(request, now: dt.datetime | None = None) -> list[dict]:
         {"label": "拼团中", "count": counts["forming"], "url": f"{groups}?status__exact=forming"},
         {"label": "今日成团", "count": counts["done_today"], "url": f"{groups}?status__exact=done"},
         {"label": "今日未成团", "count": counts["failed_today"], "url": f"{groups}?status__exact=failed"},
-        {"label": f"今日拼团失败退款（{yuan(counts['refund_fen_today'])} 元）", "count": counts["refunds_today"],
-         "url": f"{groups}?status__exact=failed"},
+        {
+            "label": f"今日拼团失败退款（{yuan(counts['refund_fen_today'])} 元）",
+            "count": counts["refunds_today"],
+            "url": f"{groups}?status__exact=failed",
+        },
     ]

@@ -46,7 +46,11 @@ def themed(admin_class: type, theme_base: type) -> type:
     range)."""
     if admin_class in _THEMED:
         return _THEMED[admin_class]
-    front = (YuanAdminMixin, DateFilterBoundsMixin, ChineseIdMixin) if issubclass(admin_class, admin.ModelAdmin) else (YuanAdminMixin,)
+    front = (
+        (YuanAdminMixin, DateFilterBoundsMixin, ChineseIdMixin)
+        if issubclass(admin_class, admin.ModelAdmin)
+        else (YuanAdminMixin,)
+    )
     bases = (*front, admin_class) if issubclass(admin_class, theme_base) else (*front, admin_class, theme_base)
     attrs = {"__module__": admin_class.__module__, "__doc__": admin_class.__doc__}
     if getattr(admin_class, "inlines", None):

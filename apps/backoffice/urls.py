@@ -9,10 +9,19 @@ def admin_urls(site) -> list:
     from apps.backoffice import views_calendar, views_export
 
     return [
-        path("backoffice/export/", site.admin_view(lambda request: views_export.export_view(request, site)),
-             name="backoffice_export"),
-        path("backoffice/week/", site.admin_view(lambda request: views_calendar.week_view(request, site)),
-             name="backoffice_week"),
-        path("backoffice/almanac/", site.admin_view(lambda request: views_calendar.almanac_month(request, site)),
-             name="backoffice_almanac"),
+        path(
+            "backoffice/export/",
+            site.admin_view(lambda request: views_export.export_view(request, site)),
+            name="backoffice_export",
+        ),
+        path(
+            "backoffice/week/",
+            site.admin_view(lambda request: views_calendar.week_view(request, site)),
+            name="backoffice_week",
+        ),
+        path(
+            "backoffice/almanac/",
+            site.admin_view(lambda request: views_calendar.almanac_month(request, site)),
+            name="backoffice_almanac",
+        ),
     ]

@@ -10,15 +10,69 @@ from starmall.admin_money import yuan
 #: To-do panel rows: (key in selectors.todo_counts, label, changelist, query string, permission to see it)
 TODO = [
     ("alerts_open", "未处理告警", "admin:alerts_alert_changelist", "handled=no", "alerts.view_alert"),
-    ("to_ship", "待发货订单", "admin:orders_order_changelist", "status__exact=paid&kind__exact=goods&delivery__exact=express", "orders.view_order"),
-    ("pickups_waiting", "待自提订单", "admin:stores_pickuporder_changelist", "status__exact=paid", "stores.view_pickuporder"),
-    ("aftersales", "待审核退款申请", "admin:orders_aftersale_changelist", "status__exact=requested", "orders.view_aftersale"),
-    ("manual", "待人工确认的支付", "admin:payments_payment_changelist", "status__exact=manual", "payments.view_payment"),
-    ("refunds_failed", "失败的退款", "admin:payments_refund_changelist", "status__exact=failed", "payments.view_refund"),
-    ("followups_failed", "失败的后续任务", "admin:orders_followup_changelist", "status__exact=failed", "orders.view_followup"),
-    ("reconciliation", "对账差异（近30天）", "admin:payments_reconciliationrun_changelist", "status__in=differences,error", "payments.view_reconciliationrun"),
-    ("withdrawals_pending", "待审核提现", "admin:distribution_withdrawal_changelist", "status__exact=pending", "distribution.view_withdrawal"),
-    ("low_stock", f"低库存 SKU（≤{selectors.LOW_STOCK}）", "admin:catalog_sku_changelist", f"stock__lte={selectors.LOW_STOCK}&is_active__exact=1", "catalog.view_sku"),
+    (
+        "to_ship",
+        "待发货订单",
+        "admin:orders_order_changelist",
+        "status__exact=paid&kind__exact=goods&delivery__exact=express",
+        "orders.view_order",
+    ),
+    (
+        "pickups_waiting",
+        "待自提订单",
+        "admin:stores_pickuporder_changelist",
+        "status__exact=paid",
+        "stores.view_pickuporder",
+    ),
+    (
+        "aftersales",
+        "待审核退款申请",
+        "admin:orders_aftersale_changelist",
+        "status__exact=requested",
+        "orders.view_aftersale",
+    ),
+    (
+        "manual",
+        "待人工确认的支付",
+        "admin:payments_payment_changelist",
+        "status__exact=manual",
+        "payments.view_payment",
+    ),
+    (
+        "refunds_failed",
+        "失败的退款",
+        "admin:payments_refund_changelist",
+        "status__exact=failed",
+        "payments.view_refund",
+    ),
+    (
+        "followups_failed",
+        "失败的后续任务",
+        "admin:orders_followup_changelist",
+        "status__exact=failed",
+        "orders.view_followup",
+    ),
+    (
+        "reconciliation",
+        "对账差异（近30天）",
+        "admin:payments_reconciliationrun_changelist",
+        "status__in=differences,error",
+        "payments.view_reconciliationrun",
+    ),
+    (
+        "withdrawals_pending",
+        "待审核提现",
+        "admin:distribution_withdrawal_changelist",
+        "status__exact=pending",
+        "distribution.view_withdrawal",
+    ),
+    (
+        "low_stock",
+        f"低库存 SKU（≤{selectors.LOW_STOCK}）",
+        "admin:catalog_sku_changelist",
+        f"stock__lte={selectors.LOW_STOCK}&is_active__exact=1",
+        "catalog.view_sku",
+    ),
 ]
 
 
@@ -53,14 +107,17 @@ def dashboard_callback(request, context: dict) -> dict:
     data = selectors.dashboard()
     todo = [
         {"label": label, "count": data["todo"][key], "url": f"{reverse(url)}?{query}"}
-        for key, label, url, query, perm in TODO if request.user.has_perm(perm)
+        for key, label, url, query, perm in TODO
+        if request.user.has_perm(perm)
     ] + selectors_groups.group_lines(request)  # 拼团: forming, done/failed today, their refunds
     money = request.user.has_perm("backoffice.view_revenue")
     cards = []
     for block in (data["today"], data["month"]):
         card = {key: value for key, value in block.items() if not key.endswith("_fen")}
         if money:
-            card.update(revenue=yuan(block["revenue_fen"]), refund=yuan(block["refund_fen"]), aov=yuan(block["aov_fen"]))
+            card.update(
+                revenue=yuan(block["revenue_fen"]), refund=yuan(block["refund_fen"]), aov=yuan(block["aov_fen"])
+            )
         cards.append(card)
     chart = {
         "days": [row["day"].strftime("%m-%d") for row in data["revenue_by_day"]],
@@ -73,16 +130,21 @@ def dashboard_callback(request, context: dict) -> dict:
     chart["slots_past"] = [chart["slots_past"].get(name, 0) for name in chart["teachers"]]
     if not money:
         del chart["revenue"]
-    context.update({
-        "dashboard": {
-            "cards": cards,
-            "todo": todo,
-            "money": money,
-            "top_products": [{key: value for key, value in row.items() if key != "amount_fen"}
-                             | ({"amount": yuan(row["amount_fen"])} if money else {}) for row in data["top_products"]],
-            "slots_next": data["slots_next"],
-            "slots_past": data["slots_past"],
-        },
-        "dashboard_chart": chart,
-    })
+    context.update(
+        {
+            "dashboard": {
+                "cards": cards,
+                "todo": todo,
+                "money": money,
+                "top_products": [
+                    {key: value for key, value in row.items() if key != "amount_fen"}
+                    | ({"amount": yuan(row["amount_fen"])} if money else {})
+                    for row in data["top_products"]
+                ],
+                "slots_next": data["slots_next"],
+                "slots_past": data["slots_past"],
+            },
+            "dashboard_chart": chart,
+        }
+    )
     return context

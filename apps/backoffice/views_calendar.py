@@ -21,7 +21,7 @@ from apps.catalog.selectors import teacher_for_user
 
 
 def slot_state(slot: Slot) -> str:
-    """"blocked" (closed by staff), "full", "booked" (some taken) or "free"."""
+    """ "blocked" (closed by staff), "full", "booked" (some taken) or "free"."""
     if not slot.is_open:
         return "blocked"
     if slot.booked >= slot.capacity:
@@ -49,19 +49,33 @@ def week_view(request, site):
     days = [start + dt.timedelta(days=i) for i in range(7)]
     labels = [f"{d:%m-%d} 周{'一二三四五六日'[d.weekday()]}" for d in days]
     lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
-    slots = Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=lo + dt.timedelta(days=7)).order_by("start") \
-        if teacher else Slot.objects.none()
+    slots = (
+        Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=lo + dt.timedelta(days=7)).order_by("start")
+        if teacher
+        else Slot.objects.none()
+    )
     grid: dict[str, dict[dt.date, dict]] = {}
     for slot in slots:
         local = timezone.localtime(slot.start, SHANGHAI)
         grid.setdefault(local.strftime("%H:%M"), {})[local.date()] = {
-            "state": slot_state(slot), "booked": slot.booked, "capacity": slot.capacity,
+            "state": slot_state(slot),
+            "booked": slot.booked,
+            "capacity": slot.capacity,
             "url": reverse("admin:appointments_slot_change", args=[slot.pk]),
         }
     rows = [{"time": time, "cells": [grid[time].get(day) for day in days]} for time in sorted(grid)]
-    context = {**site.each_context(request), "title": f"老师周历 · {teacher.name if teacher else '-'}",
-               "teachers": teachers, "teacher": teacher, "days": days, "heads": list(zip(days, labels)), "rows": rows, "today": today,
-               "prev": start - dt.timedelta(days=7), "next": start + dt.timedelta(days=7)}
+    context = {
+        **site.each_context(request),
+        "title": f"老师周历 · {teacher.name if teacher else '-'}",
+        "teachers": teachers,
+        "teacher": teacher,
+        "days": days,
+        "heads": list(zip(days, labels)),
+        "rows": rows,
+        "today": today,
+        "prev": start - dt.timedelta(days=7),
+        "next": start + dt.timedelta(days=7),
+    }
     return TemplateResponse(request, "admin/backoffice/week.html", context)
 
 
@@ -78,9 +92,17 @@ def almanac_month(request, site):
         return refusal_page(request, site, str(exc), back_url=request.path)
     weeks_dates = calendar.Calendar(firstweekday=0).monthdatescalendar(first.year, first.month)
     found = {d.date: d for d in AlmanacDay.objects.filter(date__gte=weeks_dates[0][0], date__lte=weeks_dates[-1][-1])}
-    weeks = [[{"date": d, "in_month": d.month == first.month, "day": found.get(d)} for d in week] for week in weeks_dates]
+    weeks = [
+        [{"date": d, "in_month": d.month == first.month, "day": found.get(d)} for d in week] for week in weeks_dates
+    ]
     prev_month = (first - dt.timedelta(days=1)).replace(day=1)
     next_month = (first + dt.timedelta(days=32)).replace(day=1)
-    context = {**site.each_context(request), "title": f"黄历 · {first:%Y年%m月}", "weeks": weeks, "today": today,
-               "prev": prev_month.strftime("%Y-%m"), "next": next_month.strftime("%Y-%m")}
+    context = {
+        **site.each_context(request),
+        "title": f"黄历 · {first:%Y年%m月}",
+        "weeks": weeks,
+        "today": today,
+        "prev": prev_month.strftime("%Y-%m"),
+        "next": next_month.strftime("%Y-%m"),
+    }
     return TemplateResponse(request, "admin/backoffice/almanac_month.html", context)

@@ -19,10 +19,16 @@ MAX_DAYS = 366
 class ExportForm(forms.Form):
     kind = forms.ChoiceField(label="数据", choices=list(exports.KINDS.items()))
     # Both within the shop's calendar (apps.backoffice.dates): 9999-12-31 overflowed the end bound.
-    start = forms.DateField(label="开始日期", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
-                            validators=[validate_in_range])
-    end = forms.DateField(label="结束日期（含）", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
-                          validators=[validate_in_range])
+    start = forms.DateField(
+        label="开始日期",
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        validators=[validate_in_range],
+    )
+    end = forms.DateField(
+        label="结束日期（含）",
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        validators=[validate_in_range],
+    )
     fmt = forms.ChoiceField(label="格式", choices=[("csv", "CSV"), ("xlsx", "Excel (.xlsx)")])
 
     def clean(self):
@@ -47,7 +53,11 @@ def export_view(request, site):
             response = StreamingHttpResponse(exports.csv_lines(source), content_type="text/csv; charset=utf-8")
             response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
             return response
-        return FileResponse(exports.xlsx_file(source, exports.KINDS[kind]), as_attachment=True, filename=f"{name}.xlsx",
-                            content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+        return FileResponse(
+            exports.xlsx_file(source, exports.KINDS[kind]),
+            as_attachment=True,
+            filename=f"{name}.xlsx",
+            content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        )
     context = {**site.each_context(request), "title": "导出数据", "form": form}
     return TemplateResponse(request, "admin/backoffice/export.html", context)

@@ -22,8 +22,9 @@ class SkuInlineForm(forms.ModelForm):
     """One row of the SKU matrix: price, code, weight editable; stock moved by a relative
     ``stock_change`` (``sku_stock_adjust``, needs ``catalog.change_stock``), never overwritten."""
 
-    stock_change = forms.IntegerField(required=False, initial=0, label="库存增减",
-                                      widget=UnfoldAdminIntegerFieldWidget(attrs={"style": "width:7rem"}))
+    stock_change = forms.IntegerField(
+        required=False, initial=0, label="库存增减", widget=UnfoldAdminIntegerFieldWidget(attrs={"style": "width:7rem"})
+    )
 
     class Meta:
         model = Sku
@@ -55,8 +56,20 @@ class ProductAdmin(ProductEditorMixin, ChangedFieldsAdmin):  # changed fields on
     previews and drag order, specs as names and values generating the SKU matrix, counters
     read-only, a preview of the mini-program's detail page."""
 
-    list_display = ["id", "cover_thumb", "name", "kind", "category", "price_range", "stock_total", "is_active", "is_hot",
-                    "is_recommended", "sales", "sort"]
+    list_display = [
+        "id",
+        "cover_thumb",
+        "name",
+        "kind",
+        "category",
+        "price_range",
+        "stock_total",
+        "is_active",
+        "is_hot",
+        "is_recommended",
+        "sales",
+        "sort",
+    ]
     list_filter = ["kind", "category", "is_active", "is_hot", "is_recommended", "freight_template"]
     search_fields = ["name"]
     readonly_fields = ["sales", "review_count", "rating_total", "created_at", "cover_preview", "mini_preview"]
@@ -65,14 +78,19 @@ class ProductAdmin(ProductEditorMixin, ChangedFieldsAdmin):  # changed fields on
 
 class SkuForm(forms.ModelForm):
     stock_change = forms.IntegerField(
-        required=False, initial=0,
-        label="库存增减", help_text="补货填正数，减少填负数。按 库存 = 库存 + n 执行，不会覆盖期间被订单占用的数量。",
+        required=False,
+        initial=0,
+        label="库存增减",
+        help_text="补货填正数，减少填负数。按 库存 = 库存 + n 执行，不会覆盖期间被订单占用的数量。",
     )
 
     # Optional on this page: left out or empty keeps the SKU's value (freight by weight/volume).
-    weight_g = forms.IntegerField(label="重量（克）", required=False, min_value=0, help_text="克/件（按重量计费的运费模板用）")
-    volume_cm3 = forms.IntegerField(label="体积（立方厘米）", required=False, min_value=0,
-                                    help_text="立方厘米/件（按体积计费的运费模板用）")
+    weight_g = forms.IntegerField(
+        label="重量（克）", required=False, min_value=0, help_text="克/件（按重量计费的运费模板用）"
+    )
+    volume_cm3 = forms.IntegerField(
+        label="体积（立方厘米）", required=False, min_value=0, help_text="立方厘米/件（按体积计费的运费模板用）"
+    )
 
     class Meta:
         model = Sku

@@ -61,25 +61,40 @@ class GalleryWidget(forms.HiddenInput):
         except ValueError:
             images = []
         thumbs = format_html_join(
-            "", '<li class="bo-thumb" draggable="true" data-name="{}"><img src="{}" alt="商品图片">'
-                '<button type="button" class="bo-thumb-remove" aria-label="移除">×</button></li>',
-            ((image, preview_url(image)) for image in images if isinstance(image, str)))
-        return format_html('{}<ul class="bo-gallery" data-gallery-for="{}">{}</ul>'
-                           '<p class="bo-muted">拖动图片调整顺序（第一张在详情页最先显示），× 移除；保存后生效。</p>',
-                           hidden, attrs.get("id", "") if attrs else "", thumbs)
+            "",
+            '<li class="bo-thumb" draggable="true" data-name="{}"><img src="{}" alt="商品图片">'
+            '<button type="button" class="bo-thumb-remove" aria-label="移除">×</button></li>',
+            ((image, preview_url(image)) for image in images if isinstance(image, str)),
+        )
+        return format_html(
+            '{}<ul class="bo-gallery" data-gallery-for="{}">{}</ul>'
+            '<p class="bo-muted">拖动图片调整顺序（第一张在详情页最先显示），× 移除；保存后生效。</p>',
+            hidden,
+            attrs.get("id", "") if attrs else "",
+            thumbs,
+        )
 
 
 class ProductEditorForm(forms.ModelForm):
-    cover_file = forms.ImageField(label="上传封面", required=False,
-                                  widget=forms.ClearableFileInput(attrs={"accept": "image/jpeg,image/png"}),
-                                  help_text="JPEG / PNG，最大 5 MB；上传后替换当前封面")
+    cover_file = forms.ImageField(
+        label="上传封面",
+        required=False,
+        widget=forms.ClearableFileInput(attrs={"accept": "image/jpeg,image/png"}),
+        help_text="JPEG / PNG，最大 5 MB；上传后替换当前封面",
+    )
     gallery_files = MultipleImageField(label="上传详情图", required=False, help_text="可多选，追加到图片列表末尾")
     spec_text = forms.CharField(
-        label="规格", required=False,
+        label="规格",
+        required=False,
         widget=UnfoldAdminTextareaWidget(attrs={"rows": 3, "placeholder": "颜色: 天青, 月白\n容量: 120ml, 150ml"}),
-        help_text="每行一个规格：名称: 值1, 值2。保存时为缺少的组合生成 SKU（已有的 SKU 保留），再在下方表格填价格、库存、编码、重量")
-    spec_price = forms.CharField(label="新规格的价格（元）", required=False, widget=UnfoldAdminTextInputWidget,
-                                 help_text="新生成的 SKU 先用这个价格，之后可逐行修改")
+        help_text="每行一个规格：名称: 值1, 值2。保存时为缺少的组合生成 SKU（已有的 SKU 保留），再在下方表格填价格、库存、编码、重量",
+    )
+    spec_price = forms.CharField(
+        label="新规格的价格（元）",
+        required=False,
+        widget=UnfoldAdminTextInputWidget,
+        help_text="新生成的 SKU 先用这个价格，之后可逐行修改",
+    )
 
     class Meta:
         model = Product
@@ -127,8 +142,11 @@ class ProductEditorMixin:
         js = ["catalog/product_editor.js"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            min_price=Min("skus__price_fen"), max_price=Max("skus__price_fen"), stock_sum=Sum("skus__stock"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(min_price=Min("skus__price_fen"), max_price=Max("skus__price_fen"), stock_sum=Sum("skus__stock"))
+        )
 
     @admin.display(description="封面")
     def cover_thumb(self, product: Product):
@@ -161,11 +179,13 @@ class ProductEditorMixin:
             return "保存后显示预览"
         skus = list(Sku.objects.filter(product=product, is_active=True).order_by("pk"))
         prices = [sku.price_fen for sku in skus]
-        price = "-" if not prices else (yuan(min(prices)) if min(prices) == max(prices)
-                                        else f"{yuan(min(prices))} 起")
+        price = "-" if not prices else (yuan(min(prices)) if min(prices) == max(prices) else f"{yuan(min(prices))} 起")
         dims = sku_matrix.spec_lines_parse(sku_matrix.spec_lines_text(product))
-        chips = format_html_join("", '<div class="bo-mp-spec"><span>{}</span>{}</div>', (
-            (name, format_html_join("", '<i>{}</i>', ((v,) for v in values))) for name, values in dims))
+        chips = format_html_join(
+            "",
+            '<div class="bo-mp-spec"><span>{}</span>{}</div>',
+            ((name, format_html_join("", "<i>{}</i>", ((v,) for v in values))) for name, values in dims),
+        )
         gallery = format_html_join("", '<img src="{}" alt="">', ((preview_url(i),) for i in (product.images or [])[:4]))
         return format_html(
             '<div class="bo-mp" id="mini-preview"><div class="bo-mp-cover">{}</div><div class="bo-mp-body">'
@@ -173,7 +193,14 @@ class ProductEditorMixin:
             '<div class="bo-mp-meta">已售 {} · 评价 {}</div>{}<div class="bo-mp-desc">{}</div>'
             '<div class="bo-mp-gallery">{}</div></div><div class="bo-mp-bar"><span>加入购物车</span><b>立即购买</b></div></div>',
             format_html('<img src="{}" alt="">', preview_url(product.cover_url)) if product.cover_url else "无封面",
-            price, product.name, product.sales, product.review_count, chips, product.description[:120], gallery)
+            price,
+            product.name,
+            product.sales,
+            product.review_count,
+            chips,
+            product.description[:120],
+            gallery,
+        )
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
@@ -200,16 +227,23 @@ class ProductEditorMixin:
             return
         try:
             created = sku_matrix.sku_matrix_generate(
-                product_id=form.instance.pk, text=text, price_fen=form.cleaned_data.get("spec_price") or 0,
-                user=request.user)
+                product_id=form.instance.pk,
+                text=text,
+                price_fen=form.cleaned_data.get("spec_price") or 0,
+                user=request.user,
+            )
         except ShopError as exc:
             messages.error(request, f"规格未生成：{exc.message}")
         except PermissionDenied as exc:
             messages.error(request, f"规格未生成：{exc}")
         else:
             if created:
-                messages.success(request, "已生成 {} 个 SKU：{}。请在 SKU 表格中填写库存（库存增减）和编码。".format(
-                    len(created), "、".join(specs_text(s.specs) for s in created)))
+                messages.success(
+                    request,
+                    "已生成 {} 个 SKU：{}。请在 SKU 表格中填写库存（库存增减）和编码。".format(
+                        len(created), "、".join(specs_text(s.specs) for s in created)
+                    ),
+                )
 
     def save_formset(self, request, form, formset, change):
         super().save_formset(request, form, formset, change)

@@ -12,7 +12,9 @@ class Kind(models.TextChoices):
 
 class Category(models.Model):
     name = models.CharField(verbose_name="名称", max_length=32)
-    parent = models.ForeignKey("self", verbose_name="上级分类", null=True, blank=True, on_delete=models.PROTECT, related_name="children")
+    parent = models.ForeignKey(
+        "self", verbose_name="上级分类", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
     sort = models.IntegerField(verbose_name="排序", default=0)
 
@@ -41,10 +43,20 @@ class Teacher(models.Model):
     # Who the teacher is when signed in: in the mini-program (their WeChat customer: schedule,
     # their side of the chats) and in the admin (a staff user: only their own slots and chats).
     customer = models.OneToOneField(
-        "accounts.Customer", verbose_name="小程序账号（顾客）", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+        "accounts.Customer",
+        verbose_name="小程序账号（顾客）",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="teacher",
     )
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, verbose_name="后台账号", null=True, blank=True, on_delete=models.SET_NULL, related_name="teacher"
+        settings.AUTH_USER_MODEL,
+        verbose_name="后台账号",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="teacher",
     )
 
     class Meta:
@@ -76,7 +88,12 @@ class Product(models.Model):
     # How shipping it is charged; null = the shop's default template. By name: catalog imports
     # nothing from shipping (orders asks shipping at confirm).
     freight_template = models.ForeignKey(
-        "shipping.FreightTemplate", verbose_name="运费模板", null=True, blank=True, on_delete=models.PROTECT, related_name="products",
+        "shipping.FreightTemplate",
+        verbose_name="运费模板",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="products",
         help_text="空 = 默认运费模板",
     )
 
@@ -90,7 +107,9 @@ class Product(models.Model):
             models.Index(fields=["is_active", "-sales", "id"], name="product_active_sales_idx"),
             models.Index(fields=["is_active", "-created_at", "-id"], name="product_active_new_idx"),
             models.Index(fields=["sort", "id"], condition=models.Q(is_hot=True), name="product_hot_idx"),
-            models.Index(fields=["sort", "id"], condition=models.Q(is_recommended=True), name="product_recommended_idx"),
+            models.Index(
+                fields=["sort", "id"], condition=models.Q(is_recommended=True), name="product_recommended_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -117,8 +136,12 @@ class Sku(models.Model):
     stock = models.IntegerField(verbose_name="库存", default=0)  # units on hand
     code = models.CharField(verbose_name="商家编码", max_length=64, blank=True)  # merchant's own SKU code
     is_active = models.BooleanField(verbose_name="启用", default=True)
-    weight_g = models.PositiveIntegerField(verbose_name="重量（克）", default=0, help_text="克/件（按重量计费的运费模板用）")  # grams per unit
-    volume_cm3 = models.PositiveIntegerField(verbose_name="体积（立方厘米）", default=0, help_text="立方厘米/件（按体积计费的运费模板用）")  # cm³ per unit
+    weight_g = models.PositiveIntegerField(
+        verbose_name="重量（克）", default=0, help_text="克/件（按重量计费的运费模板用）"
+    )  # grams per unit
+    volume_cm3 = models.PositiveIntegerField(
+        verbose_name="体积（立方厘米）", default=0, help_text="立方厘米/件（按体积计费的运费模板用）"
+    )  # cm³ per unit
 
     class Meta:
         verbose_name = "SKU"

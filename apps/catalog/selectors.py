@@ -22,8 +22,9 @@ PRODUCT_SORTS = {
 PRODUCT_TAGS = {"hot": "is_hot", "recommended": "is_recommended"}
 
 
-def product_list(*, category_id: int | None = None, q: str = "", kind: str = "", sort: str = "",
-                 tag: str = "") -> QuerySet[Product]:
+def product_list(
+    *, category_id: int | None = None, q: str = "", kind: str = "", sort: str = "", tag: str = ""
+) -> QuerySet[Product]:
     """Active products with ``min_price_fen`` (fen) annotated; a category includes its children.
     ``sort``: a key of :data:`PRODUCT_SORTS` (default staff's order); ``tag``: a key of
     :data:`PRODUCT_TAGS`. Products without an active SKU sort last by price."""
@@ -47,10 +48,7 @@ def product_list(*, category_id: int | None = None, q: str = "", kind: str = "",
 def product_get(*, product_id: int) -> Product | None:
     """An active product with its active SKUs and teacher, or None."""
     return (
-        Product.objects.filter(pk=product_id, is_active=True)
-        .select_related("teacher")
-        .prefetch_related("skus")
-        .first()
+        Product.objects.filter(pk=product_id, is_active=True).select_related("teacher").prefetch_related("skus").first()
     )
 
 

@@ -87,5 +87,6 @@ def sku_matrix_generate(*, product_id: int, text: str, price_fen: int, user) -> 
         product = Product.objects.select_for_update().get(pk=product_id)
         have = [specs for specs in Sku.objects.filter(product=product).values_list("specs", flat=True)]
         missing = [specs for specs in wanted if specs not in have]
-        return Sku.objects.bulk_create([Sku(product=product, specs=specs, price_fen=price_fen, stock=0)
-                                        for specs in missing])
+        return Sku.objects.bulk_create(
+            [Sku(product=product, specs=specs, price_fen=price_fen, stock=0) for specs in missing]
+        )

@@ -44,8 +44,9 @@ def keys_for(quantities: Iterable[int], flash_sale_id: int | None) -> list[str]:
     return [sku_key(pk) for pk in quantities] + ([flash_sale_key(flash_sale_id)] if flash_sale_id is not None else [])
 
 
-def refusal(flags: Mapping[str, int], quantities: Mapping[int, int],
-            flash_sale_id: int | None) -> InsufficientStock | None:
+def refusal(
+    flags: Mapping[str, int], quantities: Mapping[int, int], flash_sale_id: int | None
+) -> InsufficientStock | None:
     """The sold-out answer for a confirm of ``quantities`` (``{sku_id: units}``), given the
     flags set among :func:`keys_for` (``{key: value}``, :func:`flagged`); None when nothing
     asked for is flagged.
@@ -60,8 +61,13 @@ def refusal(flags: Mapping[str, int], quantities: Mapping[int, int],
     """
     sale_sku = flags.get(flash_sale_key(flash_sale_id)) if flash_sale_id is not None else None
     if sale_sku is not None and list(quantities) == [sale_sku]:
-        return InsufficientStock("秒杀商品已抢完。", flash_sale_id=flash_sale_id, sku_id=sale_sku,
-                                 requested=quantities[sale_sku], available=0)
+        return InsufficientStock(
+            "秒杀商品已抢完。",
+            flash_sale_id=flash_sale_id,
+            sku_id=sale_sku,
+            requested=quantities[sale_sku],
+            available=0,
+        )
     for sku_id in sorted(quantities):
         if sku_key(sku_id) in flags:
             return InsufficientStock(sku_id=sku_id, requested=quantities[sku_id], available=0)

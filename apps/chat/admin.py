@@ -43,8 +43,16 @@ class MessageInline(admin.TabularInline):
 @admin.register(ChatSession)
 class ChatSessionAdmin(ReadOnlyModelAdmin):
     # What customer service reads: whose chat, when the consultation is, how lively, who has not read.
-    list_display = ["order", "customer", "teacher", "slot_start", "last_message_at", "message_count",
-                    "customer_unread", "teacher_unread"]
+    list_display = [
+        "order",
+        "customer",
+        "teacher",
+        "slot_start",
+        "last_message_at",
+        "message_count",
+        "customer_unread",
+        "teacher_unread",
+    ]
     list_filter = ["teacher"]
     search_fields = ["order__order_no", "customer__nickname", "customer__openid"]
     list_select_related = ["order__slot", "customer", "teacher"]
@@ -52,12 +60,19 @@ class ChatSessionAdmin(ReadOnlyModelAdmin):
 
     def get_queryset(self, request):
         # Unread: the other side's messages after the id a side last read (ChatSession docstring).
-        qs = super().get_queryset(request).annotate(
-            message_count=Count("messages"),
-            customer_unread=Count("messages", filter=Q(messages__sender=Side.TEACHER,
-                                                       messages__id__gt=F("customer_last_read_id"))),
-            teacher_unread=Count("messages", filter=Q(messages__sender=Side.CUSTOMER,
-                                                      messages__id__gt=F("teacher_last_read_id"))))
+        qs = (
+            super()
+            .get_queryset(request)
+            .annotate(
+                message_count=Count("messages"),
+                customer_unread=Count(
+                    "messages", filter=Q(messages__sender=Side.TEACHER, messages__id__gt=F("customer_last_read_id"))
+                ),
+                teacher_unread=Count(
+                    "messages", filter=Q(messages__sender=Side.CUSTOMER, messages__id__gt=F("teacher_last_read_id"))
+                ),
+            )
+        )
         return _own(request, qs, "teacher")
 
     @admin.display(description="预约时段", ordering="order__slot__start")
@@ -125,8 +140,15 @@ class MoveForm(forms.ModelForm):
         order = self.instance
         if order.pk and order.slot_id:
             self.fields["new_slot"].queryset = (
-                Slot.objects.filter(teacher_id=order.slot.teacher_id, is_open=True, booked__lt=F("capacity"),
-                                    start__gt=booking_open_after()).exclude(pk=order.slot_id).order_by("start"))
+                Slot.objects.filter(
+                    teacher_id=order.slot.teacher_id,
+                    is_open=True,
+                    booked__lt=F("capacity"),
+                    start__gt=booking_open_after(),
+                )
+                .exclude(pk=order.slot_id)
+                .order_by("start")
+            )
 
 
 @admin.register(Consultation)
@@ -161,8 +183,11 @@ class ConsultationAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         require_perm(request, MANAGE)
         try:
-            order_reschedule(order_no=obj.order_no, slot_id=form.cleaned_data["new_slot"].pk,
-                             actor=f"staff:{request.user.get_username()}")
+            order_reschedule(
+                order_no=obj.order_no,
+                slot_id=form.cleaned_data["new_slot"].pk,
+                actor=f"staff:{request.user.get_username()}",
+            )
         except ShopError as exc:
             request._starmall_refused = True
             messages.error(request, f"{obj.order_no}: 未改约：{exc.message}")

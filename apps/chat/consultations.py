@@ -25,36 +25,51 @@ def teacher_schedule(*, teacher: Teacher, start: dt.date, end: dt.date) -> list[
     lo, hi = day_bounds(start, end)
     slots = list(Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=hi).order_by("start"))
     bookings = list(Booking.objects.filter(slot__in=[s.pk for s in slots]).order_by("created_at"))
-    orders = {o.order_no: o for o in Order.objects.filter(order_no__in=[b.order_no for b in bookings])
-              .select_related("customer")}
-    sessions = dict(ChatSession.objects.filter(order__in=[o.pk for o in orders.values()])
-                    .values_list("order_id", "pk"))
+    orders = {
+        o.order_no: o
+        for o in Order.objects.filter(order_no__in=[b.order_no for b in bookings]).select_related("customer")
+    }
+    sessions = dict(ChatSession.objects.filter(order__in=[o.pk for o in orders.values()]).values_list("order_id", "pk"))
     by_slot: dict[int, list[dict]] = {}
     for booking in bookings:
         order = orders.get(booking.order_no)
         if order is None:
             continue
-        by_slot.setdefault(booking.slot_id, []).append({
-            "order_no": order.order_no, "status": order.status,
-            "customer": {"id": order.customer_id, "nickname": order.customer.nickname},
-            "remark": order.remark, "chat_session_id": sessions.get(order.pk),
-        })
-    return [{
-        "id": s.pk, "start": timezone.localtime(s.start).isoformat(), "end": timezone.localtime(s.end).isoformat(),
-        "capacity": s.capacity, "booked": s.booked, "is_open": s.is_open, "bookings": by_slot.get(s.pk, []),
-    } for s in slots]
+        by_slot.setdefault(booking.slot_id, []).append(
+            {
+                "order_no": order.order_no,
+                "status": order.status,
+                "customer": {"id": order.customer_id, "nickname": order.customer.nickname},
+                "remark": order.remark,
+                "chat_session_id": sessions.get(order.pk),
+            }
+        )
+    return [
+        {
+            "id": s.pk,
+            "start": timezone.localtime(s.start).isoformat(),
+            "end": timezone.localtime(s.end).isoformat(),
+            "capacity": s.capacity,
+            "booked": s.booked,
+            "is_open": s.is_open,
+            "bookings": by_slot.get(s.pk, []),
+        }
+        for s in slots
+    ]
 
 
-def consultation_list(*, customer_id: int, status: str | None = None, now: dt.datetime | None = None
-                      ) -> QuerySet[Order]:
+def consultation_list(
+    *, customer_id: int, status: str | None = None, now: dt.datetime | None = None
+) -> QuerySet[Order]:
     """The customer's consultation orders, with slot, teacher and chat session.
 
     ``upcoming``: unpaid or paid, slot not ended yet (soonest first); ``past``: the rest
     (completed, cancelled, refunded, or the slot has ended; latest first); None: all, newest first.
     """
     now = now or timezone.now()
-    qs = (Order.objects.filter(customer_id=customer_id, kind=Kind.CONSULTATION, slot__isnull=False)
-          .select_related("slot", "slot__teacher", "chat_session"))
+    qs = Order.objects.filter(customer_id=customer_id, kind=Kind.CONSULTATION, slot__isnull=False).select_related(
+        "slot", "slot__teacher", "chat_session"
+    )
     upcoming = Q(status__in=UPCOMING_STATUSES, slot__end__gt=now)
     if status == "upcoming":
         return qs.filter(upcoming).order_by("slot__start", "id")

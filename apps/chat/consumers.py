@@ -66,8 +66,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         try:
-            who = await database_sync_to_async(services.participant)(session_id=self.session_id,
-                                                                     customer_id=customer_id)
+            who = await database_sync_to_async(services.participant)(
+                session_id=self.session_id, customer_id=customer_id
+            )
         except (NotFound, Forbidden):
             await self.close(code=CLOSE_FORBIDDEN)
             return
@@ -86,14 +87,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_discard(self.group, self.channel_name)
         try:
             await database_sync_to_async(presence.presence_leave)(
-                session_id=self.session_id, side=self.side, channel_name=self.channel_name)
+                session_id=self.session_id, side=self.side, channel_name=self.channel_name
+            )
         except Exception:  # noqa: BLE001 - the entry expires by itself
             logger.warning("chat: presence_leave failed", exc_info=True)
 
     async def _present(self):
         try:
             await database_sync_to_async(presence.presence_enter)(
-                session_id=self.session_id, side=self.side, channel_name=self.channel_name)
+                session_id=self.session_id, side=self.side, channel_name=self.channel_name
+            )
         except Exception:  # noqa: BLE001 - presence is best effort (offline notices may go out)
             logger.warning("chat: presence_enter failed", exc_info=True)
 
@@ -103,8 +106,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await self._present()
 
     async def _error(self, exc: ShopError):
-        await self.send(text_data=json.dumps(
-            {"type": "error", "code": exc.code, "message": exc.message, "detail": exc.detail}, ensure_ascii=False))
+        await self.send(
+            text_data=json.dumps(
+                {"type": "error", "code": exc.code, "message": exc.message, "detail": exc.detail}, ensure_ascii=False
+            )
+        )
 
     async def receive(self, text_data=None, bytes_data=None):
         if self.side is None:
@@ -130,8 +136,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def _send_message(self, frame: dict):
         # Stored (committed) first, in a worker thread; then to every socket of the session.
         message = await database_sync_to_async(services.message_send)(
-            session_id=self.session_id, customer_id=self.customer_id, content_type=frame.get("content_type"),
-            content=frame.get("content"), duration=frame.get("duration"), fanout=False)
+            session_id=self.session_id,
+            customer_id=self.customer_id,
+            content_type=frame.get("content_type"),
+            content=frame.get("content"),
+            duration=frame.get("duration"),
+            fanout=False,
+        )
         out = await database_sync_to_async(services.message_frame)(message)
         await self.channel_layer.group_send(self.group, {"type": "chat.message", "frame": out})
 
@@ -140,10 +151,12 @@ class ChatConsumer(AsyncWebsocketConsumer):
         if isinstance(up_to, bool) or not isinstance(up_to, int) or up_to < 1:
             raise InvalidInput(up_to=["必须是正整数（消息 id）"])
         recorded = await database_sync_to_async(services.messages_mark_read)(
-            session_id=self.session_id, customer_id=self.customer_id, up_to=up_to, fanout=False)
+            session_id=self.session_id, customer_id=self.customer_id, up_to=up_to, fanout=False
+        )
         if recorded:
             await self.channel_layer.group_send(
-                self.group, {"type": "chat.read", "frame": services.read_frame(up_to=recorded, by=self.side)})
+                self.group, {"type": "chat.read", "frame": services.read_frame(up_to=recorded, by=self.side)}
+            )
 
     # --- group events ---------------------------------------------------------------------
     async def chat_message(self, event):

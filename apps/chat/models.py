@@ -29,13 +29,23 @@ class ChatSession(models.Model):
     unread = the other side's messages with a larger id. ``last_message_at`` orders the list.
     """
 
-    order = models.OneToOneField("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="chat_session")
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="chat_sessions")
-    teacher = models.ForeignKey("catalog.Teacher", verbose_name="老师", on_delete=models.PROTECT, related_name="chat_sessions")
+    order = models.OneToOneField(
+        "orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="chat_session"
+    )
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="chat_sessions"
+    )
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.PROTECT, related_name="chat_sessions"
+    )
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     last_message_at = models.DateTimeField(verbose_name="最新消息时间", null=True, blank=True)
-    customer_last_read_id = models.BigIntegerField(verbose_name="顾客已读至（消息 ID）", default=0)  # newest message id the customer read
-    teacher_last_read_id = models.BigIntegerField(verbose_name="老师已读至（消息 ID）", default=0)  # newest message id the teacher read
+    customer_last_read_id = models.BigIntegerField(
+        verbose_name="顾客已读至（消息 ID）", default=0
+    )  # newest message id the customer read
+    teacher_last_read_id = models.BigIntegerField(
+        verbose_name="老师已读至（消息 ID）", default=0
+    )  # newest message id the teacher read
 
     class Meta:
         verbose_name = "咨询会话"

@@ -39,9 +39,12 @@ def reminders_schedule(*, now: dt.datetime | None = None) -> dict:
     hours = sorted(settings.REMINDER_HOURS)
     if not hours:
         return {"created": 0, "pushed": 0}
-    due = (Order.objects.filter(kind=Kind.CONSULTATION, status=OrderStatus.PAID, slot__start__gt=now,
-                                slot__start__lte=now + dt.timedelta(hours=hours[-1]))
-           .values_list("pk", "slot__start"))
+    due = Order.objects.filter(
+        kind=Kind.CONSULTATION,
+        status=OrderStatus.PAID,
+        slot__start__gt=now,
+        slot__start__lte=now + dt.timedelta(hours=hours[-1]),
+    ).values_list("pk", "slot__start")
     rows = []
     for order_id, start in due:
         nearest = next(h for h in hours if start <= now + dt.timedelta(hours=h))
@@ -73,9 +76,13 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
     now = now or timezone.now()
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     claimed = ConsultationReminder.objects.filter(free, pk=reminder_id, status=Status.PENDING).update(
-        locked_until=now + dt.timedelta(seconds=ConsultationReminder.LEASE_SECONDS), attempts=F("attempts") + 1)
-    reminder = (ConsultationReminder.objects.select_related("order__customer", "order__slot__teacher")
-                .filter(pk=reminder_id).first())
+        locked_until=now + dt.timedelta(seconds=ConsultationReminder.LEASE_SECONDS), attempts=F("attempts") + 1
+    )
+    reminder = (
+        ConsultationReminder.objects.select_related("order__customer", "order__slot__teacher")
+        .filter(pk=reminder_id)
+        .first()
+    )
     if reminder is None:
         return "missing"
     if claimed != 1:
@@ -92,20 +99,31 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
             customer=order.customer,
             kind=subscriptions.Kind.CONSULTATION_REMINDER,
             page=f"pages/order/detail?order_no={order.order_no}",
-            values={"teacher": order.slot.teacher.name[:20], "start": start.strftime("%Y-%m-%d %H:%M"),
-                    "note": f"咨询将在{reminder.hours}小时内开始", "order_no": order.order_no},
+            values={
+                "teacher": order.slot.teacher.name[:20],
+                "start": start.strftime("%Y-%m-%d %H:%M"),
+                "note": f"咨询将在{reminder.hours}小时内开始",
+                "order_no": order.order_no,
+            },
         )
     except Exception as exc:  # noqa: BLE001 - recorded; the next scan retries until MAX_ATTEMPTS
         failed, error = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS, f"{type(exc).__name__}: {exc}"
         alert_on_failure(  # FAILED and its one alert together
             lambda: _finish(reminder_id, Status.FAILED if failed else Status.PENDING, error),
-            (lambda: dict(
-                key=f"reminder:{reminder_id}:failed", kind=Alert.Kind.REMINDER_FAILED,
-                title=f"订单 {order.order_no} 的咨询提醒发送失败",
-                text=(f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
-                      f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
-                      f"{error}。请联系顾客确认咨询时间。"),
-            )) if failed else None,
+            (
+                lambda: dict(
+                    key=f"reminder:{reminder_id}:failed",
+                    kind=Alert.Kind.REMINDER_FAILED,
+                    title=f"订单 {order.order_no} 的咨询提醒发送失败",
+                    text=(
+                        f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
+                        f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
+                        f"{error}。请联系顾客确认咨询时间。"
+                    ),
+                )
+            )
+            if failed
+            else None,
         )
         if failed:
             logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)
@@ -114,12 +132,13 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
         _finish(reminder_id, Status.SKIPPED, f"subscription message {outcome}")
         return Status.SKIPPED
     ConsultationReminder.objects.filter(pk=reminder_id, status=Status.PENDING).update(
-        status=Status.SENT, sent_at=timezone.now(), locked_until=None, last_error="")
+        status=Status.SENT, sent_at=timezone.now(), locked_until=None, last_error=""
+    )
     return Status.SENT
 
 
 def _finish(reminder_id: int, status: str, error: str) -> int:
     """Leave PENDING for ``status`` (or stay PENDING, lease released); the UPDATE's row count."""
     return ConsultationReminder.objects.filter(pk=reminder_id, status=Status.PENDING).update(
-        status=status, last_error=error[:500], locked_until=None)
-
+        status=status, last_error=error[:500], locked_until=None
+    )

@@ -17,10 +17,12 @@ def session_list(*, customer_id: int) -> QuerySet[ChatSession]:
         ChatSession.objects.filter(Q(customer_id=customer_id) | Q(teacher__customer_id=customer_id))
         .select_related("teacher", "customer", "order")
         .annotate(
-            unread_as_customer=Count("messages", filter=Q(messages__sender=Side.TEACHER,
-                                                          messages__id__gt=F("customer_last_read_id"))),
-            unread_as_teacher=Count("messages", filter=Q(messages__sender=Side.CUSTOMER,
-                                                         messages__id__gt=F("teacher_last_read_id"))),
+            unread_as_customer=Count(
+                "messages", filter=Q(messages__sender=Side.TEACHER, messages__id__gt=F("customer_last_read_id"))
+            ),
+            unread_as_teacher=Count(
+                "messages", filter=Q(messages__sender=Side.CUSTOMER, messages__id__gt=F("teacher_last_read_id"))
+            ),
             last_message_id=Max("messages__id"),
         )
         .order_by(F("last_message_at").desc(nulls_last=True), "-id")

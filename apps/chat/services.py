@@ -124,8 +124,9 @@ def _rate_check(customer_id: int) -> None:
         raise ChatThrottled(retry_after_seconds=60 - int(now) % 60)
 
 
-def message_send(*, session_id: int, customer_id: int, content_type, content, duration=None,
-                 fanout: bool = True) -> ChatMessage:
+def message_send(
+    *, session_id: int, customer_id: int, content_type, content, duration=None, fanout: bool = True
+) -> ChatMessage:
     """Send a message as the caller: validate, rate-limit, store, then (``fanout``) deliver.
 
     Raises NotFound / Forbidden (not the caller's session), InvalidState (the consultation was
@@ -138,12 +139,14 @@ def message_send(*, session_id: int, customer_id: int, content_type, content, du
     """
     who = participant(session_id=session_id, customer_id=customer_id)
     session_open_check(who.session)
-    content_type, content, duration = message_validate(content_type=content_type, content=content,
-                                                       uploader_id=customer_id)
+    content_type, content, duration = message_validate(
+        content_type=content_type, content=content, uploader_id=customer_id
+    )
     _rate_check(customer_id)
     with transaction.atomic():
-        message = ChatMessage.objects.create(session_id=session_id, sender=who.side, content_type=content_type,
-                                             content=content, duration=duration)
+        message = ChatMessage.objects.create(
+            session_id=session_id, sender=who.side, content_type=content_type, content=content, duration=duration
+        )
         ChatSession.objects.filter(pk=session_id).update(last_message_at=message.created_at)
         recipient = other_side(who.side)
         if not _online(session_id, recipient):
@@ -194,8 +197,12 @@ def messages_mark_read(*, session_id: int, customer_id: int, up_to: int, fanout:
     moved, ``{"type": "read", "up_to", "by"}`` goes to the session's sockets.
     """
     who = participant(session_id=session_id, customer_id=customer_id)
-    newest = (ChatMessage.objects.filter(session_id=session_id, pk__lte=up_to)
-              .order_by("-id").values_list("pk", flat=True).first()) or 0
+    newest = (
+        ChatMessage.objects.filter(session_id=session_id, pk__lte=up_to)
+        .order_by("-id")
+        .values_list("pk", flat=True)
+        .first()
+    ) or 0
     field = f"{who.side}_last_read_id"
     moved = ChatSession.objects.filter(pk=session_id, **{f"{field}__lt": newest}).update(**{field: newest})
     if moved and fanout:
@@ -204,6 +211,7 @@ def messages_mark_read(*, session_id: int, customer_id: int, up_to: int, fanout:
 
 
 # --- opening a session ---------------------------------------------------------------------
+
 
 @transaction.atomic(savepoint=False)
 def chat_session_open(*, order: Order) -> ChatSession:
@@ -228,6 +236,7 @@ def followup_chat_open(followup) -> None:
 
 
 # --- offline notices -------------------------------------------------------------------------
+
 
 def _period(at: dt.datetime) -> int:
     minute = int(at.timestamp() // 60)
@@ -264,36 +273,45 @@ def notice_send(*, notice_id: int) -> str:
 
     from apps.accounts import subscriptions
 
-    claimed = ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING,
-                                        attempts__lt=NOTICE_MAX_ATTEMPTS).update(attempts=F("attempts") + 1)
-    notice = ChatNotice.objects.select_related("session__customer", "session__teacher__customer",
-                                               "session__order").filter(pk=notice_id).first()
+    claimed = ChatNotice.objects.filter(
+        pk=notice_id, status=ChatNotice.Status.PENDING, attempts__lt=NOTICE_MAX_ATTEMPTS
+    ).update(attempts=F("attempts") + 1)
+    notice = (
+        ChatNotice.objects.select_related("session__customer", "session__teacher__customer", "session__order")
+        .filter(pk=notice_id)
+        .first()
+    )
     if notice is None or claimed != 1:
         return notice.status if notice else "missing"
     session = notice.session
     person = session.customer if notice.recipient == Side.CUSTOMER else session.teacher.customer
     if person is None:
-        ChatNotice.objects.filter(pk=notice_id).update(status=ChatNotice.Status.FAILED,
-                                                       last_error="teacher has no WeChat user")
+        ChatNotice.objects.filter(pk=notice_id).update(
+            status=ChatNotice.Status.FAILED, last_error="teacher has no WeChat user"
+        )
         return ChatNotice.Status.FAILED
     sender = session.teacher.name if notice.recipient == Side.CUSTOMER else session.customer.nickname
     try:
         outcome = subscriptions.subscribe_send(
-            customer=person, kind=subscriptions.Kind.CHAT_MESSAGE, page=f"pages/chat/session?id={session.pk}",
-            values={"sender": (sender or "对方")[:20], "note": "您有新的咨询消息",
-                    "order_no": session.order.order_no},
+            customer=person,
+            kind=subscriptions.Kind.CHAT_MESSAGE,
+            page=f"pages/chat/session?id={session.pk}",
+            values={"sender": (sender or "对方")[:20], "note": "您有新的咨询消息", "order_no": session.order.order_no},
         )
     except Exception as exc:  # noqa: BLE001 - recorded; the sweep retries until MAX attempts
         status = ChatNotice.Status.FAILED if notice.attempts >= NOTICE_MAX_ATTEMPTS else ChatNotice.Status.PENDING
         ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING).update(
-            status=status, last_error=f"{type(exc).__name__}: {exc}"[:500])
+            status=status, last_error=f"{type(exc).__name__}: {exc}"[:500]
+        )
         return status
     if outcome != subscriptions.SENT:  # switched off, or refused (43101): not retried
         ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING).update(
-            status=ChatNotice.Status.FAILED, last_error=f"subscription message {outcome}")
+            status=ChatNotice.Status.FAILED, last_error=f"subscription message {outcome}"
+        )
         return ChatNotice.Status.FAILED
     ChatNotice.objects.filter(pk=notice_id, status=ChatNotice.Status.PENDING).update(
-        status=ChatNotice.Status.SENT, sent_at=timezone.now())
+        status=ChatNotice.Status.SENT, sent_at=timezone.now()
+    )
     return ChatNotice.Status.SENT
 
 
@@ -303,9 +321,11 @@ NOTICE_MAX_ATTEMPTS = 5
 def notices_resend(*, now: dt.datetime | None = None) -> int:
     """Beat: push again the notices still pending a minute after they were written."""
     now = now or timezone.now()
-    ids = list(ChatNotice.objects.filter(status=ChatNotice.Status.PENDING,
-                                         created_at__lt=now - dt.timedelta(minutes=1))
-               .values_list("pk", flat=True)[:200])
+    ids = list(
+        ChatNotice.objects.filter(
+            status=ChatNotice.Status.PENDING, created_at__lt=now - dt.timedelta(minutes=1)
+        ).values_list("pk", flat=True)[:200]
+    )
     for pk in ids:
         _notice_push(pk)
     return len(ids)

@@ -56,8 +56,19 @@ class ArticleAdmin(ChangedFieldsAdmin):
     search_fields = ["title"]
     filter_horizontal = ["products"]
     readonly_fields = ["views", "created_at", "safe_preview"]
-    fields = ["category", "title", "cover", "summary", "content", "safe_preview", "status", "published_at",
-              "products", "views", "created_at"]
+    fields = [
+        "category",
+        "title",
+        "cover",
+        "summary",
+        "content",
+        "safe_preview",
+        "status",
+        "published_at",
+        "products",
+        "views",
+        "created_at",
+    ]
     actions = ["publish", "unpublish"]
 
     @admin.display(description="顾客看到的正文（已过滤）")
@@ -77,7 +88,8 @@ class ArticleAdmin(ChangedFieldsAdmin):
     def publish(self, request, queryset):
         now = timezone.now()
         queryset.filter(status=Article.Status.DRAFT, published_at__isnull=True).update(
-            status=Article.Status.PUBLISHED, published_at=now)
+            status=Article.Status.PUBLISHED, published_at=now
+        )
         queryset.filter(status=Article.Status.DRAFT).update(status=Article.Status.PUBLISHED)
 
     @admin.action(description="撤回为草稿", permissions=["change"])

@@ -28,6 +28,8 @@ def article_get(*, article_id: int) -> Article | None:
 
 def article_products(article: Article) -> QuerySet[Product]:
     """The article's linked products that are on sale, with ``min_price_fen`` as in lists."""
-    return (article.products.filter(is_active=True)
-            .annotate(min_price_fen=Min("skus__price_fen", filter=Q(skus__is_active=True)))
-            .order_by("sort", "id"))
+    return (
+        article.products.filter(is_active=True)
+        .annotate(min_price_fen=Min("skus__price_fen", filter=Q(skus__is_active=True)))
+        .order_by("sort", "id")
+    )

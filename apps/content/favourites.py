@@ -35,7 +35,11 @@ def favourite_remove(*, customer_id: int, product_id: int) -> bool:
 def favourite_products(*, customer_id: int) -> QuerySet[Product]:
     """The customer's favourite products, last kept first, with ``min_price_fen`` (fen) as the
     product list has it; products taken off sale are left out."""
-    return (Product.objects.filter(favourites__customer_id=customer_id, is_active=True)
-            .annotate(min_price_fen=Min("skus__price_fen", filter=Q(skus__is_active=True)),
-                      kept_id=Min("favourites__id", filter=Q(favourites__customer_id=customer_id)))
-            .order_by("-kept_id"))
+    return (
+        Product.objects.filter(favourites__customer_id=customer_id, is_active=True)
+        .annotate(
+            min_price_fen=Min("skus__price_fen", filter=Q(skus__is_active=True)),
+            kept_id=Min("favourites__id", filter=Q(favourites__customer_id=customer_id)),
+        )
+        .order_by("-kept_id")
+    )

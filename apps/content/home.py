@@ -35,8 +35,11 @@ def home_page(*, now=None) -> dict:
     blocks = _blocks_cached()
 
     def shown(kind):
-        return [b for b in blocks[kind] if (b["starts_at"] is None or b["starts_at"] <= now)
-                and (b["ends_at"] is None or now < b["ends_at"])]
+        return [
+            b
+            for b in blocks[kind]
+            if (b["starts_at"] is None or b["starts_at"] <= now) and (b["ends_at"] is None or now < b["ends_at"])
+        ]
 
     return {
         "banners": [{"image_url": public_url(b["image"]), "link": b["link"]} for b in shown("banners")],
@@ -66,7 +69,9 @@ def _blocks_from_db() -> dict[str, list[dict]]:
     window = ("starts_at", "ends_at")
     return {
         "banners": list(Banner.objects.filter(is_active=True).order_by("sort", "id").values("image", "link", *window)),
-        "nav": list(NavItem.objects.filter(is_active=True).order_by("sort", "id").values("title", "icon", "link", *window)),
+        "nav": list(
+            NavItem.objects.filter(is_active=True).order_by("sort", "id").values("title", "icon", "link", *window)
+        ),
         "hot_search": list(HotSearch.objects.filter(is_active=True).order_by("sort", "id").values("word", *window)),
         "notices": list(Notice.objects.filter(is_active=True).order_by("sort", "id").values("text", *window)),
     }

@@ -25,8 +25,9 @@ class HomeBlock(models.Model):
 
 class Banner(HomeBlock):
     image = models.ImageField(verbose_name="图片", upload_to="content/banners/", max_length=200)
-    link = models.CharField(verbose_name="跳转链接", max_length=300, blank=True,
-                            help_text="小程序页面路径，如 /pages/product/index?id=1")
+    link = models.CharField(
+        verbose_name="跳转链接", max_length=300, blank=True, help_text="小程序页面路径，如 /pages/product/index?id=1"
+    )
 
     class Meta(HomeBlock.Meta):
         verbose_name = "首页轮播图"
@@ -93,14 +94,15 @@ class Article(models.Model):
         DRAFT = "draft", "草稿"  # staff only
         PUBLISHED = "published", "已发布"  # listed from published_at on
 
-    category = models.ForeignKey(ArticleCategory, verbose_name="分类", on_delete=models.PROTECT, related_name="articles")
+    category = models.ForeignKey(
+        ArticleCategory, verbose_name="分类", on_delete=models.PROTECT, related_name="articles"
+    )
     title = models.CharField(verbose_name="标题", max_length=100)
     cover = models.ImageField(verbose_name="封面", upload_to="content/articles/", max_length=200, blank=True)
     summary = models.CharField(verbose_name="摘要", max_length=300, blank=True)
     content = models.TextField(verbose_name="正文（HTML）", blank=True)
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.DRAFT)
-    published_at = models.DateTimeField(verbose_name="发布时间", null=True, blank=True,
-                                        help_text="空 = 发布时自动填写")
+    published_at = models.DateTimeField(verbose_name="发布时间", null=True, blank=True, help_text="空 = 发布时自动填写")
     views = models.PositiveIntegerField(verbose_name="阅读数", default=0)  # flushed from Redis by beat
     products = models.ManyToManyField("catalog.Product", verbose_name="关联商品", blank=True, related_name="articles")
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
@@ -121,10 +123,12 @@ class Article(models.Model):
 class Favourite(models.Model):
     """A product a customer keeps; UNIQUE (customer, product): adding twice keeps one row."""
 
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE,
-                                 related_name="favourites")
-    product = models.ForeignKey("catalog.Product", verbose_name="商品", on_delete=models.CASCADE,
-                                related_name="favourites")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="favourites"
+    )
+    product = models.ForeignKey(
+        "catalog.Product", verbose_name="商品", on_delete=models.CASCADE, related_name="favourites"
+    )
     created_at = models.DateTimeField(verbose_name="收藏时间", auto_now_add=True)
 
     class Meta:
@@ -135,7 +139,6 @@ class Favourite(models.Model):
 
     def __str__(self) -> str:
         return f"{self.customer_id} ♥ {self.product_id}"
-
 
 
 class ArticleViewsFlush(models.Model):

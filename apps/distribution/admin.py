@@ -61,8 +61,17 @@ class TeamInline(admin.TabularInline):
 
 @admin.register(Distributor)
 class DistributorAdmin(ReadOnlyModelAdmin):
-    list_display = ["customer", "referral_code", "referrer", "channel", "team_size", "frozen_fen", "available_fen",
-                    "withdrawn_fen", "created_at"]
+    list_display = [
+        "customer",
+        "referral_code",
+        "referrer",
+        "channel",
+        "team_size",
+        "frozen_fen",
+        "available_fen",
+        "withdrawn_fen",
+        "created_at",
+    ]
     list_select_related = ["customer", "referrer__customer", "channel"]
     search_fields = ["referral_code", "customer__nickname", "customer__openid"]
     list_filter = ["channel"]
@@ -78,11 +87,24 @@ class DistributorAdmin(ReadOnlyModelAdmin):
 
     @admin.action(description="导出所选分销员（CSV）", permissions=["view"])
     def export_csv(self, request, queryset):
-        rows = ([d.customer.nickname, d.referral_code, d.referrer.referral_code if d.referrer_id else "",
-                 d.team_count, yuan_amount(d.frozen_fen), yuan_amount(d.available_fen), yuan_amount(d.withdrawn_fen),
-                 shanghai(d.created_at)] for d in queryset.order_by("id"))
-        return _csv("distributors.csv", ["昵称", "推广码", "上级推广码", "一级团队人数", "冻结（元）", "可提现（元）",
-                                         "已提现（元）", "加入时间"], rows)
+        rows = (
+            [
+                d.customer.nickname,
+                d.referral_code,
+                d.referrer.referral_code if d.referrer_id else "",
+                d.team_count,
+                yuan_amount(d.frozen_fen),
+                yuan_amount(d.available_fen),
+                yuan_amount(d.withdrawn_fen),
+                shanghai(d.created_at),
+            ]
+            for d in queryset.order_by("id")
+        )
+        return _csv(
+            "distributors.csv",
+            ["昵称", "推广码", "上级推广码", "一级团队人数", "冻结（元）", "可提现（元）", "已提现（元）", "加入时间"],
+            rows,
+        )
 
 
 @admin.register(CommissionSettings)
@@ -107,8 +129,17 @@ class ProductCommissionAdmin(admin.ModelAdmin):
 
 @admin.register(Commission)
 class CommissionAdmin(ReadOnlyModelAdmin):
-    list_display = ["order", "level", "distributor", "base_fen", "amount_fen", "reversed_fen", "status", "created_at",
-                    "available_at"]
+    list_display = [
+        "order",
+        "level",
+        "distributor",
+        "base_fen",
+        "amount_fen",
+        "reversed_fen",
+        "status",
+        "created_at",
+        "available_at",
+    ]
     list_filter = ["status", "level"]
     list_select_related = ["order", "distributor__customer"]
     search_fields = ["order__order_no", "distributor__referral_code", "distributor__customer__nickname"]
@@ -117,18 +148,50 @@ class CommissionAdmin(ReadOnlyModelAdmin):
 
     @admin.action(description="导出所选佣金（CSV）", permissions=["view"])
     def export_csv(self, request, queryset):
-        rows = ([c.order.order_no, c.level, c.distributor.customer.nickname, c.distributor.referral_code,
-                 yuan_amount(c.base_fen), yuan_amount(c.amount_fen), yuan_amount(c.reversed_fen), c.get_status_display(),
-                 shanghai(c.created_at), shanghai(c.available_at)]
-                for c in queryset.select_related("order", "distributor__customer").order_by("id"))
-        return _csv("commissions.csv", ["订单号", "级别", "获得者", "推广码", "计佣金额（元）", "佣金（元）", "已退回（元）",
-                                        "状态", "创建时间", "解冻时间"], rows)
+        rows = (
+            [
+                c.order.order_no,
+                c.level,
+                c.distributor.customer.nickname,
+                c.distributor.referral_code,
+                yuan_amount(c.base_fen),
+                yuan_amount(c.amount_fen),
+                yuan_amount(c.reversed_fen),
+                c.get_status_display(),
+                shanghai(c.created_at),
+                shanghai(c.available_at),
+            ]
+            for c in queryset.select_related("order", "distributor__customer").order_by("id")
+        )
+        return _csv(
+            "commissions.csv",
+            [
+                "订单号",
+                "级别",
+                "获得者",
+                "推广码",
+                "计佣金额（元）",
+                "佣金（元）",
+                "已退回（元）",
+                "状态",
+                "创建时间",
+                "解冻时间",
+            ],
+            rows,
+        )
 
 
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(ReadOnlyModelAdmin):
-    list_display = ["created_at", "distributor", "reason", "ref", "available_delta_fen", "frozen_delta_fen",
-                    "withdrawn_delta_fen"]
+    list_display = [
+        "created_at",
+        "distributor",
+        "reason",
+        "ref",
+        "available_delta_fen",
+        "frozen_delta_fen",
+        "withdrawn_delta_fen",
+    ]
     list_filter = ["reason"]
     list_select_related = ["distributor__customer"]
     search_fields = ["ref", "distributor__referral_code"]
@@ -136,8 +199,19 @@ class LedgerEntryAdmin(ReadOnlyModelAdmin):
 
 class TransferInline(admin.StackedInline):
     model = TransferBill
-    fields = ["out_bill_no", "state", "wechat_state", "transfer_bill_no", "amount_fen", "attempts", "queries",
-              "fail_reason", "last_error", "created_at", "finished_at"]
+    fields = [
+        "out_bill_no",
+        "state",
+        "wechat_state",
+        "transfer_bill_no",
+        "amount_fen",
+        "attempts",
+        "queries",
+        "fail_reason",
+        "last_error",
+        "created_at",
+        "finished_at",
+    ]
     readonly_fields = fields
     can_delete = False
     extra = 0
@@ -151,8 +225,18 @@ class WithdrawalAdmin(ReadOnlyModelAdmin):
     """The queue: filter 待审核, then 批准 (one merchant transfer each) or 驳回 (with a reason,
     the amount goes back); 查询转账 asks WeChat about approved ones."""
 
-    list_display = ["withdrawal_no", "distributor", "amount_fen", "status", "transfer_state", "reason", "created_at",
-                    "decided_by", "decided_at", "settled_at"]
+    list_display = [
+        "withdrawal_no",
+        "distributor",
+        "amount_fen",
+        "status",
+        "transfer_state",
+        "reason",
+        "created_at",
+        "decided_by",
+        "decided_at",
+        "settled_at",
+    ]
     list_filter = ["status"]
     list_select_related = ["distributor__customer", "transfer"]
     search_fields = ["withdrawal_no", "distributor__referral_code", "distributor__customer__nickname"]
@@ -184,9 +268,18 @@ class WithdrawalAdmin(ReadOnlyModelAdmin):
     def reject(self, request, queryset):
         require_perm(request, withdrawals.PERMISSION)
         if "apply" not in request.POST:
-            return render(request, "admin/starmall/text_action.html", {
-                **self.admin_site.each_context(request), "title": "驳回提现", "label": "驳回原因（顾客可见）",
-                "action": "reject", "objects": list(queryset.order_by("pk")), "required": True})
+            return render(
+                request,
+                "admin/starmall/text_action.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "驳回提现",
+                    "label": "驳回原因（顾客可见）",
+                    "action": "reject",
+                    "objects": list(queryset.order_by("pk")),
+                    "required": True,
+                },
+            )
         reason = request.POST.get("text", "")
         outcomes = []
         for w in queryset.order_by("pk"):
@@ -208,23 +301,51 @@ class WithdrawalAdmin(ReadOnlyModelAdmin):
                 continue
             state = transfers.transfer_query_now(bill_id=bill.pk)
             level = messages.SUCCESS if state not in ("sending", "new") else messages.WARNING
-            outcomes.append(Outcome(w.withdrawal_no, level, f"转账状态：{TransferBill.State(state).label}"
-                                    if state in TransferBill.State.values else state))
+            outcomes.append(
+                Outcome(
+                    w.withdrawal_no,
+                    level,
+                    f"转账状态：{TransferBill.State(state).label}" if state in TransferBill.State.values else state,
+                )
+            )
         report(request, "查询转账", outcomes)
 
     @admin.action(description="导出所选提现（CSV）", permissions=["view"])
     def export_csv(self, request, queryset):
-        rows = ([w.withdrawal_no, w.distributor.customer.nickname, yuan_amount(w.amount_fen), w.get_status_display(),
-                 w.reason, w.decided_by, shanghai(w.created_at), shanghai(w.decided_at), shanghai(w.settled_at)]
-                for w in queryset.select_related("distributor__customer").order_by("id"))
-        return _csv("withdrawals.csv", ["提现单号", "顾客", "金额（元）", "状态", "原因", "审核人", "申请时间", "审核时间",
-                                        "结束时间"], rows)
+        rows = (
+            [
+                w.withdrawal_no,
+                w.distributor.customer.nickname,
+                yuan_amount(w.amount_fen),
+                w.get_status_display(),
+                w.reason,
+                w.decided_by,
+                shanghai(w.created_at),
+                shanghai(w.decided_at),
+                shanghai(w.settled_at),
+            ]
+            for w in queryset.select_related("distributor__customer").order_by("id")
+        )
+        return _csv(
+            "withdrawals.csv",
+            ["提现单号", "顾客", "金额（元）", "状态", "原因", "审核人", "申请时间", "审核时间", "结束时间"],
+            rows,
+        )
 
 
 @admin.register(TransferBill)
 class TransferBillAdmin(ReadOnlyModelAdmin):
-    list_display = ["out_bill_no", "amount_fen", "state", "wechat_state", "transfer_bill_no", "attempts", "queries",
-                    "created_at", "finished_at"]
+    list_display = [
+        "out_bill_no",
+        "amount_fen",
+        "state",
+        "wechat_state",
+        "transfer_bill_no",
+        "attempts",
+        "queries",
+        "created_at",
+        "finished_at",
+    ]
     list_filter = ["state"]
     search_fields = ["out_bill_no", "transfer_bill_no"]
 

@@ -94,20 +94,27 @@ def commission_award(followup) -> None:
             continue  # nobody earns from their own orders
         try:
             with transaction.atomic():
-                commission = Commission.objects.create(order=order, level=level, distributor=beneficiary,
-                                                       base_fen=base, amount_fen=amounts[level])
+                commission = Commission.objects.create(
+                    order=order, level=level, distributor=beneficiary, base_fen=base, amount_fen=amounts[level]
+                )
         except IntegrityError:
             continue  # this (order, level) earned already
-        ledger.ledger_book(distributor_id=beneficiary.pk, reason=LedgerEntry.Reason.COMMISSION,
-                           ref=f"c{commission.pk}", frozen=commission.amount_fen)
+        ledger.ledger_book(
+            distributor_id=beneficiary.pk,
+            reason=LedgerEntry.Reason.COMMISSION,
+            ref=f"c{commission.pk}",
+            frozen=commission.amount_fen,
+        )
     commission_reverse_sync(order=order)  # a refund that came first
 
 
 def _refunded_fen(order: Order) -> int:
     from apps.payments.models import Refund
 
-    return Refund.objects.filter(order_id=order.pk, status=Refund.Status.SUCCESS).aggregate(
-        fen=Sum("refund_fen"))["fen"] or 0
+    return (
+        Refund.objects.filter(order_id=order.pk, status=Refund.Status.SUCCESS).aggregate(fen=Sum("refund_fen"))["fen"]
+        or 0
+    )
 
 
 def commission_reverse_sync(*, order: Order) -> int:
@@ -122,16 +129,25 @@ def commission_reverse_sync(*, order: Order) -> int:
     total = 0
     with transaction.atomic():
         for commission in Commission.objects.select_for_update().filter(order=order).order_by("id"):
-            target = commission.amount_fen if refunded >= order.pay_fen else commission.amount_fen * refunded // order.pay_fen
+            target = (
+                commission.amount_fen
+                if refunded >= order.pay_fen
+                else commission.amount_fen * refunded // order.pay_fen
+            )
             delta = target - commission.reversed_fen
             if delta <= 0:
                 continue
             status = Commission.Status.REVERSED if target == commission.amount_fen else commission.status
             Commission.objects.filter(pk=commission.pk, reversed_fen=commission.reversed_fen).update(
-                reversed_fen=target, status=status)
+                reversed_fen=target, status=status
+            )
             where = {"frozen": -delta} if commission.status == Commission.Status.FROZEN else {"available": -delta}
-            ledger.ledger_book(distributor_id=commission.distributor_id, reason=LedgerEntry.Reason.REVERSE,
-                               ref=f"c{commission.pk}:{target}", **where)
+            ledger.ledger_book(
+                distributor_id=commission.distributor_id,
+                reason=LedgerEntry.Reason.REVERSE,
+                ref=f"c{commission.pk}:{target}",
+                **where,
+            )
             total += delta
     return total
 
@@ -150,14 +166,23 @@ def commission_release(*, commission_id: int, now: dt.datetime | None = None) ->
     it after reversals from the frozen to the available total; False if not frozen any more."""
     now = now or timezone.now()
     with transaction.atomic():
-        if Commission.objects.filter(pk=commission_id, status=Commission.Status.FROZEN).update(
-                status=Commission.Status.AVAILABLE, available_at=now) != 1:
+        if (
+            Commission.objects.filter(pk=commission_id, status=Commission.Status.FROZEN).update(
+                status=Commission.Status.AVAILABLE, available_at=now
+            )
+            != 1
+        ):
             return False
         commission = Commission.objects.get(pk=commission_id)  # row locked by the UPDATE above
         net = commission.amount_fen - commission.reversed_fen
         if net:
-            ledger.ledger_book(distributor_id=commission.distributor_id, reason=LedgerEntry.Reason.RELEASE,
-                               ref=f"c{commission.pk}", frozen=-net, available=net)
+            ledger.ledger_book(
+                distributor_id=commission.distributor_id,
+                reason=LedgerEntry.Reason.RELEASE,
+                ref=f"c{commission.pk}",
+                frozen=-net,
+                available=net,
+            )
     return True
 
 
@@ -165,19 +190,27 @@ def commissions_release_due(*, now: dt.datetime | None = None, limit: int = 1000
     """Release every frozen commission whose order completed at least ``COMMISSION_FREEZE_DAYS``
     ago; returns how many. The beat job and ``manage.py commissions_release`` call this."""
     now = now or timezone.now()
-    due = Commission.objects.filter(
-        status=Commission.Status.FROZEN, order__status=OrderStatus.COMPLETED,
-        order__completed_at__lte=now - freeze_days(),
-    ).values_list("pk", flat=True).order_by("id")[:limit]
+    due = (
+        Commission.objects.filter(
+            status=Commission.Status.FROZEN,
+            order__status=OrderStatus.COMPLETED,
+            order__completed_at__lte=now - freeze_days(),
+        )
+        .values_list("pk", flat=True)
+        .order_by("id")[:limit]
+    )
     return sum(commission_release(commission_id=pk, now=now) for pk in list(due))
 
 
 def totals_check(*, distributor_id: int) -> dict[str, int]:
     """The ledger's sums beside the totals (the back office and tests compare them)."""
     sums = LedgerEntry.objects.filter(distributor_id=distributor_id).aggregate(
-        available=Sum("available_delta_fen"), frozen=Sum("frozen_delta_fen"), withdrawn=Sum("withdrawn_delta_fen"))
+        available=Sum("available_delta_fen"), frozen=Sum("frozen_delta_fen"), withdrawn=Sum("withdrawn_delta_fen")
+    )
     row = Distributor.objects.filter(pk=distributor_id).values("available_fen", "frozen_fen", "withdrawn_fen").get()
-    return {"ledger_available": sums["available"] or 0, "ledger_frozen": sums["frozen"] or 0,
-            "ledger_withdrawn": sums["withdrawn"] or 0, **row}
-
-
+    return {
+        "ledger_available": sums["available"] or 0,
+        "ledger_frozen": sums["frozen"] or 0,
+        "ledger_withdrawn": sums["withdrawn"] or 0,
+        **row,
+    }

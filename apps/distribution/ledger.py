@@ -18,8 +18,16 @@ from apps.distribution.models import Distributor, LedgerEntry
 
 
 @transaction.atomic(savepoint=False)
-def ledger_book(*, distributor_id: int, reason: str, ref: str, available: int = 0, frozen: int = 0,
-                withdrawn: int = 0, guard_available: bool = False) -> bool:
+def ledger_book(
+    *,
+    distributor_id: int,
+    reason: str,
+    ref: str,
+    available: int = 0,
+    frozen: int = 0,
+    withdrawn: int = 0,
+    guard_available: bool = False,
+) -> bool:
     """Book one change (deltas in fen) once; False if ``(reason, ref)`` was booked before.
 
     ``guard_available``: the available total must cover ``-available`` (a withdrawal), else
@@ -27,15 +35,26 @@ def ledger_book(*, distributor_id: int, reason: str, ref: str, available: int = 
     """
     try:
         with transaction.atomic():  # savepoint: a replay must not spoil the caller's transaction
-            LedgerEntry.objects.create(distributor_id=distributor_id, reason=reason, ref=ref,
-                                       available_delta_fen=available, frozen_delta_fen=frozen,
-                                       withdrawn_delta_fen=withdrawn)
+            LedgerEntry.objects.create(
+                distributor_id=distributor_id,
+                reason=reason,
+                ref=ref,
+                available_delta_fen=available,
+                frozen_delta_fen=frozen,
+                withdrawn_delta_fen=withdrawn,
+            )
     except IntegrityError:
         return False
     rows = Distributor.objects.filter(pk=distributor_id)
     if guard_available and available < 0:
         rows = rows.filter(available_fen__gte=-available)
-    if rows.update(available_fen=F("available_fen") + available, frozen_fen=F("frozen_fen") + frozen,
-                   withdrawn_fen=F("withdrawn_fen") + withdrawn) != 1:
+    if (
+        rows.update(
+            available_fen=F("available_fen") + available,
+            frozen_fen=F("frozen_fen") + frozen,
+            withdrawn_fen=F("withdrawn_fen") + withdrawn,
+        )
+        != 1
+    ):
         raise InsufficientBalance("可提现佣金不足。", amount_fen=-available)
     return True

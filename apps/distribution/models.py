@@ -21,14 +21,22 @@ class Distributor(models.Model):
     already available (a debt later commissions pay off); a withdrawal never takes it below zero.
     """
 
-    customer = models.OneToOneField("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE,
-                                    related_name="distributor")
+    customer = models.OneToOneField(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="distributor"
+    )
     referral_code = models.CharField(verbose_name="推广码", max_length=16, unique=True)
-    referrer = models.ForeignKey("self", verbose_name="上级推广人", null=True, blank=True,
-                                 on_delete=models.PROTECT, related_name="team")
+    referrer = models.ForeignKey(
+        "self", verbose_name="上级推广人", null=True, blank=True, on_delete=models.PROTECT, related_name="team"
+    )
     bound_at = models.DateTimeField(verbose_name="绑定时间", null=True, blank=True)
-    channel = models.ForeignKey("distribution.Channel", verbose_name="来源渠道", null=True, blank=True,
-                                on_delete=models.SET_NULL, related_name="customers")
+    channel = models.ForeignKey(
+        "distribution.Channel",
+        verbose_name="来源渠道",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="customers",
+    )
     available_fen = models.IntegerField(verbose_name="可提现佣金", default=0)  # fen
     frozen_fen = models.IntegerField(verbose_name="冻结佣金", default=0)  # fen
     withdrawn_fen = models.IntegerField(verbose_name="已提现", default=0)  # fen paid out by transfers
@@ -40,8 +48,9 @@ class Distributor(models.Model):
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(condition=~Q(referrer=models.F("id")), name="distributor_not_own_referrer"),
-            models.CheckConstraint(condition=Q(frozen_fen__gte=0) & Q(withdrawn_fen__gte=0),
-                                   name="distributor_totals_not_negative"),
+            models.CheckConstraint(
+                condition=Q(frozen_fen__gte=0) & Q(withdrawn_fen__gte=0), name="distributor_totals_not_negative"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -51,18 +60,22 @@ class Distributor(models.Model):
 class CommissionSettings(models.Model):
     """The shop's commission rates (one row, pk 1), in basis points: 1000 = 10 %."""
 
-    level1_rate_bp = models.PositiveIntegerField(verbose_name="一级佣金比例（万分比）", default=1000,
-                                                 help_text="1000 = 10%：下单顾客的直接推广人")
-    level2_rate_bp = models.PositiveIntegerField(verbose_name="二级佣金比例（万分比）", default=500,
-                                                 help_text="500 = 5%：推广人的推广人")
+    level1_rate_bp = models.PositiveIntegerField(
+        verbose_name="一级佣金比例（万分比）", default=1000, help_text="1000 = 10%：下单顾客的直接推广人"
+    )
+    level2_rate_bp = models.PositiveIntegerField(
+        verbose_name="二级佣金比例（万分比）", default=500, help_text="500 = 5%：推广人的推广人"
+    )
     enabled = models.BooleanField(verbose_name="启用分销", default=True)
 
     class Meta:
         verbose_name = "佣金设置"
         verbose_name_plural = "佣金设置"
         constraints = [
-            models.CheckConstraint(condition=Q(level1_rate_bp__lte=10000) & Q(level2_rate_bp__lte=10000),
-                                   name="commission_rates_at_most_100pct"),
+            models.CheckConstraint(
+                condition=Q(level1_rate_bp__lte=10000) & Q(level2_rate_bp__lte=10000),
+                name="commission_rates_at_most_100pct",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -72,8 +85,9 @@ class CommissionSettings(models.Model):
 class ProductCommission(models.Model):
     """A product's own rates, overriding :class:`CommissionSettings` for its order lines."""
 
-    product = models.OneToOneField("catalog.Product", verbose_name="商品", on_delete=models.CASCADE,
-                                   related_name="commission")
+    product = models.OneToOneField(
+        "catalog.Product", verbose_name="商品", on_delete=models.CASCADE, related_name="commission"
+    )
     level1_rate_bp = models.PositiveIntegerField(verbose_name="一级佣金比例（万分比）")
     level2_rate_bp = models.PositiveIntegerField(verbose_name="二级佣金比例（万分比）")
 
@@ -81,8 +95,10 @@ class ProductCommission(models.Model):
         verbose_name = "商品佣金比例"
         verbose_name_plural = "商品佣金比例"
         constraints = [
-            models.CheckConstraint(condition=Q(level1_rate_bp__lte=10000) & Q(level2_rate_bp__lte=10000),
-                                   name="product_commission_at_most_100pct"),
+            models.CheckConstraint(
+                condition=Q(level1_rate_bp__lte=10000) & Q(level2_rate_bp__lte=10000),
+                name="product_commission_at_most_100pct",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -102,11 +118,11 @@ class Commission(models.Model):
         AVAILABLE = "available", "可提现"
         REVERSED = "reversed", "已退回"
 
-    order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT,
-                              related_name="commissions")
+    order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="commissions")
     level = models.PositiveSmallIntegerField(verbose_name="级别", choices=[(1, "一级"), (2, "二级")])
-    distributor = models.ForeignKey(Distributor, verbose_name="获得者", on_delete=models.PROTECT,
-                                    related_name="commissions")
+    distributor = models.ForeignKey(
+        Distributor, verbose_name="获得者", on_delete=models.PROTECT, related_name="commissions"
+    )
     base_fen = models.PositiveIntegerField(verbose_name="计佣金额")  # fen: pay_fen - freight_fen
     amount_fen = models.PositiveIntegerField(verbose_name="佣金")  # fen, rounded down
     reversed_fen = models.PositiveIntegerField(verbose_name="已退回", default=0)  # fen taken back by refunds
@@ -120,8 +136,9 @@ class Commission(models.Model):
         ordering = ["-id"]
         constraints = [
             models.UniqueConstraint(fields=["order", "level"], name="commission_once_per_order_level"),
-            models.CheckConstraint(condition=Q(reversed_fen__lte=models.F("amount_fen")),
-                                   name="commission_reversed_at_most_amount"),
+            models.CheckConstraint(
+                condition=Q(reversed_fen__lte=models.F("amount_fen")), name="commission_reversed_at_most_amount"
+            ),
         ]
         indexes = [models.Index(fields=["status", "order"], name="commission_status_idx")]
 
@@ -141,8 +158,7 @@ class LedgerEntry(models.Model):
         WITHDRAW_RETURN = "withdraw_return", "提现退回"
         WITHDRAW_PAID = "withdraw_paid", "提现到账"
 
-    distributor = models.ForeignKey(Distributor, verbose_name="分销员", on_delete=models.PROTECT,
-                                    related_name="ledger")
+    distributor = models.ForeignKey(Distributor, verbose_name="分销员", on_delete=models.PROTECT, related_name="ledger")
     reason = models.CharField(verbose_name="原因", max_length=20, choices=Reason.choices)
     ref = models.CharField(verbose_name="关联单号", max_length=80)  # commission id, refund, withdrawal_no
     available_delta_fen = models.IntegerField(verbose_name="可提现变动", default=0)
@@ -180,8 +196,9 @@ class Withdrawal(models.Model):
     UNSETTLED = (Status.PENDING, Status.APPROVED, Status.WAIT_CONFIRM)
 
     withdrawal_no = models.CharField(verbose_name="提现单号", max_length=32, unique=True)
-    distributor = models.ForeignKey(Distributor, verbose_name="分销员", on_delete=models.PROTECT,
-                                    related_name="withdrawals")
+    distributor = models.ForeignKey(
+        Distributor, verbose_name="分销员", on_delete=models.PROTECT, related_name="withdrawals"
+    )
     amount_fen = models.PositiveIntegerField(verbose_name="金额")  # fen
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.PENDING)
     reason = models.CharField(verbose_name="原因", max_length=200, blank=True)  # rejection or failure
@@ -196,8 +213,11 @@ class Withdrawal(models.Model):
         ordering = ["-id"]
         permissions = [("decide_withdrawal", "审核提现（批准、驳回、查询转账）")]
         constraints = [
-            models.UniqueConstraint(fields=["distributor"], condition=Q(status__in=["pending", "approved", "wait_confirm"]),
-                                    name="withdrawal_one_unsettled"),
+            models.UniqueConstraint(
+                fields=["distributor"],
+                condition=Q(status__in=["pending", "approved", "wait_confirm"]),
+                name="withdrawal_one_unsettled",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -224,8 +244,9 @@ class TransferBill(models.Model):
 
     FINAL = (State.SUCCESS, State.FAIL, State.CANCELLED)
 
-    withdrawal = models.OneToOneField(Withdrawal, verbose_name="提现", on_delete=models.PROTECT,
-                                      related_name="transfer")
+    withdrawal = models.OneToOneField(
+        Withdrawal, verbose_name="提现", on_delete=models.PROTECT, related_name="transfer"
+    )
     out_bill_no = models.CharField(verbose_name="商户单号 out_bill_no", max_length=32, unique=True)
     openid = models.CharField(verbose_name="收款用户 openid", max_length=64)
     amount_fen = models.PositiveIntegerField(verbose_name="金额")  # fen
@@ -255,9 +276,13 @@ class Channel(models.Model):
     """A channel code (渠道二维码) staff hand out: scans count ``visits``, first logins through
     it ``registrations`` (conditional ``F() + 1`` UPDATEs)."""
 
-    code = models.CharField(verbose_name="渠道码", max_length=16, unique=True,
-                            validators=[RegexValidator(r"^[A-Za-z0-9]+$", "渠道码只能是字母和数字。")],
-                            help_text="字母和数字（最多 16 个），放进小程序码的 scene：c=<渠道码>")
+    code = models.CharField(
+        verbose_name="渠道码",
+        max_length=16,
+        unique=True,
+        validators=[RegexValidator(r"^[A-Za-z0-9]+$", "渠道码只能是字母和数字。")],
+        help_text="字母和数字（最多 16 个），放进小程序码的 scene：c=<渠道码>",
+    )
     name = models.CharField(verbose_name="渠道名称", max_length=64)
     visits = models.PositiveIntegerField(verbose_name="访问次数", default=0)
     registrations = models.PositiveIntegerField(verbose_name="注册人数", default=0)

@@ -94,8 +94,12 @@ def referrer_bind(*, customer_id: int, code: str) -> Distributor:
     _bind_lock()  # two binds that would close a loop (A->B while B->A) wait for each other here
     if _would_loop(customer_distributor_id=me.pk, referrer=referrer):
         raise InvalidInput("不能绑定自己团队中的推广人。", code=["不能绑定自己团队中的推广人。"])
-    if Distributor.objects.filter(pk=me.pk, referrer__isnull=True).update(
-            referrer_id=referrer.pk, bound_at=timezone.now()) != 1:
+    if (
+        Distributor.objects.filter(pk=me.pk, referrer__isnull=True).update(
+            referrer_id=referrer.pk, bound_at=timezone.now()
+        )
+        != 1
+    ):
         raise InvalidState("已绑定推广人，不能更改。")
     return referrer
 
@@ -122,7 +126,8 @@ def login_scene(*, customer, scene: str, first: bool) -> None:
         if referrer is not None:
             # The customer was created in this very transaction: nobody can be below them yet.
             Distributor.objects.filter(pk=me.pk, referrer__isnull=True).update(
-                referrer_id=referrer.pk, bound_at=timezone.now())
+                referrer_id=referrer.pk, bound_at=timezone.now()
+            )
     if "c" in parsed:
         channel = channel_visit(code=parsed["c"], registration=first)
         if channel is not None and first:

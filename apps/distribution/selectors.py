@@ -19,11 +19,17 @@ def team_counts(*, distributor: Distributor) -> tuple[int, int]:
 
 def team(*, distributor: Distributor, level: int) -> QuerySet[Distributor]:
     """The team at ``level`` (1 or 2), newest first, each with ``order_count`` (paid orders)."""
-    rows = Distributor.objects.filter(referrer=distributor) if level == 1 else Distributor.objects.filter(
-        referrer__referrer=distributor)
+    rows = (
+        Distributor.objects.filter(referrer=distributor)
+        if level == 1
+        else Distributor.objects.filter(referrer__referrer=distributor)
+    )
     paid = Q(customer__orders__paid_at__isnull=False)
-    return rows.select_related("customer").annotate(order_count=Count("customer__orders", filter=paid)).order_by(
-        "-bound_at", "-id")
+    return (
+        rows.select_related("customer")
+        .annotate(order_count=Count("customer__orders", filter=paid))
+        .order_by("-bound_at", "-id")
+    )
 
 
 def commissions(*, distributor: Distributor, status: str | None = None) -> QuerySet[Commission]:
@@ -44,4 +50,3 @@ def commission_available_at(commission: Commission, freeze: dt.timedelta) -> dt.
 
 def withdrawals(*, distributor: Distributor) -> QuerySet[Withdrawal]:
     return Withdrawal.objects.filter(distributor=distributor).select_related("transfer").order_by("-id")
-

@@ -37,13 +37,21 @@ NOTIFY_PATH = "/api/v1/payments/wechat/transfer-notify"
 
 #: WeChat's states -> ours
 STATES = {
-    "ACCEPTED": TransferBill.State.PROCESSING, "PROCESSING": TransferBill.State.PROCESSING,
-    "TRANSFERING": TransferBill.State.PROCESSING, "CANCELING": TransferBill.State.PROCESSING,
-    "WAIT_USER_CONFIRM": TransferBill.State.WAIT_CONFIRM, "SUCCESS": TransferBill.State.SUCCESS,
-    "FAIL": TransferBill.State.FAIL, "CANCELLED": TransferBill.State.CANCELLED,
+    "ACCEPTED": TransferBill.State.PROCESSING,
+    "PROCESSING": TransferBill.State.PROCESSING,
+    "TRANSFERING": TransferBill.State.PROCESSING,
+    "CANCELING": TransferBill.State.PROCESSING,
+    "WAIT_USER_CONFIRM": TransferBill.State.WAIT_CONFIRM,
+    "SUCCESS": TransferBill.State.SUCCESS,
+    "FAIL": TransferBill.State.FAIL,
+    "CANCELLED": TransferBill.State.CANCELLED,
 }
-OPEN = (TransferBill.State.NEW, TransferBill.State.SENDING, TransferBill.State.PROCESSING,
-        TransferBill.State.WAIT_CONFIRM)
+OPEN = (
+    TransferBill.State.NEW,
+    TransferBill.State.SENDING,
+    TransferBill.State.PROCESSING,
+    TransferBill.State.WAIT_CONFIRM,
+)
 
 
 def _claim(bill_id: int, now: dt.datetime) -> bool:
@@ -74,14 +82,20 @@ def transfer_send(*, bill_id: int, now: dt.datetime | None = None) -> str:
             found = wechat_v3.transfer_query(out_bill_no=bill.out_bill_no)
             if found is not None:
                 state = transfer_apply(out_bill_no=bill.out_bill_no, answer=found)
-                if state != TransferBill.State.WAIT_CONFIRM or TransferBill.objects.filter(
-                        pk=bill.pk).exclude(package_info="").exists():
+                if (
+                    state != TransferBill.State.WAIT_CONFIRM
+                    or TransferBill.objects.filter(pk=bill.pk).exclude(package_info="").exists()
+                ):
                     return state
         TransferBill.objects.filter(pk=bill.pk).update(state=TransferBill.State.SENDING, attempts=F("attempts") + 1)
         try:
             answer = wechat_v3.transfer_create(
-                out_bill_no=bill.out_bill_no, openid=bill.openid, amount_fen=bill.amount_fen,
-                remark="星商城推广佣金提现", notify_url=settings.SITE_URL + NOTIFY_PATH)
+                out_bill_no=bill.out_bill_no,
+                openid=bill.openid,
+                amount_fen=bill.amount_fen,
+                remark="星商城推广佣金提现",
+                notify_url=settings.SITE_URL + NOTIFY_PATH,
+            )
         except wechat_v3.V3Refused as exc:
             if exc.status in TRANSIENT_REFUSALS:
                 raise wechat_v3.V3Unavailable(str(exc)) from exc
@@ -90,8 +104,9 @@ def transfer_send(*, bill_id: int, now: dt.datetime | None = None) -> str:
     except (wechat_v3.V3Unavailable, wechat_v3.V3Refused) as exc:
         # No answer, or a query refused (a signing problem, a rate limit): whether WeChat holds a
         # bill is unknown, so nothing is settled; the next attempt queries first.
-        logger.warning("transfer %s: no usable answer (%s); it will be queried before anything is resent",
-                       bill.out_bill_no, exc)
+        logger.warning(
+            "transfer %s: no usable answer (%s); it will be queried before anything is resent", bill.out_bill_no, exc
+        )
         _release(bill.pk, last_error=str(exc)[:2000])
         return TransferBill.State.SENDING
     finally:
@@ -108,12 +123,18 @@ def _refused(bill: TransferBill, exc: wechat_v3.V3Refused) -> str:
     are alerted (e.g. the merchant account lacks funds)."""
     logger.error("transfer %s refused by WeChat: %s", bill.out_bill_no, exc)
     TransferBill.objects.filter(pk=bill.pk).update(last_error=str(exc)[:2000])
-    state = transfer_apply(out_bill_no=bill.out_bill_no,
-                           answer={"state": "FAIL", "fail_reason": f"{exc.code}: {exc.message}"[:200]})
-    alert_raise(key=f"transfer:{bill.out_bill_no}:refused", kind=Alert.Kind.PAYMENT_MANUAL,
-                title=f"提现转账 {bill.out_bill_no} 被微信拒绝",
-                text=(f"提现单 {bill.out_bill_no}（{bill.amount_fen / 100:.2f} 元）的商家转账被微信拒绝：{exc.code} "
-                      f"{exc.message}。提现已记为失败，金额已退回顾客的可提现佣金。"))
+    state = transfer_apply(
+        out_bill_no=bill.out_bill_no, answer={"state": "FAIL", "fail_reason": f"{exc.code}: {exc.message}"[:200]}
+    )
+    alert_raise(
+        key=f"transfer:{bill.out_bill_no}:refused",
+        kind=Alert.Kind.PAYMENT_MANUAL,
+        title=f"提现转账 {bill.out_bill_no} 被微信拒绝",
+        text=(
+            f"提现单 {bill.out_bill_no}（{bill.amount_fen / 100:.2f} 元）的商家转账被微信拒绝：{exc.code} "
+            f"{exc.message}。提现已记为失败，金额已退回顾客的可提现佣金。"
+        ),
+    )
     return state
 
 
@@ -135,7 +156,12 @@ def transfer_apply(*, out_bill_no: str, answer: dict) -> str:
     if answer.get("package_info"):
         extra["package_info"] = str(answer["package_info"])
     with transaction.atomic():
-        bill = TransferBill.objects.select_for_update().select_related("withdrawal").filter(out_bill_no=out_bill_no).first()
+        bill = (
+            TransferBill.objects.select_for_update()
+            .select_related("withdrawal")
+            .filter(out_bill_no=out_bill_no)
+            .first()
+        )
         if bill is None:
             return "missing"
         if bill.state in TransferBill.FINAL:
@@ -146,20 +172,33 @@ def transfer_apply(*, out_bill_no: str, answer: dict) -> str:
         TransferBill.objects.filter(pk=bill.pk).update(state=state, updated_at=now, **extra)
         if state == TransferBill.State.WAIT_CONFIRM:
             Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.APPROVED).update(
-                status=Withdrawal.Status.WAIT_CONFIRM)
+                status=Withdrawal.Status.WAIT_CONFIRM
+            )
         elif state == TransferBill.State.SUCCESS:
             if Withdrawal.objects.filter(pk=withdrawal.pk, status__in=Withdrawal.UNSETTLED).update(
-                    status=Withdrawal.Status.PAID, settled_at=now):
-                ledger.ledger_book(distributor_id=withdrawal.distributor_id, reason=LedgerEntry.Reason.WITHDRAW_PAID,
-                                   ref=withdrawal.withdrawal_no, withdrawn=withdrawal.amount_fen)
+                status=Withdrawal.Status.PAID, settled_at=now
+            ):
+                ledger.ledger_book(
+                    distributor_id=withdrawal.distributor_id,
+                    reason=LedgerEntry.Reason.WITHDRAW_PAID,
+                    ref=withdrawal.withdrawal_no,
+                    withdrawn=withdrawal.amount_fen,
+                )
         elif state in (TransferBill.State.FAIL, TransferBill.State.CANCELLED):
-            reason = "用户未确认收款，已撤销" if state == TransferBill.State.CANCELLED else (
-                f"转账失败：{answer.get('fail_reason') or '微信未说明'}")
+            reason = (
+                "用户未确认收款，已撤销"
+                if state == TransferBill.State.CANCELLED
+                else (f"转账失败：{answer.get('fail_reason') or '微信未说明'}")
+            )
             if Withdrawal.objects.filter(pk=withdrawal.pk, status__in=Withdrawal.UNSETTLED).update(
-                    status=Withdrawal.Status.FAILED, settled_at=now, reason=reason[:200]):
-                ledger.ledger_book(distributor_id=withdrawal.distributor_id,
-                                   reason=LedgerEntry.Reason.WITHDRAW_RETURN, ref=withdrawal.withdrawal_no,
-                                   available=withdrawal.amount_fen)
+                status=Withdrawal.Status.FAILED, settled_at=now, reason=reason[:200]
+            ):
+                ledger.ledger_book(
+                    distributor_id=withdrawal.distributor_id,
+                    reason=LedgerEntry.Reason.WITHDRAW_RETURN,
+                    ref=withdrawal.withdrawal_no,
+                    available=withdrawal.amount_fen,
+                )
     return state
 
 
@@ -182,10 +221,14 @@ def _notified_apply(bill: TransferBill, fields: dict) -> str:
 #: (``apps.payments.notifications``): the shared checks (trusted body, our ``out_bill_no``,
 #: ``transfer_amount`` equal to the bill's) run first; registered from DistributionConfig.ready().
 TRANSFER_HANDLER = notifications.Handler(
-    callback=notifications.TRANSFER_RESULT, claims=lambda fields: True,
+    callback=notifications.TRANSFER_RESULT,
+    claims=lambda fields: True,
     find=lambda fields: TransferBill.objects.filter(out_bill_no=fields.get("out_bill_no", "")).first(),
-    number="out_bill_no", amount="transfer_amount", expected_fen=lambda bill: bill.amount_fen,
-    apply=_notified_apply, applied_before=lambda bill, fields: bill.state in TransferBill.FINAL,
+    number="out_bill_no",
+    amount="transfer_amount",
+    expected_fen=lambda bill: bill.amount_fen,
+    apply=_notified_apply,
+    applied_before=lambda bill, fields: bill.state in TransferBill.FINAL,
 )
 
 
@@ -216,24 +259,36 @@ def transfers_sweep(*, now: dt.datetime | None = None, limit: int = 200) -> dict
     now = now or timezone.now()
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     sent = queried = alerted = 0
-    unsent = TransferBill.objects.filter(free, state__in=(TransferBill.State.NEW, TransferBill.State.SENDING),
-                                         updated_at__lt=now - dt.timedelta(seconds=30))
+    unsent = TransferBill.objects.filter(
+        free,
+        state__in=(TransferBill.State.NEW, TransferBill.State.SENDING),
+        updated_at__lt=now - dt.timedelta(seconds=30),
+    )
     for pk in list(unsent.values_list("pk", flat=True)[:limit]):
         transfer_send(bill_id=pk, now=now)
         sent += 1
-    held = TransferBill.objects.filter(free, state__in=(TransferBill.State.PROCESSING, TransferBill.State.WAIT_CONFIRM),
-                                       updated_at__lt=now - QUERY_EVERY)
+    held = TransferBill.objects.filter(
+        free,
+        state__in=(TransferBill.State.PROCESSING, TransferBill.State.WAIT_CONFIRM),
+        updated_at__lt=now - QUERY_EVERY,
+    )
     for pk in list(held.values_list("pk", flat=True)[:limit]):
         transfer_query_now(bill_id=pk)
         queried += 1
-    stuck = TransferBill.objects.filter(state__in=OPEN, created_at__lt=now - dt.timedelta(hours=settings.TRANSFER_STUCK_HOURS))
+    stuck = TransferBill.objects.filter(
+        state__in=OPEN, created_at__lt=now - dt.timedelta(hours=settings.TRANSFER_STUCK_HOURS)
+    )
     for bill in stuck.select_related("withdrawal")[:limit]:
         alerted += alert_raise(
-            key=f"transfer:{bill.out_bill_no}:stuck", kind=Alert.Kind.PAYMENT_MANUAL,
+            key=f"transfer:{bill.out_bill_no}:stuck",
+            kind=Alert.Kind.PAYMENT_MANUAL,
             title=f"提现转账 {bill.out_bill_no} 超过 {settings.TRANSFER_STUCK_HOURS} 小时未完成",
-            text=(f"提现单 {bill.out_bill_no}（{bill.amount_fen / 100:.2f} 元）的商家转账仍为「{bill.get_state_display()}」"
-                  f"（微信状态 {bill.wechat_state or '未知'}），创建于 {timezone.localtime(bill.created_at):%Y-%m-%d %H:%M}。"
-                  f"请在后台「分销 › 提现」查询转账，或到微信支付商户平台核对。"))
+            text=(
+                f"提现单 {bill.out_bill_no}（{bill.amount_fen / 100:.2f} 元）的商家转账仍为「{bill.get_state_display()}」"
+                f"（微信状态 {bill.wechat_state or '未知'}），创建于 {timezone.localtime(bill.created_at):%Y-%m-%d %H:%M}。"
+                f"请在后台「分销 › 提现」查询转账，或到微信支付商户平台核对。"
+            ),
+        )
     return {"sent": sent, "queried": queried, "alerted": alerted}
 
 
@@ -244,8 +299,11 @@ def transfers_reconcile(*, day: dt.date | None = None) -> dict[str, int]:
     reconciliation alert for the day. Returns ``{"checked", "settled", "differences"}``."""
     day = day or timezone.localdate() - dt.timedelta(days=1)
     start = dt.datetime.combine(day, dt.time.min, tzinfo=timezone.get_current_timezone())
-    bills = TransferBill.objects.filter(created_at__gte=start, created_at__lt=start + dt.timedelta(days=1)).exclude(
-        state=TransferBill.State.NEW).order_by("id")
+    bills = (
+        TransferBill.objects.filter(created_at__gte=start, created_at__lt=start + dt.timedelta(days=1))
+        .exclude(state=TransferBill.State.NEW)
+        .order_by("id")
+    )
     checked = settled = 0
     differences: list[str] = []
     for bill in bills:
@@ -261,14 +319,19 @@ def transfers_reconcile(*, day: dt.date | None = None) -> dict[str, int]:
             continue
         theirs = STATES.get(str(found.get("state", "")))
         if found.get("transfer_amount") not in (None, bill.amount_fen):
-            differences.append(f"{bill.out_bill_no}：金额 本地 {bill.amount_fen} 分，微信 {found.get('transfer_amount')} 分")
+            differences.append(
+                f"{bill.out_bill_no}：金额 本地 {bill.amount_fen} 分，微信 {found.get('transfer_amount')} 分"
+            )
         if bill.state in TransferBill.FINAL and theirs != bill.state:
             differences.append(f"{bill.out_bill_no}：本地「{bill.get_state_display()}」，微信 {found.get('state')}")
         elif bill.state not in TransferBill.FINAL and theirs in TransferBill.FINAL:
             transfer_apply(out_bill_no=bill.out_bill_no, answer=found)
             settled += 1
     if differences:
-        alert_raise(key=f"transfers:reconcile:{day.isoformat()}", kind=Alert.Kind.RECONCILIATION,
-                    title=f"{day.isoformat()} 商家转账对账有 {len(differences)} 处差异",
-                    text="\n".join(differences[:50]))
+        alert_raise(
+            key=f"transfers:reconcile:{day.isoformat()}",
+            kind=Alert.Kind.RECONCILIATION,
+            title=f"{day.isoformat()} 商家转账对账有 {len(differences)} 处差异",
+            text="\n".join(differences[:50]),
+        )
     return {"checked": checked, "settled": settled, "differences": len(differences)}

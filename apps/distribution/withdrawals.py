@@ -53,8 +53,10 @@ def withdrawal_request(*, customer_id: int, amount_fen: int) -> Withdrawal:
     is kept then. One transaction: the row, the ledger row, the guarded UPDATE.
     """
     if amount_fen < settings.WITHDRAW_MIN_FEN:
-        raise InvalidInput(f"单次提现不少于 {settings.WITHDRAW_MIN_FEN / 100:g} 元。",
-                           amount_fen=[f"不少于 {settings.WITHDRAW_MIN_FEN} 分。"])
+        raise InvalidInput(
+            f"单次提现不少于 {settings.WITHDRAW_MIN_FEN / 100:g} 元。",
+            amount_fen=[f"不少于 {settings.WITHDRAW_MIN_FEN} 分。"],
+        )
     if amount_fen > MAX_AMOUNT_FEN:
         raise InvalidInput("单次提现不超过 1999.99 元。", amount_fen=[f"不超过 {MAX_AMOUNT_FEN} 分。"])
     distributor = referral.distributor_for(customer_id=customer_id)
@@ -64,12 +66,18 @@ def withdrawal_request(*, customer_id: int, amount_fen: int) -> Withdrawal:
             raise unsettled
         try:
             with transaction.atomic():
-                withdrawal = Withdrawal.objects.create(withdrawal_no=_new_no(), distributor=distributor,
-                                                       amount_fen=amount_fen)
+                withdrawal = Withdrawal.objects.create(
+                    withdrawal_no=_new_no(), distributor=distributor, amount_fen=amount_fen
+                )
         except IntegrityError:
             raise unsettled from None  # a concurrent request of the same distributor won
-        ledger.ledger_book(distributor_id=distributor.pk, reason=LedgerEntry.Reason.WITHDRAW,
-                           ref=withdrawal.withdrawal_no, available=-amount_fen, guard_available=True)
+        ledger.ledger_book(
+            distributor_id=distributor.pk,
+            reason=LedgerEntry.Reason.WITHDRAW,
+            ref=withdrawal.withdrawal_no,
+            available=-amount_fen,
+            guard_available=True,
+        )
     return withdrawal
 
 
@@ -86,12 +94,19 @@ def withdrawal_approve(*, withdrawal_no: str, user) -> Withdrawal:
     actor = _check(user)
     withdrawal = _get(withdrawal_no)
     with transaction.atomic():
-        if Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.PENDING).update(
-                status=Withdrawal.Status.APPROVED, decided_by=actor, decided_at=timezone.now()) != 1:
+        if (
+            Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.PENDING).update(
+                status=Withdrawal.Status.APPROVED, decided_by=actor, decided_at=timezone.now()
+            )
+            != 1
+        ):
             raise InvalidState(f"提现单 {withdrawal_no} 不是待审核状态。")
-        bill = TransferBill.objects.create(withdrawal=withdrawal, out_bill_no=withdrawal.withdrawal_no,
-                                           openid=withdrawal.distributor.customer.openid,
-                                           amount_fen=withdrawal.amount_fen)
+        bill = TransferBill.objects.create(
+            withdrawal=withdrawal,
+            out_bill_no=withdrawal.withdrawal_no,
+            openid=withdrawal.distributor.customer.openid,
+            amount_fen=withdrawal.amount_fen,
+        )
         transaction.on_commit(partial(_dispatch, bill.pk))
     withdrawal.refresh_from_db()
     return withdrawal
@@ -113,11 +128,22 @@ def withdrawal_reject(*, withdrawal_no: str, reason: str, user) -> Withdrawal:
         raise InvalidInput("请填写驳回原因。", reason=["请填写驳回原因。"])
     withdrawal = _get(withdrawal_no)
     with transaction.atomic():
-        if Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.PENDING).update(
-                status=Withdrawal.Status.REJECTED, reason=reason[:200], decided_by=actor,
-                decided_at=timezone.now(), settled_at=timezone.now()) != 1:
+        if (
+            Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.PENDING).update(
+                status=Withdrawal.Status.REJECTED,
+                reason=reason[:200],
+                decided_by=actor,
+                decided_at=timezone.now(),
+                settled_at=timezone.now(),
+            )
+            != 1
+        ):
             raise InvalidState(f"提现单 {withdrawal_no} 不是待审核状态。")
-        ledger.ledger_book(distributor_id=withdrawal.distributor_id, reason=LedgerEntry.Reason.WITHDRAW_RETURN,
-                           ref=withdrawal.withdrawal_no, available=withdrawal.amount_fen)
+        ledger.ledger_book(
+            distributor_id=withdrawal.distributor_id,
+            reason=LedgerEntry.Reason.WITHDRAW_RETURN,
+            ref=withdrawal.withdrawal_no,
+            available=withdrawal.amount_fen,
+        )
     withdrawal.refresh_from_db()
     return withdrawal

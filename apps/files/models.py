@@ -27,10 +27,16 @@ class Upload(models.Model):
 
     uploader_id = models.BigIntegerField(verbose_name="上传者（顾客 ID）", db_index=True)  # accounts.Customer.pk
     kind = models.CharField(verbose_name="类型", max_length=8, choices=Kind.choices)
-    name = models.CharField(verbose_name="存储名", max_length=255, unique=True)  # storage name, e.g. uploads/2026/12/<hex>.mp3
+    name = models.CharField(
+        verbose_name="存储名", max_length=255, unique=True
+    )  # storage name, e.g. uploads/2026/12/<hex>.mp3
     size = models.PositiveIntegerField(verbose_name="大小（字节）")  # bytes as stored (images: after re-encoding)
-    content_type = models.CharField(verbose_name="内容类型", max_length=32)  # from the content: image/png, audio/mpeg...
-    duration_ms = models.PositiveIntegerField(verbose_name="时长（毫秒）", null=True, blank=True)  # ms, audio only, from the file
+    content_type = models.CharField(
+        verbose_name="内容类型", max_length=32
+    )  # from the content: image/png, audio/mpeg...
+    duration_ms = models.PositiveIntegerField(
+        verbose_name="时长（毫秒）", null=True, blank=True
+    )  # ms, audio only, from the file
     created_at = models.DateTimeField(verbose_name="上传时间", auto_now_add=True)
 
     class Meta:

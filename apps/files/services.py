@@ -112,8 +112,14 @@ def upload_store(*, file, uploader_id: int) -> Upload:
     now = timezone.localtime()
     name = f"{UPLOAD_PREFIX}{now:%Y/%m}/{uuid.uuid4().hex}.{kind.ext}"
     name = default_storage.save(name, ContentFile(data))
-    return Upload.objects.create(uploader_id=uploader_id, kind=kind.family, name=name, size=len(data),
-                                 content_type=kind.mime, duration_ms=duration_ms)
+    return Upload.objects.create(
+        uploader_id=uploader_id,
+        kind=kind.family,
+        name=name,
+        size=len(data),
+        content_type=kind.mime,
+        duration_ms=duration_ms,
+    )
 
 
 def absolute_url(url: str) -> str:
@@ -146,7 +152,7 @@ def upload_name(url: str) -> str | None:
     base = media_url(UPLOAD_PREFIX)
     if not url.startswith(base):
         return None
-    name = UPLOAD_PREFIX + url[len(base):]
+    name = UPLOAD_PREFIX + url[len(base) :]
     return name if _NAME.fullmatch(name) else None
 
 

@@ -35,8 +35,16 @@ class LogisticsUnavailable(ServiceUnavailable):
 
 # Kuaidi100 ``state`` -> the API's ``state``.
 STATES = {
-    "0": "in_transit", "1": "collected", "2": "problem", "3": "signed", "4": "returned_signed",
-    "5": "delivering", "6": "returning", "7": "forwarded", "8": "customs", "14": "rejected",
+    "0": "in_transit",
+    "1": "collected",
+    "2": "problem",
+    "3": "signed",
+    "4": "returned_signed",
+    "5": "delivering",
+    "6": "returning",
+    "7": "forwarded",
+    "8": "customs",
+    "14": "rejected",
 }
 
 
@@ -65,9 +73,11 @@ class Kuaidi100Provider(TrackingProvider):
         customer, key = settings.LOGISTICS_CUSTOMER, settings.LOGISTICS_KEY
         sign = hashlib.md5((param + key + customer).encode()).hexdigest().upper()
         try:
-            response = requests.post(settings.LOGISTICS_API_BASE.rstrip("/") + "/poll/query.do",
-                                     data={"customer": customer, "sign": sign, "param": param},
-                                     timeout=settings.LOGISTICS_TIMEOUT_SECONDS)
+            response = requests.post(
+                settings.LOGISTICS_API_BASE.rstrip("/") + "/poll/query.do",
+                data={"customer": customer, "sign": sign, "param": param},
+                timeout=settings.LOGISTICS_TIMEOUT_SECONDS,
+            )
             response.raise_for_status()
             body = response.json()
         except (requests.RequestException, ValueError) as exc:

@@ -19,8 +19,10 @@ MANAGE = "marketing.manage_flashsale"
 
 class FlashSaleForm(forms.ModelForm):
     stock_change = forms.IntegerField(
-        required=False, initial=0,
-        label="秒杀库存增减", help_text="增加的件数；负数为撤回。按 库存 = 库存 + n 执行，不会覆盖期间卖出的数量。",
+        required=False,
+        initial=0,
+        label="秒杀库存增减",
+        help_text="增加的件数；负数为撤回。按 库存 = 库存 + n 执行，不会覆盖期间卖出的数量。",
     )
 
     class Meta:
@@ -29,7 +31,8 @@ class FlashSaleForm(forms.ModelForm):
         help_texts = {
             "price_fen": "至少 0.01 元，且不高于该 SKU 的售价",
             "stock": "本次秒杀的件数，不超过该 SKU 现有库存；每笔订单同时扣秒杀库存和 SKU 库存",
-            "starts_at": "北京时间", "ends_at": "北京时间；一场秒杀最长 31 天",
+            "starts_at": "北京时间",
+            "ends_at": "北京时间；一场秒杀最长 31 天",
         }
 
     def clean(self):
@@ -40,9 +43,13 @@ class FlashSaleForm(forms.ModelForm):
             sku = Sku.objects.select_related("product").get(pk=sku.pk)
         try:
             flash_sales.flash_sale_validate(
-                sku=sku, price_fen=data.get("price_fen"), starts_at=data.get("starts_at"),
-                ends_at=data.get("ends_at"), limit_per_customer=data.get("limit_per_customer"),
-                stock=data.get("stock"), sale=sale,
+                sku=sku,
+                price_fen=data.get("price_fen"),
+                starts_at=data.get("starts_at"),
+                ends_at=data.get("ends_at"),
+                limit_per_customer=data.get("limit_per_customer"),
+                stock=data.get("stock"),
+                sale=sale,
             )
         except InvalidInput as exc:
             for field, problems in exc.detail.items():
@@ -54,8 +61,18 @@ class FlashSaleForm(forms.ModelForm):
 @admin.register(FlashSale)
 class FlashSaleAdmin(admin.ModelAdmin):
     form = FlashSaleForm
-    list_display = ["id", "title", "sku", "price_fen", "stock", "sold", "starts_at", "ends_at",
-                    "limit_per_customer", "is_active"]
+    list_display = [
+        "id",
+        "title",
+        "sku",
+        "price_fen",
+        "stock",
+        "sold",
+        "starts_at",
+        "ends_at",
+        "limit_per_customer",
+        "is_active",
+    ]
     list_filter = ["is_active"]
     search_fields = ["title", "sku__product__name"]
     raw_id_fields = ["sku"]

@@ -40,17 +40,37 @@ class ZheField(forms.Field):
 
 
 class CouponTemplateForm(forms.ModelForm):
-    percent = ZheField(label="折扣（几折）", required=False, widget=forms.TextInput(attrs={"inputmode": "decimal"}),
-                       help_text="折扣券：填几折，例如 9（9折，减 10%）或 8.5（8.5折）")
+    percent = ZheField(
+        label="折扣（几折）",
+        required=False,
+        widget=forms.TextInput(attrs={"inputmode": "decimal"}),
+        help_text="折扣券：填几折，例如 9（9折，减 10%）或 8.5（8.5折）",
+    )
 
     class Meta:
         model = CouponTemplate
-        fields = ["name", "kind", "amount_fen", "percent", "max_discount_fen", "threshold_fen", "scope",
-                  "categories", "products", "valid_from", "valid_to", "valid_days", "total", "per_customer",
-                  "is_active"]
+        fields = [
+            "name",
+            "kind",
+            "amount_fen",
+            "percent",
+            "max_discount_fen",
+            "threshold_fen",
+            "scope",
+            "categories",
+            "products",
+            "valid_from",
+            "valid_to",
+            "valid_days",
+            "total",
+            "per_customer",
+            "is_active",
+        ]
         help_texts = {
-            "valid_from": "北京时间；空 = 领取即可用", "valid_to": "北京时间；设置“领取后有效天数”时只截止领取",
-            "valid_days": "领取后有效天数（优先于固定有效期）", "total": "最多发放张数",
+            "valid_from": "北京时间；空 = 领取即可用",
+            "valid_to": "北京时间；设置“领取后有效天数”时只截止领取",
+            "valid_days": "领取后有效天数（优先于固定有效期）",
+            "total": "最多发放张数",
             "per_customer": "每人最多自己领取张数（后台发放不计入）",
         }
 
@@ -60,11 +80,19 @@ class CouponTemplateForm(forms.ModelForm):
         data["threshold_fen"] = data.get("threshold_fen") or 0
         try:
             coupons.coupon_template_validate(
-                kind=data.get("kind"), amount_fen=data["amount_fen"], percent=data.get("percent"),
-                max_discount_fen=data.get("max_discount_fen"), valid_from=data.get("valid_from"),
-                valid_to=data.get("valid_to"), valid_days=data.get("valid_days"), total=data.get("total"),
-                scope=data.get("scope"), categories=data.get("categories") or (),
-                products=data.get("products") or (), issued=self.instance.issued if self.instance.pk else 0)
+                kind=data.get("kind"),
+                amount_fen=data["amount_fen"],
+                percent=data.get("percent"),
+                max_discount_fen=data.get("max_discount_fen"),
+                valid_from=data.get("valid_from"),
+                valid_to=data.get("valid_to"),
+                valid_days=data.get("valid_days"),
+                total=data.get("total"),
+                scope=data.get("scope"),
+                categories=data.get("categories") or (),
+                products=data.get("products") or (),
+                issued=self.instance.issued if self.instance.pk else 0,
+            )
         except InvalidInput as exc:
             for field, problems in exc.detail.items():
                 for problem in problems:
@@ -83,8 +111,13 @@ class CouponTemplateAdmin(ChangedFieldsAdmin):
 
     @admin.display(description="优惠")
     def terms(self, template: CouponTemplate) -> str:
-        return coupon_terms_text(kind=template.kind, amount_fen=template.amount_fen, percent=template.percent,
-                                 max_discount_fen=template.max_discount_fen, threshold_fen=template.threshold_fen)
+        return coupon_terms_text(
+            kind=template.kind,
+            amount_fen=template.amount_fen,
+            percent=template.percent,
+            max_discount_fen=template.max_discount_fen,
+            threshold_fen=template.threshold_fen,
+        )
 
     @admin.display(description="已发放 / 总量", ordering="issued")
     def issued_of_total(self, template: CouponTemplate) -> str:
@@ -92,7 +125,7 @@ class CouponTemplateAdmin(ChangedFieldsAdmin):
 
     @admin.display(description="有效期")
     def validity(self, template: CouponTemplate) -> str:
-        """"领取后 30 天（2027-01-30 前领取）" or "至 2027-01-30 21:59" (Shanghai time)."""
+        """ "领取后 30 天（2027-01-30 前领取）" or "至 2027-01-30 21:59" (Shanghai time)."""
         until = shanghai(template.valid_to)
         if template.valid_days:
             return f"领取后 {template.valid_days} 天" + (f"（{until} 前领取）" if template.valid_to else "")
@@ -105,9 +138,12 @@ class CouponTemplateAdmin(ChangedFieldsAdmin):
         coupons.coupon_template_save(template=obj, changed=form.changed_data if change else [])
 
     def save_related(self, request, form, formsets, change):
-        coupons.coupon_template_save(template=form.instance, changed=[],
-                                     categories=form.cleaned_data.get("categories") or [],
-                                     products=form.cleaned_data.get("products") or [])
+        coupons.coupon_template_save(
+            template=form.instance,
+            changed=[],
+            categories=form.cleaned_data.get("categories") or [],
+            products=form.cleaned_data.get("products") or [],
+        )
 
 
 class CouponIssueForm(forms.ModelForm):
@@ -116,7 +152,8 @@ class CouponIssueForm(forms.ModelForm):
         fields = ["template", "customer", "joined_after", "joined_before", "min_points"]
         help_texts = {
             "customer": "发给这一位顾客（立即完成）；留空 = 发给下面条件筛选出的所有顾客（后台执行）",
-            "joined_after": "注册时间不早于（北京时间）", "joined_before": "注册时间早于（北京时间）",
+            "joined_after": "注册时间不早于（北京时间）",
+            "joined_before": "注册时间早于（北京时间）",
             "min_points": "积分不少于",
         }
 
@@ -129,8 +166,17 @@ class CouponIssueForm(forms.ModelForm):
 @admin.register(CouponIssue)
 class CouponIssueAdmin(admin.ModelAdmin):
     form = CouponIssueForm
-    list_display = ["id", "template", "customer", "status", "granted", "skipped", "created_by", "created_at",
-                    "finished_at"]
+    list_display = [
+        "id",
+        "template",
+        "customer",
+        "status",
+        "granted",
+        "skipped",
+        "created_by",
+        "created_at",
+        "finished_at",
+    ]
     list_filter = ["status"]
     raw_id_fields = ["customer"]
     list_select_related = ["template", "customer"]
@@ -138,8 +184,20 @@ class CouponIssueAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return []
-        return ["template", "customer", "joined_after", "joined_before", "min_points", "status", "cursor",
-                "granted", "skipped", "created_by", "created_at", "finished_at"]
+        return [
+            "template",
+            "customer",
+            "joined_after",
+            "joined_before",
+            "min_points",
+            "status",
+            "cursor",
+            "granted",
+            "skipped",
+            "created_by",
+            "created_at",
+            "finished_at",
+        ]
 
     def has_add_permission(self, request):
         return request.user.has_perm(ISSUE)
@@ -155,16 +213,24 @@ class CouponIssueAdmin(admin.ModelAdmin):
         data = form.cleaned_data
         try:
             issue = coupons.coupon_issue_start(
-                template_id=data["template"].pk, customer_id=data["customer"].pk if data.get("customer") else None,
-                joined_after=data.get("joined_after"), joined_before=data.get("joined_before"),
-                min_points=data.get("min_points"), created_by=request.user.get_username())
+                template_id=data["template"].pk,
+                customer_id=data["customer"].pk if data.get("customer") else None,
+                joined_after=data.get("joined_after"),
+                joined_before=data.get("joined_before"),
+                min_points=data.get("min_points"),
+                created_by=request.user.get_username(),
+            )
         except NotFound as exc:
             messages.error(request, exc.message)
             return
         obj.pk, obj.status, obj.created_at = issue.pk, issue.status, issue.created_at
         if issue.customer_id:
-            messages.info(request, f"已发放 {issue.granted} 张" + ("（该顾客已领过本批次）" if not issue.granted else "")
-                          + (f"，{issue.skipped} 位因券已发完未发" if issue.skipped else ""))
+            messages.info(
+                request,
+                f"已发放 {issue.granted} 张"
+                + ("（该顾客已领过本批次）" if not issue.granted else "")
+                + (f"，{issue.skipped} 位因券已发完未发" if issue.skipped else ""),
+            )
         else:
             messages.info(request, "已开始后台发放，刷新本页查看进度。")
 
@@ -177,8 +243,9 @@ class SignInRuleAdmin(ChangedFieldsAdmin):
     ordering = ["day"]
 
     def save_model(self, request, obj, form, change):
-        signin.sign_in_rule_save(rule=obj, changed=[f for f in form.changed_data if f in ("day", "points")]
-                                 if change else None)
+        signin.sign_in_rule_save(
+            rule=obj, changed=[f for f in form.changed_data if f in ("day", "points")] if change else None
+        )
 
 
 @admin.register(SignIn)

@@ -20,8 +20,17 @@ from starmall.errors import InvalidInput
 
 MANAGE_GROUPBUY = "marketing.manage_groupbuy"
 MANAGE_BARGAIN = "marketing.manage_bargain"
-GROUP_BUY_TERMS = ("title", "price_fen", "hours", "starts_at", "ends_at", "limit_per_customer", "simulate",
-                   "simulate_min", "is_active")
+GROUP_BUY_TERMS = (
+    "title",
+    "price_fen",
+    "hours",
+    "starts_at",
+    "ends_at",
+    "limit_per_customer",
+    "simulate",
+    "simulate_min",
+    "is_active",
+)
 BARGAIN_TERMS = ("title", "hours", "starts_at", "ends_at", "limit_per_customer", "is_active")
 
 
@@ -32,19 +41,33 @@ def _form_errors(form, exc: InvalidInput) -> None:
 
 
 class GroupBuyForm(forms.ModelForm):
-    stock_change = forms.IntegerField(required=False, initial=0, label="拼团库存增减",
-                                      help_text="增加的件数；负数为撤回。按 库存 = 库存 + n 执行。")
+    stock_change = forms.IntegerField(
+        required=False, initial=0, label="拼团库存增减", help_text="增加的件数；负数为撤回。按 库存 = 库存 + n 执行。"
+    )
 
     class Meta:
         model = GroupBuy
-        fields = ["title", "sku", "price_fen", "stock", "group_size", "hours", "starts_at", "ends_at",
-                  "limit_per_customer", "simulate", "simulate_min", "is_active"]
+        fields = [
+            "title",
+            "sku",
+            "price_fen",
+            "stock",
+            "group_size",
+            "hours",
+            "starts_at",
+            "ends_at",
+            "limit_per_customer",
+            "simulate",
+            "simulate_min",
+            "is_active",
+        ]
         help_texts = {
             "price_fen": "至少 0.01 元，且不高于该 SKU 的售价",
             "stock": "本次拼团的件数，不超过该 SKU 现有库存；每笔订单同时扣拼团库存和 SKU 库存",
             "hours": "团长付款后多少小时内成团，否则自动退款",
             "simulate": "到期时已付款人数达到下面的最少人数即视为成团（模拟成团）",
-            "starts_at": "上海时间", "ends_at": "上海时间；结束后不能再开新团",
+            "starts_at": "上海时间",
+            "ends_at": "上海时间；结束后不能再开新团",
         }
 
     def clean(self):
@@ -55,11 +78,18 @@ class GroupBuyForm(forms.ModelForm):
             sku = Sku.objects.select_related("product").get(pk=sku.pk)
         try:
             group_buys.group_buy_validate(
-                sku=sku, price_fen=data.get("price_fen"), stock=data.get("stock"),
-                group_size=activity.group_size if activity else data.get("group_size"), hours=data.get("hours"),
-                starts_at=data.get("starts_at"), ends_at=data.get("ends_at"),
-                limit_per_customer=data.get("limit_per_customer"), simulate=data.get("simulate", False),
-                simulate_min=data.get("simulate_min"), activity=activity)
+                sku=sku,
+                price_fen=data.get("price_fen"),
+                stock=data.get("stock"),
+                group_size=activity.group_size if activity else data.get("group_size"),
+                hours=data.get("hours"),
+                starts_at=data.get("starts_at"),
+                ends_at=data.get("ends_at"),
+                limit_per_customer=data.get("limit_per_customer"),
+                simulate=data.get("simulate", False),
+                simulate_min=data.get("simulate_min"),
+                activity=activity,
+            )
         except InvalidInput as exc:
             _form_errors(self, exc)
         return data
@@ -68,8 +98,21 @@ class GroupBuyForm(forms.ModelForm):
 @admin.register(GroupBuy)
 class GroupBuyAdmin(admin.ModelAdmin):
     form = GroupBuyForm
-    list_display = ["id", "title", "sku", "price_fen", "group_size", "hours", "stock", "sold", "starts_at",
-                    "ends_at", "limit_per_customer", "simulate", "is_active"]
+    list_display = [
+        "id",
+        "title",
+        "sku",
+        "price_fen",
+        "group_size",
+        "hours",
+        "stock",
+        "sold",
+        "starts_at",
+        "ends_at",
+        "limit_per_customer",
+        "simulate",
+        "is_active",
+    ]
     list_filter = ["is_active", "simulate"]
     search_fields = ["title", "sku__product__name"]
     raw_id_fields = ["sku"]
@@ -96,8 +139,9 @@ class GroupBuyAdmin(admin.ModelAdmin):
         if change:
             group_buys.group_buy_update(activity_id=obj.pk, **terms)
         else:
-            activity = group_buys.group_buy_schedule(sku_id=data["sku"].pk, stock=data["stock"],
-                                                     group_size=data["group_size"], **terms)
+            activity = group_buys.group_buy_schedule(
+                sku_id=data["sku"].pk, stock=data["stock"], group_size=data["group_size"], **terms
+            )
             obj.pk, obj.created_at, obj.sold = activity.pk, activity.created_at, activity.sold
         delta = data.get("stock_change") or 0
         if change and delta:
@@ -112,13 +156,25 @@ class GroupBuyAdmin(admin.ModelAdmin):
 class BargainCampaignForm(forms.ModelForm):
     class Meta:
         model = BargainCampaign
-        fields = ["title", "sku", "original_price_fen", "floor_price_fen", "helpers_needed", "hours", "starts_at",
-                  "ends_at", "stock", "limit_per_customer", "is_active"]
+        fields = [
+            "title",
+            "sku",
+            "original_price_fen",
+            "floor_price_fen",
+            "helpers_needed",
+            "hours",
+            "starts_at",
+            "ends_at",
+            "stock",
+            "limit_per_customer",
+            "is_active",
+        ]
         help_texts = {
             "floor_price_fen": "砍到第「所需人数」刀时正好到底价；每刀至少 0.01 元",
             "stock": "本次砍价的件数，不超过该 SKU 现有库存",
             "hours": "发起后多少小时内可砍价、购买",
-            "starts_at": "上海时间", "ends_at": "上海时间",
+            "starts_at": "上海时间",
+            "ends_at": "上海时间",
         }
 
     def clean(self):
@@ -129,10 +185,17 @@ class BargainCampaignForm(forms.ModelForm):
             sku = Sku.objects.select_related("product").get(pk=sku.pk)
         try:
             bargains.bargain_validate(
-                sku=sku, original_price_fen=data.get("original_price_fen"),
-                floor_price_fen=data.get("floor_price_fen"), helpers_needed=data.get("helpers_needed"),
-                hours=data.get("hours"), starts_at=data.get("starts_at"), ends_at=data.get("ends_at"),
-                stock=data.get("stock"), limit_per_customer=data.get("limit_per_customer"), campaign=campaign)
+                sku=sku,
+                original_price_fen=data.get("original_price_fen"),
+                floor_price_fen=data.get("floor_price_fen"),
+                helpers_needed=data.get("helpers_needed"),
+                hours=data.get("hours"),
+                starts_at=data.get("starts_at"),
+                ends_at=data.get("ends_at"),
+                stock=data.get("stock"),
+                limit_per_customer=data.get("limit_per_customer"),
+                campaign=campaign,
+            )
         except InvalidInput as exc:
             _form_errors(self, exc)
         return data
@@ -141,8 +204,20 @@ class BargainCampaignForm(forms.ModelForm):
 @admin.register(BargainCampaign)
 class BargainCampaignAdmin(admin.ModelAdmin):
     form = BargainCampaignForm
-    list_display = ["id", "title", "sku", "original_price_fen", "floor_price_fen", "helpers_needed", "hours",
-                    "stock", "sold", "starts_at", "ends_at", "is_active"]
+    list_display = [
+        "id",
+        "title",
+        "sku",
+        "original_price_fen",
+        "floor_price_fen",
+        "helpers_needed",
+        "hours",
+        "stock",
+        "sold",
+        "starts_at",
+        "ends_at",
+        "is_active",
+    ]
     list_filter = ["is_active"]
     search_fields = ["title", "sku__product__name"]
     raw_id_fields = ["sku"]
@@ -168,9 +243,13 @@ class BargainCampaignAdmin(admin.ModelAdmin):
             bargains.bargain_update(campaign_id=obj.pk, **terms)
         else:
             campaign = bargains.bargain_schedule(
-                sku_id=data["sku"].pk, original_price_fen=data["original_price_fen"],
-                floor_price_fen=data["floor_price_fen"], helpers_needed=data["helpers_needed"],
-                stock=data["stock"], **terms)
+                sku_id=data["sku"].pk,
+                original_price_fen=data["original_price_fen"],
+                floor_price_fen=data["floor_price_fen"],
+                helpers_needed=data["helpers_needed"],
+                stock=data["stock"],
+                **terms,
+            )
             obj.pk, obj.created_at, obj.sold = campaign.pk, campaign.created_at, campaign.sold
 
 
@@ -192,8 +271,19 @@ class BargainHelpInline(admin.TabularInline):
 class BargainRecordAdmin(ReadOnlyModelAdmin):
     """Records and their helps; written only by the services (start, help, buy, expiry)."""
 
-    list_display = ["bargain_no", "campaign", "customer", "price_fen", "floor_price_fen", "helpers",
-                    "helpers_needed", "status", "expires_at", "order_no", "created_at"]
+    list_display = [
+        "bargain_no",
+        "campaign",
+        "customer",
+        "price_fen",
+        "floor_price_fen",
+        "helpers",
+        "helpers_needed",
+        "status",
+        "expires_at",
+        "order_no",
+        "created_at",
+    ]
     list_filter = ["status", "campaign"]
     search_fields = ["bargain_no", "order_no", "customer__nickname"]
     list_select_related = ["campaign", "customer"]

@@ -51,6 +51,7 @@ def _new_bargain_no(now: dt.datetime) -> str:
 
 # --- customers ---------------------------------------------------------------------------------
 
+
 def bargain_start(*, campaign_id: int, customer_id: int, now: dt.datetime | None = None) -> tuple[BargainRecord, bool]:
     """Start the customer's record in a campaign; returns ``(record, created)``.
 
@@ -64,28 +65,37 @@ def bargain_start(*, campaign_id: int, customer_id: int, now: dt.datetime | None
     if campaign is None:
         raise NotFound("没有这个砍价活动。", bargain_id=campaign_id)
     bargains_expire_due(now=now, campaign_id=campaign_id, customer_id=customer_id)
-    existing = BargainRecord.objects.filter(campaign=campaign, customer_id=customer_id,
-                                            status=BargainRecord.Status.OPEN).first()
+    existing = BargainRecord.objects.filter(
+        campaign=campaign, customer_id=customer_id, status=BargainRecord.Status.OPEN
+    ).first()
     if existing is not None:
         return existing, False
     if not bargain_is_live(campaign, now):
         raise InvalidState("砍价活动不在进行中。", bargain_id=campaign_id)
-    bought = BargainRecord.objects.filter(campaign=campaign, customer_id=customer_id,
-                                          status=BargainRecord.Status.BOUGHT).count()
+    bought = BargainRecord.objects.filter(
+        campaign=campaign, customer_id=customer_id, status=BargainRecord.Status.BOUGHT
+    ).count()
     if bought >= campaign.limit_per_customer:
-        raise LimitExceeded("已达到本次砍价的限购数量。", bargain_id=campaign_id,
-                            limit_per_customer=campaign.limit_per_customer)
+        raise LimitExceeded(
+            "已达到本次砍价的限购数量。", bargain_id=campaign_id, limit_per_customer=campaign.limit_per_customer
+        )
     if campaign.stock < 1:
         raise InsufficientStock("砍价商品已抢完。", bargain_id=campaign_id, sku_id=campaign.sku_id)
     try:
         with transaction.atomic():
             record = BargainRecord.objects.create(
-                bargain_no=_new_bargain_no(now), campaign=campaign, customer_id=customer_id,
-                price_fen=campaign.original_price_fen, floor_price_fen=campaign.floor_price_fen,
-                helpers_needed=campaign.helpers_needed, expires_at=now + dt.timedelta(hours=campaign.hours))
+                bargain_no=_new_bargain_no(now),
+                campaign=campaign,
+                customer_id=customer_id,
+                price_fen=campaign.original_price_fen,
+                floor_price_fen=campaign.floor_price_fen,
+                helpers_needed=campaign.helpers_needed,
+                expires_at=now + dt.timedelta(hours=campaign.hours),
+            )
     except IntegrityError:
-        winner = BargainRecord.objects.filter(campaign=campaign, customer_id=customer_id,
-                                              status=BargainRecord.Status.OPEN).first()
+        winner = BargainRecord.objects.filter(
+            campaign=campaign, customer_id=customer_id, status=BargainRecord.Status.OPEN
+        ).first()
         if winner is None:
             raise
         return winner, False
@@ -127,8 +137,12 @@ def bargain_help(*, bargain_no: str, helper_id: int, now: dt.datetime | None = N
     if record.helpers >= record.helpers_needed or record.price_fen <= record.floor_price_fen:
         raise InvalidState("已经砍到底价了。", bargain_no=bargain_no)
     day = timezone.localdate(now)
-    cut = bargain_cut(price_fen=record.price_fen, floor_fen=record.floor_price_fen, helpers=record.helpers,
-                      helpers_needed=record.helpers_needed)
+    cut = bargain_cut(
+        price_fen=record.price_fen,
+        floor_fen=record.floor_price_fen,
+        helpers=record.helpers,
+        helpers_needed=record.helpers_needed,
+    )
     try:
         with transaction.atomic():
             BargainHelp.objects.create(record=record, helper_id=helper_id, cut_fen=cut, day=day)
@@ -136,11 +150,14 @@ def bargain_help(*, bargain_no: str, helper_id: int, now: dt.datetime | None = N
         raise LimitExceeded("您已经帮这位好友砍过了。", bargain_no=bargain_no) from exc
     limit = settings.BARGAIN_HELPS_PER_DAY
     BargainHelperDay.objects.bulk_create([BargainHelperDay(helper_id=helper_id, day=day)], ignore_conflicts=True)
-    if BargainHelperDay.objects.filter(helper_id=helper_id, day=day, count__lt=limit).update(
-            count=F("count") + 1) != 1:
+    if BargainHelperDay.objects.filter(helper_id=helper_id, day=day, count__lt=limit).update(count=F("count") + 1) != 1:
         raise LimitExceeded(f"每天最多帮 {limit} 位好友砍价。", bargains_per_day=limit)
-    if BargainRecord.objects.filter(pk=record.pk, helpers=record.helpers, status=BargainRecord.Status.OPEN).update(
-            helpers=F("helpers") + 1, price_fen=F("price_fen") - cut) != 1:
+    if (
+        BargainRecord.objects.filter(pk=record.pk, helpers=record.helpers, status=BargainRecord.Status.OPEN).update(
+            helpers=F("helpers") + 1, price_fen=F("price_fen") - cut
+        )
+        != 1
+    ):
         raise InvalidState("该砍价已变化，请重试。", bargain_no=bargain_no)  # cannot happen under the row lock
     return {"cut_fen": cut, "price_fen": record.price_fen - cut}
 
@@ -149,10 +166,14 @@ def bargain_json(record: BargainRecord) -> dict:
     """The record as API.md shows it (public: a shared link shows it)."""
     helps = record.helps.select_related("helper").order_by("pk")
     return {
-        "bargain_no": record.bargain_no, "bargain_id": record.campaign_id, "price_fen": record.price_fen,
-        "floor_price_fen": record.floor_price_fen, "helpers": record.helpers,
+        "bargain_no": record.bargain_no,
+        "bargain_id": record.campaign_id,
+        "price_fen": record.price_fen,
+        "floor_price_fen": record.floor_price_fen,
+        "helpers": record.helpers,
         "helpers_needed": record.helpers_needed,
-        "expires_at": timezone.localtime(record.expires_at).isoformat(), "status": record.status,
+        "expires_at": timezone.localtime(record.expires_at).isoformat(),
+        "status": record.status,
         "helps": [{"nickname": h.helper.nickname, "cut_fen": h.cut_fen} for h in helps],
     }
 
@@ -173,7 +194,8 @@ def bargain_list(*, status: str | None = None, now: dt.datetime | None = None):
     """Active campaigns of SKUs on sale (``live``, ``upcoming`` or both), at most 100."""
     now = now or timezone.now()
     qs = BargainCampaign.objects.select_related("sku__product").filter(
-        is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True)
+        is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True
+    )
     if status == "live":
         qs = qs.filter(starts_at__lte=now).order_by("ends_at", "id")
     elif status == "upcoming":
@@ -185,15 +207,18 @@ def bargain_list(*, status: str | None = None, now: dt.datetime | None = None):
 
 # --- orders ask (confirm, create, cancel/refund) ---------------------------------------------
 
-def bargain_check(*, bargain_no: str, customer_id: int, quantities: dict[int, int],
-                  now: dt.datetime | None = None) -> BargainRecord:
+
+def bargain_check(
+    *, bargain_no: str, customer_id: int, quantities: dict[int, int], now: dt.datetime | None = None
+) -> BargainRecord:
     """Confirm (phase 1) of a 砍价 order: the caller's open record, exactly one unit of the
     campaign's SKU; the order's price is the record's ``price_fen``. Raises NotFound (no such
     record, or another's), InvalidInput (``items``), InvalidState (bought, expired),
     InsufficientStock (the campaign's stock)."""
     now = now or timezone.now()
-    record = BargainRecord.objects.select_related("campaign").filter(bargain_no=bargain_no,
-                                                                      customer_id=customer_id).first()
+    record = (
+        BargainRecord.objects.select_related("campaign").filter(bargain_no=bargain_no, customer_id=customer_id).first()
+    )
     if record is None:
         raise NotFound("没有这个砍价。", bargain_no=bargain_no)
     if list(quantities) != [record.campaign.sku_id] or quantities[record.campaign.sku_id] != 1:
@@ -212,12 +237,19 @@ def bargain_take(*, bargain_no: str, customer_id: int, order_no: str, now: dt.da
     Returns the record's id."""
     now = now or timezone.now()
     record = BargainRecord.objects.get(bargain_no=bargain_no)
-    if BargainRecord.objects.filter(pk=record.pk, customer_id=customer_id, status=BargainRecord.Status.OPEN,
-                                    expires_at__gt=now).update(
-            status=BargainRecord.Status.BOUGHT, order_no=order_no, bought_at=now) != 1:
+    if (
+        BargainRecord.objects.filter(
+            pk=record.pk, customer_id=customer_id, status=BargainRecord.Status.OPEN, expires_at__gt=now
+        ).update(status=BargainRecord.Status.BOUGHT, order_no=order_no, bought_at=now)
+        != 1
+    ):
         raise InvalidState("该砍价已购买或已结束。", bargain_no=bargain_no)
-    if BargainCampaign.objects.filter(pk=record.campaign_id, stock__gte=1).update(
-            stock=F("stock") - 1, sold=F("sold") + 1) != 1:
+    if (
+        BargainCampaign.objects.filter(pk=record.campaign_id, stock__gte=1).update(
+            stock=F("stock") - 1, sold=F("sold") + 1
+        )
+        != 1
+    ):
         raise InsufficientStock("砍价商品已抢完。", bargain_id=record.campaign_id)
     return record.pk
 
@@ -232,17 +264,27 @@ def bargain_give_back(*, record_id: int, restock: bool, cancelled: bool, now: dt
     now = now or timezone.now()
     if cancelled:
         BargainRecord.objects.filter(pk=record_id, status=BargainRecord.Status.BOUGHT).update(
-            status=Case(When(expires_at__gt=now, then=Value(BargainRecord.Status.OPEN)),
-                        default=Value(BargainRecord.Status.EXPIRED)),
-            order_no="", bought_at=None)
+            status=Case(
+                When(expires_at__gt=now, then=Value(BargainRecord.Status.OPEN)),
+                default=Value(BargainRecord.Status.EXPIRED),
+            ),
+            order_no="",
+            bought_at=None,
+        )
     if restock:
         campaign_id = BargainRecord.objects.values_list("campaign_id", flat=True).get(pk=record_id)
         BargainCampaign.objects.filter(pk=campaign_id, sold__gte=1).update(
-            sold=F("sold") - 1, stock=Case(When(ends_at__gt=now, then=F("stock") + 1), default=F("stock")))
+            sold=F("sold") - 1, stock=Case(When(ends_at__gt=now, then=F("stock") + 1), default=F("stock"))
+        )
 
 
-def bargains_expire_due(*, now: dt.datetime | None = None, record_id: int | None = None,
-                        campaign_id: int | None = None, customer_id: int | None = None) -> int:
+def bargains_expire_due(
+    *,
+    now: dt.datetime | None = None,
+    record_id: int | None = None,
+    campaign_id: int | None = None,
+    customer_id: int | None = None,
+) -> int:
     """Beat: open records past ``expires_at`` become ``expired`` (one conditional UPDATE; safe to
     run twice and on two machines). Returns how many it closed."""
     now = now or timezone.now()
@@ -256,10 +298,21 @@ def bargains_expire_due(*, now: dt.datetime | None = None, record_id: int | None
 
 # --- staff (admin) -----------------------------------------------------------------------------
 
-def bargain_validate(*, sku: Sku | None, original_price_fen: int | None, floor_price_fen: int | None,
-                     helpers_needed: int | None, hours: int | None, starts_at: dt.datetime | None,
-                     ends_at: dt.datetime | None, stock: int | None, limit_per_customer: int | None,
-                     campaign: BargainCampaign | None = None, now: dt.datetime | None = None) -> None:
+
+def bargain_validate(
+    *,
+    sku: Sku | None,
+    original_price_fen: int | None,
+    floor_price_fen: int | None,
+    helpers_needed: int | None,
+    hours: int | None,
+    starts_at: dt.datetime | None,
+    ends_at: dt.datetime | None,
+    stock: int | None,
+    limit_per_customer: int | None,
+    campaign: BargainCampaign | None = None,
+    now: dt.datetime | None = None,
+) -> None:
     """The scheduling rules, all at once (InvalidInput, ``detail`` per field). ``campaign``: the
     one being changed (SKU, prices, helpers and stock then do not change)."""
     now = now or timezone.now()
@@ -292,30 +345,80 @@ def bargain_validate(*, sku: Sku | None, original_price_fen: int | None, floor_p
 
 
 @transaction.atomic
-def bargain_schedule(*, title: str, sku_id: int, original_price_fen: int, floor_price_fen: int,
-                     helpers_needed: int, hours: int, starts_at: dt.datetime, ends_at: dt.datetime, stock: int,
-                     limit_per_customer: int = 1, is_active: bool = True) -> BargainCampaign:
+def bargain_schedule(
+    *,
+    title: str,
+    sku_id: int,
+    original_price_fen: int,
+    floor_price_fen: int,
+    helpers_needed: int,
+    hours: int,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    stock: int,
+    limit_per_customer: int = 1,
+    is_active: bool = True,
+) -> BargainCampaign:
     """Staff schedule a 砍价 campaign (fen, aware Shanghai times); rules in :func:`bargain_validate`."""
     sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
-    bargain_validate(sku=sku, original_price_fen=original_price_fen, floor_price_fen=floor_price_fen,
-                     helpers_needed=helpers_needed, hours=hours, starts_at=starts_at, ends_at=ends_at,
-                     stock=stock, limit_per_customer=limit_per_customer)
+    bargain_validate(
+        sku=sku,
+        original_price_fen=original_price_fen,
+        floor_price_fen=floor_price_fen,
+        helpers_needed=helpers_needed,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        stock=stock,
+        limit_per_customer=limit_per_customer,
+    )
     return BargainCampaign.objects.create(
-        title=title, sku=sku, original_price_fen=original_price_fen, floor_price_fen=floor_price_fen,
-        helpers_needed=helpers_needed, hours=hours, starts_at=starts_at, ends_at=ends_at, stock=stock,
-        limit_per_customer=limit_per_customer, is_active=is_active)
+        title=title,
+        sku=sku,
+        original_price_fen=original_price_fen,
+        floor_price_fen=floor_price_fen,
+        helpers_needed=helpers_needed,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        stock=stock,
+        limit_per_customer=limit_per_customer,
+        is_active=is_active,
+    )
 
 
 @transaction.atomic
-def bargain_update(*, campaign_id: int, title: str, hours: int, starts_at: dt.datetime, ends_at: dt.datetime,
-                   limit_per_customer: int, is_active: bool) -> BargainCampaign:
+def bargain_update(
+    *,
+    campaign_id: int,
+    title: str,
+    hours: int,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    limit_per_customer: int,
+    is_active: bool,
+) -> BargainCampaign:
     """Staff change a campaign's terms (never its SKU, prices, helpers or stock: records started
     keep theirs)."""
     campaign = BargainCampaign.objects.get(pk=campaign_id)
-    bargain_validate(sku=None, original_price_fen=None, floor_price_fen=None, helpers_needed=None, hours=hours,
-                     starts_at=starts_at, ends_at=ends_at, stock=None, limit_per_customer=limit_per_customer,
-                     campaign=campaign)
+    bargain_validate(
+        sku=None,
+        original_price_fen=None,
+        floor_price_fen=None,
+        helpers_needed=None,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        stock=None,
+        limit_per_customer=limit_per_customer,
+        campaign=campaign,
+    )
     BargainCampaign.objects.filter(pk=campaign_id).update(
-        title=title, hours=hours, starts_at=starts_at, ends_at=ends_at, limit_per_customer=limit_per_customer,
-        is_active=is_active)
+        title=title,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        is_active=is_active,
+    )
     return BargainCampaign.objects.get(pk=campaign_id)

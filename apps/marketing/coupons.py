@@ -53,10 +53,22 @@ ISSUE_CHUNK = 200  # customers per query while issuing in the background
 
 # --- templates -----------------------------------------------------------------------------
 
-def coupon_template_validate(*, kind: str, amount_fen: int | None, percent: int | None,
-                             max_discount_fen: int | None, valid_from: dt.datetime | None,
-                             valid_to: dt.datetime | None, valid_days: int | None, total: int | None,
-                             scope: str, categories=(), products=(), issued: int = 0) -> None:
+
+def coupon_template_validate(
+    *,
+    kind: str,
+    amount_fen: int | None,
+    percent: int | None,
+    max_discount_fen: int | None,
+    valid_from: dt.datetime | None,
+    valid_to: dt.datetime | None,
+    valid_days: int | None,
+    total: int | None,
+    scope: str,
+    categories=(),
+    products=(),
+    issued: int = 0,
+) -> None:
     """Check a template's terms (admin form); raise InvalidInput with per-field problems.
 
     AMOUNT needs ``amount_fen`` >= 1 fen; PERCENT a ``percent`` of 1..99 (% off). Validity: a
@@ -84,8 +96,9 @@ def coupon_template_validate(*, kind: str, amount_fen: int | None, percent: int 
         raise InvalidInput("优惠券设置有误。", **problems)
 
 
-def coupon_template_save(*, template: CouponTemplate, changed: list[str], categories=None,
-                         products=None) -> CouponTemplate:
+def coupon_template_save(
+    *, template: CouponTemplate, changed: list[str], categories=None, products=None
+) -> CouponTemplate:
     """Staff create a template (``template.pk`` None) or change the ``changed`` columns of one
     (admin; ``issued`` is never written here). A lower ``total`` is applied by a conditional
     ``UPDATE ... WHERE issued <= total`` so a coupon received meanwhile cannot be undercut
@@ -98,8 +111,13 @@ def coupon_template_save(*, template: CouponTemplate, changed: list[str], catego
             columns = [c for c in changed if c not in ("issued", "total", "categories", "products")]
             if columns:
                 template.save(update_fields=columns)
-            if "total" in changed and CouponTemplate.objects.filter(
-                    pk=template.pk, issued__lte=template.total).update(total=template.total) != 1:
+            if (
+                "total" in changed
+                and CouponTemplate.objects.filter(pk=template.pk, issued__lte=template.total).update(
+                    total=template.total
+                )
+                != 1
+            ):
                 raise InvalidInput("发放总量不能少于已发放数量。", total=["发放总量不能少于已发放数量"])
         if categories is not None:
             template.categories.set(categories)
@@ -112,13 +130,20 @@ def templates_receivable(*, customer_id: int | None, now: dt.datetime | None = N
     """``GET /coupons/available``: active templates with coupons left, whose receiving window is
     open (``valid_to`` not passed), that the customer has not received ``per_customer`` times."""
     now = now or timezone.now()
-    templates = list(CouponTemplate.objects.filter(
-        Q(valid_to__isnull=True) | Q(valid_to__gt=now), is_active=True, issued__lt=F("total"),
-    ).order_by("-id")[:100])
+    templates = list(
+        CouponTemplate.objects.filter(
+            Q(valid_to__isnull=True) | Q(valid_to__gt=now),
+            is_active=True,
+            issued__lt=F("total"),
+        ).order_by("-id")[:100]
+    )
     if customer_id is None:
         return templates
-    held = dict(CouponReceipt.objects.filter(customer_id=customer_id, template__in=templates)
-                .values_list("template_id", "count"))
+    held = dict(
+        CouponReceipt.objects.filter(customer_id=customer_id, template__in=templates).values_list(
+            "template_id", "count"
+        )
+    )
     return [t for t in templates if held.get(t.pk, 0) < t.per_customer]
 
 
@@ -132,24 +157,33 @@ def _validity(template: CouponTemplate, now: dt.datetime) -> tuple[dt.datetime |
 def _coupon_row(template: CouponTemplate, customer_id: int, now: dt.datetime, batch: CouponIssue | None) -> Coupon:
     valid_from, valid_until = _validity(template, now)
     return Coupon.objects.create(
-        customer_id=customer_id, template=template, batch=batch, title=template.name, kind=template.kind,
+        customer_id=customer_id,
+        template=template,
+        batch=batch,
+        title=template.name,
+        kind=template.kind,
         discount_fen=template.amount_fen if template.kind == CouponTemplate.Kind.AMOUNT else 0,
         percent=template.percent if template.kind == CouponTemplate.Kind.PERCENT else 0,
         max_discount_fen=template.max_discount_fen if template.kind == CouponTemplate.Kind.PERCENT else None,
-        min_spend_fen=template.threshold_fen, valid_from=valid_from, valid_until=valid_until,
+        min_spend_fen=template.threshold_fen,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 
 def _take_one(template_id: int) -> bool:
     """``issued = issued + 1 WHERE issued < total`` (and still active); False: none left."""
-    return CouponTemplate.objects.filter(pk=template_id, is_active=True, issued__lt=F("total")).update(
-        issued=F("issued") + 1) == 1
+    return (
+        CouponTemplate.objects.filter(pk=template_id, is_active=True, issued__lt=F("total")).update(
+            issued=F("issued") + 1
+        )
+        == 1
+    )
 
 
 def _count_receipt(template: CouponTemplate, customer_id: int) -> bool:
     """The customer's receipt counter +1 unless at ``per_customer``; False: limit reached."""
-    bump = CouponReceipt.objects.filter(template=template, customer_id=customer_id,
-                                        count__lt=template.per_customer)
+    bump = CouponReceipt.objects.filter(template=template, customer_id=customer_id, count__lt=template.per_customer)
     if bump.update(count=F("count") + 1) == 1:
         return True
     try:
@@ -176,8 +210,11 @@ def coupon_receive(*, template_id: int, customer_id: int, now: dt.datetime | Non
         raise InvalidState("该优惠券已过领取时间。", template_id=template_id)
     with transaction.atomic():
         if not _count_receipt(template, customer_id):
-            raise CouponLimitExceeded(f"每人最多领取 {template.per_customer} 张。", template_id=template_id,
-                                      per_customer=template.per_customer)
+            raise CouponLimitExceeded(
+                f"每人最多领取 {template.per_customer} 张。",
+                template_id=template_id,
+                per_customer=template.per_customer,
+            )
         if not _take_one(template.pk):
             raise CouponLimitExceeded("优惠券已领完。", template_id=template_id, remaining=0)
         return _coupon_row(template, customer_id, now, None)
@@ -185,9 +222,16 @@ def coupon_receive(*, template_id: int, customer_id: int, now: dt.datetime | Non
 
 # --- staff issue ---------------------------------------------------------------------------
 
-def coupon_issue_start(*, template_id: int, customer_id: int | None = None,
-                       joined_after: dt.datetime | None = None, joined_before: dt.datetime | None = None,
-                       min_points: int | None = None, created_by: str = "") -> CouponIssue:
+
+def coupon_issue_start(
+    *,
+    template_id: int,
+    customer_id: int | None = None,
+    joined_after: dt.datetime | None = None,
+    joined_before: dt.datetime | None = None,
+    min_points: int | None = None,
+    created_by: str = "",
+) -> CouponIssue:
     """Staff (admin, permission ``marketing.issue_coupon``) hand out the template: to
     ``customer_id`` (done before returning), or to every active customer matching the filter
     (``joined_after`` <= created_at < ``joined_before``, points >= ``min_points``; all three
@@ -199,8 +243,12 @@ def coupon_issue_start(*, template_id: int, customer_id: int | None = None,
         raise NotFound("没有这个优惠券活动，或已停用。", template_id=template_id)
     with transaction.atomic():
         issue = CouponIssue.objects.create(
-            template_id=template_id, customer_id=customer_id, joined_after=joined_after,
-            joined_before=joined_before, min_points=min_points, created_by=created_by,
+            template_id=template_id,
+            customer_id=customer_id,
+            joined_after=joined_after,
+            joined_before=joined_before,
+            min_points=min_points,
+            created_by=created_by,
         )
         if customer_id is None:
             transaction.on_commit(partial(_push_issue, issue.pk))
@@ -257,8 +305,12 @@ def coupon_issue_run(*, issue_id: int, now: dt.datetime | None = None) -> str:
                         left = audience.filter(pk__gte=customer_id).count()
                         CouponIssue.objects.filter(pk=issue.pk).update(skipped=left, cursor=customer_id)
                         _finish(issue.pk, now)
-                        logger.warning("coupon issue %s: template %s ran out, %s customers skipped",
-                                       issue.pk, issue.template_id, left)
+                        logger.warning(
+                            "coupon issue %s: template %s ran out, %s customers skipped",
+                            issue.pk,
+                            issue.template_id,
+                            left,
+                        )
                         return "done"
                     _coupon_row(issue.template, customer_id, now, issue)
                     CouponIssue.objects.filter(pk=issue.pk).update(cursor=customer_id, granted=F("granted") + 1)
@@ -271,7 +323,8 @@ def coupon_issue_run(*, issue_id: int, now: dt.datetime | None = None) -> str:
 
 def _finish(issue_id: int, now: dt.datetime) -> None:
     CouponIssue.objects.filter(pk=issue_id).exclude(status=CouponIssue.Status.DONE).update(
-        status=CouponIssue.Status.DONE, finished_at=now)
+        status=CouponIssue.Status.DONE, finished_at=now
+    )
 
 
 def coupon_issues_redispatch() -> int:
@@ -283,6 +336,7 @@ def coupon_issues_redispatch() -> int:
 
 
 # --- pricing (orders ask at confirm) ---------------------------------------------------------
+
 
 def _scope_sets(templates: list[CouponTemplate]) -> dict[int, tuple[str, set[int]]]:
     """template id -> (scope, ids of categories or products in it)."""
@@ -297,8 +351,9 @@ def _scope_sets(templates: list[CouponTemplate]) -> dict[int, tuple[str, set[int
     return out
 
 
-def coupon_discount(coupon: Coupon, lines: list[dict], scope: tuple[str, set[int]] | None,
-                    categories: dict[int, set[int]]) -> int:
+def coupon_discount(
+    coupon: Coupon, lines: list[dict], scope: tuple[str, set[int]] | None, categories: dict[int, set[int]]
+) -> int:
     """Fen ``coupon`` takes off ``lines`` (``[{"product_id", "amount_fen"}]``), before the
     order's caps; 0 when the in-scope goods do not reach the threshold. ``scope``: (scope,
     ids) of its template, None for everything; ``categories``: product id -> {its category,
@@ -334,7 +389,8 @@ def coupons_for_cart(*, customer_id: int, lines: list[dict]) -> list[dict]:
     categories: dict[int, set[int]] = {}
     if any(kind == CouponTemplate.Scope.CATEGORY for kind, _ in scopes.values()):
         for pk, category_id, parent_id in Product.objects.filter(
-                pk__in={line["product_id"] for line in lines}).values_list("pk", "category_id", "category__parent_id"):
+            pk__in={line["product_id"] for line in lines}
+        ).values_list("pk", "category_id", "category__parent_id"):
             categories[pk] = {category_id} | ({parent_id} if parent_id else set())
     found = []
     for coupon in coupons:

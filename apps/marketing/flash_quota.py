@@ -190,8 +190,14 @@ def due_member(sale_id: int, order_key: str) -> str:
 
 def take_keys(sale_id: int, draft_key: str) -> list[str]:
     """KEYS of :data:`TAKE` for the sale and the draft's full key."""
-    return [key(sale_id, "card"), key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res"),
-            due_key(), draft_key]
+    return [
+        key(sale_id, "card"),
+        key(sale_id, "quota"),
+        key(sale_id, "held"),
+        key(sale_id, "res"),
+        due_key(),
+        draft_key,
+    ]
 
 
 def epoch_ms(moment: dt.datetime) -> int:
@@ -205,18 +211,32 @@ def card_write(sale) -> None:
 
     sku = Sku.objects.select_related("product").get(pk=sale.sku_id)
     info = {
-        "product_id": sku.product_id, "name": sku.product.name, "specs": sku.specs, "price_fen": sale.price_fen,
-        "template_id": sku.product.freight_template_id, "weight_g": sku.weight_g, "volume_cm3": sku.volume_cm3,
-        "starts_at": timezone.localtime(sale.starts_at).isoformat(), "ends_at": timezone.localtime(sale.ends_at).isoformat(),
+        "product_id": sku.product_id,
+        "name": sku.product.name,
+        "specs": sku.specs,
+        "price_fen": sale.price_fen,
+        "template_id": sku.product.freight_template_id,
+        "weight_g": sku.weight_g,
+        "volume_cm3": sku.volume_cm3,
+        "starts_at": timezone.localtime(sale.starts_at).isoformat(),
+        "ends_at": timezone.localtime(sale.ends_at).isoformat(),
         "goods": sku.is_active and sku.product.is_active and sku.product.kind == "goods",
     }
     active = sale.is_active and info["goods"]
     pipe = get_redis_connection("default").pipeline(transaction=True)
     card = key(sale.pk, "card")
     pipe.delete(card)
-    pipe.hset(card, mapping={"sku_id": sale.sku_id, "starts_ms": epoch_ms(sale.starts_at),
-                             "ends_ms": epoch_ms(sale.ends_at), "limit": sale.limit_per_customer,
-                             "active": "1" if active else "0", "info": json.dumps(info, ensure_ascii=False)})
+    pipe.hset(
+        card,
+        mapping={
+            "sku_id": sale.sku_id,
+            "starts_ms": epoch_ms(sale.starts_at),
+            "ends_ms": epoch_ms(sale.ends_at),
+            "limit": sale.limit_per_customer,
+            "active": "1" if active else "0",
+            "info": json.dumps(info, ensure_ascii=False),
+        },
+    )
     pipe.expire(card, CARD_SECONDS)
     pipe.execute()
     scripts_load()
@@ -239,18 +259,27 @@ def quota_load(sale_id: int, *, force: bool = False) -> int:
     stock = FlashSale.objects.values_list("stock", flat=True).get(pk=sale_id)
     pairs: list = []
     for customer_id, units in FlashSalePurchase.objects.filter(sale_id=sale_id, quantity__gt=0).values_list(
-            "customer_id", "quantity"):
+        "customer_id", "quantity"
+    ):
         pairs += [customer_id, units]
-    return int(script("LOAD")(keys=[key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res")],
-                              args=[stock, 1 if force else 0, *pairs]))
+    return int(
+        script("LOAD")(
+            keys=[key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res")],
+            args=[stock, 1 if force else 0, *pairs],
+        )
+    )
 
 
 def reservation_end(sale_id: int, order_key: str, *, give_back: bool) -> int:
     """End a reservation: ``give_back`` returns its units to the quota and the allowance (the
     draft was never turned into an order); else the order was created and only the record
     goes. Once per reservation whoever calls; returns the units given back. Raises Redis errors."""
-    return int(script("END")(keys=[key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res"), due_key()],
-                             args=[order_key, due_member(sale_id, order_key), 1 if give_back else 0]))
+    return int(
+        script("END")(
+            keys=[key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res"), due_key()],
+            args=[order_key, due_member(sale_id, order_key), 1 if give_back else 0],
+        )
+    )
 
 
 def reservations_due(now: dt.datetime, limit: int = 500) -> list[tuple[int, str]]:
@@ -266,8 +295,7 @@ def reservations_due(now: dt.datetime, limit: int = 500) -> list[tuple[int, str]
 def snapshot(sale_id: int) -> tuple[int | None, dict[str, tuple[int, int]], dict[int, int]]:
     """``(quota or None, {order_key: (customer_id, units)}, {customer_id: units held})`` read
     at one instant."""
-    quota, flat, held_flat = script("SNAPSHOT")(keys=[key(sale_id, "quota"), key(sale_id, "res"),
-                                                      key(sale_id, "held")])
+    quota, flat, held_flat = script("SNAPSHOT")(keys=[key(sale_id, "quota"), key(sale_id, "res"), key(sale_id, "held")])
     res = {}
     for i in range(0, len(flat), 2):
         customer, _, units = flat[i + 1].decode().partition(":")

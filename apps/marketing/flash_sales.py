@@ -59,8 +59,10 @@ def flash_sale_is_live(sale: FlashSale, now: dt.datetime | None = None) -> bool:
 
 # --- orders ask (confirm, create, cancel/refund) -----------------------------------------
 
-def flash_sale_check(*, sale_id: int, customer_id: int, quantities: dict[int, int],
-                     now: dt.datetime | None = None) -> FlashSale:
+
+def flash_sale_check(
+    *, sale_id: int, customer_id: int, quantities: dict[int, int], now: dt.datetime | None = None
+) -> FlashSale:
     """Confirm (phase 1) of a flash-sale order: return the sale whose price the order takes.
 
     ``quantities``: the cart as {sku_id: units}; it must be exactly one SKU, the sale's.
@@ -76,19 +78,26 @@ def flash_sale_check(*, sale_id: int, customer_id: int, quantities: dict[int, in
     if list(quantities) != [sale.sku_id]:
         raise InvalidInput(items=["秒杀订单只能包含该活动的一个商品规格"])
     if not flash_sale_is_live(sale, now):
-        raise FlashSaleNotLive(flash_sale_id=sale.pk, starts_at=timezone.localtime(sale.starts_at).isoformat(),
-                               ends_at=timezone.localtime(sale.ends_at).isoformat())
+        raise FlashSaleNotLive(
+            flash_sale_id=sale.pk,
+            starts_at=timezone.localtime(sale.starts_at).isoformat(),
+            ends_at=timezone.localtime(sale.ends_at).isoformat(),
+        )
     units = quantities[sale.sku_id]
     if sale.stock < units:
         if sale.stock == 0:  # committed quota seen at 0: later losers hear it from Redis
             soldout.mark(soldout.flash_sale_key(sale.pk), value=sale.sku_id)
-        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale.pk, sku_id=sale.sku_id,
-                                requested=units, available=sale.stock)
-    held = FlashSalePurchase.objects.filter(sale=sale, customer_id=customer_id).values_list(
-        "quantity", flat=True).first() or 0
+        raise InsufficientStock(
+            "秒杀商品已抢完。", flash_sale_id=sale.pk, sku_id=sale.sku_id, requested=units, available=sale.stock
+        )
+    held = (
+        FlashSalePurchase.objects.filter(sale=sale, customer_id=customer_id).values_list("quantity", flat=True).first()
+        or 0
+    )
     if held + units > sale.limit_per_customer:
-        raise FlashSaleLimitExceeded(flash_sale_id=sale.pk, limit_per_customer=sale.limit_per_customer,
-                                     held=held, requested=units)
+        raise FlashSaleLimitExceeded(
+            flash_sale_id=sale.pk, limit_per_customer=sale.limit_per_customer, held=held, requested=units
+        )
     return sale
 
 
@@ -116,16 +125,20 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     now = now or timezone.now()
     if not _allowance_take(sale_id, customer_id, units):
         raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
-    if FlashSale.objects.filter(
-        pk=sale_id, is_active=True, starts_at__lte=now, ends_at__gt=now, stock__gte=units
-    ).update(stock=F("stock") - units, sold=F("sold") + units) != 1:
+    if (
+        FlashSale.objects.filter(
+            pk=sale_id, is_active=True, starts_at__lte=now, ends_at__gt=now, stock__gte=units
+        ).update(stock=F("stock") - units, sold=F("sold") + units)
+        != 1
+    ):
         sale = FlashSale.objects.get(pk=sale_id)
         if not flash_sale_is_live(sale, now):
             raise FlashSaleNotLive(flash_sale_id=sale_id)
         if sale.stock == 0:
             soldout.mark(soldout.flash_sale_key(sale_id), value=sale.sku_id)
-        raise InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units,
-                                available=sale.stock)
+        raise InsufficientStock(
+            "秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units, available=sale.stock
+        )
 
 
 def _allowance_take(sale_id: int, customer_id: int, units: int) -> bool:
@@ -148,8 +161,9 @@ def _allowance_take(sale_id: int, customer_id: int, units: int) -> bool:
 
 
 @transaction.atomic(savepoint=False)
-def flash_sale_give_back(*, sale_id: int, customer_id: int, units: int, restock: bool,
-                         now: dt.datetime | None = None) -> None:
+def flash_sale_give_back(
+    *, sale_id: int, customer_id: int, units: int, restock: bool, now: dt.datetime | None = None
+) -> None:
     """A flash-sale order of ``units`` stopped being live (cancelled or fully refunded).
 
     The caller runs this once per order, under its conditional order transition, in its
@@ -179,6 +193,7 @@ def flash_sale_quota_prepare(sale_id: int) -> None:
     """Load the sale's card and (when missing) its Redis quota from the database
     (``apps.marketing.flash_quota``); after commit when called in a transaction. Redis errors
     are logged: confirms then take the ordinary path, which loads it on demand."""
+
     def prepare() -> None:
         try:
             flash_quota.card_write(FlashSale.objects.get(pk=sale_id))
@@ -193,14 +208,23 @@ def flash_sale_quota_prepare(sale_id: int) -> None:
 
 # --- staff (admin) ---------------------------------------------------------------------------
 
+
 def _moved(new: dt.datetime, old: dt.datetime) -> bool:
     """A changed time, to the second (the admin's form has no microseconds)."""
     return new.replace(microsecond=0) != old.replace(microsecond=0)
 
 
-def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt.datetime | None,
-                        ends_at: dt.datetime | None, limit_per_customer: int | None, stock: int | None = None,
-                        sale: FlashSale | None = None, now: dt.datetime | None = None) -> None:
+def flash_sale_validate(
+    *,
+    sku: Sku | None,
+    price_fen: int | None,
+    starts_at: dt.datetime | None,
+    ends_at: dt.datetime | None,
+    limit_per_customer: int | None,
+    stock: int | None = None,
+    sale: FlashSale | None = None,
+    now: dt.datetime | None = None,
+) -> None:
     """The scheduling rules, all at once: raises InvalidInput whose ``detail`` maps each field
     to its problems (the admin shows them as form errors). ``sale``: the sale being changed
     (then ``stock`` and ``sku`` are not checked: they do not change). Rules: see
@@ -208,8 +232,9 @@ def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt
     """
     now = now or timezone.now()
     errors: dict[str, list[str]] = {}
-    if sale is None and (sku is None or not sku.is_active or sku.product.kind != Kind.GOODS
-                         or not sku.product.is_active):
+    if sale is None and (
+        sku is None or not sku.is_active or sku.product.kind != Kind.GOODS or not sku.product.is_active
+    ):
         errors["sku"] = ["请选择在售的实物商品规格（咨询预约不能秒杀）"]
     if price_fen is None or price_fen < 1:
         errors["price_fen"] = ["秒杀价至少 1 分"]
@@ -236,8 +261,17 @@ def flash_sale_validate(*, sku: Sku | None, price_fen: int | None, starts_at: dt
 
 
 @transaction.atomic
-def flash_sale_schedule(*, title: str, sku_id: int, price_fen: int, stock: int, starts_at: dt.datetime,
-                        ends_at: dt.datetime, limit_per_customer: int = 1, is_active: bool = True) -> FlashSale:
+def flash_sale_schedule(
+    *,
+    title: str,
+    sku_id: int,
+    price_fen: int,
+    stock: int,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    limit_per_customer: int = 1,
+    is_active: bool = True,
+) -> FlashSale:
     """Staff schedule a sale. Prices in fen, times aware (Shanghai).
 
     Rules (InvalidInput with the field's name in ``detail``): the SKU is an active goods SKU
@@ -249,20 +283,40 @@ def flash_sale_schedule(*, title: str, sku_id: int, price_fen: int, stock: int, 
     UPDATE at create still refuses what the warehouse does not hold.
     """
     sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
-    flash_sale_validate(sku=sku, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
-                        limit_per_customer=limit_per_customer, stock=stock)
+    flash_sale_validate(
+        sku=sku,
+        price_fen=price_fen,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        stock=stock,
+    )
     sale = FlashSale.objects.create(
-        title=title, sku=sku, price_fen=price_fen, stock=stock, starts_at=starts_at, ends_at=ends_at,
-        limit_per_customer=limit_per_customer, is_active=is_active,
+        title=title,
+        sku=sku,
+        price_fen=price_fen,
+        stock=stock,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        is_active=is_active,
     )
     flash_sale_quota_prepare(sale.pk)  # the winners are decided in Redis (apps.marketing.flash_quota)
     return sale
 
 
 @transaction.atomic
-def flash_sale_update(*, sale_id: int, title: str, price_fen: int, starts_at: dt.datetime,
-                      ends_at: dt.datetime, limit_per_customer: int, is_active: bool,
-                      now: dt.datetime | None = None) -> FlashSale:
+def flash_sale_update(
+    *,
+    sale_id: int,
+    title: str,
+    price_fen: int,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    limit_per_customer: int,
+    is_active: bool,
+    now: dt.datetime | None = None,
+) -> FlashSale:
     """Staff change a sale's terms (never its SKU, stock or sold: see :func:`flash_sale_stock_adjust`).
 
     The same rules as :func:`flash_sale_schedule`; in addition a sale that has started keeps
@@ -271,11 +325,22 @@ def flash_sale_update(*, sale_id: int, title: str, price_fen: int, starts_at: dt
     """
     now = now or timezone.now()
     sale = FlashSale.objects.get(pk=sale_id)  # no row lock: the sale row is hot during a 秒杀
-    flash_sale_validate(sku=Sku.objects.get(pk=sale.sku_id), price_fen=price_fen, starts_at=starts_at,
-                        ends_at=ends_at, limit_per_customer=limit_per_customer, sale=sale, now=now)
+    flash_sale_validate(
+        sku=Sku.objects.get(pk=sale.sku_id),
+        price_fen=price_fen,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        sale=sale,
+        now=now,
+    )
     FlashSale.objects.filter(pk=sale_id).update(
-        title=title, price_fen=price_fen, starts_at=starts_at, ends_at=ends_at,
-        limit_per_customer=limit_per_customer, is_active=is_active,
+        title=title,
+        price_fen=price_fen,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        is_active=is_active,
     )
     transaction.on_commit(partial(flash_quota.card_drop, sale_id))  # the gate reads the new terms
     return FlashSale.objects.get(pk=sale_id)

@@ -52,8 +52,15 @@ def group_buy_is_live(activity: GroupBuy, now: dt.datetime | None = None) -> boo
 
 # --- orders ask (confirm, create, pay, cancel/refund, ship) --------------------------------
 
-def group_check(*, customer_id: int, quantities: dict[int, int], group_buy_id: int | None = None,
-                group_id: int | None = None, now: dt.datetime | None = None) -> GroupBuy:
+
+def group_check(
+    *,
+    customer_id: int,
+    quantities: dict[int, int],
+    group_buy_id: int | None = None,
+    group_id: int | None = None,
+    now: dt.datetime | None = None,
+) -> GroupBuy:
     """Confirm (phase 1) of a 拼团 order: ``group_buy_id`` opens a new group (the caller as its
     leader), ``group_id`` joins one. Returns the activity whose ``price_fen`` the order takes.
 
@@ -83,8 +90,13 @@ def group_check(*, customer_id: int, quantities: dict[int, int], group_buy_id: i
         _joinable_or_raise(group, customer_id, now)
     units = quantities[activity.sku_id]
     if activity.stock < units:
-        raise InsufficientStock("拼团商品已抢完。", group_buy_id=activity.pk, sku_id=activity.sku_id,
-                                requested=units, available=activity.stock)
+        raise InsufficientStock(
+            "拼团商品已抢完。",
+            group_buy_id=activity.pk,
+            sku_id=activity.sku_id,
+            requested=units,
+            available=activity.stock,
+        )
     _limit_check(activity, customer_id, units)
     return activity
 
@@ -98,8 +110,10 @@ def _joinable_or_raise(group: Group, customer_id: int, now: dt.datetime) -> None
         raise InvalidState("该拼团已过期。", group_id=group.pk)
     if group.seats >= group.group_size:
         raise InvalidState("该拼团已满员。", group_id=group.pk)
-    if group.leader_id == customer_id or GroupSeat.objects.filter(
-            group=group, customer_id=customer_id, status__in=LIVE_SEATS).exists():
+    if (
+        group.leader_id == customer_id
+        or GroupSeat.objects.filter(group=group, customer_id=customer_id, status__in=LIVE_SEATS).exists()
+    ):
         raise InvalidState("您已在这个拼团中。", group_id=group.pk)
 
 
@@ -107,16 +121,32 @@ def _limit_check(activity: GroupBuy, customer_id: int, units: int) -> None:
     """The customer's units in live orders (seats held or paid) of the activity plus ``units``
     must not pass ``limit_per_customer``. In create it runs under the customer's row lock
     (``order_create``'s caps, step 5), so one customer's racing creates count one another."""
-    held = GroupSeat.objects.filter(group__activity=activity, customer_id=customer_id,
-                                    status__in=LIVE_SEATS).aggregate(n=Sum("units"))["n"] or 0
+    held = (
+        GroupSeat.objects.filter(group__activity=activity, customer_id=customer_id, status__in=LIVE_SEATS).aggregate(
+            n=Sum("units")
+        )["n"]
+        or 0
+    )
     if held + units > activity.limit_per_customer:
-        raise LimitExceeded("已超过本次拼团的限购数量。", group_buy_id=activity.pk,
-                            limit_per_customer=activity.limit_per_customer, held=held, requested=units)
+        raise LimitExceeded(
+            "已超过本次拼团的限购数量。",
+            group_buy_id=activity.pk,
+            limit_per_customer=activity.limit_per_customer,
+            held=held,
+            requested=units,
+        )
 
 
 @transaction.atomic(savepoint=False)
-def group_take(*, customer_id: int, order_no: str, units: int, group_buy_id: int | None = None,
-               group_id: int | None = None, now: dt.datetime | None = None) -> int:
+def group_take(
+    *,
+    customer_id: int,
+    order_no: str,
+    units: int,
+    group_buy_id: int | None = None,
+    group_id: int | None = None,
+    now: dt.datetime | None = None,
+) -> int:
     """Create (phase 2), in the order's transaction: the seat and the activity's units; returns
     the group's id (a new group for ``group_buy_id``). The caller takes the SKU's units after.
 
@@ -135,8 +165,12 @@ def group_take(*, customer_id: int, order_no: str, units: int, group_buy_id: int
         _limit_check(activity, customer_id, units)
         if group.leader_id == customer_id:
             raise InvalidState("您已在这个拼团中。", group_id=group_id)
-        if Group.objects.filter(pk=group_id, status=Group.Status.FORMING, seats__lt=F("group_size"),
-                                expires_at__gt=now).update(seats=F("seats") + 1) != 1:
+        if (
+            Group.objects.filter(
+                pk=group_id, status=Group.Status.FORMING, seats__lt=F("group_size"), expires_at__gt=now
+            ).update(seats=F("seats") + 1)
+            != 1
+        ):
             raise InvalidState("该拼团已满员或已结束。", group_id=group_id)
         try:
             with transaction.atomic():
@@ -162,8 +196,13 @@ def _activity_take(activity_id: int, units: int, now: dt.datetime, *, live_only:
         activity = GroupBuy.objects.get(pk=activity_id)
         if live_only and not group_buy_is_live(activity, now):
             raise InvalidState("拼团活动不在进行中。", group_buy_id=activity_id)
-        raise InsufficientStock("拼团商品已抢完。", group_buy_id=activity_id, sku_id=activity.sku_id,
-                                requested=units, available=activity.stock)
+        raise InsufficientStock(
+            "拼团商品已抢完。",
+            group_buy_id=activity_id,
+            sku_id=activity.sku_id,
+            requested=units,
+            available=activity.stock,
+        )
 
 
 @transaction.atomic(savepoint=False)
@@ -179,8 +218,13 @@ def group_seat_paid(*, group_id: int, order_no: str, paid_at: dt.datetime) -> st
     this member like every other (``apps.payments.group_refunds``).
     """
     seat = GroupSeat.objects.filter(order_no=order_no).select_related("group__activity").first()
-    if seat is None or GroupSeat.objects.filter(pk=seat.pk, status=GroupSeat.Status.HELD).update(
-            status=GroupSeat.Status.PAID, paid_at=paid_at) != 1:
+    if (
+        seat is None
+        or GroupSeat.objects.filter(pk=seat.pk, status=GroupSeat.Status.HELD).update(
+            status=GroupSeat.Status.PAID, paid_at=paid_at
+        )
+        != 1
+    ):
         return Group.objects.values_list("status", flat=True).get(pk=group_id)
     hours = dt.timedelta(hours=seat.group.activity.hours)
     fills = Q(members=F("group_size") - 1)
@@ -206,8 +250,7 @@ def models_value(value):
 
 
 @transaction.atomic(savepoint=False)
-def group_give_back(*, group_id: int, order_no: str, units: int, restock: bool,
-                    now: dt.datetime | None = None) -> None:
+def group_give_back(*, group_id: int, order_no: str, units: int, restock: bool, now: dt.datetime | None = None) -> None:
     """The order holding a seat stopped being live (cancelled, or fully refunded); once per order,
     under the caller's conditional order transition, in its transaction.
 
@@ -221,14 +264,19 @@ def group_give_back(*, group_id: int, order_no: str, units: int, restock: bool,
     seat = GroupSeat.objects.filter(order_no=order_no).first()
     if seat is not None:
         forming = Group.objects.filter(pk=group_id, status=Group.Status.FORMING, seats__gte=1)
-        if GroupSeat.objects.filter(pk=seat.pk, status=GroupSeat.Status.HELD).update(
-                status=GroupSeat.Status.RELEASED) == 1:
+        if (
+            GroupSeat.objects.filter(pk=seat.pk, status=GroupSeat.Status.HELD).update(status=GroupSeat.Status.RELEASED)
+            == 1
+        ):
             if seat.leader:
                 Group.objects.filter(pk=group_id, status=Group.Status.FORMING, expires_at__isnull=True).update(
-                    status=Group.Status.FAILED, failed_at=now, ended_by="团长未付款", seats=F("seats") - 1)
+                    status=Group.Status.FAILED, failed_at=now, ended_by="团长未付款", seats=F("seats") - 1
+                )
             forming.update(seats=F("seats") - 1)
-        elif GroupSeat.objects.filter(pk=seat.pk, status=GroupSeat.Status.PAID).update(
-                status=GroupSeat.Status.REFUNDED) == 1:
+        elif (
+            GroupSeat.objects.filter(pk=seat.pk, status=GroupSeat.Status.PAID).update(status=GroupSeat.Status.REFUNDED)
+            == 1
+        ):
             forming.filter(members__gte=1).update(seats=F("seats") - 1, members=F("members") - 1)
     if restock:
         activity_id = Group.objects.values_list("activity_id", flat=True).get(pk=group_id)
@@ -250,17 +298,25 @@ def group_ship_refusal(*, group_id: int) -> str | None:
 
 # --- the deadline (asked by apps.payments.group_refunds) -------------------------------------
 
+
 def groups_due(*, now: dt.datetime | None = None, limit: int = 200) -> list[int]:
     """Ids of forming groups whose deadline has passed, oldest deadline first."""
     now = now or timezone.now()
-    return list(Group.objects.filter(status=Group.Status.FORMING, expires_at__lte=now)
-                .order_by("expires_at", "pk").values_list("pk", flat=True)[:limit])
+    return list(
+        Group.objects.filter(status=Group.Status.FORMING, expires_at__lte=now)
+        .order_by("expires_at", "pk")
+        .values_list("pk", flat=True)[:limit]
+    )
 
 
 def groups_unsettled(*, limit: int = 200) -> list[int]:
     """Ids of ended groups whose members' refunds and unpaid seats' cancels are not all asked yet."""
-    return list(Group.objects.exclude(status=Group.Status.FORMING).filter(settled_at__isnull=True)
-                .order_by("pk").values_list("pk", flat=True)[:limit])
+    return list(
+        Group.objects.exclude(status=Group.Status.FORMING)
+        .filter(settled_at__isnull=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:limit]
+    )
 
 
 @transaction.atomic
@@ -282,8 +338,13 @@ def group_fail(*, group_id: int, actor: str, now: dt.datetime | None = None, for
     if not force:
         qs = qs.filter(expires_at__lte=now)
     activity = group.activity
-    if activity.simulate and qs.filter(members__gte=max(1, activity.simulate_min)).update(
-            status=Group.Status.DONE, done_at=now, ended_by=f"模拟成团（{actor}）") == 1:
+    if (
+        activity.simulate
+        and qs.filter(members__gte=max(1, activity.simulate_min)).update(
+            status=Group.Status.DONE, done_at=now, ended_by=f"模拟成团（{actor}）"
+        )
+        == 1
+    ):
         return "done"
     if qs.update(status=Group.Status.FAILED, failed_at=now, ended_by=actor) == 1:
         return "failed"
@@ -302,11 +363,16 @@ def group_seats_to_settle(*, group_id: int) -> list[GroupSeat]:
 
 def group_mark_settled(*, group_id: int, now: dt.datetime | None = None) -> bool:
     """Every refund and cancel an ended group owed has been asked: it leaves the settling sweep."""
-    return Group.objects.filter(pk=group_id, settled_at__isnull=True).exclude(
-        status=Group.Status.FORMING).update(settled_at=now or timezone.now()) == 1
+    return (
+        Group.objects.filter(pk=group_id, settled_at__isnull=True)
+        .exclude(status=Group.Status.FORMING)
+        .update(settled_at=now or timezone.now())
+        == 1
+    )
 
 
 # --- what the API shows ------------------------------------------------------------------------
+
 
 def _time(value: dt.datetime | None) -> str | None:
     return timezone.localtime(value).isoformat() if value else None
@@ -315,8 +381,13 @@ def _time(value: dt.datetime | None) -> str | None:
 def group_json(group: Group) -> dict:
     """The ``group`` of an order (API.md): ``{"group_id", "status", "members", "group_size", "expires_at"}``;
     ``members`` counts seats held by paid orders."""
-    return {"group_id": group.pk, "status": group.status, "members": group.members,
-            "group_size": group.group_size, "expires_at": _time(group.expires_at)}
+    return {
+        "group_id": group.pk,
+        "status": group.status,
+        "members": group.members,
+        "group_size": group.group_size,
+        "expires_at": _time(group.expires_at),
+    }
 
 
 def group_detail(*, group_id: int) -> dict:
@@ -325,16 +396,26 @@ def group_detail(*, group_id: int) -> dict:
     group = Group.objects.filter(pk=group_id).first()
     if group is None:
         raise NotFound("没有这个拼团。", group_id=group_id)
-    seats = (GroupSeat.objects.filter(group=group, status__in=(GroupSeat.Status.PAID,))
-             .select_related("customer").order_by("-leader", "paid_at", "pk"))
+    seats = (
+        GroupSeat.objects.filter(group=group, status__in=(GroupSeat.Status.PAID,))
+        .select_related("customer")
+        .order_by("-leader", "paid_at", "pk")
+    )
     if group.status == Group.Status.DONE:  # a completed group shows who bought, even if one refunded later
-        seats = (GroupSeat.objects.filter(group=group, paid_at__isnull=False)
-                 .select_related("customer").order_by("-leader", "paid_at", "pk"))
+        seats = (
+            GroupSeat.objects.filter(group=group, paid_at__isnull=False)
+            .select_related("customer")
+            .order_by("-leader", "paid_at", "pk")
+        )
     return {
-        "group_id": group.pk, "group_buy_id": group.activity_id, "status": group.status,
-        "members": [{"nickname": s.customer.nickname, "avatar_url": s.customer.avatar_url, "leader": s.leader}
-                    for s in seats],
-        "group_size": group.group_size, "expires_at": _time(group.expires_at),
+        "group_id": group.pk,
+        "group_buy_id": group.activity_id,
+        "status": group.status,
+        "members": [
+            {"nickname": s.customer.nickname, "avatar_url": s.customer.avatar_url, "leader": s.leader} for s in seats
+        ],
+        "group_size": group.group_size,
+        "expires_at": _time(group.expires_at),
     }
 
 
@@ -344,11 +425,23 @@ def groups_open(*, group_buy_id: int, now: dt.datetime | None = None, limit: int
     now = now or timezone.now()
     if not GroupBuy.objects.filter(pk=group_buy_id).exists():
         raise NotFound("没有这个拼团活动。", group_buy_id=group_buy_id)
-    groups = (Group.objects.filter(activity_id=group_buy_id, status=Group.Status.FORMING, expires_at__gt=now,
-                                   seats__lt=F("group_size"))
-              .select_related("leader").order_by("expires_at", "pk")[:limit])
-    return [{"group_id": g.pk, "leader": {"nickname": g.leader.nickname, "avatar_url": g.leader.avatar_url},
-             "members": g.members, "group_size": g.group_size, "expires_at": _time(g.expires_at)} for g in groups]
+    groups = (
+        Group.objects.filter(
+            activity_id=group_buy_id, status=Group.Status.FORMING, expires_at__gt=now, seats__lt=F("group_size")
+        )
+        .select_related("leader")
+        .order_by("expires_at", "pk")[:limit]
+    )
+    return [
+        {
+            "group_id": g.pk,
+            "leader": {"nickname": g.leader.nickname, "avatar_url": g.leader.avatar_url},
+            "members": g.members,
+            "group_size": g.group_size,
+            "expires_at": _time(g.expires_at),
+        }
+        for g in groups
+    ]
 
 
 def group_buy_list(*, status: str | None = None, now: dt.datetime | None = None):
@@ -356,7 +449,8 @@ def group_buy_list(*, status: str | None = None, now: dt.datetime | None = None)
     (starting soonest first) or both; at most 100, SKU and product joined."""
     now = now or timezone.now()
     qs = GroupBuy.objects.select_related("sku__product").filter(
-        is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True)
+        is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True
+    )
     if status == "live":
         qs = qs.filter(starts_at__lte=now).order_by("ends_at", "id")
     elif status == "upcoming":
@@ -368,16 +462,29 @@ def group_buy_list(*, status: str | None = None, now: dt.datetime | None = None)
 
 # --- staff (admin) -------------------------------------------------------------------------
 
-def group_buy_validate(*, sku: Sku | None, price_fen: int | None, stock: int | None, group_size: int | None,
-                       hours: int | None, starts_at: dt.datetime | None, ends_at: dt.datetime | None,
-                       limit_per_customer: int | None, simulate: bool = False, simulate_min: int | None = 1,
-                       activity: GroupBuy | None = None, now: dt.datetime | None = None) -> None:
+
+def group_buy_validate(
+    *,
+    sku: Sku | None,
+    price_fen: int | None,
+    stock: int | None,
+    group_size: int | None,
+    hours: int | None,
+    starts_at: dt.datetime | None,
+    ends_at: dt.datetime | None,
+    limit_per_customer: int | None,
+    simulate: bool = False,
+    simulate_min: int | None = 1,
+    activity: GroupBuy | None = None,
+    now: dt.datetime | None = None,
+) -> None:
     """The scheduling rules, all at once: raises InvalidInput whose ``detail`` maps each field to
     its problems. ``activity``: the one being changed (SKU and stock are then not checked)."""
     now = now or timezone.now()
     errors: dict[str, list[str]] = {}
-    if activity is None and (sku is None or not sku.is_active or sku.product.kind != Kind.GOODS
-                             or not sku.product.is_active):
+    if activity is None and (
+        sku is None or not sku.is_active or sku.product.kind != Kind.GOODS or not sku.product.is_active
+    ):
         errors["sku"] = ["请选择在售的实物商品规格（咨询预约不能拼团）"]
     if price_fen is None or price_fen < 1:
         errors["price_fen"] = ["拼团价至少 1 分"]
@@ -406,35 +513,93 @@ def group_buy_validate(*, sku: Sku | None, price_fen: int | None, stock: int | N
 
 
 @transaction.atomic
-def group_buy_schedule(*, title: str, sku_id: int, price_fen: int, stock: int, group_size: int, hours: int,
-                       starts_at: dt.datetime, ends_at: dt.datetime, limit_per_customer: int = 1,
-                       simulate: bool = False, simulate_min: int = 1, is_active: bool = True) -> GroupBuy:
+def group_buy_schedule(
+    *,
+    title: str,
+    sku_id: int,
+    price_fen: int,
+    stock: int,
+    group_size: int,
+    hours: int,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    limit_per_customer: int = 1,
+    simulate: bool = False,
+    simulate_min: int = 1,
+    is_active: bool = True,
+) -> GroupBuy:
     """Staff schedule a 拼团 activity (prices fen, times aware Shanghai); rules in
     :func:`group_buy_validate` (InvalidInput)."""
     sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
-    group_buy_validate(sku=sku, price_fen=price_fen, stock=stock, group_size=group_size, hours=hours,
-                       starts_at=starts_at, ends_at=ends_at, limit_per_customer=limit_per_customer,
-                       simulate=simulate, simulate_min=simulate_min)
+    group_buy_validate(
+        sku=sku,
+        price_fen=price_fen,
+        stock=stock,
+        group_size=group_size,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        simulate=simulate,
+        simulate_min=simulate_min,
+    )
     return GroupBuy.objects.create(
-        title=title, sku=sku, price_fen=price_fen, stock=stock, group_size=group_size, hours=hours,
-        starts_at=starts_at, ends_at=ends_at, limit_per_customer=limit_per_customer, simulate=simulate,
-        simulate_min=simulate_min, is_active=is_active)
+        title=title,
+        sku=sku,
+        price_fen=price_fen,
+        stock=stock,
+        group_size=group_size,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        simulate=simulate,
+        simulate_min=simulate_min,
+        is_active=is_active,
+    )
 
 
 @transaction.atomic
-def group_buy_update(*, activity_id: int, title: str, price_fen: int, hours: int, starts_at: dt.datetime,
-                     ends_at: dt.datetime, limit_per_customer: int, simulate: bool, simulate_min: int,
-                     is_active: bool) -> GroupBuy:
+def group_buy_update(
+    *,
+    activity_id: int,
+    title: str,
+    price_fen: int,
+    hours: int,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    limit_per_customer: int,
+    simulate: bool,
+    simulate_min: int,
+    is_active: bool,
+) -> GroupBuy:
     """Staff change an activity's terms (never its SKU, stock, sold or group size: groups opened
     keep their size; stock changes are :func:`group_buy_stock_adjust`)."""
     activity = GroupBuy.objects.get(pk=activity_id)
-    group_buy_validate(sku=Sku.objects.get(pk=activity.sku_id), price_fen=price_fen, stock=None,
-                       group_size=activity.group_size, hours=hours, starts_at=starts_at, ends_at=ends_at,
-                       limit_per_customer=limit_per_customer, simulate=simulate, simulate_min=simulate_min,
-                       activity=activity)
+    group_buy_validate(
+        sku=Sku.objects.get(pk=activity.sku_id),
+        price_fen=price_fen,
+        stock=None,
+        group_size=activity.group_size,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        simulate=simulate,
+        simulate_min=simulate_min,
+        activity=activity,
+    )
     GroupBuy.objects.filter(pk=activity_id).update(
-        title=title, price_fen=price_fen, hours=hours, starts_at=starts_at, ends_at=ends_at,
-        limit_per_customer=limit_per_customer, simulate=simulate, simulate_min=simulate_min, is_active=is_active)
+        title=title,
+        price_fen=price_fen,
+        hours=hours,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        limit_per_customer=limit_per_customer,
+        simulate=simulate,
+        simulate_min=simulate_min,
+        is_active=is_active,
+    )
     return GroupBuy.objects.get(pk=activity_id)
 
 

@@ -28,7 +28,9 @@ class FlashSale(models.Model):
     sold = models.IntegerField(verbose_name="已售", default=0)  # units of this sale in live orders
     starts_at = models.DateTimeField(verbose_name="开始时间")  # aware; shown in Shanghai time
     ends_at = models.DateTimeField(verbose_name="结束时间")  # aware; the sale is live while starts_at <= now < ends_at
-    limit_per_customer = models.PositiveIntegerField(verbose_name="每人限购", default=1)  # units per customer, live orders
+    limit_per_customer = models.PositiveIntegerField(
+        verbose_name="每人限购", default=1
+    )  # units per customer, live orders
     is_active = models.BooleanField(verbose_name="启用", default=True)  # off: not listed and not sold (staff pause)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
@@ -60,7 +62,9 @@ class FlashSalePurchase(models.Model):
     """
 
     sale = models.ForeignKey(FlashSale, verbose_name="秒杀", on_delete=models.CASCADE, related_name="purchases")
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="flash_purchases")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="flash_purchases"
+    )
     quantity = models.IntegerField(verbose_name="数量", default=0)  # units in live orders of this sale
 
     class Meta:
@@ -76,6 +80,7 @@ class FlashSalePurchase(models.Model):
 
 
 # --- coupons (templates, receipts, staff issues) -------------------------------------------
+
 
 class CouponTemplate(models.Model):
     """What a coupon gives, and how many may be handed out (API.md "Coupons").
@@ -104,16 +109,32 @@ class CouponTemplate(models.Model):
 
     name = models.CharField(verbose_name="名称", max_length=64)
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.AMOUNT)
-    amount_fen = models.PositiveIntegerField(verbose_name="优惠金额", default=0, blank=True,  # fen off (AMOUNT)
-                                     help_text="满减券：减多少元")
+    amount_fen = models.PositiveIntegerField(
+        verbose_name="优惠金额",
+        default=0,
+        blank=True,  # fen off (AMOUNT)
+        help_text="满减券：减多少元",
+    )
     percent = models.PositiveSmallIntegerField(verbose_name="折扣（减 %）", default=0)  # % off (PERCENT)
-    max_discount_fen = models.PositiveIntegerField(verbose_name="最多优惠", null=True, blank=True,  # fen cap (PERCENT)
-                                           help_text="折扣券的封顶金额；空 = 不封顶")
-    threshold_fen = models.PositiveIntegerField(verbose_name="使用门槛", default=0, blank=True,  # fen of in-scope goods needed
-                                        help_text="适用商品满多少元可用；0 或空 = 无门槛")
+    max_discount_fen = models.PositiveIntegerField(
+        verbose_name="最多优惠",
+        null=True,
+        blank=True,  # fen cap (PERCENT)
+        help_text="折扣券的封顶金额；空 = 不封顶",
+    )
+    threshold_fen = models.PositiveIntegerField(
+        verbose_name="使用门槛",
+        default=0,
+        blank=True,  # fen of in-scope goods needed
+        help_text="适用商品满多少元可用；0 或空 = 无门槛",
+    )
     scope = models.CharField(verbose_name="适用范围", max_length=16, choices=Scope.choices, default=Scope.ALL)
-    categories = models.ManyToManyField("catalog.Category", verbose_name="适用分类", blank=True, related_name="coupon_templates")
-    products = models.ManyToManyField("catalog.Product", verbose_name="适用商品", blank=True, related_name="coupon_templates")
+    categories = models.ManyToManyField(
+        "catalog.Category", verbose_name="适用分类", blank=True, related_name="coupon_templates"
+    )
+    products = models.ManyToManyField(
+        "catalog.Product", verbose_name="适用商品", blank=True, related_name="coupon_templates"
+    )
     valid_from = models.DateTimeField(verbose_name="生效时间", null=True, blank=True)
     valid_to = models.DateTimeField(verbose_name="截止时间", null=True, blank=True)
     valid_days = models.PositiveIntegerField(verbose_name="领取后有效天数", null=True, blank=True)  # days from receipt
@@ -132,12 +153,13 @@ class CouponTemplate(models.Model):
             models.CheckConstraint(condition=Q(issued__lte=F("total")), name="coupontemplate_issued_lte_total"),
             models.CheckConstraint(condition=Q(per_customer__gte=1), name="coupontemplate_per_customer_gte_1"),
             models.CheckConstraint(
-                condition=(Q(kind="amount", amount_fen__gte=1)
-                           | Q(kind="percent", percent__gte=1, percent__lte=99)),
-                name="coupontemplate_terms"),
+                condition=(Q(kind="amount", amount_fen__gte=1) | Q(kind="percent", percent__gte=1, percent__lte=99)),
+                name="coupontemplate_terms",
+            ),
             models.CheckConstraint(
                 condition=Q(valid_days__gte=1) | Q(valid_days__isnull=True, valid_to__isnull=False),
-                name="coupontemplate_validity"),
+                name="coupontemplate_validity",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -155,8 +177,12 @@ class CouponReceipt(models.Model):
     ``UPDATE ... SET count = count + 1 WHERE count < per_customer`` in the receiving transaction.
     """
 
-    template = models.ForeignKey(CouponTemplate, verbose_name="券模板", on_delete=models.CASCADE, related_name="receipts")
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="coupon_receipts")
+    template = models.ForeignKey(
+        CouponTemplate, verbose_name="券模板", on_delete=models.CASCADE, related_name="receipts"
+    )
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="coupon_receipts"
+    )
     count = models.PositiveIntegerField(verbose_name="已领张数", default=0)
 
     class Meta:
@@ -183,8 +209,9 @@ class CouponIssue(models.Model):
         DONE = "done", "已完成"
 
     template = models.ForeignKey(CouponTemplate, verbose_name="券模板", on_delete=models.PROTECT, related_name="issues")
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", null=True, blank=True,
-                                 on_delete=models.PROTECT, related_name="+")  # one customer; null: the filter below
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )  # one customer; null: the filter below
     joined_after = models.DateTimeField(verbose_name="注册不早于", null=True, blank=True)
     joined_before = models.DateTimeField(verbose_name="注册早于", null=True, blank=True)
     min_points = models.PositiveIntegerField(verbose_name="积分不少于", null=True, blank=True)
@@ -207,6 +234,7 @@ class CouponIssue(models.Model):
 
 # --- daily sign-in -------------------------------------------------------------------------
 
+
 class SignInRule(models.Model):
     """Points for the ``day``-th day of a sign-in streak (1, 2, ... N). The streak cycles: day
     N+1 of a streak earns day 1's points again (``apps.marketing.signin``)."""
@@ -227,7 +255,9 @@ class SignInRule(models.Model):
 class SignIn(models.Model):
     """One customer's sign-in on one Shanghai calendar day: UNIQUE (customer, date)."""
 
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="sign_ins")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="sign_ins"
+    )
     date = models.DateField(verbose_name="日期")
     streak = models.PositiveIntegerField(verbose_name="连续天数")
     points = models.PositiveIntegerField(verbose_name="积分")

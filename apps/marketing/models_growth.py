@@ -84,8 +84,9 @@ class Group(models.Model):
         ordering = ["-id"]
         constraints = [
             models.CheckConstraint(condition=Q(seats__gte=0, seats__lte=F("group_size")), name="group_seats_in_size"),
-            models.CheckConstraint(condition=Q(members__gte=0, members__lte=F("group_size")),
-                                   name="group_members_in_size"),
+            models.CheckConstraint(
+                condition=Q(members__gte=0, members__lte=F("group_size")), name="group_members_in_size"
+            ),
         ]
         indexes = [models.Index(fields=["status", "expires_at"], name="group_status_expires_idx")]
 
@@ -119,8 +120,11 @@ class GroupSeat(models.Model):
         verbose_name_plural = "拼团成员"
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["group", "customer"], condition=~Q(status="released"),
-                                    name="groupseat_one_live_seat_per_customer"),
+            models.UniqueConstraint(
+                fields=["group", "customer"],
+                condition=~Q(status="released"),
+                name="groupseat_one_live_seat_per_customer",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -157,8 +161,10 @@ class BargainCampaign(models.Model):
             models.CheckConstraint(condition=Q(floor_price_fen__gte=1), name="bargain_floor_gte_1"),
             models.CheckConstraint(condition=Q(helpers_needed__gte=1), name="bargain_helpers_gte_1"),
             # every help cuts at least 1 fen
-            models.CheckConstraint(condition=Q(original_price_fen__gte=F("floor_price_fen") + F("helpers_needed")),
-                                   name="bargain_room_for_every_cut"),
+            models.CheckConstraint(
+                condition=Q(original_price_fen__gte=F("floor_price_fen") + F("helpers_needed")),
+                name="bargain_room_for_every_cut",
+            ),
             models.CheckConstraint(condition=Q(ends_at__gt=F("starts_at")), name="bargain_ends_after_start"),
             models.CheckConstraint(condition=Q(limit_per_customer__gte=1), name="bargain_limit_gte_1"),
         ]
@@ -179,8 +185,9 @@ class BargainRecord(models.Model):
         EXPIRED = "expired", "已过期"
 
     bargain_no = models.CharField(verbose_name="砍价编号", max_length=32, unique=True)
-    campaign = models.ForeignKey(BargainCampaign, verbose_name="砍价活动", on_delete=models.PROTECT,
-                                 related_name="records")
+    campaign = models.ForeignKey(
+        BargainCampaign, verbose_name="砍价活动", on_delete=models.PROTECT, related_name="records"
+    )
     customer = models.ForeignKey("accounts.Customer", verbose_name="发起人", on_delete=models.PROTECT, related_name="+")
     price_fen = models.PositiveIntegerField(verbose_name="当前价")
     floor_price_fen = models.PositiveIntegerField(verbose_name="底价")
@@ -197,10 +204,15 @@ class BargainRecord(models.Model):
         verbose_name_plural = "砍价记录"
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(fields=["campaign", "customer"], condition=Q(status="open"),
-                                    name="bargainrecord_one_open_per_customer"),
-            models.CheckConstraint(condition=Q(price_fen__gte=F("floor_price_fen")), name="bargainrecord_price_gte_floor"),
-            models.CheckConstraint(condition=Q(helpers__lte=F("helpers_needed")), name="bargainrecord_helpers_lte_needed"),
+            models.UniqueConstraint(
+                fields=["campaign", "customer"], condition=Q(status="open"), name="bargainrecord_one_open_per_customer"
+            ),
+            models.CheckConstraint(
+                condition=Q(price_fen__gte=F("floor_price_fen")), name="bargainrecord_price_gte_floor"
+            ),
+            models.CheckConstraint(
+                condition=Q(helpers__lte=F("helpers_needed")), name="bargainrecord_helpers_lte_needed"
+            ),
         ]
         indexes = [models.Index(fields=["status", "expires_at"], name="bargainrecord_status_exp_idx")]
 

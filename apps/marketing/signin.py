@@ -72,8 +72,12 @@ def sign_in(*, customer_id: int, now: dt.datetime | None = None) -> SignInResult
     try:
         with transaction.atomic():
             SignIn.objects.create(customer_id=customer_id, date=today, streak=streak, points=points)
-            wallet.points_reward(customer_id=customer_id, points=points, reason=WalletEvent.Reason.SIGN_IN,
-                                 ref=f"{today.isoformat()}/{customer_id}")
+            wallet.points_reward(
+                customer_id=customer_id,
+                points=points,
+                reason=WalletEvent.Reason.SIGN_IN,
+                ref=f"{today.isoformat()}/{customer_id}",
+            )
     except IntegrityError:  # signed in by a request racing this one
         row = SignIn.objects.get(customer_id=customer_id, date=today)
         return SignInResult(date=today, points=row.points, streak=row.streak, already=True)

@@ -66,8 +66,16 @@ class ShipmentInline(ReadOnlyInline):
 
 class AfterSaleInline(ReadOnlyInline):
     model = AfterSale
-    fields = ["refund_no", "status", "amount_fen", "reason", "decision_note", "return_carrier",
-              "return_tracking_no", "created_at"]
+    fields = [
+        "refund_no",
+        "status",
+        "amount_fen",
+        "reason",
+        "decision_note",
+        "return_carrier",
+        "return_tracking_no",
+        "created_at",
+    ]
     readonly_fields = fields
     show_change_link = True
 
@@ -89,8 +97,17 @@ class OrderAdmin(ReadOnlyModelAdmin):
     Registered by ``apps.backoffice.admin_orders`` with the payments actions and column."""
 
     # What matters at 1,400 px: who, state, payment state, money, when paid, a refund in play.
-    list_display = ["order_no", "customer", "kind", "status", "pay_fen", "pay_method", "paid_at",
-                    "after_sale_status", "created_at"]
+    list_display = [
+        "order_no",
+        "customer",
+        "kind",
+        "status",
+        "pay_fen",
+        "pay_method",
+        "paid_at",
+        "after_sale_status",
+        "created_at",
+    ]
     list_filter = ["status", "kind", "delivery", "pay_method"]
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone"]
     date_hierarchy = "created_at"
@@ -99,11 +116,40 @@ class OrderAdmin(ReadOnlyModelAdmin):
     actions = ["ship_with_tracking", "mark_shipped", "mark_completed"]
     # state moves only through actions; the page reads like a back office: who, where, what
     fieldsets = [
-        (None, {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "slot", "remark"]}),
-        ("金额（元）", {"fields": ["goods_fen", "freight_fen", "coupon_fen", "points_fen", "points_used",
-                              "pay_fen", "pay_method", "coupon", "flash_sale"]}),
-        ("时间", {"fields": ["created_at", "pay_deadline", "paid_at", "shipped_at", "completed_at",
-                           "cancelled_at", "cancel_reason"]}),
+        (
+            None,
+            {"fields": ["order_no", "status", "kind", "customer", "ship_link", "delivery_address", "slot", "remark"]},
+        ),
+        (
+            "金额（元）",
+            {
+                "fields": [
+                    "goods_fen",
+                    "freight_fen",
+                    "coupon_fen",
+                    "points_fen",
+                    "points_used",
+                    "pay_fen",
+                    "pay_method",
+                    "coupon",
+                    "flash_sale",
+                ]
+            },
+        ),
+        (
+            "时间",
+            {
+                "fields": [
+                    "created_at",
+                    "pay_deadline",
+                    "paid_at",
+                    "shipped_at",
+                    "completed_at",
+                    "cancelled_at",
+                    "cancel_reason",
+                ]
+            },
+        ),
         ("到店自提", {"fields": ["delivery", "pickup_store", "pickup_verified_at", "pickup_verified_by"]}),
     ]
     readonly_fields = [f.name for f in Order._meta.fields] + ["delivery_address", "ship_link"]
@@ -116,8 +162,9 @@ class OrderAdmin(ReadOnlyModelAdmin):
     def ship_link(self, order: Order) -> str:
         if order.kind != Kind.GOODS or order.status != OrderStatus.PAID or order.delivery == "pickup":
             return "-"
-        return format_html('<a class="bo-button" href="{}">填写快递单号并发货</a>',
-                           reverse("admin:orders_order_ship", args=[order.pk]))
+        return format_html(
+            '<a class="bo-button" href="{}">填写快递单号并发货</a>', reverse("admin:orders_order_ship", args=[order.pk])
+        )
 
     def get_urls(self):
         ship = self.admin_site.admin_view(self.ship_view)
@@ -129,18 +176,37 @@ class OrderAdmin(ReadOnlyModelAdmin):
         order = get_object_or_404(Order, pk=object_id)
         back = reverse("admin:orders_order_change", args=[order.pk])
         if request.method == "POST":
-            report(request, "发货", [self._ship(request, order, request.POST.get(f"carrier_{order.pk}", ""),
-                                              request.POST.get(f"tracking_{order.pk}", ""))])
+            report(
+                request,
+                "发货",
+                [
+                    self._ship(
+                        request,
+                        order,
+                        request.POST.get(f"carrier_{order.pk}", ""),
+                        request.POST.get(f"tracking_{order.pk}", ""),
+                    )
+                ],
+            )
             return redirect(back)
         return self._ship_form(request, [order], form_action="", back_url=back, bulk=False)
 
     def _ship_form(self, request, orders, *, form_action: str, back_url: str, bulk: bool):
         for order in orders:
             order.address_text = address_text(order.address)
-        return render(request, "admin/starmall/ship.html", {
-            **self.admin_site.each_context(request), "title": "发货", "orders": orders,
-            "carriers": list(carriers.CARRIERS.items()), "form_action": form_action, "back_url": back_url, "bulk": bulk,
-        })
+        return render(
+            request,
+            "admin/starmall/ship.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "发货",
+                "orders": orders,
+                "carriers": list(carriers.CARRIERS.items()),
+                "form_action": form_action,
+                "back_url": back_url,
+                "bulk": bulk,
+            },
+        )
 
     @admin.action(description="填写快递单号并发货（已支付的实物订单）", permissions=["ship"])
     def ship_with_tracking(self, request, queryset):
@@ -149,10 +215,19 @@ class OrderAdmin(ReadOnlyModelAdmin):
         if not request.POST.get("apply"):
             back = reverse("admin:orders_order_changelist")
             return self._ship_form(request, orders, form_action=back, back_url=back, bulk=True)
-        report(request, "发货", [
-            self._ship(request, order, request.POST.get(f"carrier_{order.pk}", ""),
-                       request.POST.get(f"tracking_{order.pk}", ""))
-            for order in orders])
+        report(
+            request,
+            "发货",
+            [
+                self._ship(
+                    request,
+                    order,
+                    request.POST.get(f"carrier_{order.pk}", ""),
+                    request.POST.get(f"tracking_{order.pk}", ""),
+                )
+                for order in orders
+            ],
+        )
         return None
 
     def get_queryset(self, request):
@@ -181,18 +256,25 @@ class OrderAdmin(ReadOnlyModelAdmin):
 
     def _ship(self, request, order: Order, carrier_code: str = "", tracking_no: str = "") -> Outcome:
         try:
-            if services.order_ship(order=order, actor=staff_actor(request), carrier_code=carrier_code,
-                                   tracking_no=tracking_no):
-                return Outcome(order.order_no, messages.SUCCESS,
-                               f"已发货（{carriers.carrier_name(carrier_code)} {tracking_no.strip()}）"
-                               if carrier_code else "已发货")
+            if services.order_ship(
+                order=order, actor=staff_actor(request), carrier_code=carrier_code, tracking_no=tracking_no
+            ):
+                return Outcome(
+                    order.order_no,
+                    messages.SUCCESS,
+                    f"已发货（{carriers.carrier_name(carrier_code)} {tracking_no.strip()}）"
+                    if carrier_code
+                    else "已发货",
+                )
         except ShopError as exc:
             return Outcome(order.order_no, messages.WARNING, f"未发货：{exc.message}")
         if order.kind != Kind.GOODS:
             return Outcome(order.order_no, messages.WARNING, "未发货：咨询订单不需要发货")
         if order.delivery == "pickup":
             return Outcome(order.order_no, messages.WARNING, "未发货：到店自提订单由门店核销，不发货")
-        return Outcome(order.order_no, messages.WARNING, f"未发货：订单状态为「{status_now(order)}」，只有已支付的订单可以发货")
+        return Outcome(
+            order.order_no, messages.WARNING, f"未发货：订单状态为「{status_now(order)}」，只有已支付的订单可以发货"
+        )
 
     @admin.action(description="标记完成（已发货的实物 / 已进行的咨询）", permissions=["complete"])
     def mark_completed(self, request, queryset):
@@ -203,9 +285,13 @@ class OrderAdmin(ReadOnlyModelAdmin):
                 outcomes.append(Outcome(order.order_no, messages.SUCCESS, "已完成"))
             else:
                 needed = "已发货" if order.kind == Kind.GOODS else "已支付"
-                outcomes.append(Outcome(order.order_no, messages.WARNING,
-                                        f"未完成：订单状态为「{status_now(order)}」，需要「{needed}」"))
+                outcomes.append(
+                    Outcome(
+                        order.order_no, messages.WARNING, f"未完成：订单状态为「{status_now(order)}」，需要「{needed}」"
+                    )
+                )
         report(request, "完成", outcomes)
+
 
 @admin.register(FollowUp)
 class FollowUpAdmin(ReadOnlyModelAdmin):
@@ -221,8 +307,16 @@ class AfterSaleAdmin(ReadOnlyModelAdmin):
     which call payments: registered with them by ``apps.backoffice.admin_orders``."""
 
     # The refund number is the order number + "R<n>": no separate order column.
-    list_display = ["refund_no", "order_status", "amount_fen", "status", "reason", "return_tracking_no",
-                    "decider", "created_at"]
+    list_display = [
+        "refund_no",
+        "order_status",
+        "amount_fen",
+        "status",
+        "reason",
+        "return_tracking_no",
+        "decider",
+        "created_at",
+    ]
     list_filter = ["status"]
     list_select_related = ["order"]
     search_fields = ["refund_no", "order__order_no", "order__customer__openid", "return_tracking_no"]
@@ -243,10 +337,19 @@ class AfterSaleAdmin(ReadOnlyModelAdmin):
         return request.user.has_perm("orders.receive_return")
 
     def _text_form(self, request, queryset, *, action: str, title: str, label: str, required: bool):
-        return render(request, "admin/starmall/text_action.html", {
-            **self.admin_site.each_context(request), "title": title, "label": label, "action": action,
-            "objects": list(queryset.order_by("pk")), "required": required,
-        })
+        return render(
+            request,
+            "admin/starmall/text_action.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": title,
+                "label": label,
+                "action": action,
+                "objects": list(queryset.order_by("pk")),
+                "required": required,
+            },
+        )
+
 
 @admin.register(OrderEvent)
 class OrderEventAdmin(ReadOnlyModelAdmin):

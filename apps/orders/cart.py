@@ -26,6 +26,7 @@ MAX_QUANTITY = 999  # units of one SKU in a cart line or a confirm (idem)
 
 # --- selectors -----------------------------------------------------------------------------
 
+
 def cart_list(*, customer_id: int) -> QuerySet[CartItem]:
     """The customer's cart lines, newest first, with SKU and product loaded (one query)."""
     return CartItem.objects.filter(customer_id=customer_id).select_related("sku__product").order_by("-id")
@@ -51,11 +52,14 @@ def cart_items_for_confirm(*, customer_id: int, item_ids: list[int]) -> tuple[li
     if missing:
         raise NotFound("购物车中没有这些商品，请刷新购物车。", cart_item_ids=missing)
     rows.sort(key=lambda row: wanted.index(row[0]))
-    return ([{"sku_id": sku_id, "quantity": quantity} for _, sku_id, quantity in rows],
-            [[pk, quantity] for pk, _, quantity in rows])
+    return (
+        [{"sku_id": sku_id, "quantity": quantity} for _, sku_id, quantity in rows],
+        [[pk, quantity] for pk, _, quantity in rows],
+    )
 
 
 # --- services ------------------------------------------------------------------------------
+
 
 def _sku_for_cart(sku_id: int) -> Sku:
     sku = Sku.objects.select_related("product").filter(pk=sku_id).first()
@@ -85,24 +89,37 @@ def _check_line(sku: Sku, current: int, quantity: int) -> None:
     a sum over MAX_QUANTITY is the cart's per-customer cap (LimitExceeded, 409
     ``limit_exceeded``, API.md Additions), over the stock InsufficientStock (409)."""
     if current + quantity > MAX_QUANTITY:
-        raise LimitExceeded(f"购物车中每种商品最多 {MAX_QUANTITY} 件，已有 {current} 件。",
-                            sku_id=sku.pk, requested=current + quantity, max_quantity=MAX_QUANTITY)
+        raise LimitExceeded(
+            f"购物车中每种商品最多 {MAX_QUANTITY} 件，已有 {current} 件。",
+            sku_id=sku.pk,
+            requested=current + quantity,
+            max_quantity=MAX_QUANTITY,
+        )
     _check_stock(sku, current + quantity)
 
 
 def _check_stock(sku: Sku, quantity: int) -> None:
     if quantity > sku.stock:
-        raise InsufficientStock(f"库存不足，最多可购买 {max(sku.stock, 0)} 件。" if sku.stock > 0 else "该商品已售罄。",
-                                sku_id=sku.pk, requested=quantity, available=max(sku.stock, 0))
+        raise InsufficientStock(
+            f"库存不足，最多可购买 {max(sku.stock, 0)} 件。" if sku.stock > 0 else "该商品已售罄。",
+            sku_id=sku.pk,
+            requested=quantity,
+            available=max(sku.stock, 0),
+        )
 
 
 def _add_to_line(*, customer_id: int, sku: Sku, quantity: int) -> bool:
     """``quantity = quantity + n`` on the customer's line of ``sku`` while the sum stays within
     stock and MAX_QUANTITY; True when a line was updated."""
     limit = min(MAX_QUANTITY, sku.stock)
-    return CartItem.objects.filter(
-        customer_id=customer_id, sku_id=sku.pk, quantity__lte=limit - quantity,
-    ).update(quantity=F("quantity") + quantity, updated_at=timezone.now()) == 1
+    return (
+        CartItem.objects.filter(
+            customer_id=customer_id,
+            sku_id=sku.pk,
+            quantity__lte=limit - quantity,
+        ).update(quantity=F("quantity") + quantity, updated_at=timezone.now())
+        == 1
+    )
 
 
 def cart_item_add(*, customer_id: int, sku_id: int, quantity: int) -> CartItem:
@@ -120,7 +137,11 @@ def cart_item_add(*, customer_id: int, sku_id: int, quantity: int) -> CartItem:
     sku = _sku_for_cart(sku_id)
     with transaction.atomic():
         if not _add_to_line(customer_id=customer_id, sku=sku, quantity=quantity):
-            current = CartItem.objects.filter(customer_id=customer_id, sku_id=sku_id).values_list("quantity", flat=True).first()
+            current = (
+                CartItem.objects.filter(customer_id=customer_id, sku_id=sku_id)
+                .values_list("quantity", flat=True)
+                .first()
+            )
             _check_line(sku, current or 0, quantity)
             if current is not None:  # within the limits now: the line changed meanwhile, try once more
                 if not _add_to_line(customer_id=customer_id, sku=sku, quantity=quantity):
@@ -139,7 +160,11 @@ def _insert_line(*, customer_id: int, sku: Sku, quantity: int) -> None:
             CartItem.objects.create(customer_id=customer_id, sku=sku, quantity=quantity)
     except IntegrityError:  # a concurrent add inserted the line first: add to it
         if not _add_to_line(customer_id=customer_id, sku=sku, quantity=quantity):
-            current = CartItem.objects.filter(customer_id=customer_id, sku_id=sku.pk).values_list("quantity", flat=True).first()
+            current = (
+                CartItem.objects.filter(customer_id=customer_id, sku_id=sku.pk)
+                .values_list("quantity", flat=True)
+                .first()
+            )
             _check_line(sku, current or 0, quantity)
             raise InsufficientStock(sku_id=sku.pk, requested=quantity, available=max(sku.stock, 0)) from None
 
@@ -155,7 +180,8 @@ def cart_item_update(*, customer_id: int, item_id: int, quantity: int) -> CartIt
         raise NotFound("购物车中没有该商品。", cart_item_id=item_id)
     _check_quantity(item.sku, quantity)
     if not CartItem.objects.filter(pk=item_id, customer_id=customer_id).update(
-            quantity=quantity, updated_at=timezone.now()):
+        quantity=quantity, updated_at=timezone.now()
+    ):
         raise NotFound("购物车中没有该商品。", cart_item_id=item_id)
     item.quantity = quantity
     return item
@@ -188,5 +214,6 @@ def cart_items_remove_bought(*, customer_id: int, bought: list[list[int]]) -> in
         now = timezone.now()
         for item_id, quantity in bought:
             CartItem.objects.filter(pk=item_id, customer_id=customer_id, quantity__gt=quantity).update(
-                quantity=F("quantity") - quantity, updated_at=now)
+                quantity=F("quantity") - quantity, updated_at=now
+            )
     return deleted

@@ -55,17 +55,27 @@ class DraftLine:
     def to_json(self) -> dict:
         """The line as stored in Redis and answered by confirm (keys in this order)."""
         return {
-            "sku_id": self.sku_id, "product_id": self.product_id, "name": self.name,
-            "specs": self.specs, "price_fen": self.price_fen, "quantity": self.quantity,
+            "sku_id": self.sku_id,
+            "product_id": self.product_id,
+            "name": self.name,
+            "specs": self.specs,
+            "price_fen": self.price_fen,
+            "quantity": self.quantity,
             "amount_fen": self.amount_fen,
         }
 
     @classmethod
     def from_json(cls, data: dict) -> DraftLine:
         """The line from its stored dict (:meth:`to_json`)."""
-        return cls(sku_id=data["sku_id"], product_id=data["product_id"], name=data["name"],
-                   specs=data["specs"], price_fen=data["price_fen"], quantity=data["quantity"],
-                   amount_fen=data["amount_fen"])
+        return cls(
+            sku_id=data["sku_id"],
+            product_id=data["product_id"],
+            name=data["name"],
+            specs=data["specs"],
+            price_fen=data["price_fen"],
+            quantity=data["quantity"],
+            amount_fen=data["amount_fen"],
+        )
 
 
 @dataclass
@@ -123,12 +133,22 @@ class OrderDraft:
         """The draft as stored in Redis and answered by confirm (keys in exactly this order). The
         拼团/砍价 keys are written only when set: an ordinary draft keeps the previous shape."""
         data = {
-            "order_key": self.order_key, "customer_id": self.customer_id, "kind": self.kind,
-            "expires_at": self.expires_at, "lines": [line.to_json() for line in self.lines],
-            "goods_fen": self.goods_fen, "freight_fen": self.freight_fen, "coupon_id": self.coupon_id,
-            "coupon_fen": self.coupon_fen, "points_used": self.points_used, "points_fen": self.points_fen,
-            "pay_fen": self.pay_fen, "slot": self.slot, "address": self.address,
-            "flash_sale_id": self.flash_sale_id, "cart_items": self.cart_items,
+            "order_key": self.order_key,
+            "customer_id": self.customer_id,
+            "kind": self.kind,
+            "expires_at": self.expires_at,
+            "lines": [line.to_json() for line in self.lines],
+            "goods_fen": self.goods_fen,
+            "freight_fen": self.freight_fen,
+            "coupon_id": self.coupon_id,
+            "coupon_fen": self.coupon_fen,
+            "points_used": self.points_used,
+            "points_fen": self.points_fen,
+            "pay_fen": self.pay_fen,
+            "slot": self.slot,
+            "address": self.address,
+            "flash_sale_id": self.flash_sale_id,
+            "cart_items": self.cart_items,
             "usable_coupons": self.usable_coupons,
             **({"pickup_store": self.pickup_store} if self.pickup_store else {}),
         }
@@ -143,14 +163,27 @@ class OrderDraft:
         and ``usable_coupons`` may be missing in drafts older than those features (None, None,
         [])."""
         return cls(
-            order_key=data["order_key"], customer_id=data["customer_id"], kind=data["kind"],
-            expires_at=data["expires_at"], lines=[DraftLine.from_json(line) for line in data["lines"]],
-            goods_fen=data["goods_fen"], freight_fen=data["freight_fen"], coupon_id=data["coupon_id"],
-            coupon_fen=data["coupon_fen"], points_used=data["points_used"], points_fen=data["points_fen"],
-            pay_fen=data["pay_fen"], slot=data["slot"], address=data["address"],
-            flash_sale_id=data.get("flash_sale_id"), cart_items=data.get("cart_items"),
-            usable_coupons=data.get("usable_coupons", []), pickup_store=data.get("pickup_store"),
-            group_buy_id=data.get("group_buy_id"), group_id=data.get("group_id"), bargain_no=data.get("bargain_no"),
+            order_key=data["order_key"],
+            customer_id=data["customer_id"],
+            kind=data["kind"],
+            expires_at=data["expires_at"],
+            lines=[DraftLine.from_json(line) for line in data["lines"]],
+            goods_fen=data["goods_fen"],
+            freight_fen=data["freight_fen"],
+            coupon_id=data["coupon_id"],
+            coupon_fen=data["coupon_fen"],
+            points_used=data["points_used"],
+            points_fen=data["points_fen"],
+            pay_fen=data["pay_fen"],
+            slot=data["slot"],
+            address=data["address"],
+            flash_sale_id=data.get("flash_sale_id"),
+            cart_items=data.get("cart_items"),
+            usable_coupons=data.get("usable_coupons", []),
+            pickup_store=data.get("pickup_store"),
+            group_buy_id=data.get("group_buy_id"),
+            group_id=data.get("group_id"),
+            bargain_no=data.get("bargain_no"),
         )
 
 

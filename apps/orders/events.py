@@ -14,19 +14,25 @@ def order_created_event(*, order: Order, actor: str) -> OrderEvent:
     return OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=actor, note="下单")
 
 
-def order_status_changed_event(*, order: Order, from_status: str, to_status: str, actor: str,
-                               note: str = "") -> OrderEvent:
+def order_status_changed_event(
+    *, order: Order, from_status: str, to_status: str, actor: str, note: str = ""
+) -> OrderEvent:
     """A conditional status UPDATE won (``from_status -> to_status``)."""
-    return OrderEvent.objects.create(order=order, from_status=from_status, to_status=to_status,
-                                     actor=actor, note=note[:255])
+    return OrderEvent.objects.create(
+        order=order, from_status=from_status, to_status=to_status, actor=actor, note=note[:255]
+    )
 
 
 def order_late_payment_event(*, order: Order, actor: str, transaction_id: str, out_refund_no: str | None) -> OrderEvent:
     """Money arrived for an order no longer unpaid; the refund that returns it (None: already queued)."""
     return OrderEvent.objects.create(
-        order=order, from_status=order.status, to_status=order.status, actor=actor,
-        note=f"订单{order.get_status_display()}后收到微信支付 {transaction_id}；"
-             f"退款单 {out_refund_no or '已在处理'}"[:255],
+        order=order,
+        from_status=order.status,
+        to_status=order.status,
+        actor=actor,
+        note=f"订单{order.get_status_display()}后收到微信支付 {transaction_id}；退款单 {out_refund_no or '已在处理'}"[
+            :255
+        ],
     )
 
 
@@ -37,5 +43,10 @@ def order_rescheduled_event(*, order: Order, from_slot, to_slot, actor: str) -> 
     def when(slot) -> str:
         return f"#{slot.pk} {timezone.localtime(slot.start):%Y-%m-%d %H:%M}"
 
-    return OrderEvent.objects.create(order=order, from_status=order.status, to_status=order.status, actor=actor,
-                                     note=f"改约 {when(from_slot)} → {when(to_slot)}"[:255])
+    return OrderEvent.objects.create(
+        order=order,
+        from_status=order.status,
+        to_status=order.status,
+        actor=actor,
+        note=f"改约 {when(from_slot)} → {when(to_slot)}"[:255],
+    )

@@ -57,11 +57,13 @@ def refusal(answer: list, *, sale_id: int, sku_id: int, units: int, starts_at: s
     if outcome == "notlive":
         return FlashSaleNotLive(flash_sale_id=sale_id, starts_at=starts_at, ends_at=ends_at)
     if outcome == "soldout":
-        return InsufficientStock("秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sku_id, requested=units,
-                                 available=max(0, int(answer[1])))
+        return InsufficientStock(
+            "秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sku_id, requested=units, available=max(0, int(answer[1]))
+        )
     if outcome == "limit":
-        return FlashSaleLimitExceeded(flash_sale_id=sale_id, limit_per_customer=int(answer[2]),
-                                      held=int(answer[1]), requested=units)
+        return FlashSaleLimitExceeded(
+            flash_sale_id=sale_id, limit_per_customer=int(answer[2]), held=int(answer[1]), requested=units
+        )
     return None
 
 
@@ -70,8 +72,17 @@ def take_args(*, customer_id: int, units: int, now: dt.datetime, draft: dict, sa
     the cache's own serialisation, so ``order_create`` reads it as any other draft)."""
     ttl = settings.ORDER_DRAFT_TTL_SECONDS
     due = now + dt.timedelta(seconds=ttl + flash_quota.RESERVATION_GRACE_SECONDS)
-    return [customer_id, units, flash_quota.epoch_ms(now), cache.client.encode(draft), ttl, draft["order_key"],
-            flash_quota.epoch_ms(due), sku_id, sale_id]
+    return [
+        customer_id,
+        units,
+        flash_quota.epoch_ms(now),
+        cache.client.encode(draft),
+        ttl,
+        draft["order_key"],
+        flash_quota.epoch_ms(due),
+        sku_id,
+        sale_id,
+    ]
 
 
 def draft_key(order_key: str) -> str:
@@ -85,8 +96,14 @@ def draft_reserve(draft: dict, sale: FlashSale) -> dict:
     InsufficientStock (quota gone), FlashSaleLimitExceeded, FlashSaleNotLive. When Redis
     fails the draft is stored plainly: create's conditional UPDATEs still decide."""
     units = sum(line["quantity"] for line in draft["lines"])
-    args = take_args(customer_id=draft["customer_id"], units=units, now=timezone.now(), draft=draft,
-                     sale_id=sale.pk, sku_id=sale.sku_id)
+    args = take_args(
+        customer_id=draft["customer_id"],
+        units=units,
+        now=timezone.now(),
+        draft=draft,
+        sale_id=sale.pk,
+        sku_id=sale.sku_id,
+    )
     try:
         take = flash_quota.script("TAKE")
         keys = flash_quota.take_keys(sale.pk, draft_key(draft["order_key"]))
@@ -105,9 +122,14 @@ def draft_reserve(draft: dict, sale: FlashSale) -> dict:
         return draft
     if outcome == "ok":
         return draft
-    refused = refusal(answer, sale_id=sale.pk, sku_id=sale.sku_id, units=units,
-                      starts_at=timezone.localtime(sale.starts_at).isoformat(),
-                      ends_at=timezone.localtime(sale.ends_at).isoformat())
+    refused = refusal(
+        answer,
+        sale_id=sale.pk,
+        sku_id=sale.sku_id,
+        units=units,
+        starts_at=timezone.localtime(sale.starts_at).isoformat(),
+        ends_at=timezone.localtime(sale.ends_at).isoformat(),
+    )
     if refused is None:  # still not loaded after loading: store it plainly
         drafts.draft_save(draft["order_key"], draft)
         return draft
@@ -185,14 +207,19 @@ def _reconcile_one(sale_id: int) -> int:
     stock, committed = _stock_and_ordered(sale_id, list(reserved))
     pending = {k: v for k, v in reserved.items() if k not in committed}
     delta = stock - sum(units for _, units in pending.values()) - quota
-    expected = Counter(dict(FlashSalePurchase.objects.filter(sale_id=sale_id, quantity__gt=0).values_list(
-        "customer_id", "quantity")))
+    expected = Counter(
+        dict(FlashSalePurchase.objects.filter(sale_id=sale_id, quantity__gt=0).values_list("customer_id", "quantity"))
+    )
     for customer_id, units in pending.values():
         expected[customer_id] += units
     held_deltas = [(c, expected.get(c, 0) - held_now.get(c, 0)) for c in set(expected) | set(held_now)]
     if delta or any(d for _, d in held_deltas):
-        logger.warning("flash sale %s: Redis quota corrected by %+d (allowances of %d customers)", sale_id, delta,
-                       sum(1 for _, d in held_deltas if d))
+        logger.warning(
+            "flash sale %s: Redis quota corrected by %+d (allowances of %d customers)",
+            sale_id,
+            delta,
+            sum(1 for _, d in held_deltas if d),
+        )
         flash_quota.adjust(sale_id, delta, held_deltas)
     return delta
 
@@ -203,8 +230,10 @@ def _stock_and_ordered(sale_id: int, order_keys: list[str]) -> tuple[int, set[st
     sale_table, order_table = FlashSale._meta.db_table, Order._meta.db_table
     if order_keys:
         marks = ", ".join(["%s"] * len(order_keys))
-        sql = (f"SELECT s.stock, o.order_key FROM {sale_table} s LEFT JOIN {order_table} o "
-               f"ON o.order_key IN ({marks}) WHERE s.id = %s")
+        sql = (
+            f"SELECT s.stock, o.order_key FROM {sale_table} s LEFT JOIN {order_table} o "
+            f"ON o.order_key IN ({marks}) WHERE s.id = %s"
+        )
         params = [*order_keys, sale_id]
     else:
         sql, params = f"SELECT s.stock, NULL FROM {sale_table} s WHERE s.id = %s", [sale_id]

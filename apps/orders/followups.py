@@ -157,12 +157,12 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
                 HANDLERS[followup.kind](followup)
                 _mark_done(followup)
     except Exception as exc:  # any handler error: record it and let the sweep retry
-        status = (FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS
-                  else FollowUp.Status.PENDING)
+        status = FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS else FollowUp.Status.PENDING
         error = f"{type(exc).__name__}: {exc}"
         alert_on_failure(  # FAILED and its one alert together
             lambda: FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-                last_error=error[:2000], status=status, locked_until=None),
+                last_error=error[:2000], status=status, locked_until=None
+            ),
             partial(_alert_failed, followup, exc) if status == FollowUp.Status.FAILED else None,
         )
         if status == FollowUp.Status.FAILED:
@@ -200,10 +200,13 @@ def _alert_failed(followup: FollowUp, exc: Exception) -> dict[str, str]:
     """The one alert of a follow-up that turned FAILED (key ``followup:<key>:failed``)."""
     order_no, kind = followup.order.order_no, followup.get_kind_display()
     return dict(
-        key=f"followup:{followup.key}:failed", kind=Alert.Kind.FOLLOWUP_FAILED,
+        key=f"followup:{followup.key}:failed",
+        kind=Alert.Kind.FOLLOWUP_FAILED,
         title=f"订单 {order_no} 的后续任务「{kind}」失败",
-        text=(f"订单 {order_no} 的后续任务「{kind}」尝试 {followup.attempts} 次后仍失败：{type(exc).__name__}: {exc}。"
-              f"请在后台「订单 › 后续任务」查看错误并处理。"),
+        text=(
+            f"订单 {order_no} 的后续任务「{kind}」尝试 {followup.attempts} 次后仍失败：{type(exc).__name__}: {exc}。"
+            f"请在后台「订单 › 后续任务」查看错误并处理。"
+        ),
     )
 
 
@@ -218,9 +221,7 @@ def followups_redispatch(*, now: dt.datetime | None = None) -> int:
     cutoff = now - REDISPATCH_AFTER
     stale = Q(dispatched_at__isnull=True, created_at__lt=cutoff) | Q(dispatched_at__lt=cutoff)
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
-    ids = list(
-        FollowUp.objects.filter(stale, free, status=FollowUp.Status.PENDING).values_list("pk", flat=True)[:500]
-    )
+    ids = list(FollowUp.objects.filter(stale, free, status=FollowUp.Status.PENDING).values_list("pk", flat=True)[:500])
     return sum(followup_dispatch(pk, sweep=True) for pk in ids)
 
 
@@ -259,9 +260,14 @@ def _paid_sms(followup: FollowUp) -> Send | None:
     phone = (order.address or {}).get("phone") or order.customer.phone
     if not phone:
         return None
-    return partial(backend().send, phone=phone, key=followup.key, template="order_paid",
-                   params=(order.order_no, yuan(order.pay_fen)),
-                   text=f"【{shop_name()}】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。")
+    return partial(
+        backend().send,
+        phone=phone,
+        key=followup.key,
+        template="order_paid",
+        params=(order.order_no, yuan(order.pay_fen)),
+        text=f"【{shop_name()}】订单{order.order_no}已支付{yuan(order.pay_fen)}元，感谢惠顾。",
+    )
 
 
 def _shipped_message(followup: FollowUp) -> Send | None:
@@ -297,6 +303,7 @@ SENDS: dict[str, Callable[[FollowUp], Send | None]] = {
 
 # --- database work: each idempotent, committed together with ``done`` -------------------------
 
+
 def _award_points(followup: FollowUp) -> None:
     """One point per whole yuan paid, FROZEN until the order completes plus POINTS_FREEZE_DAYS
     (API.md); written VOID if the order was cancelled or refunded meanwhile. The customer's row
@@ -309,9 +316,13 @@ def _award_points(followup: FollowUp) -> None:
     wallet.customer_lock(customer_id=order.customer_id)
     status, completed_at = Order.objects.filter(pk=order.pk).values_list("status", "completed_at").get()
     live = status in (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED)
-    wallet.points_award_freeze(customer_id=order.customer_id, points=order.pay_fen // 100,
-                               order_no=order.order_no, order_live=live,
-                               completed_at=completed_at if status == OrderStatus.COMPLETED else None)
+    wallet.points_award_freeze(
+        customer_id=order.customer_id,
+        points=order.pay_fen // 100,
+        order_no=order.order_no,
+        order_live=live,
+        completed_at=completed_at if status == OrderStatus.COMPLETED else None,
+    )
 
 
 HANDLERS: dict[str, Callable[[FollowUp], None]] = {

@@ -37,34 +37,53 @@ class Order(models.Model):
 
     order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
     order_key = models.CharField(verbose_name="下单令牌", max_length=64, unique=True)
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="orders")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="orders"
+    )
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.GOODS)
-    status = models.CharField(verbose_name="状态", max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID)
+    status = models.CharField(
+        verbose_name="状态", max_length=16, choices=OrderStatus.choices, default=OrderStatus.UNPAID
+    )
     goods_fen = models.PositiveIntegerField(verbose_name="商品金额")  # fen: sum of line amounts
     freight_fen = models.PositiveIntegerField(verbose_name="运费", default=0)  # fen
     coupon_fen = models.PositiveIntegerField(verbose_name="优惠券抵扣", default=0)  # fen taken off by the coupon
     points_fen = models.PositiveIntegerField(verbose_name="积分抵扣", default=0)  # fen taken off by points
     points_used = models.PositiveIntegerField(verbose_name="使用积分", default=0)  # points spent (returned on cancel)
-    adjust_fen = models.IntegerField(verbose_name="改价调整", default=0)  # fen, signed: staff's price change before payment
+    adjust_fen = models.IntegerField(
+        verbose_name="改价调整", default=0
+    )  # fen, signed: staff's price change before payment
     pay_fen = models.PositiveIntegerField(verbose_name="实付")  # fen the customer pays (= WeChat total_fee)
-    coupon = models.ForeignKey("accounts.Coupon", verbose_name="优惠券", null=True, blank=True, on_delete=models.PROTECT)
+    coupon = models.ForeignKey(
+        "accounts.Coupon", verbose_name="优惠券", null=True, blank=True, on_delete=models.PROTECT
+    )
     pay_method = models.CharField(verbose_name="支付方式", max_length=16, choices=PayMethod.choices, blank=True)
     slot = models.ForeignKey(
         "appointments.Slot", verbose_name="时段", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
     flash_sale = models.ForeignKey(  # the 秒杀 this order bought in (one line, the sale's price)
-        "marketing.FlashSale", verbose_name="秒杀", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
+        "marketing.FlashSale",
+        verbose_name="秒杀",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="orders",
     )
     group = models.ForeignKey(  # the 拼团 group this order holds a seat in (apps.marketing.group_buys)
         "marketing.Group", verbose_name="拼团", null=True, blank=True, on_delete=models.PROTECT, related_name="orders"
     )
     bargain = models.ForeignKey(  # the 砍价 record this order bought (apps.marketing.bargains)
-        "marketing.BargainRecord", verbose_name="砍价", null=True, blank=True, on_delete=models.PROTECT,
-        related_name="orders"
+        "marketing.BargainRecord",
+        verbose_name="砍价",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="orders",
     )
     address = models.JSONField(verbose_name="收货地址", null=True, blank=True)  # snapshot of accounts.Address
     remark = models.CharField(verbose_name="顾客备注", max_length=200, blank=True)
-    merchant_remark = models.CharField(verbose_name="商家备注", max_length=500, blank=True)  # staff only, never shown to the customer
+    merchant_remark = models.CharField(
+        verbose_name="商家备注", max_length=500, blank=True
+    )  # staff only, never shown to the customer
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     pay_deadline = models.DateTimeField(verbose_name="支付截止")  # unpaid after this -> cancelled by the timeout task
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
@@ -75,7 +94,9 @@ class Order(models.Model):
     # Self-pickup (自提): the store by id and as it was at confirm (apps.stores sits above orders,
     # so no foreign key); the code is given when the order is paid (apps.orders.pickup) and the
     # verification that completed the order is written by the same conditional UPDATE.
-    delivery = models.CharField(verbose_name="配送方式", max_length=16, choices=Delivery.choices, default=Delivery.EXPRESS)
+    delivery = models.CharField(
+        verbose_name="配送方式", max_length=16, choices=Delivery.choices, default=Delivery.EXPRESS
+    )
     pickup_store_id = models.PositiveIntegerField(verbose_name="自提门店", null=True, blank=True)  # stores.Store id
     pickup_store = models.JSONField(verbose_name="自提门店信息", null=True, blank=True)  # snapshot at confirm
     pickup_code = models.CharField(verbose_name="核销码", max_length=16, blank=True)
@@ -96,13 +117,19 @@ class Order(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(pay_fen=models.F("goods_fen") + models.F("freight_fen")
-                            - models.F("coupon_fen") - models.F("points_fen") + models.F("adjust_fen")),
+                condition=Q(
+                    pay_fen=models.F("goods_fen")
+                    + models.F("freight_fen")
+                    - models.F("coupon_fen")
+                    - models.F("points_fen")
+                    + models.F("adjust_fen")
+                ),
                 name="order_pay_fen_sum_with_adjustment",
             ),
             # A pickup code names one order among those that can still be collected.
             models.UniqueConstraint(
-                fields=["pickup_code"], name="order_pickup_code_live_uniq",
+                fields=["pickup_code"],
+                name="order_pickup_code_live_uniq",
                 condition=Q(status__in=["paid", "refunding"]) & ~Q(pickup_code=""),
             ),
         ]
@@ -114,8 +141,9 @@ class Order(models.Model):
             models.Index(fields=["paid_at"], name="order_paid_at_idx"),
             # Verification finds an order by its code; a store's staff list their pickups.
             models.Index(fields=["pickup_code"], name="order_pickup_code_idx", condition=~Q(pickup_code="")),
-            models.Index(fields=["pickup_store_id", "status"], name="order_pickup_store_idx",
-                         condition=Q(delivery="pickup")),
+            models.Index(
+                fields=["pickup_store_id", "status"], name="order_pickup_store_idx", condition=Q(delivery="pickup")
+            ),
         ]
 
     def __str__(self) -> str:
@@ -127,7 +155,9 @@ class OrderLine(models.Model):
 
     order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="lines")
     sku = models.ForeignKey("catalog.Sku", verbose_name="SKU", on_delete=models.PROTECT, related_name="order_lines")
-    product = models.ForeignKey("catalog.Product", verbose_name="商品", on_delete=models.PROTECT, related_name="order_lines")
+    product = models.ForeignKey(
+        "catalog.Product", verbose_name="商品", on_delete=models.PROTECT, related_name="order_lines"
+    )
     name = models.CharField(verbose_name="商品名", max_length=100)
     specs = models.JSONField(verbose_name="规格", default=dict)
     price_fen = models.PositiveIntegerField(verbose_name="价格")  # fen per unit
@@ -149,7 +179,9 @@ class OrderEvent(models.Model):
     order = models.ForeignKey(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="events")
     from_status = models.CharField(verbose_name="原状态", max_length=16, choices=OrderStatus.choices, blank=True)
     to_status = models.CharField(verbose_name="新状态", max_length=16, choices=OrderStatus.choices, blank=True)
-    actor = models.CharField(verbose_name="操作人", max_length=64)  # "customer", "system:timeout", "wechat", "staff:<name>"
+    actor = models.CharField(
+        verbose_name="操作人", max_length=64
+    )  # "customer", "system:timeout", "wechat", "staff:<name>"
     note = models.CharField(verbose_name="说明", max_length=255, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
@@ -259,7 +291,9 @@ class Shipment(models.Model):
     number, written by ``order_ship`` in the shipping transaction. One per order (UNIQUE)."""
 
     order = models.OneToOneField(Order, verbose_name="订单", on_delete=models.CASCADE, related_name="shipment")
-    carrier_code = models.CharField(verbose_name="快递公司编码", max_length=32)  # Kuaidi100 ``com``: shunfeng, zhongtong, ...
+    carrier_code = models.CharField(
+        verbose_name="快递公司编码", max_length=32
+    )  # Kuaidi100 ``com``: shunfeng, zhongtong, ...
     carrier = models.CharField(verbose_name="快递公司", max_length=32)  # shown name: 顺丰速运
     tracking_no = models.CharField(verbose_name="快递单号", max_length=40)
     shipped_by = models.CharField(verbose_name="发货人", max_length=64)
@@ -282,7 +316,9 @@ class CartItem(models.Model):
     read-modify-write); ``order_create`` removes the lines an order bought in its transaction.
     """
 
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="cart_items")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="cart_items"
+    )
     sku = models.ForeignKey("catalog.Sku", verbose_name="SKU", on_delete=models.CASCADE, related_name="cart_items")
     quantity = models.PositiveIntegerField(verbose_name="数量")  # 1..MAX_QUANTITY (apps.orders.cart)
     created_at = models.DateTimeField(verbose_name="加入时间", auto_now_add=True)

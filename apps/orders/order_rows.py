@@ -29,19 +29,44 @@ CREATED_NOTE = "下单"
 _LINE_COLUMNS = ("sku_id", "product_id", "name", "specs", "price_fen", "quantity", "amount_fen")
 
 
-def _order_fields(draft: drafts.OrderDraft, *, customer_id: int, order_no: str, remark: str,
-                  pay_deadline: dt.datetime, now: dt.datetime, extra: dict | None = None) -> dict:
+def _order_fields(
+    draft: drafts.OrderDraft,
+    *,
+    customer_id: int,
+    order_no: str,
+    remark: str,
+    pay_deadline: dt.datetime,
+    now: dt.datetime,
+    extra: dict | None = None,
+) -> dict:
     """The new order's columns (unpaid), as ``Order.objects.create`` would write them: the
     draft's, then ``extra`` (e.g. a pickup order's store), then every other column of the model
     at its default, so a column added later is written by both paths alike."""
     fields = {
-        "order_no": order_no, "order_key": draft.order_key, "customer_id": customer_id, "kind": draft.kind,
-        "status": OrderStatus.UNPAID.value, "goods_fen": draft.goods_fen, "freight_fen": draft.freight_fen,
-        "coupon_fen": draft.coupon_fen, "points_fen": draft.points_fen, "points_used": draft.points_used,
-        "pay_fen": draft.pay_fen, "coupon_id": draft.coupon_id, "pay_method": "", "slot_id": draft.slot_id,
-        "flash_sale_id": draft.flash_sale_id, "address": draft.address, "remark": remark, "created_at": now,
-        "pay_deadline": pay_deadline, "paid_at": None, "shipped_at": None, "completed_at": None,
-        "cancelled_at": None, "cancel_reason": "",
+        "order_no": order_no,
+        "order_key": draft.order_key,
+        "customer_id": customer_id,
+        "kind": draft.kind,
+        "status": OrderStatus.UNPAID.value,
+        "goods_fen": draft.goods_fen,
+        "freight_fen": draft.freight_fen,
+        "coupon_fen": draft.coupon_fen,
+        "points_fen": draft.points_fen,
+        "points_used": draft.points_used,
+        "pay_fen": draft.pay_fen,
+        "coupon_id": draft.coupon_id,
+        "pay_method": "",
+        "slot_id": draft.slot_id,
+        "flash_sale_id": draft.flash_sale_id,
+        "address": draft.address,
+        "remark": remark,
+        "created_at": now,
+        "pay_deadline": pay_deadline,
+        "paid_at": None,
+        "shipped_at": None,
+        "completed_at": None,
+        "cancelled_at": None,
+        "cancel_reason": "",
     }
     fields.update(extra or {})
     for field in Order._meta.concrete_fields:
@@ -51,17 +76,31 @@ def _order_fields(draft: drafts.OrderDraft, *, customer_id: int, order_no: str, 
     return fields
 
 
-def order_rows_insert(draft: drafts.OrderDraft, *, customer_id: int, order_no: str, remark: str,
-                      pay_deadline: dt.datetime, now: dt.datetime,
-                      extra: dict | None = None) -> tuple[Order, list[OrderLine]]:
+def order_rows_insert(
+    draft: drafts.OrderDraft,
+    *,
+    customer_id: int,
+    order_no: str,
+    remark: str,
+    pay_deadline: dt.datetime,
+    now: dt.datetime,
+    extra: dict | None = None,
+) -> tuple[Order, list[OrderLine]]:
     """INSERT the unpaid order of ``draft``, its lines (as priced in the draft, in its order)
     and its "created" event (actor ``customer``), in the caller's transaction; return the
     order and its lines as saved instances. ``now``: the order's and the event's
     ``created_at`` (aware). ``extra``: more columns of the order by attribute name
     (``{"delivery": "pickup", "pickup_store_id": 3, ...}``). A second order of the key raises IntegrityError (UNIQUE
     order_key), which rolls the caller's transaction back."""
-    fields = _order_fields(draft, customer_id=customer_id, order_no=order_no, remark=remark,
-                           pay_deadline=pay_deadline, now=now, extra=extra or {})
+    fields = _order_fields(
+        draft,
+        customer_id=customer_id,
+        order_no=order_no,
+        remark=remark,
+        pay_deadline=pay_deadline,
+        now=now,
+        extra=extra or {},
+    )
     if connection.vendor != "postgresql":
         return _orm_insert(draft, fields, now)
     return _pg_insert(draft, fields, now)
@@ -70,26 +109,43 @@ def order_rows_insert(draft: drafts.OrderDraft, *, customer_id: int, order_no: s
 def _orm_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tuple[Order, list[OrderLine]]:
     """The ORM's three INSERTs (the reference the hand-written statement is held equal to)."""
     order = Order.objects.create(**fields)
-    lines = OrderLine.objects.bulk_create([
-        OrderLine(order=order, sku_id=line.sku_id, product_id=line.product_id, name=line.name, specs=line.specs,
-                  price_fen=line.price_fen, quantity=line.quantity, amount_fen=line.amount_fen)
-        for line in draft.lines
-    ])
+    lines = OrderLine.objects.bulk_create(
+        [
+            OrderLine(
+                order=order,
+                sku_id=line.sku_id,
+                product_id=line.product_id,
+                name=line.name,
+                specs=line.specs,
+                price_fen=line.price_fen,
+                quantity=line.quantity,
+                amount_fen=line.amount_fen,
+            )
+            for line in draft.lines
+        ]
+    )
     OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=CREATED_ACTOR, note=CREATED_NOTE)
     return order, lines
 
 
 def _pg_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tuple[Order, list[OrderLine]]:
-    json_columns = {field.attname for field in Order._meta.concrete_fields
-                    if field.get_internal_type() == "JSONField"}
+    json_columns = {field.attname for field in Order._meta.concrete_fields if field.get_internal_type() == "JSONField"}
     columns = list(fields)
-    values = [json.dumps(v, ensure_ascii=False) if name in json_columns and v is not None else v
-              for name, v in fields.items()]
+    values = [
+        json.dumps(v, ensure_ascii=False) if name in json_columns and v is not None else v for name, v in fields.items()
+    ]
     line_rows = ", ".join(["(%s, %s, %s, %s::jsonb, %s, %s, %s)"] * len(draft.lines))
     line_values = []
     for line in draft.lines:
-        line_values += [line.sku_id, line.product_id, line.name, json.dumps(line.specs, ensure_ascii=False),
-                        line.price_fen, line.quantity, line.amount_fen]
+        line_values += [
+            line.sku_id,
+            line.product_id,
+            line.name,
+            json.dumps(line.specs, ensure_ascii=False),
+            line.price_fen,
+            line.quantity,
+            line.amount_fen,
+        ]
     order_table, line_table, event_table = Order._meta.db_table, OrderLine._meta.db_table, OrderEvent._meta.db_table
     marks = ", ".join("%s::jsonb" if name in json_columns else "%s" for name in columns)
     sql = (
@@ -107,9 +163,17 @@ def _pg_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tupl
     order._state.adding, order._state.db = False, connection.alias
     lines = []
     for line_id, line in zip(line_ids, draft.lines, strict=True):
-        row = OrderLine(id=line_id, order=order, sku_id=line.sku_id, product_id=line.product_id, name=line.name,
-                        specs=line.specs, price_fen=line.price_fen, quantity=line.quantity,
-                        amount_fen=line.amount_fen)
+        row = OrderLine(
+            id=line_id,
+            order=order,
+            sku_id=line.sku_id,
+            product_id=line.product_id,
+            name=line.name,
+            specs=line.specs,
+            price_fen=line.price_fen,
+            quantity=line.quantity,
+            amount_fen=line.amount_fen,
+        )
         row._state.adding, row._state.db = False, connection.alias
         lines.append(row)
     return order, lines

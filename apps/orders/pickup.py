@@ -48,8 +48,9 @@ def pickup_store_choose(*, kind: str, delivery: str, store_id: int | None) -> di
         raise InvalidInput("咨询服务无需自提。", delivery=["只有实物商品可以到店自提"])
     store = _store_resolver(store_id) if (store_id and _store_resolver is not None) else None
     if store is None:
-        raise InvalidInput("请选择自提门店。" if not store_id else "自提门店不存在或已停业。",
-                           store_id=["请选择营业中的自提门店"])
+        raise InvalidInput(
+            "请选择自提门店。" if not store_id else "自提门店不存在或已停业。", store_id=["请选择营业中的自提门店"]
+        )
     return store
 
 
@@ -89,7 +90,8 @@ def pickup_json(order: Order) -> dict | None:
     code = order.pickup_code or None
     live = code and order.pickup_verified_at is None and order.status == "paid"
     return {
-        "store": order.pickup_store, "code": code,
+        "store": order.pickup_store,
+        "code": code,
         "qr": pickup_qr_data_uri(code) if live else None,
         "verified_at": timezone.localtime(order.pickup_verified_at).isoformat() if order.pickup_verified_at else None,
     }

@@ -32,8 +32,15 @@ def order_reorder(*, order_no: str, customer: Customer) -> dict:
         elif sku.stock <= 0:
             reason = "sold_out"
         if reason:
-            missing.append({"sku_id": line.sku_id, "name": line.name, "specs": line.specs,
-                            "quantity": line.quantity, "reason": reason})
+            missing.append(
+                {
+                    "sku_id": line.sku_id,
+                    "name": line.name,
+                    "specs": line.specs,
+                    "quantity": line.quantity,
+                    "reason": reason,
+                }
+            )
         else:
             items.append({"sku_id": line.sku_id, "quantity": min(line.quantity, sku.stock)})
     if not items:

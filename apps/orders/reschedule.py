@@ -16,8 +16,9 @@ from starmall.errors import InvalidState, NotFound
 
 
 @transaction.atomic
-def order_reschedule(*, order_no: str, slot_id: int, actor: str, customer_id: int | None = None,
-                     now: dt.datetime | None = None) -> Order:
+def order_reschedule(
+    *, order_no: str, slot_id: int, actor: str, customer_id: int | None = None, now: dt.datetime | None = None
+) -> Order:
     """Move the paid consultation ``order_no`` to slot ``slot_id``; returns the order.
 
     Rules (API.md): a paid consultation; the old slot at least ``RESCHEDULE_MIN_NOTICE_HOURS``
@@ -46,4 +47,3 @@ def order_reschedule(*, order_no: str, slot_id: int, actor: str, customer_id: in
     events.order_rescheduled_event(order=order, from_slot=old, to_slot=new, actor=actor)
     order.refresh_from_db()
     return order  # reminders follow: beat's next sweep writes the new time's (apps.chat.reminders)
-

@@ -53,6 +53,7 @@ MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fe
 
 # --- phase 1 -------------------------------------------------------------------------------
 
+
 def order_confirm(
     *,
     customer: Customer,
@@ -98,17 +99,20 @@ def order_confirm(
     """
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     _soldout_refuse(quantities, flash_sale_id)
-    _one_promotion_check(flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id,
-                         bargain_no=bargain_no)
+    _one_promotion_check(
+        flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no
+    )
     sale = _flash_sale_apply(customer, flash_sale_id, coupon_id, quantities)
-    promo = _group_or_bargain_apply(customer, coupon_id, quantities, group_buy_id=group_buy_id, group_id=group_id,
-                                    bargain_no=bargain_no)
+    promo = _group_or_bargain_apply(
+        customer, coupon_id, quantities, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no
+    )
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     _caps_check(customer_id=customer.pk, kind=kind)
     pickup_store = pickup.pickup_store_choose(kind=kind, delivery=delivery, store_id=store_id)
-    slot_data, address = (None, None) if pickup_store else _destination_choose(
-        customer, kind, lines, skus, slot_id, address_id)
+    slot_data, address = (
+        (None, None) if pickup_store else _destination_choose(customer, kind, lines, skus, slot_id, address_id)
+    )
     if sale is not None and address is not None and address.is_default:
         address_cards.card_offer(address)  # the next 秒杀 confirm is decided in front of Django
     goods_fen = sum(line.amount_fen for line in lines)
@@ -116,22 +120,39 @@ def order_confirm(
     _total_check(goods_fen + freight_fen)
     usable, coupon_fen = _coupon_choose(customer, sale or promo, lines, goods_fen, freight_fen, coupon_id)
     points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
-    return _draft_store(drafts.OrderDraft(
-        order_key=drafts.draft_new_key(), customer_id=customer.pk, kind=kind,
-        expires_at=timezone.localtime(
-            timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)).isoformat(),
-        lines=lines, goods_fen=goods_fen, freight_fen=freight_fen, coupon_id=coupon_id,
-        coupon_fen=coupon_fen, points_used=points_used, points_fen=points_fen,
-        pay_fen=goods_fen + freight_fen - coupon_fen - points_fen, slot=slot_data,
-        address={"id": address.pk, **address.snapshot()} if address else None,
-        flash_sale_id=sale.pk if sale else None, cart_items=cart_items, usable_coupons=usable,
-        pickup_store=pickup_store,
-        group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no,
-    ), sale)
+    return _draft_store(
+        drafts.OrderDraft(
+            order_key=drafts.draft_new_key(),
+            customer_id=customer.pk,
+            kind=kind,
+            expires_at=timezone.localtime(
+                timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)
+            ).isoformat(),
+            lines=lines,
+            goods_fen=goods_fen,
+            freight_fen=freight_fen,
+            coupon_id=coupon_id,
+            coupon_fen=coupon_fen,
+            points_used=points_used,
+            points_fen=points_fen,
+            pay_fen=goods_fen + freight_fen - coupon_fen - points_fen,
+            slot=slot_data,
+            address={"id": address.pk, **address.snapshot()} if address else None,
+            flash_sale_id=sale.pk if sale else None,
+            cart_items=cart_items,
+            usable_coupons=usable,
+            pickup_store=pickup_store,
+            group_buy_id=group_buy_id,
+            group_id=group_id,
+            bargain_no=bargain_no,
+        ),
+        sale,
+    )
 
 
-def _items_resolve(customer: Customer, items: list[dict] | None,
-                   cart_item_ids: list[int] | None) -> tuple[Counter, list[list[int]] | None]:
+def _items_resolve(
+    customer: Customer, items: list[dict] | None, cart_item_ids: list[int] | None
+) -> tuple[Counter, list[list[int]] | None]:
     """``({sku_id: quantity}, cart lines bought or None)`` from ``items`` or the customer's cart
     lines ``cart_item_ids``; 1..MAX_LINES distinct SKUs (else InvalidInput)."""
     cart_items = None
@@ -169,8 +190,15 @@ def _one_promotion_check(**chosen) -> None:
         raise InvalidInput("一笔订单只能参加一种活动。", **{named[1]: ["秒杀、拼团、砍价只能选一种"]})
 
 
-def _group_or_bargain_apply(customer: Customer, coupon_id: int | None, quantities: Counter, *,
-                            group_buy_id: int | None, group_id: int | None, bargain_no: str | None):
+def _group_or_bargain_apply(
+    customer: Customer,
+    coupon_id: int | None,
+    quantities: Counter,
+    *,
+    group_buy_id: int | None,
+    group_id: int | None,
+    bargain_no: str | None,
+):
     """The 拼团 activity or 砍价 record the cart buys in (its ``price_fen`` is the price), or
     None; no coupon on top (CouponUnavailable); the rules raise from marketing's checks."""
     if group_buy_id is None and group_id is None and bargain_no is None:
@@ -179,8 +207,9 @@ def _group_or_bargain_apply(customer: Customer, coupon_id: int | None, quantitie
         raise CouponUnavailable("活动商品不能使用优惠券。", coupon_id=coupon_id)
     if bargain_no is not None:
         return bargains.bargain_check(bargain_no=bargain_no, customer_id=customer.pk, quantities=quantities)
-    return group_buys.group_check(customer_id=customer.pk, quantities=quantities, group_buy_id=group_buy_id,
-                                  group_id=group_id)
+    return group_buys.group_check(
+        customer_id=customer.pk, quantities=quantities, group_buy_id=group_buy_id, group_id=group_id
+    )
 
 
 def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
@@ -200,10 +229,17 @@ def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], d
                 soldout.mark(soldout.sku_key(sku_id))  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
         price_fen = sale.price_fen if sale else sku.price_fen
-        lines.append(drafts.DraftLine(
-            sku_id=sku.pk, product_id=sku.product_id, name=sku.product.name, specs=sku.specs,
-            price_fen=price_fen, quantity=quantity, amount_fen=price_fen * quantity,
-        ))
+        lines.append(
+            drafts.DraftLine(
+                sku_id=sku.pk,
+                product_id=sku.product_id,
+                name=sku.product.name,
+                specs=sku.specs,
+                price_fen=price_fen,
+                quantity=quantity,
+                amount_fen=price_fen * quantity,
+            )
+        )
     return lines, skus
 
 
@@ -215,8 +251,14 @@ def _kind_of(lines: list[drafts.DraftLine], skus: dict[int, Sku]) -> str:
     return kinds.pop()
 
 
-def _destination_choose(customer: Customer, kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku],
-                        slot_id: int | None, address_id: int | None):
+def _destination_choose(
+    customer: Customer,
+    kind: str,
+    lines: list[drafts.DraftLine],
+    skus: dict[int, Sku],
+    slot_id: int | None,
+    address_id: int | None,
+):
     """``(slot dict, None)`` for a consultation (:func:`_slot_check`); ``(None, address)`` for
     goods: ``address_id`` of the customer's, else the default one (InvalidInput when none)."""
     if kind == Kind.CONSULTATION:
@@ -242,14 +284,20 @@ def _total_check(total_fen: int) -> None:
         raise InvalidInput("订单金额过大。", items=[f"单笔订单最多 {MAX_ORDER_FEN // 100} 元"])
 
 
-def _coupon_choose(customer: Customer, sale, lines: list[drafts.DraftLine], goods_fen: int, freight_fen: int,
-                   coupon_id: int | None) -> tuple[list[dict], int]:
+def _coupon_choose(
+    customer: Customer, sale, lines: list[drafts.DraftLine], goods_fen: int, freight_fen: int, coupon_id: int | None
+) -> tuple[list[dict], int]:
     """``(usable coupons, fen the chosen one takes off)``. Coupons (apps.marketing.coupons): what
     each usable one takes off THIS cart, best first; never more than the goods, and at least 1
     fen is left to pay. None in a 秒杀. A ``coupon_id`` not among them -> CouponUnavailable."""
-    usable = [] if sale else [
-        {**c, "discount_fen": max(0, min(c["discount_fen"], goods_fen, goods_fen + freight_fen - 1))}
-        for c in coupons.coupons_for_cart(customer_id=customer.pk, lines=[line.to_json() for line in lines])]
+    usable = (
+        []
+        if sale
+        else [
+            {**c, "discount_fen": max(0, min(c["discount_fen"], goods_fen, goods_fen + freight_fen - 1))}
+            for c in coupons.coupons_for_cart(customer_id=customer.pk, lines=[line.to_json() for line in lines])
+        ]
+    )
     usable = [c for c in usable if c["discount_fen"] > 0]
     if coupon_id is None:
         return usable, 0
@@ -273,12 +321,20 @@ def _draft_store(draft: drafts.OrderDraft, sale=None) -> dict:
 def _freight_quote(lines: list[drafts.DraftLine], skus: dict[int, Sku], address) -> int:
     """Freight in fen for the goods ``lines`` to ``address`` (each product's freight template,
     the default for products without one; rule: ``apps.shipping.calculator.freight_quote``)."""
-    return freight.freight_for_lines(lines=[
-        {"template_id": skus[line.sku_id].product.freight_template_id, "quantity": line.quantity,
-         "weight_g": skus[line.sku_id].weight_g, "volume_cm3": skus[line.sku_id].volume_cm3,
-         "amount_fen": line.amount_fen}
-        for line in lines
-    ], province=address.province, city=address.city)
+    return freight.freight_for_lines(
+        lines=[
+            {
+                "template_id": skus[line.sku_id].product.freight_template_id,
+                "quantity": line.quantity,
+                "weight_g": skus[line.sku_id].weight_g,
+                "volume_cm3": skus[line.sku_id].volume_cm3,
+                "amount_fen": line.amount_fen,
+            }
+            for line in lines
+        ],
+        province=address.province,
+        city=address.city,
+    )
 
 
 def _slot_check(lines: list[drafts.DraftLine], skus: dict[int, Sku], slot_id: int | None) -> dict:
@@ -295,8 +351,9 @@ def _slot_check(lines: list[drafts.DraftLine], skus: dict[int, Sku], slot_id: in
     if not slot.available:
         raise SlotUnavailable(slot_id=slot_id)
     if slot.start <= slots.booking_open_after():
-        raise SlotUnavailable(f"该时段已截止预约（需提前 {settings.BOOKING_MIN_NOTICE_MINUTES} 分钟预约）。",
-                              slot_id=slot_id)
+        raise SlotUnavailable(
+            f"该时段已截止预约（需提前 {settings.BOOKING_MIN_NOTICE_MINUTES} 分钟预约）。", slot_id=slot_id
+        )
     return slot_json(slot)
 
 
@@ -306,15 +363,19 @@ def _caps_check(*, customer_id: int, kind: str, new: int = 1) -> None:
     own uncommitted order is already in the count (:func:`_caps_enforce`). One query on the
     (customer, status) index.
     """
-    unpaid = list(Order.objects.filter(customer_id=customer_id, status=OrderStatus.UNPAID).order_by()
-                  .values_list("kind", flat=True)[:settings.MAX_UNPAID_ORDERS + 1])
+    unpaid = list(
+        Order.objects.filter(customer_id=customer_id, status=OrderStatus.UNPAID)
+        .order_by()
+        .values_list("kind", flat=True)[: settings.MAX_UNPAID_ORDERS + 1]
+    )
     limit = settings.MAX_UNPAID_ORDERS
     if len(unpaid) + new > limit:
-        raise LimitExceeded(f"您有 {limit} 个待支付订单，请先支付或取消后再下单。",
-                            max_unpaid_orders=limit)
+        raise LimitExceeded(f"您有 {limit} 个待支付订单，请先支付或取消后再下单。", max_unpaid_orders=limit)
     if kind == Kind.CONSULTATION and unpaid.count(Kind.CONSULTATION) + new > settings.MAX_UNPAID_CONSULTATIONS:
-        raise LimitExceeded("您有一个待支付的咨询预约，请先支付或取消后再预约。",
-                            max_unpaid_consultations=settings.MAX_UNPAID_CONSULTATIONS)
+        raise LimitExceeded(
+            "您有一个待支付的咨询预约，请先支付或取消后再预约。",
+            max_unpaid_consultations=settings.MAX_UNPAID_CONSULTATIONS,
+        )
 
 
 def _caps_enforce(*, customer_id: int, kind: str) -> None:
@@ -336,7 +397,9 @@ def _caps_enforce(*, customer_id: int, kind: str) -> None:
 def slot_json(slot: Slot) -> dict:
     """The slot as shown in drafts and orders (times ISO 8601, Shanghai offset)."""
     return {
-        "id": slot.pk, "teacher_id": slot.teacher_id, "teacher_name": slot.teacher.name,
+        "id": slot.pk,
+        "teacher_id": slot.teacher_id,
+        "teacher_name": slot.teacher.name,
         "start": timezone.localtime(slot.start).isoformat(),
         "end": timezone.localtime(slot.end).isoformat(),
     }
@@ -358,6 +421,7 @@ def _points_apply(customer: Customer, use_points: int | bool, max_fen: int) -> t
 
 
 # --- phase 2 -------------------------------------------------------------------------------
+
 
 def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tuple[Order, bool]:
     """Turn the draft ``order_key`` into an order; return ``(order, created)``.
@@ -387,8 +451,14 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             # The lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
             # The order, its lines and its "created" event: one statement on PostgreSQL (order_rows).
             order, lines = order_rows.order_rows_insert(
-                draft, customer_id=customer.pk, order_no=_new_order_no(now), remark=remark,
-                pay_deadline=_pay_deadline(draft, now), now=now, extra=_pickup_fields(draft))
+                draft,
+                customer_id=customer.pk,
+                order_no=_new_order_no(now),
+                remark=remark,
+                pay_deadline=_pay_deadline(draft, now),
+                now=now,
+                extra=_pickup_fields(draft),
+            )
             order.customer = customer
             _slot_book(draft, order)
             _coupon_take(draft, order)
@@ -441,16 +511,22 @@ def _pickup_fields(draft: drafts.OrderDraft) -> dict:
     """The order's delivery columns: a pickup draft's store (自提), else none (express)."""
     if not draft.pickup_store:
         return {}
-    return {"delivery": Delivery.PICKUP, "pickup_store_id": draft.pickup_store["id"],
-            "pickup_store": draft.pickup_store}
+    return {
+        "delivery": Delivery.PICKUP,
+        "pickup_store_id": draft.pickup_store["id"],
+        "pickup_store": draft.pickup_store,
+    }
 
 
 def _slot_book(draft: drafts.OrderDraft, order: Order) -> None:
     """Book a consultation's slot for the order (lock step 3; SlotUnavailable when taken)."""
     if draft.slot:
         slots.slot_book(
-            slot_id=draft.slot["id"], teacher_id=draft.slot["teacher_id"], order_no=order.order_no,
-            customer_id=order.customer_id, start=draft.slot_start,
+            slot_id=draft.slot["id"],
+            teacher_id=draft.slot["teacher_id"],
+            order_no=order.order_no,
+            customer_id=order.customer_id,
+            start=draft.slot_start,
         )
 
 
@@ -477,8 +553,7 @@ def _cart_lines_remove(draft: drafts.OrderDraft, customer: Customer) -> None:
 def _flash_sale_take(draft: drafts.OrderDraft, customer: Customer, now: dt.datetime) -> None:
     """A 秒杀's allowance, then the sale's stock (lock step 6)."""
     if draft.flash_sale_id:
-        flash_sales.flash_sale_take(sale_id=draft.flash_sale_id, customer_id=customer.pk,
-                                    units=draft.units, now=now)
+        flash_sales.flash_sale_take(sale_id=draft.flash_sale_id, customer_id=customer.pk, units=draft.units, now=now)
 
 
 def _group_or_bargain_take(draft: drafts.OrderDraft, customer: Customer, order: Order, now: dt.datetime) -> None:
@@ -486,12 +561,19 @@ def _group_or_bargain_take(draft: drafts.OrderDraft, customer: Customer, order: 
     ``apps.marketing.group_buys.group_take`` / ``bargains.bargain_take``); the order row (ours,
     step 1) records which."""
     if draft.group_buy_id or draft.group_id:
-        order.group_id = group_buys.group_take(customer_id=customer.pk, order_no=order.order_no, units=draft.units,
-                                               group_buy_id=draft.group_buy_id, group_id=draft.group_id, now=now)
+        order.group_id = group_buys.group_take(
+            customer_id=customer.pk,
+            order_no=order.order_no,
+            units=draft.units,
+            group_buy_id=draft.group_buy_id,
+            group_id=draft.group_id,
+            now=now,
+        )
         Order.objects.filter(pk=order.pk).update(group_id=order.group_id)
     elif draft.bargain_no:
-        order.bargain_id = bargains.bargain_take(bargain_no=draft.bargain_no, customer_id=customer.pk,
-                                                 order_no=order.order_no, now=now)
+        order.bargain_id = bargains.bargain_take(
+            bargain_no=draft.bargain_no, customer_id=customer.pk, order_no=order.order_no, now=now
+        )
         Order.objects.filter(pk=order.pk).update(bargain_id=order.bargain_id)
 
 
@@ -524,10 +606,9 @@ def _new_order_no(now: dt.datetime) -> str:
 
 # --- transitions ---------------------------------------------------------------------------
 
+
 @transaction.atomic(savepoint=False)
-def _transition(
-    order: Order, *, from_statuses: tuple[str, ...], to: str, actor: str, note: str = "", **fields
-) -> bool:
+def _transition(order: Order, *, from_statuses: tuple[str, ...], to: str, actor: str, note: str = "", **fields) -> bool:
     """``UPDATE order SET status = to WHERE id = ? AND status IN from_statuses``; log it.
 
     Returns False (and changes nothing) when the order was no longer in ``from_statuses``:
@@ -578,8 +659,13 @@ def order_mark_cancelled(*, order: Order, actor: str, reason: str) -> bool:
     or opens one (then run once more after a lock conflict, else ``DatabaseBusy``).
     """
     if not _transition(
-        order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.CANCELLED, actor=actor,
-        note=reason, cancelled_at=timezone.now(), cancel_reason=reason,
+        order,
+        from_statuses=(OrderStatus.UNPAID,),
+        to=OrderStatus.CANCELLED,
+        actor=actor,
+        note=reason,
+        cancelled_at=timezone.now(),
+        cancel_reason=reason,
     ):
         return False
     _give_back(order, restock=True)
@@ -601,8 +687,9 @@ def _give_back(order: Order, *, restock: bool) -> None:
         slots.slot_release(order_no=order.order_no)
     if order.coupon_id:
         wallet.coupon_return(coupon_id=order.coupon_id, order_no=order.order_no)
-    wallet.points_credit(customer_id=order.customer_id, points=order.points_used,
-                         reason=WalletEvent.Reason.RETURN, ref=order.order_no)
+    wallet.points_credit(
+        customer_id=order.customer_id, points=order.points_used, reason=WalletEvent.Reason.RETURN, ref=order.order_no
+    )
     if order.paid_at and order.status == OrderStatus.CANCELLED:
         # Only a paid order can have earned points (awards follow a payment); a refunded one
         # lost them when it became refunding (order_mark_refunding).
@@ -611,14 +698,17 @@ def _give_back(order: Order, *, restock: bool) -> None:
     for sku_id, quantity in order.lines.values_list("sku_id", "quantity"):
         quantities[sku_id] += quantity
     if order.flash_sale_id:  # the customer's allowance; with restock the sale's quota (while not ended)
-        flash_sales.flash_sale_give_back(sale_id=order.flash_sale_id, customer_id=order.customer_id,
-                                         units=sum(quantities.values()), restock=restock)
+        flash_sales.flash_sale_give_back(
+            sale_id=order.flash_sale_id, customer_id=order.customer_id, units=sum(quantities.values()), restock=restock
+        )
     if order.group_id:  # the 拼团 seat; with restock the activity's quota (while it runs)
-        group_buys.group_give_back(group_id=order.group_id, order_no=order.order_no,
-                                   units=sum(quantities.values()), restock=restock)
+        group_buys.group_give_back(
+            group_id=order.group_id, order_no=order.order_no, units=sum(quantities.values()), restock=restock
+        )
     if order.bargain_id:  # a cancelled order reopens the 砍价 record; with restock the campaign's quota
-        bargains.bargain_give_back(record_id=order.bargain_id, restock=restock,
-                                   cancelled=order.status == OrderStatus.CANCELLED)
+        bargains.bargain_give_back(
+            record_id=order.bargain_id, restock=restock, cancelled=order.status == OrderStatus.CANCELLED
+        )
     if restock:
         stock.sku_stock_restore(quantities=quantities)
 
@@ -642,8 +732,9 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     Returns False when the order was not unpaid (already paid, or cancelled: the caller decides
     what a late payment means). Follow-ups are rows here and reach Redis after commit.
     """
-    if not _transition(order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID,
-                       actor=actor, pay_method=method, paid_at=paid_at):
+    if not _transition(
+        order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID, actor=actor, pay_method=method, paid_at=paid_at
+    ):
         return False
     kinds = [FollowUp.Kind.SUBSCRIBE_MESSAGE, FollowUp.Kind.SMS, FollowUp.Kind.POINTS_AWARD]
     for extra in followups.PAID_KINDS:  # e.g. the referrers' commissions (apps.distribution)
@@ -670,8 +761,13 @@ def _pickup_code_assign(order: Order) -> None:
 def order_mark_refunding(*, order: Order, actor: str) -> bool:
     """A full refund was approved: ``paid/shipped/completed -> refunding``, in the approving
     transaction. The points the order earned die now (frozen: void; released: taken back)."""
-    if not _transition(order, from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
-                       to=OrderStatus.REFUNDING, actor=actor, note="同意全额退款"):
+    if not _transition(
+        order,
+        from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
+        to=OrderStatus.REFUNDING,
+        actor=actor,
+        note="同意全额退款",
+    ):
         return False
     wallet.points_award_void(customer_id=order.customer_id, order_no=order.order_no)
     return True
@@ -686,8 +782,9 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
     shipped, or a consultation not held) the stock and the slot come back as well. (The points
     it earned died at ``refunding``.)
     """
-    if not _transition(order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED,
-                       actor=actor, note="已全额退款"):
+    if not _transition(
+        order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED, actor=actor, note="已全额退款"
+    ):
         return False
     _give_back(order, restock=restock)  # not live any more: without restock the units stay out
     # Last, step 8 of starmall/locking.py: the product rows every paying order counts into.
@@ -726,12 +823,19 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
         if refusal is not None:  # a 拼团 order ships once its group is done
             raise InvalidState(refusal, group_id=order.group_id)
         now = timezone.now()
-        if not _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED,
-                           actor=actor, shipped_at=now):
+        if not _transition(
+            order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED, actor=actor, shipped_at=now
+        ):
             return False
         if carrier is not None:
-            shipments.shipment_record(order=order, carrier_code=carrier_code, carrier=carrier,
-                                      tracking_no=tracking_no, actor=actor, shipped_at=now)
+            shipments.shipment_record(
+                order=order,
+                carrier_code=carrier_code,
+                carrier=carrier,
+                tracking_no=tracking_no,
+                actor=actor,
+                shipped_at=now,
+            )
         return True
 
 
@@ -787,9 +891,16 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
         if waiting is not None:
             raise InvalidState("该订单有进行中的退款申请，请先处理。", refund_no=waiting.refund_no)
         now = timezone.now()
-        if not _transition(order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.COMPLETED, actor=actor,
-                           note="到店自提核销", completed_at=now, pickup_verified_at=now,
-                           pickup_verified_by=verifier[:150]):
+        if not _transition(
+            order,
+            from_statuses=(OrderStatus.PAID,),
+            to=OrderStatus.COMPLETED,
+            actor=actor,
+            note="到店自提核销",
+            completed_at=now,
+            pickup_verified_at=now,
+            pickup_verified_by=verifier[:150],
+        ):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
     return True

@@ -38,12 +38,19 @@ def shipment_check(*, carrier_code: str, tracking_no: str) -> tuple[str, str]:
 
 
 @transaction.atomic(savepoint=False)
-def shipment_record(*, order: Order, carrier_code: str, carrier: str, tracking_no: str, actor: str,
-                    shipped_at: dt.datetime) -> Shipment:
+def shipment_record(
+    *, order: Order, carrier_code: str, carrier: str, tracking_no: str, actor: str, shipped_at: dt.datetime
+) -> Shipment:
     """In the shipping transaction (after ``paid -> shipped`` won): the Shipment row (UNIQUE
     order) and the "shipped" subscription message follow-up."""
-    shipment = Shipment.objects.create(order=order, carrier_code=carrier_code, carrier=carrier,
-                                       tracking_no=tracking_no, shipped_by=actor, shipped_at=shipped_at)
+    shipment = Shipment.objects.create(
+        order=order,
+        carrier_code=carrier_code,
+        carrier=carrier,
+        tracking_no=tracking_no,
+        shipped_by=actor,
+        shipped_at=shipped_at,
+    )
     followups.followup_record(order=order, kind=FollowUp.Kind.SHIPPED_MESSAGE)
     return shipment
 
@@ -58,9 +65,12 @@ def shipment_json(order: Order) -> dict | None:
     shipment = getattr(order, "shipment", None) if _has_shipment(order) else None
     if shipment is None:
         return None
-    return {"carrier": shipment.carrier, "carrier_code": shipment.carrier_code,
-            "tracking_no": shipment.tracking_no,
-            "shipped_at": timezone.localtime(shipment.shipped_at).isoformat()}
+    return {
+        "carrier": shipment.carrier,
+        "carrier_code": shipment.carrier_code,
+        "tracking_no": shipment.tracking_no,
+        "shipped_at": timezone.localtime(shipment.shipped_at).isoformat(),
+    }
 
 
 def _has_shipment(order: Order) -> bool:
@@ -91,10 +101,16 @@ def order_tracking(*, order_no: str, customer_id: int) -> dict:
     if shipment is None:
         raise InvalidState("订单尚未发货，暂无物流信息。", status=order.status)
     phone = (order.address or {}).get("phone", "")
-    tracking = providers.tracking_get(carrier_code=shipment.carrier_code, tracking_no=shipment.tracking_no,
-                                      phone=phone[-4:])
-    return {"carrier": shipment.carrier, "carrier_code": shipment.carrier_code,
-            "tracking_no": shipment.tracking_no, "state": tracking.state, "events": tracking.events}
+    tracking = providers.tracking_get(
+        carrier_code=shipment.carrier_code, tracking_no=shipment.tracking_no, phone=phone[-4:]
+    )
+    return {
+        "carrier": shipment.carrier,
+        "carrier_code": shipment.carrier_code,
+        "tracking_no": shipment.tracking_no,
+        "state": tracking.state,
+        "events": tracking.events,
+    }
 
 
 def orders_auto_receive(*, now: dt.datetime | None = None, limit: int = 500) -> int:
@@ -105,7 +121,13 @@ def orders_auto_receive(*, now: dt.datetime | None = None, limit: int = 500) -> 
     from apps.orders.services import order_complete
 
     now = now or timezone.now()
-    due = (Order.objects.filter(status=OrderStatus.SHIPPED, kind=Kind.GOODS,
-                                shipped_at__lte=now - dt.timedelta(days=settings.AUTO_RECEIVE_DAYS))
-           .exclude(after_sales__status__in=AfterSale.OPEN).order_by("id"))
+    due = (
+        Order.objects.filter(
+            status=OrderStatus.SHIPPED,
+            kind=Kind.GOODS,
+            shipped_at__lte=now - dt.timedelta(days=settings.AUTO_RECEIVE_DAYS),
+        )
+        .exclude(after_sales__status__in=AfterSale.OPEN)
+        .order_by("id")
+    )
     return sum(order_complete(order=order, actor="system:auto-receive") for order in due[:limit])

@@ -37,8 +37,13 @@ def order_merchant_remark_set(*, order_id: int, text: str, user, actor: str) -> 
         if order.merchant_remark == text:
             return order
         Order.objects.filter(pk=order.pk).update(merchant_remark=text)
-        OrderEvent.objects.create(order=order, from_status=order.status, to_status=order.status, actor=actor,
-                                  note=f"商家备注：{text or '（清空）'}"[:255])
+        OrderEvent.objects.create(
+            order=order,
+            from_status=order.status,
+            to_status=order.status,
+            actor=actor,
+            note=f"商家备注：{text or '（清空）'}"[:255],
+        )
         order.merchant_remark = text
     return order
 
@@ -65,10 +70,17 @@ def order_address_change(*, order_id: int, address: dict, user, actor: str, reas
             raise InvalidState("该订单没有收货地址（咨询订单）。", status=order.status)
         old = order.address
         if Order.objects.filter(pk=order.pk, status__in=ADDRESS_EDITABLE).update(address=new) != 1:
-            raise InvalidState(f"订单状态为「{order.get_status_display()}」，已发货或已结束的订单不能改地址。",
-                               status=order.status)
+            raise InvalidState(
+                f"订单状态为「{order.get_status_display()}」，已发货或已结束的订单不能改地址。", status=order.status
+            )
         OrderEvent.objects.create(
-            order=order, from_status=order.status, to_status=order.status, actor=actor,
-            note=f"修改收货地址：{address_text(old)} → {address_text(new)}{'（' + reason + '）' if reason else ''}"[:255])
+            order=order,
+            from_status=order.status,
+            to_status=order.status,
+            actor=actor,
+            note=f"修改收货地址：{address_text(old)} → {address_text(new)}{'（' + reason + '）' if reason else ''}"[
+                :255
+            ],
+        )
         order.address = new
     return order

@@ -30,8 +30,13 @@ class PaymentAdmin(ReadOnlyModelAdmin):
         for payment in queryset.order_by("pk"):
             label = payment.out_trade_no or str(payment)
             if payment.status not in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
-                outcomes.append(Outcome(label, messages.WARNING,
-                                        f"未查询：状态为「{payment.get_status_display()}」，只处理状态未知/人工处理的支付"))
+                outcomes.append(
+                    Outcome(
+                        label,
+                        messages.WARNING,
+                        f"未查询：状态为「{payment.get_status_display()}」，只处理状态未知/人工处理的支付",
+                    )
+                )
                 continue
             level, text = CHECK_OUTCOMES[services.payment_check_uncertain(payment=payment)]
             outcomes.append(Outcome(label, level, text))
@@ -40,8 +45,18 @@ class PaymentAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyModelAdmin):
-    list_display = ["out_refund_no", "order", "refund_fen", "reason", "customer_reason", "status", "attempts",
-                    "next_attempt_at", "created_at", "succeeded_at"]
+    list_display = [
+        "out_refund_no",
+        "order",
+        "refund_fen",
+        "reason",
+        "customer_reason",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "created_at",
+        "succeeded_at",
+    ]
     list_select_related = ["order", "after_sale"]
     list_filter = ["status", "reason"]  # status = failed: refunds staff must look at (last_error)
     search_fields = ["out_refund_no", "order__order_no", "refund_id"]
@@ -65,8 +80,13 @@ class RefundAdmin(ReadOnlyModelAdmin):
                 outcomes.append(Outcome(refund.out_refund_no, messages.SUCCESS, "已重新提交（同一退款单号）"))
             else:
                 refund.refresh_from_db(fields=["status"])
-                outcomes.append(Outcome(refund.out_refund_no, messages.WARNING,
-                                        f"未重试：状态为「{refund.get_status_display()}」，只能重试失败的退款"))
+                outcomes.append(
+                    Outcome(
+                        refund.out_refund_no,
+                        messages.WARNING,
+                        f"未重试：状态为「{refund.get_status_display()}」，只能重试失败的退款",
+                    )
+                )
         report(request, "重试退款", outcomes)
 
 
@@ -75,6 +95,8 @@ class NotificationAdmin(ReadOnlyModelAdmin):
     list_display = ["received_at", "kind", "out_trade_no", "out_refund_no", "transaction_id", "total_fee", "outcome"]
     list_filter = ["kind", "outcome"]
     search_fields = ["out_trade_no", "out_refund_no", "transaction_id"]
+
+
 # Further admin pages of this app, registered on import.
 from apps.payments import (  # noqa: E402,F401
     admin_groups,  # noqa: E402,F401 - 拼团 groups (ending one refunds)

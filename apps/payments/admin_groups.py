@@ -33,8 +33,19 @@ class GroupSeatInline(admin.TabularInline):
 
 @admin.register(Group)
 class GroupAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "activity", "leader", "status", "members", "seats", "group_size", "expires_at",
-                    "done_at", "failed_at", "ended_by"]
+    list_display = [
+        "id",
+        "activity",
+        "leader",
+        "status",
+        "members",
+        "seats",
+        "group_size",
+        "expires_at",
+        "done_at",
+        "failed_at",
+        "ended_by",
+    ]
     list_filter = ["status", "activity"]
     search_fields = ["leader__nickname", "seats_held__order_no"]
     list_select_related = ["activity", "leader"]

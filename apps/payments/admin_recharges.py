@@ -30,8 +30,16 @@ class RechargePackageAdmin(ChangedFieldsAdmin):
 
 @admin.register(Recharge)
 class RechargeAdmin(ReadOnlyModelAdmin):
-    list_display = ["recharge_no", "customer", "pay_fen", "bonus_fen", "status", "created_at", "paid_at",
-                    "transaction_id"]
+    list_display = [
+        "recharge_no",
+        "customer",
+        "pay_fen",
+        "bonus_fen",
+        "status",
+        "created_at",
+        "paid_at",
+        "transaction_id",
+    ]
     list_filter = ["status"]
     search_fields = ["recharge_no", "transaction_id", "customer__openid", "customer__nickname"]
     list_select_related = ["customer"]

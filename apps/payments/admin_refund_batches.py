@@ -23,7 +23,8 @@ class RefundBatchForm(forms.ModelForm):
     """The add page: order numbers as pasted, and the reason."""
 
     order_nos = forms.CharField(
-        label="订单号", widget=forms.Textarea(attrs={"rows": 8, "cols": 40}),
+        label="订单号",
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 40}),
         help_text=f"每行一个，或用逗号、空格分隔；最多 {refund_batches.MAX_ORDERS} 个。每个订单退还全部可退金额。",
     )
 
@@ -61,8 +62,9 @@ class RefundBatchItemInline(admin.TabularInline):
     def order_link(self, item: RefundBatchItem):
         if not item.order_id:
             return item.order_no
-        return format_html('<a href="{}">{}</a>', reverse("admin:orders_order_change", args=[item.order_id]),
-                           item.order_no)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:orders_order_change", args=[item.order_id]), item.order_no
+        )
 
     @admin.display(description="退款单号")
     def out_refund_no(self, item: RefundBatchItem) -> str:
@@ -75,8 +77,10 @@ class RefundBatchItemInline(admin.TabularInline):
 
 def _count_column(status: str):
     """A list column: how many of the batch's items have ``status`` (annotated by with_counts)."""
+
     def column(self, batch) -> int:
         return getattr(batch, f"n_{status}")
+
     column.short_description = Status(status).label
     column.admin_order_field = f"n_{status}"
     return column
@@ -89,8 +93,18 @@ class RefundBatchAdmin(admin.ModelAdmin):
 
     form = RefundBatchForm
     inlines = [RefundBatchItemInline]
-    list_display = ["__str__", "created_by", "reason", "created_at", "n_items", "queued", "refunding", "refunded",
-                    "failed", "skipped"]
+    list_display = [
+        "__str__",
+        "created_by",
+        "reason",
+        "created_at",
+        "n_items",
+        "queued",
+        "refunding",
+        "refunded",
+        "failed",
+        "skipped",
+    ]
     list_filter = ["created_at"]
     search_fields = ["reason", "items__order_no"]
     actions = ["retry_failed"]
@@ -136,8 +150,9 @@ class RefundBatchAdmin(admin.ModelAdmin):
         """THE service creates the batch (and its items); the page then shows that batch."""
         require_perm(request, refund_batches.PERMISSION)
         try:
-            batch = refund_batches.refund_batch_create(order_nos=form.cleaned_data["order_nos"],
-                                                       reason=form.cleaned_data["reason"], user=request.user)
+            batch = refund_batches.refund_batch_create(
+                order_nos=form.cleaned_data["order_nos"], reason=form.cleaned_data["reason"], user=request.user
+            )
         except ShopError as exc:
             messages.error(request, exc.message)
             return
@@ -159,8 +174,13 @@ class RefundBatchAdmin(admin.ModelAdmin):
         for batch in queryset.order_by("pk"):
             counts = refund_batches.refund_batch_retry_failed(batch_id=batch.pk, user=request.user)
             if counts["refund"] + counts["queued"]:
-                outcomes.append(Outcome(str(batch), messages.SUCCESS,
-                                        f"已重新提交退款 {counts['refund']} 个，重新排队 {counts['queued']} 个"))
+                outcomes.append(
+                    Outcome(
+                        str(batch),
+                        messages.SUCCESS,
+                        f"已重新提交退款 {counts['refund']} 个，重新排队 {counts['queued']} 个",
+                    )
+                )
             else:
                 outcomes.append(Outcome(str(batch), messages.WARNING, "没有失败的条目"))
         report(request, "重试失败的条目", outcomes)
@@ -170,5 +190,8 @@ def message_created(request, batch: RefundBatch) -> None:
     """The message after a batch was created (add page and the order list's action)."""
     counted = refund_batches.with_counts(RefundBatch.objects.filter(pk=batch.pk)).get()
     level = messages.SUCCESS if counted.n_queued else messages.WARNING
-    messages.add_message(request, level, f"{batch}：{counted.n_queued} 个订单已排队退款，"
-                                         f"{counted.n_skipped} 个跳过（原因见下表）。刷新本页查看进度。")
+    messages.add_message(
+        request,
+        level,
+        f"{batch}：{counted.n_queued} 个订单已排队退款，{counted.n_skipped} 个跳过（原因见下表）。刷新本页查看进度。",
+    )

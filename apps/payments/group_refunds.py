@@ -104,8 +104,9 @@ def _refund_member(order: Order) -> bool:
     """The full refund of a paid member of a failed group, once: True when it is approved (now or
     before). The same reason again is the same request (``refund_request``'s replay)."""
     try:
-        request = refunds.refund_request(order_no=order.order_no, customer_id=order.customer_id,
-                                         reason=GROUP_FAILED_REASON)
+        request = refunds.refund_request(
+            order_no=order.order_no, customer_id=order.customer_id, reason=GROUP_FAILED_REASON
+        )
         if request.status == AfterSale.Status.REQUESTED:
             refunds.after_sale_approve(after_sale_id=request.pk, actor="system:group-failed")
     except ShopError as exc:  # another request of the customer is open: staff decide it first

@@ -27,13 +27,28 @@ class Payment(models.Model):
 
     order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="payments")
     method = models.CharField(verbose_name="支付方式", max_length=16, choices=PayMethod.choices)
-    out_trade_no = models.CharField(verbose_name="商户订单号", max_length=32, unique=True, null=True, blank=True)  # WeChat only
-    total_fee = models.PositiveIntegerField(verbose_name="支付金额", help_text="微信的 total_fee")  # fen, WeChat's total_fee
+    out_trade_no = models.CharField(
+        verbose_name="商户订单号", max_length=32, unique=True, null=True, blank=True
+    )  # WeChat only
+    total_fee = models.PositiveIntegerField(
+        verbose_name="支付金额", help_text="微信的 total_fee"
+    )  # fen, WeChat's total_fee
     refunded_fen = models.PositiveIntegerField(verbose_name="已退", default=0)  # fen committed to refunds (reserved)
-    status = models.CharField(verbose_name="状态", max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING)
+    status = models.CharField(
+        verbose_name="状态", max_length=16, choices=PaymentStatus.choices, default=PaymentStatus.PENDING
+    )
     prepay_id = models.CharField(verbose_name="预支付标识", max_length=64, blank=True)
-    prepay_expires_at = models.DateTimeField(verbose_name="预支付过期时间", null=True, blank=True)  # WeChat: prepay_id valid 2 h
-    transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, null=True, blank=True, unique=True)
+    prepay_expires_at = models.DateTimeField(
+        verbose_name="预支付过期时间", null=True, blank=True
+    )  # WeChat: prepay_id valid 2 h
+    transaction_id = models.CharField(
+        verbose_name="微信支付单号",
+        help_text="微信的 transaction_id",
+        max_length=32,
+        null=True,
+        blank=True,
+        unique=True,
+    )
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
     # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
     checks = models.PositiveSmallIntegerField(verbose_name="查询次数", default=0)
@@ -50,8 +65,9 @@ class Payment(models.Model):
         permissions = [("resolve_payment", "可以处理状态未知 / 人工处理的支付（向微信查询）")]
         constraints = [
             # The sum of refunds never exceeds what was paid (WECHAT.md: sum <= total_fee).
-            models.CheckConstraint(condition=models.Q(refunded_fen__lte=models.F("total_fee")),
-                                   name="payment_refunded_lte_total"),
+            models.CheckConstraint(
+                condition=models.Q(refunded_fen__lte=models.F("total_fee")), name="payment_refunded_lte_total"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -68,7 +84,8 @@ class Payment(models.Model):
         """
         now = timezone.now()
         due = models.Q(status_queried_at__isnull=True) | models.Q(
-            status_queried_at__lte=now - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS))
+            status_queried_at__lte=now - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS)
+        )
         return cls.objects.filter(due, pk=pk).update(status_queried_at=now) == 1
 
 
@@ -96,8 +113,12 @@ class Notification(models.Model):
     kind = models.CharField(verbose_name="类型", max_length=16, choices=Kind.choices, default=Kind.PAYMENT)
     out_trade_no = models.CharField(verbose_name="商户订单号", max_length=32, blank=True, db_index=True)
     out_refund_no = models.CharField(verbose_name="退款单号", max_length=64, blank=True)
-    transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, blank=True)
-    total_fee = models.IntegerField(verbose_name="金额", help_text="通知中的 total_fee（退款通知为 refund_fee）", null=True, blank=True)  # fen as received (refund_fee for refunds)
+    transaction_id = models.CharField(
+        verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, blank=True
+    )
+    total_fee = models.IntegerField(
+        verbose_name="金额", help_text="通知中的 total_fee（退款通知为 refund_fee）", null=True, blank=True
+    )  # fen as received (refund_fee for refunds)
     outcome = models.CharField(verbose_name="处理结果", max_length=20, choices=Outcome.choices)
     body = models.TextField(verbose_name="原文")  # the raw XML (truncated to 20 000 characters; refunds: decrypted)
     received_at = models.DateTimeField(verbose_name="收到时间", auto_now_add=True)
@@ -142,7 +163,9 @@ class Notification(models.Model):
         amount_field = {cls.Kind.REFUND: "refund_fee", cls.Kind.TRANSFER: "transfer_amount"}.get(kind, "total_fee")
         amount = text(fields.get(amount_field), 20)
         return cls.objects.create(
-            kind=kind, outcome=outcome, body=text(body, limit),
+            kind=kind,
+            outcome=outcome,
+            body=text(body, limit),
             out_trade_no=text(fields.get("out_trade_no") or fields.get("out_bill_no"), 32),
             out_refund_no=text(fields.get("out_refund_no"), 64),
             transaction_id=text(fields.get("transaction_id"), 32),
@@ -210,7 +233,12 @@ class Refund(models.Model):
     order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="refunds")
     payment = models.ForeignKey(Payment, verbose_name="支付", on_delete=models.PROTECT, related_name="refunds")
     after_sale = models.OneToOneField(
-        "orders.AfterSale", verbose_name="退款申请", null=True, blank=True, on_delete=models.PROTECT, related_name="refund"
+        "orders.AfterSale",
+        verbose_name="退款申请",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="refund",
     )
     out_refund_no = models.CharField(verbose_name="退款单号", max_length=64, unique=True)
     refund_fen = models.PositiveIntegerField(verbose_name="退款金额")  # fen to return
@@ -233,7 +261,8 @@ class Refund(models.Model):
         constraints = [
             # One late-payment / duplicate-payment refund per payment, however often it is noticed.
             models.UniqueConstraint(
-                fields=["payment", "reason"], condition=~models.Q(reason="after_sale"),
+                fields=["payment", "reason"],
+                condition=~models.Q(reason="after_sale"),
                 name="refund_once_per_payment_reason",
             ),
         ]
@@ -278,14 +307,19 @@ class ReconciliationRun(models.Model):
 
 # --- recharge (top up the balance through WeChat Pay) --------------------------------------
 
+
 class RechargePackage(models.Model):
     """Pay ``pay_fen`` through WeChat Pay, get ``pay_fen + bonus_fen`` on the balance (fen)."""
 
     # fen; the admin enters yuan (YuanAdminMixin) within these bounds
-    pay_fen = models.PositiveIntegerField(verbose_name="支付金额", help_text="顾客通过微信支付的金额",
-                                          validators=[MinValueValidator(1), MaxValueValidator(10**8)])
-    bonus_fen = models.PositiveIntegerField(verbose_name="赠送金额", default=0, help_text="额外记入余额的金额",
-                                            validators=[MaxValueValidator(10**8)])
+    pay_fen = models.PositiveIntegerField(
+        verbose_name="支付金额",
+        help_text="顾客通过微信支付的金额",
+        validators=[MinValueValidator(1), MaxValueValidator(10**8)],
+    )
+    bonus_fen = models.PositiveIntegerField(
+        verbose_name="赠送金额", default=0, help_text="额外记入余额的金额", validators=[MaxValueValidator(10**8)]
+    )
     is_active = models.BooleanField(verbose_name="启用", default=True)
     sort = models.IntegerField(verbose_name="排序", default=0)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
@@ -318,13 +352,24 @@ class Recharge(models.Model):
         EXPIRED = "expired", "已过期"
 
     recharge_no = models.CharField(verbose_name="充值单号", max_length=32, unique=True)
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="recharges")
-    package = models.ForeignKey(RechargePackage, verbose_name="充值套餐", null=True, on_delete=models.SET_NULL, related_name="recharges")
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="recharges"
+    )
+    package = models.ForeignKey(
+        RechargePackage, verbose_name="充值套餐", null=True, on_delete=models.SET_NULL, related_name="recharges"
+    )
     pay_fen = models.PositiveIntegerField(verbose_name="支付金额")  # WeChat's total_fee
     bonus_fen = models.PositiveIntegerField(verbose_name="赠送金额", default=0)
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.UNPAID)
     prepay_id = models.CharField(verbose_name="预支付标识", max_length=64, blank=True)
-    transaction_id = models.CharField(verbose_name="微信支付单号", help_text="微信的 transaction_id", max_length=32, null=True, blank=True, unique=True)
+    transaction_id = models.CharField(
+        verbose_name="微信支付单号",
+        help_text="微信的 transaction_id",
+        max_length=32,
+        null=True,
+        blank=True,
+        unique=True,
+    )
     expires_at = models.DateTimeField(verbose_name="支付截止")
     paid_at = models.DateTimeField(verbose_name="到账时间", null=True, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
@@ -341,6 +386,7 @@ class Recharge(models.Model):
 
 # --- batch refunds (staff refund many orders at once; apps.payments.refund_batches) ---------
 
+
 class RefundBatch(models.Model):
     """Staff refunded many orders at once, with one reason (CRMEB's refund queue).
 
@@ -348,8 +394,9 @@ class RefundBatch(models.Model):
     :class:`RefundBatchItem`; the counts per status are derived from the items.
     """
 
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name="创建人", on_delete=models.PROTECT,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name="创建人", on_delete=models.PROTECT, related_name="+"
+    )
     reason = models.CharField(verbose_name="退款原因", max_length=200)  # becomes each after-sale request's reason
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
@@ -386,15 +433,20 @@ class RefundBatchItem(models.Model):
 
     batch = models.ForeignKey(RefundBatch, verbose_name="批次", on_delete=models.PROTECT, related_name="items")
     order_no = models.CharField(verbose_name="订单号", max_length=32)  # as staff named it
-    order = models.ForeignKey("orders.Order", verbose_name="订单", null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="+")  # null: no such order (skipped)
+    order = models.ForeignKey(
+        "orders.Order", verbose_name="订单", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )  # null: no such order (skipped)
     reason = models.CharField(verbose_name="退款原因", max_length=200)  # the batch's
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.QUEUED)
-    amount_fen = models.PositiveIntegerField(verbose_name="退款金额", default=0)  # fen: refundable when queued; then the request's
-    after_sale = models.OneToOneField("orders.AfterSale", verbose_name="退款申请", null=True, blank=True,
-                                      on_delete=models.PROTECT, related_name="+")
-    refund = models.OneToOneField(Refund, verbose_name="退款", null=True, blank=True, on_delete=models.PROTECT,
-                                  related_name="batch_item")
+    amount_fen = models.PositiveIntegerField(
+        verbose_name="退款金额", default=0
+    )  # fen: refundable when queued; then the request's
+    after_sale = models.OneToOneField(
+        "orders.AfterSale", verbose_name="退款申请", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    refund = models.OneToOneField(
+        Refund, verbose_name="退款", null=True, blank=True, on_delete=models.PROTECT, related_name="batch_item"
+    )
     note = models.TextField(verbose_name="说明 / 最近错误", blank=True)
     attempts = models.PositiveSmallIntegerField(verbose_name="尝试次数", default=0)
     next_attempt_at = models.DateTimeField(verbose_name="下次尝试", null=True, blank=True)
@@ -407,8 +459,11 @@ class RefundBatchItem(models.Model):
         verbose_name_plural = "批量退款条目"
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["order", "reason"], condition=~models.Q(status="skipped"),
-                                    name="refund_batch_item_once_per_order_reason"),
+            models.UniqueConstraint(
+                fields=["order", "reason"],
+                condition=~models.Q(status="skipped"),
+                name="refund_batch_item_once_per_order_reason",
+            ),
         ]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="refund_batch_item_due_idx")]
 
@@ -424,10 +479,18 @@ class RefundBatchItem(models.Model):
         no batch made (or a move already followed)."""
         now = timezone.now()
         moves = {
-            Refund.Status.SUCCESS: (cls.Status.REFUNDING, {"status": cls.Status.REFUNDED, "finished_at": now, "note": ""}),
-            Refund.Status.FAILED: (cls.Status.REFUNDING, {"status": cls.Status.FAILED, "finished_at": now,
-                                                          "note": f"退款失败：{error}"[:2000]}),
-            Refund.Status.PENDING: (cls.Status.FAILED, {"status": cls.Status.REFUNDING, "finished_at": None, "note": ""}),
+            Refund.Status.SUCCESS: (
+                cls.Status.REFUNDING,
+                {"status": cls.Status.REFUNDED, "finished_at": now, "note": ""},
+            ),
+            Refund.Status.FAILED: (
+                cls.Status.REFUNDING,
+                {"status": cls.Status.FAILED, "finished_at": now, "note": f"退款失败：{error}"[:2000]},
+            ),
+            Refund.Status.PENDING: (
+                cls.Status.FAILED,
+                {"status": cls.Status.REFUNDING, "finished_at": None, "note": ""},
+            ),
         }
         expected, changes = moves[status]
         return cls.objects.filter(refund_id=refund_id, status=expected).update(**changes)

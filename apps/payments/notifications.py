@@ -129,6 +129,7 @@ class Handler:
 
 # --- the two callbacks: reading and trusting a body -----------------------------------------
 
+
 def _read_pay_result(body: bytes, headers: Mapping[str, str]) -> tuple[dict, bytes]:
     """A payment result (orders and recharges): safe parse, signature over exactly the fields
     received, then return_code / appid / mch_id / result_code / transaction_id."""
@@ -173,7 +174,11 @@ def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
         logger.warning("v3 notification rejected: %s", exc)
         raise Untrusted(Notification.Outcome.MALFORMED, "cannot read the resource") from exc
     resource = parsed["resource"] if isinstance(parsed["resource"], dict) else {}
-    fields = {key: str(value) for key, value in resource.items() if isinstance(value, str | int) and not isinstance(value, bool)}
+    fields = {
+        key: str(value)
+        for key, value in resource.items()
+        if isinstance(value, str | int) and not isinstance(value, bool)
+    }
     fields["event_type"] = str(parsed.get("event_type") or "")
     return fields, json.dumps(resource, ensure_ascii=False, sort_keys=True)
 
@@ -189,11 +194,19 @@ REFUND_RESULT = Callback(kind=Notification.Kind.REFUND, read=_read_refund_result
 #: WeChat Pay v3's merchant-transfer result (``MCHTRANSFER.BILL.FINISHED``) on
 #: ``payments/wechat/transfer-notify``: 204 handled, 400 + FAIL JSON to be sent again. Its
 #: handler is distribution's (registered from its AppConfig.ready()).
-TRANSFER_RESULT = Callback(kind=Notification.Kind.TRANSFER, read=_read_v3, success=b"", fail=_v3_fail,
-                           success_status=204, fail_status=400, content_type="application/json")
+TRANSFER_RESULT = Callback(
+    kind=Notification.Kind.TRANSFER,
+    read=_read_v3,
+    success=b"",
+    fail=_v3_fail,
+    success_status=204,
+    fail_status=400,
+    content_type="application/json",
+)
 
 
 # --- the handlers: which row, which amount, which apply function ------------------------------
+
 
 def _paid_at(fields: dict) -> dt.datetime:
     """WeChat's ``time_end`` (Shanghai), or now when it is missing or unreadable."""
@@ -203,13 +216,15 @@ def _paid_at(fields: dict) -> dt.datetime:
 def _payment_find(fields: dict) -> Payment | None:
     # [:1], not .first(): out_trade_no is UNIQUE, and no ORDER BY is compiled per notification
     # (measured under a notification storm: docs/PERFORMANCE.md).
-    return next(iter(Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""),
-                                            method=PayMethod.WECHAT)[:1]), None)
+    return next(
+        iter(Payment.objects.filter(out_trade_no=fields.get("out_trade_no", ""), method=PayMethod.WECHAT)[:1]), None
+    )
 
 
 def _payment_apply(payment: Payment, fields: dict) -> str:
-    applied = services.payment_apply_paid(payment=payment, transaction_id=fields["transaction_id"],
-                                          paid_at=_paid_at(fields), actor="wechat")
+    applied = services.payment_apply_paid(
+        payment=payment, transaction_id=fields["transaction_id"], paid_at=_paid_at(fields), actor="wechat"
+    )
     return Notification.Outcome(applied.value)
 
 
@@ -219,8 +234,9 @@ def _payment_applied_before(payment: Payment, fields: dict) -> bool:
 
 
 def _recharge_apply(recharge: Recharge, fields: dict) -> str:
-    applied = recharges.recharge_apply_paid(recharge=recharge, transaction_id=fields["transaction_id"],
-                                            paid_at=_paid_at(fields))
+    applied = recharges.recharge_apply_paid(
+        recharge=recharge, transaction_id=fields["transaction_id"], paid_at=_paid_at(fields)
+    )
     return Notification.Outcome(applied.value)
 
 
@@ -241,20 +257,31 @@ HANDLERS: dict[str, Handler] = {
     # A recharge shares the payment URL; its out_trade_no is "R..." (order numbers are digits),
     # so it comes before "payment", which claims every other payment result.
     "recharge": Handler(
-        callback=PAY_RESULT, claims=lambda fields: recharges.is_recharge_no(fields.get("out_trade_no", "")),
+        callback=PAY_RESULT,
+        claims=lambda fields: recharges.is_recharge_no(fields.get("out_trade_no", "")),
         find=lambda fields: Recharge.objects.filter(recharge_no=fields.get("out_trade_no", "")).first(),
-        number="out_trade_no", amount="total_fee", expected_fen=lambda recharge: recharge.pay_fen,
+        number="out_trade_no",
+        amount="total_fee",
+        expected_fen=lambda recharge: recharge.pay_fen,
         apply=_recharge_apply,
     ),
     "payment": Handler(
-        callback=PAY_RESULT, claims=lambda fields: True, find=_payment_find,
-        number="out_trade_no", amount="total_fee", expected_fen=lambda payment: payment.total_fee,
-        apply=_payment_apply, applied_before=_payment_applied_before,
+        callback=PAY_RESULT,
+        claims=lambda fields: True,
+        find=_payment_find,
+        number="out_trade_no",
+        amount="total_fee",
+        expected_fen=lambda payment: payment.total_fee,
+        apply=_payment_apply,
+        applied_before=_payment_applied_before,
     ),
     "refund": Handler(
-        callback=REFUND_RESULT, claims=lambda fields: True,
+        callback=REFUND_RESULT,
+        claims=lambda fields: True,
         find=lambda fields: Refund.objects.filter(out_refund_no=fields.get("out_refund_no", "")).first(),
-        number="out_refund_no", amount="refund_fee", expected_fen=lambda refund: refund.refund_fen,
+        number="out_refund_no",
+        amount="refund_fee",
+        expected_fen=lambda refund: refund.refund_fen,
         apply=_refund_apply,
     ),
 }
@@ -276,6 +303,7 @@ def register(name: str, handler: Handler, *, before: str | None = None) -> None:
 
 
 # --- the shared checks ------------------------------------------------------------------------
+
 
 def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
     """Check and apply one notification that arrived on ``callback``; return WeChat's answer
@@ -300,8 +328,13 @@ def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, s
         return callback.answer_fail(f"unknown {handler.number}")
     expected = handler.expected_fen(row)
     if fields.get(handler.amount) != str(expected):
-        logger.error("amount mismatch on %s %s: got %s fen, expected %s", handler.number,
-                     fields.get(handler.number), fields.get(handler.amount), expected)
+        logger.error(
+            "amount mismatch on %s %s: got %s fen, expected %s",
+            handler.number,
+            fields.get(handler.number),
+            fields.get(handler.amount),
+            expected,
+        )
         Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.AMOUNT_MISMATCH)
         return callback.answer_fail(f"{handler.amount} does not match")
     if handler.applied_before(row, fields):

@@ -42,8 +42,10 @@ def wechat_settle_before_cancel(*, order: Order) -> Settle:
     """
     if Payment.objects.filter(order=order, status=PaymentStatus.PAID).exists():
         return Settle.PAID
-    outcomes = {_settle_one(payment) for payment in
-                Payment.objects.filter(order=order, method=PayMethod.WECHAT, status__in=services.OPEN_STATUSES)}
+    outcomes = {
+        _settle_one(payment)
+        for payment in Payment.objects.filter(order=order, method=PayMethod.WECHAT, status__in=services.OPEN_STATUSES)
+    }
     for outcome in (Settle.PAID, Settle.PAYING, Settle.UNKNOWN):  # the most binding answer wins
         if outcome in outcomes:
             return outcome
@@ -148,7 +150,7 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
     due = Order.objects.filter(status=OrderStatus.UNPAID, pay_deadline__lte=now).order_by("pk")
     ids = list(due.filter(pk__gt=after).values_list("pk", flat=True)[:limit])
     if len(ids) < limit:
-        ids += list(due.filter(pk__lte=after).values_list("pk", flat=True)[:limit - len(ids)])
+        ids += list(due.filter(pk__lte=after).values_list("pk", flat=True)[: limit - len(ids)])
     counts: dict[str, int] = {}
     try:
         for order_id in ids:
@@ -162,4 +164,3 @@ def orders_expire_due(*, now: dt.datetime | None = None, limit: int = 200) -> di
             except Exception:  # noqa: BLE001 - the lock expires by itself
                 logger.warning("could not release the expire sweep's lock", exc_info=True)
     return counts
-

@@ -45,7 +45,9 @@ def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor:
         raise InvalidInput("改后金额须在 0.01 元到 100000.00 元之间。")
     order = Order.objects.get(order_no=order_no)
     if order.status != OrderStatus.UNPAID:
-        raise InvalidState(f"订单状态为「{order.get_status_display()}」，只有待支付的订单可以改价。", status=order.status)
+        raise InvalidState(
+            f"订单状态为「{order.get_status_display()}」，只有待支付的订单可以改价。", status=order.status
+        )
     if order.pay_fen == pay_fen:
         return order
     settle = order_lifecycle.wechat_settle_before_cancel(order=order)  # orderquery + closeorder, outside a transaction
@@ -59,10 +61,19 @@ def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor:
         if Payment.objects.filter(order=locked, method=PayMethod.WECHAT, status__in=OPEN_STATUSES).exists():
             raise WechatUnavailable("顾客刚发起了支付，请稍后再试。")
         adjust = locked.adjust_fen + (pay_fen - locked.pay_fen)
-        if Order.objects.filter(pk=locked.pk, status=OrderStatus.UNPAID, pay_fen=old).update(
-                pay_fen=pay_fen, adjust_fen=adjust) != 1:
+        if (
+            Order.objects.filter(pk=locked.pk, status=OrderStatus.UNPAID, pay_fen=old).update(
+                pay_fen=pay_fen, adjust_fen=adjust
+            )
+            != 1
+        ):
             raise InvalidState("订单刚刚发生了变化，请刷新后重试。", status=locked.status)
-        OrderEvent.objects.create(order=locked, from_status=OrderStatus.UNPAID, to_status=OrderStatus.UNPAID,
-                                  actor=actor, note=f"改价：{yuan(old)} 元 → {yuan(pay_fen)} 元；原因：{reason}"[:255])
+        OrderEvent.objects.create(
+            order=locked,
+            from_status=OrderStatus.UNPAID,
+            to_status=OrderStatus.UNPAID,
+            actor=actor,
+            note=f"改价：{yuan(old)} 元 → {yuan(pay_fen)} 元；原因：{reason}"[:255],
+        )
     order.refresh_from_db()
     return order

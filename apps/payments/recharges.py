@@ -90,14 +90,21 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
     if package is None:
         raise NotFound("没有这个充值套餐。", package_id=package_id)
     recharge = Recharge.objects.create(
-        recharge_no=_new_recharge_no(now), customer=customer, package=package, pay_fen=package.pay_fen,
-        bonus_fen=package.bonus_fen, expires_at=now + dt.timedelta(minutes=settings.RECHARGE_PAY_MINUTES),
+        recharge_no=_new_recharge_no(now),
+        customer=customer,
+        package=package,
+        pay_fen=package.pay_fen,
+        bonus_fen=package.bonus_fen,
+        expires_at=now + dt.timedelta(minutes=settings.RECHARGE_PAY_MINUTES),
     )
     try:
         prepay = wechat.unified_order(
-            out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen,
-            body=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元", openid=customer.openid,
-            starts_at=now, expires_at=recharge.expires_at,
+            out_trade_no=recharge.recharge_no,
+            total_fee=recharge.pay_fen,
+            body=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元",
+            openid=customer.openid,
+            starts_at=now,
+            expires_at=recharge.expires_at,
         )
     except (wechat.PayUnavailable, wechat.PayRejected) as exc:
         logger.warning("unifiedorder for recharge %s failed: %s", recharge.recharge_no, exc)
@@ -127,14 +134,26 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
     # The recharge row (step 2 of starmall/locking.py: the customer's payment record) before
     # the customer's balance (5), as an order's payment comes before the customer's wallet.
     with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
-        if Recharge.objects.filter(pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)).update(
-                status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at) != 1:
+        if (
+            Recharge.objects.filter(
+                pk=recharge.pk, status__in=(Recharge.Status.UNPAID, Recharge.Status.EXPIRED)
+            ).update(status=Recharge.Status.PAID, transaction_id=transaction_id, paid_at=paid_at)
+            != 1
+        ):
             return Applied.DUPLICATE
-        wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.pay_fen,
-                              reason=WalletEvent.Reason.RECHARGE, ref=recharge.recharge_no)
+        wallet.balance_credit(
+            customer_id=recharge.customer_id,
+            amount_fen=recharge.pay_fen,
+            reason=WalletEvent.Reason.RECHARGE,
+            ref=recharge.recharge_no,
+        )
         if recharge.bonus_fen > 0:
-            wallet.balance_credit(customer_id=recharge.customer_id, amount_fen=recharge.bonus_fen,
-                                  reason=WalletEvent.Reason.BONUS, ref=recharge.recharge_no)
+            wallet.balance_credit(
+                customer_id=recharge.customer_id,
+                amount_fen=recharge.bonus_fen,
+                reason=WalletEvent.Reason.BONUS,
+                ref=recharge.recharge_no,
+            )
     return Applied.APPLIED
 
 
@@ -145,8 +164,11 @@ def recharge_sync(*, recharge: Recharge) -> str:
     if state is None:
         return ""
     if state.state in ("SUCCESS", "REFUND"):
-        recharge_apply_paid(recharge=recharge, transaction_id=state.transaction_id,
-                            paid_at=wechat.parse_time_end(state.time_end) or timezone.now())
+        recharge_apply_paid(
+            recharge=recharge,
+            transaction_id=state.transaction_id,
+            paid_at=wechat.parse_time_end(state.time_end) or timezone.now(),
+        )
     return state.state
 
 
@@ -156,14 +178,14 @@ def recharges_expire_due(*, now: dt.datetime | None = None, limit: int = 200) ->
     UPDATE); WeChat unreachable: left for the next sweep. Returns counts per outcome."""
     now = now or timezone.now()
     counts = {"paid": 0, "expired": 0, "later": 0}
-    for recharge in Recharge.objects.filter(status=Recharge.Status.UNPAID,
-                                            expires_at__lte=now - EXPIRE_GRACE)[:limit]:
+    for recharge in Recharge.objects.filter(status=Recharge.Status.UNPAID, expires_at__lte=now - EXPIRE_GRACE)[:limit]:
         state = recharge_sync(recharge=recharge)
         if state in ("SUCCESS", "REFUND"):
             counts["paid"] += 1
         elif state in ("NOTPAY", "NOTEXIST", "CLOSED", "REVOKED", "PAYERROR"):
             counts["expired"] += Recharge.objects.filter(pk=recharge.pk, status=Recharge.Status.UNPAID).update(
-                status=Recharge.Status.EXPIRED)
+                status=Recharge.Status.EXPIRED
+            )
         else:
             counts["later"] += 1
     return counts

@@ -221,22 +221,32 @@ def parse_bill(text: str) -> Bill:
     for row in rows:
         out_refund_no = row["商户退款单号"]
         if row["交易状态"] == "REFUND" or out_refund_no not in ("", "0"):
-            refunds.append(BillRefund(
-                out_trade_no=row["商户订单号"], transaction_id=row["微信订单号"],
-                out_refund_no=out_refund_no, refund_id=row.get("微信退款单号", ""),
-                refund_fen=yuan_to_fen(row[refund_amount]), refund_status=row.get("退款状态", ""),
-                trade_state=row["交易状态"],
-            ))
+            refunds.append(
+                BillRefund(
+                    out_trade_no=row["商户订单号"],
+                    transaction_id=row["微信订单号"],
+                    out_refund_no=out_refund_no,
+                    refund_id=row.get("微信退款单号", ""),
+                    refund_fen=yuan_to_fen(row[refund_amount]),
+                    refund_status=row.get("退款状态", ""),
+                    trade_state=row["交易状态"],
+                )
+            )
         else:
-            trades.append(BillTrade(
-                out_trade_no=row["商户订单号"], transaction_id=row["微信订单号"],
-                trade_state=row["交易状态"], total_fen=yuan_to_fen(row[trade_amount]),
-                traded_at=row.get("交易时间", ""),
-            ))
+            trades.append(
+                BillTrade(
+                    out_trade_no=row["商户订单号"],
+                    transaction_id=row["微信订单号"],
+                    trade_state=row["交易状态"],
+                    total_fen=yuan_to_fen(row[trade_amount]),
+                    traded_at=row.get("交易时间", ""),
+                )
+            )
     return Bill(trades=tuple(trades), refunds=tuple(refunds), summary=summary)
 
 
 # --- comparison ------------------------------------------------------------------------------
+
 
 @dataclass
 class Comparison:
@@ -248,13 +258,28 @@ class Comparison:
     wechat_fen: int = 0
     local_fen: int = 0
 
-    def add(self, kind: str, *, out_trade_no: str, out_refund_no: str = "", wechat_fen: int | None,
-            local_fen: int | None, wechat_status: str, local_status: str) -> None:
-        self.differences.append({
-            "kind": kind, "out_trade_no": out_trade_no, "out_refund_no": out_refund_no,
-            "wechat_fen": wechat_fen, "local_fen": local_fen,
-            "wechat_status": wechat_status, "local_status": local_status,
-        })
+    def add(
+        self,
+        kind: str,
+        *,
+        out_trade_no: str,
+        out_refund_no: str = "",
+        wechat_fen: int | None,
+        local_fen: int | None,
+        wechat_status: str,
+        local_status: str,
+    ) -> None:
+        self.differences.append(
+            {
+                "kind": kind,
+                "out_trade_no": out_trade_no,
+                "out_refund_no": out_refund_no,
+                "wechat_fen": wechat_fen,
+                "local_fen": local_fen,
+                "wechat_status": wechat_status,
+                "local_status": local_status,
+            }
+        )
 
 
 def _by_key(items: Iterable, key: str) -> dict:
@@ -269,8 +294,9 @@ def _by_key(items: Iterable, key: str) -> dict:
     return out
 
 
-def compare(bill: Bill, payments: dict[str, dict], refunds: dict[str, dict],
-            others: dict[str, str] | None = None) -> Comparison:
+def compare(
+    bill: Bill, payments: dict[str, dict], refunds: dict[str, dict], others: dict[str, str] | None = None
+) -> Comparison:
     """Compare a parsed bill with our rows (see the module docstring for the rules).
 
     ``payments``: ``{out_trade_no: {"total_fee", "status"}}`` of our PAID WeChat payments in
@@ -286,19 +312,43 @@ def compare(bill: Bill, payments: dict[str, dict], refunds: dict[str, dict],
         result.wechat_fen += line.total_fen if line and line.trade_state == "SUCCESS" else 0
         result.local_fen += ours["total_fee"] if ours else 0
         if line is None:
-            result.add(MISSING_WECHAT, out_trade_no=no, wechat_fen=None, local_fen=ours["total_fee"],
-                       wechat_status="", local_status=ours["status"])
+            result.add(
+                MISSING_WECHAT,
+                out_trade_no=no,
+                wechat_fen=None,
+                local_fen=ours["total_fee"],
+                wechat_status="",
+                local_status=ours["status"],
+            )
         elif ours is None:
             if line.trade_state == "SUCCESS":
-                result.add(MISSING_LOCAL, out_trade_no=no, wechat_fen=line.total_fen, local_fen=None,
-                           wechat_status=line.trade_state, local_status=others.get(no, ""))
+                result.add(
+                    MISSING_LOCAL,
+                    out_trade_no=no,
+                    wechat_fen=line.total_fen,
+                    local_fen=None,
+                    wechat_status=line.trade_state,
+                    local_status=others.get(no, ""),
+                )
         else:
             if line.trade_state != "SUCCESS":
-                result.add(STATUS, out_trade_no=no, wechat_fen=line.total_fen, local_fen=ours["total_fee"],
-                           wechat_status=line.trade_state, local_status=ours["status"])
+                result.add(
+                    STATUS,
+                    out_trade_no=no,
+                    wechat_fen=line.total_fen,
+                    local_fen=ours["total_fee"],
+                    wechat_status=line.trade_state,
+                    local_status=ours["status"],
+                )
             if line.total_fen != ours["total_fee"]:
-                result.add(AMOUNT, out_trade_no=no, wechat_fen=line.total_fen, local_fen=ours["total_fee"],
-                           wechat_status=line.trade_state, local_status=ours["status"])
+                result.add(
+                    AMOUNT,
+                    out_trade_no=no,
+                    wechat_fen=line.total_fen,
+                    local_fen=ours["total_fee"],
+                    wechat_status=line.trade_state,
+                    local_status=ours["status"],
+                )
 
     bill_refunds = _by_key(bill.refunds, "out_refund_no")
     for no in sorted(bill_refunds.keys() | refunds.keys()):
@@ -306,8 +356,12 @@ def compare(bill: Bill, payments: dict[str, dict], refunds: dict[str, dict],
         result.wechat_fen -= line.refund_fen if line and line.refund_status in _WECHAT_REFUND_LIVE else 0
         result.local_fen -= ours["refund_fen"] if ours and ours["status"] in _LOCAL_REFUND_LIVE else 0
         trade_no = line.out_trade_no if line else ours["out_trade_no"]
-        common = {"out_trade_no": trade_no, "out_refund_no": no,
-                  "wechat_status": line.refund_status if line else "", "local_status": ours["status"] if ours else ""}
+        common = {
+            "out_trade_no": trade_no,
+            "out_refund_no": no,
+            "wechat_status": line.refund_status if line else "",
+            "local_status": ours["status"] if ours else "",
+        }
         if line is None:
             result.add(MISSING_WECHAT, wechat_fen=None, local_fen=ours["refund_fen"], **common)
         elif ours is None:
@@ -323,7 +377,7 @@ def compare(bill: Bill, payments: dict[str, dict], refunds: dict[str, dict],
 def _chunks(keys: Iterable[str]) -> Iterator[list[str]]:
     keys = sorted(keys)
     for i in range(0, len(keys), _CHUNK):
-        yield keys[i:i + _CHUNK]
+        yield keys[i : i + _CHUNK]
 
 
 def beijing_day(bill_date: dt.date) -> tuple[dt.datetime, dt.datetime]:
@@ -341,9 +395,15 @@ def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
     """
     start, end = beijing_day(bill_date)
     fields = ("out_trade_no", "total_fee", "status")
-    payments = {p["out_trade_no"]: p for p in Payment.objects.filter(
-        method=PayMethod.WECHAT, status=PaymentStatus.PAID, paid_at__gte=start, paid_at__lt=end,
-    ).values(*fields)}
+    payments = {
+        p["out_trade_no"]: p
+        for p in Payment.objects.filter(
+            method=PayMethod.WECHAT,
+            status=PaymentStatus.PAID,
+            paid_at__gte=start,
+            paid_at__lt=end,
+        ).values(*fields)
+    }
     others: dict[str, str] = {}
     for keys in _chunks({t.out_trade_no for t in bill.trades} - payments.keys()):
         for p in Payment.objects.filter(out_trade_no__in=keys).values(*fields):
@@ -353,13 +413,24 @@ def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
                 others[p["out_trade_no"]] = p["status"]
 
     refund_fields = ("out_refund_no", "refund_fen", "status", "payment__out_trade_no")
-    found = list(Refund.objects.filter(
-        payment__method=PayMethod.WECHAT, status__in=_LOCAL_REFUND_LIVE, created_at__gte=start, created_at__lt=end,
-    ).values(*refund_fields))
+    found = list(
+        Refund.objects.filter(
+            payment__method=PayMethod.WECHAT,
+            status__in=_LOCAL_REFUND_LIVE,
+            created_at__gte=start,
+            created_at__lt=end,
+        ).values(*refund_fields)
+    )
     for keys in _chunks({r.out_refund_no for r in bill.refunds} - {r["out_refund_no"] for r in found}):
         found += Refund.objects.filter(out_refund_no__in=keys).values(*refund_fields)
-    refunds = {r["out_refund_no"]: {"out_trade_no": r["payment__out_trade_no"] or "", "refund_fen": r["refund_fen"],
-                                    "status": r["status"]} for r in found}
+    refunds = {
+        r["out_refund_no"]: {
+            "out_trade_no": r["payment__out_trade_no"] or "",
+            "refund_fen": r["refund_fen"],
+            "status": r["status"],
+        }
+        for r in found
+    }
     payments = {k: {"total_fee": v["total_fee"], "status": v["status"]} for k, v in payments.items()}
     _recharge_rows(start, end, bill, payments, others)
     return payments, refunds, others
@@ -371,8 +442,9 @@ def _recharge_rows(start: dt.datetime, end: dt.datetime, bill: Bill, payments: d
     unpaid / expired ones the bill names go to ``others``. A bill trade with no such recharge
     (or not paid here) is then a ``missing_local`` difference, an amount that differs ``amount``."""
     fields = ("recharge_no", "pay_fen", "status")
-    found = list(Recharge.objects.filter(status=Recharge.Status.PAID, paid_at__gte=start, paid_at__lt=end)
-                 .values(*fields))
+    found = list(
+        Recharge.objects.filter(status=Recharge.Status.PAID, paid_at__gte=start, paid_at__lt=end).values(*fields)
+    )
     named = {t.out_trade_no for t in bill.trades if t.out_trade_no.startswith("R")} - {r["recharge_no"] for r in found}
     for keys in _chunks(named):
         found += Recharge.objects.filter(recharge_no__in=keys).values(*fields)
@@ -384,6 +456,7 @@ def _recharge_rows(start: dt.datetime, end: dt.datetime, bill: Bill, payments: d
 
 
 # --- the run -----------------------------------------------------------------------------------
+
 
 def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
     """Download WeChat's bill of ``bill_date`` (a Beijing date), compare it with our rows, and
@@ -405,8 +478,11 @@ def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
     return _store(
         bill_date,
         status=ReconciliationRun.Status.DIFFERENCES if found.differences else ReconciliationRun.Status.OK,
-        wechat_count=found.wechat_count, local_count=found.local_count,
-        wechat_fen=found.wechat_fen, local_fen=found.local_fen, differences=found.differences,
+        wechat_count=found.wechat_count,
+        local_count=found.local_count,
+        wechat_fen=found.wechat_fen,
+        local_fen=found.local_fen,
+        differences=found.differences,
     )
 
 
@@ -417,16 +493,26 @@ def _store(bill_date: dt.date, *, status: str, **values) -> ReconciliationRun:
     (kept when the status is unchanged, else False), so two runs of the same day at once
     cannot both see "not alerted yet" for the same status.
     """
-    values = {"wechat_count": 0, "local_count": 0, "wechat_fen": 0, "local_fen": 0, "differences": [],
-              "error": "", **values, "status": status}
+    values = {
+        "wechat_count": 0,
+        "local_count": 0,
+        "wechat_fen": 0,
+        "local_fen": 0,
+        "differences": [],
+        "error": "",
+        **values,
+        "status": status,
+    }
     run, _ = ReconciliationRun.objects.update_or_create(
         bill_date=bill_date,
         create_defaults={**values, "alerted": False},
         defaults={**values, "alerted": Case(When(status=status, then=F("alerted")), default=Value(False))},
     )
     with transaction.atomic():  # alerted and the alert row together
-        alerted = status != ReconciliationRun.Status.OK and ReconciliationRun.objects.filter(
-            pk=run.pk, status=status, alerted=False).update(alerted=True) == 1
+        alerted = (
+            status != ReconciliationRun.Status.OK
+            and ReconciliationRun.objects.filter(pk=run.pk, status=status, alerted=False).update(alerted=True) == 1
+        )
         if alerted:
             _alert(bill_date, status, values)
     if alerted:
@@ -453,9 +539,11 @@ def _alert(bill_date: dt.date, status: str, values: dict) -> None:
         numbers = "、".join(d.get("out_refund_no") or d.get("out_trade_no") or "?" for d in values["differences"][:10])
         more = " 等" if len(values["differences"]) > 10 else ""
         title = f"{day} 对账有 {len(values['differences'])} 笔差异"
-        text = (f"{day} 的微信账单与本地记录不符：{by_kind}（{numbers}{more}）。微信 {values['wechat_count']} 笔 "
-                f"{yuan(values['wechat_fen'])} 元，本地 {values['local_count']} 笔 {yuan(values['local_fen'])} 元。"
-                f"请在后台「对账」中查看差异明细。")
+        text = (
+            f"{day} 的微信账单与本地记录不符：{by_kind}（{numbers}{more}）。微信 {values['wechat_count']} 笔 "
+            f"{yuan(values['wechat_fen'])} 元，本地 {values['local_count']} 笔 {yuan(values['local_fen'])} 元。"
+            f"请在后台「对账」中查看差异明细。"
+        )
     alert_raise(key=f"reconciliation:{day}:{status}", kind=Alert.Kind.RECONCILIATION, title=title, text=text)
 
 
@@ -466,8 +554,10 @@ def _summary(status: str, values: dict) -> str:
     for item in values["differences"]:
         kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
     by_kind = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
-    return (f"differences: {len(values['differences'])} ({by_kind}); WeChat {values['wechat_count']} lines "
-            f"{values['wechat_fen']} fen, local {values['local_count']} rows {values['local_fen']} fen")
+    return (
+        f"differences: {len(values['differences'])} ({by_kind}); WeChat {values['wechat_count']} lines "
+        f"{values['wechat_fen']} fen, local {values['local_count']} rows {values['local_fen']} fen"
+    )
 
 
 def previous_day(today: dt.date | None = None) -> dt.date:
@@ -480,10 +570,15 @@ def reconcile_previous_day(*, today: dt.date | None = None) -> ReconciliationRun
     ``ERROR_RETRY_DAYS`` whose bill could not be fetched. Returns yesterday's run."""
     yesterday = previous_day(today)
     run = reconcile(bill_date=yesterday)
-    failed = ReconciliationRun.objects.filter(
-        status=ReconciliationRun.Status.ERROR, bill_date__lt=yesterday,
-        bill_date__gte=yesterday - dt.timedelta(days=ERROR_RETRY_DAYS),
-    ).order_by("bill_date").values_list("bill_date", flat=True)
+    failed = (
+        ReconciliationRun.objects.filter(
+            status=ReconciliationRun.Status.ERROR,
+            bill_date__lt=yesterday,
+            bill_date__gte=yesterday - dt.timedelta(days=ERROR_RETRY_DAYS),
+        )
+        .order_by("bill_date")
+        .values_list("bill_date", flat=True)
+    )
     for bill_date in list(failed):
         reconcile(bill_date=bill_date)
     return run

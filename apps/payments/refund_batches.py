@@ -77,8 +77,13 @@ def refund_batch_preview(orders: list[Order]) -> list[dict]:
     rows = []
     for order in orders:
         payment = refunds.paying_payment(order)
-        rows.append({"order": order, "refusal": refusal(order, payment),
-                     "refundable_fen": payment.total_fee - payment.refunded_fen if payment else 0})
+        rows.append(
+            {
+                "order": order,
+                "refusal": refusal(order, payment),
+                "refundable_fen": payment.total_fee - payment.refunded_fen if payment else 0,
+            }
+        )
     return rows
 
 
@@ -128,13 +133,14 @@ def refund_batch_create(*, order_nos: list[str], reason: str, user) -> RefundBat
         Item.objects.bulk_create(skipped)
         ids = list(Item.objects.filter(batch=batch, status=Item.Status.QUEUED).values_list("pk", flat=True))
         transaction.on_commit(partial(_push_items, ids))
-    logger.info("refund batch %s by %s: %s queued, %s skipped", batch.pk, user.get_username(), len(ids), len(nos) - len(ids))
+    logger.info(
+        "refund batch %s by %s: %s queued, %s skipped", batch.pk, user.get_username(), len(ids), len(nos) - len(ids)
+    )
     return batch
 
 
 def _already_queued(item: RefundBatchItem, now: dt.datetime) -> RefundBatchItem:
-    other = Item.objects.filter(order_id=item.order_id, reason=item.reason).exclude(
-        status=Item.Status.SKIPPED).first()
+    other = Item.objects.filter(order_id=item.order_id, reason=item.reason).exclude(status=Item.Status.SKIPPED).first()
     where = f"批次 #{other.batch_id}（{other.get_status_display()}）" if other else "另一批次"
     item.pk, item.status, item.amount_fen, item.finished_at = None, Item.Status.SKIPPED, 0, now
     item.note = f"已在{where}中以同一原因退款，未重复添加"
@@ -165,9 +171,12 @@ def refund_batch_item_run(*, item_id: int, now: dt.datetime | None = None) -> st
     ``MAX_ATTEMPTS`` tries.
     """
     now = now or timezone.now()
-    if Item.objects.filter(pk=item_id, status=Item.Status.QUEUED, next_attempt_at__lte=now).update(
-        attempts=F("attempts") + 1, next_attempt_at=now + LEASE
-    ) != 1:
+    if (
+        Item.objects.filter(pk=item_id, status=Item.Status.QUEUED, next_attempt_at__lte=now).update(
+            attempts=F("attempts") + 1, next_attempt_at=now + LEASE
+        )
+        != 1
+    ):
         return Item.objects.filter(pk=item_id).values_list("status", flat=True).first() or "missing"
     item = Item.objects.select_related("batch__created_by").get(pk=item_id)
     try:
@@ -191,15 +200,20 @@ def _refund(item: RefundBatchItem, now: dt.datetime) -> str:
     Item.objects.select_for_update().filter(pk=item.pk).values_list("pk", flat=True).first()
     why = refusal(order, refunds.paying_payment(order))
     if why:
-        if Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
-                status=Item.Status.SKIPPED, note=f"{why}（创建批次后订单已变化）", finished_at=now) != 1:
+        if (
+            Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
+                status=Item.Status.SKIPPED, note=f"{why}（创建批次后订单已变化）", finished_at=now
+            )
+            != 1
+        ):
             raise _Raced
         return Item.Status.SKIPPED
     earlier = set(order.after_sales.values_list("pk", flat=True))
     sale = refunds.refund_request(order_no=order.order_no, customer_id=order.customer_id, reason=item.reason)
     if sale.pk in earlier:  # refund_request's replay of a closed request with this reason (none is open)
-        raise InvalidState(f"24 小时内已有同一原因的退款申请 {sale.refund_no}（{sale.get_status_display()}），"
-                           "请换一个原因再试")
+        raise InvalidState(
+            f"24 小时内已有同一原因的退款申请 {sale.refund_no}（{sale.get_status_display()}），请换一个原因再试"
+        )
     actor = f"staff:{item.batch.created_by.get_username()}"[:50] + f" 批量#{item.batch_id}"
     refund = None
     if sale.status == AfterSale.Status.REQUESTED:
@@ -208,9 +222,17 @@ def _refund(item: RefundBatchItem, now: dt.datetime) -> str:
     if refund is None:
         sale.refresh_from_db(fields=["status"])
         raise InvalidState(f"退款申请 {sale.refund_no} 状态为「{sale.get_status_display()}」，未能同意")
-    if Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
-            status=Item.Status.REFUNDING, after_sale=sale, refund=refund, amount_fen=refund.refund_fen, note="",
-            next_attempt_at=None) != 1:
+    if (
+        Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
+            status=Item.Status.REFUNDING,
+            after_sale=sale,
+            refund=refund,
+            amount_fen=refund.refund_fen,
+            note="",
+            next_attempt_at=None,
+        )
+        != 1
+    ):
         raise _Raced
     return Item.Status.REFUNDING
 
@@ -220,9 +242,16 @@ def _attempt_failed(item: RefundBatchItem, error: str, now: dt.datetime) -> str:
         wait = Item.BACKOFF_SECONDS[item.attempts - 1]
         Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
             next_attempt_at=now + dt.timedelta(seconds=wait),
-            note=f"第 {item.attempts} 次尝试失败，{wait} 秒后重试：{error}"[:2000])
-        logger.warning("refund batch item %s (%s) attempt %s failed, retry in %ss: %s",
-                       item.pk, item.order_no, item.attempts, wait, error)
+            note=f"第 {item.attempts} 次尝试失败，{wait} 秒后重试：{error}"[:2000],
+        )
+        logger.warning(
+            "refund batch item %s (%s) attempt %s failed, retry in %ss: %s",
+            item.pk,
+            item.order_no,
+            item.attempts,
+            wait,
+            error,
+        )
         return Item.Status.QUEUED
     return _finish(item, Item.Status.FAILED, f"尝试 {item.attempts} 次仍失败：{error}", now)
 
@@ -232,11 +261,19 @@ def _finish(item: RefundBatchItem, status: str, note: str, now: dt.datetime) -> 
     in the same transaction when it ends FAILED."""
     if alert_on_failure(
         lambda: Item.objects.filter(pk=item.pk, status=Item.Status.QUEUED).update(
-            status=status, note=note[:2000], finished_at=now, next_attempt_at=None),
-        (lambda: dict(key=f"refund_batch_item:{item.pk}:failed", kind=Alert.Kind.REFUND_FAILED,
-                      title=f"批量退款 #{item.batch_id} 中订单 {item.order_no} 未能退款",
-                      text=f"批量退款 #{item.batch_id} 的订单 {item.order_no}：{note}。请在后台「批量退款」中查看，"
-                           f"可用「重试失败的条目」重试。")) if status == Item.Status.FAILED else None,
+            status=status, note=note[:2000], finished_at=now, next_attempt_at=None
+        ),
+        (
+            lambda: dict(
+                key=f"refund_batch_item:{item.pk}:failed",
+                kind=Alert.Kind.REFUND_FAILED,
+                title=f"批量退款 #{item.batch_id} 中订单 {item.order_no} 未能退款",
+                text=f"批量退款 #{item.batch_id} 的订单 {item.order_no}：{note}。请在后台「批量退款」中查看，"
+                f"可用「重试失败的条目」重试。",
+            )
+        )
+        if status == Item.Status.FAILED
+        else None,
     ):
         logger.error("ALERT refund batch %s item %s (%s) %s: %s", item.batch_id, item.pk, item.order_no, status, note)
     return Item.objects.filter(pk=item.pk).values_list("status", flat=True).get()
@@ -246,8 +283,11 @@ def refund_batches_sweep(*, now: dt.datetime | None = None) -> int:
     """Beat: push again every item still queued and due (never pushed because Redis was down,
     its back-off over, or its worker died holding it). Returns how many were pushed."""
     now = now or timezone.now()
-    due = list(Item.objects.filter(status=Item.Status.QUEUED, next_attempt_at__lte=now)
-               .order_by("next_attempt_at").values_list("pk", flat=True)[:500])
+    due = list(
+        Item.objects.filter(status=Item.Status.QUEUED, next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:500]
+    )
     _push_items(due, sweep=True)
     return len(due)
 
@@ -266,9 +306,16 @@ def refund_batch_retry_failed(*, batch_id: int, user) -> dict[str, int]:
             counts["refund"] += refunds.refund_retry(refund_id=item.refund_id, actor=actor)
             continue
         with transaction.atomic():
-            if Item.objects.filter(pk=item.pk, status=Item.Status.FAILED, refund__isnull=True).update(
-                    status=Item.Status.QUEUED, attempts=0, next_attempt_at=timezone.now(), finished_at=None,
-                    note=f"{actor} 重试") == 1:
+            if (
+                Item.objects.filter(pk=item.pk, status=Item.Status.FAILED, refund__isnull=True).update(
+                    status=Item.Status.QUEUED,
+                    attempts=0,
+                    next_attempt_at=timezone.now(),
+                    finished_at=None,
+                    note=f"{actor} 重试",
+                )
+                == 1
+            ):
                 counts["queued"] += 1
                 transaction.on_commit(partial(_push_items, [item.pk]))
     return counts

@@ -54,6 +54,7 @@ def paying_payment(order: Order) -> Payment | None:
 
 # --- requests and decisions ----------------------------------------------------------------
 
+
 def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: int | None = None) -> AfterSale:
     """The customer asks for a refund of ``amount_fen`` fen (default: all still refundable).
 
@@ -83,8 +84,10 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
         if amount <= 0 or amount > refundable:
             raise InvalidInput("退款金额不正确。", amount_fen=[f"可退款金额为 1 到 {refundable} 分"])
         request = AfterSale.objects.create(
-            order=order, refund_no=f"{order.order_no}R{order.after_sales.count() + 1}",
-            reason=reason, amount_fen=amount,
+            order=order,
+            refund_no=f"{order.order_no}R{order.after_sales.count() + 1}",
+            reason=reason,
+            amount_fen=amount,
         )
     if _auto_approvable(order, amount, payment):
         after_sale_approve(after_sale_id=request.pk, actor="system:auto")
@@ -98,9 +101,11 @@ def _same_request(order: Order, reason: str, amount_fen: int | None, refundable:
     amount: "everything") the amount still refundable — or it was the request that refunded
     the rest. A retry after a lost answer then returns it, even once refunded. (Two partial
     refunds of one amount need different reasons.)"""
-    recent = order.after_sales.filter(
-        reason=reason, created_at__gte=timezone.now() - REPLAY_WINDOW
-    ).exclude(status=AfterSale.Status.REJECTED).order_by("-id")
+    recent = (
+        order.after_sales.filter(reason=reason, created_at__gte=timezone.now() - REPLAY_WINDOW)
+        .exclude(status=AfterSale.Status.REJECTED)
+        .order_by("-id")
+    )
     if amount_fen is not None:
         return recent.filter(amount_fen=amount_fen).first()
     latest = recent.first()
@@ -143,10 +148,12 @@ def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False
         order = orders.order_lock(order_id=request.order_id)
         if returned:
             moved = AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.RETURNING).update(
-                status=AfterSale.Status.APPROVED, return_received_at=now)
+                status=AfterSale.Status.APPROVED, return_received_at=now
+            )
         else:
             moved = AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
-                status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now)
+                status=AfterSale.Status.APPROVED, decided_by=actor, decided_at=now
+            )
         if moved != 1:
             return None
         request.refresh_from_db()
@@ -159,8 +166,13 @@ def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False
         if full:
             orders.order_mark_refunding(order=order, actor=actor)
         refund = Refund.objects.create(
-            order=order, payment=payment, after_sale=request, out_refund_no=request.refund_no,
-            refund_fen=request.amount_fen, reason=Refund.Reason.AFTER_SALE, restock=restock,
+            order=order,
+            payment=payment,
+            after_sale=request,
+            out_refund_no=request.refund_no,
+            refund_fen=request.amount_fen,
+            reason=Refund.Reason.AFTER_SALE,
+            restock=restock,
             next_attempt_at=now,
         )
         transaction.on_commit(partial(refund_dispatch, refund.pk))
@@ -172,16 +184,22 @@ def after_sale_reject(*, after_sale_id: int, actor: str, note: str = "") -> bool
     as a return: ``approved_return``, ``returning``); False otherwise. ``note`` is the reason
     the customer sees (``reject_reason`` in GET /refunds)."""
     waiting = (AfterSale.Status.REQUESTED, AfterSale.Status.APPROVED_RETURN, AfterSale.Status.RETURNING)
-    return AfterSale.objects.filter(pk=after_sale_id, status__in=waiting).update(
-        status=AfterSale.Status.REJECTED, decided_by=actor, decided_at=timezone.now(), decision_note=note[:200]
-    ) == 1
+    return (
+        AfterSale.objects.filter(pk=after_sale_id, status__in=waiting).update(
+            status=AfterSale.Status.REJECTED, decided_by=actor, decided_at=timezone.now(), decision_note=note[:200]
+        )
+        == 1
+    )
 
 
 def _reserve(payment: Payment, amount_fen: int) -> bool:
     """``refunded_fen += n WHERE refunded_fen + n <= total_fee``; False when it does not fit."""
-    return Payment.objects.filter(
-        pk=payment.pk, refunded_fen__lte=F("total_fee") - amount_fen
-    ).update(refunded_fen=F("refunded_fen") + amount_fen) == 1
+    return (
+        Payment.objects.filter(pk=payment.pk, refunded_fen__lte=F("total_fee") - amount_fen).update(
+            refunded_fen=F("refunded_fen") + amount_fen
+        )
+        == 1
+    )
 
 
 @transaction.atomic(savepoint=False)
@@ -197,8 +215,12 @@ def refund_for_unwanted_payment(*, payment: Payment, reason: str) -> Refund | No
             if not _reserve(payment, payment.total_fee):
                 return None
             refund = Refund.objects.create(
-                order_id=payment.order_id, payment=payment, out_refund_no=f"{payment.out_trade_no}L",
-                refund_fen=payment.total_fee, reason=reason, next_attempt_at=timezone.now(),
+                order_id=payment.order_id,
+                payment=payment,
+                out_refund_no=f"{payment.out_trade_no}L",
+                refund_fen=payment.total_fee,
+                reason=reason,
+                next_attempt_at=timezone.now(),
             )
     except IntegrityError:
         return None
@@ -207,6 +229,7 @@ def refund_for_unwanted_payment(*, payment: Payment, reason: str) -> Refund | No
 
 
 # --- the worker ------------------------------------------------------------------------------
+
 
 def refund_dispatch(refund_id: int) -> None:
     """Push the refund onto the ``payments`` queue; the sweep retries if Redis is down."""
@@ -224,10 +247,14 @@ def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
     """
     now = now or timezone.now()
     due = Q(status=Refund.Status.PENDING, next_attempt_at__lte=now) | Q(
-        status=Refund.Status.PROCESSING, next_attempt_at__lte=now)
-    if Refund.objects.filter(due, pk=refund_id).update(
-        status=Refund.Status.PROCESSING, attempts=F("attempts") + 1, next_attempt_at=now + LEASE
-    ) != 1:
+        status=Refund.Status.PROCESSING, next_attempt_at__lte=now
+    )
+    if (
+        Refund.objects.filter(due, pk=refund_id).update(
+            status=Refund.Status.PROCESSING, attempts=F("attempts") + 1, next_attempt_at=now + LEASE
+        )
+        != 1
+    ):
         return Refund.objects.filter(pk=refund_id).values_list("status", flat=True).first() or "missing"
     refund = Refund.objects.select_related("payment", "order").get(pk=refund_id)
     if refund.payment.method == PayMethod.BALANCE:
@@ -235,8 +262,10 @@ def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
         return Refund.Status.SUCCESS
     try:
         refund_id_wx = wechat.refund_apply(
-            out_trade_no=refund.payment.out_trade_no, out_refund_no=refund.out_refund_no,
-            total_fee=refund.payment.total_fee, refund_fee=refund.refund_fen,
+            out_trade_no=refund.payment.out_trade_no,
+            out_refund_no=refund.out_refund_no,
+            total_fee=refund.payment.total_fee,
+            refund_fee=refund.refund_fen,
             reason=refund.get_reason_display(),
         )
     except (wechat.PayUnavailable, wechat.PayRejected) as exc:
@@ -254,7 +283,9 @@ def _attempt_failed(refund: Refund, now: dt.datetime, error: str, retryable: boo
         Refund.objects.filter(pk=refund.pk, status=Refund.Status.PROCESSING).update(
             status=Refund.Status.PENDING, last_error=error[:2000], next_attempt_at=now + wait
         )
-        logger.warning("refund %s attempt %s failed, retry in %s: %s", refund.out_refund_no, refund.attempts, wait, error)
+        logger.warning(
+            "refund %s attempt %s failed, retry in %s: %s", refund.out_refund_no, refund.attempts, wait, error
+        )
         return Refund.Status.PENDING
     refund_mark_failed(refund, error)
     return Refund.Status.FAILED
@@ -266,10 +297,14 @@ def refund_mark_failed(refund: Refund, error: str) -> None:
     processing/submitted is left alone. ``error``: why, kept in ``last_error`` (2,000 chars).
     Used by the worker (out of tries), the sweep and WeChat's refund notification (CHANGE /
     REFUNDCLOSE)."""
+
     def mark() -> int:  # the refund's rows only: Refund, AfterSale, RefundBatchItem (starmall/locking.py)
-        if Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
-            status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
-        ) != 1:
+        if (
+            Refund.objects.filter(pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED)).update(
+                status=Refund.Status.FAILED, last_error=error[:2000], next_attempt_at=None
+            )
+            != 1
+        ):
             return 0
         if refund.after_sale_id:
             AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.FAILED)
@@ -279,11 +314,14 @@ def refund_mark_failed(refund: Refund, error: str) -> None:
     def alert() -> dict[str, str]:
         order_no = Order.objects.filter(pk=refund.order_id).values_list("order_no", flat=True).first()
         return dict(
-            key=f"refund:{refund.out_refund_no}:failed", kind=Alert.Kind.REFUND_FAILED,
+            key=f"refund:{refund.out_refund_no}:failed",
+            kind=Alert.Kind.REFUND_FAILED,
             title=f"退款 {refund.out_refund_no} 失败（订单 {order_no}）",
-            text=(f"订单 {order_no} 的退款 {refund.out_refund_no}（{yuan(refund.refund_fen)} 元）"
-                  f"尝试 {refund.attempts} 次后失败：{error}。钱尚未退给顾客；请在后台「退款」中查看原因，"
-                  f"可用「重试失败的退款」以同一退款单号重试。"),
+            text=(
+                f"订单 {order_no} 的退款 {refund.out_refund_no}（{yuan(refund.refund_fen)} 元）"
+                f"尝试 {refund.attempts} 次后失败：{error}。钱尚未退给顾客；请在后台「退款」中查看原因，"
+                f"可用「重试失败的退款」以同一退款单号重试。"
+            ),
         )
 
     alert_on_failure(mark, alert)
@@ -306,23 +344,33 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     """
     with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         order = orders.order_lock(order_id=refund.order_id)
-        if Refund.objects.filter(
-            pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
-        ).update(status=Refund.Status.SUCCESS, succeeded_at=timezone.now(), last_error="") != 1:
+        if (
+            Refund.objects.filter(
+                pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
+            ).update(status=Refund.Status.SUCCESS, succeeded_at=timezone.now(), last_error="")
+            != 1
+        ):
             return False
         if refund.after_sale_id:
             AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.REFUNDED)
         RefundBatchItem.follow_refund(refund_id=refund.pk, status=Refund.Status.SUCCESS)
         if credit_balance:
-            wallet.balance_credit(customer_id=order.customer_id, amount_fen=refund.refund_fen,
-                                  reason=WalletEvent.Reason.REFUND, ref=refund.out_refund_no,
-                                  order_no=order.order_no)
+            wallet.balance_credit(
+                customer_id=order.customer_id,
+                amount_fen=refund.refund_fen,
+                reason=WalletEvent.Reason.REFUND,
+                ref=refund.out_refund_no,
+                order_no=order.order_no,
+            )
         payment = Payment.objects.get(pk=refund.payment_id)
-        returned = Refund.objects.filter(payment=payment, status=Refund.Status.SUCCESS).aggregate(
-            fen=Sum("refund_fen"))["fen"] or 0
+        returned = (
+            Refund.objects.filter(payment=payment, status=Refund.Status.SUCCESS).aggregate(fen=Sum("refund_fen"))["fen"]
+            or 0
+        )
         if refund.reason == Refund.Reason.AFTER_SALE and returned == payment.total_fee:
-            orders.order_mark_refunded(order=order, actor="wechat" if payment.method == PayMethod.WECHAT
-                                       else "system", restock=refund.restock)
+            orders.order_mark_refunded(
+                order=order, actor="wechat" if payment.method == PayMethod.WECHAT else "system", restock=refund.restock
+            )
         hooks.refund_succeeded_run(order=order)  # e.g. commissions reverse their share (distribution)
     return True
 
@@ -350,7 +398,8 @@ def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
             refund_mark_failed(refund, f"WeChat refund_status {state}")
         else:
             Refund.objects.filter(pk=refund.pk, status=Refund.Status.SUBMITTED).update(
-                next_attempt_at=now + CONFIRM_AFTER)
+                next_attempt_at=now + CONFIRM_AFTER
+            )
         counts[f"query:{state}"] = counts.get(f"query:{state}", 0) + 1
     return counts
 
@@ -358,10 +407,15 @@ def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
 def refund_retry(*, refund_id: int, actor: str) -> bool:
     """Staff: try a FAILED refund again with the same out_refund_no (and a fresh try budget)."""
     with transaction.atomic():
-        if Refund.objects.filter(pk=refund_id, status=Refund.Status.FAILED).update(
-            status=Refund.Status.PENDING, attempts=0, next_attempt_at=timezone.now(),
-            last_error=f"retried by {actor}",
-        ) != 1:
+        if (
+            Refund.objects.filter(pk=refund_id, status=Refund.Status.FAILED).update(
+                status=Refund.Status.PENDING,
+                attempts=0,
+                next_attempt_at=timezone.now(),
+                last_error=f"retried by {actor}",
+            )
+            != 1
+        ):
             return False
         refund = Refund.objects.get(pk=refund_id)
         if refund.after_sale_id:

@@ -33,10 +33,15 @@ def after_sale_approve_return(*, after_sale_id: int, actor: str, note: str = "")
         order = Order.objects.select_for_update().get(pk=request.order_id)
         if order.status not in (OrderStatus.SHIPPED, OrderStatus.COMPLETED):
             raise InvalidState("只有已发货的订单需要先退货。", status=order.status)
-        return AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
-            status=AfterSale.Status.APPROVED_RETURN, decided_by=actor, decided_at=timezone.now(),
-            decision_note=note[:200],
-        ) == 1
+        return (
+            AfterSale.objects.filter(pk=after_sale_id, status=AfterSale.Status.REQUESTED).update(
+                status=AfterSale.Status.APPROVED_RETURN,
+                decided_by=actor,
+                decided_at=timezone.now(),
+                decision_note=note[:200],
+            )
+            == 1
+        )
 
 
 def after_sale_return_sent(*, refund_no: str, customer_id: int, carrier: str, tracking_no: str) -> AfterSale:
@@ -52,10 +57,15 @@ def after_sale_return_sent(*, refund_no: str, customer_id: int, carrier: str, tr
         raise InvalidInput("请填写快递公司。", carrier=["请填写快递公司"])
     if not TRACKING_NO.fullmatch(tracking_no):
         raise InvalidInput("快递单号不正确。", tracking_no=["6 到 40 位字母、数字或短横线"])
-    if AfterSale.objects.filter(pk=request.pk, status=AfterSale.Status.APPROVED_RETURN).update(
-        status=AfterSale.Status.RETURNING, return_carrier=carrier, return_tracking_no=tracking_no,
-        return_sent_at=timezone.now(),
-    ) != 1:
+    if (
+        AfterSale.objects.filter(pk=request.pk, status=AfterSale.Status.APPROVED_RETURN).update(
+            status=AfterSale.Status.RETURNING,
+            return_carrier=carrier,
+            return_tracking_no=tracking_no,
+            return_sent_at=timezone.now(),
+        )
+        != 1
+    ):
         request.refresh_from_db()
         if request.status == AfterSale.Status.RETURNING and request.return_tracking_no == tracking_no:
             return request  # the same parcel again (retry)

@@ -40,6 +40,7 @@ OPEN_STATUSES = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MAN
 
 # --- starting a payment ---------------------------------------------------------------------
 
+
 def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
     """``wx.requestPayment`` parameters for the customer's unpaid order.
 
@@ -62,14 +63,18 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         return wechat.jsapi_params(payment.prepay_id)
     try:
         prepay = wechat.unified_order(
-            out_trade_no=payment.out_trade_no, total_fee=payment.total_fee,
-            body=_body(order), openid=order.customer.openid,
-            starts_at=order.created_at, expires_at=order.pay_deadline,
+            out_trade_no=payment.out_trade_no,
+            total_fee=payment.total_fee,
+            body=_body(order),
+            openid=order.customer.openid,
+            starts_at=order.created_at,
+            expires_at=order.pay_deadline,
         )
     except wechat.PayUnavailable as exc:
         # WeChat may or may not have created the trade: UNKNOWN until a query says (flow 8).
         Payment.objects.filter(pk=payment.pk, status=PaymentStatus.PENDING).update(
-            status=PaymentStatus.UNKNOWN, checks=0, next_check_at=now + UNCERTAIN_CHECK_WAITS[0])
+            status=PaymentStatus.UNKNOWN, checks=0, next_check_at=now + UNCERTAIN_CHECK_WAITS[0]
+        )
         raise WechatUnavailable("微信支付暂时无法连接，请稍后再试。") from exc
     except wechat.PayRejected as exc:
         if exc.err_code == "ORDERPAID":
@@ -79,10 +84,14 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
-    if Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID,
-                              order__pay_fen=payment.total_fee).update(  # 改价 meanwhile: this amount is stale
-        prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
-    ) != 1:
+    if (
+        Payment.objects.filter(
+            pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID, order__pay_fen=payment.total_fee
+        ).update(  # 改价 meanwhile: this amount is stale
+            prepay_id=prepay.prepay_id, prepay_expires_at=prepay.expires_at
+        )
+        != 1
+    ):
         # The order was cancelled, paid another way or repriced while WeChat created this trade: close
         # it there so the customer cannot pay it (if they already did, the notification or
         # the sweep finds a late payment and refunds it).
@@ -101,7 +110,9 @@ def _wechat_payment(order: Order) -> Payment:
     The first one's ``out_trade_no`` is the order_no; a trade closed at WeChat (the customer
     tried balance pay, say) cannot be reopened, so the next gets ``<order_no>P<n>`` (<= 32).
     """
-    payment = order.payments.filter(method=PayMethod.WECHAT).exclude(status=PaymentStatus.CLOSED).order_by("-id").first()
+    payment = (
+        order.payments.filter(method=PayMethod.WECHAT).exclude(status=PaymentStatus.CLOSED).order_by("-id").first()
+    )
     if payment is not None:
         return payment
     tried = order.payments.filter(method=PayMethod.WECHAT).count()
@@ -121,7 +132,8 @@ def _clear_uncertainty_or_raise(payment: Payment) -> None:
     if state not in ("NOTPAY", "NOTEXIST"):
         raise WechatUnavailable("正在向微信确认这笔支付，请稍后再试。")
     Payment.objects.filter(pk=payment.pk, status__in=(PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)).update(
-        status=PaymentStatus.PENDING, next_check_at=None)
+        status=PaymentStatus.PENDING, next_check_at=None
+    )
     payment.refresh_from_db()
 
 
@@ -132,7 +144,7 @@ def _body(order: Order) -> str:
     more = " 等" if order.lines.count() > 1 else ""
     name = first.name if first else order.order_no
     shop = shop_name()  # the shop's settings row, else SHOP_NAME
-    return f"{shop}-{name[:128 - len(shop) - 1 - len(more)]}{more}"
+    return f"{shop}-{name[: 128 - len(shop) - 1 - len(more)]}{more}"
 
 
 def payment_balance_pay(*, order_no: str, customer_id: int) -> Order:
@@ -178,8 +190,11 @@ def _balance_pay_apply(*, order_id: int, customer_id: int, now: dt.datetime) -> 
     if order.status != OrderStatus.UNPAID:
         raise InvalidState("该订单不是待支付状态。", status=order.status)
     Payment.objects.create(
-        order=order, method=PayMethod.BALANCE, total_fee=order.pay_fen,
-        status=PaymentStatus.PAID, paid_at=now,
+        order=order,
+        method=PayMethod.BALANCE,
+        total_fee=order.pay_fen,
+        status=PaymentStatus.PAID,
+        paid_at=now,
     )
     wallet.balance_debit(customer_id=customer_id, amount_fen=order.pay_fen, ref=order.order_no)
     if not orders.order_mark_paid(order=order, method=PayMethod.BALANCE, paid_at=now, actor="customer"):
@@ -188,6 +203,7 @@ def _balance_pay_apply(*, order_id: int, customer_id: int, now: dt.datetime) -> 
 
 
 # --- applying what WeChat says -------------------------------------------------------------
+
 
 @retry_on_lock_conflict
 def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.datetime, actor: str) -> Applied:
@@ -209,18 +225,28 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
         if updated != 1:
             current = Payment.objects.get(pk=payment.pk)
             if current.transaction_id != transaction_id:
-                logger.error("payment %s already paid by %s, now %s", payment.out_trade_no,
-                             current.transaction_id, transaction_id)
+                logger.error(
+                    "payment %s already paid by %s, now %s",
+                    payment.out_trade_no,
+                    current.transaction_id,
+                    transaction_id,
+                )
             return Applied.DUPLICATE
         if orders.order_mark_paid(order=order, method=PayMethod.WECHAT, paid_at=paid_at, actor=actor):
             return Applied.APPLIED
         # Money for an order that is cancelled (or was paid another way): keep the record, do
         # not revive the order or take stock again, and queue exactly one refund.
-        reason = Refund.Reason.LATE_PAYMENT if order.status == OrderStatus.CANCELLED else Refund.Reason.DUPLICATE_PAYMENT
+        reason = (
+            Refund.Reason.LATE_PAYMENT if order.status == OrderStatus.CANCELLED else Refund.Reason.DUPLICATE_PAYMENT
+        )
         payment.refresh_from_db()
         refund = refunds.refund_for_unwanted_payment(payment=payment, reason=reason)
-        events.order_late_payment_event(order=order, actor=actor, transaction_id=transaction_id,
-                                        out_refund_no=refund.out_refund_no if refund else None)
+        events.order_late_payment_event(
+            order=order,
+            actor=actor,
+            transaction_id=transaction_id,
+            out_refund_no=refund.out_refund_no if refund else None,
+        )
         logger.error("late payment %s on %s order %s: refund queued", transaction_id, order.status, order.order_no)
         return Applied.LATE
 
@@ -235,8 +261,9 @@ def payment_sync(*, payment: Payment) -> str:
         return ""
     if state.state in ("SUCCESS", "REFUND"):
         paid_at = wechat.parse_time_end(state.time_end) or timezone.now()
-        payment_apply_paid(payment=payment, transaction_id=state.transaction_id, paid_at=paid_at,
-                           actor="wechat:orderquery")
+        payment_apply_paid(
+            payment=payment, transaction_id=state.transaction_id, paid_at=paid_at, actor="wechat:orderquery"
+        )
     return state.state
 
 
@@ -254,27 +281,37 @@ def payment_check_uncertain(*, payment: Payment, now: dt.datetime | None = None)
     if state in ("NOTPAY", "NOTEXIST", "PAYERROR", "CLOSED", "REVOKED"):
         to = PaymentStatus.CLOSED if state in ("CLOSED", "REVOKED") else PaymentStatus.PENDING
         Payment.objects.filter(pk=payment.pk, status__in=(PaymentStatus.UNKNOWN, PaymentStatus.MANUAL)).update(
-            status=to, next_check_at=None)
+            status=to, next_check_at=None
+        )
         return "clear"
     checks = payment.checks + 1
     if checks < len(UNCERTAIN_CHECK_WAITS):
         Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
-            checks=checks, next_check_at=now + UNCERTAIN_CHECK_WAITS[checks])
+            checks=checks, next_check_at=now + UNCERTAIN_CHECK_WAITS[checks]
+        )
         return "later"
     manual = alert_on_failure(  # MANUAL and its one alert together
         lambda: Payment.objects.filter(pk=payment.pk, status=PaymentStatus.UNKNOWN).update(
-            status=PaymentStatus.MANUAL, checks=checks, next_check_at=None),
+            status=PaymentStatus.MANUAL, checks=checks, next_check_at=None
+        ),
         lambda: dict(
-            key=f"payment:{payment.out_trade_no}:manual", kind=Alert.Kind.PAYMENT_MANUAL,
+            key=f"payment:{payment.out_trade_no}:manual",
+            kind=Alert.Kind.PAYMENT_MANUAL,
             title=f"支付 {payment.out_trade_no} 状态无法确认，需人工处理",
-            text=(f"商户订单号 {payment.out_trade_no}（{yuan(payment.total_fee)} 元）向微信查询 {checks} 次"
-                  f"仍无法确认是否支付（最后答复：{state or '无答复'}），已转为人工处理（MANUAL）。"
-                  f"请在后台「支付」中筛选「人工处理」，用「立即向微信查询」确认。"),
+            text=(
+                f"商户订单号 {payment.out_trade_no}（{yuan(payment.total_fee)} 元）向微信查询 {checks} 次"
+                f"仍无法确认是否支付（最后答复：{state or '无答复'}），已转为人工处理（MANUAL）。"
+                f"请在后台「支付」中筛选「人工处理」，用「立即向微信查询」确认。"
+            ),
         ),
     )
     if manual:
-        logger.error("ALERT payment %s still uncertain after %s checks (last answer %r): MANUAL",
-                     payment.out_trade_no, checks, state or "no answer")
+        logger.error(
+            "ALERT payment %s still uncertain after %s checks (last answer %r): MANUAL",
+            payment.out_trade_no,
+            checks,
+            state or "no answer",
+        )
     return "manual"
 
 
@@ -297,8 +334,14 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     payment = order.payments.order_by("-id").first()
-    if order.status == OrderStatus.UNPAID and payment and payment.method == PayMethod.WECHAT \
-            and payment.status in OPEN_STATUSES and payment.prepay_id and Payment.claim_status_query(payment.pk):
+    if (
+        order.status == OrderStatus.UNPAID
+        and payment
+        and payment.method == PayMethod.WECHAT
+        and payment.status in OPEN_STATUSES
+        and payment.prepay_id
+        and Payment.claim_status_query(payment.pk)
+    ):
         payment_sync(payment=payment)
         order.refresh_from_db()
         payment.refresh_from_db()
@@ -309,8 +352,7 @@ def payment_status(*, order_no: str, customer_id: int) -> dict:
         "order_status": order.status,
         "payment_status": payment_state,
         "refund_status": "requested" if waiting else (refund.status if refund else None),
-        "message": "退款申请已提交，等待商家处理" if waiting
-        else _status_message(order.status, payment_state, refund),
+        "message": "退款申请已提交，等待商家处理" if waiting else _status_message(order.status, payment_state, refund),
     }
 
 
@@ -321,8 +363,11 @@ def _status_message(order_status: str, payment_status: str, refund: Refund | Non
     if payment_status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
         return "正在向微信确认支付结果"
     return {
-        OrderStatus.UNPAID: "待支付", OrderStatus.PAID: "支付成功",
-        OrderStatus.SHIPPED: "已发货", OrderStatus.COMPLETED: "已完成",
-        OrderStatus.CANCELLED: "订单已取消", OrderStatus.REFUNDING: "退款中",
+        OrderStatus.UNPAID: "待支付",
+        OrderStatus.PAID: "支付成功",
+        OrderStatus.SHIPPED: "已发货",
+        OrderStatus.COMPLETED: "已完成",
+        OrderStatus.CANCELLED: "订单已取消",
+        OrderStatus.REFUNDING: "退款中",
         OrderStatus.REFUNDED: "已退款",
     }[order_status]

@@ -27,18 +27,14 @@ from wechatpy.pay.utils import calculate_signature, calculate_signature_hmac
 logger = logging.getLogger(__name__)
 
 MIN_EXPIRE = dt.timedelta(minutes=5, seconds=30)  # WeChat: time_expire >= 5 min after the call
-SUCCESS_ACK = (
-    b"<xml><return_code><![CDATA[SUCCESS]]></return_code>"
-    b"<return_msg><![CDATA[OK]]></return_msg></xml>"
-)
+SUCCESS_ACK = b"<xml><return_code><![CDATA[SUCCESS]]></return_code><return_msg><![CDATA[OK]]></return_msg></xml>"
 
 
 def fail_ack(message: str) -> bytes:
     """The answer that makes WeChat send the notification again."""
     safe = message.replace("]]>", "")
     return (
-        f"<xml><return_code><![CDATA[FAIL]]></return_code>"
-        f"<return_msg><![CDATA[{safe}]]></return_msg></xml>"
+        f"<xml><return_code><![CDATA[FAIL]]></return_code><return_msg><![CDATA[{safe}]]></return_msg></xml>"
     ).encode()
 
 
@@ -137,8 +133,13 @@ class Prepay:
 
 
 def unified_order(
-    *, out_trade_no: str, total_fee: int, body: str, openid: str,
-    starts_at: dt.datetime, expires_at: dt.datetime,
+    *,
+    out_trade_no: str,
+    total_fee: int,
+    body: str,
+    openid: str,
+    starts_at: dt.datetime,
+    expires_at: dt.datetime,
 ) -> Prepay:
     """``pay/unifiedorder`` for a JSAPI (mini-program) payment of ``total_fee`` fen.
 
@@ -241,8 +242,7 @@ def parse_time_end(value: str) -> dt.datetime | None:
     return naive.replace(tzinfo=timezone.get_current_timezone())
 
 
-def refund_apply(*, out_trade_no: str, out_refund_no: str, total_fee: int, refund_fee: int,
-                 reason: str) -> str:
+def refund_apply(*, out_trade_no: str, out_refund_no: str, total_fee: int, refund_fee: int, reason: str) -> str:
     """``secapi/pay/refund`` (client certificate) of ``refund_fee`` fen; returns WeChat's refund_id.
 
     Calling again with the same ``out_refund_no`` is safe: WeChat refunds it once. Raises

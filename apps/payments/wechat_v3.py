@@ -64,16 +64,19 @@ def _public_key():
     return load_public_key(_pem(settings.WECHAT_PAY_V3_PUBLIC_KEY))
 
 
-def authorization(method: str, path_with_query: str, body: str, *, timestamp: int | None = None,
-                  nonce: str | None = None) -> str:
+def authorization(
+    method: str, path_with_query: str, body: str, *, timestamp: int | None = None, nonce: str | None = None
+) -> str:
     """The ``Authorization`` header for one request (WECHAT.md: the signed message is
     ``METHOD\\nPATH\\nTIMESTAMP\\nNONCE\\nBODY\\n``)."""
     timestamp = timestamp or int(time.time())
     nonce = nonce or uuid.uuid4().hex.upper()
     message = f"{method}\n{path_with_query}\n{timestamp}\n{nonce}\n{body}\n"
     signature = rsa_sign(_private_key(), message)
-    return (f'{AUTH_SCHEMA} mchid="{settings.WECHAT_MCH_ID}",nonce_str="{nonce}",signature="{signature}",'
-            f'timestamp="{timestamp}",serial_no="{settings.WECHAT_PAY_V3_MCH_SERIAL}"')
+    return (
+        f'{AUTH_SCHEMA} mchid="{settings.WECHAT_MCH_ID}",nonce_str="{nonce}",signature="{signature}",'
+        f'timestamp="{timestamp}",serial_no="{settings.WECHAT_PAY_V3_MCH_SERIAL}"'
+    )
 
 
 def _header(headers, name: str) -> str:
@@ -109,8 +112,14 @@ def request(method: str, path: str, data: dict | None = None) -> dict:
         "User-Agent": "starmall",
     }
     try:
-        response = requests.request(method, settings.WECHAT_PAY_V3_API_BASE + path, data=body.encode() or None,
-                                    headers=headers, timeout=settings.WECHAT_TIMEOUT_SECONDS, allow_redirects=False)
+        response = requests.request(
+            method,
+            settings.WECHAT_PAY_V3_API_BASE + path,
+            data=body.encode() or None,
+            headers=headers,
+            timeout=settings.WECHAT_TIMEOUT_SECONDS,
+            allow_redirects=False,
+        )
     except requests.RequestException as exc:
         raise V3Unavailable(f"{type(exc).__name__}: {exc}") from exc
     text = response.text
@@ -134,20 +143,24 @@ def transfer_create(*, out_bill_no: str, openid: str, amount_fen: int, remark: s
     """``POST /v3/fund-app/mch-transfer/transfer-bills`` (scene 1005 佣金报酬); the answer
     ``{"out_bill_no", "transfer_bill_no", "create_time", "state", "package_info"}``. The same
     ``out_bill_no`` again answers the same bill, never a second transfer."""
-    return request("POST", "/v3/fund-app/mch-transfer/transfer-bills", {
-        "appid": settings.WECHAT_APPID,
-        "out_bill_no": out_bill_no,
-        "transfer_scene_id": TRANSFER_SCENE_COMMISSION,
-        "openid": openid,
-        "transfer_amount": amount_fen,
-        "transfer_remark": remark[:32],
-        "notify_url": notify_url,
-        "user_recv_perception": "佣金报酬",
-        "transfer_scene_report_infos": [
-            {"info_type": "岗位类型", "info_content": "推广员"},
-            {"info_type": "报酬说明", "info_content": "分销佣金"},
-        ],
-    })
+    return request(
+        "POST",
+        "/v3/fund-app/mch-transfer/transfer-bills",
+        {
+            "appid": settings.WECHAT_APPID,
+            "out_bill_no": out_bill_no,
+            "transfer_scene_id": TRANSFER_SCENE_COMMISSION,
+            "openid": openid,
+            "transfer_amount": amount_fen,
+            "transfer_remark": remark[:32],
+            "notify_url": notify_url,
+            "user_recv_perception": "佣金报酬",
+            "transfer_scene_report_infos": [
+                {"info_type": "岗位类型", "info_content": "推广员"},
+                {"info_type": "报酬说明", "info_content": "分销佣金"},
+            ],
+        },
+    )
 
 
 def transfer_query(*, out_bill_no: str) -> dict | None:
@@ -178,8 +191,12 @@ def notification_parse(headers, body: bytes) -> dict:
         resource = envelope["resource"]
         if resource.get("algorithm") != "AEAD_AES_256_GCM":
             raise V3BadNotification(f"unknown algorithm {resource.get('algorithm')!r}")
-        plain = aes_decrypt(nonce=resource["nonce"], ciphertext=resource["ciphertext"],
-                            associated_data=resource.get("associated_data") or "", apiv3_key=settings.WECHAT_PAY_V3_KEY)
+        plain = aes_decrypt(
+            nonce=resource["nonce"],
+            ciphertext=resource["ciphertext"],
+            associated_data=resource.get("associated_data") or "",
+            apiv3_key=settings.WECHAT_PAY_V3_KEY,
+        )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise V3BadNotification(f"unparsable notification: {exc}") from exc
     if plain is None:

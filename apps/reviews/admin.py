@@ -32,10 +32,18 @@ class ReviewAdmin(ReadOnlyModelAdmin):
     def reply(self, request, queryset):
         require_perm(request, "reviews.reply_review")
         if not request.POST.get("apply"):
-            return render(request, "admin/starmall/text_action.html", {
-                **self.admin_site.each_context(request), "title": "回复评价", "label": "回复内容（顾客可见）",
-                "action": "reply", "objects": list(queryset.order_by("pk")), "required": True,
-            })
+            return render(
+                request,
+                "admin/starmall/text_action.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "title": "回复评价",
+                    "label": "回复内容（顾客可见）",
+                    "action": "reply",
+                    "objects": list(queryset.order_by("pk")),
+                    "required": True,
+                },
+            )
         outcomes = []
         for review in queryset.order_by("pk"):
             try:

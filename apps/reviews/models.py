@@ -13,10 +13,16 @@ class Review(models.Model):
 
     MAX_IMAGES = 6
 
-    line = models.OneToOneField("orders.OrderLine", verbose_name="订单明细", on_delete=models.PROTECT, related_name="review")
+    line = models.OneToOneField(
+        "orders.OrderLine", verbose_name="订单明细", on_delete=models.PROTECT, related_name="review"
+    )
     order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="reviews")
-    product = models.ForeignKey("catalog.Product", verbose_name="商品", on_delete=models.PROTECT, related_name="reviews")
-    customer = models.ForeignKey("accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="reviews")
+    product = models.ForeignKey(
+        "catalog.Product", verbose_name="商品", on_delete=models.PROTECT, related_name="reviews"
+    )
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="reviews"
+    )
     rating = models.PositiveSmallIntegerField(verbose_name="评分")
     text = models.CharField(verbose_name="内容", max_length=500, blank=True)
     images = models.JSONField(verbose_name="图片", default=list, blank=True)

@@ -14,8 +14,9 @@ from apps.reviews.models import Review
 from starmall.errors import InvalidInput, InvalidState, NotFound
 
 
-def review_create(*, order_no: str, customer_id: int, line_id: int, rating: int, text: str = "",
-                  images: list[str] | None = None) -> Review:
+def review_create(
+    *, order_no: str, customer_id: int, line_id: int, rating: int, text: str = "", images: list[str] | None = None
+) -> Review:
     """The customer reviews line ``line_id`` of their completed order ``order_no``.
 
     ``rating`` 1..5; ``text`` up to 500 characters; ``images`` up to 6 URLs answered by POST
@@ -39,10 +40,18 @@ def review_create(*, order_no: str, customer_id: int, line_id: int, rating: int,
         raise InvalidState("订单完成后才能评价。", status=order.status)
     try:
         with transaction.atomic():
-            review = Review.objects.create(line=line, order=order, product_id=line.product_id,
-                                           customer_id=customer_id, rating=rating, text=text[:500], images=images)
+            review = Review.objects.create(
+                line=line,
+                order=order,
+                product_id=line.product_id,
+                customer_id=customer_id,
+                rating=rating,
+                text=text[:500],
+                images=images,
+            )
             Product.objects.filter(pk=line.product_id).update(
-                review_count=F("review_count") + 1, rating_total=F("rating_total") + rating)
+                review_count=F("review_count") + 1, rating_total=F("rating_total") + rating
+            )
     except IntegrityError:
         raise InvalidState("该商品已评价。", line_id=line_id) from None
     return review
@@ -57,7 +66,8 @@ def review_set_hidden(*, review_id: int, hidden: bool, actor: str) -> bool:
     review = Review.objects.get(pk=review_id)
     sign = -1 if hidden else 1
     Product.objects.filter(pk=review.product_id).update(
-        review_count=F("review_count") + sign, rating_total=F("rating_total") + sign * review.rating)
+        review_count=F("review_count") + sign, rating_total=F("rating_total") + sign * review.rating
+    )
     return True
 
 
@@ -67,8 +77,9 @@ def review_reply(*, review_id: int, text: str, actor: str) -> bool:
     text = (text or "").strip()
     if not text:
         raise InvalidInput("回复内容不能为空。", reply=["回复内容不能为空"])
-    return Review.objects.filter(pk=review_id).update(
-        reply=text[:500], replied_by=actor, replied_at=timezone.now()) == 1
+    return (
+        Review.objects.filter(pk=review_id).update(reply=text[:500], replied_by=actor, replied_at=timezone.now()) == 1
+    )
 
 
 def product_reviews(*, product_id: int):

@@ -67,8 +67,7 @@ class RegionRuleForm(forms.ModelForm):
 
 
 class FreeRuleForm(forms.ModelForm):
-    provinces = ProvincesField(label="省份", required=False,
-                               help_text="不勾选 = 全国")
+    provinces = ProvincesField(label="省份", required=False, help_text="不勾选 = 全国")
     cities = CitiesField(label="城市")
     min_count = forms.IntegerField(label="满件数", required=False, min_value=1, help_text="该模板商品件数达到此数包邮")
 
@@ -120,9 +119,11 @@ class FreightTemplateForm(forms.ModelForm):
     class Meta:
         model = FreightTemplate
         fields = ["name", "mode", "first_unit", "first_fee_fen", "extra_unit", "extra_fee_fen", "is_default"]
-        help_texts = {"first_unit": f"首费包含的数量，单位：{UNITS}",
-                      "extra_unit": f"每满（不足也算）这么多收一次续费，单位：{UNITS}",
-                      "is_default": "未指定运费模板的商品使用默认模板；勾选后原默认模板变为普通模板"}
+        help_texts = {
+            "first_unit": f"首费包含的数量，单位：{UNITS}",
+            "extra_unit": f"每满（不足也算）这么多收一次续费，单位：{UNITS}",
+            "is_default": "未指定运费模板的商品使用默认模板；勾选后原默认模板变为普通模板",
+        }
 
     def _get_validation_exclusions(self):
         # The one-default constraint is kept by the service that moves the flag (save_model).
@@ -159,15 +160,22 @@ class FreightTemplateAdmin(ChangedFieldsAdmin):
 
     @admin.display(description="指定区域")
     def regions(self, obj):
-        return "；".join(f"{_where(rule)}: {yuan(rule.first_fee_fen)}/{yuan(rule.extra_fee_fen)}"
-                        for rule in obj.region_rules.all()) or "-"
+        return (
+            "；".join(
+                f"{_where(rule)}: {yuan(rule.first_fee_fen)}/{yuan(rule.extra_fee_fen)}"
+                for rule in obj.region_rules.all()
+            )
+            or "-"
+        )
 
     @admin.display(description="包邮")
     def free(self, obj):
         texts = []
         for rule in obj.free_rules.all():
-            terms = [f"满 {yuan(rule.min_amount_fen)} 元" if rule.min_amount_fen is not None else "",
-                     f"满 {rule.min_count} 件" if rule.min_count is not None else ""]
+            terms = [
+                f"满 {yuan(rule.min_amount_fen)} 元" if rule.min_amount_fen is not None else "",
+                f"满 {rule.min_count} 件" if rule.min_count is not None else "",
+            ]
             texts.append(f"{_where(rule)}: {' 且 '.join(t for t in terms if t)}")
         return "；".join(texts) or "-"
 

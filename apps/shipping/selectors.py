@@ -33,17 +33,29 @@ def template_default() -> FreightTemplate | None:
 def template_terms(template: FreightTemplate) -> TemplateTerms:
     """The calculator's view of a template (use ``prefetch_related("region_rules", "free_rules")``)."""
     return TemplateTerms(
-        id=template.pk, name=template.name, mode=template.mode, first_unit=template.first_unit,
-        first_fee_fen=template.first_fee_fen, extra_unit=template.extra_unit,
+        id=template.pk,
+        name=template.name,
+        mode=template.mode,
+        first_unit=template.first_unit,
+        first_fee_fen=template.first_fee_fen,
+        extra_unit=template.extra_unit,
         extra_fee_fen=template.extra_fee_fen,
         regions=tuple(
-            RegionTerms(provinces=frozenset(r.provinces), cities=frozenset(map(city_key, r.cities)),
-                        first_fee_fen=r.first_fee_fen, extra_fee_fen=r.extra_fee_fen)
+            RegionTerms(
+                provinces=frozenset(r.provinces),
+                cities=frozenset(map(city_key, r.cities)),
+                first_fee_fen=r.first_fee_fen,
+                extra_fee_fen=r.extra_fee_fen,
+            )
             for r in template.region_rules.all()
         ),
         free=tuple(
-            FreeTerms(provinces=frozenset(r.provinces), cities=frozenset(map(city_key, r.cities)),
-                      min_amount_fen=r.min_amount_fen, min_count=r.min_count)
+            FreeTerms(
+                provinces=frozenset(r.provinces),
+                cities=frozenset(map(city_key, r.cities)),
+                min_amount_fen=r.min_amount_fen,
+                min_count=r.min_count,
+            )
             for r in template.free_rules.all()
         ),
     )
@@ -105,8 +117,16 @@ def freight_for_lines(*, lines: list[dict], province: str, city: str) -> int:
     """
     terms = templates_terms(line["template_id"] for line in lines)
     return freight_quote(
-        [FreightLine(template=terms.get(line["template_id"]), quantity=line["quantity"],
-                     weight_g=line.get("weight_g", 0), volume_cm3=line.get("volume_cm3", 0),
-                     amount_fen=line["amount_fen"]) for line in lines],
-        province, city,
+        [
+            FreightLine(
+                template=terms.get(line["template_id"]),
+                quantity=line["quantity"],
+                weight_g=line.get("weight_g", 0),
+                volume_cm3=line.get("volume_cm3", 0),
+                amount_fen=line["amount_fen"],
+            )
+            for line in lines
+        ],
+        province,
+        city,
     )

@@ -55,12 +55,29 @@ def _own_store(request) -> int | None:
 
 @admin.register(PickupOrder)
 class PickupOrderAdmin(ReadOnlyModelAdmin):
-    list_display = ["order_no", "status", "store_name", "pay_yuan", "paid_at", "pickup_code", "pickup_verified_at",
-                    "pickup_verified_by"]
+    list_display = [
+        "order_no",
+        "status",
+        "store_name",
+        "pay_yuan",
+        "paid_at",
+        "pickup_code",
+        "pickup_verified_at",
+        "pickup_verified_by",
+    ]
     list_filter = ["status"]
     search_fields = ["order_no", "pickup_code"]
-    fields = ["order_no", "status", "customer", "store_name", "pay_yuan", "paid_at", "pickup_verified_at",
-              "pickup_verified_by", "remark"]
+    fields = [
+        "order_no",
+        "status",
+        "customer",
+        "store_name",
+        "pay_yuan",
+        "paid_at",
+        "pickup_verified_at",
+        "pickup_verified_by",
+        "remark",
+    ]
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -83,7 +100,9 @@ class PickupOrderAdmin(ReadOnlyModelAdmin):
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "title": "自提订单"}
         if request.user.has_perm(services.PERMISSION):
-            messages.info(request, format_html('<a href="{}">→ 打开核销页面</a>', reverse("admin:stores_pickup_verify")))
+            messages.info(
+                request, format_html('<a href="{}">→ 打开核销页面</a>', reverse("admin:stores_pickup_verify"))
+            )
         return super().changelist_view(request, extra_context)
 
     def verify_view(self, request):
@@ -100,10 +119,16 @@ class PickupOrderAdmin(ReadOnlyModelAdmin):
                 return redirect(reverse("admin:stores_pickup_verify"))
             order = Order.objects.prefetch_related("lines").get(pk=order.pk)
         store_id = _own_store(request)
-        return render(request, "admin/stores/verify.html", {
-            **self.admin_site.each_context(request), "title": "自提核销", "order": order,
-            "store": Store.objects.filter(pk=store_id).first() if store_id else None,
-        })
+        return render(
+            request,
+            "admin/stores/verify.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "自提核销",
+                "order": order,
+                "store": Store.objects.filter(pk=store_id).first() if store_id else None,
+            },
+        )
 
 
 @admin.register(PickupVerification)

@@ -39,8 +39,9 @@ class Store(models.Model):
 class StoreStaff(models.Model):
     """A staff login that works at one store: it sees and verifies only that store's pickups."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, verbose_name="员工账号", on_delete=models.CASCADE,
-                                related_name="store_staff")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, verbose_name="员工账号", on_delete=models.CASCADE, related_name="store_staff"
+    )
     store = models.ForeignKey(Store, verbose_name="门店", on_delete=models.CASCADE, related_name="staff")
 
     class Meta:
@@ -55,11 +56,14 @@ class PickupVerification(models.Model):
     """The log of a verification: one per order (UNIQUE), written in the transaction whose
     conditional UPDATE completed the order (``apps.stores.services.pickup_verify``)."""
 
-    order = models.OneToOneField(Order, verbose_name="订单", on_delete=models.PROTECT, related_name="pickup_verification")
+    order = models.OneToOneField(
+        Order, verbose_name="订单", on_delete=models.PROTECT, related_name="pickup_verification"
+    )
     store = models.ForeignKey(Store, verbose_name="门店", on_delete=models.PROTECT, related_name="verifications")
     code = models.CharField(verbose_name="核销码", max_length=16)
-    verified_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name="核销人", on_delete=models.PROTECT,
-                                    related_name="pickup_verifications")
+    verified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name="核销人", on_delete=models.PROTECT, related_name="pickup_verifications"
+    )
     verified_at = models.DateTimeField(verbose_name="核销时间")
 
     class Meta:

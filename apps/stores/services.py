@@ -53,10 +53,16 @@ def pickup_verify(*, code: str, user) -> Order:
     if order.status != OrderStatus.PAID:
         raise InvalidState(f"订单当前状态为「{order.get_status_display()}」，不能核销。", status=order.status)
     with transaction.atomic():
-        if order_services.order_mark_picked_up(order=order, actor=f"staff:{user.get_username()}",
-                                               verifier=user.get_username()):
-            PickupVerification.objects.create(order=order, store_id=order.pickup_store_id, code=code,
-                                              verified_by=user, verified_at=order.pickup_verified_at)
+        if order_services.order_mark_picked_up(
+            order=order, actor=f"staff:{user.get_username()}", verifier=user.get_username()
+        ):
+            PickupVerification.objects.create(
+                order=order,
+                store_id=order.pickup_store_id,
+                code=code,
+                verified_by=user,
+                verified_at=order.pickup_verified_at,
+            )
             return order
     order.refresh_from_db()  # lost the race, or the order changed under us
     _refuse_if_verified(order)
@@ -67,13 +73,19 @@ def _order_of_code(code: str) -> Order | None:
     """The pickup order with ``code``: the one that can still be collected (UNIQUE among
     those), else the latest verified one (so a second verification is told when), else None."""
     qs = Order.objects.filter(delivery=Delivery.PICKUP, pickup_code=code)
-    return (qs.filter(status__in=(OrderStatus.PAID, OrderStatus.REFUNDING)).first()
-            or qs.filter(pickup_verified_at__isnull=False).order_by("-pickup_verified_at").first()
-            or qs.order_by("-id").first())
+    return (
+        qs.filter(status__in=(OrderStatus.PAID, OrderStatus.REFUNDING)).first()
+        or qs.filter(pickup_verified_at__isnull=False).order_by("-pickup_verified_at").first()
+        or qs.order_by("-id").first()
+    )
 
 
 def _refuse_if_verified(order: Order) -> None:
     if order.pickup_verified_at is not None:
         when = timezone.localtime(order.pickup_verified_at).strftime("%Y-%m-%d %H:%M")
-        raise AlreadyVerified(f"该核销码已于 {when} 由 {order.pickup_verified_by} 核销，不能重复核销。",
-                              verified_at=when, verified_by=order.pickup_verified_by, order_no=order.order_no)
+        raise AlreadyVerified(
+            f"该核销码已于 {when} 由 {order.pickup_verified_by} 核销，不能重复核销。",
+            verified_at=when,
+            verified_by=order.pickup_verified_by,
+            order_no=order.order_no,
+        )

@@ -57,8 +57,13 @@ class MenuAdmin(admin.ModelAdmin):
     @admin.action(description="发布到微信（替换当前菜单）", permissions=["push"])
     def push(self, request, queryset):
         require_perm(request, "wechat_official.push_menu")
-        _run(request, "发布菜单", queryset.order_by("-updated_at")[:1], lambda m: m.name,
-             lambda m: services.menu_push(menu_id=m.pk, by=request.user) and "已发布")
+        _run(
+            request,
+            "发布菜单",
+            queryset.order_by("-updated_at")[:1],
+            lambda m: m.name,
+            lambda m: services.menu_push(menu_id=m.pk, by=request.user) and "已发布",
+        )
 
 
 @admin.register(Material)
@@ -82,14 +87,24 @@ class MaterialAdmin(admin.ModelAdmin):
         require_perm(request, "wechat_official.upload_material")
         # images first: news articles use uploaded images as covers
         rows = sorted(queryset, key=lambda m: (m.kind == Material.Kind.NEWS, m.pk))
-        _run(request, "上传素材", rows, str,
-             lambda m: f"media_id {services.material_upload(material_id=m.pk, by=request.user).media_id}")
+        _run(
+            request,
+            "上传素材",
+            rows,
+            str,
+            lambda m: f"media_id {services.material_upload(material_id=m.pk, by=request.user).media_id}",
+        )
 
     @admin.action(description="同步微信素材列表（图片、语音、图文）", permissions=["upload"])
     def sync(self, request, queryset):
         require_perm(request, "wechat_official.upload_material")
-        _run(request, "同步素材", ["image", "voice", "news"], lambda kind: Material.Kind(kind).label,
-             lambda kind: f"新增 {services.materials_sync(kind=kind, by=request.user)} 个")
+        _run(
+            request,
+            "同步素材",
+            ["image", "voice", "news"],
+            lambda kind: Material.Kind(kind).label,
+            lambda kind: f"新增 {services.materials_sync(kind=kind, by=request.user)} 个",
+        )
 
 
 class MassSendBatchInline(admin.TabularInline):
@@ -118,8 +133,18 @@ class MassSendBatchInline(admin.TabularInline):
 class MassSendAdmin(admin.ModelAdmin):
     list_display = ["title", "target", "tag_id", "msg_type", "status", "created_by", "started", "finished"]
     list_filter = ["status", "target", "msg_type"]
-    fields = ["title", "target", "tag_id", "msg_type", "text", "material", "status", "created_by",
-              "started", "finished"]
+    fields = [
+        "title",
+        "target",
+        "tag_id",
+        "msg_type",
+        "text",
+        "material",
+        "status",
+        "created_by",
+        "started",
+        "finished",
+    ]
     readonly_fields = ["status", "created_by", "started", "finished"]
     autocomplete_fields = ["material"]
     inlines = [MassSendBatchInline]
@@ -149,8 +174,15 @@ class MassSendAdmin(admin.ModelAdmin):
     @admin.action(description="开始群发（每批只发送一次）", permissions=["start"])
     def start(self, request, queryset):
         require_perm(request, "wechat_official.send_mass")
-        _run(request, "开始群发", queryset.order_by("pk"), lambda j: j.title,
-             lambda j: f"已生成 {services.mass_send_start(job_id=j.pk, by=request.user).batches.count()} 个批次，后台发送中")
+        _run(
+            request,
+            "开始群发",
+            queryset.order_by("pk"),
+            lambda j: j.title,
+            lambda j: (
+                f"已生成 {services.mass_send_start(job_id=j.pk, by=request.user).batches.count()} 个批次，后台发送中"
+            ),
+        )
 
 
 @admin.register(Follower)
@@ -170,8 +202,17 @@ class FollowerAdmin(ReadOnlyModelAdmin):
 
 @admin.register(InboundEvent)
 class InboundEventAdmin(ReadOnlyModelAdmin):
-    list_display = ["received", "openid", "msg_type", "event", "scene", "content", "reply_rule", "channel_counted",
-                    "encrypted"]
+    list_display = [
+        "received",
+        "openid",
+        "msg_type",
+        "event",
+        "scene",
+        "content",
+        "reply_rule",
+        "channel_counted",
+        "encrypted",
+    ]
     list_filter = ["msg_type", "event", "encrypted", "channel_counted"]
     search_fields = ["openid", "scene", "content", "event_key"]
 

@@ -45,8 +45,9 @@ class InboundEvent(models.Model):
     scene = models.CharField(verbose_name="扫码渠道", max_length=64, blank=True, db_index=True)
     content = models.TextField(verbose_name="内容", blank=True)
     encrypted = models.BooleanField(verbose_name="安全模式", default=False)
-    reply_rule = models.ForeignKey("ReplyRule", verbose_name="回复规则", null=True, blank=True,
-                                   on_delete=models.SET_NULL)
+    reply_rule = models.ForeignKey(
+        "ReplyRule", verbose_name="回复规则", null=True, blank=True, on_delete=models.SET_NULL
+    )
     channel_counted = models.BooleanField(verbose_name="已计入渠道", default=False)
     sent_at = models.DateTimeField(verbose_name="微信时间")
     created_at = models.DateTimeField(verbose_name="收到时间", auto_now_add=True)
@@ -71,8 +72,12 @@ class Material(models.Model):
     kind = models.CharField(verbose_name="类型", max_length=10, choices=Kind.choices)
     title = models.CharField(verbose_name="名称", max_length=64)
     file = models.FileField(verbose_name="文件", upload_to="official/materials/", blank=True)
-    articles = models.JSONField(verbose_name="图文内容", default=list, blank=True,
-                                help_text='[{"title", "content", "thumb": 图片素材ID, "digest", "url"}]')
+    articles = models.JSONField(
+        verbose_name="图文内容",
+        default=list,
+        blank=True,
+        help_text='[{"title", "content", "thumb": 图片素材ID, "digest", "url"}]',
+    )
     media_id = models.CharField(verbose_name="微信素材 ID", max_length=128, blank=True)
     url = models.URLField(verbose_name="微信图片地址", max_length=500, blank=True)
     uploaded_at = models.DateTimeField(verbose_name="上传时间", null=True, blank=True)
@@ -110,13 +115,22 @@ class ReplyRule(models.Model):
     name = models.CharField(verbose_name="名称", max_length=64)
     match = models.CharField(verbose_name="触发方式", max_length=20, choices=Match.choices)
     keyword = models.CharField(verbose_name="关键词", max_length=64, blank=True)
-    scene = models.CharField(verbose_name="渠道码", max_length=64, blank=True, help_text="扫码规则：渠道二维码的场景值；留空表示任意渠道")
+    scene = models.CharField(
+        verbose_name="渠道码", max_length=64, blank=True, help_text="扫码规则：渠道二维码的场景值；留空表示任意渠道"
+    )
     reply_kind = models.CharField(verbose_name="回复类型", max_length=10, choices=ReplyKind.choices)
     text = models.TextField(verbose_name="文字内容", blank=True)
-    material = models.ForeignKey(Material, verbose_name="素材", null=True, blank=True, on_delete=models.PROTECT,
-                                 help_text="图片、语音回复所用的素材")
-    articles = models.JSONField(verbose_name="图文", default=list, blank=True,
-                                help_text='[{"title", "description", "image", "url"}]，最多 8 条')
+    material = models.ForeignKey(
+        Material,
+        verbose_name="素材",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        help_text="图片、语音回复所用的素材",
+    )
+    articles = models.JSONField(
+        verbose_name="图文", default=list, blank=True, help_text='[{"title", "description", "image", "url"}]，最多 8 条'
+    )
     priority = models.IntegerField(verbose_name="优先级", default=0, help_text="数值大的先匹配")
     is_active = models.BooleanField(verbose_name="启用", default=True)
     updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
@@ -135,9 +149,12 @@ class Menu(models.Model):
     ``push`` sends it; the last one pushed is the live menu."""
 
     name = models.CharField(verbose_name="名称", max_length=64)
-    buttons = models.JSONField(verbose_name="菜单", default=list,
-                               help_text='[{"name", "type": "click"|"view"|"miniprogram", "key"|"url"|"appid"+"pagepath", '
-                                         '"sub_button": [...]}]，最多 3 个一级菜单，每个最多 5 个子菜单')
+    buttons = models.JSONField(
+        verbose_name="菜单",
+        default=list,
+        help_text='[{"name", "type": "click"|"view"|"miniprogram", "key"|"url"|"appid"+"pagepath", '
+        '"sub_button": [...]}]，最多 3 个一级菜单，每个最多 5 个子菜单',
+    )
     pushed_at = models.DateTimeField(verbose_name="发布时间", null=True, blank=True)
     last_error = models.TextField(verbose_name="发布错误", blank=True)
     updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)

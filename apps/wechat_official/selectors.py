@@ -7,8 +7,9 @@ from apps.wechat_official.models import ReplyRule
 Match = ReplyRule.Match
 
 
-def reply_rule_for(*, msg_type: str, event: str, content: str = "", event_key: str = "",
-                   scene: str = "") -> ReplyRule | None:
+def reply_rule_for(
+    *, msg_type: str, event: str, content: str = "", event_key: str = "", scene: str = ""
+) -> ReplyRule | None:
     """The active rule that answers (highest ``priority`` first, then the oldest):
 
     - a text message, or a menu click (its key): an exact keyword, else a contained keyword,
@@ -32,8 +33,10 @@ def reply_rule_for(*, msg_type: str, event: str, content: str = "", event_key: s
         return active.filter(match=Match.DEFAULT).first()
     if event in ("subscribe", "scan"):
         if scene:
-            rule = (active.filter(match=Match.SCAN, scene=scene).first()
-                    or active.filter(match=Match.SCAN, scene="").first())
+            rule = (
+                active.filter(match=Match.SCAN, scene=scene).first()
+                or active.filter(match=Match.SCAN, scene="").first()
+            )
             if rule is not None:
                 return rule
         return active.filter(match=Match.FOLLOW).first() if event == "subscribe" else None

@@ -46,8 +46,9 @@ class Answer:
 
 def _error(status: int, code: str, message: str) -> Answer:
     """A refusal in the shop's error body (API.md), which is what the schema declares."""
-    return Answer(status, json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False),
-                  "application/json")
+    return Answer(
+        status, json.dumps({"code": code, "message": message, "detail": {}}, ensure_ascii=False), "application/json"
+    )
 
 
 FORBIDDEN = _error(403, "forbidden", "签名无效。")
@@ -70,8 +71,11 @@ def official_request(*, method: str, params: dict, body: bytes) -> Answer:
         return TOO_LARGE
     encrypted = params.get("encrypt_type") == "aes"
     try:
-        xml = (wechat.decrypt(body, msg_signature=str(params.get("msg_signature") or ""), timestamp=timestamp,
-                              nonce=nonce) if encrypted else body.decode("utf-8"))
+        xml = (
+            wechat.decrypt(body, msg_signature=str(params.get("msg_signature") or ""), timestamp=timestamp, nonce=nonce)
+            if encrypted
+            else body.decode("utf-8")
+        )
     except wechat.BadSignature:
         return FORBIDDEN
     except UnicodeDecodeError:
@@ -112,15 +116,28 @@ def _dedupe_key(inbound: wechat.Inbound) -> str:
 def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> ReplyRule | None:
     """Store the message or event once, apply a follow / unfollow, count a channel scan; return
     the reply rule (chosen again for a repeated delivery, which changes nothing else)."""
-    rule = selectors.reply_rule_for(msg_type=inbound.msg_type, event=inbound.event, content=inbound.content,
-                                    event_key=inbound.event_key, scene=inbound.scene)
-    sent_at = (dt.datetime.fromtimestamp(inbound.create_time, dt.UTC) if inbound.create_time else timezone.now())
+    rule = selectors.reply_rule_for(
+        msg_type=inbound.msg_type,
+        event=inbound.event,
+        content=inbound.content,
+        event_key=inbound.event_key,
+        scene=inbound.scene,
+    )
+    sent_at = dt.datetime.fromtimestamp(inbound.create_time, dt.UTC) if inbound.create_time else timezone.now()
     try:
         with transaction.atomic():
             row = InboundEvent.objects.create(
-                dedupe_key=_dedupe_key(inbound), openid=inbound.openid[:64], msg_type=inbound.msg_type[:20],
-                event=inbound.event[:32], event_key=inbound.event_key[:128], scene=inbound.scene,
-                content=inbound.content[:2000], encrypted=encrypted, reply_rule=rule, sent_at=sent_at)
+                dedupe_key=_dedupe_key(inbound),
+                openid=inbound.openid[:64],
+                msg_type=inbound.msg_type[:20],
+                event=inbound.event[:32],
+                event_key=inbound.event_key[:128],
+                scene=inbound.scene,
+                content=inbound.content[:2000],
+                encrypted=encrypted,
+                reply_rule=rule,
+                sent_at=sent_at,
+            )
     except IntegrityError:
         return rule  # WeChat's repeat: already applied
     if inbound.event == "subscribe":

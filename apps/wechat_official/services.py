@@ -43,6 +43,7 @@ def _require(by, perm: str) -> None:
 
 # --- menus ------------------------------------------------------------------------------------
 
+
 def menu_validate(buttons) -> None:
     """WeChat's menu rules, checked before the call: 1-3 buttons, 0-5 sub-buttons each, a name
     on each, a type with its key/url/appid unless it has sub-buttons. Raises InvalidInput."""
@@ -61,8 +62,10 @@ def menu_validate(buttons) -> None:
                 raise InvalidInput("菜单名称不能为空。", buttons=["菜单名称不能为空"])
             needed = {"click": "key", "view": "url", "miniprogram": "pagepath"}.get(kind)
             if kind is None or (needed and not item.get(needed)):
-                raise InvalidInput(f"菜单「{item.get('name')}」缺少类型或{needed or '类型'}。",
-                                   buttons=["click 需要 key，view 需要 url，miniprogram 需要 appid 和 pagepath"])
+                raise InvalidInput(
+                    f"菜单「{item.get('name')}」缺少类型或{needed or '类型'}。",
+                    buttons=["click 需要 key，view 需要 url，miniprogram 需要 appid 和 pagepath"],
+                )
 
 
 def menu_push(*, menu_id: int, by=None) -> Menu:
@@ -82,6 +85,7 @@ def menu_push(*, menu_id: int, by=None) -> Menu:
 
 
 # --- materials ------------------------------------------------------------------------------
+
 
 def material_upload(*, material_id: int, by=None) -> Material:
     """Upload a permanent material to WeChat once: an image or voice file (``add_material``),
@@ -104,7 +108,8 @@ def material_upload(*, material_id: int, by=None) -> Material:
         Material.objects.filter(pk=material_id).update(last_error=str(exc)[:1000])
         raise InvalidInput(f"微信拒绝了素材：{exc}") from exc
     Material.objects.filter(pk=material_id, media_id="").update(
-        media_id=answer["media_id"], url=answer.get("url", "")[:500], uploaded_at=timezone.now(), last_error="")
+        media_id=answer["media_id"], url=answer.get("url", "")[:500], uploaded_at=timezone.now(), last_error=""
+    )
     material.refresh_from_db()
     return material
 
@@ -117,10 +122,19 @@ def _news_articles(material: Material) -> list[dict]:
     for article in articles:
         thumb = Material.objects.filter(pk=article.get("thumb"), kind=Material.Kind.IMAGE).exclude(media_id="").first()
         if thumb is None or not article.get("title") or not article.get("content"):
-            raise InvalidInput("每篇文章需要标题、正文和已上传的封面图片素材。",
-                               articles=["title、content 必填，thumb 为已上传图片素材的 ID"])
-        out.append({"title": article["title"], "thumb_media_id": thumb.media_id, "content": article["content"],
-                    "digest": article.get("digest", ""), "content_source_url": article.get("url", "")})
+            raise InvalidInput(
+                "每篇文章需要标题、正文和已上传的封面图片素材。",
+                articles=["title、content 必填，thumb 为已上传图片素材的 ID"],
+            )
+        out.append(
+            {
+                "title": article["title"],
+                "thumb_media_id": thumb.media_id,
+                "content": article["content"],
+                "digest": article.get("digest", ""),
+                "content_source_url": article.get("url", ""),
+            }
+        )
     return out
 
 
@@ -136,10 +150,14 @@ def materials_sync(*, kind: str, by=None) -> int:
         for item in items:
             if item.get("media_id") and item["media_id"] not in known:
                 news = (item.get("content") or {}).get("news_item") or []
-                Material.objects.create(kind=kind, media_id=item["media_id"], url=str(item.get("url") or "")[:500],
-                                        title=str(item.get("name") or (news[0].get("title") if news else "") or
-                                                  item["media_id"])[:64],
-                                        articles=news if kind == "news" else [], uploaded_at=timezone.now())
+                Material.objects.create(
+                    kind=kind,
+                    media_id=item["media_id"],
+                    url=str(item.get("url") or "")[:500],
+                    title=str(item.get("name") or (news[0].get("title") if news else "") or item["media_id"])[:64],
+                    articles=news if kind == "news" else [],
+                    uploaded_at=timezone.now(),
+                )
                 known.add(item["media_id"])
                 added += 1
         offset += len(items)
@@ -148,6 +166,7 @@ def materials_sync(*, kind: str, by=None) -> int:
 
 
 # --- mass sending ---------------------------------------------------------------------------
+
 
 def _part(job: MassSend) -> dict:
     if job.msg_type == MassSend.MsgType.TEXT:
@@ -174,17 +193,21 @@ def mass_send_start(*, job_id: int, by=None) -> MassSend:
         raise InvalidInput("请填写标签 ID。", tag_id=["按标签群发需要标签 ID"])
     with transaction.atomic():
         if not MassSend.objects.filter(pk=job_id, status=MassSend.Status.DRAFT).update(
-                status=MassSend.Status.SENDING, started_at=timezone.now()):
+            status=MassSend.Status.SENDING, started_at=timezone.now()
+        ):
             raise InvalidState("该群发已开始，不能再次发送。")
         batches = []
         if job.target == MassSend.Target.ALL:
             openids = list(Follower.objects.filter(subscribed=True).order_by("id").values_list("openid", flat=True))
             size = max(2, settings.OFFICIAL_MASS_BATCH_SIZE)
-            chunks = [openids[i:i + size] for i in range(0, len(openids), size)]
+            chunks = [openids[i : i + size] for i in range(0, len(openids), size)]
             if len(chunks) > 1 and len(chunks[-1]) < 2:  # WeChat's list send needs two openids
                 chunks[-2] += chunks.pop()
-            batches = [MassSendBatch(job_id=job_id, index=i, openids=chunk) for i, chunk in enumerate(chunks)
-                       if len(chunk) >= 2]
+            batches = [
+                MassSendBatch(job_id=job_id, index=i, openids=chunk)
+                for i, chunk in enumerate(chunks)
+                if len(chunk) >= 2
+            ]
         if not batches:  # a tag, or fewer than two followers known here: WeChat's sendall
             batches = [MassSendBatch(job_id=job_id, index=0, openids=[])]
         created = MassSendBatch.objects.bulk_create(batches)
@@ -216,9 +239,13 @@ def mass_batch_send(*, batch_id: int, now: dt.datetime | None = None) -> str:
     batch = MassSendBatch.objects.select_related("job__material").get(pk=batch_id)
     job = batch.job
     try:
-        answer = wechat.mass_send(openids=batch.openids or None,
-                                  tag_id=job.tag_id if job.target == MassSend.Target.TAG else None,
-                                  msg_type=job.msg_type, part=_part(job), client_msg_id=batch.client_msg_id)
+        answer = wechat.mass_send(
+            openids=batch.openids or None,
+            tag_id=job.tag_id if job.target == MassSend.Target.TAG else None,
+            msg_type=job.msg_type,
+            part=_part(job),
+            client_msg_id=batch.client_msg_id,
+        )
     except wechat.WechatRefused as exc:
         if exc.errcode == _CLIENT_MSG_ID_USED:
             _batch_finish(batch_id, Batch.SENT, error="微信已受理（clientmsgid 重复，未再次发送）")
@@ -229,7 +256,8 @@ def mass_batch_send(*, batch_id: int, now: dt.datetime | None = None) -> str:
             _batch_finish(batch_id, Batch.FAILED, error=exc.message)
         else:
             MassSendBatch.objects.filter(pk=batch_id, state=Batch.SENDING).update(
-                state=Batch.PENDING, error=f"微信无应答：{exc.message}"[:1000])
+                state=Batch.PENDING, error=f"微信无应答：{exc.message}"[:1000]
+            )
     else:
         _batch_finish(batch_id, Batch.SENT, msg_id=str(answer.get("msg_id") or ""))
     mass_job_settle(job_id=job.pk)
@@ -238,7 +266,8 @@ def mass_batch_send(*, batch_id: int, now: dt.datetime | None = None) -> str:
 
 def _batch_finish(batch_id: int, state: str, *, msg_id: str = "", error: str = "") -> int:
     return MassSendBatch.objects.filter(pk=batch_id, state=Batch.SENDING).update(
-        state=state, msg_id=msg_id, error=error[:1000], sent_at=timezone.now() if state == Batch.SENT else None)
+        state=state, msg_id=msg_id, error=error[:1000], sent_at=timezone.now() if state == Batch.SENT else None
+    )
 
 
 def mass_job_settle(*, job_id: int) -> str:
@@ -247,8 +276,9 @@ def mass_job_settle(*, job_id: int) -> str:
     states = set(MassSendBatch.objects.filter(job_id=job_id).values_list("state", flat=True))
     if states and not states & {Batch.PENDING, Batch.SENDING}:
         status = MassSend.Status.DONE if states == {Batch.SENT} else MassSend.Status.FAILED
-        MassSend.objects.filter(pk=job_id, status=MassSend.Status.SENDING).update(status=status,
-                                                                                  finished_at=timezone.now())
+        MassSend.objects.filter(pk=job_id, status=MassSend.Status.SENDING).update(
+            status=status, finished_at=timezone.now()
+        )
     return MassSend.objects.filter(pk=job_id).values_list("status", flat=True).get()
 
 
@@ -258,7 +288,8 @@ def mass_batches_sweep(*, now: dt.datetime | None = None) -> int:
     pending batch is pushed again; returns how many were pushed."""
     now = now or timezone.now()
     MassSendBatch.objects.filter(state=Batch.SENDING, claimed_at__lt=now - BATCH_STALE_AFTER).update(
-        state=Batch.PENDING)
+        state=Batch.PENDING
+    )
     ids = list(MassSendBatch.objects.filter(state=Batch.PENDING).values_list("pk", flat=True)[:200])
     _push_batches(ids)
     return len(ids)

@@ -27,9 +27,14 @@ class _AnswerAsIs(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-SIGNED = [OpenApiParameter(name, str, description=text) for name, text in (
-    ("signature", "sha1 of the sorted WECHAT_OFFICIAL_TOKEN, timestamp and nonce"),
-    ("timestamp", "WeChat's Unix time"), ("nonce", "WeChat's random number"))]
+SIGNED = [
+    OpenApiParameter(name, str, description=text)
+    for name, text in (
+        ("signature", "sha1 of the sorted WECHAT_OFFICIAL_TOKEN, timestamp and nonce"),
+        ("timestamp", "WeChat's Unix time"),
+        ("nonce", "WeChat's random number"),
+    )
+]
 SIGNATURE_403 = "forbidden: signature (or safe mode's msg_signature) does not verify"
 
 
@@ -45,8 +50,10 @@ class OfficialServerView(APIView):
     @extend_schema(
         summary="WeChat official-account server: URL check (called by WeChat)",
         parameters=[*SIGNED, OpenApiParameter("echostr", str, description="echoed as is when signed")],
-        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="echostr"),
-                   **errors(e403=SIGNATURE_403)},
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="echostr"),
+            **errors(e403=SIGNATURE_403),
+        },
         auth=[],
     )
     def get(self, request):
@@ -54,17 +61,28 @@ class OfficialServerView(APIView):
 
     @extend_schema(
         summary="WeChat official-account server: messages and events (called by WeChat)",
-        description=("A message or event as WeChat's XML, plaintext or safe mode (encrypt_type=aes, "
-                     "msg_signature); stored once, answered with the reply rule's XML or `success`."),
-        parameters=[*SIGNED, OpenApiParameter("openid", str, description="the sender (WeChat adds it)"),
-                    OpenApiParameter("encrypt_type", str, description="aes in safe mode"),
-                    OpenApiParameter("msg_signature", str, description="safe mode: the signature of Encrypt")],
+        description=(
+            "A message or event as WeChat's XML, plaintext or safe mode (encrypt_type=aes, "
+            "msg_signature); stored once, answered with the reply rule's XML or `success`."
+        ),
+        parameters=[
+            *SIGNED,
+            OpenApiParameter("openid", str, description="the sender (WeChat adds it)"),
+            OpenApiParameter("encrypt_type", str, description="aes in safe mode"),
+            OpenApiParameter("msg_signature", str, description="safe mode: the signature of Encrypt"),
+        ],
         request={"text/xml": OpenApiTypes.STR},
-        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="success (nothing to say)"),
-                   (200, "application/xml"): OpenApiResponse(OpenApiTypes.STR, description="the reply XML "
-                                                             "(encrypted in safe mode)"),
-                   **errors(e400="invalid: not a WeChat message (unreadable, a DTD, no sender)",
-                            e403=SIGNATURE_403, e413=f"payload_too_large: over {MAX_BODY_BYTES} bytes")},
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="success (nothing to say)"),
+            (200, "application/xml"): OpenApiResponse(
+                OpenApiTypes.STR, description="the reply XML (encrypted in safe mode)"
+            ),
+            **errors(
+                e400="invalid: not a WeChat message (unreadable, a DTD, no sender)",
+                e403=SIGNATURE_403,
+                e413=f"payload_too_large: over {MAX_BODY_BYTES} bytes",
+            ),
+        },
         auth=[],
     )
     def post(self, request):

@@ -40,6 +40,7 @@ class WechatRefused(Exception):
 
 # --- the server (/wechat/official) ----------------------------------------------------------
 
+
 def signature_check(*, signature: str, timestamp: str, nonce: str) -> None:
     """WeChat's plain signature (SHA1 over the sorted token, timestamp, nonce); raises BadSignature."""
     try:
@@ -49,8 +50,9 @@ def signature_check(*, signature: str, timestamp: str, nonce: str) -> None:
 
 
 def _crypto() -> WeChatCrypto:
-    return WeChatCrypto(settings.WECHAT_OFFICIAL_TOKEN, settings.WECHAT_OFFICIAL_AES_KEY,
-                        settings.WECHAT_OFFICIAL_APPID)
+    return WeChatCrypto(
+        settings.WECHAT_OFFICIAL_TOKEN, settings.WECHAT_OFFICIAL_AES_KEY, settings.WECHAT_OFFICIAL_APPID
+    )
 
 
 def decrypt(body: bytes, *, msg_signature: str, timestamp: str, nonce: str) -> str:
@@ -111,10 +113,15 @@ def parse(xml: str) -> Inbound:
     elif event == "scan":
         scene = str(getattr(message, "scene_id", "") or "")
     return Inbound(
-        openid=str(raw.get("FromUserName") or ""), msg_type=msg_type, event=event,
-        event_key=str(raw.get("EventKey") or ""), scene=scene[:64],
+        openid=str(raw.get("FromUserName") or ""),
+        msg_type=msg_type,
+        event=event,
+        event_key=str(raw.get("EventKey") or ""),
+        scene=scene[:64],
         content=str(getattr(message, "content", "") or "") if msg_type == "text" else "",
-        msg_id=str(raw.get("MsgId") or ""), create_time=int(raw.get("CreateTime") or 0), message=message,
+        msg_id=str(raw.get("MsgId") or ""),
+        create_time=int(raw.get("CreateTime") or 0),
+        message=message,
     )
 
 
@@ -129,13 +136,23 @@ def reply_xml(inbound: Inbound, *, kind: str, text: str = "", media_id: str = ""
     elif kind == "voice":
         reply = VoiceReply(message=message, media_id=media_id)
     else:
-        reply = ArticlesReply(message=message, articles=[
-            {"title": a.get("title", ""), "description": a.get("description", ""), "image": a.get("image", ""),
-             "url": a.get("url", "")} for a in list(articles)[:8]])
+        reply = ArticlesReply(
+            message=message,
+            articles=[
+                {
+                    "title": a.get("title", ""),
+                    "description": a.get("description", ""),
+                    "image": a.get("image", ""),
+                    "url": a.get("url", ""),
+                }
+                for a in list(articles)[:8]
+            ],
+        )
     return create_reply(reply, message=message, render=True)
 
 
 # --- the official account's APIs --------------------------------------------------------------
+
 
 class _Client(WeChatClient):
     """WeChatClient whose token URL follows ``WECHAT_OFFICIAL_API_BASE`` too."""
@@ -152,8 +169,12 @@ def client() -> WeChatClient:
     from wechatpy.session.redisstorage import RedisStorage
 
     session = RedisStorage(get_redis_connection("default"), prefix="wechatpy-official")
-    c = _Client(settings.WECHAT_OFFICIAL_APPID, settings.WECHAT_OFFICIAL_SECRET, session=session,
-                timeout=settings.WECHAT_TIMEOUT_SECONDS)
+    c = _Client(
+        settings.WECHAT_OFFICIAL_APPID,
+        settings.WECHAT_OFFICIAL_SECRET,
+        session=session,
+        timeout=settings.WECHAT_TIMEOUT_SECONDS,
+    )
     c.API_BASE_URL = settings.WECHAT_OFFICIAL_API_BASE + "cgi-bin/"
     return c
 
@@ -191,8 +212,7 @@ def material_list(kind: str, offset: int = 0, count: int = 20) -> dict:
     return _call(client().material.batchget, kind, offset, count)
 
 
-def mass_send(*, openids: list[str] | None, tag_id: int | None, msg_type: str, part: dict,
-              client_msg_id: str) -> dict:
+def mass_send(*, openids: list[str] | None, tag_id: int | None, msg_type: str, part: dict, client_msg_id: str) -> dict:
     """One mass send: to ``openids`` (``message/mass/send``), else to a tag or everyone
     (``message/mass/sendall``); ``client_msg_id`` lets WeChat refuse a second send of it (45065).
     Returns ``{"msg_id", "msg_data_id"?}``."""

@@ -57,8 +57,9 @@ def exception_handler(exc, context):
         return response
     if isinstance(exc, RequestDataTooBig):  # a body read past Django's limit (no Content-Length)
         set_rollback()
-        return error_response("payload_too_large", 413, messages.PAYLOAD_TOO_LARGE,
-                              {"max_bytes": settings.API_MAX_BODY_BYTES})
+        return error_response(
+            "payload_too_large", 413, messages.PAYLOAD_TOO_LARGE, {"max_bytes": settings.API_MAX_BODY_BYTES}
+        )
     if isinstance(exc, Http404):
         exc = drf.NotFound()
     elif isinstance(exc, PermissionDenied):

@@ -47,6 +47,7 @@ def api_not_found(request):
     """Unknown path under /api/v1/ (or a path parameter no converter accepts): 404 in API.md's
     error format, not Django's HTML page."""
     return JsonResponse(
-        {"code": "not_found", "message": messages.API_NOT_FOUND, "detail": {"path": request.path}}, status=404,
+        {"code": "not_found", "message": messages.API_NOT_FOUND, "detail": {"path": request.path}},
+        status=404,
         json_dumps_params={"ensure_ascii": False},
     )

@@ -40,7 +40,8 @@ def payload_too_large(max_bytes: int) -> JsonResponse:
     """413 in API.md's error format."""
     return JsonResponse(
         {"code": "payload_too_large", "message": PAYLOAD_TOO_LARGE, "detail": {"max_bytes": max_bytes}},
-        status=413, json_dumps_params={"ensure_ascii": False},
+        status=413,
+        json_dumps_params={"ensure_ascii": False},
     )
 
 
@@ -98,8 +99,9 @@ def client_ip(request: HttpRequest) -> str | None:
     the first ``X-Forwarded-For`` entry from the right that is not a trusted proxy
     (:func:`starmall.proxies.client_address`, uvicorn's own rule). A client-sent header is
     never believed beyond the proxies listed; with none (the default) it is ignored."""
-    return client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"),
-                          tuple(settings.TRUSTED_PROXIES))
+    return client_address(
+        request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"), tuple(settings.TRUSTED_PROXIES)
+    )
 
 
 class ClientAddressMiddleware:

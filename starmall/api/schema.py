@@ -35,14 +35,13 @@ class ShopAutoSchema(AutoSchema):
 
     def _get_response_bodies(self, direction="response"):
         responses = super()._get_response_bodies(direction)
-        if direction != "response" or any(
-            "application/xml" in (r.get("content") or {}) for r in responses.values()
-        ):
+        if direction != "response" or any("application/xml" in (r.get("content") or {}) for r in responses.values()):
             return responses
         for status, text in self._error_statuses().items():
             if str(status) not in responses:
                 responses[str(status)] = self._get_response_for_code(
-                    OpenApiResponse(ErrorSerializer, description=text), str(status))
+                    OpenApiResponse(ErrorSerializer, description=text), str(status)
+                )
         return responses
 
     def _error_statuses(self) -> dict[int, str]:
@@ -52,8 +51,12 @@ class ShopAutoSchema(AutoSchema):
         in_path = any(p.get("in") == "path" for p in params)
         private = permissions.AllowAny not in [p.__class__ for p in self.view.get_permissions()]
         throttled = bool(self.view.get_throttles())
-        paginated = self.method == "GET" and getattr(self.view, "pagination_class", None) is not None \
-            and hasattr(self.view, "get_queryset") and self._is_list_view()
+        paginated = (
+            self.method == "GET"
+            and getattr(self.view, "pagination_class", None) is not None
+            and hasattr(self.view, "get_queryset")
+            and self._is_list_view()
+        )
         statuses: dict[int, str] = {}
         if has_body or in_query:
             statuses[400] = "invalid"

@@ -4,24 +4,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='ShopProfile',
+            name="ShopProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, help_text='顾客和员工看到的店名：后台标题、短信、微信支付的商品描述、告警；空 = 环境变量 SHOP_NAME', max_length=20, verbose_name='店铺名称')),
-                ('logo', models.ImageField(blank=True, help_text='后台左上角的标志（方形 PNG / JPG，建议 128×128）', upload_to='shop/', verbose_name='店铺标志')),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='修改时间')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        blank=True,
+                        help_text="顾客和员工看到的店名：后台标题、短信、微信支付的商品描述、告警；空 = 环境变量 SHOP_NAME",
+                        max_length=20,
+                        verbose_name="店铺名称",
+                    ),
+                ),
+                (
+                    "logo",
+                    models.ImageField(
+                        blank=True,
+                        help_text="后台左上角的标志（方形 PNG / JPG，建议 128×128）",
+                        upload_to="shop/",
+                        verbose_name="店铺标志",
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True, verbose_name="修改时间")),
             ],
             options={
-                'verbose_name': '店铺设置',
-                'verbose_name_plural': '店铺设置',
+                "verbose_name": "店铺设置",
+                "verbose_name_plural": "店铺设置",
             },
         ),
     ]

@@ -101,11 +101,7 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------------
-DATABASES = {
-    "default": env.db_url(
-        "DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'starmall.sqlite3'}"
-    )
-}
+DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'starmall.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # One file shared by the web server, the worker and beat: WAL lets readers run beside a
     # writer, IMMEDIATE takes the write lock at BEGIN (no upgrade deadlocks) and the timeout
@@ -121,7 +117,9 @@ else:
     # Behind PgBouncer in transaction mode: a server-side cursor (.iterator(), the exports) is
     # declared on one server connection and fetched on another; set this to read results client-
     # side instead (docs/DEPLOY.md, tests/faults/test_nodes_pgbouncer.py).
-    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False)
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool(
+        "DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False
+    )
 # Services own their transactions; a request-wide one would wrap WeChat calls (STYLE.md).
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -167,10 +165,15 @@ CHANNEL_LAYERS = {
         "CONFIG": {
             # socket_timeout above channels-redis's 5 s BZPOPMIN: redis-py 8 defaults it to 5 s,
             # which made every idle chat socket fail after 5 s (django/channels_redis#422).
-            "hosts": [{
-                **redis_urls.channel_layer_host(f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL),
-                "socket_timeout": 30, "socket_connect_timeout": 5,
-            }],
+            "hosts": [
+                {
+                    **redis_urls.channel_layer_host(
+                        f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL
+                    ),
+                    "socket_timeout": 30,
+                    "socket_connect_timeout": 5,
+                }
+            ],
             "prefix": env.str("CACHE_KEY_PREFIX", default="starmall") + ":asgi",
             "capacity": 200,
             "expiry": 30,
@@ -205,8 +208,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # redeliver one longer than this). 5 minutes: a dead worker's message is back in minutes.
 BROKER_VISIBILITY_TIMEOUT_SECONDS = env.int("BROKER_VISIBILITY_TIMEOUT_SECONDS", default=300)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS, "socket_timeout": 2, "socket_connect_timeout": 2,
-    "socket_keepalive": True, "health_check_interval": 10, "max_retries": 0,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT_SECONDS,
+    "socket_timeout": 2,
+    "socket_connect_timeout": 2,
+    "socket_keepalive": True,
+    "health_check_interval": 10,
+    "max_retries": 0,
 }
 CELERY_BROKER_TRANSPORT_OPTIONS.update(_broker_sentinel_options)
 CELERY_TASK_PUBLISH_RETRY = False
@@ -226,9 +233,15 @@ CELERY_BEAT_SCHEDULER = "starmall.beat:Scheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 CELERY_REDBEAT_LOCK_TIMEOUT = env.int("BEAT_LOCK_TIMEOUT_SECONDS", default=30)
 CELERY_REDBEAT_KEY_PREFIX = env.str("CACHE_KEY_PREFIX", default="starmall") + ":redbeat:"
-CELERY_REDBEAT_REDIS_URL, _redbeat_options = redis_urls.redbeat_settings(CACHE_REDIS_URL if not _sentinel else REDIS_URL)
-CELERY_REDBEAT_REDIS_OPTIONS = {"socket_timeout": 5, "socket_connect_timeout": 5, "health_check_interval": 10,
-                                **_redbeat_options}
+CELERY_REDBEAT_REDIS_URL, _redbeat_options = redis_urls.redbeat_settings(
+    CACHE_REDIS_URL if not _sentinel else REDIS_URL
+)
+CELERY_REDBEAT_REDIS_OPTIONS = {
+    "socket_timeout": 5,
+    "socket_connect_timeout": 5,
+    "health_check_interval": 10,
+    **_redbeat_options,
+}
 # Seconds between the sweeps that make the database, not the broker, the source of truth
 # (unpaid timeouts, refunds, uncertain payments; follow-ups at twice this). Tests shorten it.
 BEAT_SWEEP_SECONDS = env.int("BEAT_SWEEP_SECONDS", default=60)
@@ -338,7 +351,9 @@ CELERY_BEAT_SCHEDULE = {
 # reservations whose draft expired unused give their units back (apps/orders/flash_reservations.py).
 FLASH_QUOTA_SWEEP_SECONDS = env.int("FLASH_QUOTA_SWEEP_SECONDS", default=min(30, BEAT_SWEEP_SECONDS))
 CELERY_BEAT_SCHEDULE["flash-quotas-reconcile"] = {
-    "task": "apps.orders.tasks.flash_quotas_reconcile", "schedule": FLASH_QUOTA_SWEEP_SECONDS}
+    "task": "apps.orders.tasks.flash_quotas_reconcile",
+    "schedule": FLASH_QUOTA_SWEEP_SECONDS,
+}
 
 # --- Auth, API ------------------------------------------------------------------------------
 AUTHENTICATION_BACKENDS = [
@@ -358,7 +373,8 @@ except ValueError as exc:
 if env.str("TRUSTED_PROXY_COUNT", default="0").strip() not in ("", "0"):
     raise ImproperlyConfigured(
         "TRUSTED_PROXY_COUNT was replaced by TRUSTED_PROXIES: list the proxies' addresses instead "
-        "(nginx on this host: TRUSTED_PROXIES=127.0.0.1) and unset TRUSTED_PROXY_COUNT")
+        "(nginx on this host: TRUSTED_PROXIES=127.0.0.1) and unset TRUSTED_PROXY_COUNT"
+    )
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=30) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -507,12 +523,18 @@ WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED",
 # Each problem is recorded once and sent to every backend here (dotted paths; docs/BACKOFFICE.md "Alerts").
 # Development: the enterprise-WeChat group robot of the local sandbox (its demo key) and mails
 # written to var/mail/ (settings.local); production names its own (settings.production).
-ALERT_BACKENDS = env.list("ALERT_BACKENDS", default=[
-    "apps.alerts.backends.LogBackend", "apps.alerts.backends.WeComRobotBackend", "apps.alerts.backends.EmailBackend",
-])
+ALERT_BACKENDS = env.list(
+    "ALERT_BACKENDS",
+    default=[
+        "apps.alerts.backends.LogBackend",
+        "apps.alerts.backends.WeComRobotBackend",
+        "apps.alerts.backends.EmailBackend",
+    ],
+)
 SANDBOX_ROBOT_KEY = "5a7c0e1d-2b3f-4c5d-8e9f-0a1b2c3d4e5f"  # wechat_sandbox.DEMO_ROBOT_KEY (no import: production)
-ALERT_WECOM_WEBHOOK_URL = env.str("ALERT_WECOM_WEBHOOK_URL",
-                                  default=f"{SANDBOX_BASE}cgi-bin/webhook/send?key={SANDBOX_ROBOT_KEY}")
+ALERT_WECOM_WEBHOOK_URL = env.str(
+    "ALERT_WECOM_WEBHOOK_URL", default=f"{SANDBOX_BASE}cgi-bin/webhook/send?key={SANDBOX_ROBOT_KEY}"
+)
 ALERT_WECOM_MSGTYPE = env.str("ALERT_WECOM_MSGTYPE", default="markdown")  # or "text"
 ALERT_EMAILS = env.list("ALERT_EMAILS", default=[])
 ALERT_TIMEOUT_SECONDS = env.float("ALERT_TIMEOUT_SECONDS", default=5.0)
@@ -554,8 +576,11 @@ UNFOLD = {
     "SHOW_HISTORY": True,
     "SHOW_VIEW_ON_SITE": False,
     "DASHBOARD_CALLBACK": "apps.backoffice.views.dashboard_callback",
-    "SIDEBAR": {"show_search": True, "show_all_applications": True,
-                "navigation": "apps.backoffice.navigation.sidebar"},  # grouped by staff task
+    "SIDEBAR": {
+        "show_search": True,
+        "show_all_applications": True,
+        "navigation": "apps.backoffice.navigation.sidebar",
+    },  # grouped by staff task
     "STYLES": [lambda request: static("backoffice/admin.css")],  # list cells: whole Chinese words
 }
 
@@ -600,7 +625,9 @@ SMS_CODE_MAX_ATTEMPTS = env.int("SMS_CODE_MAX_ATTEMPTS", default=5)
 # The SMS provider of verification codes and notices (SMS_BACKEND above names the class):
 # apps.accounts.sms.TencentSmsBackend (Tencent Cloud SMS, SendSms 2021-01-11, TC3-HMAC-SHA256);
 # make run points it at the sandbox (wechat_sandbox/sms.py, which checks the signature).
-SMS_TENCENT_ENDPOINT = env.str("SMS_TENCENT_ENDPOINT", default=f"{SANDBOX_BASE}tencent-sms/")  # real: https://sms.tencentcloudapi.com/
+SMS_TENCENT_ENDPOINT = env.str(
+    "SMS_TENCENT_ENDPOINT", default=f"{SANDBOX_BASE}tencent-sms/"
+)  # real: https://sms.tencentcloudapi.com/
 SMS_TENCENT_REGION = env.str("SMS_TENCENT_REGION", default="ap-guangzhou")
 SMS_TENCENT_SECRET_ID = env.str("SMS_TENCENT_SECRET_ID", default="AKIDstarmallSandbox0000000000000000")
 SMS_TENCENT_SECRET_KEY = env.str("SMS_TENCENT_SECRET_KEY", default="starmallSandboxSecretKey00000000")
@@ -640,7 +667,9 @@ def _check() -> None:
     if CHAT_MESSAGES_PER_MINUTE < 1 or CHAT_NOTICE_QUIET_MINUTES < 1:
         raise ImproperlyConfigured("CHAT_MESSAGES_PER_MINUTE and CHAT_NOTICE_QUIET_MINUTES must be at least 1")
     if any(h < 1 for h in REMINDER_HOURS) or RESCHEDULE_MIN_NOTICE_HOURS < 0:
-        raise ImproperlyConfigured("REMINDER_HOURS must be whole hours >= 1 (e.g. 24,1); RESCHEDULE_MIN_NOTICE_HOURS >= 0")
+        raise ImproperlyConfigured(
+            "REMINDER_HOURS must be whole hours >= 1 (e.g. 24,1); RESCHEDULE_MIN_NOTICE_HOURS >= 0"
+        )
     if MAX_UNPAID_ORDERS < 1:
         raise ImproperlyConfigured("MAX_UNPAID_ORDERS must be at least 1")
     if POINT_VALUE_FEN < 1:
@@ -674,7 +703,9 @@ TRANSFER_STUCK_HOURS = env.int("TRANSFER_STUCK_HOURS", default=24)
 # (wechat_sandbox/keys/), so make run works with no internet; production sets all of them.
 _SANDBOX_KEYS = BASE_DIR / "wechat_sandbox" / "keys"
 WECHAT_PAY_V3_API_BASE = env.str("WECHAT_PAY_V3_API_BASE", default=SANDBOX_BASE.rstrip("/")).rstrip("/")
-WECHAT_PAY_V3_MCH_PRIVATE_KEY = env.str("WECHAT_PAY_V3_MCH_PRIVATE_KEY", default=str(_SANDBOX_KEYS / "merchant_private.pem"))
+WECHAT_PAY_V3_MCH_PRIVATE_KEY = env.str(
+    "WECHAT_PAY_V3_MCH_PRIVATE_KEY", default=str(_SANDBOX_KEYS / "merchant_private.pem")
+)
 WECHAT_PAY_V3_MCH_SERIAL = env.str("WECHAT_PAY_V3_MCH_SERIAL", default="5157F09EFDC096DE15EBE81A47057A72SANDBOX0")
 WECHAT_PAY_V3_KEY = env.str("WECHAT_PAY_V3_KEY", default="starmall0sandbox0apiv3key0000032")
 WECHAT_PAY_V3_PUBLIC_KEY = env.str("WECHAT_PAY_V3_PUBLIC_KEY", default=str(_SANDBOX_KEYS / "platform_public.pem"))

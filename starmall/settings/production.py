@@ -18,9 +18,18 @@ DEMO_SHOP_ALLOWED = False  # runshop (make run) refuses demo data and the demo s
 MEDIA_SERVE = env.bool("MEDIA_SERVE", default=False)  # nginx serves MEDIA_URL (docs/DEPLOY.md)
 
 _required = [
-    "DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "SITE_URL",
-    "WECHAT_APPID", "WECHAT_APP_SECRET", "WECHAT_MCH_ID", "WECHAT_PAY_API_KEY",
-    "WECHAT_API_BASE", "WECHAT_PAY_API_BASE", "WECHAT_MCH_CERT", "WECHAT_MCH_KEY",
+    "DJANGO_SECRET_KEY",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SITE_URL",
+    "WECHAT_APPID",
+    "WECHAT_APP_SECRET",
+    "WECHAT_MCH_ID",
+    "WECHAT_PAY_API_KEY",
+    "WECHAT_API_BASE",
+    "WECHAT_PAY_API_BASE",
+    "WECHAT_MCH_CERT",
+    "WECHAT_MCH_KEY",
 ]
 _missing = [name for name in _required if not env.str(name, default="")]
 if _missing:
@@ -39,8 +48,15 @@ WECHAT_HOSTS = {
 }
 for _name, _hosts in WECHAT_HOSTS.items():
     _url = urlsplit(globals()[_name])
-    if (_url.scheme != "https" or _url.hostname not in _hosts or _url.port not in (None, 443) or _url.username
-            or _url.path != "/" or _url.query or _url.fragment):  # a path: e.g. /sandboxnew/, Pay's simulation
+    if (
+        _url.scheme != "https"
+        or _url.hostname not in _hosts
+        or _url.port not in (None, 443)
+        or _url.username
+        or _url.path != "/"
+        or _url.query
+        or _url.fragment
+    ):  # a path: e.g. /sandboxnew/, Pay's simulation
         raise ImproperlyConfigured(
             f"{_name} must be https://{sorted(_hosts)[0]}/ (https on WeChat's hosts: {', '.join(sorted(_hosts))}), "
             f"not {globals()[_name]!r}"
@@ -59,12 +75,21 @@ if not env.str("ALERT_BACKENDS", default=""):
             "production sends alerts somewhere: set ALERT_WECOM_WEBHOOK_URL (an enterprise-WeChat group robot) "
             "and/or ALERT_EMAILS (with EMAIL_URL), or ALERT_BACKENDS=apps.alerts.backends.LogBackend to only log them"
         )
-    ALERT_BACKENDS = ["apps.alerts.backends.LogBackend"] + [_WECOM] * bool(ALERT_WECOM_WEBHOOK_URL) + [_EMAIL] * bool(ALERT_EMAILS)
+    ALERT_BACKENDS = (
+        ["apps.alerts.backends.LogBackend"] + [_WECOM] * bool(ALERT_WECOM_WEBHOOK_URL) + [_EMAIL] * bool(ALERT_EMAILS)
+    )
 if _WECOM in ALERT_BACKENDS:  # noqa: F405
     _url = urlsplit(ALERT_WECOM_WEBHOOK_URL)
     _key = dict(parse_qsl(_url.query)).get("key", "")
-    if (_url.scheme != "https" or _url.hostname != "qyapi.weixin.qq.com" or _url.port not in (None, 443)
-            or _url.username or _url.path != "/cgi-bin/webhook/send" or not _key or _url.fragment):
+    if (
+        _url.scheme != "https"
+        or _url.hostname != "qyapi.weixin.qq.com"
+        or _url.port not in (None, 443)
+        or _url.username
+        or _url.path != "/cgi-bin/webhook/send"
+        or not _key
+        or _url.fragment
+    ):
         raise ImproperlyConfigured(
             "ALERT_WECOM_WEBHOOK_URL must be https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=<the robot's key> "
             f"(the group robot's webhook on WeCom's host), not {_url._replace(query='key=***').geturl()!r}"
@@ -72,7 +97,9 @@ if _WECOM in ALERT_BACKENDS:  # noqa: F405
 if _EMAIL in ALERT_BACKENDS and not ALERT_EMAILS:  # noqa: F405
     raise ImproperlyConfigured("ALERT_EMAILS must list who gets alert mails when ALERT_BACKENDS has the EmailBackend")
 if _EMAIL in ALERT_BACKENDS and not env.str("EMAIL_URL", default=""):  # noqa: F405
-    raise ImproperlyConfigured("alert mails need a mail server: set EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587)")
+    raise ImproperlyConfigured(
+        "alert mails need a mail server: set EMAIL_URL (e.g. smtp+tls://user:password@smtp.example.com:587)"
+    )
 # Error reports (tracebacks in mails or logs) never show the robot's key: Django hides only
 # settings whose names say KEY, TOKEN, SECRET, ...; this one's name says URL.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "starmall.reporting.SettingsReporterFilter"
@@ -91,7 +118,9 @@ for _name in ("WECHAT_MCH_CERT", "WECHAT_MCH_KEY"):
 
 _site = urlsplit(SITE_URL)  # noqa: F405
 if _site.scheme != "https" or not _site.hostname:
-    raise ImproperlyConfigured(f"SITE_URL must be the shop's public https address (WeChat posts notifications there), not {SITE_URL!r}")  # noqa: F405
+    raise ImproperlyConfigured(
+        f"SITE_URL must be the shop's public https address (WeChat posts notifications there), not {SITE_URL!r}"  # noqa: F405
+    )
 # The site's own host unless DJANGO_ALLOWED_HOSTS lists them (then exactly those).
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=[_site.hostname])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[f"https://{_site.netloc}"])

@@ -33,8 +33,15 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
     for day, points in enumerate([5, 10, 20], start=1):
         SignInRule.objects.create(day=day, points=points)
     customer = make_customer()
-    Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                           city="杭州市", detail="文三路100号", is_default=True)
+    Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="文三路100号",
+        is_default=True,
+    )
     sku = make_sku(price_fen=6000, stock=1000)
     start = dt.datetime(2026, 12, 1, 9, tzinfo=SHANGHAI)
     expected = {"recharge": 0, "bonus": 0, "sign_in": 0}
@@ -45,8 +52,13 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
 
     def recharge():
         pay_fen, bonus_fen = rnd.choice([(10000, 1000), (50000, 6000), (100, 0)])
-        row = Recharge.objects.create(recharge_no=f"R{rnd.getrandbits(64):022d}"[:23], customer=customer,
-                                      pay_fen=pay_fen, bonus_fen=bonus_fen, expires_at=timezone.now())
+        row = Recharge.objects.create(
+            recharge_no=f"R{rnd.getrandbits(64):022d}"[:23],
+            customer=customer,
+            pay_fen=pay_fen,
+            bonus_fen=bonus_fen,
+            expires_at=timezone.now(),
+        )
         for _ in range(rnd.randint(1, 3)):  # WeChat's duplicates
             recharges.recharge_apply_paid(recharge=row, transaction_id=f"42{row.pk:030d}", paid_at=timezone.now())
         expected["recharge"] += pay_fen
@@ -55,8 +67,9 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
     def create():
         fresh = Customer.objects.get(pk=customer.pk)
         use = rnd.choice([0, min(fresh.points, rnd.randint(1, 50))])
-        draft = orders.order_confirm(customer=fresh, use_points=use,
-                                     items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 2)}])
+        draft = orders.order_confirm(
+            customer=fresh, use_points=use, items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 2)}]
+        )
         orders.order_create(customer=fresh, order_key=draft["order_key"])
 
     def pick(status):

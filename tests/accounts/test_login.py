@@ -65,8 +65,14 @@ def test_protected_endpoint_without_valid_token_is_401(make_api, header):
 
 
 def test_addresses_first_is_default_and_new_default_replaces_it(api):
-    body = {"name": "张三", "phone": "13800000000", "province": "浙江省", "city": "杭州市",
-            "district": "西湖区", "detail": "文三路100号"}
+    body = {
+        "name": "张三",
+        "phone": "13800000000",
+        "province": "浙江省",
+        "city": "杭州市",
+        "district": "西湖区",
+        "detail": "文三路100号",
+    }
     first = api.post("/api/v1/addresses", body, format="json").json()
     assert first["is_default"] is True
     second = api.post("/api/v1/addresses", {**body, "detail": "文二路1号", "is_default": True}, format="json").json()

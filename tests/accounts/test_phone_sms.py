@@ -37,12 +37,17 @@ def test_sms_code_is_sent_signed_stored_hashed_and_sets_the_phone_once(api, cust
     [message] = sms()
     code = message["params"][0]
     assert (message["phone"], message["template_id"], message["sign_name"], len(code)) == (
-        "+8613912345678", "100001", "星商城", 6)
+        "+8613912345678",
+        "100001",
+        "星商城",
+        6,
+    )
     row = SmsCode.objects.get()
     assert code not in row.code_hash and row.code_hash == phones.code_hash(PHONE, code)
 
-    wrong = api.post("/api/v1/me/phone", {"phone": PHONE, "sms_code": "000000" if code != "000000" else "111111"},
-                     format="json")
+    wrong = api.post(
+        "/api/v1/me/phone", {"phone": PHONE, "sms_code": "000000" if code != "000000" else "111111"}, format="json"
+    )
     assert wrong.status_code == 400 and wrong.json()["code"] == "invalid" and "sms_code" in wrong.json()["detail"]
     ok = api.post("/api/v1/me/phone", {"phone": PHONE, "sms_code": code}, format="json")
     assert ok.status_code == 200 and ok.json()["phone"] == PHONE
@@ -67,8 +72,7 @@ def test_sms_code_needs_a_token(make_api, db):
     assert answer.status_code == 401
 
 
-def test_sms_codes_one_a_minute_and_a_daily_cap_per_phone_and_per_address(api, make_api, make_customer, sms,
-                                                                          settings):
+def test_sms_codes_one_a_minute_and_a_daily_cap_per_phone_and_per_address(api, make_api, make_customer, sms, settings):
     settings.SMS_CODES_PER_DAY = 3
     assert api.post("/api/v1/sms/codes", {"phone": PHONE}, format="json").status_code == 204
     second = api.post("/api/v1/sms/codes", {"phone": PHONE}, format="json")
@@ -83,8 +87,9 @@ def test_sms_codes_one_a_minute_and_a_daily_cap_per_phone_and_per_address(api, m
     for n in range(4):
         cache.delete(f"sms:minute:phone:{PHONE}")
         other = make_api(make_customer())
-        statuses.append(other.post("/api/v1/sms/codes", {"phone": PHONE}, format="json",
-                                   REMOTE_ADDR=f"10.0.0.{n + 2}").status_code)
+        statuses.append(
+            other.post("/api/v1/sms/codes", {"phone": PHONE}, format="json", REMOTE_ADDR=f"10.0.0.{n + 2}").status_code
+        )
     assert statuses == [204, 204, 429, 429]
     assert len([m for m in sms() if m["phone"] == f"+86{PHONE}"]) == 3
 

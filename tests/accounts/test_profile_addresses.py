@@ -11,8 +11,14 @@ from apps.accounts.models import Address, Customer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
-BODY = {"name": "王五", "phone": "13700000000", "province": "上海市", "city": "上海市",
-        "district": "徐汇区", "detail": "漕溪北路1号"}
+BODY = {
+    "name": "王五",
+    "phone": "13700000000",
+    "province": "上海市",
+    "city": "上海市",
+    "district": "徐汇区",
+    "detail": "漕溪北路1号",
+}
 
 
 def add(api, **extra):
@@ -28,8 +34,9 @@ def defaults(customer) -> list[int]:
 def test_patch_me_changes_nickname_and_avatar_from_our_uploads_only(api, customer):
     out = io.BytesIO()
     Image.new("RGB", (8, 8)).save(out, format="PNG")
-    url = api.post("/api/v1/uploads", {"file": SimpleUploadedFile("a.png", out.getvalue())},
-                   format="multipart").json()["url"]
+    url = api.post("/api/v1/uploads", {"file": SimpleUploadedFile("a.png", out.getvalue())}, format="multipart").json()[
+        "url"
+    ]
     response = api.patch("/api/v1/me", {"nickname": "星星", "avatar_url": url}, format="json")
     assert response.status_code == 200
     assert response.json()["nickname"] == "星星" and response.json()["avatar_url"] == url

@@ -17,8 +17,12 @@ from apps.orders.models import FollowUp
 @pytest.fixture
 def templates(db):
     rows = [
-        SubscribeTemplate(scene="order", kind="order_paid", template_id="tmpl-paid-1",
-                          fields={"order_no": "character_string7", "amount": "amount8", "paid_at": "time9"}),
+        SubscribeTemplate(
+            scene="order",
+            kind="order_paid",
+            template_id="tmpl-paid-1",
+            fields={"order_no": "character_string7", "amount": "amount8", "paid_at": "time9"},
+        ),
         SubscribeTemplate(scene="order", kind="order_shipped", template_id="tmpl-shipped-1", is_active=False),
         SubscribeTemplate(scene="consultation", kind="consultation_reminder", template_id="tmpl-remind-1"),
     ]
@@ -33,7 +37,9 @@ def test_public_list_by_scene_is_a_bare_array_of_active_templates(make_api, temp
     consultation = client.get("/api/v1/subscribe-templates", {"scene": "consultation"}).json()
     # the chat message has no row: its built-in default (settings) is served
     assert [(t["kind"], t["template_id"]) for t in consultation] == [
-        ("consultation_reminder", "tmpl-remind-1"), ("chat_message", "chat-message")]
+        ("consultation_reminder", "tmpl-remind-1"),
+        ("chat_message", "chat-message"),
+    ]
     assert client.get("/api/v1/subscribe-templates?scene=nope").status_code == 400
     assert client.get("/api/v1/subscribe-templates", HTTP_AUTHORIZATION="Bearer unknown").status_code == 200
 
@@ -52,8 +58,11 @@ def test_paid_message_uses_the_staff_template_and_its_fields_map(paid_order, tem
     assert followups.followup_execute(row.pk) == "done"
     [message] = wechat.control.messages()
     assert message["template_id"] == "tmpl-paid-1"
-    assert message["data"] == {"character_string7": {"value": paid_order["order_no"]},
-                               "amount8": {"value": "128.00元"}, "time9": message["data"]["time9"]}
+    assert message["data"] == {
+        "character_string7": {"value": paid_order["order_no"]},
+        "amount8": {"value": "128.00元"},
+        "time9": message["data"]["time9"],
+    }
 
 
 def test_refused_message_is_remembered_and_not_sent_again(paid_order, templates, customer, wechat):
@@ -62,7 +71,11 @@ def test_refused_message_is_remembered_and_not_sent_again(paid_order, templates,
     assert followups.followup_execute(row.pk) == "done"  # not retried for ever
     refusal = SubscribeRefusal.objects.get()
     assert (refusal.customer_id, refusal.kind, refusal.template_id, refusal.times) == (
-        customer.pk, "order_paid", "tmpl-paid-1", 1)
+        customer.pk,
+        "order_paid",
+        "tmpl-paid-1",
+        1,
+    )
     # another message of that kind: skipped without asking WeChat
     calls = wechat.state.api_calls["cgi-bin/message/subscribe/send"]
     assert subscriptions.subscribe_send(customer=customer, kind="order_paid", values={}) == "skipped"
@@ -90,4 +103,8 @@ def test_order_paid_sms_reaches_the_provider(paid_order, wechat, settings):
     assert followups.followup_execute(row.pk) == "done"
     [message] = requests.get(f"{wechat.url}sandbox/sms", timeout=5).json()["messages"]
     assert (message["phone"], message["template_id"], message["params"], message["session_context"]) == (
-        "+8613800000000", "100002", [paid_order["order_no"], "128.00"], f"sms:{paid_order['order_no']}")
+        "+8613800000000",
+        "100002",
+        [paid_order["order_no"], "128.00"],
+        f"sms:{paid_order['order_no']}",
+    )

@@ -39,7 +39,8 @@ def deactivate_by_sql(customer) -> None:
 
 
 def test_deactivation_records_the_row_in_its_transaction_and_revokes_after_commit(
-        customer, django_capture_on_commit_callbacks):
+    customer, django_capture_on_commit_callbacks
+):
     token = token_issue(customer_id=customer.pk)
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
@@ -79,7 +80,8 @@ def test_a_save_outside_any_transaction_commits_with_its_row(customer, monkeypat
 
 
 def test_redis_down_after_commit_keeps_the_row_and_the_sweep_revokes(
-        customer, redis_fails_once, django_capture_on_commit_callbacks, caplog):
+    customer, redis_fails_once, django_capture_on_commit_callbacks, caplog
+):
     token = token_issue(customer_id=customer.pk)
     with django_capture_on_commit_callbacks(execute=True):
         customer.is_active = False
@@ -93,7 +95,8 @@ def test_redis_down_after_commit_keeps_the_row_and_the_sweep_revokes(
 
 
 def test_queryset_update_records_rows_for_the_customers_it_deactivated(
-        make_customer, django_capture_on_commit_callbacks):
+    make_customer, django_capture_on_commit_callbacks
+):
     first, second, kept = make_customer(), make_customer(), make_customer()
     issued = {c.pk: token_issue(customer_id=c.pk) for c in (first, second, kept)}
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -101,8 +104,7 @@ def test_queryset_update_records_rows_for_the_customers_it_deactivated(
     assert pending() == [(first.pk, 0), (second.pk, 0)]
     for callback in callbacks:
         callback()
-    assert {pk: token_customer_id(t) for pk, t in issued.items()} == {first.pk: None, second.pk: None,
-                                                                      kept.pk: kept.pk}
+    assert {pk: token_customer_id(t) for pk, t in issued.items()} == {first.pk: None, second.pk: None, kept.pk: kept.pk}
     assert pending() == []
 
 
@@ -124,8 +126,11 @@ def test_the_admin_action_deactivates_and_revokes(make_customer, boss, django_ca
     TokenRevocation.objects.all().delete()
     token, kept_token = token_issue(customer_id=chosen.pk), token_issue(customer_id=kept.pk)
     with django_capture_on_commit_callbacks(execute=True):
-        response = boss.post("/admin/accounts/customer/", {
-            "action": "deactivate", "_selected_action": [chosen.pk, already.pk]}, follow=True)
+        response = boss.post(
+            "/admin/accounts/customer/",
+            {"action": "deactivate", "_selected_action": [chosen.pk, already.pk]},
+            follow=True,
+        )
     assert response.status_code == 200
     assert "已停用 1 位顾客" in response.content.decode()
     assert sorted(Customer.objects.filter(is_active=False).values_list("pk", flat=True)) == [chosen.pk, already.pk]
@@ -205,7 +210,10 @@ def test_customers_deactivate_changes_only_active_ones(make_customer, django_cap
 
 def test_the_sweep_is_on_beats_schedule(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["tokens-revoke-sweep"]
-    assert (entry["task"], entry["schedule"]) == ("apps.accounts.tasks.tokens_revoke_sweep", settings.BEAT_SWEEP_SECONDS)
+    assert (entry["task"], entry["schedule"]) == (
+        "apps.accounts.tasks.tokens_revoke_sweep",
+        settings.BEAT_SWEEP_SECONDS,
+    )
     from apps.accounts.tasks import tokens_revoke_sweep
 
     assert tokens_revoke_sweep.name == entry["task"]

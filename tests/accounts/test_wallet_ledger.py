@@ -37,7 +37,8 @@ def run_refunds(order_no: str) -> None:
 
 
 def test_points_farming_with_auto_refunded_balance_consultations_earns_nothing(
-        make_customer, make_api, consultation, place_order):
+    make_customer, make_api, consultation, place_order
+):
     """The points-farming attack: pay a consultation from the balance, ask for a refund more than
     24 h ahead (approved automatically), repeat. Before: +299 points per round. Now: the award
     is frozen and dies with the refund; the balance comes back with a ledger row each time."""
@@ -74,8 +75,15 @@ def shop(make_customer, make_api, make_sku):
     customer = make_customer()
     wallet.balance_adjust(customer_id=customer.pk, amount_fen=10**6, ref="opening")
     wallet.points_adjust(customer_id=customer.pk, points=500, ref="opening")
-    Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                           city="杭州市", detail="文三路100号", is_default=True)
+    Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="文三路100号",
+        is_default=True,
+    )
     sku = make_sku(price_fen=6000, stock=1000)
     return customer, make_api(customer), sku
 
@@ -123,17 +131,22 @@ def test_points_of_an_order_refunded_after_release_are_taken_back(shop):
     run_refunds(order.order_no)
     customer.refresh_from_db()
     assert (customer.points, customer.balance_fen) == (500, 10**6)
-    assert list(WalletEvent.objects.filter(kind="points", order_no=order.order_no).order_by("id")
-                .values_list("reason", "amount", "state")) == [("award", 120, "available"), ("revoke", -120, "available")]
+    assert list(
+        WalletEvent.objects.filter(kind="points", order_no=order.order_no)
+        .order_by("id")
+        .values_list("reason", "amount", "state")
+    ) == [("award", 120, "available"), ("revoke", -120, "available")]
     assert_ledger_matches(customer.pk)
 
 
 def test_full_refund_returns_a_valid_coupon_and_takes_sales_back(shop):
     customer, api, sku = shop
-    valid = Coupon.objects.create(customer=customer, title="减10", discount_fen=1000,
-                                  valid_until=timezone.now() + dt.timedelta(days=30))
-    soon = Coupon.objects.create(customer=customer, title="减5", discount_fen=500,
-                                 valid_until=timezone.now() + dt.timedelta(hours=1))
+    valid = Coupon.objects.create(
+        customer=customer, title="减10", discount_fen=1000, valid_until=timezone.now() + dt.timedelta(days=30)
+    )
+    soon = Coupon.objects.create(
+        customer=customer, title="减5", discount_fen=500, valid_until=timezone.now() + dt.timedelta(hours=1)
+    )
     placed = []
     for coupon in (valid, soon):
         draft = orders.order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])
@@ -148,7 +161,10 @@ def test_full_refund_returns_a_valid_coupon_and_takes_sales_back(shop):
         run_refunds(order.order_no)
         assert Order.objects.get(pk=order.pk).status == "refunded"
     assert Coupon.objects.get(pk=valid.pk).status == "available"
-    assert (Coupon.objects.get(pk=soon.pk).status, Coupon.objects.get(pk=soon.pk).used_order_no) == ("used", placed[1].order_no)
+    assert (Coupon.objects.get(pk=soon.pk).status, Coupon.objects.get(pk=soon.pk).used_order_no) == (
+        "used",
+        placed[1].order_no,
+    )
     assert Product.objects.get(pk=sku.product_id).sales == 0
     assert Sku.objects.get(pk=sku.pk).stock == 1000
     customer.refresh_from_db()
@@ -175,7 +191,11 @@ def test_balance_ledger_api(shop):
     assert body["count"] == 2 and body["next"] is None and body["previous"] is None
     first = body["results"][0]
     assert (first["change_fen"], first["reason"], first["reason_text"], first["order_no"]) == (
-        -7000, "pay", "支付订单", order.order_no)
+        -7000,
+        "pay",
+        "支付订单",
+        order.order_no,
+    )
     assert first["created_at"].endswith("+08:00")
     assert body["results"][1]["change_fen"] == 10**6 and body["results"][1]["order_no"] == ""
     assert api.get("/api/v1/me/balance", {"page_size": 1}).json()["next"] is not None
@@ -199,8 +219,9 @@ def test_random_operations_keep_the_totals_equal_to_the_ledger(shop, settings, s
     def create():
         fresh = Customer.objects.get(pk=customer.pk)
         use = rnd.choice([0, 0, min(fresh.points, rnd.randint(1, 300))])
-        draft = orders.order_confirm(customer=fresh, use_points=use,
-                                     items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 3)}])
+        draft = orders.order_confirm(
+            customer=fresh, use_points=use, items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 3)}]
+        )
         orders.order_create(customer=fresh, order_key=draft["order_key"])
 
     def pick(status):
@@ -243,5 +264,4 @@ def test_random_operations_keep_the_totals_equal_to_the_ledger(shop, settings, s
     assert WalletEvent.objects.filter(customer=customer).count() > 10
     # every refunded or cancelled order's award is void, never available or frozen
     dead = Order.objects.filter(customer=customer, status__in=["refunded", "refunding", "cancelled"])
-    assert not WalletEvent.objects.filter(reason="award", order_no__in=dead.values("order_no"),
-                                          state="frozen").exists()
+    assert not WalletEvent.objects.filter(reason="award", order_no__in=dead.values("order_no"), state="frozen").exists()

@@ -37,8 +37,11 @@ def form_data(response) -> dict:
 def action(client, model_label: str, name: str, pks, **extra):
     """POST an admin action by hand (as the changelist's form would); returns the response."""
     app_label, model = model_label.split(".")
-    return client.post(reverse(f"admin:{app_label}_{model}_changelist"),
-                       {"action": name, "_selected_action": [str(pk) for pk in pks], **extra}, follow=True)
+    return client.post(
+        reverse(f"admin:{app_label}_{model}_changelist"),
+        {"action": name, "_selected_action": [str(pk) for pk in pks], **extra},
+        follow=True,
+    )
 
 
 def texts(response) -> list[tuple[str, str]]:

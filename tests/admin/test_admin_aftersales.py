@@ -23,12 +23,25 @@ def test_bulk_ship_asks_for_each_tracking_number_then_reports_per_order(make_sta
     form = action(client, "orders.order", "ship_with_tracking", [first.pk, waiting.pk, second.pk])
     assert form.status_code == 200
     page = form.content.decode()
-    assert f'name="tracking_{first.pk}"' in page and ">顺丰速运</option>" in page and "(shunfeng)" not in page  # carriers by name
+    assert (
+        f'name="tracking_{first.pk}"' in page and ">顺丰速运</option>" in page and "(shunfeng)" not in page
+    )  # carriers by name
     assert "张三 13800000000 浙江省杭州市西湖区文三路100号" in page
-    done = action(client, "orders.order", "ship_with_tracking", [first.pk, waiting.pk, second.pk], apply="1",
-                  **{f"carrier_{first.pk}": "shunfeng", f"tracking_{first.pk}": "SF1000000001",
-                     f"carrier_{waiting.pk}": "shunfeng", f"tracking_{waiting.pk}": "SF1000000002",
-                     f"carrier_{second.pk}": "zhongtong", f"tracking_{second.pk}": "x"})
+    done = action(
+        client,
+        "orders.order",
+        "ship_with_tracking",
+        [first.pk, waiting.pk, second.pk],
+        apply="1",
+        **{
+            f"carrier_{first.pk}": "shunfeng",
+            f"tracking_{first.pk}": "SF1000000001",
+            f"carrier_{waiting.pk}": "shunfeng",
+            f"tracking_{waiting.pk}": "SF1000000002",
+            f"carrier_{second.pk}": "zhongtong",
+            f"tracking_{second.pk}": "x",
+        },
+    )
     assert texts(done) == [
         ("success", f"{first.order_no}: 已发货（顺丰速运 SF1000000001）"),
         ("warning", f"{waiting.order_no}: 未发货：有进行中的退款申请"),
@@ -37,7 +50,8 @@ def test_bulk_ship_asks_for_each_tracking_number_then_reports_per_order(make_sta
     ]
     assert [Order.objects.get(pk=o.pk).status for o in (first, waiting, second)] == ["shipped", "paid", "paid"]
     assert list(Shipment.objects.values_list("order_id", "carrier_code", "tracking_no")) == [
-        (first.pk, "shunfeng", "SF1000000001")]
+        (first.pk, "shunfeng", "SF1000000001")
+    ]
 
 
 def test_order_page_reads_like_a_back_office_and_ships(make_staff, viewer, buyer, paid_orders):
@@ -48,11 +62,16 @@ def test_order_page_reads_like_a_back_office_and_ships(make_staff, viewer, buyer
     assert reverse("admin:orders_order_ship", args=[order.pk]) in page
     ship_url = reverse("admin:orders_order_ship", args=[order.pk])
     assert viewer.get(ship_url).status_code == 403
-    assert viewer.post(ship_url, {f"carrier_{order.pk}": "ems", f"tracking_{order.pk}": "EM123456789CN"}).status_code == 403
+    assert (
+        viewer.post(ship_url, {f"carrier_{order.pk}": "ems", f"tracking_{order.pk}": "EM123456789CN"}).status_code
+        == 403
+    )
     assert Order.objects.get(pk=order.pk).status == "paid"
     client = make_staff("orders.ship_order", view_all=True)
     assert client.get(ship_url).status_code == 200
-    response = client.post(ship_url, {f"carrier_{order.pk}": "ems", f"tracking_{order.pk}": "EM123456789CN"}, follow=True)
+    response = client.post(
+        ship_url, {f"carrier_{order.pk}": "ems", f"tracking_{order.pk}": "EM123456789CN"}, follow=True
+    )
     assert ("success", f"{order.order_no}: 已发货（EMS EM123456789CN）") in texts(response)
     assert Order.objects.get(pk=order.pk).status == "shipped"
     page = client.get(url).content.decode()
@@ -72,10 +91,15 @@ def test_return_step_in_the_admin_then_refund_restocks(make_staff, buyer, paid_o
     done = action(decider, "orders.aftersale", "approve_return", [sale.pk], apply="1", text="寄回杭州仓")
     assert ("success", f"{sale.refund_no}: 已同意退货，等待顾客寄回") in texts(done)
     assert AfterSale.objects.get(pk=sale.pk).decision_note == "寄回杭州仓"
-    rejected = action(decider, "orders.aftersale", "reject_with_reason", [other_sale.pk], apply="1", text="已超过退货期")
+    rejected = action(
+        decider, "orders.aftersale", "reject_with_reason", [other_sale.pk], apply="1", text="已超过退货期"
+    )
     assert ("success", f"{other_sale.refund_no}: 已拒绝：已超过退货期") in texts(rejected)
     body = api.get("/api/v1/refunds").json()["results"]
-    assert {r["refund_no"]: r["reject_reason"] for r in body} == {sale.refund_no: None, other_sale.refund_no: "已超过退货期"}
+    assert {r["refund_no"]: r["reject_reason"] for r in body} == {
+        sale.refund_no: None,
+        other_sale.refund_no: "已超过退货期",
+    }
 
     # receiving needs its own permission, and the parcel
     assert action(decider, "orders.aftersale", "confirm_return_received", [sale.pk]).status_code == 200
@@ -83,8 +107,9 @@ def test_return_step_in_the_admin_then_refund_restocks(make_staff, buyer, paid_o
     receiver = make_staff("orders.receive_return", view_all=True)
     early = action(receiver, "orders.aftersale", "confirm_return_received", [sale.pk])
     assert ("warning", f"{sale.refund_no}: 未退款：申请状态为「待退货」，需要「退货中」") in texts(early)
-    sent = api.post(f"/api/v1/refunds/{sale.refund_no}/return", {"carrier": "韵达", "tracking_no": "YD9999999999"},
-                    format="json")
+    sent = api.post(
+        f"/api/v1/refunds/{sale.refund_no}/return", {"carrier": "韵达", "tracking_no": "YD9999999999"}, format="json"
+    )
     assert sent.status_code == 200
     stock_before = Sku.objects.get(pk=goods_sku.pk).stock
     received = action(receiver, "orders.aftersale", "confirm_return_received", [sale.pk])
@@ -103,8 +128,12 @@ def test_reviews_reply_and_hide_need_their_permissions(make_staff, viewer, buyer
     orders.order_ship(order=order, actor="staff:t", carrier_code="jd", tracking_no="JD0001234567")
     orders.order_complete(order=Order.objects.get(pk=order.pk), actor="customer")
     line = order.lines.get()
-    assert api.post(f"/api/v1/orders/{order.order_no}/reviews", {"line_id": line.pk, "rating": 2, "text": "一般"},
-                    format="json").status_code == 201
+    assert (
+        api.post(
+            f"/api/v1/orders/{order.order_no}/reviews", {"line_id": line.pk, "rating": 2, "text": "一般"}, format="json"
+        ).status_code
+        == 201
+    )
     review = Review.objects.get()
     assert action(viewer, "reviews.review", "hide", [review.pk]).status_code == 200
     assert Review.objects.get().is_hidden is False

@@ -21,18 +21,23 @@ LIST = "/admin/alerts/alert/"
 def alerts():
     """Two alerts raised at 2026-12-01 10:30 UTC (18:30 in Shanghai), one of them handled."""
     for no in ("SM1R1", "SM2R1"):
-        alert_raise(key=f"refund:{no}:failed", kind=Alert.Kind.REFUND_FAILED, title=f"退款 {no} 失败",
-                    text=f"退款 {no} 尝试 3 次后失败。")
+        alert_raise(
+            key=f"refund:{no}:failed",
+            kind=Alert.Kind.REFUND_FAILED,
+            title=f"退款 {no} 失败",
+            text=f"退款 {no} 尝试 3 次后失败。",
+        )
     Alert.objects.update(created_at=dt.datetime(2026, 12, 1, 10, 30, tzinfo=ZoneInfo("UTC")))
     Alert.objects.filter(key="refund:SM2R1:failed").update(
-        resolved_at=dt.datetime(2026, 12, 1, 11, 0, tzinfo=ZoneInfo("UTC")), resolved_by="staff:li")
+        resolved_at=dt.datetime(2026, 12, 1, 11, 0, tzinfo=ZoneInfo("UTC")), resolved_by="staff:li"
+    )
     return {a.key.split(":")[1]: a for a in Alert.objects.all()}
 
 
 def test_finance_sees_open_alerts_in_shanghai_time_and_marks_them_handled(make_staff, alerts):
     finance = make_staff("alerts.view_alert", "alerts.resolve_alert")
     page = finance.get(f"{LIST}?handled=no").content.decode()
-    body = page[page.find("result_list"):]
+    body = page[page.find("result_list") :]
     assert "退款 SM1R1 失败" in body and "退款 SM2R1 失败" not in body
     assert "2026-12-01 18:30" in body  # Shanghai time
     assert "标记已处理" in page

@@ -29,12 +29,19 @@ from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refu
 pytestmark = pytest.mark.django_db
 
 ACTIONS = [  # (model label, action name): every state-changing admin action
-    ("orders.order", "mark_shipped"), ("orders.order", "mark_completed"), ("orders.order", "cancel_unpaid"),
-    ("orders.aftersale", "approve"), ("orders.aftersale", "reject"),
-    ("orders.order", "ship_with_tracking"), ("orders.aftersale", "approve_return"),
-    ("orders.aftersale", "confirm_return_received"), ("orders.aftersale", "reject_with_reason"),
-    ("payments.payment", "check_with_wechat"), ("payments.refund", "retry"),
-    ("payments.reconciliationrun", "reconcile_again"), ("alerts.alert", "mark_handled"),
+    ("orders.order", "mark_shipped"),
+    ("orders.order", "mark_completed"),
+    ("orders.order", "cancel_unpaid"),
+    ("orders.aftersale", "approve"),
+    ("orders.aftersale", "reject"),
+    ("orders.order", "ship_with_tracking"),
+    ("orders.aftersale", "approve_return"),
+    ("orders.aftersale", "confirm_return_received"),
+    ("orders.aftersale", "reject_with_reason"),
+    ("payments.payment", "check_with_wechat"),
+    ("payments.refund", "retry"),
+    ("payments.reconciliationrun", "reconcile_again"),
+    ("alerts.alert", "mark_handled"),
 ]
 
 
@@ -46,29 +53,47 @@ def shop(buyer, paid_orders, goods_sku, place_order, consultation):
     shipped_later, with_request, refunded = paid_orders(3)
     request_refund(api, with_request.order_no)
     request_refund(api, refunded.order_no)
-    refund = refunds.after_sale_approve(
-        after_sale_id=AfterSale.objects.get(order=refunded).pk, actor="staff:setup")
+    refund = refunds.after_sale_approve(after_sale_id=AfterSale.objects.get(order=refunded).pk, actor="staff:setup")
     Refund.objects.filter(pk=refund.pk).update(status=Refund.Status.FAILED, last_error="SYSTEMERROR")
     unpaid = place_order(api, items=[(goods_sku, 1)], address=address)
     assert api.post(f"/api/v1/orders/{unpaid['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
     Payment.objects.filter(out_trade_no=unpaid["order_no"]).update(status=PaymentStatus.MANUAL)
     consult = place_order(api, items=[(consultation.sku, 1)], slot=consultation.slots[-1])
     api.post(f"/api/v1/orders/{consult['order_no']}/pay", {"method": "balance"}, format="json")
-    Coupon.objects.create(customer=customer, title="满100减10", discount_fen=1000, min_spend_fen=10000,
-                          valid_until=timezone.now() + dt.timedelta(days=30))
+    Coupon.objects.create(
+        customer=customer,
+        title="满100减10",
+        discount_fen=1000,
+        min_spend_fen=10000,
+        valid_until=timezone.now() + dt.timedelta(days=30),
+    )
     ReconciliationRun.objects.create(bill_date=dt.date(2026, 11, 30), status="ok")
-    alert_raise(key=f"refund:{refund.out_refund_no}:failed", kind=Alert.Kind.REFUND_FAILED,
-                title=f"退款 {refund.out_refund_no} 失败", text="SYSTEMERROR")
-    return {"customer": customer, "unpaid": Order.objects.get(order_no=unpaid["order_no"]),
-            "paid": shipped_later, "requested": with_request, "refund": refund,
-            "booked_slot": consultation.slots[-1], "free_slot": consultation.slots[0], "sku": goods_sku}
+    alert_raise(
+        key=f"refund:{refund.out_refund_no}:failed",
+        kind=Alert.Kind.REFUND_FAILED,
+        title=f"退款 {refund.out_refund_no} 失败",
+        text="SYSTEMERROR",
+    )
+    return {
+        "customer": customer,
+        "unpaid": Order.objects.get(order_no=unpaid["order_no"]),
+        "paid": shipped_later,
+        "requested": with_request,
+        "refund": refund,
+        "booked_slot": consultation.slots[-1],
+        "free_slot": consultation.slots[0],
+        "sku": goods_sku,
+    }
 
 
 def snapshot() -> dict:
     """Every row an admin action or form could change, as plain values."""
     return {
-        "orders": list(Order.objects.order_by("pk").values_list("pk", "status", "pay_fen", "paid_at", "shipped_at",
-                                                                "cancelled_at", "completed_at")),
+        "orders": list(
+            Order.objects.order_by("pk").values_list(
+                "pk", "status", "pay_fen", "paid_at", "shipped_at", "cancelled_at", "completed_at"
+            )
+        ),
         "events": OrderEvent.objects.count(),
         "after_sales": list(AfterSale.objects.order_by("pk").values_list("pk", "status", "decided_by")),
         "refunds": list(Refund.objects.order_by("pk").values_list("pk", "status", "attempts", "last_error")),
@@ -121,22 +146,64 @@ def test_view_only_staff_cannot_post_any_change_form(viewer, shop):
     coupon = Coupon.objects.get()
     posts = [
         (reverse("admin:orders_order_change", args=[shop["paid"].pk]), {"status": "cancelled", "_save": "Save"}),
-        (reverse("admin:orders_aftersale_change", args=[AfterSale.objects.first().pk]),
-         {"status": "approved", "_save": "Save"}),
-        (reverse("admin:accounts_customer_change", args=[customer.pk]),
-         {"nickname": "x", "balance_fen": "99999999", "points": "99999", "_save": "Save"}),
-        (reverse("admin:accounts_coupon_change", args=[coupon.pk]),
-         {"customer": customer.pk, "title": "t", "discount_fen": "99999", "min_spend_fen": "0",
-          "valid_until_0": "2030-01-01", "valid_until_1": "00:00:00", "status": "used", "_save": "Save"}),
-        (reverse("admin:catalog_sku_change", args=[sku.pk]),
-         {"product": sku.product_id, "specs": "{}", "price_fen": "1", "is_active": "on", "stock_change": "100",
-          "_save": "Save"}),
-        (reverse("admin:appointments_slot_change", args=[slot.pk]),
-         {"teacher": slot.teacher_id, "start_0": "2030-01-01", "start_1": "09:00:00", "end_0": "2030-01-01",
-          "end_1": "10:00:00", "capacity": "9", "is_open": "", "_save": "Save"}),
-        (reverse("admin:appointments_slot_add"),
-         {"teacher": slot.teacher_id, "start_0": "2030-01-01", "start_1": "09:00:00", "end_0": "2030-01-01",
-          "end_1": "10:00:00", "capacity": "9", "is_open": "on", "_save": "Save"}),
+        (
+            reverse("admin:orders_aftersale_change", args=[AfterSale.objects.first().pk]),
+            {"status": "approved", "_save": "Save"},
+        ),
+        (
+            reverse("admin:accounts_customer_change", args=[customer.pk]),
+            {"nickname": "x", "balance_fen": "99999999", "points": "99999", "_save": "Save"},
+        ),
+        (
+            reverse("admin:accounts_coupon_change", args=[coupon.pk]),
+            {
+                "customer": customer.pk,
+                "title": "t",
+                "discount_fen": "99999",
+                "min_spend_fen": "0",
+                "valid_until_0": "2030-01-01",
+                "valid_until_1": "00:00:00",
+                "status": "used",
+                "_save": "Save",
+            },
+        ),
+        (
+            reverse("admin:catalog_sku_change", args=[sku.pk]),
+            {
+                "product": sku.product_id,
+                "specs": "{}",
+                "price_fen": "1",
+                "is_active": "on",
+                "stock_change": "100",
+                "_save": "Save",
+            },
+        ),
+        (
+            reverse("admin:appointments_slot_change", args=[slot.pk]),
+            {
+                "teacher": slot.teacher_id,
+                "start_0": "2030-01-01",
+                "start_1": "09:00:00",
+                "end_0": "2030-01-01",
+                "end_1": "10:00:00",
+                "capacity": "9",
+                "is_open": "",
+                "_save": "Save",
+            },
+        ),
+        (
+            reverse("admin:appointments_slot_add"),
+            {
+                "teacher": slot.teacher_id,
+                "start_0": "2030-01-01",
+                "start_1": "09:00:00",
+                "end_0": "2030-01-01",
+                "end_1": "10:00:00",
+                "capacity": "9",
+                "is_open": "on",
+                "_save": "Save",
+            },
+        ),
         (reverse("admin:appointments_slot_delete", args=[slot.pk]), {"post": "yes"}),
     ]
     for url, data in posts:
@@ -144,15 +211,25 @@ def test_view_only_staff_cannot_post_any_change_form(viewer, shop):
     # The slot list's editable "is open" column is not editable for a viewer either.
     listing = reverse("admin:appointments_slot_changelist")
     assert b'name="form-0-is_open"' not in viewer.get(listing).content
-    viewer.post(listing, {"form-TOTAL_FORMS": "1", "form-INITIAL_FORMS": "1", "form-0-id": slot.pk,
-                          "form-0-is_open": "", "_save": "Save"})
+    viewer.post(
+        listing,
+        {
+            "form-TOTAL_FORMS": "1",
+            "form-INITIAL_FORMS": "1",
+            "form-0-id": slot.pk,
+            "form-0-is_open": "",
+            "_save": "Save",
+        },
+    )
     assert snapshot() == before
 
 
 def test_order_and_refund_pages_have_no_save_button_even_for_a_superuser(boss, shop):
-    for url in (reverse("admin:orders_order_change", args=[shop["paid"].pk]),
-                reverse("admin:orders_aftersale_change", args=[AfterSale.objects.first().pk]),
-                reverse("admin:payments_payment_change", args=[Payment.objects.first().pk])):
+    for url in (
+        reverse("admin:orders_order_change", args=[shop["paid"].pk]),
+        reverse("admin:orders_aftersale_change", args=[AfterSale.objects.first().pk]),
+        reverse("admin:payments_payment_change", args=[Payment.objects.first().pk]),
+    ):
         page = boss.get(url)
         assert page.status_code == 200
         assert b'name="_save"' not in page.content, url
@@ -171,6 +248,7 @@ def test_a_permission_opens_only_its_own_action(make_staff, shop):
 
 # --- (b) exactly the named permission succeeds, through the service --------------------------
 
+
 def test_ship_permission_ships_through_the_service(make_staff, shop):
     client = make_staff("orders.ship_order", "orders.view_order")
     response = action(client, "orders.order", "mark_shipped", [shop["paid"].pk])
@@ -188,8 +266,12 @@ def test_complete_permission_completes_a_shipped_order(make_staff, shop):
     assert Order.objects.get(pk=shop["paid"].pk).status == "completed"
     assert Order.objects.get(pk=shop["unpaid"].pk).status == "unpaid"
     assert ("warning", f"{shop['unpaid'].order_no}: 未完成：订单状态为「待支付」，需要「已发货」") in texts(response)
-    assert OrderEvent.objects.filter(order=shop["paid"], to_status="completed",
-                                     actor=f"staff:{client.user.username}").count() == 1
+    assert (
+        OrderEvent.objects.filter(
+            order=shop["paid"], to_status="completed", actor=f"staff:{client.user.username}"
+        ).count()
+        == 1
+    )
 
 
 def test_cancel_permission_cancels_after_asking_wechat(make_staff, shop, goods_sku):
@@ -205,8 +287,12 @@ def test_cancel_permission_cancels_after_asking_wechat(make_staff, shop, goods_s
         ("success", f"{shop['unpaid'].order_no}: 已取消"),
         ("warning", "取消：成功 1 / 共 2"),
     ]
-    assert OrderEvent.objects.filter(order=shop["unpaid"], to_status="cancelled",
-                                     actor=f"staff:{client.user.username}").count() == 1
+    assert (
+        OrderEvent.objects.filter(
+            order=shop["unpaid"], to_status="cancelled", actor=f"staff:{client.user.username}"
+        ).count()
+        == 1
+    )
 
 
 def test_decide_permission_approves_and_rejects_through_the_refund_service(make_staff, shop, buyer, paid_orders):
@@ -247,16 +333,35 @@ def test_change_stock_permission_changes_stock_relatively_and_nothing_else(make_
     url = reverse("admin:catalog_sku_change", args=[goods_sku.pk])
     assert b'name="stock_change"' in client.get(url).content
     Sku.objects.filter(pk=goods_sku.pk).update(stock=4)  # orders took units while the page was open
-    response = client.post(url, {"product": goods_sku.product_id, "specs": "{}", "price_fen": "1",
-                                 "is_active": "", "stock_change": "5", "_save": "Save"})
+    response = client.post(
+        url,
+        {
+            "product": goods_sku.product_id,
+            "specs": "{}",
+            "price_fen": "1",
+            "is_active": "",
+            "stock_change": "5",
+            "_save": "Save",
+        },
+    )
     assert response.status_code == 302
     sku = Sku.objects.get(pk=goods_sku.pk)
     assert (sku.stock, sku.price_fen, sku.is_active) == (9, 6000, True)  # only the stock, relatively
     # The generic "change SKU" permission does not reach the stock.
     editor = make_staff("catalog.change_sku", "catalog.view_sku")
     assert b'name="stock_change"' not in editor.get(url).content
-    editor.post(url, {"product": goods_sku.product_id, "specs": '{"颜色": "天青"}', "price_fen": "70.00",  # yuan (stored 7000 fen)
-                      "code": "", "is_active": "on", "stock_change": "100", "_save": "Save"})
+    editor.post(
+        url,
+        {
+            "product": goods_sku.product_id,
+            "specs": '{"颜色": "天青"}',
+            "price_fen": "70.00",  # yuan (stored 7000 fen)
+            "code": "",
+            "is_active": "on",
+            "stock_change": "100",
+            "_save": "Save",
+        },
+    )
     sku = Sku.objects.get(pk=goods_sku.pk)
     assert (sku.stock, sku.price_fen) == (9, 7000)
 

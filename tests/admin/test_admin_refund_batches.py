@@ -14,8 +14,12 @@ pytestmark = pytest.mark.django_db
 
 
 def nothing_changed() -> bool:
-    return not (RefundBatch.objects.exists() or RefundBatchItem.objects.exists() or AfterSale.objects.exists()
-                or Refund.objects.exists())
+    return not (
+        RefundBatch.objects.exists()
+        or RefundBatchItem.objects.exists()
+        or AfterSale.objects.exists()
+        or Refund.objects.exists()
+    )
 
 
 def test_finance_batch_refunds_orders_from_the_order_list(role_client, buyer, paid_orders):
@@ -35,23 +39,45 @@ def test_finance_batch_refunds_orders_from_the_order_list(role_client, buyer, pa
     done = action(finance, "orders.order", "batch_refund", [first.pk, second.pk, third.pk], apply="1", text="商品停产")
     batch = RefundBatch.objects.get()
     assert done.redirect_chain[-1][0] == reverse("admin:payments_refundbatch_change", args=[batch.pk])
-    assert ("success", f"批次 #{batch.pk}：2 个订单已排队退款，1 个跳过（原因见下表）。刷新本页查看进度。") in texts(done)
+    assert ("success", f"批次 #{batch.pk}：2 个订单已排队退款，1 个跳过（原因见下表）。刷新本页查看进度。") in texts(
+        done
+    )
     assert (batch.created_by, batch.reason) == (finance.user, "商品停产")
     assert list(batch.items.order_by("pk").values_list("order_no", "status", "amount_fen")) == [
-        (first.order_no, "queued", 7000), (second.order_no, "queued", 7000), (third.order_no, "skipped", 0)]
+        (first.order_no, "queued", 7000),
+        (second.order_no, "queued", 7000),
+        (third.order_no, "skipped", 0),
+    ]
 
     for item in batch.items.filter(status="queued"):
         refund_batches.refund_batch_item_run(item_id=item.pk)
     refunds.refund_execute(refund_id=batch.items.get(order=first).refund_id)  # paid from the balance: at once
     page = finance.get(reverse("admin:payments_refundbatch_change", args=[batch.pk])).content.decode()
-    for text in (first.order_no, f"{first.order_no}R1", f"{second.order_no}R1", "70.00", "已退款", "退款中", "待退款",
-                 "已跳过", "排队中 0，退款中 1，已退款 1，失败 0，已跳过 1", "商品停产"):
+    for text in (
+        first.order_no,
+        f"{first.order_no}R1",
+        f"{second.order_no}R1",
+        "70.00",
+        "已退款",
+        "退款中",
+        "待退款",
+        "已跳过",
+        "排队中 0，退款中 1，已退款 1，失败 0，已跳过 1",
+        "商品停产",
+    ):
         assert text in page, text
     assert 'name="_save"' not in page  # read-only
     found = finance.get(reverse("admin:payments_refundbatch_changelist"), {"q": second.order_no})
     row = found.context["cl"].result_list.get()  # searched by an item's order number: counts not multiplied
     assert (row.pk, row.n_items, row.n_queued, row.n_refunding, row.n_refunded, row.n_failed, row.n_skipped) == (
-        batch.pk, 3, 0, 1, 1, 0, 1)
+        batch.pk,
+        3,
+        0,
+        1,
+        1,
+        0,
+        1,
+    )
     listing = found.content.decode()
     assert f"批次 #{batch.pk}" in listing and "商品停产" in listing
     assert [Order.objects.get(pk=o.pk).status for o in (first, second, third)] == ["refunded", "refunding", "paid"]
@@ -65,12 +91,16 @@ def test_the_add_page_takes_pasted_order_numbers(role_client, paid_orders):
     bad = finance.post(add, {"order_nos": " , ", "reason": "缺货"})
     assert bad.status_code == 200 and "请填写 1 到 500 个订单号（现有 0 个）" in bad.content.decode()
     assert not RefundBatch.objects.exists()
-    response = finance.post(add, {"order_nos": f"{first.order_no}\n{second.order_no}，NOPE1", "reason": "缺货"},
-                            follow=True)
+    response = finance.post(
+        add, {"order_nos": f"{first.order_no}\n{second.order_no}，NOPE1", "reason": "缺货"}, follow=True
+    )
     batch = RefundBatch.objects.get()
     assert response.redirect_chain[-1][0] == reverse("admin:payments_refundbatch_change", args=[batch.pk])
     assert list(batch.items.order_by("pk").values_list("order_no", "status", "note")) == [
-        (first.order_no, "queued", ""), (second.order_no, "queued", ""), ("NOPE1", "skipped", "没有这个订单号")]
+        (first.order_no, "queued", ""),
+        (second.order_no, "queued", ""),
+        ("NOPE1", "skipped", "没有这个订单号"),
+    ]
     assert "没有这个订单号" in response.content.decode()
 
 
@@ -95,8 +125,12 @@ def test_view_only_and_non_finance_staff_cannot_create_a_batch(role_client, view
         page = client.get(reverse("admin:orders_order_changelist")).content.decode()
         assert 'value="batch_refund"' not in page
         assert client.get(reverse("admin:payments_refundbatch_add")).status_code == 403
-        assert client.post(reverse("admin:payments_refundbatch_add"),
-                           {"order_nos": first.order_no, "reason": "缺货"}).status_code == 403
+        assert (
+            client.post(
+                reverse("admin:payments_refundbatch_add"), {"order_nos": first.order_no, "reason": "缺货"}
+            ).status_code
+            == 403
+        )
         action(client, "orders.order", "batch_refund", [first.pk, second.pk], apply="1", text="缺货")
     assert nothing_changed()
     assert [Order.objects.get(pk=o.pk).status for o in (first, second)] == ["paid", "paid"]

@@ -21,8 +21,10 @@ pytestmark = pytest.mark.django_db
 
 # --- (c) a save racing a payment notification -------------------------------------------------
 
-def test_order_page_save_racing_a_payment_notification_keeps_the_payment(boss, buyer, goods_sku, place_order,
-                                                                         wechat, deliver):
+
+def test_order_page_save_racing_a_payment_notification_keeps_the_payment(
+    boss, buyer, goods_sku, place_order, wechat, deliver
+):
     customer, api, address = buyer
     order = place_order(api, items=[(goods_sku, 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
@@ -74,19 +76,29 @@ def test_product_page_save_keeps_sales_and_the_skus_stock(boss, buyer, goods_sku
 
 def test_coupon_status_is_not_editable(boss, buyer):
     customer, _, _ = buyer
-    coupon = Coupon.objects.create(customer=customer, title="满100减10", discount_fen=1000, min_spend_fen=10000,
-                                   valid_until=timezone.now() + dt.timedelta(days=30))
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减10",
+        discount_fen=1000,
+        min_spend_fen=10000,
+        valid_until=timezone.now() + dt.timedelta(days=30),
+    )
     url = reverse("admin:accounts_coupon_change", args=[coupon.pk])
     page = boss.get(url)
     assert b'name="status"' not in page.content and b'name="used_order_no"' not in page.content
     data = {**form_data(page), "title": "满100减20", "status": "used", "used_order_no": "X1", "customer": "999"}
     assert boss.post(url, data).status_code == 302
     coupon.refresh_from_db()
-    assert (coupon.title, coupon.status, coupon.used_order_no, coupon.customer_id) == \
-        ("满100减20", "available", "", customer.pk)
+    assert (coupon.title, coupon.status, coupon.used_order_no, coupon.customer_id) == (
+        "满100减20",
+        "available",
+        "",
+        customer.pk,
+    )
 
 
 # --- (d) slots: capacity below bookings, booked times ------------------------------------------
+
 
 @pytest.fixture
 def booked_slot(buyer, consultation, place_order):
@@ -99,8 +111,9 @@ def booked_slot(buyer, consultation, place_order):
 
 
 def _slot_row(slot):
-    return Slot.objects.filter(pk=slot.pk).values_list("teacher_id", "start", "end", "capacity", "booked",
-                                                       "is_open").get()
+    return (
+        Slot.objects.filter(pk=slot.pk).values_list("teacher_id", "start", "end", "capacity", "booked", "is_open").get()
+    )
 
 
 def test_capacity_below_bookings_is_a_form_error(boss, booked_slot):
@@ -118,8 +131,14 @@ def test_a_booked_slots_time_cannot_be_edited(boss, booked_slot):
     url = reverse("admin:appointments_slot_change", args=[booked_slot.pk])
     page = boss.get(url)
     assert b'name="start_0"' not in page.content and b'name="teacher"' not in page.content  # shown read-only
-    data = {**form_data(page), "start_0": "2031-01-01", "start_1": "09:00:00", "end_0": "2031-01-01",
-            "end_1": "10:00:00", "capacity": "2"}
+    data = {
+        **form_data(page),
+        "start_0": "2031-01-01",
+        "start_1": "09:00:00",
+        "end_0": "2031-01-01",
+        "end_1": "10:00:00",
+        "capacity": "2",
+    }
     assert boss.post(url, data).status_code == 302
     after = _slot_row(booked_slot)
     assert after[:3] == before[:3]  # same teacher and times: the customer's appointment did not move
@@ -134,8 +153,13 @@ def test_a_booking_made_while_the_slot_page_was_open_wins(boss, buyer, consultat
     assert b'name="start_0"' in page.content
     place_order(api, items=[(consultation.sku, 1)], slot=slot)  # a customer books meanwhile
     before = _slot_row(slot)
-    moved = {**form_data(page), "start_0": "2031-01-01", "start_1": "09:00:00", "end_0": "2031-01-01",
-             "end_1": "10:00:00"}
+    moved = {
+        **form_data(page),
+        "start_0": "2031-01-01",
+        "start_1": "09:00:00",
+        "end_0": "2031-01-01",
+        "end_1": "10:00:00",
+    }
     boss.post(url, moved)
     assert _slot_row(slot) == before
     response = boss.post(url, {**form_data(page), "capacity": "0"})
@@ -148,15 +172,17 @@ def test_slot_update_repeats_its_guards_in_the_update(booked_slot, consultation)
     with pytest.raises(InvalidState, match="容量不能小于已预约人数"):
         slots.slot_update(slot_id=booked_slot.pk, capacity=0)
     with pytest.raises(InvalidState, match="不能修改老师或时间"):
-        slots.slot_update(slot_id=booked_slot.pk, start=booked_slot.start + dt.timedelta(hours=1),
-                                  end=booked_slot.end + dt.timedelta(hours=1))
+        slots.slot_update(
+            slot_id=booked_slot.pk,
+            start=booked_slot.start + dt.timedelta(hours=1),
+            end=booked_slot.end + dt.timedelta(hours=1),
+        )
     with pytest.raises(InvalidInput):
         slots.slot_update(slot_id=booked_slot.pk, end=booked_slot.start)
     assert _slot_row(booked_slot) == before
     free = consultation.slots[0]
     with pytest.raises(InvalidInput):  # the teacher already has a slot starting then
-        slots.slot_update(slot_id=free.pk, start=consultation.slots[1].start,
-                                  end=consultation.slots[1].end)
+        slots.slot_update(slot_id=free.pk, start=consultation.slots[1].start, end=consultation.slots[1].end)
     assert slots.slot_update(slot_id=booked_slot.pk, capacity=3, is_open=False).capacity == 3
 
 
@@ -164,14 +190,20 @@ def test_moving_an_unbooked_slot_onto_another_is_a_form_error(boss, consultation
     free, taken = consultation.slots[0], consultation.slots[1]
     url = reverse("admin:appointments_slot_change", args=[free.pk])
     local = timezone.localtime(taken.start)
-    data = {**form_data(boss.get(url)), "start_0": str(local.date()), "start_1": local.strftime("%H:%M:%S"),
-            "end_0": str(local.date()), "end_1": (local + dt.timedelta(hours=1)).strftime("%H:%M:%S")}
+    data = {
+        **form_data(boss.get(url)),
+        "start_0": str(local.date()),
+        "start_1": local.strftime("%H:%M:%S"),
+        "end_0": str(local.date()),
+        "end_1": (local + dt.timedelta(hours=1)).strftime("%H:%M:%S"),
+    }
     response = boss.post(url, data)
     assert response.status_code == 200 and response.context["adminform"].form.errors
     assert Slot.objects.get(pk=free.pk).start == free.start
 
 
 # --- (e) Shanghai times -----------------------------------------------------------------------
+
 
 def test_slot_times_show_in_shanghai_time(boss, booked_slot, consultation):
     nine = next(s for s in consultation.slots if timezone.localtime(s.start).hour == 9)
@@ -187,6 +219,7 @@ def test_slot_times_show_in_shanghai_time(boss, booked_slot, consultation):
 
 
 # --- (f) bulk actions: per order, with the reason -----------------------------------------------
+
 
 def test_bulk_ship_reports_each_order_and_refuses_one_with_a_refund_request(make_staff, buyer, paid_orders):
     customer, api, _ = buyer

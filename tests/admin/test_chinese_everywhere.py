@@ -127,8 +127,11 @@ def test_admin_columns_actions_filters_forms_are_chinese(superuser_request):
             if not is_chinese(title):
                 bad.append(f"{where} fieldset {title!r}")
         if model_admin.has_add_permission(request, *(() if isinstance(model_admin, admin.ModelAdmin) else (None,))):
-            form = model_admin.get_form(request) if isinstance(model_admin, admin.ModelAdmin) \
+            form = (
+                model_admin.get_form(request)
+                if isinstance(model_admin, admin.ModelAdmin)
                 else model_admin.get_formset(request).form
+            )
             for name, field in form.base_fields.items():
                 if not is_chinese(field.label) and name != "id":
                     bad.append(f"{where} form field {name!r} label {field.label!r}")
@@ -138,6 +141,7 @@ def test_admin_columns_actions_filters_forms_are_chinese(superuser_request):
 
 
 # --- rendered pages --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def a_row_of_everything(shop_with_a_paid_order, make_api, place_order, consultation):
@@ -156,30 +160,62 @@ def a_row_of_everything(shop_with_a_paid_order, make_api, place_order, consultat
     api = make_api(customer)
     goods = Order.objects.get(order_no=shop_with_a_paid_order["order_no"])
     now = timezone.now()
-    Shipment.objects.create(order=goods, carrier_code="shunfeng", carrier="顺丰速运", tracking_no="SF1234567890",
-                            shipped_by="staff:boss", shipped_at=now)
+    Shipment.objects.create(
+        order=goods,
+        carrier_code="shunfeng",
+        carrier="顺丰速运",
+        tracking_no="SF1234567890",
+        shipped_by="staff:boss",
+        shipped_at=now,
+    )
     AfterSale.objects.filter(order=goods).update(return_carrier="顺丰速运", return_tracking_no="SF0987654321")
 
     booked = place_order(api, items=[(consultation.sku, 1)], slot=consultation.slots[0])
     api.post(f"/api/v1/orders/{booked['order_no']}/pay", {"method": "balance"}, format="json")
     talk = Order.objects.get(order_no=booked["order_no"])
-    session, _ = ChatSession.objects.get_or_create(order=talk, defaults={"customer": customer,
-                                                                        "teacher": consultation.teacher})
+    session, _ = ChatSession.objects.get_or_create(
+        order=talk, defaults={"customer": customer, "teacher": consultation.teacher}
+    )
     ChatMessage.objects.create(session=session, sender="customer", content_type=1, content="老师好")
     ChatNotice.objects.create(session=session, recipient="teacher", period=1)
     ConsultationReminder.objects.get_or_create(order=talk, hours=24, slot_start=talk.slot.start)
 
     line = OrderLine.objects.filter(order=goods).first()
-    Review.objects.create(line=line, order=goods, product=line.product, customer=customer, rating=5, text="很好",
-                          images=["/media/uploads/a.png"])
+    Review.objects.create(
+        line=line,
+        order=goods,
+        product=line.product,
+        customer=customer,
+        rating=5,
+        text="很好",
+        images=["/media/uploads/a.png"],
+    )
     package = RechargePackage.objects.first()
-    Recharge.objects.create(recharge_no="R2026010112000012345678", customer=customer, package=package,
-                            pay_fen=package.pay_fen, bonus_fen=package.bonus_fen, expires_at=now)
+    Recharge.objects.create(
+        recharge_no="R2026010112000012345678",
+        customer=customer,
+        package=package,
+        pay_fen=package.pay_fen,
+        bonus_fen=package.bonus_fen,
+        expires_at=now,
+    )
     CouponIssue.objects.create(template=CouponTemplate.objects.first(), customer=customer, created_by="boss")
     SignIn.objects.create(customer=customer, date=timezone.localdate(), streak=1, points=5)
-    ReconciliationRun.objects.create(bill_date=dt.date(2026, 1, 1), status="differences", differences=[
-        {"kind": "amount", "out_trade_no": goods.order_no, "out_refund_no": "", "wechat_fen": 100, "local_fen": 90,
-         "wechat_status": "SUCCESS", "local_status": "paid"}])
+    ReconciliationRun.objects.create(
+        bill_date=dt.date(2026, 1, 1),
+        status="differences",
+        differences=[
+            {
+                "kind": "amount",
+                "out_trade_no": goods.order_no,
+                "out_refund_no": "",
+                "wechat_fen": 100,
+                "local_fen": 90,
+                "wechat_status": "SUCCESS",
+                "local_status": "paid",
+            }
+        ],
+    )
     InvalidNotificationDay.objects.create(day=dt.date(2026, 1, 1), kind="payment", count=3)
 
 
@@ -219,10 +255,16 @@ def test_rendered_pages_show_no_english_headers(client, django_user_model, a_row
             response = client.get(url)
             assert response.status_code == 200, url
             page = response.content.decode()
-            heads = "".join(f"<th>{cell}</th>" for head in re.findall(HEADERS, page, flags=re.S | re.I)
-                            for cell in CELL.findall(head))
-            for kind, source, pattern in (("header", heads, r"<th>(.*?)</th>"), ("label", page, LABELS),
-                                          ("heading", page, HEADINGS)):
+            heads = "".join(
+                f"<th>{cell}</th>"
+                for head in re.findall(HEADERS, page, flags=re.S | re.I)
+                for cell in CELL.findall(head)
+            )
+            for kind, source, pattern in (
+                ("header", heads, r"<th>(.*?)</th>"),
+                ("label", page, LABELS),
+                ("heading", page, HEADINGS),
+            ):
                 for text in _cells(source, pattern):
                     read += 1
                     if not is_chinese(text):

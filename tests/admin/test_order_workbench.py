@@ -28,8 +28,13 @@ def test_tabs_count_orders_per_status_and_filter_the_list(boss, paid_orders, buy
     api.post(f"/api/v1/orders/{paid[2].order_no}/refund", {"reason": "不想要了"}, format="json")
     html = boss.get("/admin/orders/order/").content.decode()
     assert 'id="order-tabs"' in html
-    assert (_count(html, "unpaid"), _count(html, "to_ship"), _count(html, "shipped"),
-            _count(html, "refunding"), _count(html, "completed")) == (1, 2, 1, 1, 0)
+    assert (
+        _count(html, "unpaid"),
+        _count(html, "to_ship"),
+        _count(html, "shipped"),
+        _count(html, "refunding"),
+        _count(html, "completed"),
+    ) == (1, 2, 1, 1, 0)
     listed = boss.get("/admin/orders/order/", {"tab": "to_ship"}).content.decode()
     assert paid[1].order_no in listed and paid[2].order_no in listed
     assert paid[0].order_no not in listed and unpaid["order_no"] not in listed
@@ -48,8 +53,15 @@ def test_search_by_phone_and_nickname(boss, paid_orders, buyer):
 def test_the_order_page_is_one_compact_summary(boss, paid_orders):
     [order] = paid_orders(1)
     html = boss.get(f"/admin/orders/order/{order.pk}/change/").content.decode()
-    for part in ('id="order-summary"', 'id="order-lines"', 'id="order-log"', 'id="remark-form"', 'id="address-form"',
-                 "打印配货单", "60.00"):
+    for part in (
+        'id="order-summary"',
+        'id="order-lines"',
+        'id="order-log"',
+        'id="remark-form"',
+        'id="address-form"',
+        "打印配货单",
+        "60.00",
+    ):
         assert part in html, part
     assert 'id="price-form"' not in html  # paid: no 改价
 
@@ -61,7 +73,12 @@ def test_merchant_remark_is_saved_and_logged_by_its_permission(make_staff, paid_
     assert response.status_code == 302
     order.refresh_from_db()
     assert order.merchant_remark == "加急，送礼包装"
-    assert OrderEvent.objects.filter(order=order, note="商家备注：加急，送礼包装", actor=f"staff:{staff.user.username}").count() == 1
+    assert (
+        OrderEvent.objects.filter(
+            order=order, note="商家备注：加急，送礼包装", actor=f"staff:{staff.user.username}"
+        ).count()
+        == 1
+    )
     viewer = make_staff(view_all=True)
     assert viewer.post(f"/admin/orders/order/{order.pk}/remark/", {"text": "x"}).status_code == 403
     order.refresh_from_db()
@@ -74,8 +91,15 @@ def test_address_changes_before_shipping_only(make_staff, paid_orders):
 
     [order] = paid_orders(1)
     ops = make_staff("orders.edit_address", "orders.ship_order", view_all=True)
-    new = {"name": "李四", "phone": "13900000000", "province": "江苏省", "city": "南京市", "district": "鼓楼区",
-           "detail": "中山路1号", "reason": "顾客来电"}
+    new = {
+        "name": "李四",
+        "phone": "13900000000",
+        "province": "江苏省",
+        "city": "南京市",
+        "district": "鼓楼区",
+        "detail": "中山路1号",
+        "reason": "顾客来电",
+    }
     ops.post(f"/admin/orders/order/{order.pk}/address/", new)
     order.refresh_from_db()
     assert order.address == {k: v for k, v in new.items() if k != "reason"}
@@ -89,7 +113,8 @@ def test_address_changes_before_shipping_only(make_staff, paid_orders):
 
 
 def test_price_change_closes_the_wechat_trade_and_the_next_pay_uses_a_new_out_trade_no(
-        wechat, buyer, goods_sku, place_order, make_staff):
+    wechat, buyer, goods_sku, place_order, make_staff
+):
     _, api, address = buyer
     placed = place_order(api, items=[(goods_sku, 1)], address=address)
     no = placed["order_no"]
@@ -102,22 +127,32 @@ def test_price_change_closes_the_wechat_trade_and_the_next_pay_uses_a_new_out_tr
     finance.post(f"/admin/orders/order/{order.pk}/price/", {"pay_yuan": "50.00", "reason": "老顾客优惠"})
     order.refresh_from_db()
     assert (order.status, order.pay_fen, order.adjust_fen, order.goods_fen) == (
-        OrderStatus.UNPAID, 5000, 5000 - before, 6000)
+        OrderStatus.UNPAID,
+        5000,
+        5000 - before,
+        6000,
+    )
     assert order.pay_fen == order.goods_fen + order.freight_fen - order.coupon_fen - order.points_fen + order.adjust_fen
     assert Payment.objects.get(out_trade_no=no).status == PaymentStatus.CLOSED
     event = OrderEvent.objects.get(order=order, note__startswith="改价")
-    assert event.note == f"改价：{before / 100:.2f} 元 → 50.00 元；原因：老顾客优惠" and event.actor == f"staff:{finance.user.username}"
+    assert (
+        event.note == f"改价：{before / 100:.2f} 元 → 50.00 元；原因：老顾客优惠"
+        and event.actor == f"staff:{finance.user.username}"
+    )
     assert api.post(f"/api/v1/orders/{no}/pay", {"method": "wechat"}, format="json").status_code == 200
     assert Payment.objects.get(order=order, status=PaymentStatus.PENDING).out_trade_no == f"{no}P2"
     assert wechat.state.trades[f"{no}P2"].total_fee == 5000
 
 
-def test_price_change_needs_its_permission_a_reason_and_an_unpaid_order(wechat, make_staff, paid_orders, buyer,
-                                                                         goods_sku, place_order):
+def test_price_change_needs_its_permission_a_reason_and_an_unpaid_order(
+    wechat, make_staff, paid_orders, buyer, goods_sku, place_order
+):
     _, api, address = buyer
     unpaid = Order.objects.get(order_no=place_order(api, items=[(goods_sku, 1)], address=address)["order_no"])
     viewer = make_staff(view_all=True)
-    assert viewer.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "1.00", "reason": "x"}).status_code == 403
+    assert (
+        viewer.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "1.00", "reason": "x"}).status_code == 403
+    )
     finance = make_staff("orders.change_price", view_all=True)
     finance.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "1.00", "reason": ""})
     finance.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "0.001", "reason": "x"})

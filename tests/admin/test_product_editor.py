@@ -35,12 +35,14 @@ def test_specs_generate_the_sku_matrix_keeping_existing_skus(boss, make_sku):
     response = boss.post(url, data, follow=True)
     assert response.status_code == 200
     rows = sorted((tuple(s.specs.items()), s.price_fen, s.stock) for s in Sku.objects.filter(product=product))
-    assert rows == sorted([
-        ((("颜色", "天青"), ("容量", "120ml")), 12800, 7),  # kept: price and stock untouched
-        ((("颜色", "天青"), ("容量", "150ml")), 13800, 0),
-        ((("颜色", "月白"), ("容量", "120ml")), 13800, 0),
-        ((("颜色", "月白"), ("容量", "150ml")), 13800, 0),
-    ])
+    assert rows == sorted(
+        [
+            ((("颜色", "天青"), ("容量", "120ml")), 12800, 7),  # kept: price and stock untouched
+            ((("颜色", "天青"), ("容量", "150ml")), 13800, 0),
+            ((("颜色", "月白"), ("容量", "120ml")), 13800, 0),
+            ((("颜色", "月白"), ("容量", "150ml")), 13800, 0),
+        ]
+    )
     assert any("已生成 3 个 SKU" in text for _, text in texts(response))
     boss.post(url, {**form_data(boss.get(url)), "spec_price": "1.00"})  # again: nothing new
     assert Sku.objects.filter(product=product).count() == 4
@@ -52,8 +54,16 @@ def test_stock_per_row_goes_through_the_stock_service_and_counters_stay(boss, ma
     Product.objects.filter(pk=product.pk).update(sales=11, review_count=2, rating_total=9)
     url = reverse("admin:catalog_product_change", args=[product.pk])
     data = form_data(boss.get(url))
-    data.update({"skus-0-stock_change": "5", "skus-0-price_fen": "99.00", "sales": "0", "review_count": "0",
-                 "rating_total": "0", "skus-0-stock": "999"})
+    data.update(
+        {
+            "skus-0-stock_change": "5",
+            "skus-0-price_fen": "99.00",
+            "sales": "0",
+            "review_count": "0",
+            "rating_total": "0",
+            "skus-0-stock": "999",
+        }
+    )
     Sku.objects.filter(pk=sku.pk).update(stock=1)  # an order took two units meanwhile
     assert boss.post(url, data).status_code == 302
     sku.refresh_from_db()
@@ -66,7 +76,9 @@ def test_cover_and_gallery_are_uploaded_with_previews_and_order(boss, make_sku):
     product = make_sku().product
     url = reverse("admin:catalog_product_change", args=[product.pk])
     data = form_data(boss.get(url))
-    data.update({"cover_file": _png("cover.png"), "gallery_files": [_png("a.png", (1, 2, 3)), _png("b.png", (4, 5, 6))]})
+    data.update(
+        {"cover_file": _png("cover.png"), "gallery_files": [_png("a.png", (1, 2, 3)), _png("b.png", (4, 5, 6))]}
+    )
     assert boss.post(url, data).status_code == 302
     product.refresh_from_db()
     assert product.cover_url.startswith("uploads/") and product.cover_url.endswith(".png")
@@ -75,7 +87,7 @@ def test_cover_and_gallery_are_uploaded_with_previews_and_order(boss, make_sku):
     page = boss.get(url).content.decode()
     assert 'class="bo-cover-preview"' in page and page.count('class="bo-thumb"') == 2
     assert 'id="mini-preview"' in page and product.name in page
-    assert 'type="file"' in page and 'multiple' in page
+    assert 'type="file"' in page and "multiple" in page
     reordered = list(reversed(product.images))
     data = form_data(boss.get(url))
     data["images"] = '["{}", "{}"]'.format(*reordered)  # what the drag-and-drop script writes

@@ -13,6 +13,7 @@ LIVE = ("unpaid", "paid", "shipped", "completed", "refunding")
 
 # --- HTTP ------------------------------------------------------------------------------------
 
+
 def assert_error(response, status: int | tuple[int, ...] | None = None, code: str | None = None) -> dict:
     """A 4xx in API.md's ``{"code", "message", "detail"}`` format (never a 500)."""
     assert response.status_code < 500, (response.status_code, response.content[:300])
@@ -39,13 +40,24 @@ def is_ack_fail(response) -> bool:
 
 # --- WeChat notifications --------------------------------------------------------------------
 
-def notify_fields(out_trade_no: str, total_fee, transaction_id: str = "4200001234202611301234567890",
-                  **changes) -> dict:
+
+def notify_fields(
+    out_trade_no: str, total_fee, transaction_id: str = "4200001234202611301234567890", **changes
+) -> dict:
     fields = {
-        "appid": settings.WECHAT_APPID, "mch_id": settings.WECHAT_MCH_ID, "nonce_str": "adv0nce",
-        "result_code": "SUCCESS", "return_code": "SUCCESS", "openid": "oAdversary", "trade_type": "JSAPI",
-        "bank_type": "OTHERS", "total_fee": str(total_fee), "cash_fee": str(total_fee),
-        "transaction_id": transaction_id, "out_trade_no": out_trade_no, "time_end": "20261130120000",
+        "appid": settings.WECHAT_APPID,
+        "mch_id": settings.WECHAT_MCH_ID,
+        "nonce_str": "adv0nce",
+        "result_code": "SUCCESS",
+        "return_code": "SUCCESS",
+        "openid": "oAdversary",
+        "trade_type": "JSAPI",
+        "bank_type": "OTHERS",
+        "total_fee": str(total_fee),
+        "cash_fee": str(total_fee),
+        "transaction_id": transaction_id,
+        "out_trade_no": out_trade_no,
+        "time_end": "20261130120000",
     }
     fields.update(changes)
     return fields
@@ -73,6 +85,7 @@ def post_notify(client, body: bytes, content_type: str = "text/xml", path: str =
 
 # --- shop set-ups ----------------------------------------------------------------------------
 
+
 def pay_wechat(api, wechat, order_no: str) -> None:
     """Start a WeChat payment and have the user pay it (notification left pending)."""
     response = api.post(f"/api/v1/orders/{order_no}/pay", {"method": "wechat"}, format="json")
@@ -81,6 +94,7 @@ def pay_wechat(api, wechat, order_no: str) -> None:
 
 
 # --- conservation ----------------------------------------------------------------------------
+
 
 def assert_conserved(initial_stock: dict[int, int]) -> None:
     """Stock, slots and money add up (DESIGN.md invariants).
@@ -114,8 +128,9 @@ def assert_conserved(initial_stock: dict[int, int]) -> None:
         assert slot.booked == len(bookings) <= slot.capacity, (slot.pk, slot.booked, bookings)
         for order_no in bookings:
             order = Order.objects.get(order_no=order_no)
-            assert order.status in LIVE or (order.status == "refunded" and order.completed_at), \
+            assert order.status in LIVE or (order.status == "refunded" and order.completed_at), (
                 f"slot {slot.pk} still booked by {order.status} order {order_no}"
+            )
 
     for order in Order.objects.all():
         paid = [p for p in Payment.objects.filter(order=order, status="paid")]
@@ -128,15 +143,22 @@ def assert_conserved(initial_stock: dict[int, int]) -> None:
             expected = order.pay_fen - after_sale
         assert taken - reserved == expected, (
             f"order {order.order_no} ({order.status}): took {taken}, reserved {reserved} for refunds, "
-            f"keeps {taken - reserved}, should keep {expected}")
+            f"keeps {taken - reserved}, should keep {expected}"
+        )
 
     for customer in Customer.objects.all():
         events = WalletEvent.objects.filter(customer=customer, kind="balance")
         debits = -sum(e.amount for e in events if e.amount < 0)
-        balance_paid = sum(Payment.objects.filter(order__customer=customer, method="balance", status="paid")
-                           .values_list("total_fee", flat=True))
+        balance_paid = sum(
+            Payment.objects.filter(order__customer=customer, method="balance", status="paid").values_list(
+                "total_fee", flat=True
+            )
+        )
         assert debits == balance_paid, (customer.pk, debits, balance_paid)
-        balance_refunds = sum(Refund.objects.filter(order__customer=customer, payment__method="balance",
-                                                    status="success").values_list("refund_fen", flat=True))
+        balance_refunds = sum(
+            Refund.objects.filter(order__customer=customer, payment__method="balance", status="success").values_list(
+                "refund_fen", flat=True
+            )
+        )
         credits = sum(e.amount for e in events if e.amount > 0 and e.reason == "refund")
         assert credits == balance_refunds, (customer.pk, credits, balance_refunds)

@@ -20,8 +20,15 @@ def shopper(make_customer, safe_api):
 
     def make(**kwargs):
         customer = make_customer(**kwargs)
-        address = Address.objects.create(customer=customer, name="买家", phone="13800000000",
-                                          province="浙江省", city="杭州市", district="西湖区", detail="1号")
+        address = Address.objects.create(
+            customer=customer,
+            name="买家",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            district="西湖区",
+            detail="1号",
+        )
         return customer, safe_api(customer), address
 
     return make

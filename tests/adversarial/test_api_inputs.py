@@ -28,8 +28,13 @@ BIG = 10**30
 
 def snapshot():
     return (
-        Order.objects.count(), OrderLine.objects.count(), Payment.objects.count(), AfterSale.objects.count(),
-        Refund.objects.count(), WalletEvent.objects.count(), Booking.objects.count(),
+        Order.objects.count(),
+        OrderLine.objects.count(),
+        Payment.objects.count(),
+        AfterSale.objects.count(),
+        Refund.objects.count(),
+        WalletEvent.objects.count(),
+        Booking.objects.count(),
         sorted(Order.objects.values_list("order_no", "status")),
         sorted(Sku.objects.values_list("pk", "stock")),
         sorted(Customer.objects.values_list("pk", "balance_fen", "points")),
@@ -54,8 +59,9 @@ def world(shopper, make_sku, consultation, place_order):
     far = timezone.now() + dt.timedelta(days=365)
     a_coupon = Coupon.objects.create(customer=a, title="减10", discount_fen=1000, valid_until=far)
     used_coupon = Coupon.objects.create(customer=a, title="已用", discount_fen=1000, valid_until=far, status="used")
-    expired_coupon = Coupon.objects.create(customer=a, title="过期", discount_fen=1000,
-                                           valid_until=timezone.now() - dt.timedelta(seconds=1))
+    expired_coupon = Coupon.objects.create(
+        customer=a, title="过期", discount_fen=1000, valid_until=timezone.now() - dt.timedelta(seconds=1)
+    )
     b_coupon = Coupon.objects.create(customer=b, title="B的", discount_fen=1000, valid_until=far)
 
     paid = place_order(api, items=[(sku, 1)], address=a_addr)
@@ -64,23 +70,43 @@ def world(shopper, make_sku, consultation, place_order):
     cancelled = place_order(api, items=[(sku, 1)], address=a_addr)
     assert api.post(f"/api/v1/orders/{cancelled['order_no']}/cancel").status_code == 200
     b_order = place_order(b_api, items=[(sku, 1)], address=b_addr)
-    b_key = order_services.order_confirm(customer=b, items=[{"sku_id": sku.pk, "quantity": 1}],
-                                         address_id=b_addr.pk)["order_key"]
-    a_key = order_services.order_confirm(customer=a, items=[{"sku_id": sku.pk, "quantity": 1}],
-                                         address_id=a_addr.pk)["order_key"]
-    past_slot = Slot.objects.create(teacher=consultation.teacher, start=timezone.now() - dt.timedelta(hours=1),
-                                    end=timezone.now())
+    b_key = order_services.order_confirm(customer=b, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=b_addr.pk)[
+        "order_key"
+    ]
+    a_key = order_services.order_confirm(customer=a, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=a_addr.pk)[
+        "order_key"
+    ]
+    past_slot = Slot.objects.create(
+        teacher=consultation.teacher, start=timezone.now() - dt.timedelta(hours=1), end=timezone.now()
+    )
     closed_slot = consultation.slots[3]
     Slot.objects.filter(pk=closed_slot.pk).update(is_open=False)
     return {
-        "api": api, "b_api": b_api, "a": a, "b": b,
-        "sku": sku.pk, "big": big_stock.pk, "inactive": inactive.pk, "off_product": off_product.pk,
-        "addr": a_addr.pk, "b_addr": b_addr.pk, "coupon": a_coupon.pk, "used_coupon": used_coupon.pk,
-        "expired_coupon": expired_coupon.pk, "b_coupon": b_coupon.pk,
-        "paid": paid["order_no"], "unpaid": unpaid["order_no"], "cancelled": cancelled["order_no"],
-        "b_order": b_order["order_no"], "b_key": b_key, "a_key": a_key,
-        "csku": consultation.sku.pk, "slot": consultation.slots[1].pk, "past_slot": past_slot.pk,
-        "closed_slot": closed_slot.pk, "teacher": consultation.teacher.pk,
+        "api": api,
+        "b_api": b_api,
+        "a": a,
+        "b": b,
+        "sku": sku.pk,
+        "big": big_stock.pk,
+        "inactive": inactive.pk,
+        "off_product": off_product.pk,
+        "addr": a_addr.pk,
+        "b_addr": b_addr.pk,
+        "coupon": a_coupon.pk,
+        "used_coupon": used_coupon.pk,
+        "expired_coupon": expired_coupon.pk,
+        "b_coupon": b_coupon.pk,
+        "paid": paid["order_no"],
+        "unpaid": unpaid["order_no"],
+        "cancelled": cancelled["order_no"],
+        "b_order": b_order["order_no"],
+        "b_key": b_key,
+        "a_key": a_key,
+        "csku": consultation.sku.pk,
+        "slot": consultation.slots[1].pk,
+        "past_slot": past_slot.pk,
+        "closed_slot": closed_slot.pk,
+        "teacher": consultation.teacher.pk,
         "initial": {sku.pk: 10, big_stock.pk: 5000, inactive.pk: 10, off_product.pk: 10, consultation.sku.pk: 1000},
     }
 
@@ -121,48 +147,228 @@ CASES = [
     ("confirm-qty-huge", "post", "/api/v1/orders/confirm", {"items": [item(quantity=BIG)], **GOODS}, 400, "invalid"),
     ("confirm-qty-float", "post", "/api/v1/orders/confirm", {"items": [item(quantity=1.5)], **GOODS}, 400, "invalid"),
     ("confirm-qty-bool", "post", "/api/v1/orders/confirm", {"items": [item(quantity=True)], **GOODS}, 400, "invalid"),
-    ("confirm-qty-nan-string", "post", "/api/v1/orders/confirm", {"items": [item(quantity="NaN")], **GOODS}, 400, "invalid"),
+    (
+        "confirm-qty-nan-string",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(quantity="NaN")], **GOODS},
+        400,
+        "invalid",
+    ),
     ("confirm-sku-huge", "post", "/api/v1/orders/confirm", {"items": [item(sku=BIG)], **GOODS}, (400, 404), None),
     ("confirm-sku-negative", "post", "/api/v1/orders/confirm", {"items": [item(sku=-1)], **GOODS}, 400, "invalid"),
     ("confirm-sku-string", "post", "/api/v1/orders/confirm", {"items": [item(sku="abc")], **GOODS}, 400, "invalid"),
     ("confirm-sku-unknown", "post", "/api/v1/orders/confirm", {"items": [item(sku=987654)], **GOODS}, 404, "not_found"),
-    ("confirm-sku-inactive", "post", "/api/v1/orders/confirm", {"items": [item(sku="{inactive}")], **GOODS}, 404, "not_found"),
-    ("confirm-product-inactive", "post", "/api/v1/orders/confirm", {"items": [item(sku="{off_product}")], **GOODS}, 404, "not_found"),
-    ("confirm-dup-lines-over-stock", "post", "/api/v1/orders/confirm",
-     {"items": [item(quantity=6), item(quantity=6)], **GOODS}, 409, "insufficient_stock"),
-    ("confirm-dup-lines-over-999", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{big}", quantity=999), item(sku="{big}", quantity=1)], **GOODS}, 400, "invalid"),
-    ("confirm-51-lines", "post", "/api/v1/orders/confirm", {"items": [item() for _ in range(51)], **GOODS}, 400, "invalid"),
-    ("confirm-goods-and-consultation", "post", "/api/v1/orders/confirm",
-     {"items": [item(), item(sku="{csku}")], "slot_id": "{slot}", **GOODS}, 400, "invalid"),
-    ("confirm-goods-with-slot", "post", "/api/v1/orders/confirm", {"items": [item()], "slot_id": "{slot}", **GOODS}, 400, "invalid"),
-    ("confirm-goods-others-address", "post", "/api/v1/orders/confirm", {"items": [item()], "address_id": "{b_addr}"}, 400, "invalid"),
+    (
+        "confirm-sku-inactive",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{inactive}")], **GOODS},
+        404,
+        "not_found",
+    ),
+    (
+        "confirm-product-inactive",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{off_product}")], **GOODS},
+        404,
+        "not_found",
+    ),
+    (
+        "confirm-dup-lines-over-stock",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(quantity=6), item(quantity=6)], **GOODS},
+        409,
+        "insufficient_stock",
+    ),
+    (
+        "confirm-dup-lines-over-999",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{big}", quantity=999), item(sku="{big}", quantity=1)], **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-51-lines",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item() for _ in range(51)], **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-goods-and-consultation",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(), item(sku="{csku}")], "slot_id": "{slot}", **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-goods-with-slot",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "slot_id": "{slot}", **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-goods-others-address",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "address_id": "{b_addr}"},
+        400,
+        "invalid",
+    ),
     ("confirm-address-huge", "post", "/api/v1/orders/confirm", {"items": [item()], "address_id": BIG}, 400, "invalid"),
-    ("confirm-address-string", "post", "/api/v1/orders/confirm", {"items": [item()], "address_id": "x"}, 400, "invalid"),
+    (
+        "confirm-address-string",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "address_id": "x"},
+        400,
+        "invalid",
+    ),
     ("confirm-consultation-no-slot", "post", "/api/v1/orders/confirm", {"items": [item(sku="{csku}")]}, 400, "invalid"),
-    ("confirm-consultation-qty-2", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{csku}", quantity=2)], "slot_id": "{slot}"}, 400, "invalid"),
-    ("confirm-consultation-dup-lines", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{csku}"), item(sku="{csku}")], "slot_id": "{slot}"}, 400, "invalid"),
-    ("confirm-consultation-past-slot", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{csku}")], "slot_id": "{past_slot}"}, 409, "slot_unavailable"),
-    ("confirm-consultation-closed-slot", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{csku}")], "slot_id": "{closed_slot}"}, 409, "slot_unavailable"),
-    ("confirm-consultation-slot-huge", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{csku}")], "slot_id": BIG}, (400, 404, 409), None),
-    ("confirm-consultation-slot-string", "post", "/api/v1/orders/confirm",
-     {"items": [item(sku="{csku}")], "slot_id": "soon"}, 400, "invalid"),
-    ("confirm-others-coupon", "post", "/api/v1/orders/confirm", {"items": [item()], "coupon_id": "{b_coupon}", **GOODS}, 409, "coupon_unavailable"),
-    ("confirm-used-coupon", "post", "/api/v1/orders/confirm", {"items": [item()], "coupon_id": "{used_coupon}", **GOODS}, 409, "coupon_unavailable"),
-    ("confirm-expired-coupon", "post", "/api/v1/orders/confirm", {"items": [item()], "coupon_id": "{expired_coupon}", **GOODS}, 409, "coupon_unavailable"),
-    ("confirm-coupon-huge", "post", "/api/v1/orders/confirm", {"items": [item()], "coupon_id": BIG, **GOODS}, (400, 404, 409), None),
-    ("confirm-coupon-0", "post", "/api/v1/orders/confirm", {"items": [item()], "coupon_id": 0, **GOODS}, 400, "invalid"),
-    ("confirm-points-more-than-owned", "post", "/api/v1/orders/confirm", {"items": [item()], "use_points": 501, **GOODS}, 400, "invalid"),
-    ("confirm-points-huge", "post", "/api/v1/orders/confirm", {"items": [item()], "use_points": BIG, **GOODS}, 400, "invalid"),
-    ("confirm-points-string", "post", "/api/v1/orders/confirm", {"items": [item()], "use_points": "100", **GOODS}, 400, "invalid"),
-    ("confirm-points-negative", "post", "/api/v1/orders/confirm", {"items": [item()], "use_points": -1, **GOODS}, 400, "invalid"),
-    ("confirm-points-float", "post", "/api/v1/orders/confirm", {"items": [item()], "use_points": 1.5, **GOODS}, 400, "invalid"),
-    ("confirm-points-list", "post", "/api/v1/orders/confirm", {"items": [item()], "use_points": [1], **GOODS}, 400, "invalid"),
+    (
+        "confirm-consultation-qty-2",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{csku}", quantity=2)], "slot_id": "{slot}"},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-consultation-dup-lines",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{csku}"), item(sku="{csku}")], "slot_id": "{slot}"},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-consultation-past-slot",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{csku}")], "slot_id": "{past_slot}"},
+        409,
+        "slot_unavailable",
+    ),
+    (
+        "confirm-consultation-closed-slot",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{csku}")], "slot_id": "{closed_slot}"},
+        409,
+        "slot_unavailable",
+    ),
+    (
+        "confirm-consultation-slot-huge",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{csku}")], "slot_id": BIG},
+        (400, 404, 409),
+        None,
+    ),
+    (
+        "confirm-consultation-slot-string",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item(sku="{csku}")], "slot_id": "soon"},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-others-coupon",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "coupon_id": "{b_coupon}", **GOODS},
+        409,
+        "coupon_unavailable",
+    ),
+    (
+        "confirm-used-coupon",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "coupon_id": "{used_coupon}", **GOODS},
+        409,
+        "coupon_unavailable",
+    ),
+    (
+        "confirm-expired-coupon",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "coupon_id": "{expired_coupon}", **GOODS},
+        409,
+        "coupon_unavailable",
+    ),
+    (
+        "confirm-coupon-huge",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "coupon_id": BIG, **GOODS},
+        (400, 404, 409),
+        None,
+    ),
+    (
+        "confirm-coupon-0",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "coupon_id": 0, **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-points-more-than-owned",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "use_points": 501, **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-points-huge",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "use_points": BIG, **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-points-string",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "use_points": "100", **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-points-negative",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "use_points": -1, **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-points-float",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "use_points": 1.5, **GOODS},
+        400,
+        "invalid",
+    ),
+    (
+        "confirm-points-list",
+        "post",
+        "/api/v1/orders/confirm",
+        {"items": [item()], "use_points": [1], **GOODS},
+        400,
+        "invalid",
+    ),
     # --- create
     ("create-list-body", "post", "/api/v1/orders", ["{a_key}"], 400, "invalid"),
     ("create-no-key", "post", "/api/v1/orders", {}, 400, "invalid"),
@@ -172,7 +378,14 @@ CASES = [
     ("create-key-unknown", "post", "/api/v1/orders", {"order_key": "0" * 32}, 410, "order_key_expired"),
     ("create-key-number", "post", "/api/v1/orders", {"order_key": 12345}, (400, 410), None),
     ("create-others-key", "post", "/api/v1/orders", {"order_key": "{b_key}"}, 410, "order_key_expired"),
-    ("create-remark-too-long", "post", "/api/v1/orders", {"order_key": "{a_key}", "remark": "备" * 201}, 400, "invalid"),
+    (
+        "create-remark-too-long",
+        "post",
+        "/api/v1/orders",
+        {"order_key": "{a_key}", "remark": "备" * 201},
+        400,
+        "invalid",
+    ),
     ("create-remark-object", "post", "/api/v1/orders", {"order_key": "{a_key}", "remark": {"x": 1}}, 400, "invalid"),
     # --- pay
     ("pay-bad-method", "post", "/api/v1/orders/{unpaid}/pay", {"method": "bitcoin"}, 400, "invalid"),
@@ -188,11 +401,32 @@ CASES = [
     ("pay-unknown-order", "post", "/api/v1/orders/" + "9" * 40 + "/pay", {"method": "balance"}, 404, "not_found"),
     # --- refund
     ("refund-amount-0", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": 0}, 400, "invalid"),
-    ("refund-amount-negative", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": -100}, 400, "invalid"),
+    (
+        "refund-amount-negative",
+        "post",
+        "/api/v1/orders/{paid}/refund",
+        {"reason": "r", "amount_fen": -100},
+        400,
+        "invalid",
+    ),
     ("refund-amount-float", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": 1.5}, 400, "invalid"),
-    ("refund-amount-string", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": "all"}, 400, "invalid"),
+    (
+        "refund-amount-string",
+        "post",
+        "/api/v1/orders/{paid}/refund",
+        {"reason": "r", "amount_fen": "all"},
+        400,
+        "invalid",
+    ),
     ("refund-amount-bool", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": True}, 400, "invalid"),
-    ("refund-amount-above-paid", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": 4601}, 400, "invalid"),
+    (
+        "refund-amount-above-paid",
+        "post",
+        "/api/v1/orders/{paid}/refund",
+        {"reason": "r", "amount_fen": 4601},
+        400,
+        "invalid",
+    ),
     ("refund-amount-huge", "post", "/api/v1/orders/{paid}/refund", {"reason": "r", "amount_fen": BIG}, 400, "invalid"),
     ("refund-no-reason", "post", "/api/v1/orders/{paid}/refund", {}, 400, "invalid"),
     ("refund-empty-reason", "post", "/api/v1/orders/{paid}/refund", {"reason": ""}, 400, "invalid"),
@@ -215,10 +449,22 @@ CASES = [
     # --- addresses, auth
     ("address-list-body", "post", "/api/v1/addresses", [1], 400, "invalid"),
     ("address-missing-fields", "post", "/api/v1/addresses", {"name": "x"}, 400, "invalid"),
-    ("address-bad-phone", "post", "/api/v1/addresses",
-     {"name": "x", "phone": "call me", "province": "p", "city": "c", "detail": "d"}, 400, "invalid"),
-    ("address-default-not-bool", "post", "/api/v1/addresses",
-     {"name": "x", "phone": "13800000000", "province": "p", "city": "c", "detail": "d", "is_default": "maybe"}, 400, "invalid"),
+    (
+        "address-bad-phone",
+        "post",
+        "/api/v1/addresses",
+        {"name": "x", "phone": "call me", "province": "p", "city": "c", "detail": "d"},
+        400,
+        "invalid",
+    ),
+    (
+        "address-default-not-bool",
+        "post",
+        "/api/v1/addresses",
+        {"name": "x", "phone": "13800000000", "province": "p", "city": "c", "detail": "d", "is_default": "maybe"},
+        400,
+        "invalid",
+    ),
     ("login-list-body", "post", "/api/v1/auth/wechat/login", ["code"], 400, "invalid"),
     ("login-empty-code", "post", "/api/v1/auth/wechat/login", {"code": ""}, 400, "invalid"),
     ("login-unknown-code", "post", "/api/v1/auth/wechat/login", {"code": "nope"}, 400, "invalid"),
@@ -229,8 +475,22 @@ CASES = [
     ("slots-from-far-future", "get", "/api/v1/teachers/{teacher}/slots?from=9999-12-31", None, 400, "invalid"),
     ("slots-from-year-1", "get", "/api/v1/teachers/{teacher}/slots?from=0001-01-01&to=0001-01-02", None, None, None),
     ("slots-bad-date", "get", "/api/v1/teachers/{teacher}/slots?from=2026-13-01", None, 400, "invalid"),
-    ("slots-to-before-from", "get", "/api/v1/teachers/{teacher}/slots?from=2026-12-10&to=2026-12-01", None, 400, "invalid"),
-    ("slots-range-too-long", "get", "/api/v1/teachers/{teacher}/slots?from=2026-01-01&to=2026-12-31", None, 400, "invalid"),
+    (
+        "slots-to-before-from",
+        "get",
+        "/api/v1/teachers/{teacher}/slots?from=2026-12-10&to=2026-12-01",
+        None,
+        400,
+        "invalid",
+    ),
+    (
+        "slots-range-too-long",
+        "get",
+        "/api/v1/teachers/{teacher}/slots?from=2026-01-01&to=2026-12-31",
+        None,
+        400,
+        "invalid",
+    ),
 ]
 
 
@@ -254,15 +514,18 @@ def test_bad_input_is_a_4xx_in_the_error_format_and_writes_nothing(world, case):
     assert_conserved(world["initial"])
 
 
-@pytest.mark.parametrize("raw, content_type", [
-    (b'{"items": [', "application/json"),
-    (b"\xff\xfe\x00", "application/json"),
-    (b'{"items": [{"sku_id": 1, "quantity": 1}]}', "text/plain"),
-    (b"items=1", "application/x-www-form-urlencoded"),
-    (b'{"items": [{"sku_id": 1, "quantity": 1e400}]}', "application/json"),
-    (b'{"items": [{"sku_id": 1, "quantity": NaN}]}', "application/json"),
-    (b"[" * 5000 + b"]" * 5000, "application/json"),
-])
+@pytest.mark.parametrize(
+    "raw, content_type",
+    [
+        (b'{"items": [', "application/json"),
+        (b"\xff\xfe\x00", "application/json"),
+        (b'{"items": [{"sku_id": 1, "quantity": 1}]}', "text/plain"),
+        (b"items=1", "application/x-www-form-urlencoded"),
+        (b'{"items": [{"sku_id": 1, "quantity": 1e400}]}', "application/json"),
+        (b'{"items": [{"sku_id": 1, "quantity": NaN}]}', "application/json"),
+        (b"[" * 5000 + b"]" * 5000, "application/json"),
+    ],
+)
 def test_unparsable_bodies_are_4xx(world, raw, content_type):
     before = snapshot()
     response = world["api"].post("/api/v1/orders/confirm", data=raw, content_type=content_type)
@@ -277,7 +540,9 @@ def test_unauthenticated_and_revoked_tokens_are_401(world, safe_api):
     api = world["api"]
     assert api.post("/api/v1/auth/logout").status_code == 204
     assert_error(api.get("/api/v1/me"), 401, "unauthenticated")
-    assert_error(api.post("/api/v1/orders/confirm", {"items": [item(world["sku"])]}, format="json"), 401, "unauthenticated")
+    assert_error(
+        api.post("/api/v1/orders/confirm", {"items": [item(world["sku"])]}, format="json"), 401, "unauthenticated"
+    )
     garbage = safe_api()
     # what a WSGI server hands over for non-ASCII header bytes: the bytes read as latin-1
     garbage.credentials(HTTP_AUTHORIZATION="Bearer " + ("\u4e2d" * 10).encode().decode("latin-1"))

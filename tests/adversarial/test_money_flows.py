@@ -31,6 +31,7 @@ def _approve_and_run(order_no):
 
 # --- the pay deadline ---------------------------------------------------------------------
 
+
 def test_balance_pay_after_the_pay_deadline_is_refused(shopper, make_sku, place_order):
     """WeChat pay refuses an order whose time ran out (409); balance pay must too, or the
     customer pays for an order the timeout sweep is about to cancel (stock held past its time)."""
@@ -88,12 +89,15 @@ def test_slot_generation_with_a_naive_now_is_shanghai_or_rejected(db, consultati
         slots_generate(now=naive, days=1)
     except (ValueError, TypeError):
         return  # rejected: fine
-    starts = sorted(timezone.localtime(s).hour for s in Slot.objects.filter(
-        start__date=dt.date(2031, 3, 3)).values_list("start", flat=True))
+    starts = sorted(
+        timezone.localtime(s).hour
+        for s in Slot.objects.filter(start__date=dt.date(2031, 3, 3)).values_list("start", flat=True)
+    )
     assert starts and starts[0] == 9, starts
 
 
 # --- prices at the edges ------------------------------------------------------------------
+
 
 def test_free_consultation_never_charges_zero_and_never_500s(shopper, consultation):
     """order_confirm's contract: pay_fen never drops below 1 fen (WeChat's minimum); the
@@ -101,8 +105,11 @@ def test_free_consultation_never_charges_zero_and_never_500s(shopper, consultati
     at least 1 fen — and balance pay must not crash on it."""
     Sku.objects.filter(pk=consultation.sku.pk).update(price_fen=0)
     customer, api, _ = shopper(balance_fen=1000)
-    confirm = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}],
-                                                  "slot_id": consultation.slots[0].pk}, format="json")
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}], "slot_id": consultation.slots[0].pk},
+        format="json",
+    )
     if confirm.status_code != 200:
         assert_error(confirm)
         return
@@ -118,11 +125,18 @@ def test_free_consultation_with_a_coupon_is_never_a_500(shopper, consultation):
     then hits the PositiveIntegerField CHECK and answers 500 (IntegrityError re-raised)."""
     Sku.objects.filter(pk=consultation.sku.pk).update(price_fen=0)
     customer, api, _ = shopper()
-    coupon = Coupon.objects.create(customer=customer, title="减5", discount_fen=500,
-                                   valid_until=timezone.now() + dt.timedelta(days=30))
-    confirm = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}],
-                                                  "slot_id": consultation.slots[0].pk, "coupon_id": coupon.pk},
-                       format="json")
+    coupon = Coupon.objects.create(
+        customer=customer, title="减5", discount_fen=500, valid_until=timezone.now() + dt.timedelta(days=30)
+    )
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {
+            "items": [{"sku_id": consultation.sku.pk, "quantity": 1}],
+            "slot_id": consultation.slots[0].pk,
+            "coupon_id": coupon.pk,
+        },
+        format="json",
+    )
     if confirm.status_code == 200:
         draft = confirm.json()
         created = api.post("/api/v1/orders", {"order_key": draft["order_key"]}, format="json")
@@ -136,8 +150,9 @@ def test_free_consultation_with_a_coupon_is_never_a_500(shopper, consultation):
 def test_coupon_and_points_can_never_push_pay_below_one_fen(shopper, make_sku, place_order):
     customer, api, address = shopper(points=10**9)
     sku = make_sku(price_fen=500, stock=5)  # 5 yuan + 10 yuan freight
-    coupon = Coupon.objects.create(customer=customer, title="大额", discount_fen=10**8,
-                                   valid_until=timezone.now() + dt.timedelta(days=1))
+    coupon = Coupon.objects.create(
+        customer=customer, title="大额", discount_fen=10**8, valid_until=timezone.now() + dt.timedelta(days=1)
+    )
     order = place_order(api, items=[(sku, 1)], address=address, coupon_id=coupon.pk, use_points=True)
     assert order["pay_fen"] == 1
     assert order["coupon_fen"] + order["points_fen"] == 500 + 1000 - 1
@@ -150,8 +165,11 @@ def test_product_taken_off_sale_after_confirm_is_not_sold(shopper, make_sku):
     SKU already is refused at create: the same must hold for an inactive product)."""
     customer, api, address = shopper()
     sku = make_sku(price_fen=12800, stock=5)
-    confirm = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}],
-                                                  "address_id": address.pk}, format="json")
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": address.pk},
+        format="json",
+    )
     assert confirm.status_code == 200
     sku.product.is_active = False
     sku.product.save()
@@ -164,8 +182,11 @@ def test_product_taken_off_sale_after_confirm_is_not_sold(shopper, make_sku):
 def test_sku_taken_off_sale_after_confirm_is_not_sold(shopper, make_sku):
     customer, api, address = shopper()
     sku = make_sku(price_fen=12800, stock=5)
-    confirm = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}],
-                                                  "address_id": address.pk}, format="json")
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": address.pk},
+        format="json",
+    )
     Sku.objects.filter(pk=sku.pk).update(is_active=False)
     created = api.post("/api/v1/orders", {"order_key": confirm.json()["order_key"]}, format="json")
     assert_error(created, 409, "insufficient_stock")
@@ -175,8 +196,11 @@ def test_sku_taken_off_sale_after_confirm_is_not_sold(shopper, make_sku):
 def test_slot_closed_after_confirm_is_not_booked(shopper, consultation):
     customer, api, _ = shopper()
     slot = consultation.slots[0]
-    confirm = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}],
-                                                  "slot_id": slot.pk}, format="json")
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}], "slot_id": slot.pk},
+        format="json",
+    )
     Slot.objects.filter(pk=slot.pk).update(is_open=False)
     created = api.post("/api/v1/orders", {"order_key": confirm.json()["order_key"]}, format="json")
     assert_error(created, 409, "slot_unavailable")
@@ -187,8 +211,11 @@ def test_slot_closed_after_confirm_is_not_booked(shopper, consultation):
 def test_points_spent_elsewhere_after_confirm_roll_the_whole_create_back(shopper, make_sku, place_order):
     customer, api, address = shopper(points=300)
     sku = make_sku(price_fen=12800, stock=5)
-    first = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}],
-                                                "address_id": address.pk, "use_points": 300}, format="json").json()
+    first = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": address.pk, "use_points": 300},
+        format="json",
+    ).json()
     place_order(api, items=[(sku, 1)], address=address, use_points=200)  # spends 200 of the 300
     created = api.post("/api/v1/orders", {"order_key": first["order_key"]}, format="json")
     assert_error(created, 409)
@@ -198,6 +225,7 @@ def test_points_spent_elsewhere_after_confirm_roll_the_whole_create_back(shopper
 
 
 # --- refunds --------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def paid_with_points(shopper, make_sku, place_order):
@@ -242,8 +270,13 @@ def test_partial_refunds_never_exceed_paid_and_make_it_whole_once(paid_with_poin
     paid = order["pay_fen"]
     assert api.post(f"/api/v1/orders/{no}/refund", {"reason": "r", "amount_fen": 1}, format="json").status_code == 202
     _approve_and_run(no)
-    assert_error(api.post(f"/api/v1/orders/{no}/refund", {"reason": "r", "amount_fen": paid}, format="json"), 400, "invalid")
-    assert api.post(f"/api/v1/orders/{no}/refund", {"reason": "r", "amount_fen": paid - 2}, format="json").status_code == 202
+    assert_error(
+        api.post(f"/api/v1/orders/{no}/refund", {"reason": "r", "amount_fen": paid}, format="json"), 400, "invalid"
+    )
+    assert (
+        api.post(f"/api/v1/orders/{no}/refund", {"reason": "r", "amount_fen": paid - 2}, format="json").status_code
+        == 202
+    )
     _approve_and_run(no)
     assert Order.objects.get(order_no=no).status == "paid"
     last = api.post(f"/api/v1/orders/{no}/refund", {"reason": "r"}, format="json")
@@ -309,8 +342,9 @@ def test_journey_conserves_stock_slots_and_money(shopper, make_sku, consultation
     rich, api, address = shopper(balance_fen=10**6, points=1000)
     poor, papi, paddr = shopper(balance_fen=100)
     # 1 cancelled by the customer (coupon + points back)
-    coupon = Coupon.objects.create(customer=rich, title="减10", discount_fen=1000,
-                                   valid_until=timezone.now() + dt.timedelta(days=3))
+    coupon = Coupon.objects.create(
+        customer=rich, title="减10", discount_fen=1000, valid_until=timezone.now() + dt.timedelta(days=3)
+    )
     o1 = place_order(api, items=[(sku, 3)], address=address, coupon_id=coupon.pk, use_points=100)
     assert api.post(f"/api/v1/orders/{o1['order_no']}/cancel").status_code == 200
     # 2 paid by WeChat, notification delivered twice
@@ -323,7 +357,9 @@ def test_journey_conserves_stock_slots_and_money(shopper, make_sku, consultation
     o3 = place_order(papi, items=[(sku, 1)], address=paddr)
     papi.post(f"/api/v1/orders/{o3['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(o3["order_no"])
-    assert orders.order_mark_cancelled(order=Order.objects.get(order_no=o3["order_no"]), actor="system:adv", reason="race")
+    assert orders.order_mark_cancelled(
+        order=Order.objects.get(order_no=o3["order_no"]), actor="system:adv", reason="race"
+    )
     deliver()
     # 4 balance-paid, shipped, partially refunded
     o4 = place_order(api, items=[(sku, 4)], address=address, use_points=True)
@@ -365,6 +401,7 @@ def test_journey_conserves_stock_slots_and_money(shopper, make_sku, consultation
 
 # --- totals beyond the database columns -----------------------------------------------------
 
+
 @pytest.mark.postgres
 def test_order_total_beyond_the_int_columns_is_a_4xx_not_a_500(shopper, make_sku):
     """999 x 30 000 yuan = 2 997 000 000 fen > 2**31 - 1: Order.goods_fen / pay_fen and
@@ -372,8 +409,11 @@ def test_order_total_beyond_the_int_columns_is_a_4xx_not_a_500(shopper, make_sku
     refuse it cleanly (or store it), never answer 500."""
     customer, api, address = shopper()
     sku = make_sku(price_fen=3_000_000, stock=1000)
-    confirm = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 999}],
-                                                  "address_id": address.pk}, format="json")
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": sku.pk, "quantity": 999}], "address_id": address.pk},
+        format="json",
+    )
     if confirm.status_code != 200:
         assert_error(confirm)
         return
@@ -386,9 +426,11 @@ def test_order_total_beyond_the_int_columns_is_a_4xx_not_a_500(shopper, make_sku
 
 # --- a WeChat trade born while the order is being cancelled / paid otherwise -----------------
 
+
 @pytest.mark.parametrize("other_tab", ["cancel", "balance"])
 def test_unified_order_in_flight_while_the_order_is_cancelled_or_balance_paid(
-        shopper, make_sku, place_order, wechat, monkeypatch, other_tab):
+    shopper, make_sku, place_order, wechat, monkeypatch, other_tab
+):
     """The customer taps "WeChat pay" and, while the shop's unifiedorder call is in flight, the
     order is cancelled (or paid from the balance) in another tab. The cancel asks WeChat first
     (ORDERNOTEXIST: nothing to close) and marks the payment closed; then unifiedorder creates
@@ -410,8 +452,12 @@ def test_unified_order_in_flight_while_the_order_is_cancelled_or_balance_paid(
         if not fired:
             fired.append(True)
             if other_tab == "cancel":
-                assert order_lifecycle.order_cancel(order=Order.objects.get(order_no=no), actor="customer",
-                                             reason="other tab").status == "cancelled"
+                assert (
+                    order_lifecycle.order_cancel(
+                        order=Order.objects.get(order_no=no), actor="customer", reason="other tab"
+                    ).status
+                    == "cancelled"
+                )
             else:
                 payments.payment_balance_pay(order_no=no, customer_id=customer.pk)
         return real(**kwargs)
@@ -432,10 +478,13 @@ def test_unified_order_in_flight_while_the_order_is_cancelled_or_balance_paid(
     else:
         charged = False
     assert response.status_code == 409 and not charged, (
-        f"pay answered {response.status_code}; the customer could pay a {expected_status} order: {charged}")
+        f"pay answered {response.status_code}; the customer could pay a {expected_status} order: {charged}"
+    )
 
 
-def test_balance_paid_order_with_a_duplicate_wechat_payment_can_still_be_refunded(shopper, make_sku, place_order, raw_client):
+def test_balance_paid_order_with_a_duplicate_wechat_payment_can_still_be_refunded(
+    shopper, make_sku, place_order, raw_client
+):
     """Paid from the balance; a WeChat payment for the same order arrives as well (its refund is
     queued automatically). The customer then asks for the after-sale refund of what they paid:
     the balance payment. ``paying_payment`` picks the earliest ``paid_at`` — but a WeChat

@@ -49,18 +49,24 @@ def wx_order(shopper, sku, place_order):
 
 
 def _state(order_no):
-    return (Order.objects.get(order_no=order_no).status,
-            Payment.objects.filter(order__order_no=order_no).values_list("status", flat=True).first())
+    return (
+        Order.objects.get(order_no=order_no).status,
+        Payment.objects.filter(order__order_no=order_no).values_list("status", flat=True).first(),
+    )
 
 
 # --- never a 500, always a recorded FAIL ------------------------------------------------------
 
-@pytest.mark.parametrize("total_fee", [
-    "²",  # str.isdigit() is True, int() raises ValueError
-    "99999999999999999999",  # digits, but beyond the Notification.total_fee column
-    "-1",
-    "",
-])
+
+@pytest.mark.parametrize(
+    "total_fee",
+    [
+        "²",  # str.isdigit() is True, int() raises ValueError
+        "99999999999999999999",  # digits, but beyond the Notification.total_fee column
+        "-1",
+        "",
+    ],
+)
 def test_unsigned_notification_with_odd_total_fee_is_a_recorded_fail_not_a_500(raw_client, wx_order, sku, total_fee):
     """Anyone on the internet can post this: no key, a junk ``sign``, an odd ``total_fee``."""
     fields = notify_fields(wx_order["order_no"], total_fee, sign="0" * 32)
@@ -71,12 +77,15 @@ def test_unsigned_notification_with_odd_total_fee_is_a_recorded_fail_not_a_500(r
     assert_conserved({sku.pk: 10})
 
 
-@pytest.mark.parametrize("body", [
-    b"\x00",
-    b"<xml><return_code>SUCCESS</return_code>\x00</xml>",
-    b"\xff\xfe<\x00x\x00m\x00l\x00>\x00",  # UTF-16 with a BOM
-    b"<xml>" + "<a>\u4e2d</a>".encode("gbk") + b"</xml>",  # not UTF-8
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\x00",
+        b"<xml><return_code>SUCCESS</return_code>\x00</xml>",
+        b"\xff\xfe<\x00x\x00m\x00l\x00>\x00",  # UTF-16 with a BOM
+        b"<xml>" + "<a>\u4e2d</a>".encode("gbk") + b"</xml>",  # not UTF-8
+    ],
+)
 def test_binary_or_nul_body_is_a_recorded_fail_not_a_500(raw_client, body):
     """A NUL byte cannot be stored in a PostgreSQL text column: the audit row must still be written."""
     response = post_notify(raw_client, body)
@@ -84,8 +93,16 @@ def test_binary_or_nul_body_is_a_recorded_fail_not_a_500(raw_client, body):
     assert Notification.objects.count() == 1
 
 
-@pytest.mark.parametrize("content_type", ["text/xml", "application/xml", "application/json",
-                                          "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "text/xml",
+        "application/xml",
+        "application/json",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ],
+)
 def test_content_type_does_not_matter_to_a_genuine_notification(raw_client, wx_order, wechat, content_type):
     wechat.control.pay(wx_order["order_no"])
     body = wechat.control.notifications()[0]["body"].encode()
@@ -110,8 +127,10 @@ def test_oversized_body_is_fail_and_changes_nothing(raw_client, wx_order):
 
 # --- amounts that are "equal" only to a sloppy comparison --------------------------------------
 
-@pytest.mark.parametrize("total_fee", ["010800", "10800.0", "1.08e4", " 10800", "10800 ", "+10800",
-                                       "１０８００", "10800\u200b", "0x2A30"])
+
+@pytest.mark.parametrize(
+    "total_fee", ["010800", "10800.0", "1.08e4", " 10800", "10800 ", "+10800", "１０８００", "10800\u200b", "0x2A30"]
+)
 def test_signed_notification_with_non_canonical_amount_is_not_applied(raw_client, wx_order, sku, total_fee):
     """Even correctly signed, only the exact decimal fen string is the amount we asked for."""
     fields = notify_fields(wx_order["order_no"], total_fee)
@@ -126,6 +145,7 @@ def test_signed_notification_with_non_canonical_amount_is_not_applied(raw_client
 
 
 # --- signatures -------------------------------------------------------------------------------
+
 
 def test_hmac_sign_type_with_an_md5_signature_is_rejected(raw_client, wx_order):
     fields = notify_fields(wx_order["order_no"], 10800)
@@ -145,9 +165,16 @@ def test_hmac_signed_with_a_guessable_key_is_rejected(raw_client, wx_order):
     assert _state(wx_order["order_no"]) == ("unpaid", "pending")
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda s: "", lambda s: s[:-1], lambda s: s + "0", lambda s: " " * 32, lambda s: "\u0410" * 32,
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda s: "",
+        lambda s: s[:-1],
+        lambda s: s + "0",
+        lambda s: " " * 32,
+        lambda s: "\u0410" * 32,
+    ],
+)
 def test_mangled_signature_is_rejected(raw_client, wx_order, mangle):
     fields = notify_fields(wx_order["order_no"], 10800)
     fields["sign"] = mangle(sign(fields))
@@ -159,7 +186,9 @@ def test_mangled_signature_is_rejected(raw_client, wx_order, mangle):
 def test_empty_elements_are_left_out_of_the_signature(raw_client, wx_order):
     """WECHAT.md: verified over exactly the non-empty fields received."""
     fields = notify_fields(wx_order["order_no"], 10800)
-    body = signed_body(fields).replace(b"</xml>", b"<attach></attach><device_info/><coupon_fee><![CDATA[]]></coupon_fee></xml>")
+    body = signed_body(fields).replace(
+        b"</xml>", b"<attach></attach><device_info/><coupon_fee><![CDATA[]]></coupon_fee></xml>"
+    )
     assert is_ack_success(post_notify(raw_client, body))
     assert _state(wx_order["order_no"]) == ("paid", "paid")
 
@@ -196,8 +225,9 @@ def test_duplicated_fields_are_refused_as_malformed(raw_client, wx_order):
 def test_comment_or_split_cdata_inside_a_value_does_not_change_the_amount(raw_client, wx_order):
     fields = notify_fields(wx_order["order_no"], 10800)
     genuine = signed_body(fields)
-    body = genuine.replace(b"<total_fee><![CDATA[10800]]></total_fee>",
-                           b"<total_fee>1<!-- x -->08<![CDATA[0]]><![CDATA[0]]></total_fee>")
+    body = genuine.replace(
+        b"<total_fee><![CDATA[10800]]></total_fee>", b"<total_fee>1<!-- x -->08<![CDATA[0]]><![CDATA[0]]></total_fee>"
+    )
     response = post_notify(raw_client, body)
     # whatever the parser makes of it, it is either exactly 10800 (and signed) or refused
     assert response.status_code == 200
@@ -207,6 +237,7 @@ def test_comment_or_split_cdata_inside_a_value_does_not_change_the_amount(raw_cl
 
 
 # --- which order, which payment ---------------------------------------------------------------
+
 
 def test_notification_for_a_balance_paid_order_changes_nothing(raw_client, shopper, sku, place_order):
     customer, api, address = shopper(balance_fen=50000)
@@ -250,12 +281,18 @@ def test_notification_with_another_transaction_id_for_a_paid_payment_changes_not
 
 # --- refund notifications ---------------------------------------------------------------------
 
+
 def _refund_notify_body(inner: dict, appid=None, mch_id=None) -> bytes:
     from wechat_sandbox.wire import refund_req_info_encrypt, to_xml
 
     req_info = refund_req_info_encrypt(to_xml(inner, root="root"), settings.WECHAT_PAY_API_KEY)
-    outer = {"return_code": "SUCCESS", "appid": appid or settings.WECHAT_APPID,
-             "mch_id": mch_id or settings.WECHAT_MCH_ID, "nonce_str": "n", "req_info": req_info}
+    outer = {
+        "return_code": "SUCCESS",
+        "appid": appid or settings.WECHAT_APPID,
+        "mch_id": mch_id or settings.WECHAT_MCH_ID,
+        "nonce_str": "n",
+        "req_info": req_info,
+    }
     return xml_of(outer)
 
 
@@ -286,17 +323,32 @@ def two_refunds(shopper, sku, place_order, wechat, deliver):
 def test_refund_notification_of_one_refund_cannot_confirm_another(raw_client, two_refunds, wechat, sku):
     (a, ra), (b, rb) = two_refunds
     # a forged notice naming B's refund with A's numbers (only the amount can match: same price)
-    inner = {"out_trade_no": a["order_no"], "transaction_id": "x", "out_refund_no": rb.out_refund_no,
-             "refund_id": "1", "total_fee": "10800", "refund_fee": "1", "refund_status": "SUCCESS",
-             "success_time": "2026-11-30 12:00:00"}
-    assert is_ack_fail(post_notify(raw_client, _refund_notify_body(inner), path="/api/v1/payments/wechat/refund-notify"))
+    inner = {
+        "out_trade_no": a["order_no"],
+        "transaction_id": "x",
+        "out_refund_no": rb.out_refund_no,
+        "refund_id": "1",
+        "total_fee": "10800",
+        "refund_fee": "1",
+        "refund_status": "SUCCESS",
+        "success_time": "2026-11-30 12:00:00",
+    }
+    assert is_ack_fail(
+        post_notify(raw_client, _refund_notify_body(inner), path="/api/v1/payments/wechat/refund-notify")
+    )
     assert Refund.objects.get(pk=rb.pk).status == "submitted"
 
 
 def test_refund_notification_from_another_merchant_is_refused(raw_client, two_refunds):
     (a, ra), _ = two_refunds
-    inner = {"out_trade_no": a["order_no"], "out_refund_no": ra.out_refund_no, "refund_id": "1",
-             "total_fee": "10800", "refund_fee": "10800", "refund_status": "SUCCESS"}
+    inner = {
+        "out_trade_no": a["order_no"],
+        "out_refund_no": ra.out_refund_no,
+        "refund_id": "1",
+        "total_fee": "10800",
+        "refund_fee": "10800",
+        "refund_status": "SUCCESS",
+    }
     body = _refund_notify_body(inner, mch_id="1234567890")
     assert is_ack_fail(post_notify(raw_client, body, path="/api/v1/payments/wechat/refund-notify"))
     assert Refund.objects.get(pk=ra.pk).status == "submitted"
@@ -304,19 +356,35 @@ def test_refund_notification_from_another_merchant_is_refused(raw_client, two_re
 
 def test_refund_close_replayed_after_success_does_not_fail_the_refund(raw_client, two_refunds, sku):
     (a, ra), _ = two_refunds
-    inner = {"out_trade_no": a["order_no"], "out_refund_no": ra.out_refund_no, "refund_id": "1",
-             "total_fee": "10800", "refund_fee": "10800", "refund_status": "SUCCESS"}
+    inner = {
+        "out_trade_no": a["order_no"],
+        "out_refund_no": ra.out_refund_no,
+        "refund_id": "1",
+        "total_fee": "10800",
+        "refund_fee": "10800",
+        "refund_status": "SUCCESS",
+    }
     path = "/api/v1/payments/wechat/refund-notify"
     assert is_ack_success(post_notify(raw_client, _refund_notify_body(inner), path=path))
     for status in ("REFUNDCLOSE", "CHANGE", "SUCCESS"):
-        assert is_ack_success(post_notify(raw_client, _refund_notify_body({**inner, "refund_status": status}), path=path))
+        assert is_ack_success(
+            post_notify(raw_client, _refund_notify_body({**inner, "refund_status": status}), path=path)
+        )
     assert Refund.objects.get(pk=ra.pk).status == "success"
     assert Order.objects.get(order_no=a["order_no"]).status == "refunded"
     assert_conserved({sku.pk: 10})
 
 
-@pytest.mark.parametrize("body", [b"", b"\x00", b"<xml/>", b"<xml><return_code>SUCCESS</return_code><req_info>%%%</req_info></xml>",
-                                  b"<xml><return_code>SUCCESS</return_code><req_info>" + b"A" * 64 + b"</req_info></xml>"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"\x00",
+        b"<xml/>",
+        b"<xml><return_code>SUCCESS</return_code><req_info>%%%</req_info></xml>",
+        b"<xml><return_code>SUCCESS</return_code><req_info>" + b"A" * 64 + b"</req_info></xml>",
+    ],
+)
 def test_garbage_refund_notification_is_fail_not_500(raw_client, body):
     response = post_notify(raw_client, body, path="/api/v1/payments/wechat/refund-notify")
     assert is_ack_fail(response), (response.status_code, response.content[:200])

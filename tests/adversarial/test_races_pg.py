@@ -30,14 +30,16 @@ N = 8
 
 def _buyer(make_customer, **kwargs):
     customer = make_customer(**kwargs)
-    address = Address.objects.create(customer=customer, name="买家", phone="13800000000",
-                                      province="浙江省", city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=customer, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     return customer, address
 
 
 def _order(customer, address, sku, quantity=1, **extra):
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": quantity}], **extra)["order_key"]
+    key = orders.order_confirm(
+        customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": quantity}], **extra
+    )["order_key"]
     return orders.order_create(customer=customer, order_key=key)[0]
 
 
@@ -99,8 +101,9 @@ def test_balance_pay_racing_the_wechat_notification_never_charges_twice(make_cus
 def test_cancel_racing_balance_pay_has_one_winner(make_customer, make_sku, race):
     sku = make_sku(price_fen=6000, stock=5)
     customer, address = _buyer(make_customer, balance_fen=100000, points=500)
-    coupon = Coupon.objects.create(customer=customer, title="减10", discount_fen=1000,
-                                   valid_until=timezone.now() + dt.timedelta(days=1))
+    coupon = Coupon.objects.create(
+        customer=customer, title="减10", discount_fen=1000, valid_until=timezone.now() + dt.timedelta(days=1)
+    )
     order = _order(customer, address, sku, quantity=2, coupon_id=coupon.pk, use_points=200)
 
     def act(i):
@@ -178,8 +181,12 @@ def test_refund_requests_of_different_amounts_racing_never_sum_past_paid(make_cu
     payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     amounts = [5000, 8000, 12000, 7001]
 
-    requests = race(lambda i: refunds.refund_request(order_no=order.order_no, customer_id=customer.pk,
-                                                     reason=f"r{i}", amount_fen=amounts[i % 4]), N)
+    requests = race(
+        lambda i: refunds.refund_request(
+            order_no=order.order_no, customer_id=customer.pk, reason=f"r{i}", amount_fen=amounts[i % 4]
+        ),
+        N,
+    )
     assert not _unexpected(requests), requests
     sales = list(AfterSale.objects.filter(order=order))
     approvals = race(lambda i: refunds.after_sale_approve(after_sale_id=sales[i % len(sales)].pk, actor=f"s{i}"), N)
@@ -197,10 +204,19 @@ def test_refund_requests_of_different_amounts_racing_never_sum_past_paid(make_cu
 def test_same_coupon_in_two_drafts_racing_is_used_once(make_customer, make_sku, race):
     sku = make_sku(price_fen=12800, stock=10)
     customer, address = _buyer(make_customer, points=100)
-    coupon = Coupon.objects.create(customer=customer, title="减20", discount_fen=2000,
-                                   valid_until=timezone.now() + dt.timedelta(days=1))
-    keys = [orders.order_confirm(customer=customer, address_id=address.pk, coupon_id=coupon.pk, use_points=100,
-                                 items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"] for _ in range(N)]
+    coupon = Coupon.objects.create(
+        customer=customer, title="减20", discount_fen=2000, valid_until=timezone.now() + dt.timedelta(days=1)
+    )
+    keys = [
+        orders.order_confirm(
+            customer=customer,
+            address_id=address.pk,
+            coupon_id=coupon.pk,
+            use_points=100,
+            items=[{"sku_id": sku.pk, "quantity": 1}],
+        )["order_key"]
+        for _ in range(N)
+    ]
 
     results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), N)
 
@@ -218,8 +234,9 @@ def test_slot_booking_racing_slot_generation_reruns(make_customer, consultation,
     drafts = []
     for i in range(N):
         customer = make_customer()
-        key = orders.order_confirm(customer=customer, slot_id=slots[i % 4].pk,
-                                   items=[{"sku_id": consultation.sku.pk, "quantity": 1}])["order_key"]
+        key = orders.order_confirm(
+            customer=customer, slot_id=slots[i % 4].pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}]
+        )["order_key"]
         drafts.append((customer, key))
 
     def act(i):
@@ -230,8 +247,11 @@ def test_slot_booking_racing_slot_generation_reruns(make_customer, consultation,
     results = race(act, N)
 
     assert not _unexpected(results), results
-    assert Booking.objects.count() == Order.objects.count() == len({s.pk for s in slots} &
-                                                                   set(Order.objects.values_list("slot_id", flat=True)))
+    assert (
+        Booking.objects.count()
+        == Order.objects.count()
+        == len({s.pk for s in slots} & set(Order.objects.values_list("slot_id", flat=True)))
+    )
     for slot in Slot.objects.filter(pk__in=[s.pk for s in slots]):
         assert slot.booked == Booking.objects.filter(slot=slot).count() <= 1
     assert_conserved({consultation.sku.pk: 1000})
@@ -254,11 +274,13 @@ def test_refund_approval_racing_shipment_does_not_restock_shipped_goods(make_cus
 
     def ship_meanwhile(o):
         if not threads:
+
             def ship():
                 try:
                     shipped.append(orders.order_ship(order=Order.objects.get(pk=order.pk), actor="staff:warehouse"))
                 finally:
                     connection.close()
+
             threads.append(threading.Thread(target=ship))
             threads[0].start()
             time.sleep(0.5)  # the shipment is now waiting for approval's row lock

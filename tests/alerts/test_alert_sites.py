@@ -59,8 +59,9 @@ def test_refund_failed_twice_is_one_alert_and_one_message(api, paid, wechat, sen
     assert refund.out_refund_no in text and paid["order_no"] in text and "退款失败" in text
 
 
-def test_payment_manual_twice_is_one_alert_and_one_message(api, make_sku, address, place_order, settings, wechat,
-                                                          send_alerts):
+def test_payment_manual_twice_is_one_alert_and_one_message(
+    api, make_sku, address, place_order, settings, wechat, send_alerts
+):
     order = place_order(api, items=[(make_sku(price_fen=6000), 1)], address=address)
     settings.WECHAT_PAY_API_BASE = "http://127.0.0.1:9/"  # WeChat unreachable throughout
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
@@ -101,8 +102,9 @@ def test_followup_failed_twice_is_one_alert_and_one_message(paid, settings, wech
     assert paid["order_no"] in text and "后续任务" in text
 
 
-def test_reconciliation_rerun_is_one_alert_per_day_and_status(api, make_sku, address, place_order, wechat,
-                                                               settings, send_alerts):
+def test_reconciliation_rerun_is_one_alert_per_day_and_status(
+    api, make_sku, address, place_order, wechat, settings, send_alerts
+):
     order = place_order(api, items=[(make_sku(price_fen=15900), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])  # paid at WeChat; the notification never arrives
@@ -114,7 +116,9 @@ def test_reconciliation_rerun_is_one_alert_per_day_and_status(api, make_sku, add
     reconcile(bill_date=day)
     reconcile(bill_date=day)  # beat retried, or staff clicked again
     assert list(Alert.objects.order_by("pk").values_list("key", flat=True)) == [
-        f"reconciliation:{day}:error", f"reconciliation:{day}:differences"]
+        f"reconciliation:{day}:error",
+        f"reconciliation:{day}:differences",
+    ]
     differences = Alert.objects.get(key=f"reconciliation:{day}:differences")
     assert differences.title == f"{day} 对账有 1 笔差异"
     assert f"微信有、本地无 1 笔（{order['order_no']}）" in differences.text

@@ -23,26 +23,37 @@ LOG = "apps.alerts.backends.LogBackend"
 
 
 def raise_refund_alert(no: str = "SM1R1") -> bool:
-    return services.alert_raise(key=f"refund:{no}:failed", kind=Alert.Kind.REFUND_FAILED,
-                                title=f"退款 {no} 失败", text=f"退款 {no}（12.00 元）尝试 3 次后失败。")
+    return services.alert_raise(
+        key=f"refund:{no}:failed",
+        kind=Alert.Kind.REFUND_FAILED,
+        title=f"退款 {no} 失败",
+        text=f"退款 {no}（12.00 元）尝试 3 次后失败。",
+    )
 
 
 def test_alert_raise_inserts_once_and_queues_one_send_after_commit(
-        django_capture_on_commit_callbacks, queued, run_queued_alerts, wechat):
+    django_capture_on_commit_callbacks, queued, run_queued_alerts, wechat
+):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         assert raise_refund_alert() is True
         assert raise_refund_alert() is False  # the same problem again: nothing changes
     assert len(callbacks) == 1
     assert queued("default") == ["apps.alerts.tasks.alert_send"]
     alert = Alert.objects.get()
-    assert (alert.key, alert.kind, alert.status, alert.attempts) == ("refund:SM1R1:failed", "refund_failed", "pending", 0)
+    assert (alert.key, alert.kind, alert.status, alert.attempts) == (
+        "refund:SM1R1:failed",
+        "refund_failed",
+        "pending",
+        0,
+    )
 
     assert run_queued_alerts() == ["sent"]
     alert.refresh_from_db()
     assert (alert.status, alert.attempts, alert.last_error) == ("sent", 1, "")
     assert alert.sent_at is not None and alert.next_attempt_at is None
-    assert sorted(AlertDelivery.objects.filter(delivered_at__isnull=False).values_list("backend", flat=True)) == \
-        sorted([LOG, WECOM, EMAIL])
+    assert sorted(AlertDelivery.objects.filter(delivered_at__isnull=False).values_list("backend", flat=True)) == sorted(
+        [LOG, WECOM, EMAIL]
+    )
     robot = wechat.control.robot_messages()
     assert len(robot) == 1 and robot[0]["msgtype"] == "markdown"
     assert "退款 SM1R1 失败" in robot[0]["content"] and "refund:SM1R1:failed" in robot[0]["content"]
@@ -64,7 +75,8 @@ def test_alert_rolled_back_is_neither_kept_nor_sent(django_capture_on_commit_cal
 
 
 def test_alert_survives_redis_down_at_commit_and_the_sweep_sends_it(
-        django_capture_on_commit_callbacks, queued, wechat, monkeypatch):
+    django_capture_on_commit_callbacks, queued, wechat, monkeypatch
+):
     monkeypatch.setattr(dispatch, "_paused_until", float("inf"))  # as after a failed push: Redis down
     with django_capture_on_commit_callbacks(execute=True):
         raise_refund_alert()
@@ -141,7 +153,9 @@ def test_robot_sends_at_most_20_a_minute_and_holds_back_the_rest(wechat, setting
     for n in range(21):
         raise_refund_alert(f"SM{n}R1")
     now = timezone.now()
-    statuses = [services.alert_deliver(alert_id=pk, now=now) for pk in Alert.objects.order_by("pk").values_list("pk", flat=True)]
+    statuses = [
+        services.alert_deliver(alert_id=pk, now=now) for pk in Alert.objects.order_by("pk").values_list("pk", flat=True)
+    ]
     assert statuses == ["sent"] * 20 + ["pending"]
     held = Alert.objects.get(key="refund:SM20R1:failed")
     assert (held.attempts, held.next_attempt_at) == (0, now + dt.timedelta(minutes=1))  # not a failed attempt
@@ -155,11 +169,17 @@ def test_robot_sends_at_most_20_a_minute_and_holds_back_the_rest(wechat, setting
 def test_robot_text_message_and_long_alerts_are_cut_to_wecoms_limits(wechat, settings):
     settings.ALERT_BACKENDS = [WECOM]
     settings.ALERT_WECOM_MSGTYPE = "text"
-    services.alert_raise(key="reconciliation:2026-12-01:differences", kind=Alert.Kind.RECONCILIATION,
-                         title="2026-12-01 对账有 400 笔差异", text="差异：" + "SM20261201000001、" * 400)
+    services.alert_raise(
+        key="reconciliation:2026-12-01:differences",
+        kind=Alert.Kind.RECONCILIATION,
+        title="2026-12-01 对账有 400 笔差异",
+        text="差异：" + "SM20261201000001、" * 400,
+    )
     assert services.alert_deliver(alert_id=Alert.objects.get().pk) == "sent"
     [message] = wechat.control.robot_messages()
-    assert message["msgtype"] == "text" and message["content"].startswith("【星商城 告警】2026-12-01 对账有 400 笔差异\n")
+    assert message["msgtype"] == "text" and message["content"].startswith(
+        "【星商城 告警】2026-12-01 对账有 400 笔差异\n"
+    )
     assert 2000 < len(message["content"].encode()) <= 2048 and message["content"].endswith("…")
 
 
@@ -192,15 +212,17 @@ def test_log_backend_writes_one_error_line(settings, caplog):
     with caplog.at_level(logging.ERROR, logger="apps.alerts.backends"):
         assert services.alert_deliver(alert_id=Alert.objects.get().pk) == "sent"
     assert [r.getMessage() for r in caplog.records if r.name == "apps.alerts.backends"] == [
-        "ALERT sent refund:SM1R1:failed [退款失败] 退款 SM1R1 失败: 退款 SM1R1（12.00 元）尝试 3 次后失败。"]
+        "ALERT sent refund:SM1R1:failed [退款失败] 退款 SM1R1 失败: 退款 SM1R1（12.00 元）尝试 3 次后失败。"
+    ]
 
 
 def test_a_claimed_alert_is_not_sent_by_a_second_worker_until_its_lease_expires(wechat):
     raise_refund_alert()
     alert = Alert.objects.get()
     now = timezone.now()
-    Alert.objects.filter(pk=alert.pk).update(locked_until=now + services.LEASE, attempts=1,
-                                             next_attempt_at=now)  # a worker claimed it and died
+    Alert.objects.filter(pk=alert.pk).update(
+        locked_until=now + services.LEASE, attempts=1, next_attempt_at=now
+    )  # a worker claimed it and died
     assert services.alert_deliver(alert_id=alert.pk, now=now) == "pending"
     assert wechat.control.robot_messages() == []
     assert services.alerts_sweep(now=now + services.LEASE + dt.timedelta(seconds=1)) == {"sent": 1}
@@ -217,7 +239,8 @@ def test_resolve_marks_handled_once():
 
 
 def test_the_problem_coming_back_after_staff_handled_it_reopens_and_sends_again(
-        django_capture_on_commit_callbacks, run_queued_alerts, wechat):
+    django_capture_on_commit_callbacks, run_queued_alerts, wechat
+):
     """A refund failing again after staff marked its alert handled (and retried) must reach
     someone again: the alert reopens, unhandled, and every backend sends it once more."""
     with django_capture_on_commit_callbacks(execute=True):
@@ -226,13 +249,25 @@ def test_the_problem_coming_back_after_staff_handled_it_reopens_and_sends_again(
     alert = Alert.objects.get()
     assert services.alert_resolve(alert_id=alert.pk, actor="staff:wang")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        assert services.alert_raise(key="refund:SM1R1:failed", kind=Alert.Kind.REFUND_FAILED,
-                                    title="退款 SM1R1 再次失败", text="重试后仍失败。") is True
+        assert (
+            services.alert_raise(
+                key="refund:SM1R1:failed",
+                kind=Alert.Kind.REFUND_FAILED,
+                title="退款 SM1R1 再次失败",
+                text="重试后仍失败。",
+            )
+            is True
+        )
         assert raise_refund_alert() is False  # open again: a third raise adds nothing
     assert len(callbacks) == 1
     alert.refresh_from_db()
     assert (alert.resolved_at, alert.resolved_by, alert.status, alert.attempts, alert.title) == (
-        None, "", "pending", 0, "退款 SM1R1 再次失败")
+        None,
+        "",
+        "pending",
+        0,
+        "退款 SM1R1 再次失败",
+    )
     assert run_queued_alerts() == ["sent"]
     robot = wechat.control.robot_messages()
     assert len(robot) == 2 and "再次失败" in robot[1]["content"]
@@ -265,8 +300,12 @@ def test_alert_on_failure_raises_the_alert_only_when_its_change_moved_a_row(djan
 
     def alert() -> dict[str, str]:
         built.append(1)
-        return {"key": "refund:SM1R9:failed", "kind": Alert.Kind.REFUND_FAILED, "title": "退款 SM1R9 失败",
-                "text": "退款 SM1R9（5.00 元）尝试 3 次后失败。"}
+        return {
+            "key": "refund:SM1R9:failed",
+            "kind": Alert.Kind.REFUND_FAILED,
+            "title": "退款 SM1R9 失败",
+            "text": "退款 SM1R9（5.00 元）尝试 3 次后失败。",
+        }
 
     with django_capture_on_commit_callbacks(execute=False):
         assert services.alert_on_failure(lambda: 0, alert) is False  # another worker moved it first
@@ -276,7 +315,8 @@ def test_alert_on_failure_raises_the_alert_only_when_its_change_moved_a_row(djan
         assert services.alert_on_failure(lambda: 1, alert) is True
     assert built == [1]
     assert list(Alert.objects.values_list("key", "kind", "title")) == [
-        ("refund:SM1R9:failed", "refund_failed", "退款 SM1R9 失败")]
+        ("refund:SM1R9:failed", "refund_failed", "退款 SM1R9 失败")
+    ]
 
 
 def test_alert_on_failure_rolls_the_change_back_with_a_failing_alert():
@@ -296,7 +336,8 @@ def test_alert_on_failure_rolls_the_change_back_with_a_failing_alert():
 
 @pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
 def test_robot_delivery_is_recorded_when_the_worker_dies_right_after_the_robot_answered(
-        wechat, settings, die_after_answer):
+    wechat, settings, die_after_answer
+):
     settings.ALERT_BACKENDS = [WECOM, EMAIL]
     raise_refund_alert()
     alert = Alert.objects.get()
@@ -307,4 +348,6 @@ def test_robot_delivery_is_recorded_when_the_worker_dies_right_after_the_robot_a
     assert services.alerts_sweep(now=later) == {"sent": 1}
     assert len(wechat.control.robot_messages()) == 1 and len(mail.outbox) == 1
     assert list(AlertDelivery.objects.filter(alert=alert).values_list("backend", "attempts").order_by("backend")) == [
-        (EMAIL, 1), (WECOM, 1)]
+        (EMAIL, 1),
+        (WECOM, 1),
+    ]

@@ -18,8 +18,14 @@ def test_day_api_leap_day(summer, anon_api):
     assert response.json() == {
         "date": "2025-07-25",
         "lunar": {
-            "year": 2025, "month": 6, "day": 1, "is_leap": True, "text": "闰六月初一",
-            "month_text": "闰六月", "day_text": "初一", "year_ganzhi": "乙巳",
+            "year": 2025,
+            "month": 6,
+            "day": 1,
+            "is_leap": True,
+            "text": "闰六月初一",
+            "month_text": "闰六月",
+            "day_text": "初一",
+            "year_ganzhi": "乙巳",
         },
         "ganzhi": {"year": "乙巳", "month": "癸未", "day": "乙未", "year_by_lichun": "乙巳"},
         "zodiac": "蛇",
@@ -83,7 +89,9 @@ def test_day_api_unloaded_date_is_404_naming_the_loaded_range(summer, anon_api):
         "code": "not_found",
         "message": "暂无 2030-01-01 的黄历；可查询的日期：2025-05-01 至 2025-08-31。",
         "detail": {
-            "start": "2030-01-01", "end": "2030-01-01", "loaded": [{"start": "2025-05-01", "end": "2025-08-31"}],
+            "start": "2030-01-01",
+            "end": "2030-01-01",
+            "loaded": [{"start": "2025-05-01", "end": "2025-08-31"}],
         },
     }
 
@@ -102,7 +110,8 @@ def test_month_api(summer, anon_api):
     assert [d["date"] for d in body["days"]] == [f"2025-07-{n:02d}" for n in range(1, 32)]
     assert body["days"][24]["lunar"]["text"] == "闰六月初一"
     assert [(d["date"], d["solar_term"]) for d in body["days"] if d["solar_term"]] == [
-        ("2025-07-07", "小暑"), ("2025-07-22", "大暑"),
+        ("2025-07-07", "小暑"),
+        ("2025-07-22", "大暑"),
     ]
     single = anon_api.get("/api/v1/almanac/days/2025-07-25").json()
     assert body["days"][24] == single
@@ -179,7 +188,10 @@ def test_schema_describes_the_almanac_endpoints():
     schema = SchemaGenerator(patterns=urls.urlpatterns).get_schema(request=None, public=True)
     paths = schema["paths"]
     assert set(paths) == {
-        "/almanac/days/{date}", "/almanac/months/{month}", "/almanac/search", "/almanac/activities",
+        "/almanac/days/{date}",
+        "/almanac/months/{month}",
+        "/almanac/search",
+        "/almanac/activities",
     }
     search = paths["/almanac/search"]["get"]
     assert {p["name"] for p in search["parameters"]} == {"activity", "start", "days", "limit"}

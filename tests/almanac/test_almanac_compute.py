@@ -38,6 +38,7 @@ def as_golden(f: compute.DayFacts) -> dict:
 
 # --- the pin -------------------------------------------------------------------------------
 
+
 def test_compute_installed_version_is_the_pinned_one():
     assert compute.installed_version() == compute.PINNED_VERSION == "1.4.8"
     assert compute.check_version() == "1.4.8"
@@ -66,6 +67,7 @@ def test_compute_only_compute_imports_lunar_python():
 
 # --- leap months ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "date, lunar_year, month, day, is_leap, text",
     [
@@ -90,11 +92,16 @@ def test_compute_only_compute_imports_lunar_python():
 def test_compute_leap_months(date, lunar_year, month, day, is_leap, text):
     f = facts(date)
     assert (f.lunar_year, f.lunar_month, f.lunar_day, f.is_leap, f.lunar_text) == (
-        lunar_year, month, day, is_leap, text,
+        lunar_year,
+        month,
+        day,
+        is_leap,
+        text,
     )
 
 
 # --- the lunar new year --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "date, text, lunar_year, year_ganzhi, zodiac, festivals",
@@ -120,14 +127,20 @@ def test_compute_year_pillar_by_lichun_changes_before_the_new_year():
     # is already 甲辰, and the month pillar (by 节, sect 1) is 丙寅, the first month of 甲辰.
     f = facts("2024-02-04")
     assert (f.lunar_text, f.year_ganzhi, f.year_ganzhi_lichun, f.month_ganzhi, f.day_ganzhi) == (
-        "腊月廿五", "癸卯", "甲辰", "丙寅", "戊戌",
+        "腊月廿五",
+        "癸卯",
+        "甲辰",
+        "丙寅",
+        "戊戌",
     )
     assert (f.solar_term, f.solar_term_at) == (
-        "立春", dt.datetime(2024, 2, 4, 16, 27, 7, tzinfo=compute.BEIJING),
+        "立春",
+        dt.datetime(2024, 2, 4, 16, 27, 7, tzinfo=compute.BEIJING),
     )
 
 
 # --- solar terms minutes from midnight -----------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "date, term, at",
@@ -159,6 +172,7 @@ def test_compute_month_pillar_changes_on_the_day_of_the_jie():
 
 
 # --- 宜/忌 ---------------------------------------------------------------------------------
+
 
 def test_compute_sect1_yiji_do_not_depend_on_the_hour_of_the_jie():
     # 2022-12-07: 大雪 at 11:46:16. Sect 1 takes the month pillar by day (壬子 all day) ...
@@ -195,7 +209,10 @@ def test_compute_range_edges():
     assert facts("1901-01-01").lunar_text == "冬月十一"
     assert facts("2100-12-31").lunar_text == "腊月初一"
     assert [f.date for f in compute.days_between(dt.date(2024, 2, 27), dt.date(2024, 3, 1))] == [
-        dt.date(2024, 2, 27), dt.date(2024, 2, 28), dt.date(2024, 2, 29), dt.date(2024, 3, 1),
+        dt.date(2024, 2, 27),
+        dt.date(2024, 2, 28),
+        dt.date(2024, 2, 29),
+        dt.date(2024, 3, 1),
     ]
 
 
@@ -219,7 +236,12 @@ _DUMP = (
 def _compute_in(tz: str, dates: list[str]) -> list[dict]:
     env = {**os.environ, "TZ": tz}
     out = subprocess.run(
-        [sys.executable, "-c", _DUMP, *dates], cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        [sys.executable, "-c", _DUMP, *dates],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(out.stdout)
 
@@ -229,9 +251,7 @@ def test_compute_same_answers_with_process_tz_utc_shanghai_and_los_angeles(golde
     shanghai = _compute_in("Asia/Shanghai", dates)
     assert _compute_in("UTC", dates) == shanghai
     assert _compute_in("America/Los_Angeles", dates) == shanghai  # west of UTC: the date would slip
-    assert [(d["lunar_month_text"] + d["lunar_day_text"]) for d in shanghai] == [
-        golden[d]["lunar_text"] for d in dates
-    ]
+    assert [(d["lunar_month_text"] + d["lunar_day_text"]) for d in shanghai] == [golden[d]["lunar_text"] for d in dates]
 
 
 def test_compute_same_answers_after_tzset_in_process(golden):

@@ -38,12 +38,16 @@ def test_load_writes_days_index_and_range(load, golden):
     day = AlmanacDay.objects.get(pk=D(2025, 7, 25))
     g = golden["2025-07-25"]
     assert (day.lunar_text, day.lunar_month, day.is_leap, day.yi, day.ji) == (
-        "闰六月初一", 6, True, g["yi"], g["ji"],
+        "闰六月初一",
+        6,
+        True,
+        g["yi"],
+        g["ji"],
     )
     assert (day.source, day.source_version, day.sect) == ("lunar-python", "1.4.8", 1)
-    assert set(
-        AlmanacActivity.objects.filter(day=D(2025, 7, 25), kind="ji").values_list("term", flat=True)
-    ) == set(g["ji"])
+    assert set(AlmanacActivity.objects.filter(day=D(2025, 7, 25), kind="ji").values_list("term", flat=True)) == set(
+        g["ji"]
+    )
 
 
 def test_load_markers_are_shown_but_not_indexed(load):

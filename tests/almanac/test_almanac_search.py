@@ -22,15 +22,30 @@ def dates(*isos: str) -> set[dt.date]:
 
 def test_good_dates_moving_house_in_june(summer):
     assert selectors.good_dates(activity="搬家", start=JUNE[0], end=JUNE[1]) == dates(
-        "2025-06-04", "2025-06-07", "2025-06-08", "2025-06-10", "2025-06-11",
-        "2025-06-19", "2025-06-20", "2025-06-22", "2025-06-28", "2025-06-29",
+        "2025-06-04",
+        "2025-06-07",
+        "2025-06-08",
+        "2025-06-10",
+        "2025-06-11",
+        "2025-06-19",
+        "2025-06-20",
+        "2025-06-22",
+        "2025-06-28",
+        "2025-06-29",
     )
 
 
 def test_good_dates_opening_a_shop_in_june(summer):
     expected = dates(
-        "2025-06-01", "2025-06-03", "2025-06-07", "2025-06-08", "2025-06-13",
-        "2025-06-14", "2025-06-19", "2025-06-20", "2025-06-26",
+        "2025-06-01",
+        "2025-06-03",
+        "2025-06-07",
+        "2025-06-08",
+        "2025-06-13",
+        "2025-06-14",
+        "2025-06-19",
+        "2025-06-20",
+        "2025-06-26",
     )
     assert selectors.good_dates(activity="开业", start=JUNE[0], end=JUNE[1]) == expected
     assert selectors.good_dates(activity="开市", start=JUNE[0], end=JUNE[1]) == expected
@@ -79,9 +94,7 @@ def test_search_and_day_detail_always_agree(summer):
             continue
         terms = selectors.resolve_activity(word)
         found = selectors.good_dates(activity=word, start=days[0].date, end=days[-1].date)
-        expected = {
-            d.date for d in days if any(t in d.yi for t in terms) and not any(t in d.ji for t in terms)
-        }
+        expected = {d.date for d in days if any(t in d.yi for t in terms) and not any(t in d.ji for t in terms)}
         assert found == expected, word
         checked += 1
     # all but the 4 never-宜 terms (词讼, 乘船, 探病, 行丧) and the 4 words for them only
@@ -131,20 +144,41 @@ def test_search_limit_gives_the_next_good_days(summer):
 
 # --- the API -------------------------------------------------------------------------------
 
+
 def test_search_api_answer(summer, anon_api):
     response = anon_api.get("/api/v1/almanac/search", {"activity": "搬家", "start": "2025-06-01", "days": 30})
     assert response.status_code == 200
     body = response.json()
     assert (body["activity"], body["terms"], body["start"], body["end"], body["count"]) == (
-        "搬家", ["移徙", "入宅"], "2025-06-01", "2025-06-30", 10,
+        "搬家",
+        ["移徙", "入宅"],
+        "2025-06-01",
+        "2025-06-30",
+        10,
     )
     assert body["rule"] == synonyms.RULE
     first = body["results"][0]
     assert first == {
         "date": "2025-06-04",
         "lunar_text": "五月初九",
-        "yi": ["嫁娶", "冠笄", "祭祀", "出行", "移徙", "入宅", "作灶", "造车器", "补垣", "塞穴", "开厕", "破土",
-               "启钻", "除服", "成服", "入殓"],
+        "yi": [
+            "嫁娶",
+            "冠笄",
+            "祭祀",
+            "出行",
+            "移徙",
+            "入宅",
+            "作灶",
+            "造车器",
+            "补垣",
+            "塞穴",
+            "开厕",
+            "破土",
+            "启钻",
+            "除服",
+            "成服",
+            "入殓",
+        ],
         "ji": ["盖屋", "造桥", "安门", "安葬", "上梁"],
         "matched": ["移徙", "入宅"],
     }

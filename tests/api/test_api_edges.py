@@ -45,10 +45,17 @@ BAD_ORDER_NOS = ["abc%00def", "%00", "abc%01def", "abc%0Adef", "1%7F2", "x" * 33
 
 
 @pytest.mark.parametrize("order_no", BAD_ORDER_NOS)
-@pytest.mark.parametrize("method, suffix", [
-    ("get", ""), ("post", "/cancel"), ("post", "/pay"), ("get", "/pay-status"), ("post", "/refund"),
-    ("post", "/receive"),
-])
+@pytest.mark.parametrize(
+    "method, suffix",
+    [
+        ("get", ""),
+        ("post", "/cancel"),
+        ("post", "/pay"),
+        ("get", "/pay-status"),
+        ("post", "/refund"),
+        ("post", "/receive"),
+    ],
+)
 def test_unparsable_order_no_is_404_not_found(unpaid, method, suffix, order_no):
     api, real_no = unpaid
     response = getattr(api, method)(f"/api/v1/orders/{order_no}{suffix}", {"method": "balance"}, format="json")
@@ -60,17 +67,29 @@ def test_unparsable_order_no_is_404_not_found(unpaid, method, suffix, order_no):
 def test_post_to_an_unknown_path_is_404_even_with_csrf_checks(customer, path):
     from django.test import Client
 
-    client = Client(enforce_csrf_checks=True, raise_request_exception=False,
-                    HTTP_AUTHORIZATION=f"Bearer {token_issue(customer_id=customer.pk)}")
+    client = Client(
+        enforce_csrf_checks=True,
+        raise_request_exception=False,
+        HTTP_AUTHORIZATION=f"Bearer {token_issue(customer_id=customer.pk)}",
+    )
     assert_error(client.post(path, {}, content_type="application/json"), 404, "not_found")
 
 
-@pytest.mark.parametrize("path", [
-    "/api/v1/products/99999999999999999999", "/api/v1/products/9007199254740993", "/api/v1/products/0",
-    "/api/v1/products/1%00", "/api/v1/teachers/99999999999999999999/slots", "/api/v1/teachers/0/slots",
-    "/api/v1/products/" + "9" * 400, "/api/v1/almanac/days/2025-01-01%00", "/api/v1/almanac/months/2025%0A-01",
-    "/api/v1/almanac/days/" + "1" * 40,
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/products/99999999999999999999",
+        "/api/v1/products/9007199254740993",
+        "/api/v1/products/0",
+        "/api/v1/products/1%00",
+        "/api/v1/teachers/99999999999999999999/slots",
+        "/api/v1/teachers/0/slots",
+        "/api/v1/products/" + "9" * 400,
+        "/api/v1/almanac/days/2025-01-01%00",
+        "/api/v1/almanac/months/2025%0A-01",
+        "/api/v1/almanac/days/" + "1" * 40,
+    ],
+)
 def test_out_of_range_ids_are_404_not_found(safe_api, path):
     assert_error(safe_api().get(path), 404, "not_found")
 
@@ -81,6 +100,7 @@ def test_largest_id_is_still_routed(safe_api):
 
 
 # --- 2. bodies over the limit -> 413 payload_too_large -------------------------------------
+
 
 def test_ten_megabyte_json_body_is_413(customer, safe_api):
     body = json.dumps({"items": [{"sku_id": 1, "quantity": 1}] * 400_000}).encode()
@@ -97,10 +117,14 @@ def test_body_at_the_limit_is_parsed(customer, safe_api, settings):
     api = safe_api(customer)
     body = json.dumps({"items": [], "pad": "x" * 900}).encode()
     at_limit = body + b" " * (1000 - len(body))
-    assert_error(api.generic("POST", "/api/v1/orders/confirm", at_limit, content_type="application/json"),
-                 400, "invalid")
-    assert_error(api.generic("POST", "/api/v1/orders/confirm", at_limit + b" ", content_type="application/json"),
-                 413, "payload_too_large")
+    assert_error(
+        api.generic("POST", "/api/v1/orders/confirm", at_limit, content_type="application/json"), 400, "invalid"
+    )
+    assert_error(
+        api.generic("POST", "/api/v1/orders/confirm", at_limit + b" ", content_type="application/json"),
+        413,
+        "payload_too_large",
+    )
 
 
 @pytest.mark.parametrize("path, kind", [(NOTIFY, "payment"), (REFUND_NOTIFY, "refund")])
@@ -114,9 +138,15 @@ def test_oversized_notification_is_wechat_fail_xml_and_counted(safe_api, path, k
 
 # --- 3. throttles keyed by the real client address -----------------------------------------
 
+
 def _login(client, forwarded_for: str, remote: str = "203.0.113.7"):
-    return client.post("/api/v1/auth/wechat/login", {"code": "no-such-code"}, format="json",
-                       HTTP_X_FORWARDED_FOR=forwarded_for, REMOTE_ADDR=remote)
+    return client.post(
+        "/api/v1/auth/wechat/login",
+        {"code": "no-such-code"},
+        format="json",
+        HTTP_X_FORWARDED_FOR=forwarded_for,
+        REMOTE_ADDR=remote,
+    )
 
 
 def test_spoofed_x_forwarded_for_does_not_walk_past_the_login_throttle(safe_api):
@@ -145,6 +175,7 @@ def test_trusted_proxy_takes_the_address_the_proxy_saw(safe_api, settings):
 
 # --- 4. pay-status asks WeChat at most once per order per 10 s -----------------------------
 
+
 def test_pay_status_asks_wechat_once_per_ten_seconds(unpaid, wechat):
     api, order_no = unpaid
     assert api.post(f"/api/v1/orders/{order_no}/pay", {"method": "wechat"}, format="json").status_code == 200
@@ -157,7 +188,8 @@ def test_pay_status_asks_wechat_once_per_ten_seconds(unpaid, wechat):
     # 10 s later the next call asks again and finds the payment its notification never brought.
     wechat.control.pay(order_no)
     Payment.objects.filter(out_trade_no=order_no).update(
-        status_queried_at=timezone.now() - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS))
+        status_queried_at=timezone.now() - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS)
+    )
     assert api.get(f"/api/v1/orders/{order_no}/pay-status").json()["order_status"] == "paid"
     assert wechat.state.api_calls["pay/orderquery"] == 2
     assert [api.get(f"/api/v1/orders/{order_no}/pay-status").json()["order_status"] for _ in range(5)] == ["paid"] * 5
@@ -173,6 +205,7 @@ def test_claim_status_query_is_one_winner_per_interval(unpaid, wechat):
 
 # --- 5. invalid notifications: counted, bounded sample ------------------------------------
 
+
 def test_five_hundred_junk_notifications_keep_a_bounded_sample(safe_api, settings):
     settings.INVALID_NOTIFICATION_SAMPLES = 7
     settings.INVALID_NOTIFICATION_SAMPLE_CHARS = 512
@@ -186,7 +219,8 @@ def test_five_hundred_junk_notifications_keep_a_bounded_sample(safe_api, setting
         response = client.generic("POST", NOTIFY, junk[i % 3], content_type="text/xml")
         assert response.status_code == 200 and b"FAIL" in response.content
     assert list(InvalidNotificationDay.objects.values_list("day", "kind", "count")) == [
-        (timezone.localdate(), "payment", 500)]
+        (timezone.localdate(), "payment", 500)
+    ]
     samples = list(Notification.objects.values_list("outcome", "body"))
     assert len(samples) == 7
     assert {outcome for outcome, _ in samples} == {"bad_signature", "malformed"}
@@ -207,11 +241,16 @@ def test_junk_refund_notifications_are_counted_apart(safe_api, settings):
 PUBLIC = ["/api/v1/categories", "/api/v1/products", "/api/v1/teachers", "/api/v1/almanac/activities"]
 
 
-@pytest.mark.parametrize("header", ["Bearer expired-or-unknown-token", "Bearer", "Bearer a b", "Token abc", "Bearer \u00e9"])
+@pytest.mark.parametrize(
+    "header", ["Bearer expired-or-unknown-token", "Bearer", "Bearer a b", "Token abc", "Bearer \u00e9"]
+)
 def test_public_endpoints_treat_a_bad_token_as_anonymous(safe_api, consultation, header):
     client = safe_api()
     client.credentials(HTTP_AUTHORIZATION=header)
-    paths = PUBLIC + [f"/api/v1/products/{consultation.product.pk}", f"/api/v1/teachers/{consultation.teacher.pk}/slots"]
+    paths = PUBLIC + [
+        f"/api/v1/products/{consultation.product.pk}",
+        f"/api/v1/teachers/{consultation.teacher.pk}/slots",
+    ]
     for path in paths:
         response = client.get(path)
         assert response.status_code == 200, (path, response.content[:200])

@@ -45,7 +45,9 @@ def test_not_found_messages(client, make_api):
     assert error(client.get("/api/v1/nowhere"), 404, "not_found")["message"] == "接口不存在。"
     assert error(client.get("/api/v1/products/424242"), 404, "not_found")["message"] == "商品不存在。"
     assert error(client.get("/api/v1/teachers/424242/slots"), 404, "not_found")["message"] == "老师不存在。"
-    assert error(make_api().get("/api/v1/me"), 401, "unauthenticated")["message"] == "请先登录（令牌缺失、无效或已过期）。"
+    assert (
+        error(make_api().get("/api/v1/me"), 401, "unauthenticated")["message"] == "请先登录（令牌缺失、无效或已过期）。"
+    )
 
 
 def test_query_validation_messages(client, consultation):

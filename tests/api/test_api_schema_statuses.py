@@ -17,9 +17,18 @@ def statuses(paths, method: str, path: str) -> set[str]:
 
 def test_private_writes_declare_every_error(paths):
     assert statuses(paths, "post", "/api/v1/orders") == {
-        "200", "201", "400", "401", "409", "410", "413", "415", "429", "503"}
-    assert statuses(paths, "post", "/api/v1/orders/confirm") == {
-        "200", "400", "401", "404", "409", "413", "415", "503"}
+        "200",
+        "201",
+        "400",
+        "401",
+        "409",
+        "410",
+        "413",
+        "415",
+        "429",
+        "503",
+    }
+    assert statuses(paths, "post", "/api/v1/orders/confirm") == {"200", "400", "401", "404", "409", "413", "415", "503"}
     assert statuses(paths, "get", "/api/v1/orders/{order_no}/pay-status") == {"200", "401", "404", "503"}
     assert statuses(paths, "post", "/api/v1/auth/wechat/login") == {"200", "400", "413", "415", "429", "503"}
 

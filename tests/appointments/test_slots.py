@@ -71,8 +71,10 @@ def test_slot_list_api_by_teacher_and_dates(client, consultation):
     from django.utils import timezone
 
     today = timezone.localdate()
-    response = client.get(f"/api/v1/teachers/{consultation.teacher.pk}/slots",
-                          {"from": today.isoformat(), "to": (today + dt.timedelta(days=7)).isoformat()})
+    response = client.get(
+        f"/api/v1/teachers/{consultation.teacher.pk}/slots",
+        {"from": today.isoformat(), "to": (today + dt.timedelta(days=7)).isoformat()},
+    )
     assert response.status_code == 200
     slots = response.json()
     listed = Slot.objects.filter(teacher=consultation.teacher, start__gte=timezone.now()).count()
@@ -81,9 +83,10 @@ def test_slot_list_api_by_teacher_and_dates(client, consultation):
     assert slots[0]["start"].endswith("+08:00")
     # ... available: those starting more than BOOKING_MIN_NOTICE_MINUTES from now
     assert [s["id"] for s in slots if s["available"]] == [s.pk for s in consultation.slots]
-    tomorrow = client.get(f"/api/v1/teachers/{consultation.teacher.pk}/slots",
-                          {"from": (today + dt.timedelta(days=1)).isoformat(),
-                           "to": (today + dt.timedelta(days=1)).isoformat()}).json()
+    tomorrow = client.get(
+        f"/api/v1/teachers/{consultation.teacher.pk}/slots",
+        {"from": (today + dt.timedelta(days=1)).isoformat(), "to": (today + dt.timedelta(days=1)).isoformat()},
+    ).json()
     assert [dt.datetime.fromisoformat(s["start"]).hour for s in tomorrow] == [9, 11, 13, 15, 17, 19]
 
 

@@ -18,10 +18,12 @@ def test_week_shows_each_slot_state_in_shanghai_time(boss, consultation):
     slots = list(Slot.objects.filter(teacher=consultation.teacher, start__date__gte=day).order_by("start")[:3])
     Slot.objects.filter(pk=slots[0].pk).update(is_open=False)
     Slot.objects.filter(pk=slots[1].pk).update(booked=1)
-    html = boss.get("/admin/backoffice/week/", {"teacher": consultation.teacher.pk, "start": day.isoformat()}).content.decode()
+    html = boss.get(
+        "/admin/backoffice/week/", {"teacher": consultation.teacher.pk, "start": day.isoformat()}
+    ).content.decode()
     assert html.count('data-state="blocked"') == 1
     assert html.count('data-state="full"') == 1
-    assert f'/admin/appointments/slot/{slots[0].pk}/change/' in html
+    assert f"/admin/appointments/slot/{slots[0].pk}/change/" in html
     first = timezone.localtime(slots[0].start, SHANGHAI).strftime("%H:%M")
     assert f"<th>{first}</th>" in html and first == "09:00"
 

@@ -18,10 +18,22 @@ pytestmark = pytest.mark.django_db
 
 def _order(customer, no, pay_fen, *, status=OrderStatus.UNPAID, created=None, paid=None):
     order = Order.objects.create(
-        order_no=no, order_key=no, customer=customer, status=status, goods_fen=pay_fen, pay_fen=pay_fen,
-        pay_deadline=timezone.now(), paid_at=paid, address={"name": "张三", "phone": "13800000000",
-                                                            "province": "上海", "city": "上海", "district": "浦东",
-                                                            "detail": "世纪大道1号"},
+        order_no=no,
+        order_key=no,
+        customer=customer,
+        status=status,
+        goods_fen=pay_fen,
+        pay_fen=pay_fen,
+        pay_deadline=timezone.now(),
+        paid_at=paid,
+        address={
+            "name": "张三",
+            "phone": "13800000000",
+            "province": "上海",
+            "city": "上海",
+            "district": "浦东",
+            "detail": "世纪大道1号",
+        },
     )
     if created:
         Order.objects.filter(pk=order.pk).update(created_at=created)
@@ -51,8 +63,14 @@ def test_summary_counts_shanghai_days(customer):
     _order(customer, "A2", 3000, status=OrderStatus.SHIPPED, created=early, paid=early)
     _order(customer, "A3", 500, created=early)  # unpaid
     _order(customer, "B1", 7000, status=OrderStatus.PAID, created=yesterday_late, paid=yesterday_late)
-    _order(customer, "OLD", 9900, status=OrderStatus.PAID,
-           created=now - dt.timedelta(days=40), paid=now - dt.timedelta(days=40))
+    _order(
+        customer,
+        "OLD",
+        9900,
+        status=OrderStatus.PAID,
+        created=now - dt.timedelta(days=40),
+        paid=now - dt.timedelta(days=40),
+    )
     today, month = selectors.periods(now)
     t = selectors.summary(today)
     assert (t["orders"], t["paid_orders"], t["revenue_fen"], t["aov_fen"]) == (3, 2, 4000, 2000)
@@ -82,15 +100,21 @@ def test_todo_counts_link_to_filtered_lists(boss, customer):
     assert "backoffice/vendor/echarts/echarts.min.js" in html
     assert "10.00" in html  # today's revenue in yuan
     # every to-do link opens its filtered list
-    for url in ("/admin/orders/order/?status__exact=paid&kind__exact=goods", "/admin/payments/payment/?status__exact=manual",
-                "/admin/payments/reconciliationrun/?status__in=differences,error", "/admin/catalog/sku/?stock__lte=5&is_active__exact=1",
-                "/admin/orders/aftersale/?status__exact=requested", "/admin/payments/refund/?status__exact=failed",
-                "/admin/orders/followup/?status__exact=failed", "/admin/alerts/alert/?handled=no"):
+    for url in (
+        "/admin/orders/order/?status__exact=paid&kind__exact=goods",
+        "/admin/payments/payment/?status__exact=manual",
+        "/admin/payments/reconciliationrun/?status__in=differences,error",
+        "/admin/catalog/sku/?stock__lte=5&is_active__exact=1",
+        "/admin/orders/aftersale/?status__exact=requested",
+        "/admin/payments/refund/?status__exact=failed",
+        "/admin/orders/followup/?status__exact=failed",
+        "/admin/alerts/alert/?handled=no",
+    ):
         response = boss.get(url)
         assert response.status_code == 200, url
         assert "?e=1" not in response.url if hasattr(response, "url") else True
     listing = boss.get("/admin/orders/order/?status__exact=paid&kind__exact=goods").content.decode()
-    body = listing[listing.find("result_list"):]
+    body = listing[listing.find("result_list") :]
     assert ">T1<" in body, body[:4000]
     assert "10.00" in body
 

@@ -43,14 +43,24 @@ def hostile_order(api, make_sku, place_order):
     """A goods order placed through the API by a customer whose nickname and address were set
     through the API to formulas."""
     assert api.patch("/api/v1/me", {"nickname": NICKNAME}, format="json").status_code == 200
-    created = api.post("/api/v1/addresses", {
-        "name": ADDRESS_NAME, "phone": "13800000000", "province": "浙江省", "city": "杭州市",
-        "district": "西湖区", "detail": ADDRESS_DETAIL,
-    }, format="json")
+    created = api.post(
+        "/api/v1/addresses",
+        {
+            "name": ADDRESS_NAME,
+            "phone": "13800000000",
+            "province": "浙江省",
+            "city": "杭州市",
+            "district": "西湖区",
+            "detail": ADDRESS_DETAIL,
+        },
+        format="json",
+    )
     assert created.status_code == 201, created.json()
     from apps.accounts.models import Address
 
-    order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=Address.objects.get(pk=created.json()["id"]))
+    order = place_order(
+        api, items=[(make_sku(price_fen=12800), 1)], address=Address.objects.get(pk=created.json()["id"])
+    )
     return order["order_no"]
 
 
@@ -94,8 +104,9 @@ def refunded_payment(api, customer, make_sku, place_order, address):
     assert asked.status_code == 202, asked.json()
     from apps.orders.models import AfterSale
 
-    refund = refunds.after_sale_approve(after_sale_id=AfterSale.objects.get(order__order_no=order["order_no"]).pk,
-                                        actor="staff:finance")
+    refund = refunds.after_sale_approve(
+        after_sale_id=AfterSale.objects.get(order__order_no=order["order_no"]).pk, actor="staff:finance"
+    )
     Refund.objects.filter(pk=refund.pk).update(last_error="-2+3+cmd|' /C calc'!A0")
     payment = Payment.objects.get(order__order_no=order["order_no"])
     Payment.objects.filter(pk=payment.pk).update(transaction_id="@SUM(1+1)")
@@ -133,8 +144,15 @@ def test_reconciliation_export_keeps_negative_amounts_numbers(role_client, fmt):
     # A day with more refunded than paid: WeChat's net is negative. The error text starts with
     # "-" too: text is neutralised, the numbers are not.
     day = dt.date(2026, 11, 30)
-    ReconciliationRun.objects.create(bill_date=day, status=ReconciliationRun.Status.DIFFERENCES, wechat_count=2,
-                                     local_count=1, wechat_fen=-1234, local_fen=-1000, error="-ERR 账单缺行")
+    ReconciliationRun.objects.create(
+        bill_date=day,
+        status=ReconciliationRun.Status.DIFFERENCES,
+        wechat_count=2,
+        local_count=1,
+        wechat_fen=-1234,
+        local_fen=-1000,
+        error="-ERR 账单缺行",
+    )
     sheet = _export(role_client("财务"), "reconciliation", fmt, day)
     if fmt == "csv":
         assert sheet[1][:8] == ["2026-11-30", "有差异", "2", "1", "-12.34", "-10.00", "0", "'-ERR 账单缺行"]

@@ -16,9 +16,17 @@ URL = "/admin/backoffice/export/"
 
 
 def _order(customer, no, pay_fen, created):
-    order = Order.objects.create(order_no=no, order_key=no, customer=customer, status=OrderStatus.PAID, goods_fen=pay_fen,
-                                 pay_fen=pay_fen, pay_deadline=created, paid_at=created,
-                                 address={"name": "张三", "province": "上海市", "detail": "世纪大道1号"})
+    order = Order.objects.create(
+        order_no=no,
+        order_key=no,
+        customer=customer,
+        status=OrderStatus.PAID,
+        goods_fen=pay_fen,
+        pay_fen=pay_fen,
+        pay_deadline=created,
+        paid_at=created,
+        address={"name": "张三", "province": "上海市", "detail": "世纪大道1号"},
+    )
     Order.objects.filter(pk=order.pk).update(created_at=created)
 
 
@@ -58,7 +66,9 @@ def test_every_kind_exports(role_client, kind):
 
 def test_only_finance_may_export(role_client):
     client = role_client("运营")
-    assert client.get(URL, {"kind": "orders", "start": "2026-11-01", "end": "2026-11-30", "fmt": "csv"}).status_code == 403
+    assert (
+        client.get(URL, {"kind": "orders", "start": "2026-11-01", "end": "2026-11-30", "fmt": "csv"}).status_code == 403
+    )
     assert client.get(URL).status_code == 403
 
 
@@ -107,8 +117,16 @@ def paid_and_refunded(role_client, make_customer, make_api, make_sku, place_orde
 
     customer = make_customer(balance_fen=1_000_000)
     api = make_api(customer)
-    address = Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                                     city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    address = Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        district="西湖区",
+        detail="文三路100号",
+        is_default=True,
+    )
     sku = make_sku(price_fen=6000, stock=10)
     nos = []
     for _ in range(2):

@@ -64,12 +64,15 @@ def test_an_unmapped_app_still_appears_in_a_group_named_after_it(django_user_mod
     assert groups[-1] == "黄历" and list(_items(boss, "黄历")) == ["黄历", "黄历已载入范围"]
 
 
-@pytest.mark.parametrize(("role", "sees", "not_sees"), [
-    ("运营", {"订单", "商品", "营销"}, {"财务", "系统"}),
-    ("客服", {"订单", "咨询"}, {"商品", "营销"}),
-    ("财务", {"订单", "财务"}, {"商品", "营销", "咨询"}),
-    ("老师", {"咨询"}, {"订单", "商品", "营销", "财务", "系统"}),
-])
+@pytest.mark.parametrize(
+    ("role", "sees", "not_sees"),
+    [
+        ("运营", {"订单", "商品", "营销"}, {"财务", "系统"}),
+        ("客服", {"订单", "咨询"}, {"商品", "营销"}),
+        ("财务", {"订单", "财务"}, {"商品", "营销", "咨询"}),
+        ("老师", {"咨询"}, {"订单", "商品", "营销", "财务", "系统"}),
+    ],
+)
 def test_each_role_sees_its_own_groups(role_client, django_user_model, role, sees, not_sees):
     role_client(role)
     groups = set(_groups(django_user_model.objects.get(username=f"u-{role}")))
@@ -103,8 +106,10 @@ def test_a_teacher_sees_only_their_own_week(role_client, consultation, django_us
     from apps.catalog.models import Product, Teacher
 
     teacher = consultation.teacher
-    other = Teacher.objects.create(name="王婉清", product=Product.objects.create(
-        category=teacher.product.category, name="王婉清咨询", kind="consultation"))
+    other = Teacher.objects.create(
+        name="王婉清",
+        product=Product.objects.create(category=teacher.product.category, name="王婉清咨询", kind="consultation"),
+    )
     staff = role_client("老师")
     Teacher.objects.filter(pk=teacher.pk).update(user=django_user_model.objects.get(username="u-老师"))
     own = staff.get("/admin/backoffice/week/", {"teacher": teacher.pk})

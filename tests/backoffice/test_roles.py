@@ -15,15 +15,33 @@ def _perms(group: str) -> set[str]:
 
 def test_the_migration_made_the_roles():
     assert set(Group.objects.filter(name__in=ROLES).values_list("name", flat=True)) == {
-        "运营", "客服", "财务", "老师", "门店店员", "公众号"}
+        "运营",
+        "客服",
+        "财务",
+        "老师",
+        "门店店员",
+        "公众号",
+    }
     ops, service, finance, teacher = _perms("运营"), _perms("客服"), _perms("财务"), _perms("老师")
-    assert {"catalog.change_stock", "orders.ship_order", "marketing.manage_flashsale", "orders.view_order",
-            "orders.view_orderline", "orders.view_shipment"} <= ops  # what to pack, and what was sent
+    assert {
+        "catalog.change_stock",
+        "orders.ship_order",
+        "marketing.manage_flashsale",
+        "orders.view_order",
+        "orders.view_orderline",
+        "orders.view_shipment",
+    } <= ops  # what to pack, and what was sent
     assert "orders.decide_aftersale" not in ops and "backoffice.export_data" not in ops
     assert {"orders.view_order", "orders.view_aftersale"} <= service
     assert not {p for p in service if not p.split(".")[1].startswith("view_")}  # look, never change
-    assert {"orders.decide_aftersale", "payments.resolve_payment", "payments.retry_refund",
-            "payments.run_reconciliation", "payments.batch_refund", "backoffice.export_data"} <= finance
+    assert {
+        "orders.decide_aftersale",
+        "payments.resolve_payment",
+        "payments.retry_refund",
+        "payments.run_reconciliation",
+        "payments.batch_refund",
+        "backoffice.export_data",
+    } <= finance
     assert "payments.batch_refund" not in ops | service | teacher  # the migration 0003_batch_refund_role
     assert {"appointments.view_slot", "appointments.manage_slot"} <= teacher
     assert not {p for p in teacher if not p.startswith(("appointments.", "chat."))}
@@ -45,12 +63,22 @@ def test_make_run_creates_one_demo_login_per_role(client):
     from starmall.management.commands.runshop import Command
 
     category = Category.objects.create(name="咨询预约", kind="consultation")
-    first, second = (Teacher.objects.create(name=name, product=Product.objects.create(
-        category=category, name=f"{name}咨询", kind="consultation")) for name in ("李明远", "王婉清"))
+    first, second = (
+        Teacher.objects.create(
+            name=name, product=Product.objects.create(category=category, name=f"{name}咨询", kind="consultation")
+        )
+        for name in ("李明远", "王婉清")
+    )
 
     logins = Command()._role_logins()
-    assert [(role, login) for role, login, _ in logins] == [("运营", "ops"), ("客服", "service"), ("财务", "finance"), ("老师", "teacher"),
-                                                       ("门店店员", "store"), ("公众号", "official")]
+    assert [(role, login) for role, login, _ in logins] == [
+        ("运营", "ops"),
+        ("客服", "service"),
+        ("财务", "finance"),
+        ("老师", "teacher"),
+        ("门店店员", "store"),
+        ("公众号", "official"),
+    ]
     assert Command()._role_logins() == logins  # once
     for role, login, secret in logins:
         assert client.login(username=login, password=secret)
@@ -61,8 +89,9 @@ def test_make_run_creates_one_demo_login_per_role(client):
     assert not get_user_model().objects.get(username="ops").has_perm("backoffice.export_data")
     official = get_user_model().objects.get(username="official")
     assert official.has_perm("wechat_official.send_mass") and official.has_perm("accounts.change_subscribetemplate")
-    assert not official.has_perm("orders.view_order") and not get_user_model().objects.get(
-        username="ops").has_perm("wechat_official.send_mass")
+    assert not official.has_perm("orders.view_order") and not get_user_model().objects.get(username="ops").has_perm(
+        "wechat_official.send_mass"
+    )
     # the demo teacher login is the first teacher's (its slots and chats only), linked once
     teacher_login = get_user_model().objects.get(username="teacher")
     assert list(Teacher.objects.filter(user=teacher_login).values_list("pk", flat=True)) == [first.pk]

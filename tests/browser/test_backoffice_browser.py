@@ -75,8 +75,9 @@ def test_roles_do_their_daily_tasks_in_the_browser(page_for, shot, base_url, sho
     assert ops.locator("#bo-revenue-chart canvas").count() == 1  # ECharts drew it
     assert ops.locator("text=待发货订单").is_visible()
     shot(ops, "01-dashboard-operations")
-    assert all(url.startswith(base_url) for url in ops.requested), \
-        [u for u in ops.requested if not u.startswith(base_url)]  # no CDN
+    assert all(url.startswith(base_url) for url in ops.requested), [
+        u for u in ops.requested if not u.startswith(base_url)
+    ]  # no CDN
     ops.goto(f"{base_url}/admin/orders/order/?status__exact=paid")
     row = ops.locator(f"tr:has-text('{shop['to_ship']}')")
     row.locator("input.action-select").check()
@@ -120,7 +121,10 @@ def test_roles_do_their_daily_tasks_in_the_browser(page_for, shot, base_url, sho
     assert slot.is_open is False
     week = slot.start.astimezone(timezone.get_current_timezone()).date()
     teacher.goto(f"{base_url}/admin/backoffice/week/?start={week:%Y-%m-%d}")
-    assert teacher.locator(f"a[href='/admin/appointments/slot/{slot.pk}/change/']").get_attribute("data-state") == "blocked"
+    assert (
+        teacher.locator(f"a[href='/admin/appointments/slot/{slot.pk}/change/']").get_attribute("data-state")
+        == "blocked"
+    )
     shot(teacher, "09-week-slot-blocked")
     assert (slot.capacity, slot.booked) == (1, 0)
 
@@ -165,4 +169,5 @@ def test_finance_batch_refunds_selected_orders_in_the_browser(page_for, shot, ba
     assert sorted(Refund.objects.values_list("out_refund_no", "status")) == sorted((f"{no}R1", "success") for no in nos)
     assert set(Order.objects.filter(order_no__in=nos).values_list("status", flat=True)) == {"refunded"}
     assert Customer.objects.get(pk=1).balance_fen == balance + sum(
-        Order.objects.filter(order_no__in=nos).values_list("pay_fen", flat=True))
+        Order.objects.filter(order_no__in=nos).values_list("pay_fen", flat=True)
+    )

@@ -35,7 +35,8 @@ def test_charts_fill_their_boxes_on_first_paint_and_after_resize(page_for, base_
         get_user_model().objects.create_superuser(role, password=PASSWORD)
     else:
         get_user_model().objects.create_user(role, password=PASSWORD, is_staff=True).groups.add(
-            Group.objects.get(name=role))
+            Group.objects.get(name=role)
+        )
     page = page_for(role, PASSWORD)  # 1,400 x 900, logged in, on /admin/
     page.wait_for_load_state("load")
     sizes = {}
@@ -48,7 +49,9 @@ def test_charts_fill_their_boxes_on_first_paint_and_after_resize(page_for, base_
     page.set_viewport_size({"width": 1000, "height": 900})
     page.wait_for_timeout(400)
     after = _measure(page, "bo-revenue-chart")
-    assert abs(after["canvas"] - after["box"]) <= 2 and after["box"] != sizes["bo-revenue-chart"]["box"], after  # the box changed (the row wraps), the canvas followed
+    assert abs(after["canvas"] - after["box"]) <= 2 and after["box"] != sizes["bo-revenue-chart"]["box"], (
+        after
+    )  # the box changed (the row wraps), the canvas followed
     assert ("销售额（元）" in page.content()) is (role == "owner")
 
 

@@ -19,8 +19,9 @@ PASSWORD = "pw-browser-1"
 def _withdrawal(openid: str, amount_fen: int) -> Withdrawal:
     customer = Customer.objects.create(openid=openid, nickname=f"推广员{openid[-1]}")
     me = referral.distributor_for(customer_id=customer.pk)
-    ledger.ledger_book(distributor_id=me.pk, reason=LedgerEntry.Reason.RELEASE, ref=f"browser-{openid}",
-                       available=amount_fen)
+    ledger.ledger_book(
+        distributor_id=me.pk, reason=LedgerEntry.Reason.RELEASE, ref=f"browser-{openid}", available=amount_fen
+    )
     return withdrawals.withdrawal_request(customer_id=customer.pk, amount_fen=amount_fen)
 
 

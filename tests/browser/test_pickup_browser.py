@@ -25,8 +25,9 @@ def test_store_staff_verify_a_code_once_in_the_browser(page_for, shot, base_url,
     StoreStaff.objects.create(user=clerk, store=store)
     customer = make_customer(balance_fen=100_000)
     sku = make_sku(price_fen=5000, stock=5)
-    key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}],
-                               delivery="pickup", store_id=store.pk)["order_key"]
+    key = orders.order_confirm(
+        customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}], delivery="pickup", store_id=store.pk
+    )["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
     payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     code = Order.objects.get(pk=order.pk).pickup_code

@@ -48,7 +48,10 @@ def orders(make_api, place_order):
     for pay in (True, True, False):
         order = place_order(api, items=[(sku, 1)], address=address)
         if pay:
-            assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+            assert (
+                api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code
+                == 200
+            )
         nos.append(order["order_no"])
     return nos
 

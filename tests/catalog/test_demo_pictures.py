@@ -22,7 +22,7 @@ def test_seed_demo_pictures_load_at_absolute_urls(make_api, settings, media):
     detail = api.get(f"/api/v1/products/{listing[0]['id']}").json()
     assert detail["images"] == [listing[0]["cover_url"]]
     for url in {row["cover_url"] for row in listing}:
-        response = Client().get(url[len(settings.SITE_URL):])
+        response = Client().get(url[len(settings.SITE_URL) :])
         assert response.status_code == 200, url
         with Image.open(io.BytesIO(b"".join(response.streaming_content))) as image:
             assert image.format == "PNG" and image.size == (240, 240)
@@ -33,8 +33,9 @@ def test_seed_demo_pictures_load_at_absolute_urls(make_api, settings, media):
 
 def test_a_full_url_or_a_path_stays_absolute(make_api, make_sku, settings):
     sku = make_sku()
-    Product.objects.filter(pk=sku.product_id).update(cover_url="https://cdn.example.com/a.png",
-                                                     images=["/static/x.png", "demo/y.png"])
+    Product.objects.filter(pk=sku.product_id).update(
+        cover_url="https://cdn.example.com/a.png", images=["/static/x.png", "demo/y.png"]
+    )
     detail = make_api().get(f"/api/v1/products/{sku.product_id}").json()
     assert detail["cover_url"] == "https://cdn.example.com/a.png"
     assert detail["images"] == [f"{settings.SITE_URL}/static/x.png", f"{settings.SITE_URL}/media/demo/y.png"]

@@ -40,8 +40,9 @@ def test_tags_and_sort_together(client, three):
     assert ids(client, tag="recommended") == [b.pk]
 
 
-@pytest.mark.parametrize("params, field", [({"sort": "cheap"}, "sort"), ({"tag": "cold"}, "tag"),
-                                           ({"sort": "sales; DROP"}, "sort")])
+@pytest.mark.parametrize(
+    "params, field", [({"sort": "cheap"}, "sort"), ({"tag": "cold"}, "tag"), ({"sort": "sales; DROP"}, "sort")]
+)
 def test_bad_sort_or_tag_is_400_invalid(client, three, params, field):
     response = client.get("/api/v1/products", params)
     assert response.status_code == 400

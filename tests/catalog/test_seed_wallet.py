@@ -29,7 +29,9 @@ def test_seed_demo_wallet_equals_its_ledger_and_is_credited_once(make_api):
     demo = Customer.objects.get(openid="oDemoCustomer0000000000000001")
     assert (demo.balance_fen, demo.points) == (100000, 500)
     assert list(WalletEvent.objects.filter(customer=demo).order_by("kind").values_list("kind", "reason", "amount")) == [
-        ("balance", "adjust", 100000), ("points", "adjust", 500)]
+        ("balance", "adjust", 100000),
+        ("points", "adjust", 500),
+    ]
     # What the customer sees: the two rows behind the numbers.
     api = make_api(demo)
     assert api.get("/api/v1/me").json()["balance_fen"] == 100000

@@ -73,8 +73,9 @@ def close_consultation(make_api, settings):
             Order.objects.filter(order_no=order_no).update(status="cancelled")
         else:
             settings.REFUND_AUTO_APPROVE_HOURS = 0  # staff decide
-            asked = make_api(chat.customer).post(f"/api/v1/orders/{order_no}/refund", {"reason": "时间不合适"},
-                                                 format="json")
+            asked = make_api(chat.customer).post(
+                f"/api/v1/orders/{order_no}/refund", {"reason": "时间不合适"}, format="json"
+            )
             assert asked.status_code in (200, 201, 202), asked.json()
             sale = AfterSale.objects.get(order__order_no=order_no, status="requested")
             assert refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff") is not None
@@ -91,10 +92,16 @@ def not_the_senders_media(chat, make_upload, settings):
     customer may not send (not their own upload of the message's kind), with the 400 expected."""
     from apps.files.services import media_url
 
-    image = {"code": "invalid", "message": "图片消息只能发送你上传的图片。",
-             "detail": {"content": ["必须是你通过上传接口上传的图片地址"]}}
-    audio = {"code": "invalid", "message": "语音消息只能发送你上传的音频。",
-             "detail": {"content": ["必须是你通过上传接口上传的音频地址"]}}
+    image = {
+        "code": "invalid",
+        "message": "图片消息只能发送你上传的图片。",
+        "detail": {"content": ["必须是你通过上传接口上传的图片地址"]},
+    }
+    audio = {
+        "code": "invalid",
+        "message": "语音消息只能发送你上传的音频。",
+        "detail": {"content": ["必须是你通过上传接口上传的音频地址"]},
+    }
     theirs = make_upload(chat.teacher_customer)
     png, mp3 = make_upload(chat.customer), make_upload(chat.customer, "mp3")
     base = f"{settings.SITE_URL}/media/"

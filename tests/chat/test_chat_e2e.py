@@ -28,8 +28,11 @@ def asgi_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(application, host="127.0.0.1", port=port, lifespan="off",
-                                           log_level="warning", ws="websockets-sansio"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            application, host="127.0.0.1", port=port, lifespan="off", log_level="warning", ws="websockets-sansio"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15
@@ -48,10 +51,12 @@ def test_chat_end_to_end_over_a_real_websocket(chat, asgi_server, make_upload):
     image = make_upload(chat.teacher_customer)  # the teacher's own upload
 
     def http(method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict | None]:
-        request = urllib.request.Request(f"http://{asgi_server}{path}", method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Authorization": f"Bearer {token}",
-                                                  "Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://{asgi_server}{path}",
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             raw = response.read()
             return response.status, json.loads(raw) if raw else None
@@ -61,8 +66,10 @@ def test_chat_end_to_end_over_a_real_websocket(chat, asgi_server, make_upload):
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await asyncio.wait_for(refused.recv(), 5)
             assert closed.value.rcvd.code == 4401
-        async with websockets.connect(f"{base}?token={customer_token}") as customer, \
-                websockets.connect(f"{base}?token={teacher_token}") as teacher:
+        async with (
+            websockets.connect(f"{base}?token={customer_token}") as customer,
+            websockets.connect(f"{base}?token={teacher_token}") as teacher,
+        ):
             # An idle socket stays open past 5 s (redis-py 8's default socket timeout once broke
             # the channel layer's blocking read: every quiet chat dropped after 5 s).
             await asyncio.sleep(7)
@@ -81,17 +88,27 @@ def test_chat_end_to_end_over_a_real_websocket(chat, asgi_server, make_upload):
         # reconnecting, the customer reads what it missed over HTTP on the same host and port
         async with websockets.connect(f"{base}?token={customer_token}") as customer:
             status, history = await asyncio.to_thread(
-                http, "GET", f"/api/v1/chat/sessions/{chat.session.pk}/messages", customer_token)
+                http, "GET", f"/api/v1/chat/sessions/{chat.session.pk}/messages", customer_token
+            )
             assert status == 200
             assert [m["content"] for m in history["results"][:2]] == ["明天详谈", "您的八字我看过了"]
             status, sessions = await asyncio.to_thread(http, "GET", "/api/v1/chat/sessions", customer_token)
             assert sessions["results"][0]["unread"] == 3
-            status, _ = await asyncio.to_thread(http, "POST", f"/api/v1/chat/sessions/{chat.session.pk}/read",
-                                                customer_token, {"up_to": history["results"][0]["id"]})
+            status, _ = await asyncio.to_thread(
+                http,
+                "POST",
+                f"/api/v1/chat/sessions/{chat.session.pk}/read",
+                customer_token,
+                {"up_to": history["results"][0]["id"]},
+            )
             assert status == 204
             receipt = json.loads(await asyncio.wait_for(customer.recv(), 5))
             assert receipt == {"type": "read", "up_to": history["results"][0]["id"], "by": "customer"}
 
     asyncio.run(scenario())
     assert list(ChatMessage.objects.order_by("id").values_list("sender", "content_type")) == [
-        ("customer", 1), ("teacher", 3), ("teacher", 1), ("teacher", 1)]
+        ("customer", 1),
+        ("teacher", 3),
+        ("teacher", 1),
+        ("teacher", 1),
+    ]

@@ -30,13 +30,16 @@ def test_chat_session_opened_once_by_the_paid_consultation(chat):
     assert ChatSession.objects.filter(order__order_no=chat.order["order_no"]).count() == 1
 
 
-def test_chat_goods_order_opens_no_session(customer, api, make_sku, place_order, address,
-                                           django_capture_on_commit_callbacks):
+def test_chat_goods_order_opens_no_session(
+    customer, api, make_sku, place_order, address, django_capture_on_commit_callbacks
+):
     customer.balance_fen = 100000
     customer.save(update_fields=["balance_fen"])
     order = place_order(api, items=[(make_sku(), 1)], address=address)
     with django_capture_on_commit_callbacks(execute=False):
-        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+        assert (
+            api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+        )
     assert FollowUp.objects.filter(order__order_no=order["order_no"]).count() == 3
     assert not FollowUp.objects.filter(kind=FollowUp.Kind.CHAT_OPEN).exists()
     assert ChatSession.objects.count() == 0
@@ -65,21 +68,25 @@ def test_chat_send_list_unread_and_read(chat, make_api, make_upload):
     older = teacher_api.get(url, {"before": history["results"][1]["id"]}).json()
     assert [m["content"] for m in older["results"]] == ["老师好 1", "老师好 0"]
 
-    read = teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read",
-                            {"up_to": history["results"][2]["id"]}, format="json")
+    read = teacher_api.post(
+        f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": history["results"][2]["id"]}, format="json"
+    )
     assert read.status_code == 204
     assert teacher_api.get("/api/v1/chat/sessions").json()["results"][0]["unread"] == 1
     teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": 1}, format="json")  # never backwards
     assert teacher_api.get("/api/v1/chat/sessions").json()["results"][0]["unread"] == 1
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"content_type": 1, "content": "字" * 1001}, "content"),
-    ({"content_type": 1, "content": "   "}, "content"),
-    ({"content_type": 3, "content": "https://evil.example.com/media/a.jpg"}, "content"),
-    ({"content_type": 2, "content": "/media/uploads/a.mp3", "duration": 5}, "content"),
-    ({"content_type": 4, "content": "hi"}, "content_type"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"content_type": 1, "content": "字" * 1001}, "content"),
+        ({"content_type": 1, "content": "   "}, "content"),
+        ({"content_type": 3, "content": "https://evil.example.com/media/a.jpg"}, "content"),
+        ({"content_type": 2, "content": "/media/uploads/a.mp3", "duration": 5}, "content"),
+        ({"content_type": 4, "content": "hi"}, "content_type"),
+    ],
+)
 def test_chat_invalid_messages_are_400_and_not_stored(chat, make_api, body, field):
     response = make_api(chat.customer).post(f"/api/v1/chat/sessions/{chat.session.pk}/messages", body, format="json")
     assert response.status_code == 400
@@ -102,11 +109,17 @@ def test_chat_voice_duration_is_the_one_read_from_the_file(chat, make_api, make_
 def test_chat_voice_longer_than_60_seconds_is_refused(chat, make_api, make_upload):
     voice = make_upload(chat.customer, "mp3")
     Upload.objects.filter(name=upload_name(voice)).update(duration_ms=60_600)  # as if 60.6 s were uploaded
-    response = make_api(chat.customer).post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
-                                            {"content_type": 2, "content": voice, "duration": 60}, format="json")
+    response = make_api(chat.customer).post(
+        f"/api/v1/chat/sessions/{chat.session.pk}/messages",
+        {"content_type": 2, "content": voice, "duration": 60},
+        format="json",
+    )
     assert response.status_code == 400
-    assert response.json() == {"code": "invalid", "message": "语音最长 60 秒。",
-                               "detail": {"content": ["语音时长必须是 1 到 60 秒"]}}
+    assert response.json() == {
+        "code": "invalid",
+        "message": "语音最长 60 秒。",
+        "detail": {"content": ["语音时长必须是 1 到 60 秒"]},
+    }
     assert ChatMessage.objects.count() == 0
 
 
@@ -120,8 +133,9 @@ def test_chat_media_must_be_the_senders_own_upload_of_the_right_kind(chat, make_
     assert ChatMessage.objects.count() == 0 and ChatNotice.objects.count() == 0
     # the teacher may send their own picture, which the customer could not
     theirs = Upload.objects.get(uploader_id=chat.teacher_customer.pk)
-    sent = make_api(chat.teacher_customer).post(url, {"content_type": 3, "content": media_url(theirs.name)},
-                                                format="json")
+    sent = make_api(chat.teacher_customer).post(
+        url, {"content_type": 3, "content": media_url(theirs.name)}, format="json"
+    )
     assert sent.status_code == 201 and ChatMessage.objects.count() == 1
 
 
@@ -135,15 +149,20 @@ def test_chat_of_a_refunded_or_cancelled_consultation_takes_no_messages(chat, ma
     for api, text in ((customer_api, "还能聊吗"), (teacher_api, "在的")):
         response = api.post(url, {"content_type": 1, "content": text}, format="json")
         assert response.status_code == 409
-        assert response.json() == {"code": "invalid_state", "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
-                                   "detail": {"status": how}}
+        assert response.json() == {
+            "code": "invalid_state",
+            "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
+            "detail": {"status": how},
+        }
     assert list(ChatMessage.objects.values_list("content", flat=True)) == ["老师好"]
     assert ChatNotice.objects.count() == 0  # no "new message" notice for a refused message
     # the history stays readable, read marks still move, and the list says it is closed
     assert [m["content"] for m in teacher_api.get(url).json()["results"]] == ["老师好"]
     first = ChatMessage.objects.get().pk
-    assert teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": first},
-                            format="json").status_code == 204
+    assert (
+        teacher_api.post(f"/api/v1/chat/sessions/{chat.session.pk}/read", {"up_to": first}, format="json").status_code
+        == 204
+    )
     sessions = teacher_api.get("/api/v1/chat/sessions").json()["results"]
     assert [(s["id"], s["closed"], s["unread"]) for s in sessions] == [(chat.session.pk, True, 0)]
 
@@ -152,8 +171,10 @@ def test_chat_of_a_paid_or_completed_consultation_is_open(chat, make_api):
     url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
     assert make_api(chat.customer).get("/api/v1/chat/sessions").json()["results"][0]["closed"] is False
     Order.objects.filter(order_no=chat.order["order_no"]).update(status="completed")
-    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "感谢"},
-                                                format="json").status_code == 201
+    assert (
+        make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "感谢"}, format="json").status_code
+        == 201
+    )
 
 
 def test_chat_someone_elses_session_is_403(chat, make_customer, make_api):
@@ -180,7 +201,10 @@ def test_chat_rate_limit_per_user(chat, make_api, settings, monkeypatch):
     assert answers[3].json()["code"] == "throttled"
     assert ChatMessage.objects.count() == 3
     # the limit is the user's, not the session's: the teacher may still answer
-    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "好"}, format="json").status_code == 201
+    assert (
+        make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "好"}, format="json").status_code
+        == 201
+    )
 
 
 def test_chat_offline_side_gets_one_notice_per_quiet_period(chat, make_api, django_capture_on_commit_callbacks, wechat):
@@ -207,23 +231,35 @@ def test_chat_online_side_gets_no_notice(chat, make_api):
 
     presence.presence_enter(session_id=chat.session.pk, side="customer", channel_name="specific.test!1")
     api = make_api(chat.teacher_customer)
-    assert api.post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
-                    {"content_type": 1, "content": "在"}, format="json").status_code == 201
+    assert (
+        api.post(
+            f"/api/v1/chat/sessions/{chat.session.pk}/messages", {"content_type": 1, "content": "在"}, format="json"
+        ).status_code
+        == 201
+    )
     assert ChatNotice.objects.count() == 0
     presence.presence_leave(session_id=chat.session.pk, side="customer", channel_name="specific.test!1")
-    assert api.post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
-                    {"content_type": 1, "content": "在吗"}, format="json").status_code == 201
+    assert (
+        api.post(
+            f"/api/v1/chat/sessions/{chat.session.pk}/messages", {"content_type": 1, "content": "在吗"}, format="json"
+        ).status_code
+        == 201
+    )
     assert list(ChatNotice.objects.values_list("recipient", flat=True)) == ["customer"]
 
 
 @pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
 def test_chat_notice_is_recorded_sent_when_the_worker_dies_right_after_wechat_answered(
-        chat, make_api, wechat, die_after_answer):
+    chat, make_api, wechat, die_after_answer
+):
     from apps.chat import services
 
     wechat.state.upsert_user(chat.customer.openid)
     url = f"/api/v1/chat/sessions/{chat.session.pk}/messages"
-    assert make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "在吗"}, format="json").status_code == 201
+    assert (
+        make_api(chat.teacher_customer).post(url, {"content_type": 1, "content": "在吗"}, format="json").status_code
+        == 201
+    )
     notice = ChatNotice.objects.get()
     with die_after_answer(lambda: len(wechat.state.messages) > 0) as death:
         services.notice_send(notice_id=notice.pk)

@@ -53,8 +53,11 @@ def test_chat_socket_message_is_stored_before_it_is_delivered(chat):
         await customer.send_to(text_data=json.dumps({"type": "message", "content_type": 1, "content": "老师您好"}))
         frame = json.loads(await teacher.receive_from(timeout=5))
         # the row exists when the frame arrives
-        seen_in_db.append(await database_sync_to_async(
-            lambda: list(ChatMessage.objects.filter(pk=frame["message"]["id"]).values_list("content", "sender")))())
+        seen_in_db.append(
+            await database_sync_to_async(
+                lambda: list(ChatMessage.objects.filter(pk=frame["message"]["id"]).values_list("content", "sender"))
+            )()
+        )
         echo = json.loads(await customer.receive_from(timeout=5))
         await customer.disconnect()
         await teacher.disconnect()
@@ -73,9 +76,11 @@ def test_chat_socket_invalid_message_is_an_error_frame_and_not_stored(chat):
         customer = _socket(chat.session.pk, token_issue(customer_id=chat.customer.pk))
         assert (await customer.connect())[0]
         frames = []
-        for bad in ({"type": "message", "content_type": 3, "content": "https://evil.example.com/x.jpg"},
-                    {"type": "message", "content_type": 1, "content": "x" * 1001},
-                    {"type": "dance"}):
+        for bad in (
+            {"type": "message", "content_type": 3, "content": "https://evil.example.com/x.jpg"},
+            {"type": "message", "content_type": 1, "content": "x" * 1001},
+            {"type": "dance"},
+        ):
             await customer.send_to(text_data=json.dumps(bad))
             frames.append(json.loads(await customer.receive_from(timeout=5)))
         await customer.send_to(text_data="{not json")
@@ -159,11 +164,15 @@ def test_chat_socket_media_must_be_the_senders_own_upload(chat, not_the_senders_
         assert (await customer.connect())[0]
         frames = []
         for content_type, content, _ in not_the_senders_media:
-            await customer.send_to(text_data=json.dumps(
-                {"type": "message", "content_type": content_type, "content": content, "duration": 5}))
+            await customer.send_to(
+                text_data=json.dumps(
+                    {"type": "message", "content_type": content_type, "content": content, "duration": 5}
+                )
+            )
             frames.append(json.loads(await customer.receive_from(timeout=5)))
-        await customer.send_to(text_data=json.dumps(
-            {"type": "message", "content_type": 2, "content": voice, "duration": 30}))
+        await customer.send_to(
+            text_data=json.dumps({"type": "message", "content_type": 2, "content": voice, "duration": 30})
+        )
         sent = json.loads(await customer.receive_from(timeout=5))
         await customer.disconnect()
         return frames, sent
@@ -191,7 +200,11 @@ def test_chat_socket_of_a_refunded_consultation_is_an_error_frame(chat, close_co
             await socket.disconnect()
         return frames
 
-    closed = {"type": "error", "code": "invalid_state", "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
-              "detail": {"status": "refunded"}}
+    closed = {
+        "type": "error",
+        "code": "invalid_state",
+        "message": "该咨询已取消或退款，会话已关闭，不能再发送消息。",
+        "detail": {"status": "refunded"},
+    }
     assert async_to_sync(run)() == [closed, {"type": "pong"}] * 2
     assert ChatMessage.objects.count() == 0 and ChatNotice.objects.count() == 0

@@ -102,8 +102,11 @@ def test_reminders_once_each_and_following_a_move(far, wechat, make_api, setting
     assert (row.hours, row.slot_start) == (24, start)
     assert reminders.reminder_send(reminder_id=row.pk, now=day_before) == "sent"
     assert reminders.reminder_send(reminder_id=row.pk, now=day_before) == "sent"  # a redelivery sends nothing
-    sent = [m for m in wechat.state.messages if m.touser == far.customer.openid
-            and m.template_id == settings.WECHAT_SUBSCRIBE_TEMPLATE_REMINDER]
+    sent = [
+        m
+        for m in wechat.state.messages
+        if m.touser == far.customer.openid and m.template_id == settings.WECHAT_SUBSCRIBE_TEMPLATE_REMINDER
+    ]
     assert len(sent) == 1 and sent[0].data["character_string4"]["value"] == far.order["order_no"]
 
     # one hour before the old time a pending 1 h reminder exists; then the booking moves
@@ -115,8 +118,16 @@ def test_reminders_once_each_and_following_a_move(far, wechat, make_api, setting
     new_start = Slot.objects.get(pk=far.target.pk).start
     reminders.reminders_schedule(now=new_start - dt.timedelta(hours=2))
     assert ConsultationReminder.objects.filter(slot_start=new_start, hours=24).count() == 1
-    assert len([m for m in wechat.state.messages if m.touser == far.customer.openid
-                and m.template_id == settings.WECHAT_SUBSCRIBE_TEMPLATE_REMINDER]) == 1
+    assert (
+        len(
+            [
+                m
+                for m in wechat.state.messages
+                if m.touser == far.customer.openid and m.template_id == settings.WECHAT_SUBSCRIBE_TEMPLATE_REMINDER
+            ]
+        )
+        == 1
+    )
 
 
 def test_no_reminders_for_cancelled_or_refunded(far):

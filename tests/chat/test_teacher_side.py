@@ -77,9 +77,19 @@ def teacher_staff(django_user_model, consultation):
     """A staff user linked to the consultation's teacher, with appointments.manage_slot and the
     chat's view permissions (the teacher role)."""
     user = django_user_model.objects.create_user("teacher1", password="pw-123456", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(
-        content_type__app_label__in=["appointments", "chat"], codename__in=[
-            "manage_slot", "view_slot", "view_dayoff", "add_dayoff", "view_chatsession", "view_chatmessage"]))
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label__in=["appointments", "chat"],
+            codename__in=[
+                "manage_slot",
+                "view_slot",
+                "view_dayoff",
+                "add_dayoff",
+                "view_chatsession",
+                "view_chatmessage",
+            ],
+        )
+    )
     Teacher.objects.filter(pk=consultation.teacher.pk).update(user=user)
     client = Client()
     client.force_login(user)
@@ -111,8 +121,11 @@ def test_admin_teacher_sees_only_own_slots_and_chats(teacher_staff, other_teache
 def test_admin_teacher_blocks_with_per_slot_outcome(teacher_staff, other_teacher, chat, consultation):
     booked, free = consultation.slots[0], consultation.slots[1]
     foreign = Slot.objects.filter(teacher=other_teacher).first()
-    response = teacher_staff.post(reverse("admin:appointments_slot_changelist"), {
-        "action": "block_slots", "_selected_action": [booked.pk, free.pk, foreign.pk]}, follow=True)
+    response = teacher_staff.post(
+        reverse("admin:appointments_slot_changelist"),
+        {"action": "block_slots", "_selected_action": [booked.pk, free.pk, foreign.pk]},
+        follow=True,
+    )
     texts = [str(m) for m in response.context["messages"]]
     assert any("不能停约" in t for t in texts) and any("已停约" in t for t in texts)
     assert Slot.objects.get(pk=booked.pk).is_open is True
@@ -121,8 +134,9 @@ def test_admin_teacher_blocks_with_per_slot_outcome(teacher_staff, other_teacher
 
 
 def test_chat_admin_is_read_only_for_staff(chat, django_user_model, make_api):
-    make_api(chat.customer).post(f"/api/v1/chat/sessions/{chat.session.pk}/messages",
-                                 {"content_type": 1, "content": "你好"}, format="json")
+    make_api(chat.customer).post(
+        f"/api/v1/chat/sessions/{chat.session.pk}/messages", {"content_type": 1, "content": "你好"}, format="json"
+    )
     django_user_model.objects.create_superuser("cs", password="pw-123456")
     client = Client()
     client.login(username="cs", password="pw-123456")
@@ -146,12 +160,17 @@ def test_consultations_list_upcoming_and_past(chat, make_api):
 
 def test_teacher_card_is_public(consultation, make_api):
     Teacher.objects.filter(pk=consultation.teacher.pk).update(
-        bio="二十年易学研究", photo_url="https://cdn.example.com/t.jpg", specialties=["八字", "择日"])
+        bio="二十年易学研究", photo_url="https://cdn.example.com/t.jpg", specialties=["八字", "择日"]
+    )
     response = make_api().get(f"/api/v1/teachers/{consultation.teacher.pk}")
     assert response.status_code == 200
     card = response.json()
     assert (card["name"], card["bio"], card["specialties"], card["product_id"]) == (
-        "李明远", "二十年易学研究", ["八字", "择日"], consultation.product.pk)
+        "李明远",
+        "二十年易学研究",
+        ["八字", "择日"],
+        consultation.product.pk,
+    )
     assert card["rating"] is None  # no consultation reviews (yet)
     assert len(card["next_slots"]) == 5 and all(s["available"] for s in card["next_slots"])
     assert make_api().get("/api/v1/teachers/999999").status_code == 404

@@ -55,8 +55,12 @@ def test_racing_reviews_of_one_line_make_one_review_counted_once(make_customer, 
     customer, sku, order = _paid_shipped(make_customer, make_sku)
     assert orders.order_complete(order=order, actor="customer")
     line = order.lines.get()
-    results = race(lambda i: reviews.review_create(order_no=order.order_no, customer_id=customer.pk,
-                                                   line_id=line.pk, rating=1 + i % 5), 6)
+    results = race(
+        lambda i: reviews.review_create(
+            order_no=order.order_no, customer_id=customer.pk, line_id=line.pk, rating=1 + i % 5
+        ),
+        6,
+    )
     assert sum(isinstance(r, Review) for r in results) == 1, results
     assert sum(isinstance(r, InvalidState) for r in results) == 5, results
     review = Review.objects.get()
@@ -68,8 +72,9 @@ def test_racing_receipts_of_a_return_refund_once(make_customer, make_sku, race):
     customer, sku, order = _paid_shipped(make_customer, make_sku)
     sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="退货")
     assert returns.after_sale_approve_return(after_sale_id=sale.pk, actor="staff:t")
-    returns.after_sale_return_sent(refund_no=sale.refund_no, customer_id=customer.pk, carrier="EMS",
-                                   tracking_no="EM999888777CN")
+    returns.after_sale_return_sent(
+        refund_no=sale.refund_no, customer_id=customer.pk, carrier="EMS", tracking_no="EM999888777CN"
+    )
     results = race(lambda i: returns.after_sale_return_received(after_sale_id=sale.pk, actor=f"staff:{i}"), 5)
     assert sum(isinstance(r, Refund) for r in results) == 1, results
     assert Refund.objects.count() == 1

@@ -22,10 +22,19 @@ def test_ten_racing_creates_of_one_customer_make_exactly_max_unpaid_orders(make_
     settings.MAX_UNPAID_ORDERS = 3
     sku = make_sku(price_fen=1000, stock=100)
     customer = make_customer()
-    Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                           city="杭州市", detail="1号", is_default=True)
-    keys = [orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
-            for _ in range(10)]
+    Address.objects.create(
+        customer=customer,
+        name="买家",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
+    keys = [
+        orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
+        for _ in range(10)
+    ]
 
     results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), 10)
 
@@ -39,9 +48,12 @@ def test_ten_racing_creates_of_one_customer_make_exactly_max_unpaid_orders(make_
 def test_five_racing_consultation_creates_hold_one_slot(make_customer, consultation, race):
     customer = make_customer()
     chosen = consultation.slots[-5:]
-    keys = [orders.order_confirm(customer=customer, slot_id=slot.pk,
-                                 items=[{"sku_id": consultation.sku.pk, "quantity": 1}])["order_key"]
-            for slot in chosen]
+    keys = [
+        orders.order_confirm(
+            customer=customer, slot_id=slot.pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}]
+        )["order_key"]
+        for slot in chosen
+    ]
 
     results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), 5)
 
@@ -55,8 +67,9 @@ def test_racing_releases_credit_each_frozen_award_once(make_customer, race):
     customer = make_customer()
     completed = timezone.now() - dt.timedelta(days=30)
     for n in range(6):
-        assert wallet.points_award_freeze(customer_id=customer.pk, points=100 + n, order_no=f"O{n}",
-                                          order_live=True, completed_at=completed)
+        assert wallet.points_award_freeze(
+            customer_id=customer.pk, points=100 + n, order_no=f"O{n}", order_live=True, completed_at=completed
+        )
 
     results = race(lambda i: wallet.points_release_due(), 6)
 
@@ -76,8 +89,15 @@ def test_points_award_racing_the_refund_approval_always_ends_void(make_customer,
     settings.MAX_UNPAID_ORDERS = 10
     sku = make_sku(price_fen=6000, stock=100)
     customer = make_customer(balance_fen=10**6)
-    Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                           city="杭州市", detail="1号", is_default=True)
+    Address.objects.create(
+        customer=customer,
+        name="买家",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
     for _ in range(4):
         key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
         order, _ = orders.order_create(customer=customer, order_key=key)
@@ -85,12 +105,19 @@ def test_points_award_racing_the_refund_approval_always_ends_void(make_customer,
         sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="不要了")
         award = FollowUp.objects.get(order=order, kind="points_award")
 
-        results = race(lambda i, award=award, sale=sale: followups.followup_execute(award.pk) if i == 0
-                       else refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:t"), 2)
+        results = race(
+            lambda i, award=award, sale=sale: (
+                followups.followup_execute(award.pk)
+                if i == 0
+                else refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:t")
+            ),
+            2,
+        )
 
         assert results[0] == "done" and not isinstance(results[1], BaseException), results
-        assert list(WalletEvent.objects.filter(order_no=order.order_no, reason="award").values_list(
-            "amount", "state")) == [(70, "void")]
+        assert list(
+            WalletEvent.objects.filter(order_no=order.order_no, reason="award").values_list("amount", "state")
+        ) == [(70, "void")]
         assert Order.objects.get(pk=order.pk).status == "refunding"
     assert Customer.objects.get(pk=customer.pk).points == 0
     assert not WalletEvent.objects.filter(state="frozen").exists()

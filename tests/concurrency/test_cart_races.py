@@ -9,9 +9,11 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 def _add(make_api, customer, sku, quantity):
     def call(i):
-        response = make_api(customer).post("/api/v1/cart/items", {"sku_id": sku.pk, "quantity": quantity},
-                                           format="json")
+        response = make_api(customer).post(
+            "/api/v1/cart/items", {"sku_id": sku.pk, "quantity": quantity}, format="json"
+        )
         return response.status_code, response.json()
+
     return call
 
 

@@ -21,8 +21,15 @@ N = 8
 
 
 def _template(**terms) -> CouponTemplate:
-    values = {"name": "满100减20", "kind": "amount", "amount_fen": 2000, "total": 100, "per_customer": 1,
-              "valid_days": 30, **terms}
+    values = {
+        "name": "满100减20",
+        "kind": "amount",
+        "amount_fen": 2000,
+        "total": 100,
+        "per_customer": 1,
+        "valid_days": 30,
+        **terms,
+    }
     return CouponTemplate.objects.create(**values)
 
 
@@ -57,14 +64,26 @@ def test_one_customer_racing_gets_at_most_the_per_customer_limit(make_customer, 
 def test_one_coupon_raced_by_several_orders_is_used_once(make_customer, make_sku, race):
     sku = make_sku(price_fen=12800, stock=50)
     customer = make_customer()
-    Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                           city="杭州市", detail="1号", is_default=True)
+    Address.objects.create(
+        customer=customer,
+        name="买家",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
     coupon = coupons.coupon_receive(template_id=_template(threshold_fen=10000).pk, customer_id=customer.pk)
-    keys = [orders.order_confirm(customer=customer, coupon_id=coupon.pk,
-                                 items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"] for _ in range(3)]
+    keys = [
+        orders.order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
+            "order_key"
+        ]
+        for _ in range(3)
+    ]
 
-    results = race(lambda i: orders.order_create(customer=Customer.objects.get(pk=customer.pk),
-                                                 order_key=keys[i])[0], 3)
+    results = race(
+        lambda i: orders.order_create(customer=Customer.objects.get(pk=customer.pk), order_key=keys[i])[0], 3
+    )
 
     assert sum(isinstance(r, Order) for r in results) == 1, results
     assert sum(isinstance(r, CouponUnavailable) for r in results) == 2, results
@@ -86,7 +105,9 @@ def test_recharge_notification_delivered_concurrently_credits_once(make_customer
     assert Counter(Notification.objects.values_list("outcome", flat=True)) == {"applied": 1, "duplicate": N - 1}
     assert Customer.objects.get(pk=customer.pk).balance_fen == 56000
     assert sorted(WalletEvent.objects.filter(customer=customer).values_list("reason", "amount")) == [
-        ("bonus", 6000), ("recharge", 50000)]
+        ("bonus", 6000),
+        ("recharge", 50000),
+    ]
     assert Recharge.objects.get(pk=recharge.pk).status == "paid"
 
 

@@ -20,21 +20,33 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 def _sale(sku, *, stock, limit):
     now = timezone.now()
-    return FlashSale.objects.create(title="秒杀", sku=sku, price_fen=9900, stock=stock, limit_per_customer=limit,
-                                    starts_at=now - dt.timedelta(minutes=1), ends_at=now + dt.timedelta(hours=1))
+    return FlashSale.objects.create(
+        title="秒杀",
+        sku=sku,
+        price_fen=9900,
+        stock=stock,
+        limit_per_customer=limit,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=1),
+    )
 
 
 def _buyer(make_customer):
     customer = make_customer()
-    address = Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=customer, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     return customer, address
 
 
 def _buy(customer, address, sale, quantity=1):
     """Confirm then create, as a buyer pressing "buy": (order, created) or the error raised."""
-    key = orders.order_confirm(customer=customer, address_id=address.pk, flash_sale_id=sale.pk,
-                               items=[{"sku_id": sale.sku_id, "quantity": quantity}])["order_key"]
+    key = orders.order_confirm(
+        customer=customer,
+        address_id=address.pk,
+        flash_sale_id=sale.pk,
+        items=[{"sku_id": sale.sku_id, "quantity": quantity}],
+    )["order_key"]
     return orders.order_create(customer=customer, order_key=key)
 
 

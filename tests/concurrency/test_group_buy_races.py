@@ -24,21 +24,31 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 def _activity(sku, *, size=2, stock=20, hours=24):
     now = timezone.now()
-    return GroupBuy.objects.create(title="拼团", sku=sku, price_fen=6000, stock=stock, group_size=size, hours=hours,
-                                   limit_per_customer=1, starts_at=now - dt.timedelta(minutes=1),
-                                   ends_at=now + dt.timedelta(hours=2))
+    return GroupBuy.objects.create(
+        title="拼团",
+        sku=sku,
+        price_fen=6000,
+        stock=stock,
+        group_size=size,
+        hours=hours,
+        limit_per_customer=1,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=2),
+    )
 
 
 def _buyer(make_customer):
     customer = make_customer(balance_fen=100_000)
-    address = Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=customer, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     return customer, address
 
 
 def _order(customer, address, sku, **promo):
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": 1}], **promo)["order_key"]
+    key = orders.order_confirm(
+        customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}], **promo
+    )["order_key"]
     return orders.order_create(customer=customer, order_key=key)[0]
 
 
@@ -75,7 +85,8 @@ def test_ten_joiners_for_one_seat_get_exactly_one(make_customer, make_sku, is_po
 
 @pytest.mark.parametrize("attempt", range(4))
 def test_filling_payment_racing_the_deadline_job_is_done_or_failed_and_refunded(
-        attempt, make_customer, make_sku, is_postgres, race):
+    attempt, make_customer, make_sku, is_postgres, race
+):
     assert is_postgres
     sku = make_sku(price_fen=10000, stock=20)
     activity = _activity(sku, size=2, hours=1)
@@ -127,7 +138,8 @@ def test_two_machines_running_the_deadline_job_refund_each_member_once(make_cust
     assert group.status == "failed" and group.settled_at is not None
     assert Refund.objects.filter(order__group=group).count() == 2
     assert sorted(Refund.objects.filter(order__group=group).values_list("refund_fen", flat=True)) == sorted(
-        Order.objects.filter(group=group).values_list("pay_fen", flat=True))
+        Order.objects.filter(group=group).values_list("pay_fen", flat=True)
+    )
 
 
 def test_twenty_racing_helps_cut_exactly_to_the_floor(make_customer, make_sku, is_postgres, race, settings):
@@ -136,8 +148,16 @@ def test_twenty_racing_helps_cut_exactly_to_the_floor(make_customer, make_sku, i
     sku = make_sku(price_fen=10000, stock=20)
     now = timezone.now()
     campaign = BargainCampaign.objects.create(
-        title="砍价", sku=sku, original_price_fen=10000, floor_price_fen=3999, helpers_needed=7, hours=24, stock=5,
-        starts_at=now - dt.timedelta(minutes=1), ends_at=now + dt.timedelta(hours=2))
+        title="砍价",
+        sku=sku,
+        original_price_fen=10000,
+        floor_price_fen=3999,
+        helpers_needed=7,
+        hours=24,
+        stock=5,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=2),
+    )
     owner = make_customer()
     record, _ = bargains.bargain_start(campaign_id=campaign.pk, customer_id=owner.pk)
     helpers = [make_customer() for _ in range(20)]
@@ -159,8 +179,16 @@ def test_one_helper_racing_on_one_record_helps_once(make_customer, make_sku, is_
     sku = make_sku(price_fen=10000, stock=20)
     now = timezone.now()
     campaign = BargainCampaign.objects.create(
-        title="砍价", sku=sku, original_price_fen=10000, floor_price_fen=5000, helpers_needed=5, hours=24, stock=5,
-        starts_at=now - dt.timedelta(minutes=1), ends_at=now + dt.timedelta(hours=2))
+        title="砍价",
+        sku=sku,
+        original_price_fen=10000,
+        floor_price_fen=5000,
+        helpers_needed=5,
+        hours=24,
+        stock=5,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=2),
+    )
     record, _ = bargains.bargain_start(campaign_id=campaign.pk, customer_id=make_customer().pk)
     helper = make_customer()
 

@@ -39,12 +39,14 @@ def _setup(make_customer, make_sku, pairs: int):
     is approved and waiting for the worker, unpaid order of the same product)."""
     sku = make_sku(price_fen=PRICE, stock=1000)
     customer = make_customer(balance_fen=BALANCE)
-    address = Address.objects.create(customer=customer, name="买家", phone="13800000000",
-                                      province="浙江省", city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=customer, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
 
     def order() -> Order:
-        key = orders.order_confirm(customer=customer, address_id=address.pk,
-                                   items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+        key = orders.order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
+            "order_key"
+        ]
         return orders.order_create(customer=customer, order_key=key)[0]
 
     setups = []
@@ -117,8 +119,10 @@ def _meet_with_the_refund_held_up(refund: Refund, unpaid: Order, customer: Custo
             connection.close()
 
     refund_thread = threading.Thread(target=run, args=("refund", lambda: refunds.refund_execute(refund_id=refund.pk)))
-    pay_thread = threading.Thread(target=run, args=("pay", lambda: payments.payment_balance_pay(
-        order_no=unpaid.order_no, customer_id=customer.pk)))
+    pay_thread = threading.Thread(
+        target=run,
+        args=("pay", lambda: payments.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)),
+    )
     try:
         refund_thread.start()
         assert _until(lambda: "refund" in pids and _waiting_for_a_lock(pids["refund"])), "refund never waited"
@@ -149,8 +153,9 @@ def test_balance_pay_meets_balance_refund_when_the_refund_is_held_up(make_custom
     _assert_exact(customer, sku)
 
 
-def test_balance_pays_and_refunds_of_one_customer_racing_for_many_rounds(make_customer, make_sku, race, caplog,
-                                                                        settings):
+def test_balance_pays_and_refunds_of_one_customer_racing_for_many_rounds(
+    make_customer, make_sku, race, caplog, settings
+):
     """Free-running: each round a payment and a refund of the same customer and product are
     released together by a Barrier; none may deadlock, fail or need a retry."""
     settings.MAX_UNPAID_ORDERS = ROUNDS  # the rounds' unpaid orders are made up front
@@ -158,9 +163,14 @@ def test_balance_pays_and_refunds_of_one_customer_racing_for_many_rounds(make_cu
     customer, sku, setups = _setup(make_customer, make_sku, ROUNDS)
     failures = []
     for refund, unpaid in setups:
-        results = race(lambda i, refund=refund, unpaid=unpaid: (
-            refunds.refund_execute(refund_id=refund.pk) if i == 0
-            else payments.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)), 2)
+        results = race(
+            lambda i, refund=refund, unpaid=unpaid: (
+                refunds.refund_execute(refund_id=refund.pk)
+                if i == 0
+                else payments.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)
+            ),
+            2,
+        )
         if results[0] != Refund.Status.SUCCESS or not isinstance(results[1], Order):
             failures.append(results)
     assert failures == []

@@ -25,8 +25,9 @@ def _buyers(make_customer, n):
     buyers = []
     for _ in range(n):
         customer = make_customer()
-        address = Address.objects.create(customer=customer, name="买家", phone="13800000000",
-                                          province="浙江省", city="杭州市", detail="1号")
+        address = Address.objects.create(
+            customer=customer, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+        )
         buyers.append((customer, address))
     return buyers
 
@@ -37,8 +38,11 @@ def test_buyers_racing_for_fewer_units_get_exactly_the_stock(make_customer, make
     other = make_sku(price_fen=100, stock=100, name="茶巾")
     drafts = []
     for customer, address in _buyers(make_customer, N):
-        draft = orders.order_confirm(customer=customer, address_id=address.pk,
-                                     items=[{"sku_id": other.pk, "quantity": 1}, {"sku_id": sku.pk, "quantity": 1}])
+        draft = orders.order_confirm(
+            customer=customer,
+            address_id=address.pk,
+            items=[{"sku_id": other.pk, "quantity": 1}, {"sku_id": sku.pk, "quantity": 1}],
+        )
         drafts.append((customer, draft["order_key"]))
 
     results = race(lambda i: orders.order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
@@ -55,8 +59,9 @@ def test_buyers_racing_for_one_slot_make_one_booking(make_customer, consultation
     slot = consultation.slots[2]
     drafts = []
     for customer, _ in _buyers(make_customer, N):
-        draft = orders.order_confirm(customer=customer, slot_id=slot.pk,
-                                     items=[{"sku_id": consultation.sku.pk, "quantity": 1}])
+        draft = orders.order_confirm(
+            customer=customer, slot_id=slot.pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}]
+        )
         drafts.append((customer, draft["order_key"]))
 
     results = race(lambda i: orders.order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
@@ -70,9 +75,10 @@ def test_buyers_racing_for_one_slot_make_one_booking(make_customer, consultation
 
 def test_same_order_key_racing_makes_one_order(make_customer, make_sku, race):
     sku = make_sku(stock=10)
-    (customer, address), = _buyers(make_customer, 1)
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
+    ((customer, address),) = _buyers(make_customer, 1)
+    key = orders.order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 2}])[
+        "order_key"
+    ]
 
     results = race(lambda i: orders.order_create(customer=customer, order_key=key), N)
 
@@ -104,13 +110,23 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
     from apps.accounts.models import Coupon, Customer, WalletEvent
 
     sku = make_sku(price_fen=6000, stock=5)
-    (customer, address), = _buyers(make_customer, 1)
+    ((customer, address),) = _buyers(make_customer, 1)
     Customer.objects.filter(pk=customer.pk).update(points=1000)
     customer.refresh_from_db()
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000,
-                                   min_spend_fen=10000, valid_until="2099-01-01T00:00:00+08:00")
-    key = orders.order_confirm(customer=customer, address_id=address.pk, coupon_id=coupon.pk, use_points=300,
-                               items=[{"sku_id": sku.pk, "quantity": 3}])["order_key"]
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=10000,
+        valid_until="2099-01-01T00:00:00+08:00",
+    )
+    key = orders.order_confirm(
+        customer=customer,
+        address_id=address.pk,
+        coupon_id=coupon.pk,
+        use_points=300,
+        items=[{"sku_id": sku.pk, "quantity": 3}],
+    )["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
     assert (Customer.objects.get(pk=customer.pk).points, Coupon.objects.get(pk=coupon.pk).status) == (700, "used")
     later = timezone.now() + dt.timedelta(hours=1)
@@ -135,9 +151,10 @@ def _paid_at_wechat(make_customer, make_sku, wechat, *, quantity=1):
     """An order of ``quantity`` x 128.00 yuan the customer paid at WeChat; the signed
     notification (bytes) not delivered yet. Returns (customer, order, sku, notification)."""
     sku = make_sku(price_fen=12800, stock=5)
-    (customer, address), = _buyers(make_customer, 1)
-    key = orders.order_confirm(customer=customer, address_id=address.pk,
-                               items=[{"sku_id": sku.pk, "quantity": quantity}])["order_key"]
+    ((customer, address),) = _buyers(make_customer, 1)
+    key = orders.order_confirm(
+        customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": quantity}]
+    )["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
     payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
     wechat.control.pay(order.order_no)
@@ -152,8 +169,9 @@ def test_refund_double_clicks_and_approvals_racing_make_one_refund(make_customer
     customer, order, _, notification = _paid_at_wechat(make_customer, make_sku, wechat)
     notifications.payment_notification_handle(notification)
 
-    requests = race(lambda i: refunds.refund_request(order_no=order.order_no, customer_id=customer.pk,
-                                                     reason="重复点击"), N)
+    requests = race(
+        lambda i: refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="重复点击"), N
+    )
     assert {r.refund_no for r in requests} == {f"{order.order_no}R1"}, requests
     assert AfterSale.objects.count() == 1
     sale = AfterSale.objects.get()

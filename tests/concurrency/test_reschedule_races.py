@@ -12,8 +12,9 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 N = 6
 
 
-def test_movers_racing_for_the_last_place_one_wins(make_customer, make_api, place_order, consultation, race,
-                                                   is_postgres):
+def test_movers_racing_for_the_last_place_one_wins(
+    make_customer, make_api, place_order, consultation, race, is_postgres
+):
     assert is_postgres
     target = consultation.slots[-1]
     orders = []
@@ -21,7 +22,9 @@ def test_movers_racing_for_the_last_place_one_wins(make_customer, make_api, plac
         customer = make_customer(balance_fen=100000)
         api = make_api(customer)
         order = place_order(api, items=[(consultation.sku, 1)], slot=consultation.slots[-2 - i])
-        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+        assert (
+            api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+        )
         orders.append(order["order_no"])
 
     results = race(lambda i: order_reschedule(order_no=orders[i], slot_id=target.pk, actor="customer"), N)
@@ -38,8 +41,9 @@ def test_movers_racing_for_the_last_place_one_wins(make_customer, make_api, plac
     assert OrderEvent.objects.filter(note__startswith="改约").count() == 1
 
 
-def test_two_movers_swapping_slots_do_not_deadlock(make_customer, make_api, place_order, consultation, race,
-                                                   is_postgres):
+def test_two_movers_swapping_slots_do_not_deadlock(
+    make_customer, make_api, place_order, consultation, race, is_postgres
+):
     assert is_postgres
     a, b = consultation.slots[-1], consultation.slots[-2]
     Slot.objects.filter(pk__in=[a.pk, b.pk]).update(capacity=2)
@@ -48,7 +52,9 @@ def test_two_movers_swapping_slots_do_not_deadlock(make_customer, make_api, plac
         customer = make_customer(balance_fen=100000)
         api = make_api(customer)
         order = place_order(api, items=[(consultation.sku, 1)], slot=slot)
-        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+        assert (
+            api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+        )
         orders.append(order["order_no"])
     targets = [b.pk, a.pk]
 

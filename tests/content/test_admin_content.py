@@ -11,8 +11,17 @@ def test_content_admin_pages_render(admin_client, make_article):
 
     Banner.objects.create(image="demo/b.png", link="/x")
     article = make_article(content="<p onclick=x>安全</p>")
-    for name in ("content_banner", "content_navitem", "content_hotsearch", "content_notice", "content_article",
-                 "content_articlecategory", "content_favourite", "stores_store", "stores_pickupverification"):
+    for name in (
+        "content_banner",
+        "content_navitem",
+        "content_hotsearch",
+        "content_notice",
+        "content_article",
+        "content_articlecategory",
+        "content_favourite",
+        "stores_store",
+        "stores_pickupverification",
+    ):
         assert admin_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
     page = admin_client.get(reverse("admin:content_article_change", args=[article.pk])).content.decode()
     assert "<p>安全</p>" in page

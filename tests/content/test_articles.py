@@ -19,7 +19,9 @@ def test_categories_are_a_bare_array(client):
     second = ArticleCategory.objects.create(name="茶事", sort=2)
     first = ArticleCategory.objects.create(name="国学", sort=1)
     assert client.get("/api/v1/article-categories").json() == [
-        {"id": first.pk, "name": "国学"}, {"id": second.pk, "name": "茶事"}]
+        {"id": first.pk, "name": "国学"},
+        {"id": second.pk, "name": "茶事"},
+    ]
 
 
 def test_list_has_published_only_newest_first_by_category(client, make_article):
@@ -47,16 +49,18 @@ def test_detail_serves_sanitized_html_and_linked_products(client, make_article, 
     hidden = make_sku(name="下架品").product
     hidden.is_active = False
     hidden.save()
-    article = make_article(content='<p onclick="steal()">好茶</p><script>alert(1)</script>'
-                                   '<a href="javascript:alert(1)">点</a><img src=x onerror=alert(1)>',
-                           cover="demo/cover.png")
+    article = make_article(
+        content='<p onclick="steal()">好茶</p><script>alert(1)</script>'
+        '<a href="javascript:alert(1)">点</a><img src=x onerror=alert(1)>',
+        cover="demo/cover.png",
+    )
     article.products.set([sku.product, hidden])
     data = client.get(f"/api/v1/articles/{article.pk}").json()
     assert data["content"] == '<p>好茶</p><a rel="noopener noreferrer">点</a><img>'
     assert [p["id"] for p in data["products"]] == [sku.product_id]
     assert data["products"][0]["min_price_fen"] == 3600
     assert data["cover_url"].endswith("demo/cover.png")
-    assert Article.objects.get(pk=article.pk).content.startswith('<p onclick')  # stored as staff typed it
+    assert Article.objects.get(pk=article.pk).content.startswith("<p onclick")  # stored as staff typed it
 
 
 def test_detail_of_a_draft_or_unknown_is_404(client, make_article):

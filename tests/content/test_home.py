@@ -30,7 +30,9 @@ def test_home_shows_blocks_in_order_within_their_windows(client, settings):
     assert response.status_code == 200  # public: a bad token is anonymous, never 401
     data = response.json()
     assert [b["link"] for b in data["banners"]] == ["/pages/b1", "/pages/b2"]
-    assert data["banners"][0]["image_url"].startswith("http") and data["banners"][0]["image_url"].endswith("demo/b1.png")
+    assert data["banners"][0]["image_url"].startswith("http") and data["banners"][0]["image_url"].endswith(
+        "demo/b1.png"
+    )
     assert data["nav"] == [{"title": "文章", "icon_url": data["nav"][0]["icon_url"], "link": "/pages/articles"}]
     assert data["nav"][0]["icon_url"].endswith("demo/nav.png")
     assert data["hot_search"] == ["香", "盖碗"]

@@ -68,8 +68,9 @@ def _operations(api_schema) -> list:
 def _run(operation, mode: GenerationMode, headers: dict | None) -> int:
     calls = []
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(case=operation.as_strategy(generation_mode=mode))
     def check(case):
         response = case.call(headers=headers)

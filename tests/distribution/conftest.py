@@ -27,11 +27,21 @@ def buy(make_api, make_sku, place_order, wechat, deliver):
 
     def run(customer, *, price_fen: int = 10000, qty: int = 1, award: bool = True) -> dict:
         api = make_api(customer)
-        address = Address.objects.filter(customer=customer).first() or Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                                         city="杭州市", district="西湖区", detail="1号", is_default=True)
+        address = Address.objects.filter(customer=customer).first() or Address.objects.create(
+            customer=customer,
+            name="买家",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            district="西湖区",
+            detail="1号",
+            is_default=True,
+        )
         sku = make_sku(price_fen=price_fen, stock=100)
         order = place_order(api, items=[(sku, qty)], address=address)
-        assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
+        assert (
+            api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
+        )
         wechat.control.pay(order["order_no"])
         deliver()
         if award:
@@ -57,8 +67,12 @@ def v3_sandbox(wechat, settings):
     def transport(url: str, body: bytes, headers: dict) -> tuple[int, str]:
         from urllib.parse import urlparse
 
-        response = client.post(urlparse(url).path, data=body, content_type="application/json",
-                               headers={k: v for k, v in headers.items() if k != "Content-Type"})
+        response = client.post(
+            urlparse(url).path,
+            data=body,
+            content_type="application/json",
+            headers={k: v for k, v in headers.items() if k != "Content-Type"},
+        )
         return response.status_code, response.content.decode()
 
     pay_v3.v3(wechat.state).transport = transport
@@ -89,8 +103,9 @@ def earner(make_customer):
     def make(available_fen: int = 10000, customer=None):
         customer = customer or make_customer()
         me = referral.distributor_for(customer_id=customer.pk)
-        ledger.ledger_book(distributor_id=me.pk, reason=LedgerEntry.Reason.RELEASE, ref=f"test{next(refs)}",
-                           available=available_fen)
+        ledger.ledger_book(
+            distributor_id=me.pk, reason=LedgerEntry.Reason.RELEASE, ref=f"test{next(refs)}", available=available_fen
+        )
         return customer
 
     return make

@@ -15,7 +15,11 @@ URL = "/admin/distribution/withdrawal/"
 
 def staff(*codenames, view=True):
     user = User.objects.create_user(f"s{User.objects.count()}", password="pw", is_staff=True)
-    perms = list(Permission.objects.filter(content_type__app_label="distribution", codename__startswith="view_")) if view else []
+    perms = (
+        list(Permission.objects.filter(content_type__app_label="distribution", codename__startswith="view_"))
+        if view
+        else []
+    )
     perms += list(Permission.objects.filter(codename__in=codenames))
     user.user_permissions.set(perms)
     client = Client()
@@ -62,8 +66,17 @@ def test_distribution_pages_open_in_chinese(earner, chain, buy):
     boss = Client()
     User.objects.create_superuser("boss", password="pw")
     boss.login(username="boss", password="pw")
-    for path in ("distributor", "commission", "ledgerentry", "withdrawal", "transferbill", "channel",
-                 "commissionsettings", "productcommission", "promotioncode"):
+    for path in (
+        "distributor",
+        "commission",
+        "ledgerentry",
+        "withdrawal",
+        "transferbill",
+        "channel",
+        "commissionsettings",
+        "productcommission",
+        "promotioncode",
+    ):
         page = boss.get(f"/admin/distribution/{path}/")
         assert page.status_code == 200, path
     distributor = Distributor.objects.get(customer=b)

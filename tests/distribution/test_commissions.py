@@ -27,7 +27,10 @@ def assert_ledger_sums(*customers):
     for customer in customers:
         check = commissions.totals_check(distributor_id=dist(customer).pk)
         assert (check["ledger_available"], check["ledger_frozen"], check["ledger_withdrawn"]) == (
-            check["available_fen"], check["frozen_fen"], check["withdrawn_fen"]), check
+            check["available_fen"],
+            check["frozen_fen"],
+            check["withdrawn_fen"],
+        ), check
 
 
 def refund(order_no, api, amount_fen, deliver):
@@ -109,7 +112,8 @@ def test_product_override_and_staff_rates(chain, buy, make_sku):
     CommissionSettings.objects.update_or_create(pk=1, defaults={"level1_rate_bp": 2000, "level2_rate_bp": 0})
     order = buy(c, price_fen=3333)
     assert list(Commission.objects.filter(order__order_no=order["order_no"]).values_list("level", "amount_fen")) == [
-        (1, 666)]  # 20 % of 33.33 rounds down; level 2 earns 0: no row
+        (1, 666)
+    ]  # 20 % of 33.33 rounds down; level 2 earns 0: no row
     line = Order.objects.get(order_no=order["order_no"]).lines.get()
     ProductCommission.objects.create(product_id=line.product_id, level1_rate_bp=150, level2_rate_bp=100)
     second = buy(c, price_fen=3333)  # another product: shop rates

@@ -25,19 +25,24 @@ N = 8
 def _sums_match(distributor_id: int) -> bool:
     c = commissions.totals_check(distributor_id=distributor_id)
     return (c["ledger_available"], c["ledger_frozen"], c["ledger_withdrawn"]) == (
-        c["available_fen"], c["frozen_fen"], c["withdrawn_fen"])
+        c["available_fen"],
+        c["frozen_fen"],
+        c["withdrawn_fen"],
+    )
 
 
-def test_racing_notifications_and_followups_write_one_commission_per_level(
-        chain, make_sku, wechat, race, is_postgres):
+def test_racing_notifications_and_followups_write_one_commission_per_level(chain, make_sku, wechat, race, is_postgres):
     assert is_postgres
     from apps.accounts.models import Address
 
     a, b, c = chain
-    address = Address.objects.create(customer=c, name="买家", phone="13800000000", province="浙江省",
-                                      city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=c, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     sku = make_sku(price_fen=20000, stock=5)
-    key = orders.order_confirm(customer=c, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+    key = orders.order_confirm(customer=c, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
+        "order_key"
+    ]
     order, _ = orders.order_create(customer=c, order_key=key)
     payments.payment_wechat_start(order_no=order.order_no, customer_id=c.pk)
     wechat.control.pay(order.order_no)
@@ -57,7 +62,9 @@ def test_racing_notifications_and_followups_write_one_commission_per_level(
     order = Order.objects.get(pk=order.pk)
     base = order.pay_fen - order.freight_fen
     assert sorted(Commission.objects.filter(order=order).values_list("level", "amount_fen")) == [
-        (1, base // 10), (2, base // 20)]
+        (1, base // 10),
+        (2, base // 20),
+    ]
     da, db_ = Distributor.objects.get(customer=a), Distributor.objects.get(customer=b)
     assert (db_.frozen_fen, da.frozen_fen) == (base // 10, base // 20)
     assert LedgerEntry.objects.filter(reason="commission").count() == 2
@@ -75,8 +82,13 @@ def test_racing_withdrawals_never_take_available_below_zero(earner, race, make_c
 
     # the guard itself: debits racing for more than there is (distinct refs, no one-at-a-time rule)
     def debit(i):
-        return ledger.ledger_book(distributor_id=me.pk, reason=LedgerEntry.Reason.WITHDRAW, ref=f"race{i}",
-                                  available=-700, guard_available=True)
+        return ledger.ledger_book(
+            distributor_id=me.pk,
+            reason=LedgerEntry.Reason.WITHDRAW,
+            ref=f"race{i}",
+            available=-700,
+            guard_available=True,
+        )
 
     results = race(debit, N)
     assert sum(r is True for r in results) == 2 and sum(isinstance(r, InsufficientBalance) for r in results) == N - 2
@@ -113,8 +125,7 @@ def test_crossing_binds_never_close_a_loop(make_customer, race):
         assert sum(isinstance(r, InvalidInput) for r in results) == 1, results
 
 
-def test_a_lost_transfer_answer_retried_by_racing_workers_makes_one_transfer(
-        earner, finance, wechat, v3_sandbox, race):
+def test_a_lost_transfer_answer_retried_by_racing_workers_makes_one_transfer(earner, finance, wechat, v3_sandbox, race):
     import requests
 
     customer = earner(4000)

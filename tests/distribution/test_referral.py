@@ -38,8 +38,9 @@ def test_a_second_login_with_a_code_does_not_bind_an_existing_customer(wechat, m
     assert Distributor.objects.get(customer__openid="oOldCustomer0000000000000001").referrer_id is None
 
 
-@pytest.mark.parametrize("scene", ["", "r=", "r=NOSUCHCODE", "x=1", "r=../..", "garbage&&==", "c=NOPE", 12345,
-                                   "r=" + "A" * 200])
+@pytest.mark.parametrize(
+    "scene", ["", "r=", "r=NOSUCHCODE", "x=1", "r=../..", "garbage&&==", "c=NOPE", 12345, "r=" + "A" * 200]
+)
 def test_odd_scenes_are_ignored_never_an_error(wechat, make_api, scene):
     response = login(make_api(), wechat.state.issue_login_code().code, scene)
     assert response.status_code == 200, response.json()

@@ -29,8 +29,9 @@ def finished(wechat, v3_sandbox, out_bill_no: str) -> dict:
 
 def post(client, note: dict, body: str | None = None, headers: dict | None = None):
     headers = {k: v for k, v in (note["headers"] if headers is None else headers).items() if k != "Content-Type"}
-    return client.post(URL, data=note["body"] if body is None else body, content_type="application/json",
-                       headers=headers)
+    return client.post(
+        URL, data=note["body"] if body is None else body, content_type="application/json", headers=headers
+    )
 
 
 def test_transfer_handler_is_registered_in_the_table():
@@ -39,7 +40,8 @@ def test_transfer_handler_is_registered_in_the_table():
 
 
 def test_one_audit_row_per_delivery_applied_then_duplicate(
-        earner, finance, client, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, client, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 2500, django_capture_on_commit_callbacks)
     assert transfers.transfer_send(bill_id=bill.pk) == "wait_confirm"
@@ -59,7 +61,8 @@ def test_one_audit_row_per_delivery_applied_then_duplicate(
 
 
 def test_bad_signature_is_recorded_and_answered_4xx(
-        earner, finance, client, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, client, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 3000, django_capture_on_commit_callbacks)
     transfers.transfer_send(bill_id=bill.pk)
@@ -82,7 +85,8 @@ def test_bad_signature_is_recorded_and_answered_4xx(
 
 
 def test_unknown_bill_and_wrong_amount_are_answered_fail_and_recorded(
-        earner, finance, client, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, client, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 3000, django_capture_on_commit_callbacks)
     transfers.transfer_send(bill_id=bill.pk)
@@ -101,4 +105,5 @@ def test_unknown_bill_and_wrong_amount_are_answered_fail_and_recorded(
 def test_xml_callbacks_keep_their_answers():
     assert notifications.PAY_RESULT.answer_fail("x").status == 200
     assert notifications.PAY_RESULT.answer_success() == notifications.Answer(
-        notifications.wechat.SUCCESS_ACK, 200, "application/xml")
+        notifications.wechat.SUCCESS_ACK, 200, "application/xml"
+    )

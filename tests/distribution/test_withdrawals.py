@@ -23,7 +23,10 @@ def dist(customer) -> Distributor:
 def sums_match(customer) -> bool:
     c = commissions.totals_check(distributor_id=dist(customer).pk)
     return (c["ledger_available"], c["ledger_frozen"], c["ledger_withdrawn"]) == (
-        c["available_fen"], c["frozen_fen"], c["withdrawn_fen"])
+        c["available_fen"],
+        c["frozen_fen"],
+        c["withdrawn_fen"],
+    )
 
 
 def control(wechat, method, path, body=None):
@@ -35,7 +38,9 @@ def control(wechat, method, path, body=None):
 def confirm(wechat, out_bill_no, result):
     """The user confirms (or the fault): the sandbox queues the notification; it is delivered
     here, in the test's thread (the test database is this thread's)."""
-    answer = control(wechat, "POST", f"/sandbox/v3/transfers/{out_bill_no}/confirm", {"result": result, "notify": False})
+    answer = control(
+        wechat, "POST", f"/sandbox/v3/transfers/{out_bill_no}/confirm", {"result": result, "notify": False}
+    )
     assert "error" not in answer, answer
     assert [a["status"] for a in pay_v3.deliver(wechat.state)] == [204]
 
@@ -51,7 +56,9 @@ def test_request_rules_and_codes(earner, make_api, settings):
     assert (much.status_code, much.json()["code"]) == (409, "insufficient_balance")
     ok = api.post("/api/v1/withdrawals", {"amount_fen": 3000}, format="json")
     assert ok.status_code == 201
-    assert set(ok.json()) == {"withdrawal_no", "amount_fen", "status", "created_at"} and ok.json()["status"] == "pending"
+    assert (
+        set(ok.json()) == {"withdrawal_no", "amount_fen", "status", "created_at"} and ok.json()["status"] == "pending"
+    )
     again = api.post("/api/v1/withdrawals", {"amount_fen": 1000}, format="json")
     assert (again.status_code, again.json()["code"]) == (409, "limit_exceeded")
     assert dist(customer).available_fen == 2000 and sums_match(customer)
@@ -87,7 +94,8 @@ def approve_and_send(customer, finance, amount_fen, django_capture_on_commit_cal
 
 
 def test_approved_withdrawal_is_paid_by_one_transfer_confirmed_by_the_user(
-        earner, finance, make_api, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, make_api, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(8000)
     w, bill = approve_and_send(customer, finance, 6000, django_capture_on_commit_callbacks)
     assert transfers.transfer_send(bill_id=bill.pk) == "wait_confirm"
@@ -112,7 +120,8 @@ def test_approved_withdrawal_is_paid_by_one_transfer_confirmed_by_the_user(
 
 @pytest.mark.parametrize("result,state", [("fail", "fail"), ("cancel", "cancelled")])
 def test_fail_or_cancelled_transfer_gives_the_money_back(
-        result, state, earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    result, state, earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 3000, django_capture_on_commit_callbacks)
     transfers.transfer_send(bill_id=bill.pk)
@@ -125,7 +134,8 @@ def test_fail_or_cancelled_transfer_gives_the_money_back(
 
 
 def test_a_lost_answer_is_queried_before_anything_is_resent(
-        earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 2500, django_capture_on_commit_callbacks)
     control(wechat, "POST", "/sandbox/v3/faults", {"transfer_create": "drop_answer"})
@@ -138,14 +148,16 @@ def test_a_lost_answer_is_queried_before_anything_is_resent(
     row = TransferBill.objects.get(pk=bill.pk)
     assert row.state == "wait_confirm" and row.queries == 1 and row.package_info
     queried = wechat.state.api_calls["v3/fund-app/mch-transfer/transfer-bills"] - calls_before.get(
-        "v3/fund-app/mch-transfer/transfer-bills", 0)
+        "v3/fund-app/mch-transfer/transfer-bills", 0
+    )
     assert queried == 2  # the query, then the same create again for the package_info
     assert len(v3_sandbox.bills) == 1 and v3_sandbox.bills[w.withdrawal_no].amount == 2500
     assert Withdrawal.objects.get(pk=w.pk).status == "wait_confirm"
 
 
 def test_a_create_wechat_never_received_is_sent_after_the_query_finds_nothing(
-        earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 2000, django_capture_on_commit_callbacks)
     control(wechat, "POST", "/sandbox/v3/faults", {"transfer_create": "system_error"})
@@ -156,7 +168,8 @@ def test_a_create_wechat_never_received_is_sent_after_the_query_finds_nothing(
 
 
 def test_notification_with_a_bad_signature_or_key_is_refused(
-        earner, finance, wechat, v3_sandbox, client, settings, django_capture_on_commit_callbacks):
+    earner, finance, wechat, v3_sandbox, client, settings, django_capture_on_commit_callbacks
+):
     customer = earner(3000)
     w, bill = approve_and_send(customer, finance, 3000, django_capture_on_commit_callbacks)
     transfers.transfer_send(bill_id=bill.pk)
@@ -166,7 +179,9 @@ def test_notification_with_a_bad_signature_or_key_is_refused(
     tampered["summary"] = "x"
     headers = {k: v for k, v in note["headers"].items() if k != "Content-Type"}
     url = "/api/v1/payments/wechat/transfer-notify"
-    assert client.post(url, data=json.dumps(tampered), content_type="application/json", headers=headers).status_code == 400
+    assert (
+        client.post(url, data=json.dumps(tampered), content_type="application/json", headers=headers).status_code == 400
+    )
     assert client.post(url, data=note["body"], content_type="application/json").status_code == 400  # unsigned
     settings.WECHAT_PAY_V3_KEY = "x" * 32  # the signature verifies, the resource does not decrypt
     refused = client.post(url, data=note["body"], content_type="application/json", headers=headers)
@@ -222,7 +237,8 @@ def test_a_transfer_stuck_past_a_day_raises_one_alert(earner, finance, v3_sandbo
 
 
 def test_daily_transfer_reconciliation_settles_and_reports(
-        earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     from django.utils import timezone
 
     from apps.alerts.models import Alert
@@ -243,7 +259,8 @@ def test_daily_transfer_reconciliation_settles_and_reports(
 
 
 def test_a_refused_create_fails_the_withdrawal_and_gives_the_money_back(
-        earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks):
+    earner, finance, wechat, v3_sandbox, django_capture_on_commit_callbacks
+):
     from apps.alerts.models import Alert
 
     customer = earner(3000)

@@ -66,9 +66,14 @@ def celery_worker_process(tmp_path, wechat):
 
     def start(broker_url: str, *, pool: str = "solo", concurrency: int = 1) -> WorkerProcess:
         n = len(started) + 1
-        worker = WorkerProcess(broker_url=broker_url, wechat_url=wechat.url, pool=pool,
-                               concurrency=concurrency, logfile=tmp_path / f"worker{n}.log",
-                               name=f"faults{os.getpid()}-{n}")
+        worker = WorkerProcess(
+            broker_url=broker_url,
+            wechat_url=wechat.url,
+            pool=pool,
+            concurrency=concurrency,
+            logfile=tmp_path / f"worker{n}.log",
+            name=f"faults{os.getpid()}-{n}",
+        )
         started.append(worker)
         worker.wait_ready()
         return worker
@@ -116,6 +121,7 @@ def row_lock(celery_worker_process):
 
 # --- shop objects ---------------------------------------------------------------------------
 
+
 class Shop:
     """Buy and pay through the real API and the sandbox, against the private Redis.
 
@@ -133,8 +139,16 @@ class Shop:
         from apps.accounts.models import Address
 
         customer = self._make_customer()
-        address = Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                                         city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+        address = Address.objects.create(
+            customer=customer,
+            name="张三",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            district="西湖区",
+            detail="文三路100号",
+            is_default=True,
+        )
         api = self._make_api(customer)  # token issued now, in the private Redis
         order = self._place_order(api, items=[(self._make_sku(price_fen=12800), 1)], address=address)
         response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
@@ -154,5 +168,11 @@ class Shop:
 
 @pytest.fixture
 def shop(shop_redis, make_customer, make_api, make_sku, place_order, wechat, deliver) -> Shop:
-    return Shop(make_customer=make_customer, make_api=make_api, make_sku=make_sku, place_order=place_order,
-                wechat=wechat, deliver=deliver)
+    return Shop(
+        make_customer=make_customer,
+        make_api=make_api,
+        make_sku=make_sku,
+        place_order=place_order,
+        wechat=wechat,
+        deliver=deliver,
+    )

@@ -30,6 +30,8 @@ def followups_queue() -> str:
     from django.conf import settings
 
     return settings.CELERY_TASK_ROUTES["apps.orders.tasks.followup_*"]["queue"]
+
+
 WORKER_DB_APP_NAME = "starmall-faults-worker"  # application_name of the workers' PG sessions
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -53,6 +55,7 @@ def free_port() -> int:
 
 
 # --- a private redis-server -----------------------------------------------------------------
+
 
 class PrivateRedis:
     """One ``redis-server`` process on 127.0.0.1:<free port>, no persistence.
@@ -79,10 +82,25 @@ class PrivateRedis:
     def start(self) -> None:
         assert self.process is None, "already running"
         self.process = subprocess.Popen(
-            [self.executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--dir", str(self.workdir),
-             "--logfile", str(self.workdir / f"redis-{self.port}.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.executable,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.workdir),
+                "--logfile",
+                str(self.workdir / f"redis-{self.port}.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_for(self._pings, timeout=10, what=f"redis-server on port {self.port}")
 
@@ -140,6 +158,7 @@ def point_celery_at(url: str) -> None:
 
 # --- running queued tasks -------------------------------------------------------------------
 
+
 @dataclass
 class Delivery:
     """One Celery message taken from a queue and not yet acknowledged."""
@@ -190,6 +209,7 @@ def drain(queue: str | None = None) -> list[object]:
 
 # --- real Celery worker processes (PostgreSQL only: they share the test database) -----------
 
+
 def worker_database_url() -> str:
     """``DATABASE_URL`` of the database this test runs on (pytest-django's ``test_...``)."""
     s = connection.settings_dict
@@ -214,8 +234,7 @@ def worker_db_sessions(*, waiting_on_lock: bool = False) -> int:
 class WorkerProcess:
     """``celery -A starmall worker -Q <this run's followups queue>`` in its own session (process group)."""
 
-    def __init__(self, *, broker_url: str, wechat_url: str, logfile: Path, pool: str, concurrency: int,
-                 name: str):
+    def __init__(self, *, broker_url: str, wechat_url: str, logfile: Path, pool: str, concurrency: int, name: str):
         self.logfile = logfile
         env = {
             **os.environ,
@@ -228,11 +247,34 @@ class WorkerProcess:
         }
         with open(logfile.with_suffix(".stderr"), "wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "starmall", "worker", "-Q", followups_queue(),
-                 "-P", pool, "-c", str(concurrency), "-n", f"{name}@%h", "--loglevel", "INFO",
-                 "--logfile", str(logfile), "--without-gossip", "--without-mingle", "--without-heartbeat"],
-                cwd=BASE_DIR, env=env, start_new_session=True,  # its own process group, for killpg
-                stdout=subprocess.DEVNULL, stderr=stderr,
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "starmall",
+                    "worker",
+                    "-Q",
+                    followups_queue(),
+                    "-P",
+                    pool,
+                    "-c",
+                    str(concurrency),
+                    "-n",
+                    f"{name}@%h",
+                    "--loglevel",
+                    "INFO",
+                    "--logfile",
+                    str(logfile),
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                ],
+                cwd=BASE_DIR,
+                env=env,
+                start_new_session=True,  # its own process group, for killpg
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
             )
 
     @property
@@ -277,6 +319,7 @@ class WorkerProcess:
 
 # --- the shop's real web server --------------------------------------------------------------
 
+
 def children(pid: int) -> list[int]:
     """Pids of the direct children of ``pid`` (a gunicorn master's workers)."""
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
@@ -302,8 +345,14 @@ class ShopServer:
     and stderr (gunicorn's and uvicorn's error log) go to files in ``workdir``.
     """
 
-    def __init__(self, workdir: Path, *, wechat_url: str, settings_module: str = "starmall.settings.test",
-                 env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        wechat_url: str,
+        settings_module: str = "starmall.settings.test",
+        env: dict[str, str] | None = None,
+    ):
         from django.conf import settings
 
         self.port = free_port()
@@ -332,7 +381,11 @@ class ShopServer:
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "starmall.asgi:application"],
-                cwd=BASE_DIR, env=self.env, stdout=out, stderr=err, start_new_session=True,
+                cwd=BASE_DIR,
+                env=self.env,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
             )
 
         def ready():
@@ -377,6 +430,7 @@ class ShopServer:
 
 # --- a row lock held by another session -----------------------------------------------------
 
+
 class RowLock:
     """``SELECT ... FOR UPDATE`` on one row from a separate PostgreSQL session.
 
@@ -388,9 +442,14 @@ class RowLock:
         import psycopg
 
         s = connection.settings_dict
-        self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None,
-                                    host=s["HOST"] or None, port=s["PORT"] or None,
-                                    application_name="starmall-faults-lock")
+        self.conn = psycopg.connect(
+            dbname=s["NAME"],
+            user=s["USER"] or None,
+            password=s["PASSWORD"] or None,
+            host=s["HOST"] or None,
+            port=s["PORT"] or None,
+            application_name="starmall-faults-lock",
+        )
 
     def hold(self, table: str, pk: int) -> None:
         from psycopg import sql

@@ -44,8 +44,11 @@ def _confirm(gate, behind, sale, token) -> tuple[int, dict]:
     from tests.orders.test_soldout_gate import call
 
     body = {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk}
-    status, _, payload = call(gate, body=json.dumps(body).encode(), headers={
-        "Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    status, _, payload = call(
+        gate,
+        body=json.dumps(body).encode(),
+        headers={"Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
     if status == 599:  # passed to Django
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
@@ -65,21 +68,35 @@ def _buy(gate, behind, sale, token) -> str:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_redis_restarted_empty_mid_sale_resumes_and_sells_exactly_the_stock(shop_redis, make_customer, make_sku,
-                                                                            monkeypatch):
+def test_redis_restarted_empty_mid_sale_resumes_and_sells_exactly_the_stock(
+    shop_redis, make_customer, make_sku, monkeypatch
+):
     monkeypatch.setattr(soldout_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
     now = timezone.now()
-    sale = FlashSale.objects.create(title="限时秒杀", sku=make_sku(stock=10), price_fen=9900, stock=UNITS,
-                                    limit_per_customer=1, starts_at=now - dt.timedelta(minutes=1),
-                                    ends_at=now + dt.timedelta(hours=1))
+    sale = FlashSale.objects.create(
+        title="限时秒杀",
+        sku=make_sku(stock=10),
+        price_fen=9900,
+        stock=UNITS,
+        limit_per_customer=1,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=1),
+    )
     flash_quota.card_write(sale)
     flash_quota.quota_load(sale.pk)
     freight.all_terms()
     people = []
     for _ in range(14):
         customer = make_customer()
-        Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                               city="杭州市", detail="1号", is_default=True)
+        Address.objects.create(
+            customer=customer,
+            name="买家",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            detail="1号",
+            is_default=True,
+        )
         address_cards.card_refresh(customer.pk)
         people.append(customer)
     tokens = [token_issue(customer_id=c.pk) for c in people]

@@ -33,6 +33,7 @@ MANY = "apps.orders.tasks.followup_run_many"  # a transaction's rows: what the c
 KINDS = ("subscribe_message", "sms", "points_award")
 POINTS = 128  # one point per whole yuan of the 128.00-yuan order
 
+
 def _rows(order: dict) -> dict[str, FollowUp]:
     return {f.kind: f for f in FollowUp.objects.filter(order__order_no=order["order_no"])}
 
@@ -43,8 +44,11 @@ def _state(order: dict) -> dict[str, tuple[str, int]]:
 
 
 def _awards(order: dict) -> list[int]:
-    return list(WalletEvent.objects.filter(kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD,
-                                           ref=order["order_no"]).values_list("amount", flat=True))
+    return list(
+        WalletEvent.objects.filter(
+            kind=WalletEvent.Kind.POINTS, reason=WalletEvent.Reason.AWARD, ref=order["order_no"]
+        ).values_list("amount", flat=True)
+    )
 
 
 def _points(customer) -> int:
@@ -72,8 +76,9 @@ def _outcomes(log: str) -> list:
 
 def _age(row: FollowUp, by: dt.timedelta) -> None:
     """Move a row's lease and dispatch time ``by`` into the past: time passing for that row only."""
-    FollowUp.objects.filter(pk=row.pk).update(locked_until=F("locked_until") - by,
-                                              dispatched_at=F("dispatched_at") - by)
+    FollowUp.objects.filter(pk=row.pk).update(
+        locked_until=F("locked_until") - by, dispatched_at=F("dispatched_at") - by
+    )
 
 
 def _restore_unacked(url: str) -> None:
@@ -85,10 +90,12 @@ def _restore_unacked(url: str) -> None:
 
 # --- 1. a worker killed in the middle of a follow-up ------------------------------------------
 
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_followup_worker_killed_mid_task_is_finished_once_by_a_fresh_worker(
-        shop, shop_redis, celery_worker_process, row_lock, wechat):
+    shop, shop_redis, celery_worker_process, row_lock, wechat
+):
     customer, order = shop.paid_order()
     rows = _rows(order)
     assert [m["headers"]["task"] for m in shop_redis.queue()] == [MANY]  # one message, three rows
@@ -136,7 +143,8 @@ def test_followup_worker_killed_mid_task_is_finished_once_by_a_fresh_worker(
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_followup_pool_child_killed_mid_task_is_requeued_and_finished_once(
-        shop, shop_redis, celery_worker_process, row_lock, wechat):
+    shop, shop_redis, celery_worker_process, row_lock, wechat
+):
     """The OOM killer's usual victim: the prefork child, not the worker. The parent sees the
     child lost and (``task_reject_on_worker_lost``) puts the message straight back; that copy
     meets the dead child's lease and does nothing; the sweep finishes the row after the lease."""
@@ -172,7 +180,8 @@ def test_followup_pool_child_killed_mid_task_is_requeued_and_finished_once(
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_followup_worker_killed_while_wechat_answers_sends_again_and_loses_nothing(
-        shop, shop_redis, celery_worker_process, wechat):
+    shop, shop_redis, celery_worker_process, wechat
+):
     """The window that stays: WeChat has taken the message, its answer has not reached the
     worker (here it is held back 5 s; in production the milliseconds before the worker's
     ``done`` UPDATE commits). A worker killed then leaves the row pending; once its lease ran
@@ -186,16 +195,21 @@ def test_followup_worker_killed_while_wechat_answers_sends_again_and_loses_nothi
     row = FollowUp.objects.get(pk=rows["subscribe_message"].pk)
     assert (row.status, row.attempts) == ("pending", 1) and row.locked_until > timezone.now()
 
-    assert _state(order) == {"subscribe_message": ("pending", 1), "sms": ("pending", 0),
-                             "points_award": ("pending", 0)}  # the rest of the message died with it
+    assert _state(order) == {
+        "subscribe_message": ("pending", 1),
+        "sms": ("pending", 0),
+        "points_award": ("pending", 0),
+    }  # the rest of the message died with it
 
     _age(row, dt.timedelta(seconds=FollowUp.LEASE_SECONDS + 1))
     assert followups.followups_redispatch() == 1
     fresh = celery_worker_process(shop_redis.url)
     wait_for(lambda: _state(order)["subscribe_message"] == ("done", 2), what="the paid message, sent again")
     _restore_unacked(shop_redis.url)  # the killed worker's message: the message's row is done, the rest run
-    wait_for(lambda: _state(order) == {kind: ("done", 1 + (kind == "subscribe_message")) for kind in KINDS},
-             what="the three follow-ups")
+    wait_for(
+        lambda: _state(order) == {kind: ("done", 1 + (kind == "subscribe_message")) for kind in KINDS},
+        what="the three follow-ups",
+    )
     wait_for(lambda: not shop_redis.queue() and shop_redis.unacked() == 0, what="the restored message to run")
     wait_for(lambda: fresh.log().count("succeeded in") == 2, what="the fresh worker's two tasks")
     assert _outcomes(fresh.log()) == ["done", ["done", "done", "done"]]
@@ -208,9 +222,9 @@ def test_followup_worker_killed_while_wechat_answers_sends_again_and_loses_nothi
 
 # --- 2. Redis down between the commit and the push ------------------------------------------
 
+
 @pytest.mark.django_db(transaction=True)
-def test_followups_committed_while_redis_is_down_are_pushed_by_the_sweep_and_run_once(
-        shop, shop_redis, wechat, caplog):
+def test_followups_committed_while_redis_is_down_are_pushed_by_the_sweep_and_run_once(shop, shop_redis, wechat, caplog):
     customer, order = shop.unpaid_order()
     shop_redis.stop()
 
@@ -227,7 +241,8 @@ def test_followups_committed_while_redis_is_down_are_pushed_by_the_sweep_and_run
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"
     rows = _rows(order)
     assert {k: (r.status, r.attempts, r.dispatched_at) for k, r in rows.items()} == {
-        kind: ("pending", 0, None) for kind in KINDS}
+        kind: ("pending", 0, None) for kind in KINDS
+    }
     later = timezone.now() + dt.timedelta(minutes=3)
     assert followups.followups_redispatch(now=later) == 0  # the beat runs while Redis is still down
     assert FollowUp.objects.filter(order__order_no=order["order_no"], dispatched_at__isnull=True).count() == 3
@@ -270,13 +285,16 @@ def test_followup_push_to_a_hung_redis_does_not_hold_the_notification_answer(sho
 
 # --- 3. one follow-up delivered twice -----------------------------------------------------------
 
+
 def _slow_handlers(monkeypatch, seconds: float) -> None:
     """Each follow-up (send or database work) takes ``seconds`` before its effect, so a second
     delivery surely overlaps it."""
+
     def slow(handler):
         def run(followup):
             time.sleep(seconds)
             return handler(followup)
+
         return run
 
     for registry in ("SENDS", "HANDLERS"):
@@ -336,6 +354,7 @@ def test_followup_duplicates_on_a_prefork_worker_have_one_effect(shop, shop_redi
 
 # --- 4. a follow-up that never succeeds -------------------------------------------------------
 
+
 @pytest.mark.django_db(transaction=True)
 def test_followup_that_keeps_failing_ends_failed_with_one_alert(shop, shop_redis, wechat, settings, caplog):
     customer, order = shop.paid_order()
@@ -368,7 +387,10 @@ def test_followup_that_keeps_failing_ends_failed_with_one_alert(shop, shop_redis
     assert alerts[0][1].startswith(f"ALERT follow-up {row.key} FAILED after {FollowUp.MAX_ATTEMPTS} attempts: ")
     assert sum("failed (attempt" in m for _, m in logged) == FollowUp.MAX_ATTEMPTS - 1
     assert wechat.control.messages() == []
-    assert _state(order) == {"subscribe_message": ("failed", FollowUp.MAX_ATTEMPTS), "sms": ("done", 1),
-                             "points_award": ("done", 1)}
+    assert _state(order) == {
+        "subscribe_message": ("failed", FollowUp.MAX_ATTEMPTS),
+        "sms": ("done", 1),
+        "points_award": ("done", 1),
+    }
     assert _points(customer) == POINTS and _awards(order) == [POINTS]
     assert len(_sms_lines("\n".join(r.getMessage() for r in caplog.records), order)) == 1

@@ -24,14 +24,25 @@ class Beat:
 
     def __init__(self, workdir: Path, redis_url: str, n: int):
         self.logfile = workdir / f"beat{n}.log"
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.test", "REDIS_URL": redis_url,
-               "DATABASE_URL": f"sqlite:///{workdir / 'beat.sqlite3'}", "STARMALL_VAR_DIR": str(workdir),
-               "ORDER_EXPIRE_SWEEP_SECONDS": "1", "BEAT_LOCK_TIMEOUT_SECONDS": str(LOCK_TIMEOUT),
-               "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "starmall.settings.test",
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": f"sqlite:///{workdir / 'beat.sqlite3'}",
+            "STARMALL_VAR_DIR": str(workdir),
+            "ORDER_EXPIRE_SWEEP_SECONDS": "1",
+            "BEAT_LOCK_TIMEOUT_SECONDS": str(LOCK_TIMEOUT),
+            "PYTHONUNBUFFERED": "1",
+        }
         with open(self.logfile, "wb") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "starmall", "beat", "-l", "INFO", "-s", str(workdir / f"s{n}")],
-                cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=BASE_DIR,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def log(self) -> str:
         return self.logfile.read_text(errors="replace")
@@ -63,7 +74,9 @@ def test_one_beat_sends_and_another_takes_over_when_its_machine_dies(shop_redis,
 
     beats = [Beat(tmp_path, shop_redis.url, n) for n in (1, 2)]
     try:
-        leader = wait_for(lambda: next((b for b in beats if b.leads()), None), timeout=60, what="a beat to take the lock")
+        leader = wait_for(
+            lambda: next((b for b in beats if b.leads()), None), timeout=60, what="a beat to take the lock"
+        )
         follower = beats[1 - beats.index(leader)]
         wait_for(lambda: queued(shop_redis) >= 1, timeout=30, what="the first sweep sent")
         assert wait_for(lambda: shop_heartbeats()["beat"] == "ok", timeout=10, what="the beat heartbeat")
@@ -93,8 +106,9 @@ def test_one_beat_sends_and_another_takes_over_when_its_machine_dies(shop_redis,
 
 
 @pytest.mark.postgres
-def test_a_running_worker_reports_its_heartbeat_under_its_own_name(transactional_db, shop_redis, celery_worker_process,
-                                                                   client):
+def test_a_running_worker_reports_its_heartbeat_under_its_own_name(
+    transactional_db, shop_redis, celery_worker_process, client
+):
     from django.core.cache import cache
 
     from starmall.heartbeats import shop_heartbeats

@@ -20,8 +20,10 @@ from django.db import DatabaseError, connection
 from fault_helpers import free_port, wait_for
 
 PGBOUNCER = "/usr/sbin/pgbouncer"
-pytestmark = [pytest.mark.postgres,
-              pytest.mark.skipif(not Path(PGBOUNCER).exists(), reason="needs Debian's pgbouncer (apt-get install pgbouncer)")]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(not Path(PGBOUNCER).exists(), reason="needs Debian's pgbouncer (apt-get install pgbouncer)"),
+]
 
 
 @pytest.fixture
@@ -34,18 +36,35 @@ def pgbouncer():
     workdir.chmod(0o777)
     port = free_port()
     (workdir / "users.txt").write_text(f'"{s["USER"]}" "{s["PASSWORD"] or ""}"\n')
-    (workdir / "pgbouncer.ini").write_text("\n".join([
-        "[databases]", f"* = host={s['HOST'] or '127.0.0.1'} port={s['PORT'] or 5432}",
-        "[pgbouncer]", "listen_addr = 127.0.0.1", f"listen_port = {port}", "unix_socket_dir =",
-        "auth_type = trust", f"auth_file = {workdir / 'users.txt'}", "pool_mode = transaction",
-        "default_pool_size = 2", "max_client_conn = 50", f"logfile = {workdir / 'pgbouncer.log'}",
-        "ignore_startup_parameters = extra_float_digits,options", "",
-    ]))
+    (workdir / "pgbouncer.ini").write_text(
+        "\n".join(
+            [
+                "[databases]",
+                f"* = host={s['HOST'] or '127.0.0.1'} port={s['PORT'] or 5432}",
+                "[pgbouncer]",
+                "listen_addr = 127.0.0.1",
+                f"listen_port = {port}",
+                "unix_socket_dir =",
+                "auth_type = trust",
+                f"auth_file = {workdir / 'users.txt'}",
+                "pool_mode = transaction",
+                "default_pool_size = 2",
+                "max_client_conn = 50",
+                f"logfile = {workdir / 'pgbouncer.log'}",
+                "ignore_startup_parameters = extra_float_digits,options",
+                "",
+            ]
+        )
+    )
     for path in workdir.iterdir():
         path.chmod(0o644)
     user = ["-u", "postgres"] if os.geteuid() == 0 else []
-    process = subprocess.Popen([PGBOUNCER, *user, str(workdir / "pgbouncer.ini")], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [PGBOUNCER, *user, str(workdir / "pgbouncer.ini")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
     def answers():
         assert process.poll() is None, (workdir / "pgbouncer.log").read_text(errors="replace")
@@ -69,8 +88,9 @@ def _runs(n: int) -> list[dt.date]:
     from apps.payments.models import ReconciliationRun
 
     days = [dt.date(2026, 11, 1) + dt.timedelta(days=i) for i in range(n)]
-    ReconciliationRun.objects.bulk_create(ReconciliationRun(bill_date=d, status="ok", wechat_fen=100 * i)
-                                          for i, d in enumerate(days))
+    ReconciliationRun.objects.bulk_create(
+        ReconciliationRun(bill_date=d, status="ok", wechat_fen=100 * i) for i, d in enumerate(days)
+    )
     return days
 
 
@@ -81,8 +101,9 @@ def _export_through(port: int, *, disable_server_side_cursors: bool, other_clien
 
     saved = dict(connection.settings_dict)
     connection.close()
-    connection.settings_dict.update(HOST="127.0.0.1", PORT=str(port),
-                                    DISABLE_SERVER_SIDE_CURSORS=disable_server_side_cursors)
+    connection.settings_dict.update(
+        HOST="127.0.0.1", PORT=str(port), DISABLE_SERVER_SIDE_CURSORS=disable_server_side_cursors
+    )
     try:
         out = []
         rows = exports.rows("reconciliation", dt.date(2026, 11, 1), dt.date(2026, 11, 30))
@@ -117,8 +138,10 @@ def test_the_setting_follows_the_environment():
     import subprocess
     import sys
 
-    code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='starmall.settings.test'; django.setup(); "
-            "from django.conf import settings; print(settings.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS'))")
+    code = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='starmall.settings.test'; django.setup(); "
+        "from django.conf import settings; print(settings.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS'))"
+    )
     env = {**os.environ, "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "true"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip().splitlines()[-1] == "True", result.stderr[-2000:]

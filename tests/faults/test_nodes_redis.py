@@ -25,7 +25,12 @@ def test_a_sentinel_url_becomes_each_clients_form():
     url = "sentinel://:s%40cret@10.0.0.1:26379,10.0.0.2:26380/shop-master/3?sentinel_password=sp"
     group = redis_urls.parse(url)
     assert (group.sentinels, group.master, group.db, group.password, group.sentinel_password) == (
-        [("10.0.0.1", 26379), ("10.0.0.2", 26380)], "shop-master", 3, "s@cret", "sp")
+        [("10.0.0.1", 26379), ("10.0.0.2", 26380)],
+        "shop-master",
+        3,
+        "s@cret",
+        "sp",
+    )
     location, options = redis_urls.cache_settings(url)
     assert location == "redis://shop-master/3"
     assert options["SENTINELS"] == [("10.0.0.1", 26379), ("10.0.0.2", 26380)] and options["PASSWORD"] == "s@cret"
@@ -35,19 +40,33 @@ def test_a_sentinel_url_becomes_each_clients_form():
     assert broker == "sentinel://:s%40cret@10.0.0.1:26379/3;sentinel://:s%40cret@10.0.0.2:26380/3"
     assert transport == {"master_name": "shop-master", "sentinel_kwargs": {"password": "sp"}}
     assert redis_urls.channel_layer_host(url) == {
-        "master_name": "shop-master", "sentinels": [("10.0.0.1", 26379), ("10.0.0.2", 26380)], "db": 3,
-        "password": "s@cret", "sentinel_kwargs": {"password": "sp"}}
-    assert redis_urls.redbeat_settings(url) == ("redis-sentinel://", {
-        "sentinels": [("10.0.0.1", 26379), ("10.0.0.2", 26380)], "service_name": "shop-master", "db": 3,
-        "password": "s@cret", "sentinel_kwargs": {"password": "sp"}})
+        "master_name": "shop-master",
+        "sentinels": [("10.0.0.1", 26379), ("10.0.0.2", 26380)],
+        "db": 3,
+        "password": "s@cret",
+        "sentinel_kwargs": {"password": "sp"},
+    }
+    assert redis_urls.redbeat_settings(url) == (
+        "redis-sentinel://",
+        {
+            "sentinels": [("10.0.0.1", 26379), ("10.0.0.2", 26380)],
+            "service_name": "shop-master",
+            "db": 3,
+            "password": "s@cret",
+            "sentinel_kwargs": {"password": "sp"},
+        },
+    )
     assert redis_urls.parse("sentinel://h1:26379/mymaster").db == 0
 
 
-@pytest.mark.parametrize("url, message", [
-    ("sentinel://h1:26379", "ends in /<master name>"),
-    ("sentinel://h1/mymaster", "is not host:port"),
-    ("sentinel://h1:26379/mymaster/x", "is not a number"),
-])
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("sentinel://h1:26379", "ends in /<master name>"),
+        ("sentinel://h1/mymaster", "is not host:port"),
+        ("sentinel://h1:26379/mymaster/x", "is not a number"),
+    ],
+)
 def test_a_malformed_sentinel_url_is_refused(url, message):
     with pytest.raises(ValueError, match=message):
         redis_urls.parse(url)
@@ -61,8 +80,12 @@ def sentinel(tmp_path):
     port = free_port()
     conf = tmp_path / "sentinel.conf"
     conf.write_text(f"port {port}\nbind 127.0.0.1\ndir {tmp_path}\nsentinel monitor shop 127.0.0.1 {master.port} 1\n")
-    process = subprocess.Popen([master.executable, str(conf), "--sentinel"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
+    process = subprocess.Popen(
+        [master.executable, str(conf), "--sentinel"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         import redis
 
@@ -91,9 +114,15 @@ def test_cache_broker_and_channel_layer_reach_the_master_through_a_real_sentinel
 
     master, url = sentinel
     location, options = redis_urls.cache_settings(url)
-    settings.CACHES = {**settings.CACHES, "sentinel": {
-        **settings.CACHES["default"], "LOCATION": location,
-        "OPTIONS": {**settings.CACHES["default"]["OPTIONS"], **options}, "KEY_PREFIX": "sentinel-test"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "sentinel": {
+            **settings.CACHES["default"],
+            "LOCATION": location,
+            "OPTIONS": {**settings.CACHES["default"]["OPTIONS"], **options},
+            "KEY_PREFIX": "sentinel-test",
+        },
+    }
     cache = caches["sentinel"]
     cache.set("greeting", "你好", timeout=30)
     assert cache.get("greeting") == "你好"
@@ -133,8 +162,15 @@ def test_a_dead_workers_message_comes_back_after_minutes_not_an_hour():
     from starmall.celery import app
 
     assert app.conf.broker_transport_options["visibility_timeout"] == 300 == FollowUp.LEASE_SECONDS
-    code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE']='starmall.settings.test'; django.setup(); "
-            "from starmall.celery import app; print(app.conf.broker_transport_options['visibility_timeout'])")
-    result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "BROKER_VISIBILITY_TIMEOUT_SECONDS": "120"},
-                            capture_output=True, text=True, timeout=60)
+    code = (
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE']='starmall.settings.test'; django.setup(); "
+        "from starmall.celery import app; print(app.conf.broker_transport_options['visibility_timeout'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "BROKER_VISIBILITY_TIMEOUT_SECONDS": "120"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.stdout.strip().splitlines()[-1] == "120", result.stderr[-2000:]

@@ -36,8 +36,9 @@ def test_the_programs_supervised_are_those_of_the_roles_and_workers_get_unique_n
 
     assert names({"web", "worker"}) == ["web", "worker"]
     assert names({"beat"}) == ["beat"]
-    programs = supervision.shop_programs(queues=["q"], beat_schedule=tmp_path / "s", roles={"worker"},
-                                         worker_name="worker123@%h")
+    programs = supervision.shop_programs(
+        queues=["q"], beat_schedule=tmp_path / "s", roles={"worker"}, worker_name="worker123@%h"
+    )
     assert programs[0].command[-2:] == ["-n", "worker123@%h"]
     # supervisord would expand %(...)s: the %h reaches Celery as it is.
     assert "-n worker123@%%h" in supervision.render_config(programs, run_dir=tmp_path, directory=tmp_path)
@@ -63,8 +64,14 @@ def test_the_sandbox_starts_only_where_a_base_points_at_the_sandbox_port_here(se
 def test_two_machines_starting_at_once_prepare_the_shop_once(tmp_path, db):
     s = connection.settings_dict
     name = f"starmall_startup_{uuid.uuid4().hex[:10]}"
-    admin = psycopg.connect(host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"],
-                            password=s["PASSWORD"] or None, dbname="postgres", autocommit=True)
+    admin = psycopg.connect(
+        host=s["HOST"] or "127.0.0.1",
+        port=s["PORT"] or 5432,
+        user=s["USER"],
+        password=s["PASSWORD"] or None,
+        dbname="postgres",
+        autocommit=True,
+    )
     admin.execute(f'CREATE DATABASE "{name}"')
     url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{name}"
     processes = []
@@ -72,18 +79,35 @@ def test_two_machines_starting_at_once_prepare_the_shop_once(tmp_path, db):
         for n in (1, 2):
             var = tmp_path / f"machine{n}"
             var.mkdir()
-            env = {**os.environ, "DJANGO_SETTINGS_MODULE": "starmall.settings.local", "DATABASE_URL": url,
-                   "STARMALL_VAR_DIR": str(var), "CACHE_KEY_PREFIX": name, "STARMALL_ROLES": "web,worker",
-                   "PYTHONUNBUFFERED": "1"}
+            env = {
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "starmall.settings.local",
+                "DATABASE_URL": url,
+                "STARMALL_VAR_DIR": str(var),
+                "CACHE_KEY_PREFIX": name,
+                "STARMALL_ROLES": "web,worker",
+                "PYTHONUNBUFFERED": "1",
+            }
             out = open(var / "out.log", "wb")
-            processes.append((subprocess.Popen([sys.executable, "manage.py", "runshop", "--prepare-only"], cwd=BASE_DIR,
-                                               env=env, stdout=out, stderr=subprocess.STDOUT), var / "out.log"))
+            processes.append(
+                (
+                    subprocess.Popen(
+                        [sys.executable, "manage.py", "runshop", "--prepare-only"],
+                        cwd=BASE_DIR,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                    ),
+                    var / "out.log",
+                )
+            )
         codes = [process.wait(540) for process, _ in processes]
         logs = [Path(log).read_text(errors="replace") for _, log in processes]
         assert codes == [0, 0], "\n----\n".join(log[-3000:] for log in logs)
         assert sum("waited" in log for log in logs) == 1, logs  # the second took its turn
         assert all("roles      web,worker" in log for log in logs)
         with psycopg.connect(url.replace("postgres://", "postgresql://")) as db:
+
             def one(sql):
                 return db.execute(sql).fetchone()[0]
 
@@ -91,7 +115,11 @@ def test_two_machines_starting_at_once_prepare_the_shop_once(tmp_path, db):
             assert one("SELECT count(DISTINCT (app, name)) FROM django_migrations") == migrations
             assert one("SELECT count(*) FROM auth_user WHERE username = 'admin'") == 1
             assert one("SELECT count(*) FROM auth_user WHERE is_staff") == 5  # admin + one login per role
-            assert one("SELECT count(*) FROM catalog_product") == one("SELECT count(DISTINCT name) FROM catalog_product") > 0
+            assert (
+                one("SELECT count(*) FROM catalog_product")
+                == one("SELECT count(DISTINCT name) FROM catalog_product")
+                > 0
+            )
             assert one("SELECT count(*) FROM appointments_slot") > 0
             assert one("SELECT count(*) FROM almanac_almanacday") > 1000  # loaded, once (UNIQUE day)
     finally:

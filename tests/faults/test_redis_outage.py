@@ -38,13 +38,16 @@ class ShopStack:
     def __init__(self, *, redis_url: str, workdir: Path):
         from django.conf import settings
 
-        queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in settings.CELERY_TASK_ROUTES.values()})
+        queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted(
+            {r["queue"] for r in settings.CELERY_TASK_ROUTES.values()}
+        )
         self.web_port, self.sandbox_port = free_port(), free_port()
         self.base = f"http://127.0.0.1:{self.web_port}"
         self.sandbox = SandboxControl(f"http://127.0.0.1:{self.sandbox_port}/")
         self.log_path = workdir / "supervisord.out"
-        programs = supervision.shop_programs(queues=queues, beat_schedule=workdir / "celerybeat-schedule",
-                                             sandbox=("127.0.0.1", self.sandbox_port))
+        programs = supervision.shop_programs(
+            queues=queues, beat_schedule=workdir / "celerybeat-schedule", sandbox=("127.0.0.1", self.sandbox_port)
+        )
         config = supervision.write_config(workdir / "supervisor" / "supervisord.conf", programs, directory=BASE_DIR)
         sandbox_base = f"http://127.0.0.1:{self.sandbox_port}/"
         env = {
@@ -63,7 +66,11 @@ class ShopStack:
         with open(self.log_path, "wb") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(config)],
-                cwd=BASE_DIR, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=BASE_DIR,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def log(self) -> str:
@@ -109,8 +116,9 @@ class ShopStack:
 
     def unpaid_order(self, token: str, sku_id: int, address_id: int) -> str:
         """confirm -> create -> pay (prepay at the sandbox); the order_no, not yet paid."""
-        confirmed = self.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku_id, "quantity": 1}],
-                                                         "address_id": address_id}, token)
+        confirmed = self.post(
+            "/api/v1/orders/confirm", {"items": [{"sku_id": sku_id, "quantity": 1}], "address_id": address_id}, token
+        )
         assert confirmed.status_code == 200, confirmed.text
         created = self.post("/api/v1/orders", {"order_key": confirmed.json()["order_key"]}, token)
         assert created.status_code == 201, created.text
@@ -150,8 +158,16 @@ def test_redis_restarting_empty_the_shop_comes_back(shop_stack, private_redis, m
     stack = shop_stack
     sku = make_sku(price_fen=12800, stock=10)
     customer = Customer.objects.create(openid=OPENID, nickname="断电顾客")
-    address = Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                                     city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    address = Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        district="西湖区",
+        detail="文三路100号",
+        is_default=True,
+    )
     token = stack.login()
 
     # Before the outage: A stays unpaid (its deadline brought forward to 10 s from now), B will be
@@ -197,19 +213,30 @@ def test_redis_restarting_empty_the_shop_comes_back(shop_stack, private_redis, m
         rows = list(FollowUp.objects.filter(order__order_no=order_c).values_list("status", flat=True))
         return rows and set(rows) == {FollowUp.Status.DONE}
 
-    wait_for(followups_done, timeout=max(1.0, 60 - (time.monotonic() - back_at)), interval=0.5,
-             what=f"C's follow-ups to be done (worker log tail:\n{stack.log()[-3000:]})")
+    wait_for(
+        followups_done,
+        timeout=max(1.0, 60 - (time.monotonic() - back_at)),
+        interval=0.5,
+        what=f"C's follow-ups to be done (worker log tail:\n{stack.log()[-3000:]})",
+    )
     assert [m for m in stack.sandbox.messages(touser=OPENID) if order_c in str(m)], "C's subscription message"
 
     # A is cancelled at its deadline by beat's sweep (its countdown task vanished with Redis).
-    wait_for(lambda: order(order_a).status == OrderStatus.CANCELLED,
-             timeout=max(1.0, 60 - (time.monotonic() - back_at)), interval=0.5, what="A cancelled by the sweep")
+    wait_for(
+        lambda: order(order_a).status == OrderStatus.CANCELLED,
+        timeout=max(1.0, 60 - (time.monotonic() - back_at)),
+        interval=0.5,
+        what="A cancelled by the sweep",
+    )
     assert time.monotonic() - back_at < 60
     assert order(order_a).cancelled_at >= deadline_a
     sku.refresh_from_db()
     assert sku.stock == 10 - 2  # B and C hold one each; A's unit came back
     assert [order(o).status for o in (order_a, order_b, order_c)] == [
-        OrderStatus.CANCELLED, OrderStatus.PAID, OrderStatus.PAID]
+        OrderStatus.CANCELLED,
+        OrderStatus.PAID,
+        OrderStatus.PAID,
+    ]
     # The worker reconnected by itself (celery < 5.7: 5.7.0 died here with AttributeError
     # 'hostname' and only came back because supervisord restarted it).
     assert "exited: worker" not in stack.log() and "Unrecoverable error" not in stack.log()

@@ -23,8 +23,11 @@ from tests.orders.test_soldout_gate import Inner, call, django_answer
 def test_a_deactivation_while_redis_hangs_is_revoked_by_the_sweep(shop_redis, make_customer, make_sku):
     customer, sku = make_customer(), make_sku(stock=0)
     soldout.mark(soldout.sku_key(sku.pk))
-    head = {"Host": "127.0.0.1:8000", "Content-Type": "application/json",
-            "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}"}
+    head = {
+        "Host": "127.0.0.1:8000",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}",
+    }
     body = json.dumps({"items": [{"sku_id": sku.pk, "quantity": 1}]}).encode()
     inner = Inner()
     assert call(SoldOutGate(inner), body=body, headers=head)[0] == 409

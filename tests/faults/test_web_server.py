@@ -57,6 +57,7 @@ def test_websocket_to_a_path_no_route_takes_is_refused_without_a_traceback(shop_
 
 # --- whose address the login throttle counts --------------------------------------------------
 
+
 def _login_rate() -> int:
     from django.conf import settings
 
@@ -70,8 +71,9 @@ def _logins(server, count: int, forwarded_for=None) -> list[int]:
     statuses = []
     for i in range(count):
         headers = {"X-Forwarded-For": forwarded_for(i)} if forwarded_for else {}
-        response = session.post(f"{server.base}/api/v1/auth/wechat/login", json={"code": "no-such-code"},
-                                headers=headers, timeout=10)
+        response = session.post(
+            f"{server.base}/api/v1/auth/wechat/login", json={"code": "no-such-code"}, headers=headers, timeout=10
+        )
         statuses.append(response.status_code)
     return statuses
 
@@ -116,6 +118,7 @@ def test_behind_a_trusted_proxy_uvicorn_and_the_app_take_the_address_it_saw(shop
 
 
 # --- pages under make run's settings ------------------------------------------------------------
+
 
 def test_front_page_and_chinese_404_under_the_local_settings(shop_server):
     """``make run`` serves ``starmall.settings.local`` (DEBUG on by default): ``/`` is the

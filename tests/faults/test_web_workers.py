@@ -32,9 +32,14 @@ def test_workers_exit_when_the_master_is_killed_so_a_new_master_gets_the_port(tm
     use". Now each worker gets SIGTERM with its master's death, and the port is free again."""
     port = free_port()
     env = {**os.environ, "WEB_BIND": f"127.0.0.1:{port}", "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'faults'}"}
-    master = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "tiny_asgi:app"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    master = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "tiny_asgi:app"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: len(children(master.pid)) == 2, timeout=30)
         workers = children(master.pid)
@@ -42,9 +47,14 @@ def test_workers_exit_when_the_master_is_killed_so_a_new_master_gets_the_port(tm
         master.send_signal(signal.SIGKILL)
         master.wait(timeout=10)
         wait_for(lambda: not any(alive(pid) for pid in workers), timeout=15)
-        again = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "tiny_asgi:app"],
-                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)
+        again = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "python:starmall.gunicorn_conf", "tiny_asgi:app"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             wait_for(lambda: _serves(port), timeout=30)
             assert again.poll() is None  # the new master holds the port
@@ -63,8 +73,10 @@ def _refused_chat_socket(port: int) -> socket.socket:
     answers the close frame (a phone that lost its network): the socket is left to the server."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=5)
     key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(f"GET /ws/chat/1?token=bad HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
-                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    sock.sendall(
+        f"GET /ws/chat/1?token=bad HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
     answer = b""
     while b"\x88" not in answer.partition(b"\r\n\r\n")[2]:  # 0x88: the close frame after the 101
         answer += sock.recv(4096)
@@ -88,8 +100,12 @@ def test_shop_workers_exit_promptly_when_the_master_is_killed_after_refusing_cha
     os.kill(server.master, signal.SIGKILL)
     server.process.wait(10)
     killed_at = time.monotonic()
-    wait_for(lambda: not any(alive(pid) for pid in workers), timeout=5, interval=0.1,
-             what=f"workers {workers} to exit (left: {[p for p in workers if alive(p)]})")
+    wait_for(
+        lambda: not any(alive(pid) for pid in workers),
+        timeout=5,
+        interval=0.1,
+        what=f"workers {workers} to exit (left: {[p for p in workers if alive(p)]})",
+    )
     assert time.monotonic() - killed_at < 5
     for sock in held:
         sock.close()

@@ -44,8 +44,12 @@ class MotoS3:
         import requests
 
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + 30
         while True:
             assert self.process.poll() is None, self.log.read_text()[-2000:]
@@ -67,19 +71,43 @@ class MotoS3:
     def create_bucket(self, name: str) -> None:
         import boto3
 
-        client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id=self.ACCESS_KEY,
-                              aws_secret_access_key=self.SECRET_KEY, region_name="us-east-1")
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.ACCESS_KEY,
+            aws_secret_access_key=self.SECRET_KEY,
+            region_name="us-east-1",
+        )
         client.create_bucket(Bucket=name)
         # Public read, as the shop's bucket (or the CDN's origin) is set up: docs/DEPLOY.md.
         import json
 
-        client.put_bucket_policy(Bucket=name, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
-            "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{name}/*"}]}))
+        client.put_bucket_policy(
+            Bucket=name,
+            Policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": "*",
+                            "Action": "s3:GetObject",
+                            "Resource": f"arn:aws:s3:::{name}/*",
+                        }
+                    ],
+                }
+            ),
+        )
 
     def environ(self, bucket: str) -> dict[str, str]:
-        return {"MEDIA_S3_ENDPOINT_URL": self.endpoint, "MEDIA_S3_BUCKET": bucket,
-                "MEDIA_S3_ACCESS_KEY": self.ACCESS_KEY, "MEDIA_S3_SECRET_KEY": self.SECRET_KEY,
-                "MEDIA_S3_REGION": "us-east-1", "MEDIA_PUBLIC_URL": f"{self.endpoint}/{bucket}/"}
+        return {
+            "MEDIA_S3_ENDPOINT_URL": self.endpoint,
+            "MEDIA_S3_BUCKET": bucket,
+            "MEDIA_S3_ACCESS_KEY": self.ACCESS_KEY,
+            "MEDIA_S3_SECRET_KEY": self.SECRET_KEY,
+            "MEDIA_S3_REGION": "us-east-1",
+            "MEDIA_PUBLIC_URL": f"{self.endpoint}/{bucket}/",
+        }
 
 
 @pytest.fixture(scope="module")

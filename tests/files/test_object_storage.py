@@ -23,8 +23,13 @@ pytestmark = pytest.mark.django_db
 
 def bucket_objects(moto_s3, bucket: str) -> dict[str, bytes]:
     """Every object in ``bucket``, read by a client of its own (not the shop's storage)."""
-    client = boto3.client("s3", endpoint_url=moto_s3.endpoint, aws_access_key_id=moto_s3.ACCESS_KEY,
-                          aws_secret_access_key=moto_s3.SECRET_KEY, region_name="us-east-1")
+    client = boto3.client(
+        "s3",
+        endpoint_url=moto_s3.endpoint,
+        aws_access_key_id=moto_s3.ACCESS_KEY,
+        aws_secret_access_key=moto_s3.SECRET_KEY,
+        region_name="us-east-1",
+    )
     keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket).get("Contents", [])]
     return {key: client.get_object(Bucket=bucket, Key=key)["Body"].read() for key in keys}
 
@@ -38,21 +43,40 @@ def test_some_but_not_all_s3_settings_stop_start_up():
     with pytest.raises(MediaStorageError, match="missing MEDIA_S3_ACCESS_KEY, MEDIA_S3_SECRET_KEY"):
         from_environ({"MEDIA_S3_ENDPOINT_URL": "http://minio:9000", "MEDIA_S3_BUCKET": "shop"})
     with pytest.raises(MediaStorageError, match="MEDIA_S3_ADDRESSING_STYLE"):
-        from_environ({"MEDIA_S3_ENDPOINT_URL": "http://minio:9000", "MEDIA_S3_BUCKET": "shop", "MEDIA_S3_ACCESS_KEY": "k",
-                      "MEDIA_S3_SECRET_KEY": "s", "MEDIA_S3_ADDRESSING_STYLE": "sideways"})
+        from_environ(
+            {
+                "MEDIA_S3_ENDPOINT_URL": "http://minio:9000",
+                "MEDIA_S3_BUCKET": "shop",
+                "MEDIA_S3_ACCESS_KEY": "k",
+                "MEDIA_S3_SECRET_KEY": "s",
+                "MEDIA_S3_ADDRESSING_STYLE": "sideways",
+            }
+        )
 
 
 def test_s3_settings_path_style_region_and_public_url():
-    environ = {"MEDIA_S3_ENDPOINT_URL": "https://cos.ap-shanghai.myqcloud.com/", "MEDIA_S3_BUCKET": "shop-1250000000",
-               "MEDIA_S3_ACCESS_KEY": "AKID", "MEDIA_S3_SECRET_KEY": "secret", "MEDIA_S3_REGION": "ap-shanghai",
-               "MEDIA_PUBLIC_URL": "https://cdn.example.com/media"}
+    environ = {
+        "MEDIA_S3_ENDPOINT_URL": "https://cos.ap-shanghai.myqcloud.com/",
+        "MEDIA_S3_BUCKET": "shop-1250000000",
+        "MEDIA_S3_ACCESS_KEY": "AKID",
+        "MEDIA_S3_SECRET_KEY": "secret",
+        "MEDIA_S3_REGION": "ap-shanghai",
+        "MEDIA_PUBLIC_URL": "https://cdn.example.com/media",
+    }
     chosen = from_environ(environ)
     assert chosen.backend == S3_BACKEND and chosen.media_url == "https://cdn.example.com/media/"
     options = chosen.options
     assert (options["endpoint_url"], options["bucket_name"], options["region_name"], options["addressing_style"]) == (
-        "https://cos.ap-shanghai.myqcloud.com", "shop-1250000000", "ap-shanghai", "path")
+        "https://cos.ap-shanghai.myqcloud.com",
+        "shop-1250000000",
+        "ap-shanghai",
+        "path",
+    )
     assert (options["custom_domain"], options["url_protocol"], options["querystring_auth"]) == (
-        "cdn.example.com/media", "https:", False)
+        "cdn.example.com/media",
+        "https:",
+        False,
+    )
     # Without MEDIA_PUBLIC_URL: the bucket's path-style address on the endpoint.
     del environ["MEDIA_PUBLIC_URL"]
     assert from_environ(environ).media_url == "https://cos.ap-shanghai.myqcloud.com/shop-1250000000/"
@@ -102,8 +126,9 @@ def test_files_the_shop_saves_itself_go_to_the_bucket_under_new_names(s3_media):
 
 
 @pytest.mark.postgres
-def test_two_nodes_upload_through_one_avatar_through_the_other(moto_s3, transactional_db, make_customer, tmp_path,
-                                                                wechat):
+def test_two_nodes_upload_through_one_avatar_through_the_other(
+    moto_s3, transactional_db, make_customer, tmp_path, wechat
+):
     """Two web servers (the shop's gunicorn) on one database, one Redis and one bucket: a file
     uploaded through A loads from its URL and is accepted as the avatar through B."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "faults"))
@@ -122,12 +147,16 @@ def test_two_nodes_upload_through_one_avatar_through_the_other(moto_s3, transact
         a, b = nodes
         customer = make_customer()
         headers = {"Authorization": f"Bearer {token_issue(customer_id=customer.pk)}"}
-        response = requests.post(f"{a.base}/api/v1/uploads", headers=headers, timeout=30,
-                                 files={"file": ("x.png", png_bytes((9, 9)), "application/octet-stream")})
+        response = requests.post(
+            f"{a.base}/api/v1/uploads",
+            headers=headers,
+            timeout=30,
+            files={"file": ("x.png", png_bytes((9, 9)), "application/octet-stream")},
+        )
         assert response.status_code == 201, response.text
         url = response.json()["url"]
         assert url.startswith(env["MEDIA_PUBLIC_URL"])
-        name = url[len(env["MEDIA_PUBLIC_URL"]):]
+        name = url[len(env["MEDIA_PUBLIC_URL"]) :]
         assert requests.get(url, timeout=10).content == bucket_objects(moto_s3, bucket)[name]
         response = requests.patch(f"{b.base}/api/v1/me", json={"avatar_url": url}, headers=headers, timeout=30)
         assert response.status_code == 200, response.text

@@ -61,7 +61,7 @@ def test_jpeg_is_reencoded_without_exif_and_served_at_an_absolute_url(api, setti
         assert not image.getexif()
     assert services.is_our_upload_url(url) and services.is_our_upload_url(url, family="image")
     assert not services.is_our_upload_url(url, family="audio")
-    served = Client().get(url[len(settings.SITE_URL):])  # served by Django in development
+    served = Client().get(url[len(settings.SITE_URL) :])  # served by Django in development
     assert served.status_code == 200
     assert b"".join(served.streaming_content) == data
 
@@ -80,7 +80,11 @@ def test_png_and_audio_are_accepted_by_content(api, customer, voice):
     assert len(rows) == 4
     picture = rows[stored_name(png.json()["url"])]
     assert (picture.uploader_id, picture.kind, picture.content_type, picture.duration_ms) == (
-        customer.pk, "image", "image/png", None)
+        customer.pk,
+        "image",
+        "image/png",
+        None,
+    )
     assert picture.size == default_storage.size(picture.name)
     for response, mime in ((mp3, "audio/mpeg"), (aac, "audio/aac"), (m4a, "audio/mp4")):
         row = rows[stored_name(response.json()["url"])]
@@ -89,13 +93,16 @@ def test_png_and_audio_are_accepted_by_content(api, customer, voice):
         assert row.size == default_storage.size(row.name)
 
 
-@pytest.mark.parametrize("data", [
-    b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"<html><script>alert(document.cookie)</script></html>" * 20,
-    b"\xff\xf1" + bytes(range(256)) * 12,  # ADTS sync, then no frame
-    b"\xff\xf1\x50\x80\x02\x1f\xfc" + b"\x00" * 300,  # one ADTS header, nothing after
-    b"\xff\xfb\x90\x00" + b"<?php system($_GET[1]); ?>" * 40,  # one MPEG frame sync
-    b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00M4A mp42isom" + b"\x00" * 200,  # no moov box
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"ID3\x04\x00\x00\x00\x00\x00\x00" + b"<html><script>alert(document.cookie)</script></html>" * 20,
+        b"\xff\xf1" + bytes(range(256)) * 12,  # ADTS sync, then no frame
+        b"\xff\xf1\x50\x80\x02\x1f\xfc" + b"\x00" * 300,  # one ADTS header, nothing after
+        b"\xff\xfb\x90\x00" + b"<?php system($_GET[1]); ?>" * 40,  # one MPEG frame sync
+        b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00M4A mp42isom" + b"\x00" * 200,  # no moov box
+    ],
+)
 def test_audio_that_does_not_parse_is_invalid_and_nothing_is_stored(api, media, data):
     response = upload(api, data, name="v.mp3")
     assert response.status_code == 400
@@ -115,12 +122,15 @@ def test_audio_duration_is_read_from_the_file(voice):
         audio_duration_ms(voice("aac"), "m4a")
 
 
-@pytest.mark.parametrize("data", [
-    b"<svg xmlns='http://www.w3.org/2000/svg'></svg>",
-    b"GIF89a" + b"\x00" * 50,
-    b"%PDF-1.4 hello",
-    b"",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<svg xmlns='http://www.w3.org/2000/svg'></svg>",
+        b"GIF89a" + b"\x00" * 50,
+        b"%PDF-1.4 hello",
+        b"",
+    ],
+)
 def test_other_content_is_refused_as_invalid(api, data):
     response = upload(api, data, name="photo.jpg")
     assert response.status_code == 400
@@ -138,8 +148,11 @@ def test_size_limits_by_type_are_413(api):
     big_audio = b"ID3" + b"\x00" * (2 * 1024 * 1024)
     response = upload(api, big_audio, name="v.mp3")
     assert response.status_code == 413
-    assert response.json() == {"code": "payload_too_large", "message": "文件过大（最大 2 MB）。",
-                               "detail": {"max_bytes": 2 * 1024 * 1024}}
+    assert response.json() == {
+        "code": "payload_too_large",
+        "message": "文件过大（最大 2 MB）。",
+        "detail": {"max_bytes": 2 * 1024 * 1024},
+    }
     big_png = b"\x89PNG\r\n\x1a\n" + b"\x00" * (5 * 1024 * 1024)
     assert upload(api, big_png).status_code == 413
     # 3 MB of image is fine for the size check (then it is not a decodable PNG: 400)
@@ -147,7 +160,10 @@ def test_size_limits_by_type_are_413(api):
 
 
 def test_upload_needs_a_token_and_a_file(make_api, api):
-    assert make_api().post("/api/v1/uploads", {"file": _named(png_bytes(), "a.png")}, format="multipart").status_code == 401
+    assert (
+        make_api().post("/api/v1/uploads", {"file": _named(png_bytes(), "a.png")}, format="multipart").status_code
+        == 401
+    )
     missing = api.post("/api/v1/uploads", {}, format="multipart")
     assert missing.status_code == 400 and "file" in missing.json()["detail"]
 
@@ -207,8 +223,11 @@ def test_an_image_over_the_pixel_limit_is_refused_from_its_header(api, media, mo
     response = upload(api, data, name="big.png")
     elapsed = time.perf_counter() - started
     assert response.status_code == 400
-    assert response.json() == {"code": "invalid", "message": "图片尺寸过大。",
-                               "detail": {"file": ["图片最多 20000000 像素（宽×高）"]}}
+    assert response.json() == {
+        "code": "invalid",
+        "message": "图片尺寸过大。",
+        "detail": {"file": ["图片最多 20000000 像素（宽×高）"]},
+    }
     assert decoded == []  # refused before anything was decoded
     assert elapsed < 1.0
     assert list(Path(media).rglob("*.*")) == [] and Upload.objects.count() == 0

@@ -26,8 +26,12 @@ def test_sandbox_answers_in_kuaidi100_shape():
     param = json.dumps({"com": "zhongtong", "num": "ZT123456"})
     body = sandbox.query(sandbox.CUSTOMER, sandbox.sign(param), param, now=now)
     assert (body["status"], body["message"], body["state"], body["ischeck"]) == ("200", "ok", "0", "0")
-    assert [e["time"] for e in body["data"]] == ["2026-12-01 09:00:00", "2026-11-30 16:00:00",
-                                                 "2026-11-30 06:00:00", "2026-11-29 20:00:00"]
+    assert [e["time"] for e in body["data"]] == [
+        "2026-12-01 09:00:00",
+        "2026-11-30 16:00:00",
+        "2026-11-30 06:00:00",
+        "2026-11-29 20:00:00",
+    ]
     assert sandbox.query(sandbox.CUSTOMER, "BAD", param)["returnCode"] == "601"
     long_num = json.dumps({"com": "zhongtong", "num": "9" * 41})
     assert sandbox.query(sandbox.CUSTOMER, sandbox.sign(long_num), long_num)["returnCode"] == "500"

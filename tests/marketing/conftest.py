@@ -20,12 +20,17 @@ def make_sale(flash_sku):
     """
     from apps.marketing.models import FlashSale
 
-    def make(*, stock=5, limit=2, price_fen=9900, starts_in=-10, lasts=60, sku=None, is_active=True,
-             title="限时秒杀"):
+    def make(*, stock=5, limit=2, price_fen=9900, starts_in=-10, lasts=60, sku=None, is_active=True, title="限时秒杀"):
         starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
         return FlashSale.objects.create(
-            title=title, sku=sku or flash_sku, price_fen=price_fen, stock=stock, limit_per_customer=limit,
-            starts_at=starts_at, ends_at=starts_at + dt.timedelta(minutes=lasts), is_active=is_active,
+            title=title,
+            sku=sku or flash_sku,
+            price_fen=price_fen,
+            stock=stock,
+            limit_per_customer=limit,
+            starts_at=starts_at,
+            ends_at=starts_at + dt.timedelta(minutes=lasts),
+            is_active=is_active,
         )
 
     return make
@@ -36,8 +41,12 @@ def buy():
     """``buy(api, sale, quantity=1, address=..., **extra)`` -> (confirm response, create response or None)."""
 
     def run(api, sale, quantity=1, *, address, **extra):
-        body = {"items": [{"sku_id": sale.sku_id, "quantity": quantity}], "flash_sale_id": sale.pk,
-                "address_id": address.pk, **extra}
+        body = {
+            "items": [{"sku_id": sale.sku_id, "quantity": quantity}],
+            "flash_sale_id": sale.pk,
+            "address_id": address.pk,
+            **extra,
+        }
         confirmed = api.post("/api/v1/orders/confirm", body, format="json")
         if confirmed.status_code != 200:
             return confirmed, None
@@ -47,6 +56,7 @@ def buy():
 
 
 # --- 拼团 and 砍价 --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def group_sku(make_sku):
@@ -59,13 +69,33 @@ def make_group_buy(group_sku):
     simulate_min=1, starts_in=-10, lasts=600)`` (minutes) -> GroupBuy, written straight to the table."""
     from apps.marketing.models import GroupBuy
 
-    def make(*, stock=10, size=2, hours=24, limit=1, price_fen=6000, simulate=False, simulate_min=1,
-             starts_in=-10, lasts=600, sku=None):
+    def make(
+        *,
+        stock=10,
+        size=2,
+        hours=24,
+        limit=1,
+        price_fen=6000,
+        simulate=False,
+        simulate_min=1,
+        starts_in=-10,
+        lasts=600,
+        sku=None,
+    ):
         starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
         return GroupBuy.objects.create(
-            title="两人拼团", sku=sku or group_sku, price_fen=price_fen, stock=stock, group_size=size, hours=hours,
-            limit_per_customer=limit, simulate=simulate, simulate_min=simulate_min,
-            starts_at=starts_at, ends_at=starts_at + dt.timedelta(minutes=lasts))
+            title="两人拼团",
+            sku=sku or group_sku,
+            price_fen=price_fen,
+            stock=stock,
+            group_size=size,
+            hours=hours,
+            limit_per_customer=limit,
+            simulate=simulate,
+            simulate_min=simulate_min,
+            starts_at=starts_at,
+            ends_at=starts_at + dt.timedelta(minutes=lasts),
+        )
 
     return make
 
@@ -77,8 +107,16 @@ def shopper(make_customer, make_api):
 
     def make(balance_fen=0):
         customer = make_customer(balance_fen=balance_fen)
-        Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                               city="杭州市", district="西湖区", detail="1号", is_default=True)
+        Address.objects.create(
+            customer=customer,
+            name="买家",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            district="西湖区",
+            detail="1号",
+            is_default=True,
+        )
         return customer, make_api(customer)
 
     return make
@@ -90,8 +128,9 @@ def group_order():
     create response or None)."""
 
     def run(api, sku, quantity=1, **extra):
-        confirmed = api.post("/api/v1/orders/confirm",
-                             {"items": [{"sku_id": sku.pk, "quantity": quantity}], **extra}, format="json")
+        confirmed = api.post(
+            "/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": quantity}], **extra}, format="json"
+        )
         if confirmed.status_code != 200:
             return confirmed, None
         return confirmed, api.post("/api/v1/orders", {"order_key": confirmed.json()["order_key"]}, format="json")
@@ -117,12 +156,19 @@ def make_bargain(group_sku):
     """``make_bargain(original=10000, floor=5000, helpers=3, hours=24, stock=5, limit=1)`` -> BargainCampaign."""
     from apps.marketing.models import BargainCampaign
 
-    def make(*, original=10000, floor=5000, helpers=3, hours=24, stock=5, limit=1, starts_in=-10, lasts=600,
-             sku=None):
+    def make(*, original=10000, floor=5000, helpers=3, hours=24, stock=5, limit=1, starts_in=-10, lasts=600, sku=None):
         starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
         return BargainCampaign.objects.create(
-            title="好友砍价", sku=sku or group_sku, original_price_fen=original, floor_price_fen=floor,
-            helpers_needed=helpers, hours=hours, stock=stock, limit_per_customer=limit, starts_at=starts_at,
-            ends_at=starts_at + dt.timedelta(minutes=lasts))
+            title="好友砍价",
+            sku=sku or group_sku,
+            original_price_fen=original,
+            floor_price_fen=floor,
+            helpers_needed=helpers,
+            hours=hours,
+            stock=stock,
+            limit_per_customer=limit,
+            starts_at=starts_at,
+            ends_at=starts_at + dt.timedelta(minutes=lasts),
+        )
 
     return make

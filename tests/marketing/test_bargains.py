@@ -19,8 +19,14 @@ def test_start_is_one_open_record_and_public(shopper, make_bargain, make_api):
     first = api.post(f"/api/v1/bargains/{campaign.pk}/start")
     assert first.status_code == 201, first.json()
     record = first.json()
-    assert (record["price_fen"], record["floor_price_fen"], record["helpers"], record["helpers_needed"],
-            record["status"], record["helps"]) == (10000, 5000, 0, 3, "open", [])
+    assert (
+        record["price_fen"],
+        record["floor_price_fen"],
+        record["helpers"],
+        record["helpers_needed"],
+        record["status"],
+        record["helps"],
+    ) == (10000, 5000, 0, 3, "open", [])
     again = api.post(f"/api/v1/bargains/{campaign.pk}/start")
     assert (again.status_code, again.json()["bargain_no"]) == (200, record["bargain_no"])
     anonymous = make_api(None)

@@ -21,8 +21,15 @@ def make_template(db):
     """``make_template(name, **terms)`` -> CouponTemplate (amount 2000 fen, total 100, 30 days)."""
 
     def make(name="满100减20", *, categories=(), products=(), **terms):
-        values = {"kind": "amount", "amount_fen": 2000, "threshold_fen": 0, "total": 100, "per_customer": 1,
-                  "valid_days": 30, **terms}
+        values = {
+            "kind": "amount",
+            "amount_fen": 2000,
+            "threshold_fen": 0,
+            "total": 100,
+            "per_customer": 1,
+            "valid_days": 30,
+            **terms,
+        }
         template = CouponTemplate.objects.create(name=name, **values)
         template.categories.set(categories)
         template.products.set(products)
@@ -37,10 +44,18 @@ def two_skus(db):
     tea = Category.objects.create(name="茶器", kind=Kind.GOODS)
     parent = Category.objects.create(name="雅物", kind=Kind.GOODS)
     incense = Category.objects.create(name="香道", kind=Kind.GOODS, parent=parent)
-    a = Sku.objects.create(product=Product.objects.create(category=tea, name="青瓷盖碗", kind=Kind.GOODS),
-                           specs={"颜色": "天青"}, price_fen=8000, stock=10)
-    b = Sku.objects.create(product=Product.objects.create(category=incense, name="沉香线香", kind=Kind.GOODS),
-                           specs={"规格": "50支"}, price_fen=6000, stock=10)
+    a = Sku.objects.create(
+        product=Product.objects.create(category=tea, name="青瓷盖碗", kind=Kind.GOODS),
+        specs={"颜色": "天青"},
+        price_fen=8000,
+        stock=10,
+    )
+    b = Sku.objects.create(
+        product=Product.objects.create(category=incense, name="沉香线香", kind=Kind.GOODS),
+        specs={"规格": "50支"},
+        price_fen=6000,
+        stock=10,
+    )
     return a, b, tea, parent, incense
 
 
@@ -54,6 +69,7 @@ def _confirm(api, address, skus, **extra):
 
 
 # --- receiving ---------------------------------------------------------------------------------
+
 
 def test_available_lists_what_the_caller_may_receive_with_remaining(api, make_template):
     open_one = make_template(total=3)
@@ -97,8 +113,9 @@ def test_receive_refusals(api, make_template):
 
 def test_validity_fixed_window_or_days_after_receipt(customer, make_template):
     starts, ends = timezone.now() + dt.timedelta(days=1), timezone.now() + dt.timedelta(days=10)
-    fixed = coupons.coupon_receive(template_id=make_template(valid_days=None, valid_from=starts, valid_to=ends).pk,
-                                   customer_id=customer.pk)
+    fixed = coupons.coupon_receive(
+        template_id=make_template(valid_days=None, valid_from=starts, valid_to=ends).pk, customer_id=customer.pk
+    )
     assert (fixed.valid_from, fixed.valid_until) == (starts, ends)
     now = timezone.now()
     relative = coupons.coupon_receive(template_id=make_template(valid_days=7).pk, customer_id=customer.pk, now=now)
@@ -109,42 +126,61 @@ def test_me_coupons_by_status(api, customer, make_template):
     usable = coupons.coupon_receive(template_id=make_template("可用").pk, customer_id=customer.pk)
     used = coupons.coupon_receive(template_id=make_template("已用").pk, customer_id=customer.pk)
     Coupon.objects.filter(pk=used.pk).update(status="used", used_order_no="20261201000000000001")
-    expired = Coupon.objects.create(customer=customer, title="过期", discount_fen=500,
-                                    valid_until=timezone.now() - dt.timedelta(seconds=1))
+    expired = Coupon.objects.create(
+        customer=customer, title="过期", discount_fen=500, valid_until=timezone.now() - dt.timedelta(seconds=1)
+    )
     page = api.get("/api/v1/me/coupons").json()
     assert page["count"] == 3
-    assert {r["id"]: r["status"] for r in page["results"]} == {usable.pk: "usable", used.pk: "used",
-                                                               expired.pk: "expired"}
+    assert {r["id"]: r["status"] for r in page["results"]} == {
+        usable.pk: "usable",
+        used.pk: "used",
+        expired.pk: "expired",
+    }
     for status, pk in (("usable", usable.pk), ("used", used.pk), ("expired", expired.pk)):
         assert [r["id"] for r in api.get(f"/api/v1/me/coupons?status={status}").json()["results"]] == [pk]
     row = api.get("/api/v1/me/coupons?status=usable").json()["results"][0]
     assert {k: row[k] for k in ("name", "kind", "amount_fen", "percent", "max_discount_fen", "threshold_fen")} == {
-        "name": "可用", "kind": "amount", "amount_fen": 2000, "percent": 0, "max_discount_fen": None,
-        "threshold_fen": 0}
+        "name": "可用",
+        "kind": "amount",
+        "amount_fen": 2000,
+        "percent": 0,
+        "max_discount_fen": None,
+        "threshold_fen": 0,
+    }
     assert row["valid_to"].endswith("+08:00")
     assert api.get("/api/v1/me/coupons?status=nope").status_code == 400
 
 
 # --- pricing at confirm --------------------------------------------------------------------------
 
-def test_confirm_lists_usable_coupons_best_first_and_applies_the_chosen(api, customer, address, two_skus,
-                                                                        make_template):
+
+def test_confirm_lists_usable_coupons_best_first_and_applies_the_chosen(
+    api, customer, address, two_skus, make_template
+):
     a, b, tea, parent, incense = two_skus  # goods 8000 + 6000 = 14000 fen
     take = lambda t: coupons.coupon_receive(template_id=t.pk, customer_id=customer.pk)  # noqa: E731
     amount = take(make_template("满100减20", amount_fen=2000, threshold_fen=10000))  # 14000 >= 10000: 2000
-    percent = take(make_template("85折最多减10元", kind="percent", amount_fen=0, percent=15,
-                                 max_discount_fen=1000))  # 14000 * 15% = 2100 -> cap 1000
-    scoped = take(make_template("雅物满50减15", amount_fen=1500, threshold_fen=5000, scope="category",
-                                categories=[parent]))  # in scope: 香道 (parent 雅物) 6000 >= 5000: 1500
-    take(make_template("香道满70减30", amount_fen=3000, threshold_fen=7000, scope="category",
-                       categories=[incense]))  # in scope 6000 < 7000: not usable
-    take(make_template("茶器9折", kind="percent", amount_fen=0, percent=10, scope="product",
-                       products=[a.product]))  # in scope 8000: 800
+    percent = take(
+        make_template("85折最多减10元", kind="percent", amount_fen=0, percent=15, max_discount_fen=1000)
+    )  # 14000 * 15% = 2100 -> cap 1000
+    scoped = take(
+        make_template("雅物满50减15", amount_fen=1500, threshold_fen=5000, scope="category", categories=[parent])
+    )  # in scope: 香道 (parent 雅物) 6000 >= 5000: 1500
+    take(
+        make_template("香道满70减30", amount_fen=3000, threshold_fen=7000, scope="category", categories=[incense])
+    )  # in scope 6000 < 7000: not usable
+    take(
+        make_template("茶器9折", kind="percent", amount_fen=0, percent=10, scope="product", products=[a.product])
+    )  # in scope 8000: 800
     confirmed = _confirm(api, address, [a, b])
     assert confirmed.status_code == 200, confirmed.json()
     body = confirmed.json()
     assert [(c["name"], c["discount_fen"]) for c in body["usable_coupons"]] == [
-        ("满100减20", 2000), ("雅物满50减15", 1500), ("85折最多减10元", 1000), ("茶器9折", 800)]
+        ("满100减20", 2000),
+        ("雅物满50减15", 1500),
+        ("85折最多减10元", 1000),
+        ("茶器9折", 800),
+    ]
     assert body["usable_coupons"][0]["id"] == amount.pk and body["coupon_fen"] == 0
 
     chosen = _confirm(api, address, [a, b], coupon_id=scoped.pk).json()
@@ -162,8 +198,9 @@ def test_confirm_lists_usable_coupons_best_first_and_applies_the_chosen(api, cus
 
 def test_coupon_out_of_scope_or_under_threshold_is_unavailable(api, customer, address, two_skus, make_template):
     a, b, *_ = two_skus
-    only_b = coupons.coupon_receive(template_id=make_template(scope="product", products=[b.product]).pk,
-                                    customer_id=customer.pk)
+    only_b = coupons.coupon_receive(
+        template_id=make_template(scope="product", products=[b.product]).pk, customer_id=customer.pk
+    )
     answer = _confirm(api, address, [a], coupon_id=only_b.pk)
     assert (answer.status_code, answer.json()["code"]) == (409, "coupon_unavailable")
     assert _confirm(api, address, [a]).json()["usable_coupons"] == []
@@ -175,14 +212,14 @@ def test_discount_never_exceeds_goods_and_one_fen_is_left(api, customer, consult
     offered = api.post("/api/v1/orders/confirm", body, format="json").json()["usable_coupons"]
     assert offered == [{"id": big.pk, "name": "大额券", "discount_fen": 29899}]
     chosen = api.post("/api/v1/orders/confirm", {**body, "coupon_id": big.pk}, format="json").json()
-    assert (chosen["goods_fen"], chosen["freight_fen"], chosen["coupon_fen"], chosen["pay_fen"]) == (
-        29900, 0, 29899, 1)
+    assert (chosen["goods_fen"], chosen["freight_fen"], chosen["coupon_fen"], chosen["pay_fen"]) == (29900, 0, 29899, 1)
 
 
 def test_not_yet_valid_coupon_is_held_but_not_usable(api, customer, address, two_skus, make_template):
     a, *_ = two_skus
-    soon = make_template(valid_days=None, valid_from=timezone.now() + dt.timedelta(days=1),
-                         valid_to=timezone.now() + FAR)
+    soon = make_template(
+        valid_days=None, valid_from=timezone.now() + dt.timedelta(days=1), valid_to=timezone.now() + FAR
+    )
     coupon = coupons.coupon_receive(template_id=soon.pk, customer_id=customer.pk)
     assert [r["id"] for r in api.get("/api/v1/me/coupons?status=usable").json()["results"]] == [coupon.pk]
     assert _confirm(api, address, [a]).json()["usable_coupons"] == []
@@ -214,6 +251,7 @@ def test_flash_sale_confirm_offers_no_coupons(api, customer, address, make_sale,
 
 # --- staff issues --------------------------------------------------------------------------------
 
+
 def test_issue_to_one_customer_is_done_at_once_and_idempotent(customer, make_template):
     template = make_template(per_customer=1)
     issue = coupons.coupon_issue_start(template_id=template.pk, customer_id=customer.pk, created_by="staff")
@@ -226,8 +264,9 @@ def test_issue_to_one_customer_is_done_at_once_and_idempotent(customer, make_tem
     assert template.issued == 2
 
 
-def test_issue_by_filter_runs_in_the_background_once_per_customer(make_customer, make_template,
-                                                                 django_capture_on_commit_callbacks, queued):
+def test_issue_by_filter_runs_in_the_background_once_per_customer(
+    make_customer, make_template, django_capture_on_commit_callbacks, queued
+):
     rich = [make_customer(points=500) for _ in range(3)]
     make_customer(points=10)
     template = make_template(total=10)
@@ -241,7 +280,8 @@ def test_issue_by_filter_runs_in_the_background_once_per_customer(make_customer,
     issue.refresh_from_db()
     assert (issue.status, issue.granted, issue.skipped) == ("done", 3, 0)
     assert sorted(Coupon.objects.filter(batch=issue).values_list("customer_id", flat=True)) == sorted(
-        c.pk for c in rich)
+        c.pk for c in rich
+    )
     template.refresh_from_db()
     assert template.issued == 3
 
@@ -270,9 +310,19 @@ def test_template_validation_names_the_fields():
     from starmall.errors import InvalidInput
 
     with pytest.raises(InvalidInput) as caught:
-        coupons.coupon_template_validate(kind="percent", amount_fen=0, percent=120, max_discount_fen=None,
-                                         valid_from=None, valid_to=None, valid_days=None, total=1,
-                                         scope="category", categories=[], issued=5)
+        coupons.coupon_template_validate(
+            kind="percent",
+            amount_fen=0,
+            percent=120,
+            max_discount_fen=None,
+            valid_from=None,
+            valid_to=None,
+            valid_days=None,
+            total=1,
+            scope="category",
+            categories=[],
+            issued=5,
+        )
     assert set(caught.value.detail) == {"percent", "valid_to", "total", "categories"}
 
 
@@ -285,8 +335,11 @@ def test_full_refund_gives_the_coupon_back_while_valid(make_customer, make_api, 
     wallet.balance_adjust(customer_id=customer.pk, amount_fen=100000, ref="opening")
     api = make_api(customer)
     coupon = coupons.coupon_receive(template_id=make_template(amount_fen=5000).pk, customer_id=customer.pk)
-    body = {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}], "slot_id": consultation.slots[-1].pk,
-            "coupon_id": coupon.pk}
+    body = {
+        "items": [{"sku_id": consultation.sku.pk, "quantity": 1}],
+        "slot_id": consultation.slots[-1].pk,
+        "coupon_id": coupon.pk,
+    }
     key = api.post("/api/v1/orders/confirm", body, format="json").json()["order_key"]
     order = api.post("/api/v1/orders", {"order_key": key}, format="json").json()
     assert order["coupon_fen"] == 5000 and order["pay_fen"] == 24900

@@ -25,9 +25,17 @@ def _split(value: dt.datetime, name: str) -> dict:
 
 def _form(sku, *, price_fen=9900, stock=5, starts_in=60, lasts=30, limit=2, **extra):
     starts_at = (timezone.now() + dt.timedelta(minutes=starts_in)).replace(microsecond=0)
-    return {"title": "双十二秒杀", "sku": sku.pk, "price_fen": yuan(price_fen), "stock": stock,  # the form takes yuan
-            **_split(starts_at, "starts_at"), **_split(starts_at + dt.timedelta(minutes=lasts), "ends_at"),
-            "limit_per_customer": limit, "is_active": "on", **extra}
+    return {
+        "title": "双十二秒杀",
+        "sku": sku.pk,
+        "price_fen": yuan(price_fen),
+        "stock": stock,  # the form takes yuan
+        **_split(starts_at, "starts_at"),
+        **_split(starts_at + dt.timedelta(minutes=lasts), "ends_at"),
+        "limit_per_customer": limit,
+        "is_active": "on",
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -43,23 +51,32 @@ def test_flash_sale_admin_schedules_a_sale_in_shanghai_time(boss, flash_sku):
     response = boss.post(ADD, _form(flash_sku))
     assert response.status_code == 302, response.context["adminform"].form.errors
     sale = FlashSale.objects.get()
-    assert (sale.sku_id, sale.price_fen, sale.stock, sale.sold, sale.limit_per_customer, sale.is_active) == \
-        (flash_sku.pk, 9900, 5, 0, 2, True)
+    assert (sale.sku_id, sale.price_fen, sale.stock, sale.sold, sale.limit_per_customer, sale.is_active) == (
+        flash_sku.pk,
+        9900,
+        5,
+        0,
+        2,
+        True,
+    )
     assert timezone.localtime(sale.starts_at).utcoffset() == dt.timedelta(hours=8)
     assert sale.ends_at - sale.starts_at == dt.timedelta(minutes=30)
     assert flash_sku.__class__.objects.get(pk=flash_sku.pk).stock == 20  # scheduling takes no units
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"lasts": -5}, "ends_at"),
-    ({"price_fen": 0}, "price_fen"),
-    ({"price_fen": 12801}, "price_fen"),
-    ({"stock": 21}, "stock"),
-    ({"stock": 0}, "stock"),
-    ({"limit": 0}, "limit_per_customer"),
-    ({"starts_in": -120, "lasts": 60}, "ends_at"),
-    ({"lasts": 32 * 24 * 60}, "ends_at"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"lasts": -5}, "ends_at"),
+        ({"price_fen": 0}, "price_fen"),
+        ({"price_fen": 12801}, "price_fen"),
+        ({"stock": 21}, "stock"),
+        ({"stock": 0}, "stock"),
+        ({"limit": 0}, "limit_per_customer"),
+        ({"starts_in": -120, "lasts": 60}, "ends_at"),
+        ({"lasts": 32 * 24 * 60}, "ends_at"),
+    ],
+)
 def test_flash_sale_admin_rules_are_form_errors(boss, flash_sku, change, field):
     response = boss.post(ADD, _form(flash_sku, **change))
     assert response.status_code == 200
@@ -112,12 +129,24 @@ def test_flash_sale_admin_needs_the_manage_permission(clerk, flash_sku, make_sal
 def test_flash_sale_schedule_refuses_a_consultation_and_naive_times(consultation, flash_sku):
     now = timezone.now()
     with pytest.raises(InvalidInput) as refused:
-        flash_sales.flash_sale_schedule(title="x", sku_id=consultation.sku.pk, price_fen=100, stock=1, starts_at=now,
-                                     ends_at=now + dt.timedelta(hours=1))
+        flash_sales.flash_sale_schedule(
+            title="x",
+            sku_id=consultation.sku.pk,
+            price_fen=100,
+            stock=1,
+            starts_at=now,
+            ends_at=now + dt.timedelta(hours=1),
+        )
     assert list(refused.value.detail) == ["sku"]
     with pytest.raises(InvalidInput) as naive:
-        flash_sales.flash_sale_schedule(title="x", sku_id=flash_sku.pk, price_fen=100, stock=1,
-                                     starts_at=dt.datetime(2030, 1, 1, 20), ends_at=dt.datetime(2030, 1, 1, 21))
+        flash_sales.flash_sale_schedule(
+            title="x",
+            sku_id=flash_sku.pk,
+            price_fen=100,
+            stock=1,
+            starts_at=dt.datetime(2030, 1, 1, 20),
+            ends_at=dt.datetime(2030, 1, 1, 21),
+        )
     assert list(naive.value.detail) == ["starts_at"]
     assert FlashSale.objects.count() == 0
 
@@ -127,8 +156,15 @@ def test_flash_sale_table_refuses_what_the_rules_refuse(flash_sku):
     from django.db import IntegrityError, transaction
 
     now = timezone.now()
-    good = {"title": "x", "sku": flash_sku, "price_fen": 100, "stock": 1, "starts_at": now,
-            "ends_at": now + dt.timedelta(hours=1), "limit_per_customer": 1}
+    good = {
+        "title": "x",
+        "sku": flash_sku,
+        "price_fen": 100,
+        "stock": 1,
+        "starts_at": now,
+        "ends_at": now + dt.timedelta(hours=1),
+        "limit_per_customer": 1,
+    }
     for bad in ({"stock": -1}, {"price_fen": 0}, {"ends_at": now}, {"limit_per_customer": 0}, {"sold": -1}):
         with pytest.raises(IntegrityError), transaction.atomic():
             FlashSale.objects.create(**{**good, **bad})

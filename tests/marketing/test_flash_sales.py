@@ -26,14 +26,22 @@ def state(sale):
 
 
 def allowance(sale, customer):
-    return FlashSalePurchase.objects.filter(sale=sale, customer=customer).values_list(
-        "quantity", flat=True).first() or 0
+    return (
+        FlashSalePurchase.objects.filter(sale=sale, customer=customer).values_list("quantity", flat=True).first() or 0
+    )
 
 
 def buyer(make_customer, make_api, **fields):
     customer = make_customer(**fields)
-    address = Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号", is_default=True)
+    address = Address.objects.create(
+        customer=customer,
+        name="买家",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
     return customer, make_api(customer), address
 
 
@@ -42,6 +50,7 @@ def end_sale(sale):
 
 
 # --- list -------------------------------------------------------------------------------------
+
 
 def test_flash_sale_list_live_upcoming_and_both(make_sale, flash_sku, make_api, django_assert_max_num_queries):
     live = make_sale(title="正在秒杀")
@@ -53,13 +62,23 @@ def test_flash_sale_list_live_upcoming_and_both(make_sale, flash_sku, make_api, 
     with django_assert_max_num_queries(1):
         response = anonymous.get("/api/v1/flash-sales?status=live")
     assert response.status_code == 200
-    assert response.json() == [{
-        "id": live.pk, "title": "正在秒杀", "sku_id": flash_sku.pk, "product_id": flash_sku.product_id,
-        "name": "青瓷盖碗", "specs": {"颜色": "天青"}, "price_fen": 9900, "original_price_fen": 12800,
-        "starts_at": timezone.localtime(live.starts_at).isoformat(),
-        "ends_at": timezone.localtime(live.ends_at).isoformat(),
-        "stock": 5, "sold": 0, "limit_per_customer": 2,
-    }]
+    assert response.json() == [
+        {
+            "id": live.pk,
+            "title": "正在秒杀",
+            "sku_id": flash_sku.pk,
+            "product_id": flash_sku.product_id,
+            "name": "青瓷盖碗",
+            "specs": {"颜色": "天青"},
+            "price_fen": 9900,
+            "original_price_fen": 12800,
+            "starts_at": timezone.localtime(live.starts_at).isoformat(),
+            "ends_at": timezone.localtime(live.ends_at).isoformat(),
+            "stock": 5,
+            "sold": 0,
+            "limit_per_customer": 2,
+        }
+    ]
     assert response.json()[0]["starts_at"].endswith("+08:00")
     assert [s["id"] for s in anonymous.get("/api/v1/flash-sales?status=upcoming").json()] == [upcoming.pk]
     assert [s["id"] for s in anonymous.get("/api/v1/flash-sales").json()] == [live.pk, upcoming.pk]
@@ -88,10 +107,14 @@ def test_flash_sale_list_stock_is_capped_by_the_sku(make_sale, flash_sku, client
 
 # --- confirm and create -----------------------------------------------------------------------
 
+
 def test_flash_sale_confirm_prices_at_the_sale_and_writes_nothing(api, customer, address, make_sale):
     sale = make_sale()
-    response = api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 2}], "flash_sale_id": sale.pk,
-                                  "address_id": address.pk}, format="json")
+    response = api.post(
+        CONFIRM,
+        {"items": [{"sku_id": sale.sku_id, "quantity": 2}], "flash_sale_id": sale.pk, "address_id": address.pk},
+        format="json",
+    )
     assert response.status_code == 200, response.json()
     body = response.json()
     assert [(line["price_fen"], line["quantity"], line["amount_fen"]) for line in body["lines"]] == [(9900, 2, 19800)]
@@ -107,8 +130,9 @@ def test_flash_sale_create_takes_the_sale_the_sku_and_the_allowance(api, custome
     assert created.status_code == 201, created.json()
     order = created.json()
     assert (order["flash_sale_id"], order["goods_fen"], order["pay_fen"]) == (sale.pk, 19800, 19800)
-    assert [(line["sku_id"], line["price_fen"], line["quantity"], line["amount_fen"]) for line in order["lines"]] \
-        == [(sale.sku_id, 9900, 2, 19800)]
+    assert [(line["sku_id"], line["price_fen"], line["quantity"], line["amount_fen"]) for line in order["lines"]] == [
+        (sale.sku_id, 9900, 2, 19800)
+    ]
     assert Order.objects.get(order_no=order["order_no"]).flash_sale_id == sale.pk
     assert state(sale) == (3, 2, 18)
     assert allowance(sale, customer) == 2
@@ -147,8 +171,11 @@ def test_flash_sale_limit_is_taken_at_confirm_from_the_redis_allowance(make_cust
     assert [api.post(CONFIRM, body, format="json").status_code for _ in range(2)] == [200, 200]
     third = api.post(CONFIRM, body, format="json")  # two drafts hold the allowance: no order yet
     assert third.status_code == 409
-    assert third.json() == {"code": "limit_exceeded", "message": "已超过本场秒杀的限购数量。", "detail": {
-        "flash_sale_id": sale.pk, "limit_per_customer": 2, "held": 2, "requested": 1}}
+    assert third.json() == {
+        "code": "limit_exceeded",
+        "message": "已超过本场秒杀的限购数量。",
+        "detail": {"flash_sale_id": sale.pk, "limit_per_customer": 2, "held": 2, "requested": 1},
+    }
     assert state(sale) == (5, 0, 20)  # the database is untouched until create
     assert allowance(sale, customer) == 0
 
@@ -164,8 +191,11 @@ def test_flash_sale_limit_is_checked_again_at_create(make_customer, make_api, ma
     customer, api, address = buyer(make_customer, make_api)
     keys = []
     for _ in range(3):  # three confirms pass: nothing is held yet
-        confirmed = api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 1}],
-                                       "flash_sale_id": sale.pk, "address_id": address.pk}, format="json")
+        confirmed = api.post(
+            CONFIRM,
+            {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk, "address_id": address.pk},
+            format="json",
+        )
         assert confirmed.status_code == 200
         keys.append(confirmed.json()["order_key"])
     assert [api.post(CREATE, {"order_key": k}, format="json").status_code for k in keys[:2]] == [201, 201]
@@ -179,8 +209,11 @@ def test_flash_sale_limit_is_checked_again_at_create(make_customer, make_api, ma
 
 @pytest.mark.parametrize("when", ["upcoming", "ended", "paused"])
 def test_flash_sale_outside_its_window_is_invalid_state(api, address, make_sale, buy, when):
-    sale = {"upcoming": lambda: make_sale(starts_in=30), "ended": lambda: make_sale(starts_in=-120, lasts=60),
-            "paused": lambda: make_sale(is_active=False)}[when]()
+    sale = {
+        "upcoming": lambda: make_sale(starts_in=30),
+        "ended": lambda: make_sale(starts_in=-120, lasts=60),
+        "paused": lambda: make_sale(is_active=False),
+    }[when]()
     confirmed, _ = buy(api, sale, 1, address=address)
     assert confirmed.status_code == 409
     assert confirmed.json()["code"] == "invalid_state"
@@ -190,8 +223,11 @@ def test_flash_sale_outside_its_window_is_invalid_state(api, address, make_sale,
 
 def test_flash_sale_create_after_the_end_keeps_nothing(api, customer, address, make_sale):
     sale = make_sale()
-    key = api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk,
-                             "address_id": address.pk}, format="json").json()["order_key"]
+    key = api.post(
+        CONFIRM,
+        {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk, "address_id": address.pk},
+        format="json",
+    ).json()["order_key"]
     end_sale(sale)
     created = api.post(CREATE, {"order_key": key}, format="json")
     assert created.status_code == 409
@@ -216,9 +252,14 @@ def test_flash_sale_sold_out_at_confirm_and_at_create(make_customer, make_api, m
     first, api_a, address_a = buyer(make_customer, make_api)
     second, api_b, address_b = buyer(make_customer, make_api)
     redis_quota_fails(monkeypatch)  # both get a draft: the database alone decides at create
-    keys = [api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk,
-                               "address_id": address.pk}, format="json").json()["order_key"]
-            for api, address in ((api_a, address_a), (api_b, address_b))]
+    keys = [
+        api.post(
+            CONFIRM,
+            {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk, "address_id": address.pk},
+            format="json",
+        ).json()["order_key"]
+        for api, address in ((api_a, address_a), (api_b, address_b))
+    ]
     assert api_a.post(CREATE, {"order_key": keys[0]}, format="json").status_code == 201
     lost = api_b.post(CREATE, {"order_key": keys[1]}, format="json")
     assert lost.status_code == 409
@@ -243,22 +284,34 @@ def test_flash_sale_wrong_items_coupon_and_unknown_sale(api, customer, address, 
     other = make_sku(price_fen=500, stock=10, name="茶巾")
 
     def confirm(items, **extra):
-        return api.post(CONFIRM, {"items": items, "flash_sale_id": sale.pk, "address_id": address.pk, **extra},
-                        format="json")
+        return api.post(
+            CONFIRM, {"items": items, "flash_sale_id": sale.pk, "address_id": address.pk, **extra}, format="json"
+        )
 
     two = confirm([{"sku_id": sale.sku_id, "quantity": 1}, {"sku_id": other.pk, "quantity": 1}])
     assert (two.status_code, two.json()["code"], list(two.json()["detail"])) == (400, "invalid", ["items"])
     wrong = confirm([{"sku_id": other.pk, "quantity": 1}])
     assert (wrong.status_code, wrong.json()["code"]) == (400, "invalid")
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000, min_spend_fen=100,
-                                   valid_until="2099-01-01T00:00:00+08:00")
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=100,
+        valid_until="2099-01-01T00:00:00+08:00",
+    )
     with_coupon = confirm([{"sku_id": sale.sku_id, "quantity": 1}], coupon_id=coupon.pk)
     assert (with_coupon.status_code, with_coupon.json()["code"]) == (409, "coupon_unavailable")
-    unknown = api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": 999999,
-                                 "address_id": address.pk}, format="json")
+    unknown = api.post(
+        CONFIRM,
+        {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": 999999, "address_id": address.pk},
+        format="json",
+    )
     assert (unknown.status_code, unknown.json()["code"]) == (404, "not_found")
-    garbage = api.post(CONFIRM, {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": "一",
-                                 "address_id": address.pk}, format="json")
+    garbage = api.post(
+        CONFIRM,
+        {"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": "一", "address_id": address.pk},
+        format="json",
+    )
     assert (garbage.status_code, garbage.json()["code"]) == (400, "invalid")
     assert state(sale) == (5, 0, 20)
 
@@ -275,6 +328,7 @@ def test_flash_sale_order_may_use_points(make_customer, make_api, make_sale, buy
 
 # --- giving units back -------------------------------------------------------------------------
 
+
 def redis_quota(sale):
     """(quota, {customer_id: units held}) of the sale in Redis (apps.marketing.flash_quota)."""
     from django_redis import get_redis_connection
@@ -283,12 +337,15 @@ def redis_quota(sale):
 
     conn = get_redis_connection("default")
     quota = conn.get(flash_quota.key(sale.pk, "quota"))
-    return (int(quota) if quota is not None else None,
-            {int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()})
+    return (
+        int(quota) if quota is not None else None,
+        {int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()},
+    )
 
 
-def test_flash_sale_cancel_while_live_gives_units_to_the_sale_and_the_sku(api, customer, address, make_sale, buy,
-                                                                          django_capture_on_commit_callbacks):
+def test_flash_sale_cancel_while_live_gives_units_to_the_sale_and_the_sku(
+    api, customer, address, make_sale, buy, django_capture_on_commit_callbacks
+):
     sale = make_sale()
     with django_capture_on_commit_callbacks(execute=True):  # as after the real commits
         order = buy(api, sale, 2, address=address)[1].json()
@@ -323,8 +380,9 @@ def _pay_and_refund(api, order_no):
 
 def _refund(api, order_no):
     assert api.post(f"/api/v1/orders/{order_no}/refund", {"reason": "不想要了"}, format="json").status_code == 202
-    refund = refunds.after_sale_approve(after_sale_id=AfterSale.objects.get(order__order_no=order_no).pk,
-                                        actor="staff:test")
+    refund = refunds.after_sale_approve(
+        after_sale_id=AfterSale.objects.get(order__order_no=order_no).pk, actor="staff:test"
+    )
     assert refunds.refund_execute(refund_id=refund.pk) == "success"
     assert Order.objects.get(order_no=order_no).status == "refunded"
 
@@ -341,9 +399,9 @@ def test_flash_sale_refund_before_shipping_restocks_the_live_sale(make_customer,
     assert allowance(sale, customer) == 0
 
 
-def test_flash_sale_refund_after_shipping_gives_back_the_allowance_not_the_units(make_customer, make_api,
-                                                                                 make_sale, buy,
-                                                                                 django_capture_on_commit_callbacks):
+def test_flash_sale_refund_after_shipping_gives_back_the_allowance_not_the_units(
+    make_customer, make_api, make_sale, buy, django_capture_on_commit_callbacks
+):
     sale = make_sale(limit=2)
     customer, api, address = buyer(make_customer, make_api, balance_fen=50000)
     order = buy(api, sale, 2, address=address)[1].json()
@@ -365,8 +423,9 @@ def _live_units(sku_id, sale=None):
     return lines.aggregate(n=Sum("quantity"))["n"] or 0
 
 
-def test_flash_sale_conservation_over_orders_and_cancels(make_customer, make_api, make_sale, place_order, buy,
-                                                         django_capture_on_commit_callbacks):
+def test_flash_sale_conservation_over_orders_and_cancels(
+    make_customer, make_api, make_sale, place_order, buy, django_capture_on_commit_callbacks
+):
     """initial SKU stock = SKU stock + units in live orders; sold = the sale's live units;
     while the sale has not ended, stock + sold = its quota (6)."""
     sale = make_sale(stock=6, limit=3)

@@ -35,28 +35,72 @@ def boss(client, django_user_model):
 
 
 def test_schedule_group_buy_and_bargain_in_yuan(boss, group_sku):
-    response = boss.post(reverse("admin:marketing_groupbuy_add"), {
-        "title": "两人团", "sku": group_sku.pk, "price_fen": yuan(6600), "stock": 5, "group_size": 2, "hours": 24,
-        "limit_per_customer": 1, "simulate_min": 1, "is_active": "on", **_window()})
+    response = boss.post(
+        reverse("admin:marketing_groupbuy_add"),
+        {
+            "title": "两人团",
+            "sku": group_sku.pk,
+            "price_fen": yuan(6600),
+            "stock": 5,
+            "group_size": 2,
+            "hours": 24,
+            "limit_per_customer": 1,
+            "simulate_min": 1,
+            "is_active": "on",
+            **_window(),
+        },
+    )
     assert response.status_code == 302, response.context["adminform"].form.errors
     activity = GroupBuy.objects.get()
     assert (activity.price_fen, activity.stock, activity.group_size, activity.hours) == (6600, 5, 2, 24)
-    refused = boss.post(reverse("admin:marketing_groupbuy_add"), {
-        "title": "一人团", "sku": group_sku.pk, "price_fen": yuan(20000), "stock": 500, "group_size": 1, "hours": 24,
-        "limit_per_customer": 1, "simulate_min": 1, "is_active": "on", **_window()})
+    refused = boss.post(
+        reverse("admin:marketing_groupbuy_add"),
+        {
+            "title": "一人团",
+            "sku": group_sku.pk,
+            "price_fen": yuan(20000),
+            "stock": 500,
+            "group_size": 1,
+            "hours": 24,
+            "limit_per_customer": 1,
+            "simulate_min": 1,
+            "is_active": "on",
+            **_window(),
+        },
+    )
     errors = refused.context["adminform"].form.errors
     assert {"price_fen", "stock", "group_size"} <= set(errors)
-    response = boss.post(reverse("admin:marketing_bargaincampaign_add"), {
-        "title": "砍一刀", "sku": group_sku.pk, "original_price_fen": yuan(10000), "floor_price_fen": yuan(100),
-        "helpers_needed": 5, "hours": 24, "stock": 3, "limit_per_customer": 1, "is_active": "on", **_window()})
+    response = boss.post(
+        reverse("admin:marketing_bargaincampaign_add"),
+        {
+            "title": "砍一刀",
+            "sku": group_sku.pk,
+            "original_price_fen": yuan(10000),
+            "floor_price_fen": yuan(100),
+            "helpers_needed": 5,
+            "hours": 24,
+            "stock": 3,
+            "limit_per_customer": 1,
+            "is_active": "on",
+            **_window(),
+        },
+    )
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert BargainCampaign.objects.get().floor_price_fen == 100
     assert boss.get(reverse("admin:marketing_groupbuy_change", args=[activity.pk])).status_code == 200
 
 
-def test_group_pages_end_action_dashboard_and_export(boss, client, django_user_model, shopper, group_order,
-                                                     wechat_pay, make_group_buy, make_bargain,
-                                                     django_capture_on_commit_callbacks):
+def test_group_pages_end_action_dashboard_and_export(
+    boss,
+    client,
+    django_user_model,
+    shopper,
+    group_order,
+    wechat_pay,
+    make_group_buy,
+    make_bargain,
+    django_capture_on_commit_callbacks,
+):
     activity = make_group_buy(size=3)
     _, api = shopper()
     _, created = group_order(api, activity.sku, group_buy_id=activity.pk)
@@ -74,14 +118,19 @@ def test_group_pages_end_action_dashboard_and_export(boss, client, django_user_m
     record_page = boss.get(reverse("admin:marketing_bargainrecord_changelist"))
     assert bargain_no in record_page.content.decode()
     # the order of a forming group is not shipped; the back office says why
-    shipped = boss.post(reverse("admin:orders_order_changelist"),
-                        {"action": "mark_shipped", "_selected_action": [Order.objects.get(order_no=order["order_no"]).pk]},
-                        follow=True)
+    shipped = boss.post(
+        reverse("admin:orders_order_changelist"),
+        {"action": "mark_shipped", "_selected_action": [Order.objects.get(order_no=order["order_no"]).pk]},
+        follow=True,
+    )
     assert "拼团尚未成团" in shipped.content.decode()
 
     with django_capture_on_commit_callbacks(execute=True):
-        ended = boss.post(reverse("admin:marketing_group_changelist"),
-                          {"action": "end_now", "_selected_action": [group_id]}, follow=True)
+        ended = boss.post(
+            reverse("admin:marketing_group_changelist"),
+            {"action": "end_now", "_selected_action": [group_id]},
+            follow=True,
+        )
     assert "全额退款" in ended.content.decode()
     assert Group.objects.get(pk=group_id).status == "failed"
     assert Order.objects.get(order_no=order["order_no"]).status == "refunding"
@@ -91,10 +140,14 @@ def test_group_pages_end_action_dashboard_and_export(boss, client, django_user_m
     assert "今日未成团" in index and "拼团中" in index
 
     today = timezone.localdate().isoformat()
-    export = boss.get(reverse("admin:backoffice_export"), {"kind": "groups", "start": today, "end": today, "fmt": "csv"})
+    export = boss.get(
+        reverse("admin:backoffice_export"), {"kind": "groups", "start": today, "end": today, "fmt": "csv"}
+    )
     text = b"".join(export.streaming_content).decode()
     assert order["order_no"] in text and "未成团" in text
-    export = boss.get(reverse("admin:backoffice_export"), {"kind": "bargains", "start": today, "end": today, "fmt": "csv"})
+    export = boss.get(
+        reverse("admin:backoffice_export"), {"kind": "bargains", "start": today, "end": today, "fmt": "csv"}
+    )
     assert bargain_no in b"".join(export.streaming_content).decode()
 
 

@@ -28,8 +28,15 @@ def _opened(shopper, group_order, wechat_pay, activity, pay=True):
 def _conserved(activity, initial_sku_stock, quota):
     """SKU stock + units in live orders = initial; activity stock + sold = its quota (running)."""
     activity = GroupBuy.objects.get(pk=activity.pk)
-    live_units = sum(Order.objects.filter(group__activity=activity).exclude(status="cancelled").exclude(
-        status="refunded").values_list("goods_fen", flat=True)) // activity.price_fen
+    live_units = (
+        sum(
+            Order.objects.filter(group__activity=activity)
+            .exclude(status="cancelled")
+            .exclude(status="refunded")
+            .values_list("goods_fen", flat=True)
+        )
+        // activity.price_fen
+    )
     assert Sku.objects.get(pk=activity.sku_id).stock + live_units == initial_sku_stock
     assert activity.stock + activity.sold == quota
     assert activity.sold == live_units
@@ -77,8 +84,9 @@ def test_limit_per_customer_over_live_seats(shopper, group_order, wechat_pay, ma
     assert (coupon.status_code, coupon.json()["code"]) == (409, "coupon_unavailable")
 
 
-def test_cancelled_seat_is_given_back_and_the_customer_may_join_again(shopper, group_order, wechat_pay,
-                                                                       make_group_buy, group_sku):
+def test_cancelled_seat_is_given_back_and_the_customer_may_join_again(
+    shopper, group_order, wechat_pay, make_group_buy, group_sku
+):
     activity = make_group_buy(stock=10, size=2)
     _, _, order = _opened(shopper, group_order, wechat_pay, activity)
     group_id = order["group"]["group_id"]
@@ -109,8 +117,9 @@ def test_leader_who_never_pays_fails_the_group(shopper, group_order, wechat_pay,
     assert api.get(f"/api/v1/groups/{group.pk}").json()["status"] == "failed"
 
 
-def test_simulated_completion_with_the_minimum_paid(shopper, group_order, wechat_pay, make_group_buy,
-                                                    django_capture_on_commit_callbacks):
+def test_simulated_completion_with_the_minimum_paid(
+    shopper, group_order, wechat_pay, make_group_buy, django_capture_on_commit_callbacks
+):
     activity = make_group_buy(stock=10, size=3, hours=1, simulate=True, simulate_min=2)
     _, _, order = _opened(shopper, group_order, wechat_pay, activity)
     group_id = order["group"]["group_id"]
@@ -131,8 +140,9 @@ def test_simulated_completion_with_the_minimum_paid(shopper, group_order, wechat
     _conserved(activity, 20, 10)
 
 
-def test_simulated_completion_below_the_minimum_fails(shopper, group_order, wechat_pay, make_group_buy,
-                                                      django_capture_on_commit_callbacks):
+def test_simulated_completion_below_the_minimum_fails(
+    shopper, group_order, wechat_pay, make_group_buy, django_capture_on_commit_callbacks
+):
     activity = make_group_buy(stock=10, size=3, hours=1, simulate=True, simulate_min=2)
     _, _, order = _opened(shopper, group_order, wechat_pay, activity)
     later = timezone.now() + dt.timedelta(hours=1, seconds=1)
@@ -142,14 +152,17 @@ def test_simulated_completion_below_the_minimum_fails(shopper, group_order, wech
 
 
 def test_late_payment_on_a_failed_groups_cancelled_order_is_refunded(
-        shopper, group_order, wechat_pay, make_group_buy, wechat, deliver, django_capture_on_commit_callbacks):
+    shopper, group_order, wechat_pay, make_group_buy, wechat, deliver, django_capture_on_commit_callbacks
+):
     activity = make_group_buy(stock=10, size=2, hours=1)
     _, _, order = _opened(shopper, group_order, wechat_pay, activity)
     _, joiner_api = shopper()
     _, created = group_order(joiner_api, activity.sku, group_id=order["group"]["group_id"])
     joined = created.json()
-    assert joiner_api.post(f"/api/v1/orders/{joined['order_no']}/pay", {"method": "wechat"},
-                           format="json").status_code == 200
+    assert (
+        joiner_api.post(f"/api/v1/orders/{joined['order_no']}/pay", {"method": "wechat"}, format="json").status_code
+        == 200
+    )
     later = timezone.now() + dt.timedelta(hours=1, seconds=1)
     with django_capture_on_commit_callbacks(execute=True):
         group_refunds.groups_end_due(now=later)
@@ -157,10 +170,12 @@ def test_late_payment_on_a_failed_groups_cancelled_order_is_refunded(
     # A payment WeChat reports anyway (its trade was closed at cancel) is a late payment: refunded once
     payment = Payment.objects.get(order__order_no=joined["order_no"])
     with django_capture_on_commit_callbacks(execute=True):
-        first = payments.payment_apply_paid(payment=payment, transaction_id="4200000000201", paid_at=later,
-                                            actor="wechat")
-        again = payments.payment_apply_paid(payment=payment, transaction_id="4200000000201", paid_at=later,
-                                            actor="wechat")
+        first = payments.payment_apply_paid(
+            payment=payment, transaction_id="4200000000201", paid_at=later, actor="wechat"
+        )
+        again = payments.payment_apply_paid(
+            payment=payment, transaction_id="4200000000201", paid_at=later, actor="wechat"
+        )
     assert (first, again) == (Applied.LATE, Applied.DUPLICATE)
     assert Order.objects.get(order_no=joined["order_no"]).status == "cancelled"
     assert Refund.objects.filter(order__order_no=joined["order_no"], reason="late_payment").count() == 1

@@ -60,6 +60,7 @@ def test_two_person_group_completes_in_the_paying_transaction(shopper, group_ord
     # shipping waits for the group
     from apps.orders import services as orders
     from starmall.errors import InvalidState
+
     with pytest.raises(InvalidState, match="拼团"):
         orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:t")
 
@@ -75,7 +76,8 @@ def test_two_person_group_completes_in_the_paying_transaction(shopper, group_ord
 
 
 def test_failed_group_refunds_each_paid_member_once_and_gives_units_back(
-        shopper, group_order, wechat_pay, make_group_buy, wechat, deliver, django_capture_on_commit_callbacks):
+    shopper, group_order, wechat_pay, make_group_buy, wechat, deliver, django_capture_on_commit_callbacks
+):
     activity = make_group_buy(stock=10, size=3, hours=1)
     leader, leader_api, order = _open(shopper, group_order, wechat_pay, activity)
     group_id = order["group"]["group_id"]
@@ -121,8 +123,9 @@ def test_failed_group_refunds_each_paid_member_once_and_gives_units_back(
     assert Refund.objects.count() == 2
 
 
-def test_group_end_command(shopper, group_order, wechat_pay, make_group_buy, django_user_model,
-                           django_capture_on_commit_callbacks):
+def test_group_end_command(
+    shopper, group_order, wechat_pay, make_group_buy, django_user_model, django_capture_on_commit_callbacks
+):
     from django.contrib.auth.models import Permission
     from django.core.management.base import CommandError
 
@@ -137,6 +140,7 @@ def test_group_end_command(shopper, group_order, wechat_pay, make_group_buy, dja
     clerk.user_permissions.add(Permission.objects.get(codename="manage_groupbuy"))
     clerk = django_user_model.objects.get(pk=clerk.pk)
     from io import StringIO
+
     out = StringIO()
     with django_capture_on_commit_callbacks(execute=True):
         call_command("group_end", str(group_id), "--by", "clerk", stdout=out)

@@ -15,8 +15,10 @@ def test_seed_demo_adds_templates_packages_rules_and_a_received_coupon(make_api,
     call_command("seed_demo", stdout=open("/dev/null", "w"))
     call_command("seed_demo", stdout=open("/dev/null", "w"))  # again: nothing more
     assert sorted(CouponTemplate.objects.values_list("name", "kind", "scope")) == [
-        ("新人满100减20", "amount", "all"), ("满200享9折 最高减30元", "percent", "all"),
-        ("香道满150减30", "amount", "category")]
+        ("新人满100减20", "amount", "all"),
+        ("满200享9折 最高减30元", "percent", "all"),
+        ("香道满150减30", "amount", "category"),
+    ]
     assert list(RechargePackage.objects.values_list("pay_fen", "bonus_fen")) == [(10000, 1000), (50000, 6000)]
     assert list(SignInRule.objects.values_list("points", flat=True)) == [5, 5, 10, 10, 15, 15, 30]
     demo = Customer.objects.get(openid="oDemoCustomer0000000000000001")
@@ -27,10 +29,19 @@ def test_seed_demo_adds_templates_packages_rules_and_a_received_coupon(make_api,
     mine = api.get("/api/v1/me/coupons?status=usable").json()
     assert mine["results"][0]["id"] == received.pk
     assert {t["name"] for t in api.get("/api/v1/coupons/available").json()} == {
-        "满200享9折 最高减30元", "香道满150减30"}
-    confirm = api.post("/api/v1/orders/confirm", {
-        "items": [{"sku_id": 1, "quantity": 1}, {"sku_id": 9, "quantity": 2}], "address_id": 1,
-        "coupon_id": mine["results"][0]["id"], "use_points": 100}, format="json")
+        "满200享9折 最高减30元",
+        "香道满150减30",
+    }
+    confirm = api.post(
+        "/api/v1/orders/confirm",
+        {
+            "items": [{"sku_id": 1, "quantity": 1}, {"sku_id": 9, "quantity": 2}],
+            "address_id": 1,
+            "coupon_id": mine["results"][0]["id"],
+            "use_points": 100,
+        },
+        format="json",
+    )
     assert confirm.status_code == 200, confirm.json()
     assert confirm.json()["coupon_fen"] == 2000
     assert received.pk in [c["id"] for c in confirm.json()["usable_coupons"]]

@@ -36,13 +36,23 @@ def test_sign_in_once_a_day_through_the_api(api, customer, rules):
     ledger = api.get("/api/v1/me/points").json()
     assert ledger["points"] == 5
     assert [(r["change"], r["reason"], r["reason_text"], r["order_no"]) for r in ledger["results"]] == [
-        (5, "sign_in", "签到", "")]
+        (5, "sign_in", "签到", "")
+    ]
 
 
 def test_streak_grows_cycles_and_breaks(customer, rules):
     got = [signin.sign_in(customer_id=customer.pk, now=at(d)) for d in range(1, 10)]  # 1..9 December
     assert [(r.streak, r.points) for r in got] == [
-        (1, 5), (2, 5), (3, 10), (4, 10), (5, 15), (6, 15), (7, 30), (8, 5), (9, 5)]
+        (1, 5),
+        (2, 5),
+        (3, 10),
+        (4, 10),
+        (5, 15),
+        (6, 15),
+        (7, 30),
+        (8, 5),
+        (9, 5),
+    ]
     missed = signin.sign_in(customer_id=customer.pk, now=at(11))  # the 10th was missed
     assert (missed.streak, missed.points, missed.already) == (1, 5, False)
     total = sum(r.points for r in got) + missed.points

@@ -13,10 +13,16 @@ pytestmark = pytest.mark.django_db
 def test_cancel_restores_stock_slot_coupon_points_once(make_customer, make_api, make_sku, consultation, place_order):
     customer = make_customer(points=1000)
     api = make_api(customer)
-    address = Address.objects.create(customer=customer, name="李四", phone="13900000000",
-                                     province="北京市", city="北京市", detail="长安街1号")
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000,
-                                   min_spend_fen=10000, valid_until="2099-01-01T00:00:00+08:00")
+    address = Address.objects.create(
+        customer=customer, name="李四", phone="13900000000", province="北京市", city="北京市", detail="长安街1号"
+    )
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=10000,
+        valid_until="2099-01-01T00:00:00+08:00",
+    )
     sku = make_sku(price_fen=12800, stock=4)
     goods = place_order(api, items=[(sku, 3)], address=address, coupon_id=coupon.pk, use_points=300)
     slot = consultation.slots[1]
@@ -94,7 +100,9 @@ def test_paid_consultation_completes_after_its_slot(api, consultation, place_ord
     assert Order.objects.get(order_no=order["order_no"]).status == "completed"
 
 
-def test_cancel_refusals_say_why_in_chinese_and_change_nothing(api, make_customer, make_sku, address, place_order, wechat):
+def test_cancel_refusals_say_why_in_chinese_and_change_nothing(
+    api, make_customer, make_sku, address, place_order, wechat
+):
     from apps.payments import order_lifecycle
     from apps.payments.exceptions import OrderNotCancelled
 
@@ -104,8 +112,11 @@ def test_cancel_refusals_say_why_in_chinese_and_change_nothing(api, make_custome
     wechat.control.pay(paid["order_no"])  # paid at WeChat; the notification is not delivered yet
     response = api.post(f"/api/v1/orders/{paid['order_no']}/cancel")
     assert response.status_code == 409
-    assert response.json() == {"code": "invalid_state", "message": "该订单已支付，不能取消。",
-                               "detail": {"status": "paid"}}
+    assert response.json() == {
+        "code": "invalid_state",
+        "message": "该订单已支付，不能取消。",
+        "detail": {"status": "paid"},
+    }
     assert Order.objects.get(order_no=paid["order_no"]).status == "paid"  # the payment was found and applied
     again = api.post(f"/api/v1/orders/{paid['order_no']}/cancel")
     assert (again.status_code, again.json()["message"]) == (409, "只有待支付的订单可以取消。")

@@ -93,10 +93,19 @@ def test_unpaid_consultation_must_be_paid_before_booking_closes(api, consultatio
 
 def test_confirm_uses_the_default_address_when_none_is_given(api, customer, make_sku):
     sku = make_sku(price_fen=1000)
-    Address.objects.create(customer=customer, name="李四", phone="13900000000", province="江苏省",
-                           city="南京市", detail="中山路1号")
-    home = Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                                  city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    Address.objects.create(
+        customer=customer, name="李四", phone="13900000000", province="江苏省", city="南京市", detail="中山路1号"
+    )
+    home = Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        district="西湖区",
+        detail="文三路100号",
+        is_default=True,
+    )
     response = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}])
     assert response.status_code == 200
     assert response.json()["address"] == {"id": home.pk, **home.snapshot()}

@@ -23,8 +23,17 @@ def test_add_returns_the_item_and_the_same_sku_adds_to_its_line(api, customer, m
     first = add(api, sku, 2)
     assert first.status_code == 201
     item = first.json()
-    assert item == {"id": item["id"], "sku_id": sku.pk, "product_id": sku.product_id, "name": "青瓷盖碗",
-                    "specs": {"颜色": "天青"}, "price_fen": 12800, "quantity": 2, "stock": 10, "available": True}
+    assert item == {
+        "id": item["id"],
+        "sku_id": sku.pk,
+        "product_id": sku.product_id,
+        "name": "青瓷盖碗",
+        "specs": {"颜色": "天青"},
+        "price_fen": 12800,
+        "quantity": 2,
+        "stock": 10,
+        "available": True,
+    }
     again = add(api, sku, 3)
     assert again.status_code == 201
     assert (again.json()["id"], again.json()["quantity"]) == (item["id"], 5)
@@ -37,7 +46,9 @@ def test_cart_lists_lines_newest_first_with_count(api, customer, make_sku):
     add(api, b, 1)
     body = api.get("/api/v1/cart").json()
     assert [(i["name"], i["quantity"], i["price_fen"], i["available"]) for i in body["items"]] == [
-        ("公道杯", 1, 6800, True), ("宣纸", 2, 3600, True)]
+        ("公道杯", 1, 6800, True),
+        ("宣纸", 2, 3600, True),
+    ]
     assert (body["count"], body["quantity_total"]) == (2, 3)
 
 
@@ -66,8 +77,11 @@ def test_add_past_999_units_in_a_line_is_limit_exceeded(api, customer, make_sku)
     assert add(api, sku, 990).status_code == 201
     over = add(api, sku, 10)
     assert over.status_code == 409
-    assert over.json() == {"code": "limit_exceeded", "message": "购物车中每种商品最多 999 件，已有 990 件。",
-                           "detail": {"sku_id": sku.pk, "requested": 1000, "max_quantity": 999}}
+    assert over.json() == {
+        "code": "limit_exceeded",
+        "message": "购物车中每种商品最多 999 件，已有 990 件。",
+        "detail": {"sku_id": sku.pk, "requested": 1000, "max_quantity": 999},
+    }
     assert lines(customer) == [(sku.pk, 990)]  # unchanged
     assert (add(api, sku, 9).status_code, lines(customer)) == (201, [(sku.pk, 999)])
     low = make_sku(stock=100)  # past both the cap and the stock: the cap is named
@@ -104,7 +118,11 @@ def test_a_request_quantity_outside_1_to_999_is_invalid(api, customer, make_sku)
         added = add(api, sku, quantity)
         assert (added.status_code, added.json()["code"], list(added.json()["detail"])) == (400, "invalid", ["quantity"])
     patched = api.patch(f"/api/v1/cart/items/{item_id}", {"quantity": 1000}, format="json")
-    assert (patched.status_code, patched.json()["code"], list(patched.json()["detail"])) == (400, "invalid", ["quantity"])
+    assert (patched.status_code, patched.json()["code"], list(patched.json()["detail"])) == (
+        400,
+        "invalid",
+        ["quantity"],
+    )
     assert lines(customer) == [(sku.pk, 5)]  # unchanged
     from starmall.errors import InvalidInput
 
@@ -175,23 +193,33 @@ def test_lines_off_sale_or_out_of_stock_are_unavailable(api, customer, make_sku)
     Sku.objects.filter(pk=empty.pk).update(stock=0)
     Sku.objects.filter(pk=short.pk).update(stock=2)  # fewer than the line's 3
     items = {i["sku_id"]: (i["available"], i["stock"]) for i in api.get("/api/v1/cart").json()["items"]}
-    assert items == {on.pk: (True, 5), sku_off.pk: (False, 0), product_off.pk: (False, 0),
-                     empty.pk: (False, 0), short.pk: (False, 2)}
+    assert items == {
+        on.pk: (True, 5),
+        sku_off.pk: (False, 0),
+        product_off.pk: (False, 0),
+        empty.pk: (False, 0),
+        short.pk: (False, 2),
+    }
 
 
 def test_the_cart_needs_a_token(client):
     assert client.get("/api/v1/cart").status_code == 401
-    assert client.post("/api/v1/cart/items", {"sku_id": 1, "quantity": 1}, content_type="application/json").status_code == 401
+    assert (
+        client.post("/api/v1/cart/items", {"sku_id": 1, "quantity": 1}, content_type="application/json").status_code
+        == 401
+    )
 
 
 # --- buying from the cart -------------------------------------------------------------------
+
 
 def confirm_cart(api, ids, **extra):
     return api.post("/api/v1/orders/confirm", {"cart_item_ids": ids, **extra}, format="json")
 
 
 def test_confirm_with_cart_item_ids_prices_those_lines_and_create_removes_them(
-        api, customer, address, make_sku, freight_default, django_capture_on_commit_callbacks):
+    api, customer, address, make_sku, freight_default, django_capture_on_commit_callbacks
+):
     a, b, kept = make_sku(price_fen=3600, stock=10), make_sku(price_fen=1200, stock=10), make_sku(stock=10)
     ids = [add(api, a, 2).json()["id"], add(api, b, 1).json()["id"]]
     add(api, kept, 1)
@@ -199,7 +227,9 @@ def test_confirm_with_cart_item_ids_prices_those_lines_and_create_removes_them(
     assert confirmed.status_code == 200, confirmed.json()
     draft = confirmed.json()
     assert [(line["sku_id"], line["quantity"], line["amount_fen"]) for line in draft["lines"]] == [
-        (a.pk, 2, 7200), (b.pk, 1, 1200)]
+        (a.pk, 2, 7200),
+        (b.pk, 1, 1200),
+    ]
     # 8400 < 9900 (the default template's free-shipping amount): its first fee
     assert (draft["goods_fen"], draft["freight_fen"]) == (8400, freight_default.first_fee_fen)
     with django_capture_on_commit_callbacks(execute=True):
@@ -221,12 +251,12 @@ def test_a_failed_create_keeps_the_cart(api, customer, address, make_sku):
     assert Order.objects.count() == 0
 
 
-def test_confirm_refuses_items_and_cart_ids_together_or_anothers_lines(api, make_customer, make_api, address,
-                                                                     make_sku):
+def test_confirm_refuses_items_and_cart_ids_together_or_anothers_lines(api, make_customer, make_api, address, make_sku):
     sku = make_sku()
     mine = add(api, sku, 1).json()["id"]
-    both = api.post("/api/v1/orders/confirm", {"cart_item_ids": [mine], "items": [{"sku_id": sku.pk, "quantity": 1}]},
-                    format="json")
+    both = api.post(
+        "/api/v1/orders/confirm", {"cart_item_ids": [mine], "items": [{"sku_id": sku.pk, "quantity": 1}]}, format="json"
+    )
     assert (both.status_code, both.json()["code"]) == (400, "invalid")
     assert "cart_item_ids" in both.json()["detail"]
     theirs = add(make_api(make_customer()), sku, 1).json()["id"]
@@ -236,8 +266,9 @@ def test_confirm_refuses_items_and_cart_ids_together_or_anothers_lines(api, make
     assert confirm_cart(api, []).status_code == 400
 
 
-def test_a_line_grown_after_confirm_keeps_the_difference(api, customer, address, make_sku,
-                                                       django_capture_on_commit_callbacks):
+def test_a_line_grown_after_confirm_keeps_the_difference(
+    api, customer, address, make_sku, django_capture_on_commit_callbacks
+):
     """Bought 2 at confirm, 3 more added in another tab before create: 3 stay in the cart. A line
     lowered after confirm (to 1; 2 were bought) is removed: nothing of it is left to buy."""
     grows, shrinks = make_sku(price_fen=5000, stock=10), make_sku(price_fen=5000, stock=10)
@@ -251,8 +282,9 @@ def test_a_line_grown_after_confirm_keeps_the_difference(api, customer, address,
     assert lines(customer) == [(grows.pk, 3)]
 
 
-def test_the_same_key_again_does_not_touch_the_cart_twice(api, customer, address, make_sku,
-                                                        django_capture_on_commit_callbacks):
+def test_the_same_key_again_does_not_touch_the_cart_twice(
+    api, customer, address, make_sku, django_capture_on_commit_callbacks
+):
     sku = make_sku(price_fen=3600, stock=10)
     item_id = add(api, sku, 2).json()["id"]
     key = confirm_cart(api, [item_id]).json()["order_key"]
@@ -273,5 +305,7 @@ def test_remove_bought_touches_only_the_customers_own_lines(make_customer, make_
 
 
 def test_service_caps_match_confirms():
-    assert (cart_services.MAX_LINES, cart_services.MAX_QUANTITY) == (order_services.MAX_LINES,
-                                                                     order_services.MAX_QUANTITY)
+    assert (cart_services.MAX_LINES, cart_services.MAX_QUANTITY) == (
+        order_services.MAX_LINES,
+        order_services.MAX_QUANTITY,
+    )

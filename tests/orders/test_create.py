@@ -22,8 +22,16 @@ def test_confirm_prices_lines_freight_and_caches_draft(api, make_sku, address):
     response = confirm(api, items=[{"sku_id": sku.pk, "quantity": 2}], address_id=address.pk)
     assert response.status_code == 200
     data = response.json()
-    assert data["lines"] == [{"sku_id": sku.pk, "name": "青瓷盖碗", "specs": {"颜色": "天青"},
-                              "price_fen": 3600, "quantity": 2, "amount_fen": 7200}]
+    assert data["lines"] == [
+        {
+            "sku_id": sku.pk,
+            "name": "青瓷盖碗",
+            "specs": {"颜色": "天青"},
+            "price_fen": 3600,
+            "quantity": 2,
+            "amount_fen": 7200,
+        }
+    ]
     assert (data["goods_fen"], data["freight_fen"], data["coupon_fen"], data["points_fen"]) == (7200, 1000, 0, 0)
     assert data["pay_fen"] == 8200
     assert len(data["order_key"]) == 32
@@ -36,32 +44,51 @@ def test_confirm_free_freight_from_99_yuan_with_coupon_and_points(make_customer,
     from apps.accounts.models import Address
 
     customer = make_customer(points=300)
-    address = Address.objects.create(customer=customer, name="李四", phone="13900000000",
-                                     province="北京市", city="北京市", detail="长安街1号")
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000,
-                                   min_spend_fen=10000, valid_until="2099-01-01T00:00:00+08:00")
+    address = Address.objects.create(
+        customer=customer, name="李四", phone="13900000000", province="北京市", city="北京市", detail="长安街1号"
+    )
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=10000,
+        valid_until="2099-01-01T00:00:00+08:00",
+    )
     sku = make_sku(price_fen=12800)
-    data = confirm(make_api(customer), items=[{"sku_id": sku.pk, "quantity": 1}], address_id=address.pk,
-                   coupon_id=coupon.pk, use_points=200).json()
+    data = confirm(
+        make_api(customer),
+        items=[{"sku_id": sku.pk, "quantity": 1}],
+        address_id=address.pk,
+        coupon_id=coupon.pk,
+        use_points=200,
+    ).json()
     assert (data["goods_fen"], data["freight_fen"], data["coupon_fen"], data["points_fen"]) == (12800, 0, 2000, 200)
     assert data["pay_fen"] == 12800 - 2000 - 200
 
 
 def test_confirm_rejects_coupon_below_min_spend(api, customer, make_sku, address):
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000,
-                                   min_spend_fen=10000, valid_until="2099-01-01T00:00:00+08:00")
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=10000,
+        valid_until="2099-01-01T00:00:00+08:00",
+    )
     sku = make_sku(price_fen=3600)
     response = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=address.pk, coupon_id=coupon.pk)
     assert response.status_code == 409
     assert response.json()["code"] == "coupon_unavailable"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"items": []}, "items"),
-    ({"items": [{"sku_id": 1, "quantity": 0}]}, "items"),
-    ({"items": [{"sku_id": "x", "quantity": 1}]}, "items"),
-    ({"items": [{"sku_id": 1, "quantity": 1}], "use_points": -3}, "use_points"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"items": []}, "items"),
+        ({"items": [{"sku_id": 1, "quantity": 0}]}, "items"),
+        ({"items": [{"sku_id": "x", "quantity": 1}]}, "items"),
+        ({"items": [{"sku_id": 1, "quantity": 1}], "use_points": -3}, "use_points"),
+    ],
+)
 def test_confirm_bad_input_is_400_invalid_with_field(api, body, field):
     response = confirm(api, **body)
     assert response.status_code == 400
@@ -73,8 +100,9 @@ def test_confirm_goods_needs_own_address(api, make_sku, make_customer):
     from apps.accounts.models import Address
 
     other = make_customer()
-    theirs = Address.objects.create(customer=other, name="王五", phone="13700000000",
-                                    province="上海市", city="上海市", detail="南京路1号")
+    theirs = Address.objects.create(
+        customer=other, name="王五", phone="13700000000", province="上海市", city="上海市", detail="南京路1号"
+    )
     sku = make_sku()
     response = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=theirs.pk)
     assert response.status_code == 400
@@ -91,8 +119,9 @@ def test_confirm_more_than_stock_is_409(api, make_sku, address):
 
 def test_create_takes_stock_writes_lines_and_replay_returns_same_order(api, make_sku, address):
     a, b = make_sku(price_fen=3600, stock=5), make_sku(price_fen=6800, stock=3, name="公道杯")
-    key = confirm(api, items=[{"sku_id": b.pk, "quantity": 1}, {"sku_id": a.pk, "quantity": 2}],
-                  address_id=address.pk).json()["order_key"]
+    key = confirm(
+        api, items=[{"sku_id": b.pk, "quantity": 1}, {"sku_id": a.pk, "quantity": 2}], address_id=address.pk
+    ).json()["order_key"]
     first = api.post("/api/v1/orders", {"order_key": key, "remark": "请包装好"}, format="json")
     assert first.status_code == 201
     order = first.json()
@@ -132,19 +161,33 @@ def test_create_failing_line_rolls_back_every_line_coupon_points_and_keeps_draft
 
     customer = make_customer(points=500)
     api = make_api(customer)
-    address = Address.objects.create(customer=customer, name="李四", phone="13900000000",
-                                     province="北京市", city="北京市", detail="长安街1号")
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000,
-                                   min_spend_fen=10000, valid_until="2099-01-01T00:00:00+08:00")
+    address = Address.objects.create(
+        customer=customer, name="李四", phone="13900000000", province="北京市", city="北京市", detail="长安街1号"
+    )
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=10000,
+        valid_until="2099-01-01T00:00:00+08:00",
+    )
     first, second = make_sku(price_fen=12800, stock=5), make_sku(price_fen=3600, stock=2, name="宣纸")
-    key = confirm(api, items=[{"sku_id": first.pk, "quantity": 1}, {"sku_id": second.pk, "quantity": 2}],
-                  address_id=address.pk, coupon_id=coupon.pk, use_points=100).json()["order_key"]
+    key = confirm(
+        api,
+        items=[{"sku_id": first.pk, "quantity": 1}, {"sku_id": second.pk, "quantity": 2}],
+        address_id=address.pk,
+        coupon_id=coupon.pk,
+        use_points=100,
+    ).json()["order_key"]
     Sku.objects.filter(pk=second.pk).update(stock=1)  # someone else bought one meanwhile
 
     response = api.post("/api/v1/orders", {"order_key": key}, format="json")
     assert response.status_code == 409
-    assert response.json() == {"code": "insufficient_stock", "message": response.json()["message"],
-                                "detail": {"sku_id": second.pk, "requested": 2}}
+    assert response.json() == {
+        "code": "insufficient_stock",
+        "message": response.json()["message"],
+        "detail": {"sku_id": second.pk, "requested": 2},
+    }
     assert Sku.objects.get(pk=first.pk).stock == 5  # taken before the failing line, given back
     assert Sku.objects.get(pk=second.pk).stock == 1
     assert Coupon.objects.get(pk=coupon.pk).status == "available"
@@ -187,7 +230,8 @@ def test_confirm_slot_of_another_teacher_is_409(api, consultation):
 
 
 def test_create_sends_no_message_and_the_sweep_cancels_at_the_deadline(
-        api, make_sku, address, django_capture_on_commit_callbacks, queued):
+    api, make_sku, address, django_capture_on_commit_callbacks, queued
+):
     """The unpaid timeout is the order's pay_deadline read by the sweep: create
     pushes nothing to the broker; after commit it only drops the draft."""
     from apps.payments import order_lifecycle

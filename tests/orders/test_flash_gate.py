@@ -32,9 +32,15 @@ FRESH = ("order_key", "expires_at")
 def make_sale(make_sku):
     def make(*, stock=5, limit=2, price_fen=9900, starts_in=-10, sku_stock=20) -> FlashSale:
         starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
-        sale = FlashSale.objects.create(title="限时秒杀", sku=make_sku(stock=sku_stock), price_fen=price_fen,
-                                        stock=stock, limit_per_customer=limit, starts_at=starts_at,
-                                        ends_at=starts_at + dt.timedelta(minutes=60))
+        sale = FlashSale.objects.create(
+            title="限时秒杀",
+            sku=make_sku(stock=sku_stock),
+            price_fen=price_fen,
+            stock=stock,
+            limit_per_customer=limit,
+            starts_at=starts_at,
+            ends_at=starts_at + dt.timedelta(minutes=60),
+        )
         flash_quota.card_write(sale)
         flash_quota.quota_load(sale.pk)
         return sale
@@ -60,8 +66,9 @@ def gate():
 
 
 def _body(sale, units=1, **extra) -> bytes:
-    return json.dumps({"items": [{"sku_id": sale.sku_id, "quantity": units}], "flash_sale_id": sale.pk,
-                       **extra}).encode()
+    return json.dumps(
+        {"items": [{"sku_id": sale.sku_id, "quantity": units}], "flash_sale_id": sale.pk, **extra}
+    ).encode()
 
 
 def _headers(api_token):
@@ -78,7 +85,8 @@ def headers(customer):
 def _quota(sale):
     conn = get_redis_connection("default")
     return int(conn.get(flash_quota.key(sale.pk, "quota"))), {
-        int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()}
+        int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()
+    }
 
 
 def _same(gate_answer, django, fresh=()):
@@ -96,8 +104,9 @@ def _same(gate_answer, django, fresh=()):
     assert {k: v for k, v in head.items() if k not in IGNORED} == {k: v for k, v in d_head.items() if k not in IGNORED}
 
 
-def test_a_winner_gets_djangos_draft_from_redis_and_creates_the_order(gate, headers, make_sale, ready, customer,
-                                                                       django_capture_on_commit_callbacks):
+def test_a_winner_gets_djangos_draft_from_redis_and_creates_the_order(
+    gate, headers, make_sale, ready, customer, django_capture_on_commit_callbacks
+):
     app, inner = gate
     sale = make_sale(stock=5, limit=2)
     body = _body(sale, address_id=ready.pk)
@@ -106,10 +115,22 @@ def test_a_winner_gets_djangos_draft_from_redis_and_creates_the_order(gate, head
     assert answer[0] == 200
     draft = json.loads(answer[2])
     assert (draft["flash_sale_id"], draft["goods_fen"], draft["pay_fen"], draft["usable_coupons"]) == (
-        sale.pk, 9900, 9900 + draft["freight_fen"], [])
+        sale.pk,
+        9900,
+        9900 + draft["freight_fen"],
+        [],
+    )
     assert draft["address"] == {"id": ready.pk, **ready.snapshot()}
-    assert draft["lines"] == [{"sku_id": sale.sku_id, "name": "青瓷盖碗",
-                               "specs": {"颜色": "天青"}, "price_fen": 9900, "quantity": 1, "amount_fen": 9900}]
+    assert draft["lines"] == [
+        {
+            "sku_id": sale.sku_id,
+            "name": "青瓷盖碗",
+            "specs": {"颜色": "天青"},
+            "price_fen": 9900,
+            "quantity": 1,
+            "amount_fen": 9900,
+        }
+    ]
     assert _quota(sale) == (4, {customer.pk: 1})
     _same(answer, django_answer(body, headers), fresh=FRESH)  # Django's own draft: the second unit
     assert _quota(sale) == (3, {customer.pk: 2})
@@ -117,8 +138,11 @@ def test_a_winner_gets_djangos_draft_from_redis_and_creates_the_order(gate, head
 
     with django_capture_on_commit_callbacks(execute=True):
         order, created = services.order_create(customer=customer, order_key=draft["order_key"])
-    assert created and (order.pay_fen, order.flash_sale_id, order.address) == (draft["pay_fen"], sale.pk,
-                                                                              draft["address"])
+    assert created and (order.pay_fen, order.flash_sale_id, order.address) == (
+        draft["pay_fen"],
+        sale.pk,
+        draft["address"],
+    )
     sale.refresh_from_db()
     assert (sale.stock, sale.sold) == (4, 1)
     assert FlashSalePurchase.objects.get(sale=sale, customer=customer).quantity == 1
@@ -134,16 +158,26 @@ def test_sold_out_in_redis_is_djangos_answer_from_one_round_trip(gate, headers, 
     from apps.accounts.models import Address
     from apps.accounts.tokens import token_issue
 
-    Address.objects.create(customer=other, name="李四", phone="13900000000", province="浙江省", city="杭州市",
-                           detail="1号", is_default=True)
+    Address.objects.create(
+        customer=other,
+        name="李四",
+        phone="13900000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
     address_cards.card_refresh(other.pk)
     assert call(app, body=_body(sale), headers=_headers(token_issue(customer_id=other.pk)))[0] == 200
     body = _body(sale)
     answer = call(app, body=body, headers=headers)
     assert inner.bodies == []
     assert answer[0] == 409
-    assert json.loads(answer[2]) == {"code": "insufficient_stock", "message": "秒杀商品已抢完。", "detail": {
-        "flash_sale_id": sale.pk, "sku_id": sale.sku_id, "requested": 1, "available": 0}}
+    assert json.loads(answer[2]) == {
+        "code": "insufficient_stock",
+        "message": "秒杀商品已抢完。",
+        "detail": {"flash_sale_id": sale.pk, "sku_id": sale.sku_id, "requested": 1, "available": 0},
+    }
     _same(answer, django_answer(body, headers))
     assert Order.objects.count() == 0
 
@@ -154,8 +188,11 @@ def test_over_the_limit_is_djangos_answer(gate, headers, make_sale, ready):
     assert call(app, body=_body(sale), headers=headers)[0] == 200
     answer = call(app, body=_body(sale), headers=headers)
     assert inner.bodies == []
-    assert json.loads(answer[2]) == {"code": "limit_exceeded", "message": "已超过本场秒杀的限购数量。", "detail": {
-        "flash_sale_id": sale.pk, "limit_per_customer": 1, "held": 1, "requested": 1}}
+    assert json.loads(answer[2]) == {
+        "code": "limit_exceeded",
+        "message": "已超过本场秒杀的限购数量。",
+        "detail": {"flash_sale_id": sale.pk, "limit_per_customer": 1, "held": 1, "requested": 1},
+    }
     _same(answer, django_answer(_body(sale), headers))
 
 
@@ -168,10 +205,23 @@ def test_a_sale_not_live_is_djangos_answer(gate, headers, make_sale, ready):
     _same(answer, django_answer(_body(sale), headers))
 
 
-@pytest.mark.parametrize("what", ["no_card", "no_quota", "no_address_card", "other_address", "coupon", "points",
-                                  "other_sku", "unknown_token", "script_error"])
-def test_what_the_gate_cannot_decide_reaches_django_intact(gate, headers, make_sale, ready, customer, make_sku,
-                                                           what, monkeypatch):
+@pytest.mark.parametrize(
+    "what",
+    [
+        "no_card",
+        "no_quota",
+        "no_address_card",
+        "other_address",
+        "coupon",
+        "points",
+        "other_sku",
+        "unknown_token",
+        "script_error",
+    ],
+)
+def test_what_the_gate_cannot_decide_reaches_django_intact(
+    gate, headers, make_sale, ready, customer, make_sku, what, monkeypatch
+):
     app, inner = gate
     sale = make_sale()
     conn = get_redis_connection("default")
@@ -193,6 +243,7 @@ def test_what_the_gate_cannot_decide_reaches_django_intact(gate, headers, make_s
     elif what == "unknown_token":
         headers = {**headers, "Authorization": "Bearer nobody"}
     elif what == "script_error":
+
         async def broken(self, *args, **kwargs):
             raise ResponseError("ERR Error running script: oom")
 
@@ -225,7 +276,9 @@ def test_a_confirm_django_answered_leaves_the_address_card_for_the_gate(gate, he
     assert call(app, body=_body(sale), headers=headers) == (200, {}, b"django")
     assert django_answer(_body(sale), headers)[0] == 200  # Django answers it and offers the card
     assert address_cards.card_read(get_redis_connection("default").get(address_cards.card_key(customer.pk))) == {
-        "id": ready.pk, **ready.snapshot()}
+        "id": ready.pk,
+        **ready.snapshot(),
+    }
     assert call(app, body=_body(sale), headers=headers)[0] == 200  # now decided in front of Django
     assert len(inner.bodies) == 1
     assert _quota(sale) == (3, {customer.pk: 2})

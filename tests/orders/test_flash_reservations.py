@@ -29,9 +29,15 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def sale(make_sku):
     now = timezone.now()
-    sale = FlashSale.objects.create(title="限时秒杀", sku=make_sku(stock=50), price_fen=9900, stock=5,
-                                    limit_per_customer=1, starts_at=now - dt.timedelta(minutes=1),
-                                    ends_at=now + dt.timedelta(hours=1))
+    sale = FlashSale.objects.create(
+        title="限时秒杀",
+        sku=make_sku(stock=50),
+        price_fen=9900,
+        stock=5,
+        limit_per_customer=1,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=1),
+    )
     flash_quota.card_write(sale)
     flash_quota.quota_load(sale.pk)
     freight.all_terms()
@@ -41,12 +47,20 @@ def sale(make_sku):
 @pytest.fixture
 def buyers(make_customer):
     """``buyers(n)`` -> [(customer, token)], each with a default address and its card."""
+
     def make(n):
         out = []
         for _ in range(n):
             customer = make_customer()
-            Address.objects.create(customer=customer, name="买家", phone="13800000000", province="浙江省",
-                                   city="杭州市", detail="1号", is_default=True)
+            Address.objects.create(
+                customer=customer,
+                name="买家",
+                phone="13800000000",
+                province="浙江省",
+                city="杭州市",
+                detail="1号",
+                is_default=True,
+            )
             address_cards.card_refresh(customer.pk)
             out.append((customer, token_issue(customer_id=customer.pk)))
         return out
@@ -56,30 +70,36 @@ def buyers(make_customer):
 
 def confirm(gate, sale, token):
     body = json.dumps({"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk}).encode()
-    status, _, payload = call(gate, body=body, headers={
-        "Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    status, _, payload = call(
+        gate,
+        body=body,
+        headers={"Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+    )
     return status, json.loads(payload)
 
 
 def redis_state(sale):
     conn = get_redis_connection("default")
     quota = conn.get(flash_quota.key(sale.pk, "quota"))
-    return (int(quota) if quota is not None else None,
-            {int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()},
-            sorted(k.decode() for k in conn.hkeys(flash_quota.key(sale.pk, "res"))))
+    return (
+        int(quota) if quota is not None else None,
+        {int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()},
+        sorted(k.decode() for k in conn.hkeys(flash_quota.key(sale.pk, "res"))),
+    )
 
 
 def test_a_draft_never_turned_into_an_order_gives_its_unit_back(sale, buyers):
     from apps.orders.api.soldout_gate import SoldOutGate
 
     gate = SoldOutGate(Inner())
-    (customer, token), = buyers(1)
+    ((customer, token),) = buyers(1)
     status, draft = confirm(gate, sale, token)
     assert status == 200
     assert redis_state(sale) == (4, {customer.pk: 1}, [draft["order_key"]])
     assert flash_reservations.reservations_expire() == 0  # not due yet
-    later = timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS
-                                          + flash_quota.RESERVATION_GRACE_SECONDS + 1)
+    later = timezone.now() + dt.timedelta(
+        seconds=settings.ORDER_DRAFT_TTL_SECONDS + flash_quota.RESERVATION_GRACE_SECONDS + 1
+    )
     assert flash_reservations.reservations_expire(now=later) == 1
     assert redis_state(sale) == (5, {}, [])
     assert drafts.draft_get(draft["order_key"]) is None  # the draft cannot make an order any more
@@ -93,11 +113,12 @@ def test_a_draft_never_turned_into_an_order_gives_its_unit_back(sale, buyers):
 def test_a_due_reservation_whose_order_exists_is_settled_not_given_back(sale, buyers):
     from apps.orders.api.soldout_gate import SoldOutGate
 
-    (customer, token), = buyers(1)
+    ((customer, token),) = buyers(1)
     _, draft = confirm(SoldOutGate(Inner()), sale, token)
     services.order_create(customer=customer, order_key=draft["order_key"])  # its on_commit settle never ran
-    later = timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS
-                                          + flash_quota.RESERVATION_GRACE_SECONDS + 1)
+    later = timezone.now() + dt.timedelta(
+        seconds=settings.ORDER_DRAFT_TTL_SECONDS + flash_quota.RESERVATION_GRACE_SECONDS + 1
+    )
     assert flash_reservations.reservations_expire(now=later) == 0
     assert redis_state(sale) == (4, {customer.pk: 1}, [])
 
@@ -105,7 +126,7 @@ def test_a_due_reservation_whose_order_exists_is_settled_not_given_back(sale, bu
 def test_a_refused_create_gives_the_unit_back_at_once(sale, buyers):
     from apps.orders.api.soldout_gate import SoldOutGate
 
-    (customer, token), = buyers(1)
+    ((customer, token),) = buyers(1)
     _, draft = confirm(SoldOutGate(Inner()), sale, token)
     FlashSale.objects.filter(pk=sale.pk).update(ends_at=timezone.now() - dt.timedelta(seconds=1))
     with pytest.raises(Exception) as refused:
@@ -146,10 +167,22 @@ def test_reconciliation_corrects_the_quota_and_allowances_from_the_database(sale
 
 def test_reconciliation_prepares_a_sale_before_it_starts(make_sku):
     now = timezone.now()
-    soon = FlashSale.objects.create(title="即将开始", sku=make_sku(stock=9), price_fen=100, stock=7,
-                                    starts_at=now + dt.timedelta(minutes=2), ends_at=now + dt.timedelta(hours=1))
-    later = FlashSale.objects.create(title="明天", sku=make_sku(stock=9), price_fen=100, stock=7,
-                                     starts_at=now + dt.timedelta(days=1), ends_at=now + dt.timedelta(days=1, hours=1))
+    soon = FlashSale.objects.create(
+        title="即将开始",
+        sku=make_sku(stock=9),
+        price_fen=100,
+        stock=7,
+        starts_at=now + dt.timedelta(minutes=2),
+        ends_at=now + dt.timedelta(hours=1),
+    )
+    later = FlashSale.objects.create(
+        title="明天",
+        sku=make_sku(stock=9),
+        price_fen=100,
+        stock=7,
+        starts_at=now + dt.timedelta(days=1),
+        ends_at=now + dt.timedelta(days=1, hours=1),
+    )
     flash_reservations.quotas_reconcile()
     assert redis_state(soon)[0] == 7 and redis_state(later)[0] is None
 

@@ -72,7 +72,8 @@ def test_followup_sms_goes_to_the_backend_with_the_address_phone(paid_order, cap
     with caplog.at_level(logging.INFO, logger="apps.orders.sms"):
         assert followups.followup_execute(row.pk) == "done"
     assert [r.getMessage() for r in caplog.records] == [
-        f"SMS to 13800000000 [sms:{paid_order['order_no']}]: 【星商城】订单{paid_order['order_no']}已支付128.00元，感谢惠顾。"]
+        f"SMS to 13800000000 [sms:{paid_order['order_no']}]: 【星商城】订单{paid_order['order_no']}已支付128.00元，感谢惠顾。"
+    ]
 
 
 def test_followup_claimed_by_a_live_worker_is_not_run_again(paid_order):
@@ -97,7 +98,8 @@ def paid_order_customer(row):
 @pytest.mark.django_db(transaction=True)  # real commits: what a killed worker leaves is what committed
 @pytest.mark.parametrize("kind", ["subscribe_message", "sms"])
 def test_followup_send_recorded_done_survives_the_worker_dying_right_after_the_answer(
-        kind, paid_order, customer, wechat, caplog, die_after_answer):
+    kind, paid_order, customer, wechat, caplog, die_after_answer
+):
     caplog.set_level(logging.INFO, logger="apps.orders.sms")
 
     def sent() -> list:
@@ -116,8 +118,14 @@ def test_followup_send_recorded_done_survives_the_worker_dying_right_after_the_a
     pushed = followups.followups_redispatch(now=later)
     assert followups.followup_execute(row.pk, now=later) == "done"
 
-    expected = ([f"SMS to 13800000000 [sms:{paid_order['order_no']}]: 【星商城】订单{paid_order['order_no']}"
-                 f"已支付128.00元，感谢惠顾。"] if kind == "sms" else [customer.openid])
+    expected = (
+        [
+            f"SMS to 13800000000 [sms:{paid_order['order_no']}]: 【星商城】订单{paid_order['order_no']}"
+            f"已支付128.00元，感谢惠顾。"
+        ]
+        if kind == "sms"
+        else [customer.openid]
+    )
     assert (sent(), pushed) == (expected, 2)  # the sweep pushed the order's two other rows, not this one
     row.refresh_from_db()
     assert (row.status, row.attempts, row.locked_until) == ("done", 1, None)

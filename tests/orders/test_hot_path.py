@@ -17,8 +17,11 @@ pytestmark = pytest.mark.django_db
 
 
 def _confirm(api, sku, address, quantity=1):
-    return api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": quantity}],
-                                                "address_id": address.pk}, format="json")
+    return api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": sku.pk, "quantity": quantity}], "address_id": address.pk},
+        format="json",
+    )
 
 
 def _create(api, key):
@@ -26,7 +29,8 @@ def _create(api, key):
 
 
 def test_last_unit_flags_the_sku_after_commit_and_losers_are_answered_without_the_sku(
-        api, make_sku, address, django_capture_on_commit_callbacks, django_assert_max_num_queries):
+    api, make_sku, address, django_capture_on_commit_callbacks, django_assert_max_num_queries
+):
     sku = make_sku(stock=1)
     key = _confirm(api, sku, address).json()["order_key"]
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -111,8 +115,9 @@ def test_create_refuses_a_product_taken_off_sale(api, make_sku, address):
     assert Order.objects.count() == 0
 
 
-def test_queries_per_request_confirm_and_create(api, make_sku, address, django_assert_max_num_queries,
-                                                django_capture_on_commit_callbacks):
+def test_queries_per_request_confirm_and_create(
+    api, make_sku, address, django_assert_max_num_queries, django_capture_on_commit_callbacks
+):
     sku = make_sku(stock=5)
     # customer, SKUs with products, unpaid orders (caps), address, the customer's usable
     # coupons; freight terms come from the cache once one confirm loaded them
@@ -129,8 +134,9 @@ def test_queries_per_request_confirm_and_create(api, make_sku, address, django_a
     assert Sku.objects.get(pk=sku.pk).stock == 4
 
 
-def test_queries_per_payment_notification(api, make_sku, address, place_order, wechat, deliver,
-                                          django_assert_max_num_queries):
+def test_queries_per_payment_notification(
+    api, make_sku, address, place_order, wechat, deliver, django_assert_max_num_queries
+):
     order = place_order(api, items=[(make_sku(price_fen=3600, stock=10), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])
@@ -144,7 +150,8 @@ def test_queries_per_payment_notification(api, make_sku, address, place_order, w
 
 
 def test_a_resent_notification_of_an_applied_payment_needs_no_transaction(
-        api, make_sku, address, place_order, wechat, deliver, django_assert_max_num_queries):
+    api, make_sku, address, place_order, wechat, deliver, django_assert_max_num_queries
+):
     from apps.payments.models import Notification
 
     sku = make_sku(price_fen=3600, stock=10)

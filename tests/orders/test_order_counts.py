@@ -11,8 +11,15 @@ pytestmark = pytest.mark.django_db
 
 
 def _order(customer, status, n):
-    return Order.objects.create(order_no=f"T{customer.pk}{n:06d}", order_key=f"k{customer.pk}-{n}", customer=customer,
-                                status=status, goods_fen=100, pay_fen=100, pay_deadline=timezone.now())
+    return Order.objects.create(
+        order_no=f"T{customer.pk}{n:06d}",
+        order_key=f"k{customer.pk}-{n}",
+        customer=customer,
+        status=status,
+        goods_fen=100,
+        pay_fen=100,
+        pay_deadline=timezone.now(),
+    )
 
 
 def test_counts_match_the_list_per_status(api, customer, make_customer):

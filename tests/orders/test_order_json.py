@@ -28,20 +28,36 @@ def assert_same(order_no: str) -> dict:
 def test_unpaid_paid_shipped_and_refund_requested_goods_orders(make_customer, make_api, make_sku, place_order):
     customer = make_customer(balance_fen=10_000_00, points=0)
     api = make_api(customer)
-    address = customer.addresses.create(name="王五", phone="13800000000", province="广东省", city="深圳市",
-                                        district="南山区", detail="科技园 1 号", is_default=True)
+    address = customer.addresses.create(
+        name="王五",
+        phone="13800000000",
+        province="广东省",
+        city="深圳市",
+        district="南山区",
+        detail="科技园 1 号",
+        is_default=True,
+    )
     tea, cup = make_sku(price_fen=12800, stock=10), make_sku(price_fen=3900, stock=10, specs={"颜色": "青"})
     order = place_order(api, items=[(tea, 2), (cup, 1)], address=address, remark="请尽快发货")
     unpaid = assert_same(order["order_no"])
-    assert (unpaid["status"], unpaid["goods_fen"], len(unpaid["lines"]), unpaid["paid_at"]) == ("unpaid", 29500, 2, None)
+    assert (unpaid["status"], unpaid["goods_fen"], len(unpaid["lines"]), unpaid["paid_at"]) == (
+        "unpaid",
+        29500,
+        2,
+        None,
+    )
     assert unpaid == order  # the create answer itself
 
     paid = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
     assert paid.status_code == 200, paid.json()
     assert assert_same(order["order_no"])["pay_method"] == "balance"
 
-    assert orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:test",
-                             carrier_code="shunfeng", tracking_no="SF1234567890")
+    assert orders.order_ship(
+        order=Order.objects.get(order_no=order["order_no"]),
+        actor="staff:test",
+        carrier_code="shunfeng",
+        tracking_no="SF1234567890",
+    )
     shipped = assert_same(order["order_no"])
     assert shipped["shipment"]["tracking_no"] == "SF1234567890"
     assert shipped["auto_receive_at"] is not None

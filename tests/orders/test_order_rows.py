@@ -16,34 +16,78 @@ NOW = timezone.localtime(dt.datetime(2026, 12, 2, 9, 30, 15, 123456, tzinfo=dt.U
 
 
 def _draft(key: str, skus, *, flash_sale_id=None, coupon=None, points=0, address=True) -> drafts.OrderDraft:
-    lines = [drafts.DraftLine(sku_id=sku.pk, product_id=sku.product_id, name=f"商品 “{i}” 's", specs={"颜色": "天青", "n": i},
-                              price_fen=1000 + i, quantity=i + 1, amount_fen=(1000 + i) * (i + 1))
-             for i, sku in enumerate(skus)]
+    lines = [
+        drafts.DraftLine(
+            sku_id=sku.pk,
+            product_id=sku.product_id,
+            name=f"商品 “{i}” 's",
+            specs={"颜色": "天青", "n": i},
+            price_fen=1000 + i,
+            quantity=i + 1,
+            amount_fen=(1000 + i) * (i + 1),
+        )
+        for i, sku in enumerate(skus)
+    ]
     goods = sum(line.amount_fen for line in lines)
     return drafts.OrderDraft(
-        order_key=key, customer_id=0, kind="goods", expires_at=NOW.isoformat(), lines=lines, goods_fen=goods,
-        freight_fen=800, coupon_id=coupon.pk if coupon else None, coupon_fen=300 if coupon else 0,
-        points_used=points, points_fen=points, pay_fen=goods + 800 - (300 if coupon else 0) - points, slot=None,
-        address={"id": 9, "name": "张三", "phone": "13800000000", "province": "浙江省", "city": "杭州市",
-                 "district": "西湖区", "detail": "文三路 100 号 \"A\" 座"} if address else None,
-        flash_sale_id=flash_sale_id, cart_items=None, usable_coupons=[])
+        order_key=key,
+        customer_id=0,
+        kind="goods",
+        expires_at=NOW.isoformat(),
+        lines=lines,
+        goods_fen=goods,
+        freight_fen=800,
+        coupon_id=coupon.pk if coupon else None,
+        coupon_fen=300 if coupon else 0,
+        points_used=points,
+        points_fen=points,
+        pay_fen=goods + 800 - (300 if coupon else 0) - points,
+        slot=None,
+        address={
+            "id": 9,
+            "name": "张三",
+            "phone": "13800000000",
+            "province": "浙江省",
+            "city": "杭州市",
+            "district": "西湖区",
+            "detail": '文三路 100 号 "A" 座',
+        }
+        if address
+        else None,
+        flash_sale_id=flash_sale_id,
+        cart_items=None,
+        usable_coupons=[],
+    )
 
 
 def _rows(order_id: int) -> tuple[dict, list[dict], list[dict]]:
     order = model_to_dict(Order.objects.get(pk=order_id), exclude=["id", "order_no", "order_key"])
     order["created_at"] = Order.objects.values_list("created_at", flat=True).get(pk=order_id)
-    lines = [{k: v for k, v in model_to_dict(line).items() if k not in ("id", "order")}
-             for line in OrderLine.objects.filter(order_id=order_id).order_by("id")]
-    events = [{k: v for k, v in model_to_dict(e).items() if k not in ("id", "order")} | {"created_at": e.created_at}
-              for e in OrderEvent.objects.filter(order_id=order_id).order_by("id")]
+    lines = [
+        {k: v for k, v in model_to_dict(line).items() if k not in ("id", "order")}
+        for line in OrderLine.objects.filter(order_id=order_id).order_by("id")
+    ]
+    events = [
+        {k: v for k, v in model_to_dict(e).items() if k not in ("id", "order")} | {"created_at": e.created_at}
+        for e in OrderEvent.objects.filter(order_id=order_id).order_by("id")
+    ]
     return order, lines, events
 
 
 def _instance(order: Order, lines: list[OrderLine]) -> tuple[dict, list[dict]]:
-    fields = {f.attname: getattr(order, f.attname) for f in Order._meta.concrete_fields
-              if f.attname not in ("id", "order_no", "order_key")}
-    return fields, [{f.attname: getattr(line, f.attname) for f in OrderLine._meta.concrete_fields
-                     if f.attname not in ("id", "order_id")} for line in lines]
+    fields = {
+        f.attname: getattr(order, f.attname)
+        for f in Order._meta.concrete_fields
+        if f.attname not in ("id", "order_no", "order_key")
+    }
+    return fields, [
+        {
+            f.attname: getattr(line, f.attname)
+            for f in OrderLine._meta.concrete_fields
+            if f.attname not in ("id", "order_id")
+        }
+        for line in lines
+    ]
 
 
 @pytest.mark.parametrize("shape", ["flash_sale", "three_lines_coupon_points", "no_address", "pickup"])
@@ -57,23 +101,37 @@ def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, mak
     extra = {}
     if shape == "flash_sale":
         extra["flash_sale_id"] = FlashSale.objects.create(
-            title="秒杀", sku=skus[0], price_fen=900, stock=5, starts_at=NOW, ends_at=NOW + dt.timedelta(hours=1)).pk
+            title="秒杀", sku=skus[0], price_fen=900, stock=5, starts_at=NOW, ends_at=NOW + dt.timedelta(hours=1)
+        ).pk
     elif shape == "three_lines_coupon_points":
-        extra.update(coupon=Coupon.objects.create(customer=customer, title="满减", discount_fen=300,
-                                                  valid_until=NOW + dt.timedelta(days=1)), points=50)
+        extra.update(
+            coupon=Coupon.objects.create(
+                customer=customer, title="满减", discount_fen=300, valid_until=NOW + dt.timedelta(days=1)
+            ),
+            points=50,
+        )
     else:  # no address: a consultation, or a self-pickup order with its store's columns
         extra["address"] = False
     columns = {}
     if shape == "pickup":
-        columns = {"delivery": "pickup", "pickup_store_id": 7,
-                   "pickup_store": {"id": 7, "name": "西湖店", "address": "杭州市西湖区文三路 1 号"}}
+        columns = {
+            "delivery": "pickup",
+            "pickup_store_id": 7,
+            "pickup_store": {"id": 7, "name": "西湖店", "address": "杭州市西湖区文三路 1 号"},
+        }
     deadline = NOW + dt.timedelta(minutes=15)
     made = {}
     for path, insert in (("orm", order_rows._orm_insert), ("sql", order_rows._pg_insert)):
         draft = _draft(f"key-{path}", skus, **extra)
-        fields = order_rows._order_fields(draft, customer_id=customer.pk, order_no=f"no-{path}",
-                                          remark="请周末送达 'x'", pay_deadline=deadline, now=NOW,
-                                          extra=columns)
+        fields = order_rows._order_fields(
+            draft,
+            customer_id=customer.pk,
+            order_no=f"no-{path}",
+            remark="请周末送达 'x'",
+            pay_deadline=deadline,
+            now=NOW,
+            extra=columns,
+        )
         order, lines = insert(draft, fields, NOW)
         assert (order.order_no, order.order_key) == (f"no-{path}", f"key-{path}")
         assert [line.order_id for line in lines] == [order.pk] * len(skus)
@@ -82,5 +140,6 @@ def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, mak
     assert made["sql"] == made["orm"]
     (order, lines, events), _ = made["sql"]
     assert order["created_at"] == NOW and order["status"] == "unpaid" and len(lines) == len(skus)
-    assert events == [{"from_status": "", "to_status": "unpaid", "actor": "customer", "note": "下单",
-                       "created_at": NOW}]
+    assert events == [
+        {"from_status": "", "to_status": "unpaid", "actor": "customer", "note": "下单", "created_at": NOW}
+    ]

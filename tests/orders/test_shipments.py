@@ -29,8 +29,12 @@ def test_ship_writes_shipment_message_and_order_json(buyer, paid, wechat, settin
     body = buyer.api.get(f"/api/v1/orders/{order['order_no']}").json()
     row = Order.objects.get(order_no=order["order_no"])
     assert body["status"] == "shipped"
-    assert body["shipment"] == {"carrier": "顺丰速运", "carrier_code": "shunfeng", "tracking_no": "SF1234567890",
-                                "shipped_at": timezone.localtime(row.shipped_at).isoformat()}
+    assert body["shipment"] == {
+        "carrier": "顺丰速运",
+        "carrier_code": "shunfeng",
+        "tracking_no": "SF1234567890",
+        "shipped_at": timezone.localtime(row.shipped_at).isoformat(),
+    }
     assert body["auto_receive_at"] == timezone.localtime(row.shipped_at + dt.timedelta(days=10)).isoformat()
     assert body["refund_status"] is None
     listed = buyer.api.get("/api/v1/orders").json()["results"][0]
@@ -44,8 +48,10 @@ def test_ship_writes_shipment_message_and_order_json(buyer, paid, wechat, settin
     assert sent[0]["data"]["thing2"]["value"] == "顺丰速运"
 
 
-@pytest.mark.parametrize("carrier_code, tracking_no", [("dhl-moon", "SF1234567890"), ("shunfeng", "12"),
-                                                       ("shunfeng", "SF 123 456"), ("", "SF1234567890")])
+@pytest.mark.parametrize(
+    "carrier_code, tracking_no",
+    [("dhl-moon", "SF1234567890"), ("shunfeng", "12"), ("shunfeng", "SF 123 456"), ("", "SF1234567890")],
+)
 def test_bad_carrier_or_number_changes_nothing(paid, carrier_code, tracking_no):
     order, _ = paid()
     with pytest.raises(InvalidInput):

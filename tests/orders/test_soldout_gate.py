@@ -42,8 +42,18 @@ class Inner:
         await send({"type": "http.response.body", "body": b"django"})
 
 
-def call(app, *, body: bytes, headers: dict[str, str] | list[tuple[str, str]], method="POST", path=PATH, chunks=1,
-         scheme="http", content_length=True, query_string=b""):
+def call(
+    app,
+    *,
+    body: bytes,
+    headers: dict[str, str] | list[tuple[str, str]],
+    method="POST",
+    path=PATH,
+    chunks=1,
+    scheme="http",
+    content_length=True,
+    query_string=b"",
+):
     """Run one request through an ASGI ``app``: (status, {header: value}, body). ``headers``: a
     dict, or a list of (name, value) pairs when a name repeats. The server's ``Content-Length``
     is added unless ``content_length`` is False (a chunked request) or one is given."""
@@ -51,10 +61,16 @@ def call(app, *, body: bytes, headers: dict[str, str] | list[tuple[str, str]], m
     if content_length and not any(k.lower() == "content-length" for k, _ in pairs):
         pairs.append(("Content-Length", str(len(body))))
     size = max(1, -(-len(body) // chunks))
-    parts = [body[i:i + size] for i in range(0, len(body), size)] or [b""]
+    parts = [body[i : i + size] for i in range(0, len(body), size)] or [b""]
     messages = [{"type": "http.request", "body": p, "more_body": i < len(parts) - 1} for i, p in enumerate(parts)]
-    scope = {"type": "http", "method": method, "path": path, "scheme": scheme, "query_string": query_string,
-             "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs]}
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "scheme": scheme,
+        "query_string": query_string,
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs],
+    }
     sent = []
 
     async def receive():
@@ -65,18 +81,25 @@ def call(app, *, body: bytes, headers: dict[str, str] | list[tuple[str, str]], m
 
     asyncio.run(app(scope, receive, send))
     start = sent[0]
-    return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]},
-            b"".join(m.get("body", b"") for m in sent[1:]))
+    return (
+        start["status"],
+        {k.decode(): v.decode() for k, v in start["headers"]},
+        b"".join(m.get("body", b"") for m in sent[1:]),
+    )
 
 
 def django_answer(body: bytes, headers: dict[str, str], secure=False):
     """The same request through Django's whole stack (middleware, DRF, the view)."""
     from django.test import Client
 
-    meta = {"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()
-            if k.lower() not in ("content-type", "host")}
+    meta = {
+        "HTTP_" + k.upper().replace("-", "_"): v
+        for k, v in headers.items()
+        if k.lower() not in ("content-type", "host")
+    }
     response = Client(HTTP_HOST=headers.get("Host", "testserver")).generic(
-        "POST", PATH, body, content_type=headers.get("Content-Type", ""), secure=secure, **meta)
+        "POST", PATH, body, content_type=headers.get("Content-Type", ""), secure=secure, **meta
+    )
     return (response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
 
 
@@ -138,8 +161,11 @@ def test_a_sold_out_flash_sale_gets_djangos_answer(gate, headers, make_sku):
     body = _body(items=[{"sku_id": sku.pk, "quantity": 2}], flash_sale_id=7)
     answer = call(app, body=body, headers=headers)
     assert inner.bodies == []
-    assert json.loads(answer[2]) == {"code": "insufficient_stock", "message": "秒杀商品已抢完。",
-                                     "detail": {"flash_sale_id": 7, "sku_id": sku.pk, "requested": 2, "available": 0}}
+    assert json.loads(answer[2]) == {
+        "code": "insufficient_stock",
+        "message": "秒杀商品已抢完。",
+        "detail": {"flash_sale_id": 7, "sku_id": sku.pk, "requested": 2, "available": 0},
+    }
     _same(answer, django_answer(body, headers))
 
 
@@ -147,8 +173,10 @@ def test_a_flash_sale_flag_answers_only_for_the_sales_own_sku(gate, headers, mak
     app, inner = gate
     sku, other = make_sku(stock=50), make_sku(stock=50)
     soldout.mark(soldout.flash_sale_key(7), value=sku.pk)
-    for items in ([{"sku_id": other.pk, "quantity": 1}],
-                  [{"sku_id": sku.pk, "quantity": 1}, {"sku_id": other.pk, "quantity": 1}]):
+    for items in (
+        [{"sku_id": other.pk, "quantity": 1}],
+        [{"sku_id": sku.pk, "quantity": 1}, {"sku_id": other.pk, "quantity": 1}],
+    ):
         body = _body(items=items, flash_sale_id=7)
         assert call(app, body=body, headers=headers) == (200, {}, b"django")
         assert django_answer(body, headers)[0] == 404  # no sale 7 in the database: its answer, not "sold out"
@@ -156,7 +184,8 @@ def test_a_flash_sale_flag_answers_only_for_the_sales_own_sku(gate, headers, mak
 
 
 def test_a_real_sale_sold_out_answers_the_same_from_the_database_the_flag_and_the_gate(
-        gate, headers, customer, address, make_sku):
+    gate, headers, customer, address, make_sku
+):
     import datetime as dt
 
     from django.core.cache import cache
@@ -167,8 +196,15 @@ def test_a_real_sale_sold_out_answers_the_same_from_the_database_the_flag_and_th
     app, inner = gate
     sku = make_sku(stock=20)
     now = timezone.now()
-    sale = FlashSale.objects.create(title="秒杀", sku=sku, price_fen=990, stock=0, limit_per_customer=2,
-                                    starts_at=now - dt.timedelta(minutes=5), ends_at=now + dt.timedelta(hours=1))
+    sale = FlashSale.objects.create(
+        title="秒杀",
+        sku=sku,
+        price_fen=990,
+        stock=0,
+        limit_per_customer=2,
+        starts_at=now - dt.timedelta(minutes=5),
+        ends_at=now + dt.timedelta(hours=1),
+    )
     body = _body(items=[{"sku_id": sku.pk, "quantity": 1}], flash_sale_id=sale.pk, address_id=address.pk)
     from_database = django_answer(body, headers)  # reads quota 0 and sets the flag
     assert from_database[0] == 409
@@ -177,8 +213,12 @@ def test_a_real_sale_sold_out_answers_the_same_from_the_database_the_flag_and_th
     from_gate = call(app, body=body, headers=headers)
     assert inner.bodies == []
     assert from_database[2] == from_flag[2] == from_gate[2]
-    assert json.loads(from_gate[2])["detail"] == {"flash_sale_id": sale.pk, "sku_id": sku.pk, "requested": 1,
-                                                  "available": 0}
+    assert json.loads(from_gate[2])["detail"] == {
+        "flash_sale_id": sale.pk,
+        "sku_id": sku.pk,
+        "requested": 1,
+        "available": 0,
+    }
 
 
 def test_behind_https_proxy_with_redirect_and_hsts_it_still_matches_django(gate, headers, make_sku, settings):
@@ -199,12 +239,36 @@ def test_behind_https_proxy_with_redirect_and_hsts_it_still_matches_django(gate,
     assert len(inner.bodies) == 1
 
 
-@pytest.mark.parametrize("case", [
-    "not_flagged", "unknown_token", "no_token", "basic_auth", "host_not_allowed", "no_content_type",
-    "form_body", "accept_html", "accept_params", "sku_as_string", "quantity_too_big", "cart_item_ids",
-    "slot_id", "unknown_field", "nan", "not_json", "not_utf8", "too_many_lines", "bool_sku", "list_body",
-    "get", "other_path", "chunked_big", "twice_authorization", "latin1_charset",
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "not_flagged",
+        "unknown_token",
+        "no_token",
+        "basic_auth",
+        "host_not_allowed",
+        "no_content_type",
+        "form_body",
+        "accept_html",
+        "accept_params",
+        "sku_as_string",
+        "quantity_too_big",
+        "cart_item_ids",
+        "slot_id",
+        "unknown_field",
+        "nan",
+        "not_json",
+        "not_utf8",
+        "too_many_lines",
+        "bool_sku",
+        "list_body",
+        "get",
+        "other_path",
+        "chunked_big",
+        "twice_authorization",
+        "latin1_charset",
+    ],
+)
 def test_anything_else_reaches_django_with_its_body_intact(gate, headers, make_sku, case):
     app, inner = gate
     sku = make_sku(stock=0)
@@ -290,14 +354,18 @@ def test_redis_unreachable_means_django_answers(gate, headers, make_sku, setting
     app, inner = gate
     sku = make_sku(stock=0)
     soldout.mark(soldout.sku_key(sku.pk))
-    settings.CACHES = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"},
+    }
     body = _body(items=[{"sku_id": sku.pk, "quantity": 1}])
     assert call(app, body=body, headers=headers) == (200, {}, b"django")
     assert inner.bodies == [body]
 
 
 def test_a_deactivated_customers_tokens_are_revoked_so_the_gate_sends_them_to_django(
-        gate, headers, token, customer, make_sku, django_capture_on_commit_callbacks):
+    gate, headers, token, customer, make_sku, django_capture_on_commit_callbacks
+):
     app, inner = gate
     other_token = token_issue(customer_id=customer.pk)
     sku = make_sku(stock=0)
@@ -340,15 +408,18 @@ def test_the_shops_asgi_application_answers_through_the_gate(headers, make_sku, 
     assert json.loads(body)["detail"] == {"sku_id": sku.pk, "requested": 1, "available": 0}
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ({"items": [{"sku_id": 1, "quantity": 2}, {"sku_id": 1, "quantity": 3}]}, ({1: 5}, None)),
-    ({"items": [{"sku_id": 9, "quantity": 1}], "flash_sale_id": 4, "use_points": False}, ({9: 1}, 4)),
-    ({"items": [{"sku_id": 9, "quantity": 1.0}]}, None),
-    ({"items": []}, None),
-    ({"items": [{"sku_id": 9, "quantity": 1}], "flash_sale_id": 0}, None),
-    ({"items": [{"sku_id": 9, "quantity": 1}], "use_points": -1}, None),
-    ({"items": [{"sku_id": 9, "quantity": 1, "extra": 1}]}, None),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"items": [{"sku_id": 1, "quantity": 2}, {"sku_id": 1, "quantity": 3}]}, ({1: 5}, None)),
+        ({"items": [{"sku_id": 9, "quantity": 1}], "flash_sale_id": 4, "use_points": False}, ({9: 1}, 4)),
+        ({"items": [{"sku_id": 9, "quantity": 1.0}]}, None),
+        ({"items": []}, None),
+        ({"items": [{"sku_id": 9, "quantity": 1}], "flash_sale_id": 0}, None),
+        ({"items": [{"sku_id": 9, "quantity": 1}], "use_points": -1}, None),
+        ({"items": [{"sku_id": 9, "quantity": 1, "extra": 1}]}, None),
+    ],
+)
 def test_confirm_request_takes_only_what_the_serializer_takes_as_is(data, expected):
     assert confirm_request(data) == expected
 
@@ -357,7 +428,10 @@ def test_redis_trouble_is_warned_once_per_interval_not_per_buyer(gate, headers, 
     app, inner = gate
     sku = make_sku(stock=0)
     soldout.mark(soldout.sku_key(sku.pk))
-    settings.CACHES = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"}}
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"},
+    }
     body = _body(items=[{"sku_id": sku.pk, "quantity": 1}])
     with caplog.at_level("WARNING", logger="apps.orders.api.soldout_gate"):
         for _ in range(5):

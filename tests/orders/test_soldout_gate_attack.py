@@ -34,8 +34,11 @@ def body(sold):
 
 @pytest.fixture
 def headers(customer):
-    return {"Host": "127.0.0.1:8000", "Content-Type": "application/json",
-            "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}"}
+    return {
+        "Host": "127.0.0.1:8000",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}",
+    }
 
 
 def through_gate(body, headers, **kw):
@@ -48,8 +51,9 @@ def test_a_query_string_goes_to_django(body, headers):
     from django.test import Client
 
     answer, passed = through_gate(body, headers, query_string=b"format=xml")
-    django = Client(HTTP_HOST=headers["Host"]).generic("POST", PATH + "?format=xml", body, content_type="application/json",
-                                                       HTTP_AUTHORIZATION=headers["Authorization"])
+    django = Client(HTTP_HOST=headers["Host"]).generic(
+        "POST", PATH + "?format=xml", body, content_type="application/json", HTTP_AUTHORIZATION=headers["Authorization"]
+    )
     assert django.status_code == 404  # DRF: no renderer for format xml
     assert passed, answer
 
@@ -75,7 +79,9 @@ def test_a_space_inside_the_media_type_goes_to_django(body, headers, ctype):
     assert passed, answer
 
 
-@pytest.mark.parametrize("ctype", ["APPLICATION/JSON", "application/json; charset=UTF-8", "application/json ;charset=utf-8"])
+@pytest.mark.parametrize(
+    "ctype", ["APPLICATION/JSON", "application/json; charset=UTF-8", "application/json ;charset=utf-8"]
+)
 def test_spellings_django_takes_are_still_answered_the_same(body, headers, ctype):
     answer, passed = through_gate(body, {**headers, "Content-Type": ctype})
     assert not passed
@@ -90,16 +96,22 @@ def test_an_underscore_header_goes_to_django(body, headers, settings):
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.SECURE_SSL_REDIRECT = True
     header_list = [*headers.items(), ("X_Forwarded_Proto", "http"), ("X-Forwarded-Proto", "https")]
-    scope = {"headers": [(k.lower().encode(), v.encode()) for k, v in header_list], "path": PATH,
-             "method": "POST", "query_string": b"", "http_version": "1.1"}
+    scope = {
+        "headers": [(k.lower().encode(), v.encode()) for k, v in header_list],
+        "path": PATH,
+        "method": "POST",
+        "query_string": b"",
+        "http_version": "1.1",
+    }
     assert build_environ(scope, None)["HTTP_X_FORWARDED_PROTO"] == "http,https"
     inner = Inner()
     answer = call(SoldOutGate(inner), body=body, headers=header_list)
     assert inner.bodies == [body], answer
 
 
-def test_a_token_whose_revocation_failed_is_revoked_by_the_sweep(sold, customer, body, monkeypatch,
-                                                                   django_capture_on_commit_callbacks):
+def test_a_token_whose_revocation_failed_is_revoked_by_the_sweep(
+    sold, customer, body, monkeypatch, django_capture_on_commit_callbacks
+):
     """Redis refuses the revocation after the deactivation's commit: the row it left is retried
     by beat's sweep once Redis is back, and the gate then sends the token to Django (401)."""
     import redis
@@ -107,8 +119,11 @@ def test_a_token_whose_revocation_failed_is_revoked_by_the_sweep(sold, customer,
     from apps.accounts import revocations, tokens
     from apps.accounts.models import TokenRevocation
 
-    head = {"Host": "127.0.0.1:8000", "Content-Type": "application/json",
-            "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}"}
+    head = {
+        "Host": "127.0.0.1:8000",
+        "Content-Type": "application/json",
+        "Authorization": f"Bearer {token_issue(customer_id=customer.pk)}",
+    }
     real = tokens.tokens_revoke_customer
     failures = [redis.ConnectionError("Connection refused.")]  # Redis down for the first call only
 
@@ -147,8 +162,9 @@ def test_a_customer_deactivated_by_sql_is_revoked_by_the_sweep(sold, customer, b
     assert django_answer(body, headers)[0] == 401
 
 
-def test_login_racing_deactivation_is_refused_and_leaves_no_token(sold, customer, monkeypatch,
-                                                                   django_capture_on_commit_callbacks):
+def test_login_racing_deactivation_is_refused_and_leaves_no_token(
+    sold, customer, monkeypatch, django_capture_on_commit_callbacks
+):
     """customer_login reads is_active, then token_issue; staff deactivate (and revoke) in between:
     the login reads again after issuing, takes the token back and refuses."""
     from django_redis import get_redis_connection
@@ -156,8 +172,9 @@ def test_login_racing_deactivation_is_refused_and_leaves_no_token(sold, customer
     from apps.accounts import services, tokens, wechat
     from apps.accounts.exceptions import LoginCodeInvalid
 
-    monkeypatch.setattr(wechat, "code_to_session",
-                        lambda code: type("S", (), {"openid": customer.openid, "unionid": ""})())
+    monkeypatch.setattr(
+        wechat, "code_to_session", lambda code: type("S", (), {"openid": customer.openid, "unionid": ""})()
+    )
     real_issue = tokens.token_issue
     issued = []
 

@@ -18,8 +18,9 @@ def test_balance_pay_takes_exact_amount_once(rich, make_api, make_sku, place_ord
     from apps.accounts.models import Address
 
     api = make_api(rich)
-    address = Address.objects.create(customer=rich, name="甲", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=rich, name="甲", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)
     response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
     assert response.status_code == 200
@@ -27,7 +28,8 @@ def test_balance_pay_takes_exact_amount_once(rich, make_api, make_sku, place_ord
     assert response.json()["order"]["status"] == "paid"
     assert Customer.objects.get(pk=rich.pk).balance_fen == 20000 - 12800
     assert list(WalletEvent.objects.values_list("kind", "reason", "amount", "ref")) == [
-        ("balance", "pay", -12800, order["order_no"])]
+        ("balance", "pay", -12800, order["order_no"])
+    ]
     again = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
     assert again.status_code == 409 and again.json()["code"] == "invalid_state"
     assert Customer.objects.get(pk=rich.pk).balance_fen == 7200
@@ -49,8 +51,9 @@ def test_balance_pay_after_wechat_prepay_closes_the_wechat_trade(rich, make_api,
     from apps.accounts.models import Address
 
     api = make_api(rich)
-    address = Address.objects.create(customer=rich, name="甲", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=rich, name="甲", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
@@ -64,8 +67,9 @@ def test_balance_pay_refused_when_wechat_already_took_the_money(rich, make_api, 
     from apps.accounts.models import Address
 
     api = make_api(rich)
-    address = Address.objects.create(customer=rich, name="甲", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=rich, name="甲", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])  # notification still on its way
@@ -76,13 +80,15 @@ def test_balance_pay_refused_when_wechat_already_took_the_money(rich, make_api, 
 
 
 def test_wechat_pay_still_works_after_a_balance_attempt_closed_the_first_trade(
-        make_customer, make_api, make_sku, place_order, wechat, deliver):
+    make_customer, make_api, make_sku, place_order, wechat, deliver
+):
     from apps.accounts.models import Address
 
     customer = make_customer(balance_fen=13000)
     api = make_api(customer)
-    address = Address.objects.create(customer=customer, name="甲", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=customer, name="甲", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     order = place_order(api, items=[(make_sku(price_fen=12800), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     Customer.objects.filter(pk=customer.pk).update(balance_fen=13000)
@@ -99,8 +105,9 @@ def test_wechat_pay_still_works_after_a_balance_attempt_closed_the_first_trade(
     wechat.control.pay(second)
     deliver()
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"
-    assert list(Payment.objects.filter(order__order_no=order["order_no"]).order_by("id")
-                .values_list("out_trade_no", "status")) == [(order["order_no"], "closed"), (second, "paid")]
+    assert list(
+        Payment.objects.filter(order__order_no=order["order_no"]).order_by("id").values_list("out_trade_no", "status")
+    ) == [(order["order_no"], "closed"), (second, "paid")]
 
 
 def test_balance_short_does_not_close_the_wechat_trade(api, customer, make_sku, address, place_order, wechat):

@@ -25,7 +25,9 @@ def test_payment_on_cancelled_order_is_kept_and_refunded_exactly_once(api, sku, 
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     wechat.control.pay(order["order_no"])  # the user pays ...
     row = Order.objects.get(order_no=order["order_no"])
-    assert orders.order_mark_cancelled(order=row, actor="system:test", reason="cancelled meanwhile")  # ... as it is cancelled
+    assert orders.order_mark_cancelled(
+        order=row, actor="system:test", reason="cancelled meanwhile"
+    )  # ... as it is cancelled
     assert Sku.objects.get(pk=sku.pk).stock == 10
 
     attempts = deliver()
@@ -39,14 +41,20 @@ def test_payment_on_cancelled_order_is_kept_and_refunded_exactly_once(api, sku, 
     assert (refund.reason, refund.refund_fen, refund.out_refund_no) == ("late_payment", 12000, order["order_no"] + "L")
     assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == ["late", "duplicate"]
     status = api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()
-    assert status == {"order_status": "cancelled", "payment_status": "paid", "refund_status": "pending",
-                      "message": "已付款，但订单已取消，款项正在退回"}
+    assert status == {
+        "order_status": "cancelled",
+        "payment_status": "paid",
+        "refund_status": "pending",
+        "message": "已付款，但订单已取消，款项正在退回",
+    }
 
     assert refunds.refund_execute(refund_id=refund.pk) == "submitted"
     deliver()
     assert Refund.objects.get().status == "success"
-    assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()["message"] == \
-        "已付款，但订单已取消，款项已退回"
+    assert (
+        api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()["message"]
+        == "已付款，但订单已取消，款项已退回"
+    )
     assert wechat.state.trades[order["order_no"]].trade_state == "REFUND"
 
 
@@ -58,8 +66,7 @@ def test_unifiedorder_timeout_is_unknown_then_cleared_by_query(api, sku, address
     assert response.status_code == 503
     payment = Payment.objects.get(out_trade_no=order["order_no"])
     assert payment.status == "unknown" and payment.prepay_id == ""
-    assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()["message"] == \
-        "正在向微信确认支付结果"
+    assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()["message"] == "正在向微信确认支付结果"
 
     now = timezone.now()
     assert services.payments_check_uncertain(now=now) == {}  # first check is due after 1 minute
@@ -82,7 +89,8 @@ def test_customer_retrying_while_unknown_finds_the_payment(api, sku, address, pl
 
 
 def test_uncertain_payment_checked_at_1_5_15_minutes_then_manual_with_one_alert(
-        api, sku, address, place_order, wechat, settings, caplog):
+    api, sku, address, place_order, wechat, settings, caplog
+):
     order = place_order(api, items=[(sku, 1)], address=address)
     settings.WECHAT_PAY_API_BASE = "http://127.0.0.1:9/"  # WeChat unreachable throughout
     assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 503

@@ -63,20 +63,30 @@ def rich(make_customer, make_api):
     from apps.accounts.models import Address
 
     customer = make_customer(balance_fen=50000, points=300)
-    address = Address.objects.create(customer=customer, name="张三", phone="13800000000",
-                                      province="浙江省", city="杭州市", detail="1号", is_default=True)
+    address = Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
     return customer, make_api(customer), address
 
 
 def _balance_events(customer) -> list[tuple[str, int]]:
-    return list(WalletEvent.objects.filter(customer=customer, kind="balance").order_by("id")
-                .values_list("reason", "amount"))
+    return list(
+        WalletEvent.objects.filter(customer=customer, kind="balance").order_by("id").values_list("reason", "amount")
+    )
 
 
 # --- balance payment --------------------------------------------------------------------------
 
-def test_balance_pay_that_loses_a_deadlock_once_is_run_again_and_pays_once(rich, make_sku, place_order,
-                                                                            monkeypatch, caplog):
+
+def test_balance_pay_that_loses_a_deadlock_once_is_run_again_and_pays_once(
+    rich, make_sku, place_order, monkeypatch, caplog
+):
     customer, api, address = rich
     sku = make_sku(price_fen=12800, stock=5)
     order = place_order(api, items=[(sku, 1)], address=address)
@@ -92,7 +102,8 @@ def test_balance_pay_that_loses_a_deadlock_once_is_run_again_and_pays_once(rich,
     assert Customer.objects.get(pk=customer.pk).balance_fen == 50000 - 12800
     assert _balance_events(customer) == [("pay", -12800)]
     assert list(Payment.objects.filter(order__order_no=order["order_no"]).values_list("method", "status")) == [
-        ("balance", "paid")]
+        ("balance", "paid")
+    ]
     assert Product.objects.get(pk=sku.product_id).sales == 1
     assert FollowUp.objects.filter(order__order_no=order["order_no"]).count() == 3  # message, SMS, points
 
@@ -123,6 +134,7 @@ def test_balance_pay_that_loses_twice_answers_503_json_and_keeps_nothing(rich, m
 
 # --- cancel -----------------------------------------------------------------------------------
 
+
 def test_cancel_that_loses_a_deadlock_once_gives_back_exactly_once(rich, make_sku, place_order, monkeypatch):
     import datetime as dt
 
@@ -130,8 +142,9 @@ def test_cancel_that_loses_a_deadlock_once_gives_back_exactly_once(rich, make_sk
 
     customer, api, address = rich
     sku = make_sku(price_fen=6000, stock=5)
-    coupon = Coupon.objects.create(customer=customer, title="减10", discount_fen=1000,
-                                   valid_until=timezone.now() + dt.timedelta(days=1))
+    coupon = Coupon.objects.create(
+        customer=customer, title="减10", discount_fen=1000, valid_until=timezone.now() + dt.timedelta(days=1)
+    )
     order = place_order(api, items=[(sku, 2)], address=address, coupon_id=coupon.pk, use_points=200)
     assert (Sku.objects.get(pk=sku.pk).stock, Customer.objects.get(pk=customer.pk).points) == (3, 100)
     calls = failing(monkeypatch, stock, "sku_stock_restore", times=1)
@@ -148,6 +161,7 @@ def test_cancel_that_loses_a_deadlock_once_gives_back_exactly_once(rich, make_sk
 
 
 # --- balance refund (the worker) ----------------------------------------------------------------
+
 
 def test_balance_refund_that_loses_a_deadlock_once_credits_once(rich, make_sku, place_order, monkeypatch):
     customer, api, address = rich
@@ -168,6 +182,7 @@ def test_balance_refund_that_loses_a_deadlock_once_credits_once(rich, make_sku, 
 
 
 # --- WeChat's notifications ---------------------------------------------------------------------
+
 
 @pytest.fixture
 def wechat_order(rich, make_sku, place_order, wechat):
@@ -194,7 +209,8 @@ def test_payment_notification_that_loses_a_deadlock_once_is_applied_once(wechat_
 
 
 def test_payment_notification_that_loses_twice_answers_fail_xml_and_the_resend_applies(
-        wechat_order, deliver, monkeypatch):
+    wechat_order, deliver, monkeypatch
+):
     order, sku = wechat_order
     failing(monkeypatch, stock, "product_sales_add", times=2)
 
@@ -215,7 +231,8 @@ def test_payment_notification_that_loses_twice_answers_fail_xml_and_the_resend_a
 
 
 def test_refund_notification_that_loses_twice_answers_fail_xml_and_keeps_nothing(
-        wechat_order, deliver, wechat, monkeypatch):
+    wechat_order, deliver, wechat, monkeypatch
+):
     order, sku = wechat_order
     deliver()
     customer_id = Order.objects.get(order_no=order["order_no"]).customer_id
@@ -240,9 +257,15 @@ def test_refund_notification_that_loses_twice_answers_fail_xml_and_keeps_nothing
 
 # --- conflicts no retry covers: 503 JSON --------------------------------------------------------
 
-@pytest.mark.parametrize("cause", [psycopg.errors.DeadlockDetected("deadlock detected"),
-                                   psycopg.errors.SerializationFailure("could not serialize access"),
-                                   sqlite3.OperationalError("database is locked")])
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        psycopg.errors.DeadlockDetected("deadlock detected"),
+        psycopg.errors.SerializationFailure("could not serialize access"),
+        sqlite3.OperationalError("database is locked"),
+    ],
+)
 def test_a_lock_conflict_in_any_api_call_is_503_json(rich, make_sku, place_order, monkeypatch, cause):
     customer, api, address = rich
     order = place_order(api, items=[(make_sku(price_fen=12800, stock=5), 1)], address=address)
@@ -267,6 +290,7 @@ def test_a_lock_conflict_outside_drf_is_503_json_from_the_middleware():
 
 
 # --- the helpers ----------------------------------------------------------------------------------
+
 
 def test_is_lock_conflict_names_deadlocks_serialization_failures_and_sqlite_locks_only():
     assert is_lock_conflict(deadlock())

@@ -50,14 +50,18 @@ def _paid_at_wechat(buyer, make_sku, place_order, wechat) -> tuple[dict, Sku, by
     """A goods order of 128.00 paid at WeChat; returns it, its SKU and the notification's body."""
     sku = make_sku(price_fen=12800, stock=5)
     order = place_order(buyer.api, items=[(sku, 1)])
-    assert buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code == 200
+    assert (
+        buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json").status_code
+        == 200
+    )
     wechat.control.pay(order["order_no"])
     note = wechat.control.notifications(out_trade_no=order["order_no"])[0]
     return order, sku, note["body"].encode()
 
 
 def test_payment_killed_before_its_audit_row_keeps_neither_and_the_resend_applies_once(
-        buyer, make_sku, place_order, wechat, kill_at_audit_row, monkeypatch):
+    buyer, make_sku, place_order, wechat, kill_at_audit_row, monkeypatch
+):
     order, sku, body = _paid_at_wechat(buyer, make_sku, place_order, wechat)
     kill_at_audit_row()
 
@@ -79,11 +83,15 @@ def test_payment_killed_before_its_audit_row_keeps_neither_and_the_resend_applie
     assert _outcomes() == ["applied", "duplicate"]
     applied = Notification.objects.get(outcome="applied")
     assert (applied.out_trade_no, applied.transaction_id, applied.total_fee) == (
-        order["order_no"], payment.transaction_id, 12800)
+        order["order_no"],
+        payment.transaction_id,
+        12800,
+    )
 
 
 def test_recharge_killed_before_its_audit_row_credits_nothing_and_the_resend_credits_once(
-        make_customer, make_api, wechat, kill_at_audit_row, monkeypatch):
+    make_customer, make_api, wechat, kill_at_audit_row, monkeypatch
+):
     customer = make_customer()
     package = RechargePackage.objects.create(pay_fen=10000, bonus_fen=1000, sort=1)
     no = make_api(customer).post("/api/v1/recharges", {"package_id": package.pk}, format="json").json()["recharge_no"]
@@ -105,12 +113,15 @@ def test_recharge_killed_before_its_audit_row_credits_nothing_and_the_resend_cre
     customer.refresh_from_db()
     assert (Recharge.objects.get(recharge_no=no).status, customer.balance_fen) == ("paid", 11000)
     assert sorted(WalletEvent.objects.filter(customer=customer).values_list("reason", "amount")) == [
-        ("bonus", 1000), ("recharge", 10000)]
+        ("bonus", 1000),
+        ("recharge", 10000),
+    ]
     assert _outcomes() == ["applied", "duplicate"]
 
 
 def test_refund_killed_before_its_audit_row_stays_submitted_and_the_resend_confirms_once(
-        buyer, make_sku, place_order, wechat, kill_at_audit_row, monkeypatch):
+    buyer, make_sku, place_order, wechat, kill_at_audit_row, monkeypatch
+):
     order, sku, body = _paid_at_wechat(buyer, make_sku, place_order, wechat)
     assert notifications.payment_notification_handle(body) == SUCCESS
     sale = refunds.refund_request(order_no=order["order_no"], customer_id=buyer.customer.pk, reason="不想要了")
@@ -142,12 +153,19 @@ def test_one_more_handler_is_one_registered_entry_that_gets_the_shared_checks(db
     monkeypatch.setattr(notifications, "HANDLERS", dict(notifications.HANDLERS))
     rows = {"T20260101000001": 500}
     applied: list[tuple[str, str]] = []
-    notifications.register("test-transfer", notifications.Handler(
-        callback=notifications.PAY_RESULT, claims=lambda fields: fields.get("out_trade_no", "").startswith("T"),
-        find=lambda fields: fields["out_trade_no"] if fields["out_trade_no"] in rows else None,
-        number="out_trade_no", amount="total_fee", expected_fen=lambda no: rows[no],
-        apply=lambda no, fields: applied.append((no, fields["transaction_id"])) or Notification.Outcome.APPLIED,
-    ), before="payment")
+    notifications.register(
+        "test-transfer",
+        notifications.Handler(
+            callback=notifications.PAY_RESULT,
+            claims=lambda fields: fields.get("out_trade_no", "").startswith("T"),
+            find=lambda fields: fields["out_trade_no"] if fields["out_trade_no"] in rows else None,
+            number="out_trade_no",
+            amount="total_fee",
+            expected_fen=lambda no: rows[no],
+            apply=lambda no, fields: applied.append((no, fields["transaction_id"])) or Notification.Outcome.APPLIED,
+        ),
+        before="payment",
+    )
     # "transfer" is distribution's (registered from its AppConfig.ready(), on its own callback)
     assert list(notifications.HANDLERS) == ["recharge", "test-transfer", "payment", "refund", "transfer"]
     with pytest.raises(ValueError):

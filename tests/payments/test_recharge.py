@@ -16,7 +16,6 @@ from apps.payments.reconciliation import reconcile
 pytestmark = pytest.mark.django_db
 
 
-
 @pytest.fixture
 def package(db):
     return RechargePackage.objects.create(pay_fen=10000, bonus_fen=1000, sort=1)
@@ -29,8 +28,11 @@ def _recharge(api, package) -> dict:
 
 
 def _balance_rows(customer):
-    return list(WalletEvent.objects.filter(customer=customer, kind="balance").order_by("id")
-                .values_list("reason", "amount", "ref"))
+    return list(
+        WalletEvent.objects.filter(customer=customer, kind="balance")
+        .order_by("id")
+        .values_list("reason", "amount", "ref")
+    )
 
 
 def test_packages_are_listed_active_only_in_their_order(api, package):
@@ -49,7 +51,11 @@ def test_create_answers_the_contract_and_an_r_number(api, customer, package, wec
     row = Recharge.objects.get(recharge_no=body["recharge_no"])
     assert row.customer_id == customer.pk and row.prepay_id
     assert api.get(f"/api/v1/recharges/{body['recharge_no']}").json() == {
-        "recharge_no": body["recharge_no"], "pay_fen": 10000, "bonus_fen": 1000, "status": "unpaid"}
+        "recharge_no": body["recharge_no"],
+        "pay_fen": 10000,
+        "bonus_fen": 1000,
+        "status": "unpaid",
+    }
 
 
 def test_unknown_or_inactive_package_and_foreign_recharge_are_404(api, make_api, make_customer, package):
@@ -83,21 +89,30 @@ def test_paid_recharge_credits_balance_and_ledger_once(api, customer, package, w
     assert customer.balance_fen == 11000
     assert len(_balance_rows(customer)) == 2
     assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == [
-        "applied", "duplicate", "duplicate", "duplicate"]
+        "applied",
+        "duplicate",
+        "duplicate",
+        "duplicate",
+    ]
     # the ledger, as the customer sees it
     ledger = api.get("/api/v1/me/balance").json()
     assert ledger["balance_fen"] == 11000
     assert [(r["reason"], r["reason_text"], r["change_fen"]) for r in ledger["results"]] == [
-        ("bonus", "充值赠送", 1000), ("recharge", "充值", 10000)]
+        ("bonus", "充值赠送", 1000),
+        ("recharge", "充值", 10000),
+    ]
 
 
-@pytest.mark.parametrize("changes, key, outcome", [
-    ({}, "0" * 32, "bad_signature"),
-    ({"total_fee": "1", "cash_fee": "1"}, API_KEY, "amount_mismatch"),
-    ({"appid": "wx0000000000000000"}, API_KEY, "bad_fields"),
-    ({"mch_id": "1234567890"}, API_KEY, "bad_fields"),
-    ({"out_trade_no": "R2099010100000000000000"}, API_KEY, "unknown_order"),
-])
+@pytest.mark.parametrize(
+    "changes, key, outcome",
+    [
+        ({}, "0" * 32, "bad_signature"),
+        ({"total_fee": "1", "cash_fee": "1"}, API_KEY, "amount_mismatch"),
+        ({"appid": "wx0000000000000000"}, API_KEY, "bad_fields"),
+        ({"mch_id": "1234567890"}, API_KEY, "bad_fields"),
+        ({"out_trade_no": "R2099010100000000000000"}, API_KEY, "unknown_order"),
+    ],
+)
 def test_bad_recharge_notifications_credit_nothing(api, customer, package, client, changes, key, outcome):
     no = _recharge(api, package)["recharge_no"]
     response = notify(client, pay_result(no, 10000, **changes), key=key)
@@ -108,8 +123,9 @@ def test_bad_recharge_notifications_credit_nothing(api, customer, package, clien
     assert Recharge.objects.get(recharge_no=no).status == "unpaid"
 
 
-def test_recharged_money_pays_an_order_from_the_balance(api, customer, package, address, make_sku, place_order,
-                                                        wechat, deliver):
+def test_recharged_money_pays_an_order_from_the_balance(
+    api, customer, package, address, make_sku, place_order, wechat, deliver
+):
     no = _recharge(api, package)["recharge_no"]
     wechat.control.pay(no)
     deliver()
@@ -119,8 +135,10 @@ def test_recharged_money_pays_an_order_from_the_balance(api, customer, package, 
     assert paid.status_code == 200, paid.json()
     customer.refresh_from_db()
     assert customer.balance_fen == 11000 - order["pay_fen"]
-    assert WalletEvent.objects.filter(customer=customer, kind="balance").aggregate(s=Sum("amount"))["s"] \
+    assert (
+        WalletEvent.objects.filter(customer=customer, kind="balance").aggregate(s=Sum("amount"))["s"]
         == customer.balance_fen
+    )
 
 
 def test_unpaid_recharges_expire_and_a_lost_notification_is_found(api, customer, package, wechat):
@@ -154,7 +172,8 @@ def test_recharges_are_reconciled(api, customer, package, wechat, deliver):
     run = reconcile(bill_date=timezone.localdate())
     assert run.status == "differences"
     assert [(d["kind"], d["out_trade_no"], d["wechat_fen"], d["local_status"]) for d in run.differences] == [
-        ("missing_local", missed, 10000, "unpaid")]
+        ("missing_local", missed, 10000, "unpaid")
+    ]
     assert run.wechat_fen - run.local_fen == 10000
 
 

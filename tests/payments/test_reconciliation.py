@@ -27,9 +27,11 @@ pytestmark = pytest.mark.django_db
 
 LOGGER = "apps.payments.reconciliation"
 CRLF = "\r\n"
-HEADER = ("交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,"
-          "货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,"
-          "商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注")
+HEADER = (
+    "交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,"
+    "货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,"
+    "商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注"
+)
 SUMMARY_HEADER = "总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额"
 
 
@@ -41,25 +43,111 @@ def bill_text(*rows: str, summary: str) -> str:
     return CRLF.join([HEADER, *rows, SUMMARY_HEADER, summary]) + CRLF
 
 
-PAY_1FEN = line("2026-11-30 09:00:01", "wx8d5f3c1a2b4e6f70", "1900000109", "0", "", "4200000001202611300000000001",
-                "SM1", "oUser1", "JSAPI", "SUCCESS", "OTHERS", "CNY", "0.01", "0.00", "0", "0", "0.00", "0.00", "",
-                "", "一分钱", "", "0.00", "0.60%", "0.01", "0.00", "")
-PAY_BIG = line("2026-11-30 10:30:00", "wx8d5f3c1a2b4e6f70", "1900000109", "0", "", "4200000002202611300000000002",
-               "SM2", "oUser2", "JSAPI", "SUCCESS", "OTHERS", "CNY", "1234.56", "0.00", "0", "0", "0.00", "0.00", "",
-               "", "青瓷盖碗, 天青", "a1", "7.41", "0.60%", "1234.56", "0.00", "")
-REFUND_29 = line("2026-11-30 11:00:00", "wx8d5f3c1a2b4e6f70", "1900000109", "0", "", "4200000002202611300000000002",
-                 "SM2", "oUser2", "JSAPI", "REFUND", "OTHERS", "CNY", "0.00", "0.00", "50300000012026113000000000001",
-                 "SM2R1", "0.29", "0.00", "ORIGINAL", "SUCCESS", "青瓷盖碗, 天青", "a1", "-0.00", "0.60%", "0.00",
-                 "0.29", "")
+PAY_1FEN = line(
+    "2026-11-30 09:00:01",
+    "wx8d5f3c1a2b4e6f70",
+    "1900000109",
+    "0",
+    "",
+    "4200000001202611300000000001",
+    "SM1",
+    "oUser1",
+    "JSAPI",
+    "SUCCESS",
+    "OTHERS",
+    "CNY",
+    "0.01",
+    "0.00",
+    "0",
+    "0",
+    "0.00",
+    "0.00",
+    "",
+    "",
+    "一分钱",
+    "",
+    "0.00",
+    "0.60%",
+    "0.01",
+    "0.00",
+    "",
+)
+PAY_BIG = line(
+    "2026-11-30 10:30:00",
+    "wx8d5f3c1a2b4e6f70",
+    "1900000109",
+    "0",
+    "",
+    "4200000002202611300000000002",
+    "SM2",
+    "oUser2",
+    "JSAPI",
+    "SUCCESS",
+    "OTHERS",
+    "CNY",
+    "1234.56",
+    "0.00",
+    "0",
+    "0",
+    "0.00",
+    "0.00",
+    "",
+    "",
+    "青瓷盖碗, 天青",
+    "a1",
+    "7.41",
+    "0.60%",
+    "1234.56",
+    "0.00",
+    "",
+)
+REFUND_29 = line(
+    "2026-11-30 11:00:00",
+    "wx8d5f3c1a2b4e6f70",
+    "1900000109",
+    "0",
+    "",
+    "4200000002202611300000000002",
+    "SM2",
+    "oUser2",
+    "JSAPI",
+    "REFUND",
+    "OTHERS",
+    "CNY",
+    "0.00",
+    "0.00",
+    "50300000012026113000000000001",
+    "SM2R1",
+    "0.29",
+    "0.00",
+    "ORIGINAL",
+    "SUCCESS",
+    "青瓷盖碗, 天青",
+    "a1",
+    "-0.00",
+    "0.60%",
+    "0.00",
+    "0.29",
+    "",
+)
 GOOD_SUMMARY = line("3", "1234.57", "0.29", "0.00", "7.41", "1234.57", "0.29")
 
 
 # --- parsing -----------------------------------------------------------------------------------
 
+
 def test_yuan_to_fen_is_exact_where_float_is_not():
     assert int(0.29 * 100) == 28 and int(19.99 * 100) == 1998  # why Decimal
     assert [yuan_to_fen(s) for s in ("0.01", "0.29", "19.99", "1234.56", "-0.30", "100", "", "0.10")] == [
-        1, 29, 1999, 123456, -30, 10000, 0, 10]
+        1,
+        29,
+        1999,
+        123456,
+        -30,
+        10000,
+        0,
+        10,
+    ]
     for bad in ("1.234", "abc", "NaN", "1e400x"):
         with pytest.raises(BillFormatError):
             yuan_to_fen(bad)
@@ -73,11 +161,24 @@ def test_parse_bill_reads_payments_and_refunds_in_exact_fen():
     ]
     assert bill.trades[0].traded_at == "2026-11-30 09:00:01"
     [refund] = bill.refunds
-    assert (refund.out_trade_no, refund.out_refund_no, refund.refund_id, refund.refund_fen, refund.refund_status,
-            refund.trade_state) == ("SM2", "SM2R1", "50300000012026113000000000001", 29, "SUCCESS", "REFUND")
+    assert (
+        refund.out_trade_no,
+        refund.out_refund_no,
+        refund.refund_id,
+        refund.refund_fen,
+        refund.refund_status,
+        refund.trade_state,
+    ) == ("SM2", "SM2R1", "50300000012026113000000000001", 29, "SUCCESS", "REFUND")
     assert bill.row_count == 3
-    assert bill.summary == {"总交易单数": 3, "应结订单总金额": 123457, "退款总金额": 29, "充值券退款总金额": 0,
-                            "手续费总金额": 741, "订单总金额": 123457, "申请退款总金额": 29}
+    assert bill.summary == {
+        "总交易单数": 3,
+        "应结订单总金额": 123457,
+        "退款总金额": 29,
+        "充值券退款总金额": 0,
+        "手续费总金额": 741,
+        "订单总金额": 123457,
+        "申请退款总金额": 29,
+    }
 
 
 def test_parse_bill_of_no_bill_is_empty():
@@ -85,22 +186,34 @@ def test_parse_bill_of_no_bill_is_empty():
     assert parse_bill("").row_count == 0
 
 
-@pytest.mark.parametrize("text, message", [
-    (bill_text(PAY_1FEN, PAY_BIG, REFUND_29, summary=line("3", "1234.58", "0.29", "0.00", "7.41", "1234.57", "0.29")),
-     "应结订单金额 lines add up to 123457 fen"),
-    (bill_text(PAY_1FEN, PAY_BIG, summary=GOOD_SUMMARY), "bill has 2 lines, its summary says 3"),
-    (CRLF.join([HEADER, PAY_1FEN, PAY_BIG]), "no summary"),  # cut off in transit
-    (bill_text(PAY_1FEN.replace("`0.01,`0.00,`0,", "`0.015,`0.00,`0,", 1), PAY_BIG, REFUND_29, summary=GOOD_SUMMARY),
-     "2 decimals"),
-    (bill_text(PAY_1FEN[:-4], summary=GOOD_SUMMARY), "fields"),
-    ("<xml><return_code>FAIL</return_code></xml>", "header lacks"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            bill_text(
+                PAY_1FEN, PAY_BIG, REFUND_29, summary=line("3", "1234.58", "0.29", "0.00", "7.41", "1234.57", "0.29")
+            ),
+            "应结订单金额 lines add up to 123457 fen",
+        ),
+        (bill_text(PAY_1FEN, PAY_BIG, summary=GOOD_SUMMARY), "bill has 2 lines, its summary says 3"),
+        (CRLF.join([HEADER, PAY_1FEN, PAY_BIG]), "no summary"),  # cut off in transit
+        (
+            bill_text(
+                PAY_1FEN.replace("`0.01,`0.00,`0,", "`0.015,`0.00,`0,", 1), PAY_BIG, REFUND_29, summary=GOOD_SUMMARY
+            ),
+            "2 decimals",
+        ),
+        (bill_text(PAY_1FEN[:-4], summary=GOOD_SUMMARY), "fields"),
+        ("<xml><return_code>FAIL</return_code></xml>", "header lacks"),
+    ],
+)
 def test_parse_bill_refuses_a_bill_that_does_not_add_up(text, message):
     with pytest.raises(BillFormatError, match=message):
         parse_bill(text)
 
 
 # --- shop scenarios ----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def pay(api, address, make_sku, place_order, wechat, deliver):
@@ -125,8 +238,11 @@ def refund(api):
     """``refund(order, amount_fen)``: request, approve and submit a refund to WeChat -> Refund."""
 
     def run(order: dict, amount_fen: int) -> Refund:
-        response = api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了", "amount_fen": amount_fen},
-                            format="json")
+        response = api.post(
+            f"/api/v1/orders/{order['order_no']}/refund",
+            {"reason": "不想要了", "amount_fen": amount_fen},
+            format="json",
+        )
         assert response.status_code == 202, response.json()
         sale = AfterSale.objects.get(refund_no=response.json()["refund_no"])
         row = refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:test")
@@ -174,10 +290,17 @@ def test_reconcile_payment_whose_notification_never_came_is_missing_local(pay, a
     run = reconcile(bill_date=today())
 
     assert run.status == "differences"
-    assert run.differences == [{
-        "kind": "missing_local", "out_trade_no": lost["order_no"], "out_refund_no": "", "wechat_fen": 15900,
-        "local_fen": None, "wechat_status": "SUCCESS", "local_status": "pending",
-    }]
+    assert run.differences == [
+        {
+            "kind": "missing_local",
+            "out_trade_no": lost["order_no"],
+            "out_refund_no": "",
+            "wechat_fen": 15900,
+            "local_fen": None,
+            "wechat_status": "SUCCESS",
+            "local_status": "pending",
+        }
+    ]
     assert (run.wechat_count, run.local_count) == (2, 1)
     assert (run.wechat_fen, run.local_fen) == (12800 + 15900, 12800)
     assert known["order_no"] not in str(run.differences)
@@ -190,10 +313,19 @@ def test_reconcile_paid_row_wechat_never_saw_is_missing_wechat(api, address, mak
     order = place_order(api, items=[(make_sku(price_fen=23300), 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")  # NOTPAY at WeChat
     fields = {
-        "appid": settings.WECHAT_APPID, "mch_id": settings.WECHAT_MCH_ID, "nonce_str": "forged",
-        "result_code": "SUCCESS", "return_code": "SUCCESS", "openid": "oX", "trade_type": "JSAPI",
-        "bank_type": "OTHERS", "total_fee": "23300", "cash_fee": "23300", "out_trade_no": order["order_no"],
-        "transaction_id": "4200009999202611309999999999", "time_end": timezone.localtime().strftime("%Y%m%d%H%M%S"),
+        "appid": settings.WECHAT_APPID,
+        "mch_id": settings.WECHAT_MCH_ID,
+        "nonce_str": "forged",
+        "result_code": "SUCCESS",
+        "return_code": "SUCCESS",
+        "openid": "oX",
+        "trade_type": "JSAPI",
+        "bank_type": "OTHERS",
+        "total_fee": "23300",
+        "cash_fee": "23300",
+        "out_trade_no": order["order_no"],
+        "transaction_id": "4200009999202611309999999999",
+        "time_end": timezone.localtime().strftime("%Y%m%d%H%M%S"),
     }
     fields["sign"] = calculate_signature(fields, settings.WECHAT_PAY_API_KEY)
     body = "<xml>" + "".join(f"<{k}><![CDATA[{v}]]></{k}>" for k, v in fields.items()) + "</xml>"
@@ -203,10 +335,17 @@ def test_reconcile_paid_row_wechat_never_saw_is_missing_wechat(api, address, mak
     run = reconcile(bill_date=today())
 
     assert run.status == "differences"
-    assert run.differences == [{
-        "kind": "missing_wechat", "out_trade_no": order["order_no"], "out_refund_no": "", "wechat_fen": None,
-        "local_fen": 23300, "wechat_status": "", "local_status": "paid",
-    }]
+    assert run.differences == [
+        {
+            "kind": "missing_wechat",
+            "out_trade_no": order["order_no"],
+            "out_refund_no": "",
+            "wechat_fen": None,
+            "local_fen": 23300,
+            "wechat_status": "",
+            "local_status": "paid",
+        }
+    ]
     assert (run.wechat_count, run.local_count, run.wechat_fen, run.local_fen) == (0, 1, 0, 23300)
     assert alerts() == 1
 
@@ -218,10 +357,17 @@ def test_reconcile_amount_difference(pay, alerts):
 
     run = reconcile(bill_date=today())
 
-    assert run.differences == [{
-        "kind": "amount", "out_trade_no": order["order_no"], "out_refund_no": "", "wechat_fen": 12800,
-        "local_fen": 12700, "wechat_status": "SUCCESS", "local_status": "paid",
-    }]
+    assert run.differences == [
+        {
+            "kind": "amount",
+            "out_trade_no": order["order_no"],
+            "out_refund_no": "",
+            "wechat_fen": 12800,
+            "local_fen": 12700,
+            "wechat_status": "SUCCESS",
+            "local_status": "paid",
+        }
+    ]
     assert (run.wechat_count, run.local_count, run.wechat_fen, run.local_fen) == (1, 1, 12800, 12700)
     assert run.status == "differences" and alerts() == 1
 
@@ -235,12 +381,29 @@ def test_reconcile_refund_status_differences(pay, refund, wechat):
 
     run = reconcile(bill_date=today())
 
-    assert run.differences == sorted([
-        {"kind": "status", "out_trade_no": first["order_no"], "out_refund_no": refunded.out_refund_no,
-         "wechat_fen": 3000, "local_fen": 3000, "wechat_status": "SUCCESS", "local_status": "submitted"},
-        {"kind": "status", "out_trade_no": second["order_no"], "out_refund_no": closed.out_refund_no,
-         "wechat_fen": 4000, "local_fen": 4000, "wechat_status": "REFUNDCLOSE", "local_status": "submitted"},
-    ], key=lambda d: d["out_refund_no"])  # sorted by key
+    assert run.differences == sorted(
+        [
+            {
+                "kind": "status",
+                "out_trade_no": first["order_no"],
+                "out_refund_no": refunded.out_refund_no,
+                "wechat_fen": 3000,
+                "local_fen": 3000,
+                "wechat_status": "SUCCESS",
+                "local_status": "submitted",
+            },
+            {
+                "kind": "status",
+                "out_trade_no": second["order_no"],
+                "out_refund_no": closed.out_refund_no,
+                "wechat_fen": 4000,
+                "local_fen": 4000,
+                "wechat_status": "REFUNDCLOSE",
+                "local_status": "submitted",
+            },
+        ],
+        key=lambda d: d["out_refund_no"],
+    )  # sorted by key
     assert (run.wechat_count, run.local_count) == (4, 4)
     # WeChat gave 4000 back when it closed the refund; we still count it as leaving.
     assert (run.wechat_fen, run.local_fen) == (32800 - 3000, 32800 - 3000 - 4000)
@@ -320,12 +483,18 @@ def test_reconcile_cuts_days_in_beijing_time(pay, wechat):
     wechat.state.clock = lambda: late_evening  # the user pays 30 s before midnight, Beijing time
     order = pay(12800)
     payment = Payment.objects.get(out_trade_no=order["order_no"])
-    assert timezone.localtime(payment.paid_at) == dt.datetime.combine(yesterday, dt.time(23, 59, 30),
-                                                                       tzinfo=reconciliation.BEIJING)
+    assert timezone.localtime(payment.paid_at) == dt.datetime.combine(
+        yesterday, dt.time(23, 59, 30), tzinfo=reconciliation.BEIJING
+    )
 
     previous = reconcile(bill_date=yesterday)
     assert (previous.status, previous.wechat_count, previous.local_count, previous.wechat_fen, previous.local_fen) == (
-        "ok", 1, 1, 12800, 12800)
+        "ok",
+        1,
+        1,
+        12800,
+        12800,
+    )
     current = reconcile(bill_date=today())
     assert (current.status, current.wechat_count, current.local_count, current.local_fen) == ("ok", 0, 0, 0)
 
@@ -377,8 +546,9 @@ def test_admin_lists_shows_and_reruns_a_day(admin_client, pay, deliver):
     assert admin_client.get("/admin/payments/reconciliationrun/add/").status_code == 403
 
     deliver()
-    response = admin_client.post("/admin/payments/reconciliationrun/", {
-        "action": "reconcile_again", "_selected_action": [run.pk]}, follow=True)
+    response = admin_client.post(
+        "/admin/payments/reconciliationrun/", {"action": "reconcile_again", "_selected_action": [run.pk]}, follow=True
+    )
     assert response.status_code == 200 and f"{today()}: 一致" in response.content.decode()
     run.refresh_from_db()
     assert (run.status, run.differences, run.wechat_fen, run.local_fen) == ("ok", [], 15900, 15900)
@@ -390,8 +560,14 @@ def _foreign_payment(out_trade_no: str, total_fee: int) -> None:
     from apps.payments import wechat as wechat_pay
 
     now = timezone.now()
-    wechat_pay.unified_order(out_trade_no=out_trade_no, total_fee=total_fee, body="外部订单", openid="oForeign",
-                             starts_at=now, expires_at=now + dt.timedelta(minutes=30))
+    wechat_pay.unified_order(
+        out_trade_no=out_trade_no,
+        total_fee=total_fee,
+        body="外部订单",
+        openid="oForeign",
+        starts_at=now,
+        expires_at=now + dt.timedelta(minutes=30),
+    )
 
 
 def test_reconcile_payment_under_a_number_we_never_issued_is_missing_local(wechat):
@@ -400,10 +576,17 @@ def test_reconcile_payment_under_a_number_we_never_issued_is_missing_local(wecha
 
     run = reconcile(bill_date=today())
 
-    assert run.differences == [{
-        "kind": "missing_local", "out_trade_no": "EXT20261130001", "out_refund_no": "", "wechat_fen": 4321,
-        "local_fen": None, "wechat_status": "SUCCESS", "local_status": "",
-    }]
+    assert run.differences == [
+        {
+            "kind": "missing_local",
+            "out_trade_no": "EXT20261130001",
+            "out_refund_no": "",
+            "wechat_fen": 4321,
+            "local_fen": None,
+            "wechat_status": "SUCCESS",
+            "local_status": "",
+        }
+    ]
     assert (run.wechat_count, run.local_count, run.wechat_fen, run.local_fen) == (1, 0, 4321, 0)
 
 

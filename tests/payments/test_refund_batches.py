@@ -34,8 +34,16 @@ def shop(make_customer, make_api, make_sku, place_order, wechat, deliver):
     customer = make_customer(balance_fen=100_000)
     wechat.state.upsert_user(customer.openid)
     api = make_api(customer)
-    address = Address.objects.create(customer=customer, name="张三", phone="13800000000", province="浙江省",
-                                     city="杭州市", district="西湖区", detail="文三路100号", is_default=True)
+    address = Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        district="西湖区",
+        detail="文三路100号",
+        is_default=True,
+    )
     sku = make_sku(price_fen=6000, stock=10)
 
     class Shop:
@@ -58,8 +66,10 @@ def shop(make_customer, make_api, make_sku, place_order, wechat, deliver):
 
 def run_items(batch: RefundBatch, now=None) -> dict[str, str]:
     """Run each queued item's task once (as the worker would); order_no -> status."""
-    return {item.order_no: refund_batches.refund_batch_item_run(item_id=item.pk, now=now)
-            for item in batch.items.filter(status=Item.Status.QUEUED).order_by("pk")}
+    return {
+        item.order_no: refund_batches.refund_batch_item_run(item_id=item.pk, now=now)
+        for item in batch.items.filter(status=Item.Status.QUEUED).order_by("pk")
+    }
 
 
 def items(batch: RefundBatch) -> list[tuple]:
@@ -67,26 +77,33 @@ def items(batch: RefundBatch) -> list[tuple]:
 
 
 def test_batch_of_three_paid_orders_refunds_each_through_the_same_services(
-        shop, finance, wechat, deliver, queued, django_capture_on_commit_callbacks):
+    shop, finance, wechat, deliver, queued, django_capture_on_commit_callbacks
+):
     first, second, by_balance = shop.order("wechat"), shop.order("wechat"), shop.order("balance")
     assert Customer.objects.get(pk=shop.customer.pk).balance_fen == 100_000 - 12000
     assert Sku.objects.get(pk=shop.sku.pk).stock == 4
     with django_capture_on_commit_callbacks(execute=True):
         batch = refund_batches.refund_batch_create(
-            order_nos=[first.order_no, second.order_no, by_balance.order_no], reason="商品下架，全部退款", user=finance)
+            order_nos=[first.order_no, second.order_no, by_balance.order_no], reason="商品下架，全部退款", user=finance
+        )
     assert queued("payments") == ["apps.payments.tasks.refund_batch_item_run"] * 3  # one task per order
     assert items(batch) == [(o.order_no, "queued", 12000, "") for o in (first, second, by_balance)]
 
     with django_capture_on_commit_callbacks(execute=True):
         assert run_items(batch) == {o.order_no: "refunding" for o in (first, second, by_balance)}
     assert queued("payments")[3:] == ["apps.payments.tasks.refund_run"] * 3  # the refunds, after commit
-    sales = list(AfterSale.objects.order_by("pk").values_list("order__order_no", "reason", "amount_fen", "status",
-                                                             "decided_by"))
-    assert sales == [(o.order_no, "商品下架，全部退款", 12000, "approved", f"staff:finance1 批量#{batch.pk}")
-                     for o in (first, second, by_balance)]
+    sales = list(
+        AfterSale.objects.order_by("pk").values_list("order__order_no", "reason", "amount_fen", "status", "decided_by")
+    )
+    assert sales == [
+        (o.order_no, "商品下架，全部退款", 12000, "approved", f"staff:finance1 批量#{batch.pk}")
+        for o in (first, second, by_balance)
+    ]
     assert [Order.objects.get(pk=o.pk).status for o in (first, second, by_balance)] == ["refunding"] * 3
-    assert list(Payment.objects.filter(status="paid").order_by("pk").values_list("total_fee", "refunded_fen")) == [
-        (12000, 12000)] * 3
+    assert (
+        list(Payment.objects.filter(status="paid").order_by("pk").values_list("total_fee", "refunded_fen"))
+        == [(12000, 12000)] * 3
+    )
 
     # The refund worker, exactly as for a refund staff approved one by one.
     for item in batch.items.order_by("pk"):
@@ -107,8 +124,9 @@ def test_batch_of_three_paid_orders_refunds_each_through_the_same_services(
 def test_same_order_in_a_second_batch_adds_no_work_and_no_second_refund(shop, finance):
     order, other = shop.order("balance"), shop.order("balance")
     one = refund_batches.refund_batch_create(order_nos=[order.order_no], reason="质量问题", user=finance)
-    two = refund_batches.refund_batch_create(order_nos=[order.order_no, other.order_no, order.order_no],
-                                             reason="质量问题", user=finance)
+    two = refund_batches.refund_batch_create(
+        order_nos=[order.order_no, other.order_no, order.order_no], reason="质量问题", user=finance
+    )
     assert items(two) == [
         (other.order_no, "queued", 12000, ""),
         (order.order_no, "skipped", 0, f"已在批次 #{one.pk}（排队中）中以同一原因退款，未重复添加"),
@@ -121,16 +139,24 @@ def test_same_order_in_a_second_batch_adds_no_work_and_no_second_refund(shop, fi
     assert Refund.objects.filter(order=order).count() == AfterSale.objects.filter(order=order).count() == 1
     assert Payment.objects.get(order=order).refunded_fen == 12000
     three = refund_batches.refund_batch_create(order_nos=[order.order_no], reason="质量问题", user=finance)
-    assert items(three) == [(order.order_no, "skipped", 0, "订单状态为「已退款」，只有已支付、已发货或已完成的订单可以退款")]
+    assert items(three) == [
+        (order.order_no, "skipped", 0, "订单状态为「已退款」，只有已支付、已发货或已完成的订单可以退款")
+    ]
     assert Customer.objects.get(pk=shop.customer.pk).balance_fen == 100_000
 
 
 def test_unrefundable_orders_are_skipped_with_the_reason_while_the_others_complete(shop, finance):
-    good, unpaid, asked, changes = shop.order("balance"), shop.order(pay=False), shop.order("balance"), shop.order("balance")
+    good, unpaid, asked, changes = (
+        shop.order("balance"),
+        shop.order(pay=False),
+        shop.order("balance"),
+        shop.order("balance"),
+    )
     shop.api.post(f"/api/v1/orders/{asked.order_no}/refund", {"reason": "不想要了", "amount_fen": 5000}, format="json")
     text = f"{good.order_no}\n{unpaid.order_no}，{asked.order_no} 20260101000000000000, {changes.order_no}"
-    batch = refund_batches.refund_batch_create(order_nos=refund_batches.parse_order_nos(text), reason="活动取消",
-                                               user=finance)
+    batch = refund_batches.refund_batch_create(
+        order_nos=refund_batches.parse_order_nos(text), reason="活动取消", user=finance
+    )
     assert items(batch) == [
         (good.order_no, "queued", 12000, ""),
         (changes.order_no, "queued", 12000, ""),
@@ -141,36 +167,54 @@ def test_unrefundable_orders_are_skipped_with_the_reason_while_the_others_comple
     # The customer asks for a refund of `changes` before its task runs: the task checks again.
     shop.api.post(f"/api/v1/orders/{changes.order_no}/refund", {"reason": "不想要了"}, format="json")
     assert run_items(batch) == {good.order_no: "refunding", changes.order_no: "skipped"}
-    assert batch.items.get(order=changes).note == \
-        f"已有处理中的退款申请 {changes.order_no}R1（待审核），请在「退款申请」中处理（创建批次后订单已变化）"
+    assert (
+        batch.items.get(order=changes).note
+        == f"已有处理中的退款申请 {changes.order_no}R1（待审核），请在「退款申请」中处理（创建批次后订单已变化）"
+    )
     refunds.refund_execute(refund_id=batch.items.get(order=good).refund_id)
     assert batch.items.get(order=good).status == "refunded"
     assert [Order.objects.get(pk=o.pk).status for o in (good, unpaid, asked, changes)] == [
-        "refunded", "unpaid", "paid", "paid"]
+        "refunded",
+        "unpaid",
+        "paid",
+        "paid",
+    ]
     assert list(AfterSale.objects.order_by("pk").values_list("order__order_no", "amount_fen", "status")) == [
-        (asked.order_no, 5000, "requested"), (changes.order_no, 12000, "requested"), (good.order_no, 12000, "refunded")]
+        (asked.order_no, 5000, "requested"),
+        (changes.order_no, 12000, "requested"),
+        (good.order_no, 12000, "refunded"),
+    ]
     assert Refund.objects.count() == 1
 
 
 def test_a_reason_the_customer_used_for_a_refund_today_fails_the_item_instead_of_replaying_it(shop, finance):
     order = shop.order("balance")
-    asked = shop.api.post(f"/api/v1/orders/{order.order_no}/refund", {"reason": "不想要了", "amount_fen": 6000},
-                          format="json")
+    asked = shop.api.post(
+        f"/api/v1/orders/{order.order_no}/refund", {"reason": "不想要了", "amount_fen": 6000}, format="json"
+    )
     assert asked.status_code == 202
-    refunds.refund_execute(refund_id=refunds.after_sale_approve(
-        after_sale_id=AfterSale.objects.get().pk, actor="staff:t").pk)
+    refunds.refund_execute(
+        refund_id=refunds.after_sale_approve(after_sale_id=AfterSale.objects.get().pk, actor="staff:t").pk
+    )
     batch = refund_batches.refund_batch_create(order_nos=[order.order_no], reason="不想要了", user=finance)
     assert run_items(batch) == {order.order_no: "failed"}
-    assert batch.items.get().note == \
-        f"未退款：24 小时内已有同一原因的退款申请 {order.order_no}R1（已退款），请换一个原因再试"
-    assert (AfterSale.objects.count(), Refund.objects.count(), Payment.objects.get(order=order).refunded_fen) == (1, 1, 6000)
+    assert (
+        batch.items.get().note
+        == f"未退款：24 小时内已有同一原因的退款申请 {order.order_no}R1（已退款），请换一个原因再试"
+    )
+    assert (AfterSale.objects.count(), Refund.objects.count(), Payment.objects.get(order=order).refunded_fen) == (
+        1,
+        1,
+        6000,
+    )
     other = refund_batches.refund_batch_create(order_nos=[order.order_no], reason="缺货", user=finance)
     assert run_items(other) == {order.order_no: "refunding"}
     assert other.items.get().amount_fen == 6000  # what was left
 
 
-def test_wechat_refusing_is_retried_then_failed_visibly_and_staff_retry_completes(shop, finance, wechat, deliver,
-                                                                                caplog):
+def test_wechat_refusing_is_retried_then_failed_visibly_and_staff_retry_completes(
+    shop, finance, wechat, deliver, caplog
+):
     order, fine = shop.order("wechat"), shop.order("balance")
     batch = refund_batches.refund_batch_create(order_nos=[order.order_no, fine.order_no], reason="缺货", user=finance)
     run_items(batch)
@@ -196,8 +240,7 @@ def test_wechat_refusing_is_retried_then_failed_visibly_and_staff_retry_complete
     assert Order.objects.get(pk=order.pk).status == "refunded"
 
 
-def test_an_item_error_is_retried_with_back_off_isolated_then_failed_and_requeued(shop, finance, monkeypatch,
-                                                                                 caplog):
+def test_an_item_error_is_retried_with_back_off_isolated_then_failed_and_requeued(shop, finance, monkeypatch, caplog):
     broken, fine = shop.order("balance"), shop.order("balance")
     batch = refund_batches.refund_batch_create(order_nos=[broken.order_no, fine.order_no], reason="缺货", user=finance)
     real = refunds.refund_request

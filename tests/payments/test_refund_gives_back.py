@@ -16,12 +16,18 @@ from apps.payments import refunds
 pytestmark = pytest.mark.django_db
 
 
-def test_full_wechat_refund_returns_coupon_points_and_sales(make_customer, make_api, make_sku, address,
-                                                            place_order, wechat, deliver, customer, api):
+def test_full_wechat_refund_returns_coupon_points_and_sales(
+    make_customer, make_api, make_sku, address, place_order, wechat, deliver, customer, api
+):
     Customer.objects.filter(pk=customer.pk).update(points=300)
     sku = make_sku(price_fen=6000, stock=10)
-    coupon = Coupon.objects.create(customer=customer, title="满100减20", discount_fen=2000, min_spend_fen=10000,
-                                   valid_until=timezone.now() + dt.timedelta(days=3))
+    coupon = Coupon.objects.create(
+        customer=customer,
+        title="满100减20",
+        discount_fen=2000,
+        min_spend_fen=10000,
+        valid_until=timezone.now() + dt.timedelta(days=3),
+    )
     order = place_order(api, items=[(sku, 2)], address=address, coupon_id=coupon.pk, use_points=300)
     assert order["pay_fen"] == 12000 - 2000 - 300
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
@@ -32,16 +38,22 @@ def test_full_wechat_refund_returns_coupon_points_and_sales(make_customer, make_
     assert points_frozen(customer_id=customer.pk) == 97  # 97.00 yuan paid
     assert Product.objects.get(pk=sku.product_id).sales == 2
 
-    assert api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了"}, format="json").status_code == 202
+    assert (
+        api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "不想要了"}, format="json").status_code == 202
+    )
     refund = refunds.after_sale_approve(after_sale_id=AfterSale.objects.get().pk, actor="staff:t")
     assert points_frozen(customer_id=customer.pk) == 0  # died at approval
     assert refunds.refund_execute(refund_id=refund.pk) == "submitted"
     deliver()  # WeChat's refund notification
     assert Order.objects.get(order_no=order["order_no"]).status == "refunded"
 
-    assert (Coupon.objects.get(pk=coupon.pk).status, Coupon.objects.get(pk=coupon.pk).used_order_no) == ("available", "")
+    assert (Coupon.objects.get(pk=coupon.pk).status, Coupon.objects.get(pk=coupon.pk).used_order_no) == (
+        "available",
+        "",
+    )
     assert Customer.objects.get(pk=customer.pk).points == 300
     assert Product.objects.get(pk=sku.product_id).sales == 0
     assert Sku.objects.get(pk=sku.pk).stock == 10
-    assert list(WalletEvent.objects.filter(order_no=order["order_no"]).order_by("id").values_list(
-        "reason", "amount", "state")) == [("spend", -300, "available"), ("award", 97, "void"), ("return", 300, "available")]
+    assert list(
+        WalletEvent.objects.filter(order_no=order["order_no"]).order_by("id").values_list("reason", "amount", "state")
+    ) == [("spend", -300, "available"), ("award", 97, "void"), ("return", 300, "available")]

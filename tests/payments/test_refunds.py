@@ -47,8 +47,7 @@ def test_full_refund_end_to_end_restocks_once(api, paid, sku, wechat, deliver):
     assert response.json() == {"refund_no": f"{paid['order_no']}R1", "status": "requested", "amount_fen": 12000}
     assert request_refund(api, paid["order_no"]).json()["refund_no"] == f"{paid['order_no']}R1"  # double click
     assert AfterSale.objects.count() == 1
-    assert api.get(f"/api/v1/orders/{paid['order_no']}/pay-status").json()["message"] == \
-        "退款申请已提交，等待商家处理"
+    assert api.get(f"/api/v1/orders/{paid['order_no']}/pay-status").json()["message"] == "退款申请已提交，等待商家处理"
 
     refund = approve(paid["order_no"])
     assert approve_again_is_noop(paid["order_no"])
@@ -68,9 +67,14 @@ def test_full_refund_end_to_end_restocks_once(api, paid, sku, wechat, deliver):
     assert AfterSale.objects.get().status == "refunded"
     assert Sku.objects.get(pk=sku.pk).stock == 10  # 2 units back, once
     assert api.get(f"/api/v1/orders/{paid['order_no']}/pay-status").json()["refund_status"] == "success"
-    assert list(Notification.objects.filter(kind="refund").order_by("id").values_list(
-        "out_refund_no", "total_fee", "outcome")) == [(refund.out_refund_no, 12000, "applied")] + [
-        (refund.out_refund_no, 12000, "duplicate")] * 2  # the two re-sends
+    assert (
+        list(
+            Notification.objects.filter(kind="refund")
+            .order_by("id")
+            .values_list("out_refund_no", "total_fee", "outcome")
+        )
+        == [(refund.out_refund_no, 12000, "applied")] + [(refund.out_refund_no, 12000, "duplicate")] * 2
+    )  # the two re-sends
 
 
 def approve_again_is_noop(order_no):
@@ -90,7 +94,10 @@ def test_partial_refunds_never_exceed_what_was_paid(api, paid, sku):
     too_much = request_refund(api, paid["order_no"], amount_fen=7001)
     assert too_much.status_code == 400 and too_much.json()["detail"]["amount_fen"] == ["可退款金额为 1 到 7000 分"]
     assert request_refund(api, paid["order_no"]).json() == {
-        "refund_no": f"{paid['order_no']}R2", "status": "requested", "amount_fen": 7000}
+        "refund_no": f"{paid['order_no']}R2",
+        "status": "requested",
+        "amount_fen": 7000,
+    }
     second = approve(paid["order_no"])
     refunds.refund_execute(refund_id=second.pk)
     refunds.refund_succeeded(refund=second)
@@ -98,7 +105,10 @@ def test_partial_refunds_never_exceed_what_was_paid(api, paid, sku):
     assert sum(Refund.objects.values_list("refund_fen", flat=True)) == 12000
     replay = request_refund(api, paid["order_no"])  # the same request again: the same refund
     assert replay.status_code == 202 and replay.json() == {
-        "refund_no": f"{paid['order_no']}R2", "status": "refunded", "amount_fen": 7000}
+        "refund_no": f"{paid['order_no']}R2",
+        "status": "refunded",
+        "amount_fen": 7000,
+    }
     other = request_refund(api, paid["order_no"], reason="还想再退")  # a new request: nothing left
     assert other.status_code == 409 and other.json()["code"] == "invalid_state"
     assert AfterSale.objects.count() == 2
@@ -156,9 +166,12 @@ def test_refund_when_wechat_times_out_is_retried_not_failed(api, paid, settings)
 def test_refund_notification_rejects_garbage_and_wrong_amount(client, api, paid, wechat):
     request_refund(api, paid["order_no"])
     refunds.refund_execute(refund_id=approve(paid["order_no"]).pk)
-    for body in [b"<xml><return_code>SUCCESS</return_code><req_info>bm9wZQ==</req_info>"
-                 b"<appid>wx8d5f3c1a2b4e6f70</appid><mch_id>1900000109</mch_id></xml>",
-                 b'<!DOCTYPE x [<!ENTITY a "b">]><xml>&a;</xml>', b"junk"]:
+    for body in [
+        b"<xml><return_code>SUCCESS</return_code><req_info>bm9wZQ==</req_info>"
+        b"<appid>wx8d5f3c1a2b4e6f70</appid><mch_id>1900000109</mch_id></xml>",
+        b'<!DOCTYPE x [<!ENTITY a "b">]><xml>&a;</xml>',
+        b"junk",
+    ]:
         response = client.post("/api/v1/payments/wechat/refund-notify", data=body, content_type="text/xml")
         assert b"FAIL" in response.content
     assert Refund.objects.get().status == "submitted"
@@ -170,8 +183,9 @@ def test_balance_paid_order_is_refunded_to_the_balance_once(make_customer, make_
 
     customer = make_customer(balance_fen=50000)
     api = make_api(customer)
-    address = Address.objects.create(customer=customer, name="甲", phone="13800000000", province="浙江省",
-                                     city="杭州市", detail="1号")
+    address = Address.objects.create(
+        customer=customer, name="甲", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
+    )
     order = place_order(api, items=[(sku, 1)], address=address)
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json")
     assert Customer.objects.get(pk=customer.pk).balance_fen == 50000 - 7000  # 60 + 10 freight
@@ -185,8 +199,9 @@ def test_balance_paid_order_is_refunded_to_the_balance_once(make_customer, make_
     assert Sku.objects.get(pk=sku.pk).stock == 10
 
 
-def test_consultation_refund_far_ahead_is_auto_approved_and_frees_the_slot(make_customer, make_api, consultation,
-                                                                          place_order):
+def test_consultation_refund_far_ahead_is_auto_approved_and_frees_the_slot(
+    make_customer, make_api, consultation, place_order
+):
     customer = make_customer(balance_fen=50000)
     api = make_api(customer)
     slot = consultation.slots[-1]  # days ahead: more than REFUND_AUTO_APPROVE_HOURS

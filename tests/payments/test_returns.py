@@ -39,9 +39,16 @@ def test_return_first_then_refund_restocks_and_gives_the_money_back(buyer, paid)
     listing = buyer.api.get("/api/v1/refunds").json()
     assert listing["count"] == 1
     assert listing["results"][0] | {"created_at": None} == {
-        "refund_no": sale.refund_no, "order_no": order["order_no"], "status": "approved_return",
-        "amount_fen": 10000, "reason": "不想要了", "created_at": None, "reject_reason": None,
-        "note": "寄回：杭州市文三路1号", "return": None}
+        "refund_no": sale.refund_no,
+        "order_no": order["order_no"],
+        "status": "approved_return",
+        "amount_fen": 10000,
+        "reason": "不想要了",
+        "created_at": None,
+        "reject_reason": None,
+        "note": "寄回：杭州市文三路1号",
+        "return": None,
+    }
     # receiving the goods before they were sent: nothing happens
     assert returns.after_sale_return_received(after_sale_id=sale.pk, actor="staff:t") is None
 
@@ -81,8 +88,9 @@ def test_a_partial_return_refunds_the_amount_without_restocking(buyer, paid):
     order, sku = shipped(paid, price_fen=5000, stock=10, quantity=2)
     sale = request_refund(buyer.api, order["order_no"], amount_fen=5000)
     assert returns.after_sale_approve_return(after_sale_id=sale.pk, actor="staff:t")
-    returns.after_sale_return_sent(refund_no=sale.refund_no, customer_id=buyer.customer.pk,
-                                   carrier="中通", tracking_no="ZT123456789")
+    returns.after_sale_return_sent(
+        refund_no=sale.refund_no, customer_id=buyer.customer.pk, carrier="中通", tracking_no="ZT123456789"
+    )
     refund = returns.after_sale_return_received(after_sale_id=sale.pk, actor="staff:t")
     assert refund.restock is False
     assert refunds.refund_execute(refund_id=refund.pk) == "success"
@@ -102,8 +110,9 @@ def test_rejection_carries_the_reason_and_return_first_needs_a_shipped_order(buy
     row = buyer.api.get("/api/v1/refunds").json()["results"][0]
     assert (row["status"], row["reject_reason"], row["return"]) == ("rejected", "商品已使用，不支持退款", None)
     assert Customer.objects.get(pk=buyer.customer.pk).balance_fen == 1_000_000 - 10000
-    not_waiting = buyer.api.post(f"/api/v1/refunds/{sale.refund_no}/return",
-                                 {"carrier": "顺丰", "tracking_no": "SF1112223334"}, format="json")
+    not_waiting = buyer.api.post(
+        f"/api/v1/refunds/{sale.refund_no}/return", {"carrier": "顺丰", "tracking_no": "SF1112223334"}, format="json"
+    )
     assert not_waiting.status_code == 409 and not_waiting.json()["code"] == "invalid_state"
 
 
@@ -113,7 +122,8 @@ def test_refunds_are_the_callers_only(buyer, paid, make_api, make_customer):
     returns.after_sale_approve_return(after_sale_id=sale.pk, actor="staff:t")
     other = make_api(make_customer())
     assert other.get("/api/v1/refunds").json()["count"] == 0
-    response = other.post(f"/api/v1/refunds/{sale.refund_no}/return",
-                          {"carrier": "顺丰", "tracking_no": "SF1112223334"}, format="json")
+    response = other.post(
+        f"/api/v1/refunds/{sale.refund_no}/return", {"carrier": "顺丰", "tracking_no": "SF1112223334"}, format="json"
+    )
     assert response.status_code == 404
     assert AfterSale.objects.get(pk=sale.pk).status == "approved_return"

@@ -72,7 +72,8 @@ def test_timeout_waits_when_wechat_is_unreachable(api, order, settings):
 
 
 def test_sweep_goes_round_so_orders_wechat_cannot_settle_never_hold_back_the_rest(
-        make_customer, make_api, make_sku, place_order, wechat, monkeypatch):
+    make_customer, make_api, make_sku, place_order, wechat, monkeypatch
+):
     """The sweep is the only path to the timeout: orders whose WeChat answer is
     missing are asked again each round, and every other due order is still reached (limit 2
     stands for 200)."""
@@ -82,8 +83,9 @@ def test_sweep_goes_round_so_orders_wechat_cannot_settle_never_hold_back_the_res
     made = []
     for i in range(5):
         customer = make_customer()
-        address = customer.addresses.create(name="买家", phone="13800000000", province="广东省", city="深圳市",
-                                            detail=f"{i} 号", is_default=True)
+        address = customer.addresses.create(
+            name="买家", phone="13800000000", province="广东省", city="深圳市", detail=f"{i} 号", is_default=True
+        )
         api = make_api(customer)
         made.append(place_order(api, items=[(stock, 1)], address=address))
         api.post(f"/api/v1/orders/{made[-1]['order_no']}/pay", {"method": "wechat"}, format="json")

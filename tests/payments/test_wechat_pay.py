@@ -15,7 +15,6 @@ from apps.payments.models import Notification, Payment
 pytestmark = pytest.mark.django_db
 
 
-
 @pytest.fixture
 def order(api, make_sku, address, place_order):
     return place_order(api, items=[(make_sku(price_fen=3600, stock=10), 3)], address=address)
@@ -60,17 +59,24 @@ def test_notification_pays_once_and_duplicates_change_nothing(api, order, wechat
     assert len(queued("followups")) == 1
     assert OrderEvent.objects.filter(order=row, to_status="paid").count() == 1
     assert list(Notification.objects.order_by("id").values_list("outcome", flat=True)) == [
-        "applied", "duplicate", "duplicate", "duplicate"]
+        "applied",
+        "duplicate",
+        "duplicate",
+        "duplicate",
+    ]
 
 
-@pytest.mark.parametrize("changes, key, outcome", [
-    ({}, "0" * 32, "bad_signature"),  # signed with another key
-    ({"total_fee": "1"}, API_KEY, "amount_mismatch"),  # signed, but not what we asked for
-    ({"appid": "wx0000000000000000"}, API_KEY, "bad_fields"),
-    ({"mch_id": "1234567890"}, API_KEY, "bad_fields"),
-    ({"result_code": "FAIL"}, API_KEY, "bad_fields"),
-    ({"out_trade_no": "20990101000000000000"}, API_KEY, "unknown_order"),
-])
+@pytest.mark.parametrize(
+    "changes, key, outcome",
+    [
+        ({}, "0" * 32, "bad_signature"),  # signed with another key
+        ({"total_fee": "1"}, API_KEY, "amount_mismatch"),  # signed, but not what we asked for
+        ({"appid": "wx0000000000000000"}, API_KEY, "bad_fields"),
+        ({"mch_id": "1234567890"}, API_KEY, "bad_fields"),
+        ({"result_code": "FAIL"}, API_KEY, "bad_fields"),
+        ({"out_trade_no": "20990101000000000000"}, API_KEY, "unknown_order"),
+    ],
+)
 def test_notification_rejected_leaves_order_unpaid(api, order, client, changes, key, outcome):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     response = notify(client, pay_result(order["order_no"], order["pay_fen"], **changes), key=key)
@@ -84,22 +90,33 @@ def test_notification_rejected_leaves_order_unpaid(api, order, client, changes, 
 
 def test_notification_with_extra_fields_is_verified_over_exactly_what_came(api, order, client):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
-    fields = pay_result(order["order_no"], order["pay_fen"], coupon_fee="100", coupon_count="1",
-                     coupon_id_0="2000000001", coupon_fee_0="100", cash_fee=str(order["pay_fen"] - 100),
-                     settlement_total_fee=str(order["pay_fen"]), attach="")
+    fields = pay_result(
+        order["order_no"],
+        order["pay_fen"],
+        coupon_fee="100",
+        coupon_count="1",
+        coupon_id_0="2000000001",
+        coupon_fee_0="100",
+        cash_fee=str(order["pay_fen"] - 100),
+        settlement_total_fee=str(order["pay_fen"]),
+        attach="",
+    )
     response = notify(client, fields)
     assert b"SUCCESS" in response.content
     assert Order.objects.get(order_no=order["order_no"]).status == "paid"
 
 
-@pytest.mark.parametrize("body", [
-    b'<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><a>&x;</a></xml>',
-    b'<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]><xml><a>&lol2;</a></xml>',
-    b"<xml><return_code>SUCCESS</return_code>",  # truncated
-    b"not xml at all",
-    b"<xml><nested><a>1</a></nested></xml>",
-    b"",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><a>&x;</a></xml>',
+        b'<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]><xml><a>&lol2;</a></xml>',
+        b"<xml><return_code>SUCCESS</return_code>",  # truncated
+        b"not xml at all",
+        b"<xml><nested><a>1</a></nested></xml>",
+        b"",
+    ],
+)
 def test_notification_malformed_or_hostile_xml_is_fail(client, body):
     response = client.post("/api/v1/payments/wechat/notify", data=body, content_type="text/xml")
     assert response.status_code == 200
@@ -114,16 +131,26 @@ def test_notify_endpoint_needs_post(client):
 def test_pay_status_asks_wechat_when_notification_is_lost(api, order, wechat):
     api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
-        "order_status": "unpaid", "payment_status": "pending", "refund_status": None,
-        "message": "待支付"}
+        "order_status": "unpaid",
+        "payment_status": "pending",
+        "refund_status": None,
+        "message": "待支付",
+    }
     wechat.control.pay(order["order_no"])  # paid, notification not delivered
     # pay-status asks WeChat at most once per PAY_STATUS_QUERY_INTERVAL_SECONDS: let that pass.
     Payment.objects.filter(out_trade_no=order["order_no"]).update(
-        status_queried_at=timezone.now() - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS))
+        status_queried_at=timezone.now() - dt.timedelta(seconds=settings.PAY_STATUS_QUERY_INTERVAL_SECONDS)
+    )
     assert api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json() == {
-        "order_status": "paid", "payment_status": "paid", "refund_status": None, "message": "支付成功"}
-    assert Payment.objects.get(out_trade_no=order["order_no"]).transaction_id == \
-        wechat.state.trades[order["order_no"]].transaction_id
+        "order_status": "paid",
+        "payment_status": "paid",
+        "refund_status": None,
+        "message": "支付成功",
+    }
+    assert (
+        Payment.objects.get(out_trade_no=order["order_no"]).transaction_id
+        == wechat.state.trades[order["order_no"]].transaction_id
+    )
 
 
 def test_pay_after_deadline_or_cancel_is_409(api, order):
@@ -143,7 +170,8 @@ def test_pay_when_wechat_is_down_is_503_and_retry_works(api, order, settings, we
 
 
 def test_wechat_body_is_the_shop_name_then_the_first_line_within_128_characters(
-        api, address, make_sku, place_order, settings):
+    api, address, make_sku, place_order, settings
+):
     from apps.orders.models import Order
     from apps.payments.services import _body
 

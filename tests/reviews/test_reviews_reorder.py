@@ -37,7 +37,9 @@ def test_review_rules_and_product_rating(buyer, paid, make_api, make_customer):
     assert early.status_code == 409 and early.json()["code"] == "invalid_state"
     complete(order["order_no"])
     pic = image_url(buyer.api)
-    foreign = buyer.api.post(url, {"line_id": line_id, "rating": 5, "images": ["https://x.example/a.jpg"]}, format="json")
+    foreign = buyer.api.post(
+        url, {"line_id": line_id, "rating": 5, "images": ["https://x.example/a.jpg"]}, format="json"
+    )
     assert foreign.status_code == 400 and "images" in foreign.json()["detail"]
     too_many = buyer.api.post(url, {"line_id": line_id, "rating": 5, "images": [pic] * 7}, format="json")
     assert too_many.status_code == 400
@@ -55,8 +57,11 @@ def test_review_rules_and_product_rating(buyer, paid, make_api, make_customer):
 
     second, _ = paid(sku=sku, quantity=1)
     complete(second["order_no"])
-    buyer.api.post(f"/api/v1/orders/{second['order_no']}/reviews",
-                   {"line_id": second["lines"][0]["id"], "rating": 5}, format="json")
+    buyer.api.post(
+        f"/api/v1/orders/{second['order_no']}/reviews",
+        {"line_id": second["lines"][0]["id"], "rating": 5},
+        format="json",
+    )
     product = Product.objects.get(pk=sku.product_id)
     assert (product.review_count, product.rating_total, product.rating) == (2, 9, 4.5)
     anonymous = make_api()
@@ -95,10 +100,14 @@ def test_reorder_confirms_the_same_lines_and_lists_what_is_gone(buyer, paid, mak
     response = buyer.api.post(f"/api/v1/orders/{order['order_no']}/reorder")
     assert response.status_code == 200, response.json()
     body = response.json()
-    assert [(line["sku_id"], line["quantity"], line["price_fen"]) for line in sorted(body["lines"], key=lambda x: x["sku_id"])] \
-        == [(a.pk, 2, 1100), (c.pk, 1, 3000)]
+    assert [
+        (line["sku_id"], line["quantity"], line["price_fen"])
+        for line in sorted(body["lines"], key=lambda x: x["sku_id"])
+    ] == [(a.pk, 2, 1100), (c.pk, 1, 3000)]
     assert body["goods_fen"] == 5200 and body["order_key"]
-    assert body["missing"] == [{"sku_id": b.pk, "name": "乙", "specs": {"颜色": "天青"}, "quantity": 1, "reason": "off_sale"}]
+    assert body["missing"] == [
+        {"sku_id": b.pk, "name": "乙", "specs": {"颜色": "天青"}, "quantity": 1, "reason": "off_sale"}
+    ]
     created = buyer.api.post("/api/v1/orders", {"order_key": body["order_key"]}, format="json")
     assert created.status_code == 201 and created.json()["goods_fen"] == 5200
     Sku.objects.filter(pk__in=[a.pk, c.pk]).update(is_active=False)

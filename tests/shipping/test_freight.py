@@ -14,7 +14,12 @@ XJ, XZ, GD, ZJ, JS, SH = "新疆维吾尔自治区", "西藏自治区", "广东�
 # By piece: first piece 10.00 yuan, each further piece 2.00. 新疆/西藏: 25.00 + 10.00 a piece.
 # 广东: 12.00 + 3.00; but 深圳 (a city of 广东): 8.00 + 1.00.
 PIECES = TemplateTerms(
-    id=1, mode="piece", first_unit=1, first_fee_fen=1000, extra_unit=1, extra_fee_fen=200,
+    id=1,
+    mode="piece",
+    first_unit=1,
+    first_fee_fen=1000,
+    extra_unit=1,
+    extra_fee_fen=200,
     regions=(
         RegionTerms(provinces=frozenset({XJ, XZ}), cities=frozenset(), first_fee_fen=2500, extra_fee_fen=1000),
         RegionTerms(provinces=frozenset({GD}), cities=frozenset(), first_fee_fen=1200, extra_fee_fen=300),
@@ -23,17 +28,22 @@ PIECES = TemplateTerms(
 )
 # By weight: first 1000 g 12.00 yuan, each started 500 g 3.00. 新疆/西藏: 30.00 + 10.00 per 500 g.
 HEAVY = TemplateTerms(
-    id=2, mode="weight", first_unit=1000, first_fee_fen=1200, extra_unit=500, extra_fee_fen=300,
-    regions=(RegionTerms(provinces=frozenset({XJ, XZ}), cities=frozenset(), first_fee_fen=3000,
-                         extra_fee_fen=1000),),
+    id=2,
+    mode="weight",
+    first_unit=1000,
+    first_fee_fen=1200,
+    extra_unit=500,
+    extra_fee_fen=300,
+    regions=(RegionTerms(provinces=frozenset({XJ, XZ}), cities=frozenset(), first_fee_fen=3000, extra_fee_fen=1000),),
 )
 # By volume: first 10000 cm³ 10.00 yuan, each started 5000 cm³ 4.00.
 BULKY = TemplateTerms(id=3, mode="volume", first_unit=10000, first_fee_fen=1000, extra_unit=5000, extra_fee_fen=400)
 
 
 def line(template, quantity, *, weight_g=0, volume_cm3=0, price_fen=1000):
-    return FreightLine(template=template, quantity=quantity, weight_g=weight_g, volume_cm3=volume_cm3,
-                       amount_fen=price_fen * quantity)
+    return FreightLine(
+        template=template, quantity=quantity, weight_g=weight_g, volume_cm3=volume_cm3, amount_fen=price_fen * quantity
+    )
 
 
 def test_freight_by_piece_first_piece_then_extra_pieces():
@@ -120,8 +130,12 @@ def test_freight_free_above_an_amount_per_region():
     """PIECES + free in 浙江/江苏/上海 from 5000 fen of its goods (no free rule elsewhere).
     浙江, 3 x 2000 = 6000 >= 5000: 0. 浙江, 2 x 2000 = 4000 < 5000: 1000 + 1 x 200 = 1200.
     新疆, 6000: the rule does not cover 新疆: 2500 + 2 x 1000 = 4500."""
-    free = TemplateTerms(**{**_fields(PIECES), "free": (
-        FreeTerms(provinces=frozenset({ZJ, JS, SH}), cities=frozenset(), min_amount_fen=5000),)})
+    free = TemplateTerms(
+        **{
+            **_fields(PIECES),
+            "free": (FreeTerms(provinces=frozenset({ZJ, JS, SH}), cities=frozenset(), min_amount_fen=5000),),
+        }
+    )
     assert freight_quote([line(free, 3, price_fen=2000)], ZJ, "杭州市") == 0
     assert freight_quote([line(free, 2, price_fen=2000)], ZJ, "杭州市") == 1200
     assert freight_quote([line(free, 3, price_fen=2000)], XJ, "乌鲁木齐市") == 4500
@@ -130,12 +144,22 @@ def test_freight_free_above_an_amount_per_region():
 def test_freight_free_from_a_count_and_from_both_thresholds():
     """Free everywhere from 3 pieces: 3 pieces 0; 2 pieces 1000 + 200 = 1200.
     A rule with both 5000 fen and 2 pieces needs both: 1 x 6000 (1 piece): 1000; 2 x 3000: 0."""
-    by_count = TemplateTerms(**{**_fields(PIECES), "regions": (), "free": (
-        FreeTerms(provinces=frozenset(), cities=frozenset(), min_count=3),)})
+    by_count = TemplateTerms(
+        **{
+            **_fields(PIECES),
+            "regions": (),
+            "free": (FreeTerms(provinces=frozenset(), cities=frozenset(), min_count=3),),
+        }
+    )
     assert freight_quote([line(by_count, 3)], ZJ, "杭州市") == 0
     assert freight_quote([line(by_count, 2)], ZJ, "杭州市") == 1200
-    both = TemplateTerms(**{**_fields(PIECES), "regions": (), "free": (
-        FreeTerms(provinces=frozenset(), cities=frozenset(), min_amount_fen=5000, min_count=2),)})
+    both = TemplateTerms(
+        **{
+            **_fields(PIECES),
+            "regions": (),
+            "free": (FreeTerms(provinces=frozenset(), cities=frozenset(), min_amount_fen=5000, min_count=2),),
+        }
+    )
     assert freight_quote([line(both, 1, price_fen=6000)], ZJ, "杭州市") == 1000
     assert freight_quote([line(both, 2, price_fen=3000)], ZJ, "杭州市") == 0
 
@@ -145,8 +169,9 @@ def test_freight_a_free_template_drops_out_and_the_next_highest_first_fee_pays()
     HEAVY free (0); PIECES is now the only charged group, so it pays its first fee:
     1000 + 1 x 200 = 1200 (not 3400 as without the free rule). In 新疆 the rule does not
     apply: 11000 as in the several-templates example."""
-    heavy_free = TemplateTerms(**{**_fields(HEAVY), "free": (
-        FreeTerms(provinces=frozenset({ZJ}), cities=frozenset(), min_amount_fen=50000),)})
+    heavy_free = TemplateTerms(
+        **{**_fields(HEAVY), "free": (FreeTerms(provinces=frozenset({ZJ}), cities=frozenset(), min_amount_fen=50000),)}
+    )
     lines = [line(PIECES, 2), line(heavy_free, 2, weight_g=1800, price_fen=30000)]
     assert freight_quote(lines, ZJ, "杭州市") == 1200
     assert freight_quote(lines, XJ, "乌鲁木齐市") == 11000
@@ -154,8 +179,9 @@ def test_freight_a_free_template_drops_out_and_the_next_highest_first_fee_pays()
 
 def test_freight_free_rule_limited_to_a_city():
     """Free only in 杭州 (浙江) from 1 piece: 杭州 0; 宁波 (浙江) 1000."""
-    city_free = TemplateTerms(**{**_fields(PIECES), "free": (
-        FreeTerms(provinces=frozenset({ZJ}), cities=frozenset({"杭州"}), min_count=1),)})
+    city_free = TemplateTerms(
+        **{**_fields(PIECES), "free": (FreeTerms(provinces=frozenset({ZJ}), cities=frozenset({"杭州"}), min_count=1),)}
+    )
     assert freight_quote([line(city_free, 1)], ZJ, "杭州市") == 0
     assert freight_quote([line(city_free, 1)], ZJ, "宁波市") == 1000
 
@@ -170,8 +196,15 @@ def test_freight_the_migrated_default_is_the_old_flat_rule():
     """The data migration's default (by piece 1000 + 0 per further piece, free from 9900) is the
     removed FREIGHT_FEN=1000 / FREE_FREIGHT_MIN_FEN=9900: 1 or 5 pieces under 99 yuan: 1000;
     9900 fen or more: 0."""
-    flat = TemplateTerms(id=1, mode="piece", first_unit=1, first_fee_fen=1000, extra_unit=1, extra_fee_fen=0,
-                         free=(FreeTerms(provinces=frozenset(), cities=frozenset(), min_amount_fen=9900),))
+    flat = TemplateTerms(
+        id=1,
+        mode="piece",
+        first_unit=1,
+        first_fee_fen=1000,
+        extra_unit=1,
+        extra_fee_fen=0,
+        free=(FreeTerms(provinces=frozenset(), cities=frozenset(), min_amount_fen=9900),),
+    )
     assert freight_quote([line(flat, 1, price_fen=3600)], XJ, "乌鲁木齐市") == 1000
     assert freight_quote([line(flat, 5, price_fen=1000)], ZJ, "杭州市") == 1000
     assert freight_quote([line(flat, 1, price_fen=9899)], ZJ, "杭州市") == 1000

@@ -14,22 +14,32 @@ XJ, XZ = "新疆维吾尔自治区", "西藏自治区"
 @pytest.fixture
 def remote_rule(freight_default):
     """The default template charges 新疆/西藏 25.00 for the first piece, 5.00 for each further."""
-    return FreightRegionRule.objects.create(template=freight_default, provinces=[XJ, XZ], first_fee_fen=2500,
-                                            extra_fee_fen=500)
+    return FreightRegionRule.objects.create(
+        template=freight_default, provinces=[XJ, XZ], first_fee_fen=2500, extra_fee_fen=500
+    )
 
 
 @pytest.fixture
 def heavy():
     """By weight: first 1000 g 12.00, each started 500 g 3.00; 新疆/西藏 30.00 + 10.00."""
-    template = FreightTemplate.objects.create(name="重货", mode="weight", first_unit=1000, first_fee_fen=1200,
-                                              extra_unit=500, extra_fee_fen=300)
+    template = FreightTemplate.objects.create(
+        name="重货", mode="weight", first_unit=1000, first_fee_fen=1200, extra_unit=500, extra_fee_fen=300
+    )
     FreightRegionRule.objects.create(template=template, provinces=[XJ, XZ], first_fee_fen=3000, extra_fee_fen=1000)
     return template
 
 
 def address_in(customer, province, city, *, is_default=False):
-    return Address.objects.create(customer=customer, name="李四", phone="13900000000", province=province, city=city,
-                                  district="", detail="人民路1号", is_default=is_default)
+    return Address.objects.create(
+        customer=customer,
+        name="李四",
+        phone="13900000000",
+        province=province,
+        city=city,
+        district="",
+        detail="人民路1号",
+        is_default=is_default,
+    )
 
 
 def confirm(api, items, address=None, **extra):
@@ -96,8 +106,11 @@ def test_confirm_free_shipping_rule_from_the_database(api, customer, make_sku, f
 
 def test_consultation_has_no_freight(api, consultation, remote_rule):
     slot = consultation.slots[0]
-    data = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}],
-                                               "slot_id": slot.pk}, format="json").json()
+    data = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}], "slot_id": slot.pk},
+        format="json",
+    ).json()
     assert (data["goods_fen"], data["freight_fen"], data["pay_fen"]) == (29900, 0, 29900)
 
 
@@ -111,8 +124,7 @@ def test_the_order_keeps_the_freight_of_its_confirm(api, customer, make_sku, rem
     assert (order["freight_fen"], order["pay_fen"]) == (2500, 3600 + 2500)
 
 
-def test_freight_for_lines_three_queries_and_default_for_no_template(freight_default, heavy,
-                                                                     django_assert_num_queries):
+def test_freight_for_lines_three_queries_and_default_for_no_template(freight_default, heavy, django_assert_num_queries):
     lines = [
         {"template_id": None, "quantity": 2, "weight_g": 0, "volume_cm3": 0, "amount_fen": 2000},
         {"template_id": heavy.pk, "quantity": 1, "weight_g": 2100, "volume_cm3": 0, "amount_fen": 21800},
@@ -128,8 +140,9 @@ def test_a_shop_without_a_default_template_charges_no_freight_for_unassigned_pro
     assert selectors.freight_for_lines(lines=lines, province="浙江省", city="杭州市") == 0
 
 
-def test_confirm_reads_cached_terms_and_sees_every_edit(api, customer, make_sku, freight_default,
-                                                        django_assert_num_queries, django_capture_on_commit_callbacks):
+def test_confirm_reads_cached_terms_and_sees_every_edit(
+    api, customer, make_sku, freight_default, django_assert_num_queries, django_capture_on_commit_callbacks
+):
     """The terms are cached in Redis: a second confirm runs no freight query, and any
     write (rule added, fee changed, rule deleted, another template made default) is priced by
     the very next confirm."""
@@ -145,16 +158,18 @@ def test_confirm_reads_cached_terms_and_sees_every_edit(api, customer, make_sku,
         assert selectors.templates_terms([None])[None].first_fee_fen == freight_default.first_fee_fen
 
     with django_capture_on_commit_callbacks(execute=True):
-        rule = FreightRegionRule.objects.create(template=freight_default, provinces=[XJ], first_fee_fen=2500,
-                                                extra_fee_fen=0)
+        rule = FreightRegionRule.objects.create(
+            template=freight_default, provinces=[XJ], first_fee_fen=2500, extra_fee_fen=0
+        )
     assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == 2500
     rule.first_fee_fen = 2700
     rule.save()
     assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == 2700
     rule.delete()
     assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == freight_default.first_fee_fen
-    other = FreightTemplate.objects.create(name="统一 8 元", mode="piece", first_unit=1, first_fee_fen=800,
-                                           extra_unit=1, extra_fee_fen=0)
+    other = FreightTemplate.objects.create(
+        name="统一 8 元", mode="piece", first_unit=1, first_fee_fen=800, extra_unit=1, extra_fee_fen=0
+    )
     assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == freight_default.first_fee_fen
     services.freight_template_make_default(template_id=other.pk)  # a queryset update: no post_save
     assert confirm(api, [(sku, 1)], xinjiang).json()["freight_fen"] == 800
@@ -167,5 +182,9 @@ def test_freight_is_priced_from_the_database_when_redis_fails(freight_default, r
     monkeypatch.setattr(selectors.cache, "get", broken)
     monkeypatch.setattr(selectors.cache, "set", broken)
     assert selectors.templates_terms([None])[None].first_fee_fen == freight_default.first_fee_fen
-    assert selectors.freight_for_lines(lines=[{"template_id": None, "quantity": 2, "amount_fen": 7200}],
-                                       province=XJ, city="乌鲁木齐市") == 3000
+    assert (
+        selectors.freight_for_lines(
+            lines=[{"template_id": None, "quantity": 2, "amount_fen": 7200}], province=XJ, city="乌鲁木齐市"
+        )
+        == 3000
+    )

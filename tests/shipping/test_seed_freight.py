@@ -13,13 +13,22 @@ def test_seed_demo_freight_walkthrough_numbers(make_api):
     call_command("seed_demo", stdout=open("/dev/null", "w"))
     call_command("seed_demo", stdout=open("/dev/null", "w"))  # again: nothing more
     assert list(FreightTemplate.objects.values_list("name", "mode", "is_default")) == [
-        ("默认运费", "piece", True), ("重货（按重量）", "weight", False)]
+        ("默认运费", "piece", True),
+        ("重货（按重量）", "weight", False),
+    ]
     assert FreightRegionRule.objects.count() == 3
     customer = Customer.objects.get(pk=1)
     api = make_api(customer)
     hangzhou = Address.objects.get(pk=1)
-    urumqi = Address.objects.create(customer=customer, name="张三", phone="13800000000", province="新疆维吾尔自治区",
-                                    city="乌鲁木齐市", district="天山区", detail="解放北路1号")
+    urumqi = Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="新疆维吾尔自治区",
+        city="乌鲁木齐市",
+        district="天山区",
+        detail="解放北路1号",
+    )
     items = [{"sku_id": 21, "quantity": 1}, {"sku_id": 9, "quantity": 1}]  # 端砚 1800 g, 公道杯
 
     def freight(address):

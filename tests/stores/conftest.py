@@ -7,8 +7,14 @@ from apps.stores.models import Store, StoreStaff
 
 @pytest.fixture
 def store(db):
-    return Store.objects.create(name="西湖店", address="杭州市文三路100号", phone="0571-1", hours="10:00-21:00",
-                                lat="30.278900", lng="120.145200")
+    return Store.objects.create(
+        name="西湖店",
+        address="杭州市文三路100号",
+        phone="0571-1",
+        hours="10:00-21:00",
+        lat="30.278900",
+        lng="120.145200",
+    )
 
 
 @pytest.fixture
@@ -36,8 +42,9 @@ def paid_pickup(make_customer, make_sku, store):
     def make(customer=None, at=None):
         customer = customer or make_customer(balance_fen=100_000)
         sku = make_sku(price_fen=5000, stock=10)
-        key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}],
-                                   delivery="pickup", store_id=(at or store).pk)["order_key"]
+        key = orders.order_confirm(
+            customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}], delivery="pickup", store_id=(at or store).pk
+        )["order_key"]
         order, _ = orders.order_create(customer=customer, order_key=key)
         payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return Order.objects.get(pk=order.pk)

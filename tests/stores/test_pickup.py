@@ -32,8 +32,11 @@ def test_stores_nearest_first_with_distance(client, store):
 
 def test_confirm_pickup_has_no_address_and_no_freight(api, make_sku, store):
     sku = make_sku(price_fen=3600)  # below free shipping: express would cost 1000 fen
-    data = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}],
-                                               "delivery": "pickup", "store_id": store.pk}, format="json").json()
+    data = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": sku.pk, "quantity": 1}], "delivery": "pickup", "store_id": store.pk},
+        format="json",
+    ).json()
     assert (data["freight_fen"], data["pay_fen"], data["address"], data["delivery"]) == (0, 3600, None, "pickup")
     assert data["pickup_store"]["name"] == "西湖店"
     created = api.post("/api/v1/orders", {"order_key": data["order_key"]}, format="json").json()
@@ -43,11 +46,14 @@ def test_confirm_pickup_has_no_address_and_no_freight(api, make_sku, store):
     assert (order.pickup_store_id, order.pickup_code) == (store.pk, "")
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"delivery": "pickup", "store_id": 999999}, "store_id"),
-    ({"delivery": "pickup"}, "store_id"),
-    ({"delivery": "drone"}, "delivery"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"delivery": "pickup", "store_id": 999999}, "store_id"),
+        ({"delivery": "pickup"}, "store_id"),
+        ({"delivery": "drone"}, "delivery"),
+    ],
+)
 def test_confirm_pickup_refusals(api, make_sku, store, body, field):
     sku = make_sku()
     response = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": sku.pk, "quantity": 1}], **body}, format="json")
@@ -57,8 +63,11 @@ def test_confirm_pickup_refusals(api, make_sku, store, body, field):
 
 def test_closed_store_is_refused(api, make_sku, store):
     Store.objects.filter(pk=store.pk).update(is_active=False)
-    response = api.post("/api/v1/orders/confirm", {"items": [{"sku_id": make_sku().pk, "quantity": 1}],
-                                                   "delivery": "pickup", "store_id": store.pk}, format="json")
+    response = api.post(
+        "/api/v1/orders/confirm",
+        {"items": [{"sku_id": make_sku().pk, "quantity": 1}], "delivery": "pickup", "store_id": store.pk},
+        format="json",
+    )
     assert response.status_code == 400 and "store_id" in response.json()["detail"]
 
 
@@ -112,8 +121,9 @@ def test_verify_checks_store_permission_and_code(paid_pickup, make_staff, store,
     with pytest.raises(InvalidInput):
         services.pickup_verify(code="12ab", user=make_staff("c1", store))
     with pytest.raises(NotFound):
-        services.pickup_verify(code="00000000" if order.pickup_code != "00000000" else "00000001",
-                               user=make_staff("c2", store))
+        services.pickup_verify(
+            code="00000000" if order.pickup_code != "00000000" else "00000001", user=make_staff("c2", store)
+        )
     assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
     boss = django_user_model.objects.create_superuser(username="boss", password="x")
     assert services.pickup_verify(code=order.pickup_code, user=boss).status == OrderStatus.COMPLETED

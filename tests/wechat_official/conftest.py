@@ -36,10 +36,15 @@ def official(client, settings, db):
             return {"signature": signature, "timestamp": timestamp, "nonce": nonce}
 
         def xml(self, fields, openid="oFollower000000000000000001"):
-            parts = {"ToUserName": "gh_starmall", "FromUserName": openid,
-                     "CreateTime": fields.pop("CreateTime", int(time.time())), **fields}
-            body = "".join(f"<{k}>{v}</{k}>" if isinstance(v, int) else f"<{k}><![CDATA[{v}]]></{k}>"
-                           for k, v in parts.items())
+            parts = {
+                "ToUserName": "gh_starmall",
+                "FromUserName": openid,
+                "CreateTime": fields.pop("CreateTime", int(time.time())),
+                **fields,
+            }
+            body = "".join(
+                f"<{k}>{v}</{k}>" if isinstance(v, int) else f"<{k}><![CDATA[{v}]]></{k}>" for k, v in parts.items()
+            )
             return f"<xml>{body}</xml>"
 
         def send(self, fields, *, encrypt=False, openid="oFollower000000000000000001", bad=False, bad_msg=False):
@@ -48,8 +53,7 @@ def official(client, settings, db):
             if encrypt:
                 crypto = WeChatCrypto(self.token, AES_KEY, settings.WECHAT_OFFICIAL_APPID)
                 envelope = xmltodict.parse(crypto.encrypt_message(plain, params["nonce"], params["timestamp"]))["xml"]
-                params |= {"encrypt_type": "aes",
-                           "msg_signature": "0" * 40 if bad_msg else envelope["MsgSignature"]}
+                params |= {"encrypt_type": "aes", "msg_signature": "0" * 40 if bad_msg else envelope["MsgSignature"]}
                 body = f"<xml><ToUserName><![CDATA[gh_starmall]]></ToUserName><Encrypt><![CDATA[{envelope['Encrypt']}]]></Encrypt></xml>"
             else:
                 body = plain
@@ -65,8 +69,9 @@ def official(client, settings, db):
             root = xmltodict.parse(text)["xml"]
             if "Encrypt" in root:
                 crypto = WeChatCrypto(self.token, AES_KEY, settings.WECHAT_OFFICIAL_APPID)
-                root = xmltodict.parse(crypto.decrypt_message(text, root["MsgSignature"], root["TimeStamp"],
-                                                              root["Nonce"]))["xml"]
+                root = xmltodict.parse(
+                    crypto.decrypt_message(text, root["MsgSignature"], root["TimeStamp"], root["Nonce"])
+                )["xml"]
             return dict(root)
 
         def verify(self, echostr, bad=False):

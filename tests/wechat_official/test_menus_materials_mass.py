@@ -27,9 +27,16 @@ def sandbox(wechat, settings):
 
 
 def test_menu_push_reaches_wechat(sandbox, db):
-    buttons = [{"name": "商城", "type": "miniprogram", "appid": "wx8d5f3c1a2b4e6f70", "pagepath": "pages/index",
-                "url": "https://example.com"},
-               {"name": "更多", "sub_button": [{"name": "价格", "type": "click", "key": "价格"}]}]
+    buttons = [
+        {
+            "name": "商城",
+            "type": "miniprogram",
+            "appid": "wx8d5f3c1a2b4e6f70",
+            "pagepath": "pages/index",
+            "url": "https://example.com",
+        },
+        {"name": "更多", "sub_button": [{"name": "价格", "type": "click", "key": "价格"}]},
+    ]
     menu = Menu.objects.create(name="十二月", buttons=buttons)
     pushed = services.menu_push(menu_id=menu.pk)
     assert pushed.pushed_at is not None and pushed.last_error == ""
@@ -50,8 +57,9 @@ def test_materials_upload_image_voice_news_and_sync_the_list(sandbox, db):
     assert image.media_id and image.url.startswith("http://mmbiz.qpic.cn/")
     with pytest.raises(InvalidState):  # uploaded once
         services.material_upload(material_id=image.pk)
-    news = Material.objects.create(kind="news", title="新品", articles=[
-        {"title": "新品上架", "content": "<p>正文</p>", "thumb": image.pk}])
+    news = Material.objects.create(
+        kind="news", title="新品", articles=[{"title": "新品上架", "content": "<p>正文</p>", "thumb": image.pk}]
+    )
     news = services.material_upload(material_id=news.pk)
     recorded = {m["media_id"]: m for m in sandbox.records()["materials"]}
     assert recorded[image.media_id]["type"] == "image"
@@ -91,8 +99,9 @@ def test_a_batch_whose_worker_died_after_wechat_took_it_is_not_sent_again(sandbo
     batch = MassSendBatch.objects.get(job=job)
     assert services.mass_batch_send(batch_id=batch.pk) == "sent"
     # as if the worker died after WeChat accepted and before the row said so
-    MassSendBatch.objects.filter(pk=batch.pk).update(state="sending", msg_id="", claimed_at=timezone.now()
-                                                     - dt.timedelta(minutes=11))
+    MassSendBatch.objects.filter(pk=batch.pk).update(
+        state="sending", msg_id="", claimed_at=timezone.now() - dt.timedelta(minutes=11)
+    )
     assert services.mass_batches_sweep() == 1
     assert services.mass_batch_send(batch_id=batch.pk) == "sent"  # WeChat: clientmsgid exists (45065)
     mass = sandbox.records()["mass"]

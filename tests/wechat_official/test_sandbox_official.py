@@ -28,16 +28,30 @@ def test_sandbox_verifies_and_sends_plain_and_encrypted_messages(wechat, shop_ur
     forged = requests.post(f"{control}/verify", json={"url": shop_url, "bad_signature": True}, timeout=10).json()
     assert forged["status"] == 403
 
-    follow = requests.post(f"{control}/send", json={
-        "url": shop_url, "openid": "oSandboxFollower0000000000001",
-        "message": {"MsgType": "event", "Event": "subscribe", "EventKey": "qrscene_chX"}}, timeout=10).json()
+    follow = requests.post(
+        f"{control}/send",
+        json={
+            "url": shop_url,
+            "openid": "oSandboxFollower0000000000001",
+            "message": {"MsgType": "event", "Event": "subscribe", "EventKey": "qrscene_chX"},
+        },
+        timeout=10,
+    ).json()
     assert follow["status"] == 200 and follow["reply"]["Content"] == "欢迎" and follow["elapsed_ms"] < 5000
     assert Follower.objects.get().scene == "chX"
 
     settings.WECHAT_OFFICIAL_AES_KEY = AES_KEY
-    text = requests.post(f"{control}/send", json={
-        "url": shop_url, "encrypt": True, "aes_key": AES_KEY, "openid": "oSandboxFollower0000000000001",
-        "message": {"MsgType": "text", "Content": "你好"}}, timeout=10).json()
+    text = requests.post(
+        f"{control}/send",
+        json={
+            "url": shop_url,
+            "encrypt": True,
+            "aes_key": AES_KEY,
+            "openid": "oSandboxFollower0000000000001",
+            "message": {"MsgType": "text", "Content": "你好"},
+        },
+        timeout=10,
+    ).json()
     assert text["status"] == 200 and "<Encrypt>" in text["body"]
     assert (text["reply"]["Content"], text["reply"]["_appid"]) == ("收到", "wx5e2f7a9c1b3d4e60")
     recorded = requests.get(control, timeout=10).json()["exchanges"]

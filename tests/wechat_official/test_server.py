@@ -30,23 +30,34 @@ def test_unsigned_request_is_403(client, db):
 def rules(db):
     image = Material.objects.create(kind="image", title="海报", media_id="MEDIA_IMG_1")
     return {
-        "exact": ReplyRule.objects.create(name="价格", match="keyword_exact", keyword="价格", reply_kind="text",
-                                          text="价格请看小程序"),
-        "contains": ReplyRule.objects.create(name="老师", match="keyword_contains", keyword="老师",
-                                             reply_kind="news", articles=[{"title": "老师介绍", "description": "d",
-                                                                           "image": "http://x/a.png", "url": "http://x/a"}]),
-        "image": ReplyRule.objects.create(name="海报", match="keyword_exact", keyword="海报", reply_kind="image",
-                                          material=image),
+        "exact": ReplyRule.objects.create(
+            name="价格", match="keyword_exact", keyword="价格", reply_kind="text", text="价格请看小程序"
+        ),
+        "contains": ReplyRule.objects.create(
+            name="老师",
+            match="keyword_contains",
+            keyword="老师",
+            reply_kind="news",
+            articles=[{"title": "老师介绍", "description": "d", "image": "http://x/a.png", "url": "http://x/a"}],
+        ),
+        "image": ReplyRule.objects.create(
+            name="海报", match="keyword_exact", keyword="海报", reply_kind="image", material=image
+        ),
         "follow": ReplyRule.objects.create(name="关注", match="follow", reply_kind="text", text="欢迎关注星商城"),
-        "scan": ReplyRule.objects.create(name="渠道A", match="scan", scene="chA", reply_kind="text", text="渠道A欢迎你"),
+        "scan": ReplyRule.objects.create(
+            name="渠道A", match="scan", scene="chA", reply_kind="text", text="渠道A欢迎你"
+        ),
         "default": ReplyRule.objects.create(name="默认", match="default", reply_kind="text", text="收到"),
     }
 
 
 def test_text_reply_rules_exact_contains_default_and_image(official, rules):
     exact = official.reply(official.send({"MsgType": "text", "Content": "价格", "MsgId": 1001}))
-    assert (exact["MsgType"], exact["Content"], exact["ToUserName"]) == ("text", "价格请看小程序",
-                                                                        "oFollower000000000000000001")
+    assert (exact["MsgType"], exact["Content"], exact["ToUserName"]) == (
+        "text",
+        "价格请看小程序",
+        "oFollower000000000000000001",
+    )
     news = official.reply(official.send({"MsgType": "text", "Content": "想找王老师", "MsgId": 1002}))
     assert news["MsgType"] == "news" and news["ArticleCount"] == "1"
     assert news["Articles"]["item"]["Title"] == "老师介绍"
@@ -106,8 +117,10 @@ def test_safe_mode_message_is_decrypted_and_the_reply_encrypted(official, rules,
 
 
 def test_safe_mode_bad_msg_signature_is_403(official, rules, aes):
-    assert official.send({"MsgType": "text", "Content": "价格", "MsgId": 2002}, encrypt=True,
-                         bad_msg=True).status_code == 403
+    assert (
+        official.send({"MsgType": "text", "Content": "价格", "MsgId": 2002}, encrypt=True, bad_msg=True).status_code
+        == 403
+    )
     assert InboundEvent.objects.count() == 0
 
 
@@ -155,7 +168,10 @@ def test_channel_scans_count_one_visit_per_event_even_when_wechat_redelivers(off
     other.refresh_from_db()
     assert (channel.visits, other.visits) == (3, 0)
     assert list(InboundEvent.objects.order_by("id").values_list("scene", "channel_counted")) == [
-        ("chA", True), ("chA", True), ("c=chA", True)]
+        ("chA", True),
+        ("chA", True),
+        ("c=chA", True),
+    ]
 
     unknown = {"MsgType": "event", "Event": "SCAN", "EventKey": "nosuch", "Ticket": "t", "CreateTime": t + 180}
     assert official.send(unknown).status_code == 200

@@ -10,29 +10,41 @@ from werkzeug.wrappers import Request, Response
 
 from wechat_sandbox import DEMO_APPID, DEMO_MCH_ID, DEMO_PAY_API_KEY
 
-OK_XML = ("<xml><return_code><![CDATA[SUCCESS]]></return_code>"
-          "<return_msg><![CDATA[OK]]></return_msg></xml>")
-FAIL_XML = ("<xml><return_code><![CDATA[FAIL]]></return_code>"
-            "<return_msg><![CDATA[busy]]></return_msg></xml>")
+OK_XML = "<xml><return_code><![CDATA[SUCCESS]]></return_code><return_msg><![CDATA[OK]]></return_msg></xml>"
+FAIL_XML = "<xml><return_code><![CDATA[FAIL]]></return_code><return_msg><![CDATA[busy]]></return_msg></xml>"
 NOTIFY_URL = "http://shop.invalid/api/v1/payments/wechat/notify"
 REFUND_NOTIFY_URL = "http://shop.invalid/api/v1/payments/wechat/refund-notify"
 
 
-def make_pay(url: str, api_key: str = DEMO_PAY_API_KEY, cert: tuple[str, str] | None = None,
-             appid: str = DEMO_APPID, mch_id: str = DEMO_MCH_ID, timeout: float = 5):
+def make_pay(
+    url: str,
+    api_key: str = DEMO_PAY_API_KEY,
+    cert: tuple[str, str] | None = None,
+    appid: str = DEMO_APPID,
+    mch_id: str = DEMO_MCH_ID,
+    timeout: float = 5,
+):
     """wechatpy's client, pointed at the sandbox the way the shop does it."""
-    client = WeChatPay(appid, api_key, mch_id, mch_cert=cert[0] if cert else None,
-                       mch_key=cert[1] if cert else None, timeout=timeout)
+    client = WeChatPay(
+        appid, api_key, mch_id, mch_cert=cert[0] if cert else None, mch_key=cert[1] if cert else None, timeout=timeout
+    )
     client.API_BASE_URL = url
     return client
 
 
-def create_order(client, out_trade_no: str, total_fee: int = 100, openid: str = "oTestUser",
-                 notify_url: str = NOTIFY_URL, **extra) -> dict:
+def create_order(
+    client, out_trade_no: str, total_fee: int = 100, openid: str = "oTestUser", notify_url: str = NOTIFY_URL, **extra
+) -> dict:
     """``order.create`` with the shop's arguments (client_ip always given)."""
     return client.order.create(
-        trade_type="JSAPI", body="Starmall-测试商品", total_fee=total_fee, notify_url=notify_url,
-        client_ip="127.0.0.1", user_id=openid, out_trade_no=out_trade_no, **extra,
+        trade_type="JSAPI",
+        body="Starmall-测试商品",
+        total_fee=total_fee,
+        notify_url=notify_url,
+        client_ip="127.0.0.1",
+        user_id=openid,
+        out_trade_no=out_trade_no,
+        **extra,
     )
 
 
@@ -67,8 +79,7 @@ class ShopStub:
         self.bodies: list[bytes] = []
         self._server = make_server("127.0.0.1", 0, self._app, threaded=True)
         self.url = f"http://127.0.0.1:{self._server.server_port}/notify"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def _app(self, environ, start_response):
         request = Request(environ)

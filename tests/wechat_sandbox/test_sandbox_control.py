@@ -66,8 +66,9 @@ def test_control_pay_refused_after_prepay_expiry(sandbox, wxpay):
 def test_control_listings(sandbox, wxpay):
     trade = paid_order(wxpay, sandbox, "SM1", total_fee=500)
     assert trade["trade_state"] == "SUCCESS" and trade["notification_id"] == 1
-    wxpay.refund.apply(total_fee=500, refund_fee=200, out_refund_no="RF1", out_trade_no="SM1",
-                       notify_url="http://shop.invalid/refund")
+    wxpay.refund.apply(
+        total_fee=500, refund_fee=200, out_refund_no="RF1", out_trade_no="SM1", notify_url="http://shop.invalid/refund"
+    )
     assert [t["out_trade_no"] for t in sandbox.control.trades()] == ["SM1"]
     detail = sandbox.control.trade("SM1")
     assert detail["trade_state"] == "REFUND" and detail["refunds"][0]["refund_fee"] == 200
@@ -116,9 +117,10 @@ def test_cli_serves_and_stops_on_sigterm(tmp_path):
         port = probe.getsockname()[1]
     env = {**os.environ, "WECHAT_MCH_ID": "1900000999", "SANDBOX_RETRY_SCALE": "0.5"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "wechat_sandbox", "--port", str(port), "--appid",
-         "wxcli", "--log-level", "WARNING"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "wechat_sandbox", "--port", str(port), "--appid", "wxcli", "--log-level", "WARNING"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         control = SandboxControl(f"http://127.0.0.1:{port}/", timeout=1)
@@ -130,8 +132,7 @@ def test_cli_serves_and_stops_on_sigterm(tmp_path):
             except requests.ConnectionError:
                 assert time.monotonic() < deadline, process.stdout.read()
                 time.sleep(0.05)
-        assert (config["appid"], config["mch_id"], config["retry_scale"]) == (
-            "wxcli", "1900000999", 0.5)
+        assert (config["appid"], config["mch_id"], config["retry_scale"]) == ("wxcli", "1900000999", 0.5)
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

@@ -60,19 +60,15 @@ def test_fault_err_code_on_refund_then_retry_same_out_refund_no(sandbox, wxpay):
         wxpay.refund.apply(total_fee=100, refund_fee=100, out_refund_no="RF1", out_trade_no="SM1")
     assert exc.value.errcode == "BIZERR_NEED_RETRY"
     assert sandbox.control.refunds() == []
-    again = wxpay.refund.apply(total_fee=100, refund_fee=100, out_refund_no="RF1",
-                               out_trade_no="SM1")
+    again = wxpay.refund.apply(total_fee=100, refund_fee=100, out_refund_no="RF1", out_trade_no="SM1")
     assert again["result_code"] == "SUCCESS"
 
 
 def test_fault_miniprogram_system_error(sandbox):
     sandbox.control.set_faults({"cgi-bin/token": {"system_error": True, "count": 1}})
-    params = {"grant_type": "client_credential", "appid": sandbox.config.appid,
-              "secret": sandbox.config.app_secret}
-    assert requests.get(sandbox.url + "cgi-bin/token", params=params,
-                        timeout=5).json()["errcode"] == -1
-    assert "access_token" in requests.get(sandbox.url + "cgi-bin/token", params=params,
-                                          timeout=5).json()
+    params = {"grant_type": "client_credential", "appid": sandbox.config.appid, "secret": sandbox.config.app_secret}
+    assert requests.get(sandbox.url + "cgi-bin/token", params=params, timeout=5).json()["errcode"] == -1
+    assert "access_token" in requests.get(sandbox.url + "cgi-bin/token", params=params, timeout=5).json()
 
 
 def test_faults_control_set_get_delete_and_validation(sandbox):
@@ -83,9 +79,13 @@ def test_faults_control_set_get_delete_and_validation(sandbox):
     assert set(control.faults()) == {"notify"}
     control.clear_faults()
     assert control.faults() == {}
-    for bad in ({"nope": {"drop": True}}, {"unifiedorder": {"duplicate": True}},
-                {"notify": {"drop": True}}, {"unifiedorder": {"count": 0}},
-                {"unifiedorder": {"delay_seconds": -1}}):
+    for bad in (
+        {"nope": {"drop": True}},
+        {"unifiedorder": {"duplicate": True}},
+        {"notify": {"drop": True}},
+        {"unifiedorder": {"count": 0}},
+        {"unifiedorder": {"delay_seconds": -1}},
+    ):
         with pytest.raises(SandboxControlError) as exc:
             control.set_faults(bad)
         assert exc.value.status == 400

@@ -29,8 +29,7 @@ def test_fixtures_match_the_generator():
 
 def test_fixture_payment_success_verifies():
     data = PAY.parse_payment_result(read("payment_notify_success.xml"))
-    assert (data["out_trade_no"], data["total_fee"], data["cash_fee"]) == (
-        "SM2026113000000001", 19900, 19900)
+    assert (data["out_trade_no"], data["total_fee"], data["cash_fee"]) == ("SM2026113000000001", 19900, 19900)
     assert data["transaction_id"] == "4200001234202611301234567890"
 
 
@@ -59,4 +58,7 @@ def test_fixture_refund_decrypts():
     plain = wire.parse_xml(read("refund_notify_success.req_info.xml").replace("root>", "xml>"))
     assert {k: str(v) for k, v in data.items()} == plain
     assert (data["out_refund_no"], data["refund_fee"], data["refund_status"]) == (
-        "RF2026113000000001", 19900, "SUCCESS")
+        "RF2026113000000001",
+        19900,
+        "SUCCESS",
+    )

@@ -22,8 +22,7 @@ def make_client(url: str, secret: str = DEMO_APP_SECRET, appid: str = DEMO_APPID
         def fetch_access_token(self):
             return self._fetch_access_token(
                 url=url + "cgi-bin/token",
-                params={"grant_type": "client_credential", "appid": self.appid,
-                        "secret": self.secret},
+                params={"grant_type": "client_credential", "appid": self.appid, "secret": self.secret},
             )
 
     client = SandboxClient(appid, secret)
@@ -32,8 +31,13 @@ def make_client(url: str, secret: str = DEMO_APP_SECRET, appid: str = DEMO_APPID
 
 
 def session(url, code, **overrides):
-    params = {"appid": DEMO_APPID, "secret": DEMO_APP_SECRET, "js_code": code,
-              "grant_type": "authorization_code", **overrides}
+    params = {
+        "appid": DEMO_APPID,
+        "secret": DEMO_APP_SECRET,
+        "js_code": code,
+        "grant_type": "authorization_code",
+        **overrides,
+    }
     return requests.get(url + "sns/jscode2session", params=params, timeout=5).json()
 
 
@@ -102,17 +106,24 @@ def test_token_and_subscribe_send_records_message(sandbox):
 
 
 def test_token_answers_expires_in_and_rejects_bad_secret(sandbox):
-    ok = requests.get(sandbox.url + "cgi-bin/token", timeout=5, params={
-        "grant_type": "client_credential", "appid": DEMO_APPID, "secret": DEMO_APP_SECRET}).json()
+    ok = requests.get(
+        sandbox.url + "cgi-bin/token",
+        timeout=5,
+        params={"grant_type": "client_credential", "appid": DEMO_APPID, "secret": DEMO_APP_SECRET},
+    ).json()
     assert ok["expires_in"] == 7200 and sandbox.state.token_status(ok["access_token"]) == "ok"
-    bad = requests.get(sandbox.url + "cgi-bin/token", timeout=5, params={
-        "grant_type": "client_credential", "appid": DEMO_APPID, "secret": "x"}).json()
+    bad = requests.get(
+        sandbox.url + "cgi-bin/token",
+        timeout=5,
+        params={"grant_type": "client_credential", "appid": DEMO_APPID, "secret": "x"},
+    ).json()
     assert bad["errcode"] == 40125
 
 
 def send(url, token, body):
-    return requests.post(url + "cgi-bin/message/subscribe/send", params={"access_token": token},
-                         json=body, timeout=5).json()
+    return requests.post(
+        url + "cgi-bin/message/subscribe/send", params={"access_token": token}, json=body, timeout=5
+    ).json()
 
 
 def test_subscribe_send_errors():

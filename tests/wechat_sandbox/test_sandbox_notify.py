@@ -70,13 +70,16 @@ def test_deliver_pending_sends_nothing_until_called(sandbox, wxpay):
     assert len(recorder.calls) == 1
 
 
-@pytest.mark.parametrize("status, text", [
-    (200, "success"),
-    (200, FAIL_XML),
-    (500, OK_XML),
-    (200, "<xml><return_code>SUCCESS</return_code>"),
-    (200, '<!DOCTYPE xml [<!ENTITY s "SUCCESS">]><xml><return_code>&s;</return_code></xml>'),
-])
+@pytest.mark.parametrize(
+    "status, text",
+    [
+        (200, "success"),
+        (200, FAIL_XML),
+        (500, OK_XML),
+        (200, "<xml><return_code>SUCCESS</return_code>"),
+        (200, '<!DOCTYPE xml [<!ENTITY s "SUCCESS">]><xml><return_code>&s;</return_code></xml>'),
+    ],
+)
 def test_is_acknowledged_only_for_xml_success(status, text):
     assert not is_acknowledged(status, text)
     assert is_acknowledged(200, OK_XML)

@@ -27,8 +27,7 @@ def test_unifiedorder_returns_signed_prepay_id_and_stores_trade(sandbox, wxpay):
     assert result["prepay_id"].startswith("wx") and len(result["prepay_id"]) == 36
     assert wire.verify_sign(result, DEMO_PAY_API_KEY)
     trade = sandbox.state.trades["SM1"]
-    assert (trade.prepay_id, trade.total_fee, trade.trade_state) == (
-        result["prepay_id"], 19900, "NOTPAY")
+    assert (trade.prepay_id, trade.total_fee, trade.trade_state) == (result["prepay_id"], 19900, "NOTPAY")
     assert (trade.openid, trade.notify_url, trade.attach) == ("oTestUser", NOTIFY_URL, "order=1")
 
 
@@ -57,8 +56,14 @@ def test_unifiedorder_wrong_mch_id_or_appid_rejected(sandbox):
 
 
 def test_unifiedorder_missing_params_param_error(sandbox):
-    fields = base_fields(body="b", out_trade_no="SM1", total_fee="1", spbill_create_ip="1.1.1.1",
-                         notify_url=NOTIFY_URL, trade_type="JSAPI")
+    fields = base_fields(
+        body="b",
+        out_trade_no="SM1",
+        total_fee="1",
+        spbill_create_ip="1.1.1.1",
+        notify_url=NOTIFY_URL,
+        trade_type="JSAPI",
+    )
     _, answer = post_xml(sandbox.url, "pay/unifiedorder", fields)
     assert (answer["result_code"], answer["err_code"]) == ("FAIL", "PARAM_ERROR")
     assert "openid" in answer["err_code_des"]
@@ -68,16 +73,26 @@ def test_unifiedorder_missing_params_param_error(sandbox):
     assert answer["err_code"] == "PARAM_ERROR" and "body" in answer["err_code_des"]
 
 
-@pytest.mark.parametrize("change, des", [
-    ({"out_trade_no": "X" * 33}, "out_trade_no"),
-    ({"total_fee": "0"}, "total_fee"),
-    ({"total_fee": "1.5"}, "total_fee"),
-    ({"trade_type": "NATIVE"}, "trade_type"),
-    ({"notify_url": "ftp://x"}, "notify_url"),
-])
+@pytest.mark.parametrize(
+    "change, des",
+    [
+        ({"out_trade_no": "X" * 33}, "out_trade_no"),
+        ({"total_fee": "0"}, "total_fee"),
+        ({"total_fee": "1.5"}, "total_fee"),
+        ({"trade_type": "NATIVE"}, "trade_type"),
+        ({"notify_url": "ftp://x"}, "notify_url"),
+    ],
+)
 def test_unifiedorder_invalid_params_param_error(sandbox, change, des):
-    fields = base_fields(body="b", out_trade_no="SM1", total_fee="1", spbill_create_ip="1.1.1.1",
-                         notify_url=NOTIFY_URL, trade_type="JSAPI", openid="o1")
+    fields = base_fields(
+        body="b",
+        out_trade_no="SM1",
+        total_fee="1",
+        spbill_create_ip="1.1.1.1",
+        notify_url=NOTIFY_URL,
+        trade_type="JSAPI",
+        openid="o1",
+    )
     fields.update(change)
     _, answer = post_xml(sandbox.url, "pay/unifiedorder", fields)
     assert answer["err_code"] == "PARAM_ERROR" and des in answer["err_code_des"]
@@ -192,11 +207,11 @@ def test_closeorder_min_close_age_enforced():
 
 
 def test_pay_endpoints_reject_bad_xml_dtd_and_get(sandbox):
-    attack = ('<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
-              "<xml><appid>&x;</appid></xml>")
+    attack = (
+        '<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><appid>&x;</appid></xml>'
+    )
     for body in (attack, "<xml><appid>", "plain text"):
-        answer = xmltodict.parse(requests.post(sandbox.url + "pay/orderquery", data=body,
-                                               timeout=5).text)["xml"]
+        answer = xmltodict.parse(requests.post(sandbox.url + "pay/orderquery", data=body, timeout=5).text)["xml"]
         assert answer == {"return_code": "FAIL", "return_msg": "XML格式错误"}
     got = xmltodict.parse(requests.get(sandbox.url + "pay/orderquery", timeout=5).text)["xml"]
     assert got["return_code"] == "FAIL"

@@ -16,8 +16,9 @@ from wechat_sandbox import DEMO_PAY_API_KEY, SandboxConfig, SandboxServer, wire
 
 
 def apply(client, out_refund_no, refund_fee, total_fee=100, out_trade_no="SM1", **extra):
-    return client.refund.apply(total_fee=total_fee, refund_fee=refund_fee,
-                               out_refund_no=out_refund_no, out_trade_no=out_trade_no, **extra)
+    return client.refund.apply(
+        total_fee=total_fee, refund_fee=refund_fee, out_refund_no=out_refund_no, out_trade_no=out_trade_no, **extra
+    )
 
 
 def test_refund_same_out_refund_no_refunds_once(sandbox, wxpay):
@@ -86,8 +87,7 @@ def test_refund_notification_decrypts_with_wechatpy(sandbox, wxpay):
     assert set(outer) == {"return_code", "appid", "mch_id", "nonce_str", "req_info"}
     info = wxpay.parse_refund_notify_result(body.decode())
     assert (info["out_trade_no"], info["out_refund_no"]) == ("SM1", "RF1")
-    assert (info["refund_id"], info["transaction_id"]) == (refund["refund_id"],
-                                                          trade["transaction_id"])
+    assert (info["refund_id"], info["transaction_id"]) == (refund["refund_id"], trade["transaction_id"])
     assert (info["total_fee"], info["refund_fee"], info["settlement_refund_fee"]) == (300, 120, 120)
     assert info["refund_status"] == "SUCCESS" and len(info["success_time"]) == 19
     assert info["refund_recv_accout"] and info["refund_request_source"] == "API"
@@ -133,8 +133,7 @@ def test_refundquery_lists_refunds_and_unknown_refundnotexist(sandbox, wxpay):
     assert listing["refund_count"] == "2" and listing["transaction_id"] == trade["transaction_id"]
     assert [listing["out_refund_no_0"], listing["out_refund_no_1"]] == ["RF1", "RF2"]
     assert [listing["refund_fee_0"], listing["refund_fee_1"]] == ["30", "20"]
-    assert [listing["refund_id_0"], listing["refund_id_1"]] == [first["refund_id"],
-                                                                second["refund_id"]]
+    assert [listing["refund_id_0"], listing["refund_id_1"]] == [first["refund_id"], second["refund_id"]]
     assert listing["refund_status_0"] == "SUCCESS"
     one = wxpay.refund.query(refund_id=second["refund_id"])
     assert one["refund_count"] == "1" and one["out_refund_no_0"] == "RF2"

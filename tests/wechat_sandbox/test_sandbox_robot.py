@@ -16,32 +16,49 @@ def send(sandbox, body=None, key=DEMO_ROBOT_KEY, **kwargs) -> dict:
 
 
 def test_robot_accepts_markdown_and_text_and_records_them(sandbox):
-    assert send(sandbox, {"msgtype": "markdown", "markdown": {"content": "## 告警\n退款 SM1R1 失败"}}) == \
-        {"errcode": 0, "errmsg": "ok"}
-    assert send(sandbox, {"msgtype": "text", "text": {"content": "对账有差异", "mentioned_mobile_list": ["@all"]}}) == \
-        {"errcode": 0, "errmsg": "ok"}
+    assert send(sandbox, {"msgtype": "markdown", "markdown": {"content": "## 告警\n退款 SM1R1 失败"}}) == {
+        "errcode": 0,
+        "errmsg": "ok",
+    }
+    assert send(sandbox, {"msgtype": "text", "text": {"content": "对账有差异", "mentioned_mobile_list": ["@all"]}}) == {
+        "errcode": 0,
+        "errmsg": "ok",
+    }
     messages = sandbox.control.robot_messages()
     assert [(m["id"], m["key"], m["msgtype"], m["content"]) for m in messages] == [
-        (1, DEMO_ROBOT_KEY, "markdown", "## 告警\n退款 SM1R1 失败"), (2, DEMO_ROBOT_KEY, "text", "对账有差异")]
+        (1, DEMO_ROBOT_KEY, "markdown", "## 告警\n退款 SM1R1 失败"),
+        (2, DEMO_ROBOT_KEY, "text", "对账有差异"),
+    ]
     assert messages[1]["mentioned_mobile_list"] == ["@all"] and messages[0]["sent_at"].endswith("+08:00")
     assert sandbox.control.robot_messages(key="other") == []
     assert sandbox.control.clear_robot_messages() == []
     assert sandbox.control.robot_messages() == []
 
 
-@pytest.mark.parametrize(("key", "body", "errcode", "errmsg"), [
-    (None, {"msgtype": "text", "text": {"content": "x"}}, 93000, "invalid webhook url"),
-    ("not-the-key", {"msgtype": "text", "text": {"content": "x"}}, 93000, "invalid webhook url"),
-    (DEMO_ROBOT_KEY, {"msgtype": "card", "card": {"content": "x"}}, 40008, "invalid message type"),
-    (DEMO_ROBOT_KEY, {"text": {"content": "x"}}, 40008, "invalid message type"),
-    (DEMO_ROBOT_KEY, {"msgtype": "text", "text": {"content": ""}}, 44004, "empty content"),
-    (DEMO_ROBOT_KEY, {"msgtype": "markdown", "text": {"content": "x"}}, 44004, "empty content"),
-    (DEMO_ROBOT_KEY, {"msgtype": "text", "text": {"content": "字" * 683}}, 40058,
-     "text.content exceed max length 2048. invalid Request Parameter"),
-    (DEMO_ROBOT_KEY, {"msgtype": "markdown", "markdown": {"content": "a" * 4097}}, 40058,
-     "markdown.content exceed max length 4096. invalid Request Parameter"),
-    (DEMO_ROBOT_KEY, ["not", "an", "object"], 47001, "data format error"),
-])
+@pytest.mark.parametrize(
+    ("key", "body", "errcode", "errmsg"),
+    [
+        (None, {"msgtype": "text", "text": {"content": "x"}}, 93000, "invalid webhook url"),
+        ("not-the-key", {"msgtype": "text", "text": {"content": "x"}}, 93000, "invalid webhook url"),
+        (DEMO_ROBOT_KEY, {"msgtype": "card", "card": {"content": "x"}}, 40008, "invalid message type"),
+        (DEMO_ROBOT_KEY, {"text": {"content": "x"}}, 40008, "invalid message type"),
+        (DEMO_ROBOT_KEY, {"msgtype": "text", "text": {"content": ""}}, 44004, "empty content"),
+        (DEMO_ROBOT_KEY, {"msgtype": "markdown", "text": {"content": "x"}}, 44004, "empty content"),
+        (
+            DEMO_ROBOT_KEY,
+            {"msgtype": "text", "text": {"content": "字" * 683}},
+            40058,
+            "text.content exceed max length 2048. invalid Request Parameter",
+        ),
+        (
+            DEMO_ROBOT_KEY,
+            {"msgtype": "markdown", "markdown": {"content": "a" * 4097}},
+            40058,
+            "markdown.content exceed max length 4096. invalid Request Parameter",
+        ),
+        (DEMO_ROBOT_KEY, ["not", "an", "object"], 47001, "data format error"),
+    ],
+)
 def test_robot_refuses_as_wecom_does(sandbox, key, body, errcode, errmsg):
     answer = send(sandbox, body, key=key)
     assert answer["errcode"] == errcode
@@ -86,7 +103,11 @@ def test_robot_key_from_the_environment():
     config = SandboxConfig.from_env({"SANDBOX_ROBOT_KEY": "11111111-2222-3333-4444-555555555555"})
     with SandboxServer(config=config, auto_notify=False) as server:
         assert send(server, {"msgtype": "text", "text": {"content": "x"}}, key=DEMO_ROBOT_KEY)["errcode"] == 93000
-        assert send(server, {"msgtype": "text", "text": {"content": "x"}},
-                    key="11111111-2222-3333-4444-555555555555")["errcode"] == 0
+        assert (
+            send(server, {"msgtype": "text", "text": {"content": "x"}}, key="11111111-2222-3333-4444-555555555555")[
+                "errcode"
+            ]
+            == 0
+        )
     with pytest.raises(ValueError, match="robot_key"):
         SandboxConfig(robot_key="").validate()

@@ -26,9 +26,7 @@ def test_calculate_sign_official_vector():
 
 def test_calculate_sign_skips_empty_values_and_sign_itself():
     params = {**OFFICIAL_PARAMS, "attach": "", "detail": None, "sign": "WHATEVER"}
-    assert wire.calculate_sign(params, "192006250b4c09247ec02edce69f6a2d") == (
-        "9A0A8659F005D6984697E2CA0A9CF3B7"
-    )
+    assert wire.calculate_sign(params, "192006250b4c09247ec02edce69f6a2d") == ("9A0A8659F005D6984697E2CA0A9CF3B7")
 
 
 def test_calculate_sign_hmac_matches_wechatpy():
@@ -40,8 +38,7 @@ def test_calculate_sign_hmac_matches_wechatpy():
 
 def test_verify_sign_uses_sign_type_and_rejects_tampering():
     md5 = wire.signed(OFFICIAL_PARAMS, DEMO_PAY_API_KEY)
-    hmac_signed = wire.signed({**OFFICIAL_PARAMS, "sign_type": "HMAC-SHA256"}, DEMO_PAY_API_KEY,
-                              wire.SIGN_HMAC_SHA256)
+    hmac_signed = wire.signed({**OFFICIAL_PARAMS, "sign_type": "HMAC-SHA256"}, DEMO_PAY_API_KEY, wire.SIGN_HMAC_SHA256)
     assert wire.verify_sign(md5, DEMO_PAY_API_KEY)
     assert wire.verify_sign(hmac_signed, DEMO_PAY_API_KEY)
     assert not wire.verify_sign({**md5, "body": "tampered"}, DEMO_PAY_API_KEY)
@@ -50,24 +47,24 @@ def test_verify_sign_uses_sign_type_and_rejects_tampering():
 
 
 def test_parse_xml_reads_cdata_and_keeps_whitespace():
-    fields = wire.parse_xml(
-        "<xml>\n<body><![CDATA[ 商品 A ]]></body>\n<total_fee>1</total_fee><attach></attach></xml>"
-    )
+    fields = wire.parse_xml("<xml>\n<body><![CDATA[ 商品 A ]]></body>\n<total_fee>1</total_fee><attach></attach></xml>")
     assert fields == {"body": " 商品 A ", "total_fee": "1", "attach": ""}
 
 
-@pytest.mark.parametrize("payload", [
-    '<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
-    "<xml><a>&x;</a></xml>",
-    '<!DOCTYPE xml [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><xml><a>&b;</a></xml>',
-    '<!doctype xml SYSTEM "http://evil.invalid/x.dtd"><xml><a>1</a></xml>',
-    "<xml><a>1</a>",
-    "<root><a>1</a></root>",
-    "<xml><a><b>1</b></a></xml>",
-    "<xml><a>1</a><a>2</a></xml>",
-    "",
-    "not xml",
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        '<?xml version="1.0"?><!DOCTYPE xml [<!ENTITY x SYSTEM "file:///etc/passwd">]><xml><a>&x;</a></xml>',
+        '<!DOCTYPE xml [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><xml><a>&b;</a></xml>',
+        '<!doctype xml SYSTEM "http://evil.invalid/x.dtd"><xml><a>1</a></xml>',
+        "<xml><a>1</a>",
+        "<root><a>1</a></root>",
+        "<xml><a><b>1</b></a></xml>",
+        "<xml><a>1</a><a>2</a></xml>",
+        "",
+        "not xml",
+    ],
+)
 def test_parse_xml_rejects_unsafe_or_malformed(payload):
     with pytest.raises(wire.XMLFormatError):
         wire.parse_xml(payload)
@@ -75,8 +72,9 @@ def test_parse_xml_rejects_unsafe_or_malformed(payload):
 
 def test_to_xml_writes_ints_bare_and_strings_in_cdata():
     xml = wire.to_xml({"total_fee": 100, "body": "a]]>b", "skip": None, "openid": "o1"})
-    assert xml == ("<xml><total_fee>100</total_fee><body><![CDATA[a]]]]><![CDATA[>b]]></body>"
-                   "<openid><![CDATA[o1]]></openid></xml>")
+    assert xml == (
+        "<xml><total_fee>100</total_fee><body><![CDATA[a]]]]><![CDATA[>b]]></body><openid><![CDATA[o1]]></openid></xml>"
+    )
     assert wire.parse_xml(xml) == {"total_fee": "100", "body": "a]]>b", "openid": "o1"}
 
 
@@ -85,7 +83,8 @@ def test_refund_req_info_roundtrip_and_wechatpy_decrypts():
     encrypted = wire.refund_req_info_encrypt(plain, DEMO_PAY_API_KEY)
     assert wire.refund_req_info_decrypt(encrypted, DEMO_PAY_API_KEY) == plain
     decoded = WeChatRefundCrypto(DEMO_PAY_API_KEY).decrypt_message(
-        {"req_info": encrypted, "appid": "a", "mch_id": "m"}, "a", "m")
+        {"req_info": encrypted, "appid": "a", "mch_id": "m"}, "a", "m"
+    )
     assert decoded == {"out_refund_no": "R1", "refund_fee": "5"}
 
 
@@ -102,12 +101,18 @@ def test_ids_have_wechat_shapes():
 
 def test_yuan_formats_fen_with_two_decimals():
     assert [wire.yuan(f) for f in (0, 1, 10, 1990, 19900, -5, -1234)] == [
-        "0.00", "0.01", "0.10", "19.90", "199.00", "-0.05", "-12.34"]
+        "0.00",
+        "0.01",
+        "0.10",
+        "19.90",
+        "199.00",
+        "-0.05",
+        "-12.34",
+    ]
 
 
 def test_config_from_env_reads_variables_and_flags_win():
-    env = {"WECHAT_APPID": "wxenv", "WECHAT_MCH_ID": "123", "SANDBOX_RETRY_SCALE": "0.5",
-           "WECHAT_PAY_API_KEY": ""}
+    env = {"WECHAT_APPID": "wxenv", "WECHAT_MCH_ID": "123", "SANDBOX_RETRY_SCALE": "0.5", "WECHAT_PAY_API_KEY": ""}
     config = SandboxConfig.from_env(env, mch_id="456")
     assert (config.appid, config.mch_id, config.retry_scale) == ("wxenv", "456", 0.5)
     assert config.api_key == DEMO_PAY_API_KEY

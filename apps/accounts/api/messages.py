@@ -33,8 +33,10 @@ class SubscribeTemplateListView(APIView):
     authentication_classes = [PublicTokenAuthentication]
     permission_classes = [AllowAny]
 
-    @extend_schema(parameters=[SubscribeTemplateQuerySerializer], responses={
-        200: SubscribeTemplateSerializer(many=True), **errors(e400="invalid (unknown scene)")})
+    @extend_schema(
+        parameters=[SubscribeTemplateQuerySerializer],
+        responses={200: SubscribeTemplateSerializer(many=True), **errors(e400="invalid (unknown scene)")},
+    )
     def get(self, request):
         query = SubscribeTemplateQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -64,9 +66,16 @@ class PhoneInSerializer(serializers.Serializer):
 
 
 class MePhoneView(APIView):
-    @extend_schema(request=PhoneInSerializer, responses={200: PhoneUserSerializer, **errors(
-        e400="invalid (getPhoneNumber code refused: detail.code; wrong or expired sms_code: detail.sms_code)",
-        e503="wechat_unavailable")})
+    @extend_schema(
+        request=PhoneInSerializer,
+        responses={
+            200: PhoneUserSerializer,
+            **errors(
+                e400="invalid (getPhoneNumber code refused: detail.code; wrong or expired sms_code: detail.sms_code)",
+                e503="wechat_unavailable",
+            ),
+        },
+    )
     def post(self, request):
         data = PhoneInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -74,8 +83,9 @@ class MePhoneView(APIView):
         if values.get("code"):
             customer = phones.phone_set_by_wechat_code(customer=request.user, code=values["code"])
         else:
-            customer = phones.phone_set_by_sms(customer=request.user, phone=values["phone"],
-                                               sms_code=values["sms_code"])
+            customer = phones.phone_set_by_sms(
+                customer=request.user, phone=values["phone"], sms_code=values["sms_code"]
+            )
         return Response(PhoneUserSerializer(customer).data)
 
 
@@ -84,12 +94,20 @@ class SmsCodeInSerializer(serializers.Serializer):
 
 
 class SmsCodeView(APIView):
-    @extend_schema(request=SmsCodeInSerializer, responses={204: None, **errors(
-        e429="throttled (one a minute; SMS_CODES_PER_DAY a day per phone and per address)",
-        e503="service_unavailable (the SMS provider failed)")})
+    @extend_schema(
+        request=SmsCodeInSerializer,
+        responses={
+            204: None,
+            **errors(
+                e429="throttled (one a minute; SMS_CODES_PER_DAY a day per phone and per address)",
+                e503="service_unavailable (the SMS provider failed)",
+            ),
+        },
+    )
     def post(self, request):
         data = SmsCodeInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        phones.sms_code_send(customer=request.user, phone=data.validated_data["phone"],
-                             client_ip=client_ip(request) or "")
+        phones.sms_code_send(
+            customer=request.user, phone=data.validated_data["phone"], client_ip=client_ip(request) or ""
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -5,14 +5,22 @@ from apps.accounts.models import Address, Customer
 
 class LoginInSerializer(serializers.Serializer):
     code = serializers.CharField(max_length=128)
-    scene = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False,
-                                  help_text="the decoded scene of the mini-program code opened: r=<referral_code> "
-                                            "or c=<channel_code>; anything else is ignored")
+    scene = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        help_text="the decoded scene of the mini-program code opened: r=<referral_code> "
+        "or c=<channel_code>; anything else is ignored",
+    )
 
     def to_internal_value(self, data):
         # an odd scene (too long, not a string) is ignored, never an error (API.md)
-        if isinstance(data, dict) and "scene" in data and (
-                not isinstance(data["scene"], str) or len(data["scene"]) > 128):
+        if (
+            isinstance(data, dict)
+            and "scene" in data
+            and (not isinstance(data["scene"], str) or len(data["scene"]) > 128)
+        ):
             data = {k: v for k, v in data.items() if k != "scene"}
         return super().to_internal_value(data)
 
@@ -40,5 +48,6 @@ class AddressSerializer(serializers.ModelSerializer):
 
 class ProfileInSerializer(serializers.Serializer):
     nickname = serializers.CharField(required=False, max_length=64)
-    avatar_url = serializers.CharField(required=False, allow_blank=True, max_length=500,
-                                       help_text="a URL answered by POST /api/v1/uploads, or empty")
+    avatar_url = serializers.CharField(
+        required=False, allow_blank=True, max_length=500, help_text="a URL answered by POST /api/v1/uploads, or empty"
+    )

@@ -26,8 +26,13 @@ class LoginView(APIView):
     permission_classes = [AllowAny]
     throttle_classes = [LoginThrottle]
 
-    @extend_schema(request=LoginInSerializer, responses={200: LoginOutSerializer, **errors(
-        e400="invalid (bad or used code)", e429="throttled", e503="wechat_unavailable")})
+    @extend_schema(
+        request=LoginInSerializer,
+        responses={
+            200: LoginOutSerializer,
+            **errors(e400="invalid (bad or used code)", e429="throttled", e503="wechat_unavailable"),
+        },
+    )
     def post(self, request):
         data = LoginInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -48,8 +53,10 @@ class MeView(APIView):
     def get(self, request):
         return Response(UserSerializer(request.user).data)
 
-    @extend_schema(request=ProfileInSerializer, responses={200: UserSerializer, **errors(
-        e400="invalid (empty nickname; avatar_url not one of our uploads)")})
+    @extend_schema(
+        request=ProfileInSerializer,
+        responses={200: UserSerializer, **errors(e400="invalid (empty nickname; avatar_url not one of our uploads)")},
+    )
     def patch(self, request):
         data = ProfileInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -62,8 +69,9 @@ class AddressListView(APIView):
     def get(self, request):
         return Response(AddressSerializer(selectors.address_list(customer=request.user), many=True).data)
 
-    @extend_schema(request=AddressSerializer, responses={201: AddressSerializer, **errors(
-        e409="limit_exceeded (20 addresses)")})
+    @extend_schema(
+        request=AddressSerializer, responses={201: AddressSerializer, **errors(e409="limit_exceeded (20 addresses)")}
+    )
     def post(self, request):
         data = AddressSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -72,8 +80,10 @@ class AddressListView(APIView):
 
 
 class AddressDetailView(APIView):
-    @extend_schema(request=AddressSerializer(partial=True), responses={200: AddressSerializer, **errors(
-        e404="not_found (also another customer's address)")})
+    @extend_schema(
+        request=AddressSerializer(partial=True),
+        responses={200: AddressSerializer, **errors(e404="not_found (also another customer's address)")},
+    )
     def patch(self, request, address_id: int):
         data = AddressSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)

@@ -15,8 +15,10 @@ from apps.accounts.models import WalletEvent
 from starmall.api.pagination import PageNumberPagination
 from starmall.api.schema import errors
 
-PAGE_PARAMETERS = [OpenApiParameter("page", int, description="1, 2, ..."),
-                   OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)")]
+PAGE_PARAMETERS = [
+    OpenApiParameter("page", int, description="1, 2, ..."),
+    OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)"),
+]
 
 
 def _time(value):
@@ -27,11 +29,14 @@ class PointsEntrySerializer(serializers.Serializer):
     change = serializers.IntegerField(source="amount", help_text="points; + earned/returned, - spent/revoked")
     reason = serializers.CharField(help_text="code: pay, refund, spend, return, award, revoke, adjust")
     reason_text = serializers.CharField(source="get_reason_display", help_text="Chinese label")
-    state = serializers.CharField(help_text="available, frozen (award not yet spendable), void (order cancelled/refunded)")
+    state = serializers.CharField(
+        help_text="available, frozen (award not yet spendable), void (order cancelled/refunded)"
+    )
     order_no = serializers.CharField(allow_blank=True)
     created_at = serializers.SerializerMethodField()
     available_at = serializers.SerializerMethodField(
-        help_text="when the points became / become spendable; null: frozen until the order completes")
+        help_text="when the points became / become spendable; null: frozen until the order completes"
+    )
 
     def get_created_at(self, entry) -> str:
         return _time(entry.created_at)
@@ -52,10 +57,16 @@ class BalanceEntrySerializer(serializers.Serializer):
 
 
 def _page_schema(name: str, totals: dict, entry) -> serializers.Serializer:
-    return inline_serializer(name, {
-        **totals, "count": serializers.IntegerField(), "next": serializers.URLField(allow_null=True),
-        "previous": serializers.URLField(allow_null=True), "results": entry(many=True),
-    })
+    return inline_serializer(
+        name,
+        {
+            **totals,
+            "count": serializers.IntegerField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": entry(many=True),
+        },
+    )
 
 
 class _LedgerView(APIView):
@@ -68,7 +79,8 @@ class _LedgerView(APIView):
     def get(self, request):
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(
-            selectors.wallet_ledger(customer_id=request.user.pk, kind=self.kind), request, view=self)
+            selectors.wallet_ledger(customer_id=request.user.pk, kind=self.kind), request, view=self
+        )
         response = paginator.get_paginated_response(self.entry_serializer(page, many=True).data)
         response.data = {**self.totals(request.user), **response.data}
         return response
@@ -84,9 +96,17 @@ class PointsLedgerView(_LedgerView):
         customer.refresh_from_db(fields=["points"])
         return {"points": customer.points, "frozen": selectors.points_frozen(customer_id=customer.pk)}
 
-    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: _page_schema("PointsLedger", {
-        "points": serializers.IntegerField(), "frozen": serializers.IntegerField()}, PointsEntrySerializer),
-        **errors(e401="unauthenticated", e404="not_found (no such page)")})
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: _page_schema(
+                "PointsLedger",
+                {"points": serializers.IntegerField(), "frozen": serializers.IntegerField()},
+                PointsEntrySerializer,
+            ),
+            **errors(e401="unauthenticated", e404="not_found (no such page)"),
+        },
+    )
     def get(self, request):
         return super().get(request)
 
@@ -101,8 +121,12 @@ class BalanceLedgerView(_LedgerView):
         customer.refresh_from_db(fields=["balance_fen"])
         return {"balance_fen": customer.balance_fen}
 
-    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: _page_schema("BalanceLedger", {
-        "balance_fen": serializers.IntegerField()}, BalanceEntrySerializer),
-        **errors(e401="unauthenticated", e404="not_found (no such page)")})
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses={
+            200: _page_schema("BalanceLedger", {"balance_fen": serializers.IntegerField()}, BalanceEntrySerializer),
+            **errors(e401="unauthenticated", e404="not_found (no such page)"),
+        },
+    )
     def get(self, request):
         return super().get(request)

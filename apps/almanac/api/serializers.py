@@ -47,7 +47,9 @@ class SearchQuerySerializer(serializers.Serializer):
         required=False, default=30, min_value=1, max_value=366, help_text="window length in days"
     )
     limit = serializers.IntegerField(
-        required=False, min_value=1, max_value=366,
+        required=False,
+        min_value=1,
+        max_value=366,
         help_text="at most this many good days (the first ones); default: all in the window",
     )
 
@@ -158,4 +160,3 @@ class ActivitiesSerializer(serializers.Serializer):
     words = ActivityWordSerializer(many=True, help_text="the synonym table")
     terms = serializers.ListField(child=serializers.CharField(), help_text="every searchable almanac term")
     markers = serializers.ListField(child=serializers.CharField(), help_text="shown with days, not searchable")
-

@@ -40,9 +40,7 @@ class DayView(_Public):
         params = DayPathSerializer(data={"date": date})
         params.is_valid(raise_exception=True)
         day = params.validated_data["date"]
-        data = caching.get_or_compute(
-            f"day:{day.isoformat()}", lambda: DaySerializer(selectors.day_get(day)).data
-        )
+        data = caching.get_or_compute(f"day:{day.isoformat()}", lambda: DaySerializer(selectors.day_get(day)).data)
         return Response(data)
 
 
@@ -86,8 +84,13 @@ class SearchView(_Public):
         def compute() -> dict:
             found = selectors.search(activity=q["activity"], start=start, days=q["days"], limit=q.get("limit"))
             out = {
-                "activity": found.activity, "terms": found.terms, "rule": synonyms.RULE,
-                "start": found.start, "end": found.end, "count": len(found.days), "results": found.days,
+                "activity": found.activity,
+                "terms": found.terms,
+                "rule": synonyms.RULE,
+                "start": found.start,
+                "end": found.end,
+                "count": len(found.days),
+                "results": found.days,
             }
             return SearchSerializer(out, context={"terms": found.terms}).data
 

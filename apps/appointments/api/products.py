@@ -21,7 +21,9 @@ class ProductDetailView(APIView):
 
     @extend_schema(
         responses=ProductDetailSerializer,
-        parameters=[OpenApiParameter("good_for", str, description="consultations: next slots on days good for this activity")],
+        parameters=[
+            OpenApiParameter("good_for", str, description="consultations: next slots on days good for this activity")
+        ],
     )
     def get(self, request, product_id: int):
         product = selectors.product_get(product_id=product_id)

@@ -15,8 +15,12 @@ class SlotQuerySerializer(serializers.Serializer):
 
     from_ = serializers.DateField(required=False)
     to = serializers.DateField(required=False)
-    good_for = serializers.CharField(required=False, max_length=20, allow_blank=True,
-                                     help_text="only days good (宜, not 忌) for this activity, e.g. 开业")
+    good_for = serializers.CharField(
+        required=False,
+        max_length=20,
+        allow_blank=True,
+        help_text="only days good (宜, not 忌) for this activity, e.g. 开业",
+    )
 
     def get_fields(self):
         fields = super().get_fields()

@@ -32,9 +32,12 @@ class ProductListQuerySerializer(serializers.Serializer):
     category = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
     q = serializers.CharField(required=False, max_length=50, allow_blank=True)
     kind = serializers.ChoiceField(choices=Kind.choices, required=False)
-    sort = serializers.ChoiceField(choices=["sales", "price", "-price", "new"], required=False,
-                                   help_text="sales: units of paid, not refunded orders, most first; "
-                                             "price / -price: lowest SKU price; new: newest first")
+    sort = serializers.ChoiceField(
+        choices=["sales", "price", "-price", "new"],
+        required=False,
+        help_text="sales: units of paid, not refunded orders, most first; "
+        "price / -price: lowest SKU price; new: newest first",
+    )
     tag = serializers.ChoiceField(choices=["hot", "recommended"], required=False)
 
 
@@ -77,11 +80,23 @@ class ProductDetailSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Product
-        fields = ["id", "name", "kind", "description", "cover_url", "images", "skus", "teacher", "next_slots",
-                  "rating", "review_count"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "description",
+            "cover_url",
+            "images",
+            "skus",
+            "teacher",
+            "next_slots",
+            "rating",
+            "review_count",
+        ]
 
     def get_rating(self, product) -> float | None:
         return product.rating
+
     def get_skus(self, product) -> list[dict]:
         return SkuSerializer([s for s in product.skus.all() if s.is_active], many=True).data
 

@@ -49,16 +49,19 @@ class ScheduleQuerySerializer(SlotQuerySerializer):
 class TeacherScheduleView(APIView):
     """``GET /api/v1/teacher/schedule?from=&to=``: the signed-in teacher's slots and bookings."""
 
-    @extend_schema(parameters=[ScheduleQuerySerializer], responses={200: ScheduleSerializer, **errors(
-        e403="forbidden (the caller is not a teacher)")})
+    @extend_schema(
+        parameters=[ScheduleQuerySerializer],
+        responses={200: ScheduleSerializer, **errors(e403="forbidden (the caller is not a teacher)")},
+    )
     def get(self, request):
         query = ScheduleQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         teacher = teacher_for_customer(request.user.pk)
         if teacher is None:
             raise Forbidden("只有老师可以查看排班。")
-        slots = consultations.teacher_schedule(teacher=teacher, start=query.validated_data["start"],
-                                               end=query.validated_data["end"])
+        slots = consultations.teacher_schedule(
+            teacher=teacher, start=query.validated_data["start"], end=query.validated_data["end"]
+        )
         return Response({"teacher": {"id": teacher.pk, "name": teacher.name, "title": teacher.title}, "slots": slots})
 
 
@@ -97,8 +100,9 @@ class ConsultationListView(ListAPIView):
     def get_queryset(self):
         query = ConsultationQuerySerializer(data=self.request.query_params)
         query.is_valid(raise_exception=True)
-        return consultations.consultation_list(customer_id=self.request.user.pk,
-                                               status=query.validated_data.get("status"))
+        return consultations.consultation_list(
+            customer_id=self.request.user.pk, status=query.validated_data.get("status")
+        )
 
 
 class TeacherCardSerializer(serializers.Serializer):
@@ -126,9 +130,18 @@ class TeacherCardView(APIView):
         teacher = teacher_get(teacher_id=teacher_id)
         if teacher is None:
             raise NotFound("老师不存在。", teacher_id=teacher_id)
-        return Response(TeacherCardSerializer({
-            "id": teacher.pk, "name": teacher.name, "title": teacher.title, "bio": teacher.bio,
-            "photo_url": teacher.photo_url, "specialties": teacher.specialties or [],
-            "rating": consultations.teacher_rating(teacher), "product_id": teacher.product_id,
-            "next_slots": slot_next_available(teacher_id=teacher.pk, limit=5),
-        }).data)
+        return Response(
+            TeacherCardSerializer(
+                {
+                    "id": teacher.pk,
+                    "name": teacher.name,
+                    "title": teacher.title,
+                    "bio": teacher.bio,
+                    "photo_url": teacher.photo_url,
+                    "specialties": teacher.specialties or [],
+                    "rating": consultations.teacher_rating(teacher),
+                    "product_id": teacher.product_id,
+                    "next_slots": slot_next_available(teacher_id=teacher.pk, limit=5),
+                }
+            ).data
+        )

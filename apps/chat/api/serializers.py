@@ -23,16 +23,22 @@ class MessageInSerializer(serializers.Serializer):
     """The shape only; the rules (length, our URLs, duration) are the service's, as on the socket."""
 
     content_type = serializers.ChoiceField(choices=ContentType.choices, help_text="1 text, 2 voice, 3 image")
-    content = serializers.CharField(max_length=2000, trim_whitespace=False,
-                                    help_text="text (<= 1000 chars) or our uploaded file's URL")
-    duration = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=60,
-                                        help_text="seconds, voice only (1..60); ignored: the duration is read "
-                                                  "from the uploaded file")
+    content = serializers.CharField(
+        max_length=2000, trim_whitespace=False, help_text="text (<= 1000 chars) or our uploaded file's URL"
+    )
+    duration = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=60,
+        help_text="seconds, voice only (1..60); ignored: the duration is read from the uploaded file",
+    )
 
 
 class MessageQuerySerializer(serializers.Serializer):
-    before = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID,
-                                      help_text="only messages with a smaller id (older history)")
+    before = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="only messages with a smaller id (older history)"
+    )
 
 
 class ReadInSerializer(serializers.Serializer):
@@ -60,8 +66,17 @@ class SessionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatSession
-        fields = ["id", "teacher", "customer", "order_no", "last_message", "unread", "side", "last_message_at",
-                  "closed"]
+        fields = [
+            "id",
+            "teacher",
+            "customer",
+            "order_no",
+            "last_message",
+            "unread",
+            "side",
+            "last_message_at",
+            "closed",
+        ]
 
     def _side(self, obj) -> str:
         return Side.CUSTOMER if obj.customer_id == self.context["customer_id"] else Side.TEACHER

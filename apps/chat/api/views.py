@@ -40,8 +40,13 @@ class MessageListCreateView(ListAPIView):
 
     serializer_class = MessageSerializer
 
-    @extend_schema(parameters=[MessageQuerySerializer], responses={200: MessageSerializer(many=True), **errors(
-        e403="forbidden (someone else's session)", e404="not_found")})
+    @extend_schema(
+        parameters=[MessageQuerySerializer],
+        responses={
+            200: MessageSerializer(many=True),
+            **errors(e403="forbidden (someone else's session)", e404="not_found"),
+        },
+    )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
@@ -51,11 +56,19 @@ class MessageListCreateView(ListAPIView):
         services.participant(session_id=self.kwargs["session_id"], customer_id=self.request.user.pk)
         return selectors.message_list(session_id=self.kwargs["session_id"], before=query.validated_data.get("before"))
 
-    @extend_schema(request=MessageInSerializer, responses={201: MessageSerializer, **errors(
-        e400="invalid (detail.content: not the sender's own upload of the message's kind)",
-        e403="forbidden (someone else's session)", e404="not_found",
-        e409="invalid_state (the consultation was cancelled or refunded: the chat is closed)",
-        e429="throttled (CHAT_MESSAGES_PER_MINUTE)")})
+    @extend_schema(
+        request=MessageInSerializer,
+        responses={
+            201: MessageSerializer,
+            **errors(
+                e400="invalid (detail.content: not the sender's own upload of the message's kind)",
+                e403="forbidden (someone else's session)",
+                e404="not_found",
+                e409="invalid_state (the consultation was cancelled or refunded: the chat is closed)",
+                e429="throttled (CHAT_MESSAGES_PER_MINUTE)",
+            ),
+        },
+    )
     def post(self, request, session_id: int):
         data = MessageInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -64,8 +77,10 @@ class MessageListCreateView(ListAPIView):
 
 
 class SessionReadView(APIView):
-    @extend_schema(request=ReadInSerializer, responses={204: None, **errors(
-        e400="invalid", e403="forbidden (someone else's session)", e404="not_found")})
+    @extend_schema(
+        request=ReadInSerializer,
+        responses={204: None, **errors(e400="invalid", e403="forbidden (someone else's session)", e404="not_found")},
+    )
     def post(self, request, session_id: int):
         data = ReadInSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -55,8 +55,10 @@ class ArticleListView(ListAPIView):
 
     def get_serializer(self, *args, **kwargs):
         rows = args[0] if args else []
-        kwargs["context"] = {**self.get_serializer_context(),
-                             "pending": article_views.article_views_pending([a.pk for a in rows])}
+        kwargs["context"] = {
+            **self.get_serializer_context(),
+            "pending": article_views.article_views_pending([a.pk for a in rows]),
+        }
         return self.serializer_class(*args, **kwargs)
 
 
@@ -70,8 +72,11 @@ class ArticleDetailView(APIView):
         if article is None:
             raise NotFound("文章不存在。", article_id=article_id)
         pending = article_views.article_view_count(article_id=article.pk)  # this view included
-        return Response(ArticleDetailSerializer(article, context={
-            "pending": {article.pk: pending}, "products": articles.article_products(article)}).data)
+        return Response(
+            ArticleDetailSerializer(
+                article, context={"pending": {article.pk: pending}, "products": articles.article_products(article)}
+            ).data
+        )
 
 
 class FavouriteListView(ListAPIView):
@@ -80,15 +85,23 @@ class FavouriteListView(ListAPIView):
     def get_queryset(self):
         return favourites.favourite_products(customer_id=self.request.user.pk)
 
-    @extend_schema(request=FavouriteInSerializer, responses={
-        201: FavouriteOutSerializer, 200: FavouriteOutSerializer, **errors(e404="not_found (no such product on sale)")},
-        description="201 when kept now, 200 when it was kept already.")
+    @extend_schema(
+        request=FavouriteInSerializer,
+        responses={
+            201: FavouriteOutSerializer,
+            200: FavouriteOutSerializer,
+            **errors(e404="not_found (no such product on sale)"),
+        },
+        description="201 when kept now, 200 when it was kept already.",
+    )
     def post(self, request):
         data = FavouriteInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         _, created = favourites.favourite_add(customer_id=request.user.pk, **data.validated_data)
-        return Response({"product_id": data.validated_data["product_id"]},
-                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            {"product_id": data.validated_data["product_id"]},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
 
 class FavouriteDeleteView(APIView):

@@ -25,15 +25,23 @@ from starmall.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
-PAGE = [OpenApiParameter("page", int, description="1, 2, ..."),
-        OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)")]
+PAGE = [
+    OpenApiParameter("page", int, description="1, 2, ..."),
+    OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)"),
+]
 MAX_NOTIFY_BYTES = 64 * 1024
 
 
 def _page(name: str, entry) -> serializers.Serializer:
-    return inline_serializer(name, {
-        "count": serializers.IntegerField(), "next": serializers.URLField(allow_null=True),
-        "previous": serializers.URLField(allow_null=True), "results": entry(many=True)})
+    return inline_serializer(
+        name,
+        {
+            "count": serializers.IntegerField(),
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": entry(many=True),
+        },
+    )
 
 
 def _paginated(view, request, rows, serializer):
@@ -43,9 +51,17 @@ def _paginated(view, request, rows, serializer):
 
 
 class ReferrerView(APIView):
-    @extend_schema(request=s.CodeInSerializer, responses={200: s.ReferrerOutSerializer, **errors(
-        e400="invalid (one's own code, or a loop)", e404="not_found (unknown code)",
-        e409="invalid_state (already bound)")})
+    @extend_schema(
+        request=s.CodeInSerializer,
+        responses={
+            200: s.ReferrerOutSerializer,
+            **errors(
+                e400="invalid (one's own code, or a loop)",
+                e404="not_found (unknown code)",
+                e409="invalid_state (already bound)",
+            ),
+        },
+    )
     def post(self, request):
         data = s.CodeInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -60,16 +76,29 @@ class DistributionView(APIView):
         me.refresh_from_db()
         level1, level2 = selectors.team_counts(distributor=me)
         referrer = me.referrer.customer.nickname if me.referrer_id else None
-        return Response(s.DistributionSerializer({
-            "referral_code": me.referral_code, "referrer": {"nickname": referrer} if referrer is not None else None,
-            "available_fen": me.available_fen, "frozen_fen": me.frozen_fen, "withdrawn_fen": me.withdrawn_fen,
-            "team_level1": level1, "team_level2": level2}).data)
+        return Response(
+            s.DistributionSerializer(
+                {
+                    "referral_code": me.referral_code,
+                    "referrer": {"nickname": referrer} if referrer is not None else None,
+                    "available_fen": me.available_fen,
+                    "frozen_fen": me.frozen_fen,
+                    "withdrawn_fen": me.withdrawn_fen,
+                    "team_level1": level1,
+                    "team_level2": level2,
+                }
+            ).data
+        )
 
 
 class CommissionListView(APIView):
-    @extend_schema(parameters=[OpenApiParameter("status", str, enum=["frozen", "available", "reversed"]), *PAGE],
-                   responses={200: _page("CommissionPage", s.CommissionSerializer), **errors(
-                       e400="invalid (unknown status)", e404="not_found (no such page)")})
+    @extend_schema(
+        parameters=[OpenApiParameter("status", str, enum=["frozen", "available", "reversed"]), *PAGE],
+        responses={
+            200: _page("CommissionPage", s.CommissionSerializer),
+            **errors(e400="invalid (unknown status)", e404="not_found (no such page)"),
+        },
+    )
     def get(self, request):
         wanted = request.query_params.get("status") or None
         if wanted is not None and wanted not in Commission.Status.values:
@@ -79,9 +108,13 @@ class CommissionListView(APIView):
 
 
 class TeamView(APIView):
-    @extend_schema(parameters=[OpenApiParameter("level", int, enum=[1, 2]), *PAGE],
-                   responses={200: _page("TeamPage", s.TeamMemberSerializer), **errors(
-                       e400="invalid (level not 1 or 2)", e404="not_found (no such page)")})
+    @extend_schema(
+        parameters=[OpenApiParameter("level", int, enum=[1, 2]), *PAGE],
+        responses={
+            200: _page("TeamPage", s.TeamMemberSerializer),
+            **errors(e400="invalid (level not 1 or 2)", e404="not_found (no such page)"),
+        },
+    )
     def get(self, request):
         level = request.query_params.get("level") or "1"
         if level not in ("1", "2"):
@@ -91,45 +124,71 @@ class TeamView(APIView):
 
 
 class CodeView(APIView):
-    @extend_schema(request=s.CodeRequestSerializer, responses={200: s.CodeOutSerializer, **errors(
-        e400="invalid (kind; id missing for product/teacher)", e404="not_found (no such product or teacher)",
-        e503="wechat_unavailable")})
+    @extend_schema(
+        request=s.CodeRequestSerializer,
+        responses={
+            200: s.CodeOutSerializer,
+            **errors(
+                e400="invalid (kind; id missing for product/teacher)",
+                e404="not_found (no such product or teacher)",
+                e503="wechat_unavailable",
+            ),
+        },
+    )
     def post(self, request):
         data = s.CodeRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(codes.promotion_code(customer_id=request.user.pk, kind=data.validated_data["kind"],
-                                             object_id=data.validated_data.get("id")))
+        return Response(
+            codes.promotion_code(
+                customer_id=request.user.pk, kind=data.validated_data["kind"], object_id=data.validated_data.get("id")
+            )
+        )
 
 
 class WithdrawalListView(APIView):
-    @extend_schema(parameters=PAGE, responses={200: _page("WithdrawalPage", s.WithdrawalSerializer), **errors(
-        e404="not_found (no such page)")})
+    @extend_schema(
+        parameters=PAGE,
+        responses={200: _page("WithdrawalPage", s.WithdrawalSerializer), **errors(e404="not_found (no such page)")},
+    )
     def get(self, request):
         me = referral.distributor_for(customer_id=request.user.pk)
         return _paginated(self, request, selectors.withdrawals(distributor=me), s.WithdrawalSerializer)
 
-    @extend_schema(request=s.WithdrawalInSerializer, responses={201: s.WithdrawalCreatedSerializer, **errors(
-        e400="invalid (below WITHDRAW_MIN_FEN)", e409="insufficient_balance (more than available), "
-        "limit_exceeded (another withdrawal not settled)")})
+    @extend_schema(
+        request=s.WithdrawalInSerializer,
+        responses={
+            201: s.WithdrawalCreatedSerializer,
+            **errors(
+                e400="invalid (below WITHDRAW_MIN_FEN)",
+                e409="insufficient_balance (more than available), limit_exceeded (another withdrawal not settled)",
+            ),
+        },
+    )
     def post(self, request):
         data = s.WithdrawalInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        withdrawal = withdrawals.withdrawal_request(customer_id=request.user.pk,
-                                                    amount_fen=data.validated_data["amount_fen"])
+        withdrawal = withdrawals.withdrawal_request(
+            customer_id=request.user.pk, amount_fen=data.validated_data["amount_fen"]
+        )
         return Response(s.WithdrawalCreatedSerializer(withdrawal).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema(
     summary="WeChat Pay v3 merchant-transfer notification (called by WeChat)",
-    description=("Checked and applied through payments' table of WeChat callbacks "
-                 "(apps.payments.notifications): one audit row (微信通知, kind transfer) per delivery."),
+    description=(
+        "Checked and applied through payments' table of WeChat callbacks "
+        "(apps.payments.notifications): one audit row (微信通知, kind transfer) per delivery."
+    ),
     request={"application/json": OpenApiTypes.OBJECT},
     responses={
         204: OpenApiResponse(description="handled (applied, or a duplicate of one applied before)"),
-        **errors(e400="FAIL (WeChat v3's code; message in English): bad signature, stale timestamp, undecryptable "
-                 "resource, an out_bill_no that is not ours or a wrong transfer_amount (any non-2xx makes "
-                 "WeChat send it again)", e413="FAIL: body too large",
-                 e503="service_unavailable (the database gave the transaction up twice; WeChat sends again)"),
+        **errors(
+            e400="FAIL (WeChat v3's code; message in English): bad signature, stale timestamp, undecryptable "
+            "resource, an out_bill_no that is not ours or a wrong transfer_amount (any non-2xx makes "
+            "WeChat send it again)",
+            e413="FAIL: body too large",
+            e503="service_unavailable (the database gave the transaction up twice; WeChat sends again)",
+        ),
     },
     auth=[],
 )
@@ -143,4 +202,3 @@ def transfer_notify(request):
         return HttpResponse(callback.fail("body too large"), status=413, content_type=callback.content_type)
     answer = notifications.notification_handle(callback, request.body, request.headers)
     return HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
-

@@ -18,8 +18,9 @@ class UploadThrottle(UserRateThrottle):
 
 
 class UploadInSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="JPEG/PNG <= 5 MB and 20 megapixels, AAC/MP3/M4A <= 2 MB "
-                                           "(type read from the content, audio parsed)")
+    file = serializers.FileField(
+        help_text="JPEG/PNG <= 5 MB and 20 megapixels, AAC/MP3/M4A <= 2 MB (type read from the content, audio parsed)"
+    )
 
 
 class UploadOutSerializer(serializers.Serializer):
@@ -30,11 +31,17 @@ class UploadView(APIView):
     parser_classes = [MultiPartParser]
     throttle_classes = [UploadThrottle]
 
-    @extend_schema(request={"multipart/form-data": UploadInSerializer}, responses={
-        201: UploadOutSerializer, **errors(
-            e400="invalid (no file, not JPEG/PNG/AAC/MP3, image over 20 megapixels or unreadable, audio that "
-                 "does not parse)",
-            e413="payload_too_large (detail.max_bytes)")})
+    @extend_schema(
+        request={"multipart/form-data": UploadInSerializer},
+        responses={
+            201: UploadOutSerializer,
+            **errors(
+                e400="invalid (no file, not JPEG/PNG/AAC/MP3, image over 20 megapixels or unreadable, audio that "
+                "does not parse)",
+                e413="payload_too_large (detail.max_bytes)",
+            ),
+        },
+    )
     def post(self, request):
         # A body that cannot hold an acceptable file is refused before it is read (and spooled
         # to disk by Django's multipart parser).

@@ -28,13 +28,27 @@ class CouponTemplateSerializer(serializers.ModelSerializer):
     valid_to = serializers.SerializerMethodField()
     remaining = serializers.IntegerField(help_text="coupons left to hand out")
     max_discount_fen = serializers.IntegerField(allow_null=True)
-    valid_days = serializers.IntegerField(allow_null=True, help_text="valid this many days after receipt; "
-                                                                     "null: the fixed window valid_from..valid_to")
+    valid_days = serializers.IntegerField(
+        allow_null=True, help_text="valid this many days after receipt; null: the fixed window valid_from..valid_to"
+    )
 
     class Meta:
         model = CouponTemplate
-        fields = ["template_id", "name", "kind", "amount_fen", "percent", "max_discount_fen", "threshold_fen",
-                  "scope", "valid_from", "valid_to", "valid_days", "remaining", "per_customer"]
+        fields = [
+            "template_id",
+            "name",
+            "kind",
+            "amount_fen",
+            "percent",
+            "max_discount_fen",
+            "threshold_fen",
+            "scope",
+            "valid_from",
+            "valid_to",
+            "valid_days",
+            "remaining",
+            "per_customer",
+        ]
 
     def get_valid_from(self, t) -> str | None:
         return _time(t.valid_from)
@@ -57,8 +71,21 @@ class CouponSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Coupon
-        fields = ["id", "name", "kind", "amount_fen", "percent", "max_discount_fen", "threshold_fen",
-                  "valid_from", "valid_to", "status", "scope", "template_id", "used_order_no"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "amount_fen",
+            "percent",
+            "max_discount_fen",
+            "threshold_fen",
+            "valid_from",
+            "valid_to",
+            "status",
+            "scope",
+            "template_id",
+            "used_order_no",
+        ]
 
     def get_valid_from(self, c) -> str | None:
         return _time(c.valid_from)
@@ -80,8 +107,7 @@ class ReceiveInSerializer(serializers.Serializer):
 
 
 class MyCouponsQuerySerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["usable", "used", "expired"], required=False,
-                                     help_text="omitted: all")
+    status = serializers.ChoiceField(choices=["usable", "used", "expired"], required=False, help_text="omitted: all")
 
 
 class CouponAvailableView(APIView):
@@ -92,9 +118,16 @@ class CouponAvailableView(APIView):
 
 
 class CouponReceiveView(APIView):
-    @extend_schema(request=ReceiveInSerializer, responses={201: CouponSerializer, **errors(
-        e404="not_found (no such template, or not active)",
-        e409="limit_exceeded (per-customer limit reached, or none left), invalid_state (receiving ended)")})
+    @extend_schema(
+        request=ReceiveInSerializer,
+        responses={
+            201: CouponSerializer,
+            **errors(
+                e404="not_found (no such template, or not active)",
+                e409="limit_exceeded (per-customer limit reached, or none left), invalid_state (receiving ended)",
+            ),
+        },
+    )
     def post(self, request):
         data = ReceiveInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -113,8 +146,9 @@ class MyCouponsView(ListAPIView):
     def get_queryset(self):
         query = MyCouponsQuerySerializer(data=self.request.query_params)
         query.is_valid(raise_exception=True)
-        return account_selectors.coupons_of(customer_id=self.request.user.pk,
-                                            status=query.validated_data.get("status")).select_related("template")
+        return account_selectors.coupons_of(
+            customer_id=self.request.user.pk, status=query.validated_data.get("status")
+        ).select_related("template")
 
 
 class SignInOutSerializer(serializers.Serializer):

@@ -26,8 +26,9 @@ class _ActivitySerializer(serializers.ModelSerializer):
     specs = serializers.DictField(source="sku.specs")
     starts_at = serializers.SerializerMethodField()
     ends_at = serializers.SerializerMethodField()
-    stock = serializers.SerializerMethodField(help_text="units still buyable: the activity's own stock, "
-                                                        "capped by the SKU's stock")
+    stock = serializers.SerializerMethodField(
+        help_text="units still buyable: the activity's own stock, capped by the SKU's stock"
+    )
 
     def get_starts_at(self, obj) -> str:
         return _time(obj.starts_at)
@@ -46,8 +47,22 @@ class GroupBuySerializer(_ActivitySerializer):
 
     class Meta:
         model = GroupBuy
-        fields = ["id", "title", "sku_id", "product_id", "name", "specs", "price_fen", "original_price_fen",
-                  "group_size", "hours", "starts_at", "ends_at", "stock", "limit_per_customer"]
+        fields = [
+            "id",
+            "title",
+            "sku_id",
+            "product_id",
+            "name",
+            "specs",
+            "price_fen",
+            "original_price_fen",
+            "group_size",
+            "hours",
+            "starts_at",
+            "ends_at",
+            "stock",
+            "limit_per_customer",
+        ]
 
 
 class BargainSerializer(_ActivitySerializer):
@@ -55,8 +70,22 @@ class BargainSerializer(_ActivitySerializer):
 
     class Meta:
         model = BargainCampaign
-        fields = ["id", "title", "sku_id", "product_id", "name", "specs", "original_price_fen", "floor_price_fen",
-                  "helpers_needed", "hours", "starts_at", "ends_at", "stock", "limit_per_customer"]
+        fields = [
+            "id",
+            "title",
+            "sku_id",
+            "product_id",
+            "name",
+            "specs",
+            "original_price_fen",
+            "floor_price_fen",
+            "helpers_needed",
+            "hours",
+            "starts_at",
+            "ends_at",
+            "stock",
+            "limit_per_customer",
+        ]
 
 
 class PersonSerializer(serializers.Serializer):
@@ -113,13 +142,17 @@ class _Public(APIView):
 
 
 class GroupBuyListView(_Public):
-    @extend_schema(auth=[], parameters=[FlashSaleListQuerySerializer],
-                   responses={200: GroupBuySerializer(many=True), **errors(e400="invalid (status)")})
+    @extend_schema(
+        auth=[],
+        parameters=[FlashSaleListQuerySerializer],
+        responses={200: GroupBuySerializer(many=True), **errors(e400="invalid (status)")},
+    )
     def get(self, request):
         query = FlashSaleListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(GroupBuySerializer(group_buys.group_buy_list(status=query.validated_data.get("status")),
-                                           many=True).data)
+        return Response(
+            GroupBuySerializer(group_buys.group_buy_list(status=query.validated_data.get("status")), many=True).data
+        )
 
 
 class GroupBuyGroupsView(_Public):
@@ -135,35 +168,58 @@ class GroupDetailView(_Public):
 
 
 class BargainListView(_Public):
-    @extend_schema(auth=[], parameters=[FlashSaleListQuerySerializer],
-                   responses={200: BargainSerializer(many=True), **errors(e400="invalid (status)")})
+    @extend_schema(
+        auth=[],
+        parameters=[FlashSaleListQuerySerializer],
+        responses={200: BargainSerializer(many=True), **errors(e400="invalid (status)")},
+    )
     def get(self, request):
         query = FlashSaleListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response(BargainSerializer(bargains.bargain_list(status=query.validated_data.get("status")),
-                                          many=True).data)
+        return Response(
+            BargainSerializer(bargains.bargain_list(status=query.validated_data.get("status")), many=True).data
+        )
 
 
 class BargainStartView(APIView):
-    @extend_schema(request=None, responses={201: BargainRecordSerializer, 200: BargainRecordSerializer, **errors(
-        e404="not_found", e409="invalid_state (not live), limit_exceeded (bought the limit), "
-                               "insufficient_stock")})
+    @extend_schema(
+        request=None,
+        responses={
+            201: BargainRecordSerializer,
+            200: BargainRecordSerializer,
+            **errors(
+                e404="not_found", e409="invalid_state (not live), limit_exceeded (bought the limit), insufficient_stock"
+            ),
+        },
+    )
     def post(self, request, bargain_id: int):
         record, created = bargains.bargain_start(campaign_id=bargain_id, customer_id=request.user.pk)
-        return Response(BargainRecordSerializer(bargains.bargain_json(record)).data,
-                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            BargainRecordSerializer(bargains.bargain_json(record)).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
 
 class BargainRecordView(_Public):
     @extend_schema(auth=[], responses={200: BargainRecordSerializer, **errors(e404="not_found")})
     def get(self, request, bargain_no: str):
-        return Response(BargainRecordSerializer(bargains.bargain_json(bargains.bargain_get(bargain_no=bargain_no))).data)
+        return Response(
+            BargainRecordSerializer(bargains.bargain_json(bargains.bargain_get(bargain_no=bargain_no))).data
+        )
 
 
 class BargainHelpView(APIView):
-    @extend_schema(request=None, responses={201: HelpOutSerializer, **errors(
-        e404="not_found", e409="invalid_state (own record, not open, at the floor), "
-                               "limit_exceeded (helped it already, BARGAIN_HELPS_PER_DAY reached)")})
+    @extend_schema(
+        request=None,
+        responses={
+            201: HelpOutSerializer,
+            **errors(
+                e404="not_found",
+                e409="invalid_state (own record, not open, at the floor), "
+                "limit_exceeded (helped it already, BARGAIN_HELPS_PER_DAY reached)",
+            ),
+        },
+    )
     def post(self, request, bargain_no: str):
         result = bargains.bargain_help(bargain_no=bargain_no, helper_id=request.user.pk)
         return Response(HelpOutSerializer(result).data, status=status.HTTP_201_CREATED)

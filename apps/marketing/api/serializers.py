@@ -5,8 +5,11 @@ from apps.marketing.models import FlashSale
 
 
 class FlashSaleListQuerySerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["live", "upcoming"], required=False,
-                                     help_text="live: selling now; upcoming: not started; omitted: both")
+    status = serializers.ChoiceField(
+        choices=["live", "upcoming"],
+        required=False,
+        help_text="live: selling now; upcoming: not started; omitted: both",
+    )
 
 
 class FlashSaleSerializer(serializers.ModelSerializer):
@@ -18,13 +21,27 @@ class FlashSaleSerializer(serializers.ModelSerializer):
     original_price_fen = serializers.IntegerField(source="sku.price_fen", help_text="fen: the SKU's own price")
     starts_at = serializers.SerializerMethodField()
     ends_at = serializers.SerializerMethodField()
-    stock = serializers.SerializerMethodField(help_text="units still buyable: the sale's own stock, "
-                                                        "capped by the SKU's stock")
+    stock = serializers.SerializerMethodField(
+        help_text="units still buyable: the sale's own stock, capped by the SKU's stock"
+    )
 
     class Meta:
         model = FlashSale
-        fields = ["id", "title", "sku_id", "product_id", "name", "specs", "price_fen", "original_price_fen",
-                  "starts_at", "ends_at", "stock", "sold", "limit_per_customer"]
+        fields = [
+            "id",
+            "title",
+            "sku_id",
+            "product_id",
+            "name",
+            "specs",
+            "price_fen",
+            "original_price_fen",
+            "starts_at",
+            "ends_at",
+            "stock",
+            "sold",
+            "limit_per_customer",
+        ]
 
     def get_starts_at(self, sale) -> str:
         return timezone.localtime(sale.starts_at).isoformat()

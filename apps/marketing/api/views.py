@@ -14,8 +14,11 @@ class FlashSaleListView(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
-    @extend_schema(auth=[], parameters=[FlashSaleListQuerySerializer],
-                   responses={200: FlashSaleSerializer(many=True), **errors(e400="invalid (status)")})
+    @extend_schema(
+        auth=[],
+        parameters=[FlashSaleListQuerySerializer],
+        responses={200: FlashSaleSerializer(many=True), **errors(e400="invalid (status)")},
+    )
     def get(self, request):
         query = FlashSaleListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)

@@ -21,7 +21,8 @@ class CartItemSerializer(serializers.Serializer):
     quantity = serializers.IntegerField()
     stock = serializers.SerializerMethodField(help_text="units on hand now (0 when off sale)")
     available = serializers.SerializerMethodField(
-        help_text="false when the SKU or product is off sale or has fewer units than quantity")
+        help_text="false when the SKU or product is off sale or has fewer units than quantity"
+    )
 
     def get_stock(self, item: CartItem) -> int:
         on_sale = item.sku.is_active and item.sku.product.is_active
@@ -50,15 +51,29 @@ class CartView(APIView):
     @extend_schema(responses={200: CartSerializer})
     def get(self, request):
         items = list(cart.cart_list(customer_id=request.user.pk))
-        return Response(CartSerializer({
-            "items": items, "count": len(items), "quantity_total": sum(i.quantity for i in items),
-        }).data)
+        return Response(
+            CartSerializer(
+                {
+                    "items": items,
+                    "count": len(items),
+                    "quantity_total": sum(i.quantity for i in items),
+                }
+            ).data
+        )
 
 
 class CartItemAddView(APIView):
-    @extend_schema(request=CartAddSerializer, responses={201: CartItemSerializer, **errors(
-        e400="invalid (a consultation; a quantity outside 1..999)", e404="not_found (SKU not on sale)",
-        e409="insufficient_stock (the line would exceed the stock), limit_exceeded (the line past 999 units; 50 lines)")})
+    @extend_schema(
+        request=CartAddSerializer,
+        responses={
+            201: CartItemSerializer,
+            **errors(
+                e400="invalid (a consultation; a quantity outside 1..999)",
+                e404="not_found (SKU not on sale)",
+                e409="insufficient_stock (the line would exceed the stock), limit_exceeded (the line past 999 units; 50 lines)",
+            ),
+        },
+    )
     def post(self, request):
         data = CartAddSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -67,9 +82,17 @@ class CartItemAddView(APIView):
 
 
 class CartItemView(APIView):
-    @extend_schema(request=CartQuantitySerializer, responses={200: CartItemSerializer, **errors(
-        e400="invalid (a quantity outside 1..999)", e404="not_found (no such line of the caller)",
-        e409="insufficient_stock")})
+    @extend_schema(
+        request=CartQuantitySerializer,
+        responses={
+            200: CartItemSerializer,
+            **errors(
+                e400="invalid (a quantity outside 1..999)",
+                e404="not_found (no such line of the caller)",
+                e409="insufficient_stock",
+            ),
+        },
+    )
     def patch(self, request, item_id: int):
         data = CartQuantitySerializer(data=request.data)
         data.is_valid(raise_exception=True)

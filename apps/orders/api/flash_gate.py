@@ -68,8 +68,12 @@ async def scripts_load(client) -> None:
 
 def flash_shape(data: dict, quantities: dict[int, int]) -> bool:
     """True for a confirm the gate may decide: one SKU, ``flash_sale_id``, no coupon, no points."""
-    return (len(quantities) == 1 and data.get("flash_sale_id") is not None and data.get("coupon_id") is None
-            and data.get("use_points", 0) in (0, False))
+    return (
+        len(quantities) == 1
+        and data.get("flash_sale_id") is not None
+        and data.get("coupon_id") is None
+        and data.get("use_points", 0) in (0, False)
+    )
 
 
 def _text(value) -> str | None:
@@ -84,10 +88,15 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
     (the gate then passes to Django); a NOSCRIPT loads the scripts again and passes.
     """
     sale_id = data["flash_sale_id"]
-    (sku_id, units), = quantities.items()
-    keys = [cache.make_key(token_key(token)), flash_quota.key(sale_id, "card"), flash_quota.key(sale_id, "quota"),
-            cache.make_key(TERMS_CACHE_KEY), cache.make_key(soldout.sku_key(sku_id)),
-            cache.make_key(soldout.flash_sale_key(sale_id))]
+    ((sku_id, units),) = quantities.items()
+    keys = [
+        cache.make_key(token_key(token)),
+        flash_quota.key(sale_id, "card"),
+        flash_quota.key(sale_id, "quota"),
+        cache.make_key(TERMS_CACHE_KEY),
+        cache.make_key(soldout.sku_key(sku_id)),
+        cache.make_key(soldout.flash_sale_key(sale_id)),
+    ]
     try:
         peeked = await client.evalsha(flash_quota.sha("PEEK"), len(keys), *keys, address_cards.card_key(0)[:-1])
     except NoScriptError:
@@ -112,19 +121,32 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
     if _text(active) != "1" or not int(starts_ms) <= now_ms < int(ends_ms):
         if not info["goods"]:
             return None  # a SKU off sale: Django's 404
-        return flash_reservations.refusal(["notlive"], sale_id=sale_id, sku_id=sku_id, units=units,
-                                          starts_at=info["starts_at"], ends_at=info["ends_at"])
+        return flash_reservations.refusal(
+            ["notlive"],
+            sale_id=sale_id,
+            sku_id=sku_id,
+            units=units,
+            starts_at=info["starts_at"],
+            ends_at=info["ends_at"],
+        )
     if int(quota) < units:
-        return flash_reservations.refusal(["soldout", int(quota)], sale_id=sale_id, sku_id=sku_id, units=units,
-                                          starts_at=info["starts_at"], ends_at=info["ends_at"])
+        return flash_reservations.refusal(
+            ["soldout", int(quota)],
+            sale_id=sale_id,
+            sku_id=sku_id,
+            units=units,
+            starts_at=info["starts_at"],
+            ends_at=info["ends_at"],
+        )
     address = address_cards.card_read(address_raw)
     if address is None or terms_raw is None or data.get("address_id") not in (None, address["id"]):
         return None
     draft = _draft(int(customer), sale_id, sku_id, units, info, address, cache.client.decode(terms_raw), now)
     if draft is None:
         return None
-    args = flash_reservations.take_args(customer_id=int(customer), units=units, now=now, draft=draft,
-                                        sale_id=sale_id, sku_id=sku_id)
+    args = flash_reservations.take_args(
+        customer_id=int(customer), units=units, now=now, draft=draft, sale_id=sale_id, sku_id=sku_id
+    )
     take_keys = flash_quota.take_keys(sale_id, flash_reservations.draft_key(draft["order_key"]))
     try:
         taken = await client.evalsha(flash_quota.sha("TAKE"), len(take_keys), *take_keys, *args)
@@ -133,30 +155,60 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
         return None
     if _text(taken[0]) == "ok":
         return ConfirmOutSerializer(draft).data
-    return flash_reservations.refusal(taken, sale_id=sale_id, sku_id=sku_id, units=units,
-                                      starts_at=info["starts_at"], ends_at=info["ends_at"])
+    return flash_reservations.refusal(
+        taken, sale_id=sale_id, sku_id=sku_id, units=units, starts_at=info["starts_at"], ends_at=info["ends_at"]
+    )
 
 
-def _draft(customer_id: int, sale_id: int, sku_id: int, units: int, info: dict, address: dict, terms: dict,
-           now: dt.datetime) -> dict | None:
+def _draft(
+    customer_id: int, sale_id: int, sku_id: int, units: int, info: dict, address: dict, terms: dict, now: dt.datetime
+) -> dict | None:
     """The draft ``order_confirm`` would store (``OrderDraft.to_json``), or None when its total
     is one Django refuses."""
     price = info["price_fen"]
-    line = drafts.DraftLine(sku_id=sku_id, product_id=info["product_id"], name=info["name"], specs=info["specs"],
-                            price_fen=price, quantity=units, amount_fen=price * units)
-    freight_fen = freight_quote([FreightLine(template=terms.get(info["template_id"]), quantity=units,
-                                             weight_g=info["weight_g"], volume_cm3=info["volume_cm3"],
-                                             amount_fen=line.amount_fen)],
-                                address["province"], address["city"])
+    line = drafts.DraftLine(
+        sku_id=sku_id,
+        product_id=info["product_id"],
+        name=info["name"],
+        specs=info["specs"],
+        price_fen=price,
+        quantity=units,
+        amount_fen=price * units,
+    )
+    freight_fen = freight_quote(
+        [
+            FreightLine(
+                template=terms.get(info["template_id"]),
+                quantity=units,
+                weight_g=info["weight_g"],
+                volume_cm3=info["volume_cm3"],
+                amount_fen=line.amount_fen,
+            )
+        ],
+        address["province"],
+        address["city"],
+    )
     goods_fen = line.amount_fen
     if not 1 <= goods_fen + freight_fen <= MAX_ORDER_FEN:
         return None
     return drafts.OrderDraft(
-        order_key=drafts.draft_new_key(), customer_id=customer_id, kind=Kind.GOODS.value,
+        order_key=drafts.draft_new_key(),
+        customer_id=customer_id,
+        kind=Kind.GOODS.value,
         expires_at=timezone.localtime(now + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)).isoformat(),
-        lines=[line], goods_fen=goods_fen, freight_fen=freight_fen, coupon_id=None, coupon_fen=0,
-        points_used=0, points_fen=0, pay_fen=goods_fen + freight_fen, slot=None, address=address,
-        flash_sale_id=sale_id, cart_items=None, usable_coupons=[],
+        lines=[line],
+        goods_fen=goods_fen,
+        freight_fen=freight_fen,
+        coupon_id=None,
+        coupon_fen=0,
+        points_used=0,
+        points_fen=0,
+        pay_fen=goods_fen + freight_fen,
+        slot=None,
+        address=address,
+        flash_sale_id=sale_id,
+        cart_items=None,
+        usable_coupons=[],
     ).to_json()
 
 

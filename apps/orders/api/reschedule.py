@@ -15,13 +15,22 @@ class RescheduleInSerializer(serializers.Serializer):
 class OrderRescheduleView(APIView):
     """``POST /api/v1/orders/{order_no}/reschedule``: move a paid consultation to another slot."""
 
-    @extend_schema(request=RescheduleInSerializer, responses={200: OrderSerializer, **errors(
-        e400="invalid", e404="not_found",
-        e409="slot_unavailable (full, closed, too soon, another teacher's), "
-             "invalid_state (not a paid consultation, or the old slot is less than RESCHEDULE_MIN_NOTICE_HOURS away)")})
+    @extend_schema(
+        request=RescheduleInSerializer,
+        responses={
+            200: OrderSerializer,
+            **errors(
+                e400="invalid",
+                e404="not_found",
+                e409="slot_unavailable (full, closed, too soon, another teacher's), "
+                "invalid_state (not a paid consultation, or the old slot is less than RESCHEDULE_MIN_NOTICE_HOURS away)",
+            ),
+        },
+    )
     def post(self, request, order_no: str):
         data = RescheduleInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        order = order_reschedule(order_no=order_no, slot_id=data.validated_data["slot_id"], actor="customer",
-                                 customer_id=request.user.pk)
+        order = order_reschedule(
+            order_no=order_no, slot_id=data.validated_data["slot_id"], actor="customer", customer_id=request.user.pk
+        )
         return Response(OrderSerializer(order).data)

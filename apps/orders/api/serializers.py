@@ -33,32 +33,65 @@ class PointsField(serializers.Field):
 
 
 class ConfirmInSerializer(serializers.Serializer):
-    items = ConfirmItemSerializer(many=True, allow_empty=False, max_length=MAX_LINES, required=False,
-                                  help_text="exactly one of items and cart_item_ids")
+    items = ConfirmItemSerializer(
+        many=True,
+        allow_empty=False,
+        max_length=MAX_LINES,
+        required=False,
+        help_text="exactly one of items and cart_item_ids",
+    )
     cart_item_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ID), allow_empty=False, max_length=50,
-        required=False, help_text="ids of the caller's cart lines (GET /cart), instead of items; "
-                                  "the order removes them from the cart when it is created")
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        allow_empty=False,
+        max_length=50,
+        required=False,
+        help_text="ids of the caller's cart lines (GET /cart), instead of items; "
+        "the order removes them from the cart when it is created",
+    )
     slot_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     use_points = PointsField(required=False, default=0)
     flash_sale_id = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
-        help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon")
-    delivery = serializers.ChoiceField(choices=Delivery.values, required=False, default=Delivery.EXPRESS,
-                                       help_text="pickup (自提): with store_id, no address, no freight")
-    store_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID,
-                                        help_text="the pickup store (GET /stores); unknown -> 400 detail.store_id")
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon",
+    )
+    delivery = serializers.ChoiceField(
+        choices=Delivery.values,
+        required=False,
+        default=Delivery.EXPRESS,
+        help_text="pickup (自提): with store_id, no address, no freight",
+    )
+    store_id = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="the pickup store (GET /stores); unknown -> 400 detail.store_id",
+    )
     group_buy_id = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
-        help_text="拼团: open a new group of this activity as its leader; one item of its SKU, its price")
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="拼团: open a new group of this activity as its leader; one item of its SKU, its price",
+    )
     group_id = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, max_value=MAX_ID,
-        help_text="拼团: join this group; one item of its activity's SKU, the activity's price")
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="拼团: join this group; one item of its activity's SKU, the activity's price",
+    )
     bargain_no = serializers.CharField(
-        required=False, allow_null=True, max_length=32,
-        help_text="砍价: buy the caller's record at its current price; one unit of its SKU")
+        required=False,
+        allow_null=True,
+        max_length=32,
+        help_text="砍价: buy the caller's record at its current price; one unit of its SKU",
+    )
 
     def validate(self, data):
         if "items" not in data and "cart_item_ids" not in data:  # items are the usual way: "required"
@@ -104,13 +137,17 @@ class ConfirmOutSerializer(serializers.Serializer):
     slot = SlotOutSerializer(allow_null=True)
     address = serializers.DictField(allow_null=True)
     flash_sale_id = serializers.IntegerField(allow_null=True, help_text="the 秒杀 the order buys in, or null")
-    usable_coupons = UsableCouponSerializer(many=True, required=False, help_text="the caller's coupons for this cart, best first")
+    usable_coupons = UsableCouponSerializer(
+        many=True, required=False, help_text="the caller's coupons for this cart, best first"
+    )
     delivery = serializers.SerializerMethodField(help_text="express or pickup")
-    pickup_store = serializers.DictField(required=False, allow_null=True,
-                                         help_text="pickup: {id, name, address, phone, hours}; else absent")
+    pickup_store = serializers.DictField(
+        required=False, allow_null=True, help_text="pickup: {id, name, address, phone, hours}; else absent"
+    )
 
     def get_delivery(self, draft) -> str:
         return Delivery.PICKUP if draft.get("pickup_store") else Delivery.EXPRESS
+
     group_buy_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 opened, or null")
     group_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 group joined, or null")
     bargain_no = serializers.CharField(allow_null=True, required=False, help_text="砍价 record bought, or null")
@@ -137,8 +174,12 @@ class ShipmentOutSerializer(serializers.Serializer):
 class PickupOutSerializer(serializers.Serializer):
     store = serializers.DictField(help_text="{id, name, address, phone, hours} as at confirm")
     code = serializers.CharField(allow_null=True, help_text="8 digits, given when paid")
-    qr = serializers.CharField(allow_null=True, help_text="data:image/png;base64,... of the code while it can be collected")
+    qr = serializers.CharField(
+        allow_null=True, help_text="data:image/png;base64,... of the code while it can be collected"
+    )
     verified_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00")
+
+
 class OrderGroupSerializer(serializers.Serializer):
     group_id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=Group.Status.choices)
@@ -156,20 +197,41 @@ class OrderSerializer(serializers.ModelSerializer):
     shipment = serializers.SerializerMethodField()
     refund_status = serializers.SerializerMethodField(
         help_text="status of the latest after-sale request (requested, approved_return, returning, approved, "
-                  "rejected, refunded, failed) or null")
+        "rejected, refunded, failed) or null"
+    )
     auto_receive_at = serializers.SerializerMethodField(help_text="shipped goods: completes by itself then")
     pickup = serializers.SerializerMethodField(
         help_text="self-pickup orders: {store, code (null until paid), qr (PNG data URI while it can be "
-                  "collected), verified_at}; null for express")
+        "collected), verified_at}; null for express"
+    )
     group = serializers.SerializerMethodField(help_text="拼团: the order's group, or null")
 
     class Meta:
         model = Order
         fields = [
-            "order_no", "status", "kind", "lines", "goods_fen", "freight_fen", "coupon_fen",
-            "points_fen", "pay_fen", "pay_method", "created_at", "pay_deadline", "paid_at",
-            "slot", "address", "remark", "flash_sale_id", "shipment", "refund_status", "auto_receive_at",
-            "delivery", "pickup", "group",
+            "order_no",
+            "status",
+            "kind",
+            "lines",
+            "goods_fen",
+            "freight_fen",
+            "coupon_fen",
+            "points_fen",
+            "pay_fen",
+            "pay_method",
+            "created_at",
+            "pay_deadline",
+            "paid_at",
+            "slot",
+            "address",
+            "remark",
+            "flash_sale_id",
+            "shipment",
+            "refund_status",
+            "auto_receive_at",
+            "delivery",
+            "pickup",
+            "group",
         ]
 
     def to_representation(self, order: Order) -> dict:
@@ -178,21 +240,40 @@ class OrderSerializer(serializers.ModelSerializer):
         flash sale (docs/PERFORMANCE.md). The declared fields above stay the schema; ``tests/orders/
         test_order_json.py`` holds this equal to the generic path for orders in every state."""
         return {
-            "order_no": order.order_no, "status": str(order.status), "kind": str(order.kind),
+            "order_no": order.order_no,
+            "status": str(order.status),
+            "kind": str(order.kind),
             "lines": [
-                {"id": line.pk, "sku_id": line.sku_id, "product_id": line.product_id, "name": line.name,
-                 "specs": line.specs, "price_fen": line.price_fen, "quantity": line.quantity,
-                 "amount_fen": line.amount_fen}
+                {
+                    "id": line.pk,
+                    "sku_id": line.sku_id,
+                    "product_id": line.product_id,
+                    "name": line.name,
+                    "specs": line.specs,
+                    "price_fen": line.price_fen,
+                    "quantity": line.quantity,
+                    "amount_fen": line.amount_fen,
+                }
                 for line in order.lines.all()
             ],
-            "goods_fen": order.goods_fen, "freight_fen": order.freight_fen, "coupon_fen": order.coupon_fen,
-            "points_fen": order.points_fen, "pay_fen": order.pay_fen,
+            "goods_fen": order.goods_fen,
+            "freight_fen": order.freight_fen,
+            "coupon_fen": order.coupon_fen,
+            "points_fen": order.points_fen,
+            "pay_fen": order.pay_fen,
             "pay_method": str(order.pay_method),
-            "created_at": self.get_created_at(order), "pay_deadline": self.get_pay_deadline(order),
-            "paid_at": self.get_paid_at(order), "slot": self.get_slot(order), "address": order.address,
-            "remark": order.remark, "flash_sale_id": order.flash_sale_id, "shipment": self.get_shipment(order),
-            "refund_status": self.get_refund_status(order), "auto_receive_at": self.get_auto_receive_at(order),
-            "delivery": str(order.delivery), "pickup": self.get_pickup(order),
+            "created_at": self.get_created_at(order),
+            "pay_deadline": self.get_pay_deadline(order),
+            "paid_at": self.get_paid_at(order),
+            "slot": self.get_slot(order),
+            "address": order.address,
+            "remark": order.remark,
+            "flash_sale_id": order.flash_sale_id,
+            "shipment": self.get_shipment(order),
+            "refund_status": self.get_refund_status(order),
+            "auto_receive_at": self.get_auto_receive_at(order),
+            "delivery": str(order.delivery),
+            "pickup": self.get_pickup(order),
             "group": self.get_group(order),
         }
 

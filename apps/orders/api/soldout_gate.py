@@ -104,9 +104,12 @@ def confirm_request(data) -> tuple[dict[int, int], int | None] | None:
 
 def _json_body(payload: dict) -> bytes:
     """Rendered as DRF's JSONRenderer renders it (UNICODE_JSON, COMPACT_JSON)."""
-    return json.dumps(payload, ensure_ascii=not api_settings.UNICODE_JSON,
-                      separators=(",", ":") if api_settings.COMPACT_JSON else None,
-                      allow_nan=not api_settings.STRICT_JSON).encode()
+    return json.dumps(
+        payload,
+        ensure_ascii=not api_settings.UNICODE_JSON,
+        separators=(",", ":") if api_settings.COMPACT_JSON else None,
+        allow_nan=not api_settings.STRICT_JSON,
+    ).encode()
 
 
 class SoldOutGate:
@@ -123,8 +126,12 @@ class SoldOutGate:
 
     async def __call__(self, scope, receive, send) -> None:
         limit = _body_limit()
-        if (scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CONFIRM_PATH
-                or not 0 < _declared_length(scope) <= limit):  # none (chunked) or too long: Django's
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or scope["path"] != CONFIRM_PATH
+            or not 0 < _declared_length(scope) <= limit
+        ):  # none (chunked) or too long: Django's
             await self.app(scope, receive, send)
             return
         messages, body, complete = [], b"", False
@@ -167,8 +174,15 @@ class SoldOutGate:
         for name, value in scope["headers"]:
             if b"_" in name:
                 return None  # a2wsgi maps "_" like "-" and joins the two: X_Forwarded_Proto is HTTP_X_FORWARDED_PROTO
-            if name in headers and name in (b"authorization", b"content-type", b"accept", b"host",
-                                            b"x-forwarded-proto", b"x-forwarded-host", b"content-length"):
+            if name in headers and name in (
+                b"authorization",
+                b"content-type",
+                b"accept",
+                b"host",
+                b"x-forwarded-proto",
+                b"x-forwarded-host",
+                b"content-length",
+            ):
                 return None  # repeated: leave the reading of it to Django
             headers[name] = value
         length = headers.get(b"content-length", b"")
@@ -178,7 +192,9 @@ class SoldOutGate:
         if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
             return None
         # Spaces only around the ";" (DRF's parse): "application/ json" is Django's 415.
-        content_type = ";".join(part.strip() for part in headers.get(b"content-type", b"").decode("latin-1").lower().split(";"))
+        content_type = ";".join(
+            part.strip() for part in headers.get(b"content-type", b"").decode("latin-1").lower().split(";")
+        )
         if content_type not in ("application/json", "application/json;charset=utf-8"):
             return None
         accept = headers.get(b"accept")
@@ -210,8 +226,9 @@ class SoldOutGate:
             values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
             if values is None or values[0] is None:
                 return None  # unknown token (or Redis trouble): Django's 401 / 503
-            refused = soldout.refusal({k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None},
-                                      quantities, flash_sale_id)
+            refused = soldout.refusal(
+                {k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None}, quantities, flash_sale_id
+            )
             if refused is None:
                 return None
         payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
@@ -222,10 +239,15 @@ class SoldOutGate:
         loop = asyncio.get_running_loop()
         if self._redis is None or self._redis[0] is not loop:
             location = settings.CACHES["default"]["LOCATION"]
-            self._redis = (loop, aioredis.from_url(location if isinstance(location, str) else location[0],
-                                                   socket_timeout=REDIS_TIMEOUT_SECONDS,
-                                                   socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
-                                                   max_connections=REDIS_MAX_CONNECTIONS))
+            self._redis = (
+                loop,
+                aioredis.from_url(
+                    location if isinstance(location, str) else location[0],
+                    socket_timeout=REDIS_TIMEOUT_SECONDS,
+                    socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+                    max_connections=REDIS_MAX_CONNECTIONS,
+                ),
+            )
         return self._redis[1]
 
     async def _mget(self, keys: list[str]) -> list | None:
@@ -240,8 +262,13 @@ class SoldOutGate:
         now = time.monotonic()
         if now >= self._quiet_until:
             self._quiet_until = now + WARN_EVERY_SECONDS
-            logger.warning("sold-out gate: %s (%s: %s); Django answers, next warning in %d s at the earliest",
-                           what, type(exc).__name__, exc, WARN_EVERY_SECONDS)
+            logger.warning(
+                "sold-out gate: %s (%s: %s); Django answers, next warning in %d s at the earliest",
+                what,
+                type(exc).__name__,
+                exc,
+                WARN_EVERY_SECONDS,
+            )
 
 
 def _declared_length(scope) -> int:

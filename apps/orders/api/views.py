@@ -24,12 +24,20 @@ class OrderCreateThrottle(UserRateThrottle):
 
 
 class OrderConfirmView(APIView):
-    @extend_schema(request=ConfirmInSerializer, responses={200: ConfirmOutSerializer, **errors(
-        e400="invalid", e404="not_found (SKU not on sale, no such flash sale, group buy, group or bargain "
-                             "record, not a cart line of the caller)",
-        e409="insufficient_stock, slot_unavailable, coupon_unavailable, "
-             "limit_exceeded (flash-sale, group-buy limit), invalid_state (flash sale or group buy not live, "
-             "group full, ended or joined already, bargain bought or expired)")})
+    @extend_schema(
+        request=ConfirmInSerializer,
+        responses={
+            200: ConfirmOutSerializer,
+            **errors(
+                e400="invalid",
+                e404="not_found (SKU not on sale, no such flash sale, group buy, group or bargain "
+                "record, not a cart line of the caller)",
+                e409="insufficient_stock, slot_unavailable, coupon_unavailable, "
+                "limit_exceeded (flash-sale, group-buy limit), invalid_state (flash sale or group buy not live, "
+                "group full, ended or joined already, bargain bought or expired)",
+            ),
+        },
+    )
     def post(self, request):
         data = ConfirmInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -52,11 +60,19 @@ class OrderListCreateView(ListAPIView):
         query.is_valid(raise_exception=True)
         return selectors.order_list(customer_id=self.request.user.pk, status=query.validated_data.get("status"))
 
-    @extend_schema(request=CreateInSerializer, responses={
-        201: OrderSerializer, 200: OrderSerializer, **errors(
-            e400="invalid", e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state, "
-                                  "limit_exceeded",
-            e410="order_key_expired", e429="throttled")})
+    @extend_schema(
+        request=CreateInSerializer,
+        responses={
+            201: OrderSerializer,
+            200: OrderSerializer,
+            **errors(
+                e400="invalid",
+                e409="insufficient_stock, slot_unavailable, coupon_unavailable, invalid_state, limit_exceeded",
+                e410="order_key_expired",
+                e429="throttled",
+            ),
+        },
+    )
     def post(self, request):
         data = CreateInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -79,17 +95,34 @@ class OrderReceiveView(APIView):
 
 
 class OrderTrackingView(APIView):
-    @extend_schema(responses={200: TrackingSerializer, **errors(
-        e404="not_found", e409="invalid_state (not shipped with a tracking number)",
-        e503="service_unavailable (the tracking provider is down)")})
+    @extend_schema(
+        responses={
+            200: TrackingSerializer,
+            **errors(
+                e404="not_found",
+                e409="invalid_state (not shipped with a tracking number)",
+                e503="service_unavailable (the tracking provider is down)",
+            ),
+        }
+    )
     def get(self, request, order_no: str):
-        return Response(TrackingSerializer(shipments.order_tracking(order_no=order_no, customer_id=request.user.pk)).data)
+        return Response(
+            TrackingSerializer(shipments.order_tracking(order_no=order_no, customer_id=request.user.pk)).data
+        )
 
 
 class OrderReorderView(APIView):
-    @extend_schema(request=None, responses={200: ReorderOutSerializer, **errors(
-        e400="invalid (no address)", e404="not_found",
-        e409="invalid_state (consultation; nothing left on sale), insufficient_stock, limit_exceeded")})
+    @extend_schema(
+        request=None,
+        responses={
+            200: ReorderOutSerializer,
+            **errors(
+                e400="invalid (no address)",
+                e404="not_found",
+                e409="invalid_state (consultation; nothing left on sale), insufficient_stock, limit_exceeded",
+            ),
+        },
+    )
     def post(self, request, order_no: str):
         return Response(ReorderOutSerializer(reorder.order_reorder(order_no=order_no, customer=request.user)).data)
 

@@ -62,9 +62,17 @@ class RefundListView(ListAPIView):
 
 
 class RefundReturnView(APIView):
-    @extend_schema(request=ReturnInSerializer, responses={200: AfterSaleSerializer, **errors(
-        e400="invalid (carrier, tracking_no)", e404="not_found",
-        e409="invalid_state (the request is not waiting for the goods)")})
+    @extend_schema(
+        request=ReturnInSerializer,
+        responses={
+            200: AfterSaleSerializer,
+            **errors(
+                e400="invalid (carrier, tracking_no)",
+                e404="not_found",
+                e409="invalid_state (the request is not waiting for the goods)",
+            ),
+        },
+    )
     def post(self, request, refund_no: str):
         data = ReturnInSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -14,8 +14,10 @@ from starmall.api.schema import errors
 class OrderCancelView(APIView):
     """Cancel the caller's unpaid order; answers the cancelled order (another customer's: 404)."""
 
-    @extend_schema(request=None, responses={200: OrderSerializer, **errors(
-        e404="not_found", e409="invalid_state", e503="wechat_unavailable")})
+    @extend_schema(
+        request=None,
+        responses={200: OrderSerializer, **errors(e404="not_found", e409="invalid_state", e503="wechat_unavailable")},
+    )
     def post(self, request, order_no: str):
         order = orders.order_get(order_no=order_no, customer_id=request.user.pk)
         order = order_lifecycle.order_cancel(order=order, actor="customer", reason="顾客取消")

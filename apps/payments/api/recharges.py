@@ -42,13 +42,19 @@ class PackageListView(APIView):
 
 
 class RechargeCreateView(APIView):
-    @extend_schema(request=RechargeInSerializer, responses={201: RechargeCreatedSerializer, **errors(
-        e404="not_found (no such active package)", e503="wechat_unavailable")})
+    @extend_schema(
+        request=RechargeInSerializer,
+        responses={
+            201: RechargeCreatedSerializer,
+            **errors(e404="not_found (no such active package)", e503="wechat_unavailable"),
+        },
+    )
     def post(self, request):
         data = RechargeInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        recharge, params = recharges.recharge_create(customer=request.user,
-                                                     package_id=data.validated_data["package_id"])
+        recharge, params = recharges.recharge_create(
+            customer=request.user, package_id=data.validated_data["package_id"]
+        )
         recharge.pay_params = params
         return Response(RechargeCreatedSerializer(recharge).data, status=status.HTTP_201_CREATED)
 
@@ -56,5 +62,6 @@ class RechargeCreateView(APIView):
 class RechargeDetailView(APIView):
     @extend_schema(responses={200: RechargeSerializer, **errors(e404="not_found")})
     def get(self, request, recharge_no: str):
-        return Response(RechargeSerializer(recharges.recharge_get(
-            recharge_no=recharge_no, customer_id=request.user.pk)).data)
+        return Response(
+            RechargeSerializer(recharges.recharge_get(recharge_no=recharge_no, customer_id=request.user.pk)).data
+        )

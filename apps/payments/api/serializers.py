@@ -32,8 +32,9 @@ class PayStatusSerializer(serializers.Serializer):
 
 class RefundInSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=200)
-    amount_fen = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
-                                          help_text="fen; default all refundable")
+    amount_fen = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**31 - 1, help_text="fen; default all refundable"
+    )
 
 
 class RefundOutSerializer(serializers.Serializer):

@@ -35,8 +35,13 @@ MAX_NOTIFY_BYTES = 64 * 1024
 
 
 class OrderPayView(APIView):
-    @extend_schema(request=PayInSerializer, responses={200: PayOutSerializer, **errors(
-        e404="not_found", e409="invalid_state, insufficient_balance", e503="wechat_unavailable")})
+    @extend_schema(
+        request=PayInSerializer,
+        responses={
+            200: PayOutSerializer,
+            **errors(e404="not_found", e409="invalid_state, insufficient_balance", e503="wechat_unavailable"),
+        },
+    )
     def post(self, request, order_no: str):
         data = PayInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -54,8 +59,13 @@ class OrderPayStatusView(APIView):
 
 
 class OrderRefundView(APIView):
-    @extend_schema(request=RefundInSerializer, responses={202: RefundOutSerializer, **errors(
-        e400="invalid (amount_fen)", e404="not_found", e409="invalid_state")})
+    @extend_schema(
+        request=RefundInSerializer,
+        responses={
+            202: RefundOutSerializer,
+            **errors(e400="invalid (amount_fen)", e404="not_found", e409="invalid_state"),
+        },
+    )
     def post(self, request, order_no: str):
         data = RefundInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -76,9 +86,13 @@ def _xml_view(handler, summary: str, kind: str):
     @extend_schema(
         summary=summary,
         request={"text/xml": OpenApiTypes.STR},
-        responses={(200, "application/xml"): OpenApiResponse(
-            OpenApiTypes.STR, description="SUCCESS; FAIL for a notification we cannot trust or match, "
-            f"or a body over {MAX_NOTIFY_BYTES} bytes (WeChat sends again)")},
+        responses={
+            (200, "application/xml"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="SUCCESS; FAIL for a notification we cannot trust or match, "
+                f"or a body over {MAX_NOTIFY_BYTES} bytes (WeChat sends again)",
+            )
+        },
         auth=[],
         description=handler.__doc__,
     )
@@ -103,7 +117,13 @@ def _xml_view(handler, summary: str, kind: str):
     return view
 
 
-wechat_notify = _xml_view(notifications.payment_notification_handle,
-                          "WeChat Pay payment notification (called by WeChat)", Notification.Kind.PAYMENT)
-wechat_refund_notify = _xml_view(notifications.refund_notification_handle,
-                                 "WeChat Pay refund notification (called by WeChat)", Notification.Kind.REFUND)
+wechat_notify = _xml_view(
+    notifications.payment_notification_handle,
+    "WeChat Pay payment notification (called by WeChat)",
+    Notification.Kind.PAYMENT,
+)
+wechat_refund_notify = _xml_view(
+    notifications.refund_notification_handle,
+    "WeChat Pay refund notification (called by WeChat)",
+    Notification.Kind.REFUND,
+)

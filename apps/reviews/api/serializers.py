@@ -9,8 +9,13 @@ class ReviewInSerializer(serializers.Serializer):
     line_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     rating = serializers.IntegerField(min_value=1, max_value=5)
     text = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
-    images = serializers.ListField(child=serializers.CharField(max_length=500), max_length=Review.MAX_IMAGES,
-                                   required=False, default=list, help_text="URLs answered by POST /uploads")
+    images = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        max_length=Review.MAX_IMAGES,
+        required=False,
+        default=list,
+        help_text="URLs answered by POST /uploads",
+    )
 
 
 class ReviewSerializer(serializers.ModelSerializer):

@@ -14,9 +14,17 @@ from starmall.errors import NotFound
 
 
 class OrderReviewView(APIView):
-    @extend_schema(request=ReviewInSerializer, responses={201: ReviewSerializer, **errors(
-        e400="invalid (rating, images not our uploads)", e404="not_found (order or line)",
-        e409="invalid_state (order not completed, line already reviewed)")})
+    @extend_schema(
+        request=ReviewInSerializer,
+        responses={
+            201: ReviewSerializer,
+            **errors(
+                e400="invalid (rating, images not our uploads)",
+                e404="not_found (order or line)",
+                e409="invalid_state (order not completed, line already reviewed)",
+            ),
+        },
+    )
     def post(self, request, order_no: str):
         data = ReviewInSerializer(data=request.data)
         data.is_valid(raise_exception=True)

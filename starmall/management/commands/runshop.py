@@ -41,8 +41,7 @@ def sandbox_address() -> tuple[str, int] | None:
     """
     for base in (settings.WECHAT_PAY_API_BASE, settings.WECHAT_API_BASE, settings.LOGISTICS_API_BASE):
         url = urlsplit(base)
-        if (url.scheme == "http" and url.hostname in LOOPBACK_HOSTS
-                and (url.port or 80) == settings.WECHAT_SANDBOX_PORT):
+        if url.scheme == "http" and url.hostname in LOOPBACK_HOSTS and (url.port or 80) == settings.WECHAT_SANDBOX_PORT:
             return url.hostname, url.port or 80
     return None
 
@@ -81,16 +80,26 @@ class Command(BaseCommand):
         if settings.EMBEDDED_REDIS:
             embedded_redis.stop()  # the server manage.py started for the preparation: supervisord runs its own
             redis_command = embedded_redis.server_command(daemonize=False)
-        queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in settings.CELERY_TASK_ROUTES.values()})
-        programs = supervision.shop_programs(
-            queues=queues, beat_schedule=settings.CELERY_BEAT_SCHEDULE_FILENAME,
-            sandbox=sandbox_address() if "sandbox" in roles else None, redis_command=redis_command,
-            roles=roles, worker_name=f"worker{os.getpid()}@%h",
+        queues = [settings.CELERY_TASK_DEFAULT_QUEUE] + sorted(
+            {r["queue"] for r in settings.CELERY_TASK_ROUTES.values()}
         )
-        config = supervision.write_config(Path(settings.VAR_DIR) / "supervisor" / "supervisord.conf", programs,
-                                          directory=settings.BASE_DIR)
-        env = dict(os.environ, WEB_BIND=bind, PYTHONUNBUFFERED="1",
-                   DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "starmall.settings.local"))
+        programs = supervision.shop_programs(
+            queues=queues,
+            beat_schedule=settings.CELERY_BEAT_SCHEDULE_FILENAME,
+            sandbox=sandbox_address() if "sandbox" in roles else None,
+            redis_command=redis_command,
+            roles=roles,
+            worker_name=f"worker{os.getpid()}@%h",
+        )
+        config = supervision.write_config(
+            Path(settings.VAR_DIR) / "supervisor" / "supervisord.conf", programs, directory=settings.BASE_DIR
+        )
+        env = dict(
+            os.environ,
+            WEB_BIND=bind,
+            PYTHONUNBUFFERED="1",
+            DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "starmall.settings.local"),
+        )
         self.stdout.write(f"supervisord: {config} (supervisorctl -c {config} status)", ending="\n")
         self.stdout.flush()
         process = subprocess.Popen([sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(config)], env=env)
@@ -128,19 +137,21 @@ class Command(BaseCommand):
             call_command("collectstatic", interactive=False, verbosity=0)  # this machine's files
         site = settings.SITE_URL
         sandbox = sandbox_address() if "sandbox" in machine else None
-        out.write(self.style.SUCCESS(
-            "\nStarmall is starting:\n"
-            f"  API        {site}/api/v1/   (docs {site}/api/docs/; gunicorn on {bind})\n"
-            f"  health     {site}/healthz\n"
-            f"  admin      {site}/admin/    login: {username} / {password}\n"
-            + "".join(f"             {role}: {login} / {secret}\n" for role, login, secret in roles)
-            + f"  WeChat     {settings.WECHAT_PAY_API_BASE}"
-            + (f"  (sandbox on port {sandbox[1]}, control API: /sandbox/, see README)\n" if sandbox else "\n")
-            + f"  database   {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
-            f"  redis {'embedded (var/redis.sock)' if settings.EMBEDDED_REDIS else 'REDIS_URL'}\n"
-            f"  roles      {','.join(r for r in ROLES if r in machine)} (STARMALL_ROLES)\n"
-            "Press Ctrl-C to stop everything.\n"
-        ))
+        out.write(
+            self.style.SUCCESS(
+                "\nStarmall is starting:\n"
+                f"  API        {site}/api/v1/   (docs {site}/api/docs/; gunicorn on {bind})\n"
+                f"  health     {site}/healthz\n"
+                f"  admin      {site}/admin/    login: {username} / {password}\n"
+                + "".join(f"             {role}: {login} / {secret}\n" for role, login, secret in roles)
+                + f"  WeChat     {settings.WECHAT_PAY_API_BASE}"
+                + (f"  (sandbox on port {sandbox[1]}, control API: /sandbox/, see README)\n" if sandbox else "\n")
+                + f"  database   {settings.DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}"
+                f"  redis {'embedded (var/redis.sock)' if settings.EMBEDDED_REDIS else 'REDIS_URL'}\n"
+                f"  roles      {','.join(r for r in ROLES if r in machine)} (STARMALL_ROLES)\n"
+                "Press Ctrl-C to stop everything.\n"
+            )
+        )
 
     def _role_logins(self) -> list[tuple[str, str, str]]:
         """One demo staff login per role (apps/backoffice/roles.py), created once; the password is

@@ -13,14 +13,17 @@ DEMO_IDS = {
 
 
 class Command(BaseCommand):
-    help = ("Demo subscription templates for both scenes (order: paid, shipped; consultation: reminder, "
-            "chat message) with their default fields maps; kinds that have a row are left as staff set them.")
+    help = (
+        "Demo subscription templates for both scenes (order: paid, shipped; consultation: reminder, "
+        "chat message) with their default fields maps; kinds that have a row are left as staff set them."
+    )
 
     def handle(self, *args, **options):
         created = 0
         for kind, template_id in DEMO_IDS.items():
             scene, _, fields = subscriptions.DEFAULTS[kind]
             _, made = SubscribeTemplate.objects.get_or_create(
-                kind=kind, defaults={"scene": scene, "template_id": template_id, "fields": fields})
+                kind=kind, defaults={"scene": scene, "template_id": template_id, "fields": fields}
+            )
             created += made
         self.stdout.write(f"demo data: {created} subscription templates added")

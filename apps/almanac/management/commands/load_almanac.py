@@ -28,11 +28,13 @@ class Command(BaseCommand):
         parser.add_argument("--start", help=f"first date, YYYY-MM-DD (default {compute.FIRST_DATE})")
         parser.add_argument("--end", help=f"last date, YYYY-MM-DD (default {compute.LAST_DATE})")
         parser.add_argument(
-            "--years-back", type=int,
+            "--years-back",
+            type=int,
             help="instead of --start: 1 January of (this year - N), Shanghai time",
         )
         parser.add_argument(
-            "--years-ahead", type=int,
+            "--years-ahead",
+            type=int,
             help="instead of --end: 31 December of (this year + N), Shanghai time",
         )
         parser.add_argument("--force", action="store_true", help="rewrite years already loaded")
@@ -56,8 +58,11 @@ class Command(BaseCommand):
             end = min(dt.date(today.year + opts["years_ahead"], 12, 31), compute.LAST_DATE)
 
         bar = tqdm(
-            total=max((end - start).days + 1, 0), unit="day", desc="almanac",
-            disable=opts["no_progress"], file=self.stderr._out,
+            total=max((end - start).days + 1, 0),
+            unit="day",
+            desc="almanac",
+            disable=opts["no_progress"],
+            file=self.stderr._out,
         )
         try:
             result = services.almanac_load(

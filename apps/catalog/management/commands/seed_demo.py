@@ -20,10 +20,12 @@ DEMO_POINTS_REF = "demo-seed:points"
 
 
 class Command(BaseCommand):
-    help = ("Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop and credit "
-            "the demo customer's balance and points through the wallet (ledger rows); "
-            "then demo flash sales (seed_flash_sales), freight templates (seed_freight), coupon "
-            "templates and sign-in rules (seed_marketing), recharge packages (seed_recharge_packages).")
+    help = (
+        "Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop and credit "
+        "the demo customer's balance and points through the wallet (ledger rows); "
+        "then demo flash sales (seed_flash_sales), freight templates (seed_freight), coupon "
+        "templates and sign-in rules (seed_marketing), recharge packages (seed_recharge_packages)."
+    )
 
     def handle(self, *args, **options):
         # Only into an empty catalog: reloading would reset stock and balances that orders

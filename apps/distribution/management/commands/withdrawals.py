@@ -26,11 +26,14 @@ class Command(BaseCommand):
         try:
             if action == "approve":
                 done = withdrawals.withdrawal_approve(withdrawal_no=withdrawal_no, user=user)
-                self.stdout.write(f"approved {done.withdrawal_no} ({done.amount_fen} fen); merchant transfer sent "
-                                  f"(已批准，商家转账已发起)")
+                self.stdout.write(
+                    f"approved {done.withdrawal_no} ({done.amount_fen} fen); merchant transfer sent "
+                    f"(已批准，商家转账已发起)"
+                )
             else:
                 done = withdrawals.withdrawal_reject(withdrawal_no=withdrawal_no, reason=reason, user=user)
-                self.stdout.write(f"rejected {done.withdrawal_no}; {done.amount_fen} fen back to available "
-                                  f"(已驳回：{done.reason})")
+                self.stdout.write(
+                    f"rejected {done.withdrawal_no}; {done.amount_fen} fen back to available (已驳回：{done.reason})"
+                )
         except ShopError as exc:
             raise CommandError(f"refused: {exc.message}") from exc

@@ -12,8 +12,10 @@ UPCOMING = ("SM-003-007", "建盏·油滴天目 明晚八点秒杀", 16800, 5, 1
 
 
 class Command(BaseCommand):
-    help = ("Demo flash sales (秒杀): one live now (12 hours) and one upcoming (tomorrow 20:00-22:00 "
-            "Shanghai time), each only if the shop has none of that kind and the demo SKU exists.")
+    help = (
+        "Demo flash sales (秒杀): one live now (12 hours) and one upcoming (tomorrow 20:00-22:00 "
+        "Shanghai time), each only if the shop has none of that kind and the demo SKU exists."
+    )
 
     def handle(self, *args, **options):
         now = timezone.localtime()
@@ -29,7 +31,12 @@ class Command(BaseCommand):
             if sku is None or sku.stock < stock:
                 continue
             sale = flash_sales.flash_sale_schedule(
-                title=title, sku_id=sku.pk, price_fen=price_fen, stock=stock, starts_at=starts_at,
-                ends_at=ends_at, limit_per_customer=limit,
+                title=title,
+                sku_id=sku.pk,
+                price_fen=price_fen,
+                stock=stock,
+                starts_at=starts_at,
+                ends_at=ends_at,
+                limit_per_customer=limit,
             )
             self.stdout.write(f"demo data: {status} flash sale {sale.pk} ({title})")

@@ -14,8 +14,10 @@ LASTS = dt.timedelta(days=60)
 
 
 class Command(BaseCommand):
-    help = ("Demo 拼团 (a live 2-person activity) and 砍价 (a live campaign) on goods SKUs with stock, each "
-            "only when the shop has no live one of that kind and the demo SKU exists (safe to run twice).")
+    help = (
+        "Demo 拼团 (a live 2-person activity) and 砍价 (a live campaign) on goods SKUs with stock, each "
+        "only when the shop has no live one of that kind and the demo SKU exists (safe to run twice)."
+    )
 
     def handle(self, *args, **options):
         now = timezone.localtime().replace(second=0, microsecond=0)
@@ -23,14 +25,30 @@ class Command(BaseCommand):
         sku = Sku.objects.filter(code=code, is_active=True).first()
         if not group_buys.group_buy_list(status="live").exists() and sku is not None and sku.stock >= stock:
             activity = group_buys.group_buy_schedule(
-                title=title, sku_id=sku.pk, price_fen=price_fen, stock=stock, group_size=size, hours=hours,
-                starts_at=now, ends_at=now + LASTS, limit_per_customer=limit)
+                title=title,
+                sku_id=sku.pk,
+                price_fen=price_fen,
+                stock=stock,
+                group_size=size,
+                hours=hours,
+                starts_at=now,
+                ends_at=now + LASTS,
+                limit_per_customer=limit,
+            )
             self.stdout.write(f"demo data: live group buy {activity.pk} ({title})")
         code, title, original_fen, floor_fen, helpers, hours, stock, limit = BARGAIN
         sku = Sku.objects.filter(code=code, is_active=True).first()
         if not bargains.bargain_list(status="live").exists() and sku is not None and sku.stock >= stock:
             campaign = bargains.bargain_schedule(
-                title=title, sku_id=sku.pk, original_price_fen=original_fen, floor_price_fen=floor_fen,
-                helpers_needed=helpers, hours=hours, starts_at=now, ends_at=now + LASTS, stock=stock,
-                limit_per_customer=limit)
+                title=title,
+                sku_id=sku.pk,
+                original_price_fen=original_fen,
+                floor_price_fen=floor_fen,
+                helpers_needed=helpers,
+                hours=hours,
+                starts_at=now,
+                ends_at=now + LASTS,
+                stock=stock,
+                limit_per_customer=limit,
+            )
             self.stdout.write(f"demo data: live bargain {campaign.pk} ({title})")

@@ -14,24 +14,47 @@ SIGN_IN_POINTS = [5, 5, 10, 10, 15, 15, 30]  # day 1..7 of a streak, then the cy
 
 
 class Command(BaseCommand):
-    help = ("Demo coupon templates (an amount off with a threshold, a percent off with a cap, one for a "
-            "category), the sign-in table, and a coupon the demo customer received; each only when "
-            "the shop has none of it.")
+    help = (
+        "Demo coupon templates (an amount off with a threshold, a percent off with a cap, one for a "
+        "category), the sign-in table, and a coupon the demo customer received; each only when "
+        "the shop has none of it."
+    )
 
     def handle(self, *args, **options):
         now = timezone.now()
         if not CouponTemplate.objects.exists():
             newcomer = CouponTemplate.objects.create(
-                name="新人满100减20", kind="amount", amount_fen=2000, threshold_fen=10000, valid_days=30,
-                total=1000, per_customer=1)
+                name="新人满100减20",
+                kind="amount",
+                amount_fen=2000,
+                threshold_fen=10000,
+                valid_days=30,
+                total=1000,
+                per_customer=1,
+            )
             CouponTemplate.objects.create(
-                name="满200享9折 最高减30元", kind="percent", percent=10, max_discount_fen=3000, threshold_fen=20000,
-                valid_days=15, total=500, per_customer=2)
+                name="满200享9折 最高减30元",
+                kind="percent",
+                percent=10,
+                max_discount_fen=3000,
+                threshold_fen=20000,
+                valid_days=15,
+                total=500,
+                per_customer=2,
+            )
             incense = Category.objects.filter(name="香道").first()
             if incense is not None:
                 scoped = CouponTemplate.objects.create(
-                    name="香道满150减30", kind="amount", amount_fen=3000, threshold_fen=15000, scope="category",
-                    valid_from=now, valid_to=now + dt.timedelta(days=60), total=200, per_customer=1)
+                    name="香道满150减30",
+                    kind="amount",
+                    amount_fen=3000,
+                    threshold_fen=15000,
+                    scope="category",
+                    valid_from=now,
+                    valid_to=now + dt.timedelta(days=60),
+                    total=200,
+                    per_customer=1,
+                )
                 scoped.categories.set([incense])
             self.stdout.write(f"demo data: {CouponTemplate.objects.count()} coupon templates")
             customer = Customer.objects.filter(openid=DEMO_OPENID).first()
@@ -39,7 +62,8 @@ class Command(BaseCommand):
                 coupon = coupons.coupon_receive(template_id=newcomer.pk, customer_id=customer.pk)
                 self.stdout.write(f"demo data: the demo customer received coupon {coupon.pk} ({coupon.title})")
         if not SignInRule.objects.exists():
-            SignInRule.objects.bulk_create(SignInRule(day=day, points=points)
-                                           for day, points in enumerate(SIGN_IN_POINTS, start=1))
+            SignInRule.objects.bulk_create(
+                SignInRule(day=day, points=points) for day, points in enumerate(SIGN_IN_POINTS, start=1)
+            )
             self.stdout.write("demo data: sign-in rules " + ", ".join(map(str, SIGN_IN_POINTS)))
         call_command("seed_group_buys")  # a live 2-person 拼团 and a live 砍价 (API.md growth demo data)

@@ -7,8 +7,10 @@ from starmall.errors import ShopError
 
 
 class Command(BaseCommand):
-    help = ("Ship a paid goods order with a carrier and tracking number, through the same service as "
-            "the admin (orders.order_ship): ship_order <order_no> --carrier shunfeng --tracking-no SF123456789")
+    help = (
+        "Ship a paid goods order with a carrier and tracking number, through the same service as "
+        "the admin (orders.order_ship): ship_order <order_no> --carrier shunfeng --tracking-no SF123456789"
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("order_no")

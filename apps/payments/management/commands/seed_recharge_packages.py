@@ -11,6 +11,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if RechargePackage.objects.exists():
             return
-        RechargePackage.objects.bulk_create(RechargePackage(pay_fen=pay, bonus_fen=bonus, sort=i)
-                                            for i, (pay, bonus) in enumerate(PACKAGES, start=1))
+        RechargePackage.objects.bulk_create(
+            RechargePackage(pay_fen=pay, bonus_fen=bonus, sort=i) for i, (pay, bonus) in enumerate(PACKAGES, start=1)
+        )
         self.stdout.write("demo data: recharge packages 100+10, 500+60 yuan")

@@ -12,9 +12,11 @@ HEAVY_SKUS = [("SM-010-021", 1800), ("SM-010-022", 3200), ("SM-007-015", 1200), 
 
 
 class Command(BaseCommand):
-    help = ("Demo freight templates: the default (migrated) one charges more for 新疆/西藏 and ships free "
-            "from 99.00 yuan elsewhere (299.00 there); a weight-based one for the ink stones and incense "
-            "burners. Only into a shop without region rules.")
+    help = (
+        "Demo freight templates: the default (migrated) one charges more for 新疆/西藏 and ships free "
+        "from 99.00 yuan elsewhere (299.00 there); a weight-based one for the ink stones and incense "
+        "burners. Only into a shop without region rules."
+    )
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -26,19 +28,29 @@ class Command(BaseCommand):
             return
         default = FreightTemplate.objects.filter(is_default=True).first()
         if default is None:
-            default = FreightTemplate.objects.create(name="默认运费", mode="piece", first_unit=1, first_fee_fen=1000,
-                                                     extra_unit=1, extra_fee_fen=0, is_default=True)
+            default = FreightTemplate.objects.create(
+                name="默认运费",
+                mode="piece",
+                first_unit=1,
+                first_fee_fen=1000,
+                extra_unit=1,
+                extra_fee_fen=0,
+                is_default=True,
+            )
         FreightRegionRule.objects.create(template=default, provinces=REMOTE, first_fee_fen=2500, extra_fee_fen=500)
         default.free_rules.all().delete()
-        FreeShippingRule.objects.create(template=default, provinces=[p for p in PROVINCE_NAMES if p not in REMOTE],
-                                        min_amount_fen=9900)
+        FreeShippingRule.objects.create(
+            template=default, provinces=[p for p in PROVINCE_NAMES if p not in REMOTE], min_amount_fen=9900
+        )
         FreeShippingRule.objects.create(template=default, provinces=REMOTE, min_amount_fen=29900)
 
-        heavy = FreightTemplate.objects.create(name="重货（按重量）", mode="weight", first_unit=1000, first_fee_fen=1200,
-                                               extra_unit=500, extra_fee_fen=300)
+        heavy = FreightTemplate.objects.create(
+            name="重货（按重量）", mode="weight", first_unit=1000, first_fee_fen=1200, extra_unit=500, extra_fee_fen=300
+        )
         FreightRegionRule.objects.create(template=heavy, provinces=REMOTE, first_fee_fen=3000, extra_fee_fen=1000)
-        FreightRegionRule.objects.create(template=heavy, provinces=["浙江省"], cities=["杭州市"], first_fee_fen=800,
-                                         extra_fee_fen=200)  # the warehouse's own city
+        FreightRegionRule.objects.create(
+            template=heavy, provinces=["浙江省"], cities=["杭州市"], first_fee_fen=800, extra_fee_fen=200
+        )  # the warehouse's own city
         FreeShippingRule.objects.create(template=heavy, provinces=NEAR, min_amount_fen=50000)
         for code, grams in HEAVY_SKUS:
             Sku.objects.filter(code=code).update(weight_g=grams)

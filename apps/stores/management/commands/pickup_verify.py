@@ -7,8 +7,10 @@ from starmall.errors import ShopError
 
 
 class Command(BaseCommand):
-    help = ("Verify a pickup code (自提核销) as staff USERNAME, exactly as the back office's page does "
-            "(same permission and store checks); exits non-zero with the reason when refused.")
+    help = (
+        "Verify a pickup code (自提核销) as staff USERNAME, exactly as the back office's page does "
+        "(same permission and store checks); exits non-zero with the reason when refused."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("code", help="the customer's 8-digit pickup code")
@@ -23,5 +25,7 @@ class Command(BaseCommand):
         except ShopError as exc:
             raise CommandError(exc.message) from exc
         when = timezone.localtime(order.pickup_verified_at).strftime("%Y-%m-%d %H:%M")
-        self.stdout.write(f"已核销 订单 {order.order_no}（{(order.pickup_store or {}).get('name', '')}）"
-                          f" 于 {when} 由 {user.get_username()}")
+        self.stdout.write(
+            f"已核销 订单 {order.order_no}（{(order.pickup_store or {}).get('name', '')}）"
+            f" 于 {when} 由 {user.get_username()}"
+        )
