@@ -23,9 +23,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-## lint: ruff (rules in pyproject.toml [tool.ruff]); no formatter is run
+## lint: ruff's rules and its formatter in check mode (settings in pyproject.toml [tool.ruff]); `ruff format .` fixes the layout
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 ## bench: speed targets (flash sale vs bare SQL on PostgreSQL + Redis, storm, browse; almanac; order create; back-office dashboard with 100k orders)
 bench: $(STAMP)
