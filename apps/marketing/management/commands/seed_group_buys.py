@@ -7,9 +7,9 @@ from apps.catalog.models import Sku
 from apps.marketing import bargains, group_buys
 
 # (SKU code of fixtures/demo.json, title, price in fen, stock, group size, hours, limit per customer)
-GROUP_BUY = ("SM-004-009", "茶巾·两人拼团", 4800, 30, 2, 24, 2)
+GROUP_BUY = ("SM-004-009", "公道杯·两人拼团", 4800, 30, 2, 24, 2)
 # (SKU code, title, original fen, floor fen, helpers needed, hours, stock, limit per customer)
-BARGAIN = ("SM-005-011", "茶则·好友砍价", 5900, 1900, 3, 24, 30, 1)
+BARGAIN = ("SM-005-011", "沉香线香·好友砍价", 5900, 1900, 3, 24, 30, 1)
 LASTS = dt.timedelta(days=60)
 
 
