@@ -82,6 +82,8 @@ def test_check_deploy_passes_with_no_warnings(prod_env):
         ("WECHAT_API_BASE", "https://api.weixin.qq.com/proxy/"),  # the README: "anything else is refused"
         ("WECHAT_API_BASE", "http://localhost:8001/"),
         ("WECHAT_API_BASE", "https://api.mch.weixin.qq.com/"),
+        ("WECHAT_PAY_V3_API_BASE", "http://127.0.0.1:8001"),  # merchant transfers: never the sandbox
+        ("WECHAT_PAY_V3_API_BASE", "https://api.weixin.qq.com"),
     ],
 )
 def test_wechat_base_must_be_https_on_wechat_hosts(prod_env, name, value):

@@ -62,6 +62,21 @@ for _name, _hosts in WECHAT_HOSTS.items():
             f"not {globals()[_name]!r}"
         )
 
+# WeChat Pay API v3 (merchant transfers for withdrawals): WeChat's host unless set, never the
+# sandbox's (base's default). Its keys are the merchant's own (docs/DEPLOY.md); the sandbox's
+# shipped test keys only sign requests WeChat refuses.
+WECHAT_PAY_V3_API_BASE = env.str("WECHAT_PAY_V3_API_BASE", default="https://api.mch.weixin.qq.com").rstrip("/")
+_v3 = urlsplit(WECHAT_PAY_V3_API_BASE)
+if (
+    _v3.scheme != "https"
+    or _v3.hostname not in WECHAT_HOSTS["WECHAT_PAY_API_BASE"]
+    or _v3.path
+    or _v3.port not in (None, 443)
+):
+    raise ImproperlyConfigured(
+        f"WECHAT_PAY_V3_API_BASE must be https://api.mch.weixin.qq.com (WeChat Pay's host), not {WECHAT_PAY_V3_API_BASE!r}"
+    )
+
 # Alerts must reach someone (apps.alerts): an enterprise-WeChat group robot and/or mail. The
 # robot's webhook only on WeCom's host over https (the sandbox default of base is not kept);
 # ALERT_BACKENDS set by hand (e.g. the LogBackend alone) is taken as a deliberate choice.
