@@ -52,11 +52,16 @@ def periods(now: dt.datetime | None = None) -> tuple[Period, Period]:
 
 
 def summary(period: Period) -> dict:
-    """Orders created, paid orders, revenue (fen), refunds (count, fen), paid rate (%), AOV (fen).
+    """Orders created, paid orders, revenue (fen), refunds (count, fen), paid rate (%), AOV (fen),
+    new customers (first logins) and commissions earned (fen, not reversed; 分销).
 
     Revenue counts orders PAID in the period (by ``paid_at``) whatever happened after; refunds
-    are refunds that SUCCEEDED in the period. Three queries.
+    are refunds that SUCCEEDED in the period; commissions are those written in the period (at
+    payment), less what refunds took back. Five queries.
     """
+    from apps.accounts.models import Customer
+    from apps.distribution.models import Commission
+
     created = Order.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
         orders=Count("id"),
         paid=Count("id", filter=Q(paid_at__isnull=False)),
@@ -79,6 +84,10 @@ def summary(period: Period) -> dict:
         "refund_fen": refunds["fen"],
         "paid_rate": round(100 * created["paid"] / created["orders"], 1) if created["orders"] else 0.0,
         "aov_fen": paid["revenue_fen"] // paid["count"] if paid["count"] else 0,
+        "new_customers": Customer.objects.filter(created_at__gte=period.start, created_at__lt=period.end).count(),
+        "commission_fen": Commission.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
+            fen=Coalesce(Sum(F("amount_fen") - F("reversed_fen")), 0)
+        )["fen"],
     }
 
 

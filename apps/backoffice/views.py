@@ -116,7 +116,10 @@ def dashboard_callback(request, context: dict) -> dict:
         card = {key: value for key, value in block.items() if not key.endswith("_fen")}
         if money:
             card.update(
-                revenue=yuan(block["revenue_fen"]), refund=yuan(block["refund_fen"]), aov=yuan(block["aov_fen"])
+                revenue=yuan(block["revenue_fen"]),
+                refund=yuan(block["refund_fen"]),
+                aov=yuan(block["aov_fen"]),
+                commission=yuan(block["commission_fen"]),
             )
         cards.append(card)
     chart = {

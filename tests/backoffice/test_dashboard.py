@@ -77,6 +77,7 @@ def test_summary_counts_shanghai_days(customer):
     assert t["paid_rate"] == 66.7
     m = selectors.summary(month)
     assert (m["orders"], m["paid_orders"], m["revenue_fen"]) == (4, 3, 11000)
+    assert (t["new_customers"], t["commission_fen"]) == (0, 0)  # the customer joined before "today"
     days = selectors.revenue_by_day(month)
     assert len(days) == 30
     assert days[-1] == {"day": dt.date(2026, 12, 1), "orders": 2, "revenue_fen": 4000}
@@ -134,3 +135,25 @@ def test_money_shown_and_entered_in_yuan(boss):
     assert f'value="{yuan(sku.price_fen)}"' in page
     listing = boss.get(reverse("admin:catalog_sku_changelist")).content.decode()
     assert yuan(sku.price_fen) in listing
+
+
+def test_summary_counts_new_customers_and_commissions_not_reversed(make_customer):
+    from apps.distribution.models import Commission, Distributor
+
+    now = timezone.now()
+    buyer, earner = make_customer(), make_customer()
+    distributor = Distributor.objects.create(customer=earner, referral_code="DASH0001")
+    for level, (fen, back, status) in enumerate([(1200, 200, "frozen"), (300, 300, "reversed")], start=1):
+        order = _order(buyer, f"C{level}", 12000, status=OrderStatus.PAID, paid=now)
+        Commission.objects.create(
+            order=order,
+            distributor=distributor,
+            level=level,
+            base_fen=12000,
+            amount_fen=fen,
+            reversed_fen=back,
+            status=status,
+        )
+    today, _ = selectors.periods(now)
+    t = selectors.summary(today)
+    assert t["new_customers"] == 2 and t["commission_fen"] == 1000  # 1200 - 200 partly refunded; 300 - 300
