@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import selectors
 from apps.marketing.models import BargainCampaign, BargainHelp, BargainHelperDay, BargainRecord
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
@@ -191,18 +192,8 @@ def bargain_get(*, bargain_no: str) -> BargainRecord:
 
 
 def bargain_list(*, status: str | None = None, now: dt.datetime | None = None):
-    """Active campaigns of SKUs on sale (``live``, ``upcoming`` or both), at most 100."""
-    now = now or timezone.now()
-    qs = BargainCampaign.objects.select_related("sku__product").filter(
-        is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True
-    )
-    if status == "live":
-        qs = qs.filter(starts_at__lte=now).order_by("ends_at", "id")
-    elif status == "upcoming":
-        qs = qs.filter(starts_at__gt=now).order_by("starts_at", "id")
-    else:
-        qs = qs.order_by("starts_at", "id")
-    return qs[:100]
+    """Active 砍价 campaigns of SKUs on sale (``live``, ``upcoming`` or both), at most 100 (:func:`apps.marketing.selectors.activities_listed`)."""
+    return selectors.activities_listed(BargainCampaign, status=status, now=now)
 
 
 # --- orders ask (confirm, create, cancel/refund) ---------------------------------------------

@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
+from apps.marketing import selectors
 from apps.marketing.models import Group, GroupBuy, GroupSeat
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
@@ -445,19 +446,8 @@ def groups_open(*, group_buy_id: int, now: dt.datetime | None = None, limit: int
 
 
 def group_buy_list(*, status: str | None = None, now: dt.datetime | None = None):
-    """Active activities of SKUs on sale: ``live`` (ending soonest first), ``upcoming``
-    (starting soonest first) or both; at most 100, SKU and product joined."""
-    now = now or timezone.now()
-    qs = GroupBuy.objects.select_related("sku__product").filter(
-        is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True
-    )
-    if status == "live":
-        qs = qs.filter(starts_at__lte=now).order_by("ends_at", "id")
-    elif status == "upcoming":
-        qs = qs.filter(starts_at__gt=now).order_by("starts_at", "id")
-    else:
-        qs = qs.order_by("starts_at", "id")
-    return qs[:100]
+    """Active 拼团 activities of SKUs on sale (``live``, ``upcoming`` or both), at most 100 (:func:`apps.marketing.selectors.activities_listed`)."""
+    return selectors.activities_listed(GroupBuy, status=status, now=now)
 
 
 # --- staff (admin) -------------------------------------------------------------------------

@@ -12,12 +12,14 @@ from apps.marketing.models import FlashSale
 MAX_LISTED = 100  # a bare list (API.md): bounded so that it stays one small query
 
 
-def flash_sale_list(*, status: str | None = None, now: dt.datetime | None = None) -> QuerySet[FlashSale]:
-    """Active sales of SKUs on sale: ``status="live"`` (``starts_at <= now < ends_at``, ending
-    soonest first), ``"upcoming"`` (``now < starts_at``, starting soonest first) or None (both,
-    live first). At most 100 rows; SKU and product joined (one query)."""
+def activities_listed(model, *, status: str | None = None, now: dt.datetime | None = None) -> QuerySet:
+    """Active activities of ``model`` (FlashSale, GroupBuy, BargainCampaign: each has ``sku``,
+    ``is_active``, ``starts_at``, ``ends_at``) whose SKU is on sale: ``status="live"``
+    (``starts_at <= now < ends_at``, ending soonest first), ``"upcoming"`` (``now < starts_at``,
+    starting soonest first) or None (both, by start). At most 100 rows; SKU and product joined
+    (one query). ``now``: aware, default now."""
     now = now or timezone.now()
-    qs = FlashSale.objects.select_related("sku__product").filter(
+    qs = model.objects.select_related("sku__product").filter(
         is_active=True, ends_at__gt=now, sku__is_active=True, sku__product__is_active=True
     )
     if status == "live":
@@ -27,3 +29,8 @@ def flash_sale_list(*, status: str | None = None, now: dt.datetime | None = None
     else:
         qs = qs.order_by("starts_at", "id")
     return qs[:MAX_LISTED]
+
+
+def flash_sale_list(*, status: str | None = None, now: dt.datetime | None = None) -> QuerySet[FlashSale]:
+    """The 秒杀 list of the mini-program (:func:`activities_listed`)."""
+    return activities_listed(FlashSale, status=status, now=now)
