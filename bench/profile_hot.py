@@ -71,6 +71,9 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
     from pyinstrument import Profiler
 
     call_command("migrate", verbosity=0)
+    from django_redis import get_redis_connection
+
+    get_redis_connection("default").flushdb()  # a previous run's quotas and allowances (same ids) are not this one's
     from apps.accounts.models import Address, Customer
     from apps.accounts.tokens import token_issue
     from apps.catalog.models import Category, Product, Sku
