@@ -53,7 +53,7 @@ from rest_framework.settings import api_settings
 
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
-from apps.orders.api import flash_gate
+from apps.orders.api import create_gate, flash_gate
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
@@ -123,13 +123,14 @@ class SoldOutGate:
         self.app = app
         self._redis: tuple[asyncio.AbstractEventLoop, aioredis.Redis] | None = None
         self._quiet_until = 0.0  # time.monotonic() before which Redis failures are not logged again
+        self._database = create_gate.Database()  # PostgreSQL for a winner's create (apps.orders.api.create_gate)
 
     async def __call__(self, scope, receive, send) -> None:
         limit = _body_limit()
         if (
             scope["type"] != "http"
             or scope["method"] != "POST"
-            or scope["path"] != CONFIRM_PATH
+            or scope["path"] not in (CONFIRM_PATH, create_gate.CREATE_PATH)
             or not 0 < _declared_length(scope) <= limit
         ):  # none (chunked) or too long: Django's
             await self.app(scope, receive, send)
@@ -205,9 +206,15 @@ class SoldOutGate:
             return None
         try:
             data = json.loads(body.decode("utf-8"), parse_constant=_no_constants)
-            parsed = confirm_request(data)
         except (ValueError, RecursionError):
             return None
+        if scope["path"] == create_gate.CREATE_PATH:  # a 秒杀 winner's create (apps.orders.api.create_gate)
+            order = await create_gate.answer(self._client(), self._database, auth[1], data)
+            if order is None:
+                return None
+            payload = _json_body(order)
+            return 201, _response_headers(secure, len(payload), allow=create_gate.ALLOW), payload
+        parsed = confirm_request(data)
         if parsed is None:
             return None
         quantities, flash_sale_id = parsed
@@ -233,6 +240,13 @@ class SoldOutGate:
                 return None
         payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
         return refused.status, _response_headers(secure, len(payload)), payload
+
+    async def aclose(self) -> None:
+        """Close the worker's PostgreSQL pool and Redis client (tests run each request in a loop of its own)."""
+        await self._database.close()
+        if self._redis is not None:
+            client, self._redis = self._redis[1], None
+            await client.aclose()
 
     def _client(self) -> aioredis.Redis:
         """The worker's Redis client for the running event loop (a pool belongs to one loop)."""
@@ -311,9 +325,10 @@ def _host_allowed(headers: dict[bytes, bytes]) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def _response_headers(secure: bool, length: int) -> list[tuple[bytes, bytes]]:
-    """The headers Django's stack puts on this answer (DRF, SecurityMiddleware, X-Frame-Options)."""
-    headers = [(b"content-type", b"application/json"), (b"allow", b"POST, OPTIONS")]
+def _response_headers(secure: bool, length: int, allow: bytes = b"POST, OPTIONS") -> list[tuple[bytes, bytes]]:
+    """The headers Django's stack puts on this answer (DRF, SecurityMiddleware, X-Frame-Options);
+    ``allow``: the view's methods as DRF lists them."""
+    headers = [(b"content-type", b"application/json"), (b"allow", allow)]
     if settings.X_FRAME_OPTIONS:
         headers.append((b"x-frame-options", settings.X_FRAME_OPTIONS.encode()))
     headers.append((b"content-length", str(length).encode()))
