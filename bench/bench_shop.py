@@ -137,6 +137,37 @@ class Client:
         self.conn.close()
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each kind of process on this machine: the web
+    server, PostgreSQL, Redis, Celery, this benchmark's client, everything else (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(entry) == os.getpid():
+            kind = "bench client"
+        elif "gunicorn" in cmd or "uvicorn" in cmd:
+            kind = "web"
+        elif cmd.startswith("postgres") or "postgres:" in cmd:
+            kind = "postgres"
+        elif "redis-server" in cmd:
+            kind = "redis"
+        elif "celery" in cmd:
+            kind = "celery"
+        else:
+            kind = "other"
+        out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_PORT) -> dict:
     """Run ``work(client, task) -> outcome`` over ``tasks`` from ``concurrency`` threads.
 
@@ -187,16 +218,19 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
     for thread in threads:
         thread.start()
     barrier.wait()
+    cpu0 = cpu_seconds()
     t0 = time.perf_counter()
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - t0
+    cpu1 = cpu_seconds()
     return {
         "wall": wall,
         "latencies": latencies,
         "outcomes": outcomes,
         "last_at_s": {key: round(at - t0, 2) for key, at in sorted(last_at.items())},
         "by_outcome": by_outcome,
+        "cpu_s": {kind: round(cpu1[kind] - cpu0.get(kind, 0.0), 2) for kind in sorted(cpu1)},
     }
 
 
@@ -215,6 +249,7 @@ def stats(result: dict) -> dict:
         "wall_s": round(result["wall"], 2),
         "outcomes": dict(sorted(result["outcomes"].items())),
         "last_at_s": result.get("last_at_s", {}),
+        "cpu_s_by_process": result.get("cpu_s", {}),
         "p50_p99_ms_by_outcome": {
             key: [_pct(sorted(values), 0.50), _pct(sorted(values), 0.99)]
             for key, values in sorted(result.get("by_outcome", {}).items())
@@ -390,20 +425,27 @@ def new_sku(name: str, stock: int, price_fen: int = 990) -> tuple[int, int]:
 def flash_sale(customers: list[dict], sku_id: int, extra: dict | None = None) -> dict:
     """2,000 confirm + create attempts for one SKU; outcome per attempt."""
     extra = extra or {}
+    steps: dict[str, list[float]] = {"confirm": [], "create": []}  # a winner's two requests, seconds
 
     def attempt(client: Client, customer: dict) -> str:
         body = {"items": [{"sku_id": sku_id, "quantity": 1}], "address_id": customer["address_id"], **extra}
+        t0 = time.perf_counter()
         status, draft = client.json("POST", "/api/v1/orders/confirm", body, customer["token"])
         if status != 200:
             return f"confirm {status} {draft.get('code')}"
+        t1 = time.perf_counter()
         status, order = client.json("POST", "/api/v1/orders", {"order_key": draft["order_key"]}, customer["token"])
         if status == 201:
+            steps["confirm"].append(t1 - t0)  # list.append is atomic: no lock needed
+            steps["create"].append(time.perf_counter() - t1)
             return "won (201)"
         return f"create {status} {order.get('code')}"
 
     shuffled = customers[:]
     random.shuffle(shuffled)
-    return stats(run_load(shuffled, attempt))
+    run = stats(run_load(shuffled, attempt))
+    run["winner_p50_p99_ms"] = {name: [_pct(sorted(v), 0.50), _pct(sorted(v), 0.99)] for name, v in steps.items()}
+    return run
 
 
 def flash_audit(sku_id: int, flash_sale_id: int | None = None, units: int = UNITS) -> dict:
@@ -716,6 +758,12 @@ def table(results: dict) -> str:
             lines.append(
                 f"{name} outcomes: {r['outcomes']}; last of each at (s): {r.get('last_at_s')}; "
                 f"p50/p99 ms of each: {r.get('p50_p99_ms_by_outcome')}"
+                + (
+                    f"; a winner's confirm / create p50/p99 ms: {r['winner_p50_p99_ms']}"
+                    if "winner_p50_p99_ms" in r
+                    else ""
+                )
+                + f"; CPU s by process: {r.get('cpu_s_by_process')}"
             )
         if r.get("audit"):
             lines.append(f"{name} audit: {r['audit']}")
