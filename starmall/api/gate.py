@@ -212,10 +212,20 @@ def _host_allowed(headers: dict[bytes, bytes]) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def response_headers(content_type: bytes, secure: bool, length: int) -> list[tuple[bytes, bytes]]:
-    """The headers Django's stack puts on a DRF ``POST``-only view's answer of ``length`` bytes
-    (DRF's ``Allow``, SecurityMiddleware, X-Frame-Options)."""
-    headers = [(b"content-type", content_type), (b"allow", b"POST, OPTIONS")]
+def view_headers(view_class) -> list[tuple[bytes, bytes]]:
+    """The headers DRF puts on every answer of the APIView ``view_class`` (``Allow``, and
+    ``Vary`` with several renderers). Read from the class, not written out: ``@api_view``
+    orders ``Allow`` by iterating a set, so "POST, OPTIONS" in one process is "OPTIONS, POST"
+    in another (string hashes are salted per process)."""
+    return [(name.lower().encode(), value.encode()) for name, value in view_class().default_response_headers.items()]
+
+
+def response_headers(
+    content_type: bytes, secure: bool, length: int, drf: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """The headers Django's stack puts on a DRF view's answer of ``length`` bytes: ``drf``
+    (:func:`view_headers`), then SecurityMiddleware's and X-Frame-Options."""
+    headers = [(b"content-type", content_type), *drf]
     if settings.X_FRAME_OPTIONS:
         headers.append((b"x-frame-options", settings.X_FRAME_OPTIONS.encode()))
     headers.append((b"content-length", str(length).encode()))

@@ -50,6 +50,7 @@ from rest_framework.settings import api_settings
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
 from apps.orders.api import flash_gate
+from apps.orders.api.views import OrderConfirmView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall.api import gate
 from starmall.api.schema import MAX_ID
@@ -118,6 +119,10 @@ class SoldOutGate(gate.RedisGate):
     label = "sold-out gate"
     logger = logger
 
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
+
     def body_limit(self) -> int:
         return _body_limit()
 
@@ -158,7 +163,7 @@ class SoldOutGate(gate.RedisGate):
             refused = decided
         elif decided is not flash_gate.FLAGS:
             payload = _json_body(decided)
-            return 200, gate.response_headers(b"application/json", secure, len(payload)), payload
+            return 200, gate.response_headers(b"application/json", secure, len(payload), self._drf_headers), payload
         else:
             keys = soldout.keys_for(quantities, flash_sale_id)
             values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
@@ -170,7 +175,11 @@ class SoldOutGate(gate.RedisGate):
             if refused is None:
                 return None
         payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
-        return refused.status, gate.response_headers(b"application/json", secure, len(payload)), payload
+        return (
+            refused.status,
+            gate.response_headers(b"application/json", secure, len(payload), self._drf_headers),
+            payload,
+        )
 
     async def _mget(self, keys: list[str]) -> list | None:
         try:
