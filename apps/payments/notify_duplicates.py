@@ -15,7 +15,8 @@ gate ``apps.payments.api.notify_gate`` answers it in the event loop instead, fro
   for that out_trade_no with that transaction_id and that ``total_fee`` (compared as the text
   Django compares: ``total_fee == str(payment.total_fee)``) is one Django would answer SUCCESS
   and record as ``duplicate``. No marker (Redis down at the commit, expired, never applied):
-  Django answers, as before.
+  Django answers, as before. A database restored to before the payment must lose the markers
+  too (docs/DEPLOY.md, backups).
 - **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the marker and,
   when it matches, appends the delivery to the audit backlog, a Redis list of
   ``"<epoch seconds>\\n<raw body>"`` entries; answers 1 (the gate sends SUCCESS), 0 (no or
