@@ -148,6 +148,7 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
     for task in tasks:
         todo.put(task)
     latencies: list[float] = []
+    by_outcome: dict[str, list[float]] = {}
     outcomes: dict[str, int] = {}
     last_at: dict[str, float] = {}
     lock = threading.Lock()
@@ -157,7 +158,7 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
         client = Client(port)
         client.conn.connect()
         barrier.wait()
-        mine, counts, ends = [], {}, {}
+        mine, counts, ends, by = [], {}, {}, {}
         while True:
             try:
                 task = todo.get_nowait()
@@ -170,11 +171,14 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
                 outcome = f"error {type(exc).__name__}"
                 client.close()
             mine.append(time.perf_counter() - t0)
+            by.setdefault(outcome, []).append(mine[-1])
             counts[outcome] = counts.get(outcome, 0) + 1
             ends[outcome] = time.perf_counter()
         client.close()
         with lock:
             latencies.extend(mine)
+            for key, values in by.items():
+                by_outcome.setdefault(key, []).extend(values)
             for key, n in counts.items():
                 outcomes[key] = outcomes.get(key, 0) + n
                 last_at[key] = max(last_at.get(key, 0.0), ends[key])
@@ -192,6 +196,7 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
         "latencies": latencies,
         "outcomes": outcomes,
         "last_at_s": {key: round(at - t0, 2) for key, at in sorted(last_at.items())},
+        "by_outcome": by_outcome,
     }
 
 
@@ -210,7 +215,15 @@ def stats(result: dict) -> dict:
         "wall_s": round(result["wall"], 2),
         "outcomes": dict(sorted(result["outcomes"].items())),
         "last_at_s": result.get("last_at_s", {}),
+        "p50_p99_ms_by_outcome": {
+            key: [_pct(sorted(values), 0.50), _pct(sorted(values), 0.99)]
+            for key, values in sorted(result.get("by_outcome", {}).items())
+        },
     }
+
+
+def _pct(seconds: list[float], p: float) -> float:
+    return round(seconds[min(len(seconds) - 1, int(len(seconds) * p))] * 1000, 1) if seconds else 0.0
 
 
 # --- processes -------------------------------------------------------------------------------
@@ -700,7 +713,10 @@ def table(results: dict) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     for name, r in results["runs"].items():
         if r.get("outcomes"):
-            lines.append(f"{name} outcomes: {r['outcomes']}; last of each at (s): {r.get('last_at_s')}")
+            lines.append(
+                f"{name} outcomes: {r['outcomes']}; last of each at (s): {r.get('last_at_s')}; "
+                f"p50/p99 ms of each: {r.get('p50_p99_ms_by_outcome')}"
+            )
         if r.get("audit"):
             lines.append(f"{name} audit: {r['audit']}")
     for name, ratio in results.get("ratios", {}).items():

@@ -1,6 +1,7 @@
 """Profile the flash-sale hot path in one process (pyinstrument, the ``dev`` extra).
 
-Usage: ``python bench/profile_hot.py [--cpu] [--flash] [confirm|create|soldout|gate|notify|browse ...]``
+Usage: ``python bench/profile_hot.py [--cpu] [--flash] [confirm|create|soldout|gate|winner|notify|browse ...]``
+(``winner``, with ``--flash``: a 秒杀 winner's confirm and create answered by the ASGI gate)
 (``--flash``: confirm and create buy in a live 秒杀 of the SKU, whose quota is in Redis)
 (``notify``: the first "paid" notification of each order ``create`` made, so after ``confirm create``)
 (``--cpu``: no profiler, only the CPU milliseconds each request costs this process, the
@@ -116,6 +117,12 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
         if name == "gate":
             _gate(empty.pk, customers[0][2])
             continue
+        if name == "winner":  # a 秒杀 winner's confirm and create, both answered by the gate
+            if not flash:
+                print("===== winner: needs --flash")
+                continue
+            _winners(customers, sku.pk, extra["flash_sale_id"], profile)
+            continue
         if name == "notify":  # set-up, not measured: a pending WeChat payment per created order
             if "create" not in paths[: paths.index("notify")]:
                 print("===== notify: needs confirm and create first (profile_hot.py confirm create notify)")
@@ -215,6 +222,73 @@ def _gate(sku_id: int, token: str) -> None:
         f"===== gate: 0 queries, {(time.process_time() - cpu0) / (N * 10) * 1000:.2f} ms CPU per request "
         f"(a sold-out confirm answered before Django)"
     )
+
+
+def _winners(customers: list, sku_id: int, sale_id: int, profile: bool) -> None:
+    """CPU per 秒杀 winner whose confirm and create the ASGI gate answers (flash_gate,
+    create_gate), in one event loop as in a worker; PostgreSQL's and Redis's CPU not counted."""
+    import asyncio
+    import json
+
+    from pyinstrument import Profiler
+
+    from apps.accounts import address_cards
+    from apps.orders.api.soldout_gate import SoldOutGate
+    from apps.shipping import selectors as freight
+
+    freight.all_terms()  # what a running shop has in Redis: the freight terms, each buyer's address card
+    for c, _a, _token in customers:
+        address_cards.card_refresh(c.pk)
+
+    async def django(scope, receive, send):
+        raise SystemExit(f"the gate passed {scope['path']} to Django")
+
+    gate = SoldOutGate(django)
+
+    async def call(path: str, body: bytes, token: str) -> dict:
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": path,
+            "scheme": "http",
+            "query_string": b"",
+            "headers": [
+                (b"host", b"127.0.0.1"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"authorization", f"Bearer {token}".encode()),
+            ],
+        }
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+        sent = []
+
+        async def receive():
+            return messages.pop(0)
+
+        async def send(message):
+            sent.append(message)
+
+        await gate(scope, receive, send)
+        return json.loads(sent[1]["body"])
+
+    async def main():
+        for _c, a, token in customers:
+            confirm = {"items": [{"sku_id": sku_id, "quantity": 1}], "address_id": a.pk, "flash_sale_id": sale_id}
+            draft = await call("/api/v1/orders/confirm", json.dumps(confirm).encode(), token)
+            order = await call("/api/v1/orders", json.dumps({"order_key": draft["order_key"]}).encode(), token)
+            assert order["status"] == "unpaid", order
+        await gate.aclose()
+
+    profiler = Profiler(interval=0.0005) if profile else None
+    cpu0 = time.process_time()
+    if profiler:
+        profiler.start()
+    asyncio.run(main())
+    if profiler:
+        profiler.stop()
+    print(f"===== winner: {(time.process_time() - cpu0) / N * 1000:.2f} ms CPU per confirm + create (the gate)")
+    if profiler:
+        print(profiler.output_text(unicode=True, color=False, show_all=False, time="percent_of_total"))
 
 
 def _notices() -> list[bytes]:

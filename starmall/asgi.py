@@ -11,8 +11,8 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   In front of it, ``SoldOutGate`` answers a flash sale's losers (a confirm of a SKU flagged
   sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``), and
   ``NotifyGate`` the re-sent copies of a WeChat payment notification already applied
-  (``apps.payments.api.notify_gate``). Each takes one path and passes every other request on
-  untouched, so their order does not matter.
+  (``apps.payments.api.notify_gate``). Each takes its own paths and passes every other request
+  on untouched, so their order does not matter.
 - ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
   A WebSocket to any other path is refused before the handshake completes (HTTP 403) by
   :func:`websocket_not_found`: Channels' URLRouter would raise ValueError("No route found"),

@@ -39,7 +39,7 @@ from apps.catalog.models import Kind, Sku
 from apps.marketing import bargains, coupons, flash_sales, group_buys
 from apps.orders import cart, drafts, events, flash_reservations, followups, order_rows, pickup
 from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
-from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderLine, OrderStatus
+from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderStatus
 from apps.shipping import selectors as freight
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 from starmall.locking import retry_on_lock_conflict
@@ -453,9 +453,9 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             order, lines = order_rows.order_rows_insert(
                 draft,
                 customer_id=customer.pk,
-                order_no=_new_order_no(now),
+                order_no=order_no_new(now),
                 remark=remark,
-                pay_deadline=_pay_deadline(draft, now),
+                pay_deadline=pay_deadline_of(draft, now),
                 now=now,
                 extra=_pickup_fields(draft),
             )
@@ -473,7 +473,7 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
             transaction.on_commit(partial(drafts.draft_delete, order_key))
             if draft.flash_sale_id:  # the reservation's units are the database's now
                 transaction.on_commit(partial(flash_reservations.reservation_settle, draft.flash_sale_id, order_key))
-        _cache_lines(order, lines)
+        order_rows.lines_cache(order, lines)
     except (InsufficientStock, InvalidState, LimitExceeded):
         if draft.flash_sale_id:  # refused, nothing kept: the reserved units go back to the quota now
             flash_reservations.reservation_give_back(draft.flash_sale_id, order_key)
@@ -499,7 +499,7 @@ def _draft_take(order_key: str, customer: Customer) -> drafts.OrderDraft | None:
     return drafts.OrderDraft.from_json(data)
 
 
-def _pay_deadline(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
+def pay_deadline_of(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
     """``now + ORDER_PAY_TIMEOUT_MINUTES``; a consultation's no later than its booking closes."""
     pay_deadline = now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES)
     if draft.slot:
@@ -582,15 +582,6 @@ def _stock_take(draft: drafts.OrderDraft) -> None:
     stock.sku_stock_decrement(quantities=draft.quantities)
 
 
-def _cache_lines(order: Order, lines: list[OrderLine]) -> None:
-    """Let ``order.lines.all()`` answer from the rows just inserted, as prefetch_related would
-    (the create response serializes them: one query less per order)."""
-    cached = order.lines.all()
-    cached._result_cache = lines
-    cached._prefetch_done = True
-    order._prefetched_objects_cache = {"lines": cached}
-
-
 def _order_of_key(order_key: str, customer: Customer) -> Order | None:
     """The order made from ``order_key``; another customer's key is OrderKeyExpired."""
     order = Order.objects.filter(order_key=order_key).first()
@@ -599,7 +590,7 @@ def _order_of_key(order_key: str, customer: Customer) -> Order | None:
     return order
 
 
-def _new_order_no(now: dt.datetime) -> str:
+def order_no_new(now: dt.datetime) -> str:
     """``yyyyMMddHHmmss`` (Shanghai) + 8 random digits: 22 characters, fits out_trade_no (32)."""
     return timezone.localtime(now).strftime("%Y%m%d%H%M%S") + f"{secrets.randbelow(10**8):08d}"
 

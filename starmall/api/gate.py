@@ -43,15 +43,16 @@ _SINGLE = (
 
 
 class RedisGate:
-    """ASGI middleware: ``POST`` to :attr:`path` may be answered by :meth:`answer`; everything
-    else, and whatever :meth:`answer` returns None for, goes to ``app`` with its body intact.
+    """ASGI middleware: ``POST`` to one of :attr:`paths` may be answered by :meth:`answer`;
+    everything else, and whatever :meth:`answer` returns None for, goes to ``app`` with its body
+    intact.
 
-    Subclasses set :attr:`path`, :attr:`label` (the warnings' prefix) and :attr:`logger`, and
+    Subclasses set :attr:`paths`, :attr:`label` (the warnings' prefix) and :attr:`logger`, and
     define :meth:`answer`, :meth:`body_limit` (bytes; a longer or chunked body is Django's at
     once) and :meth:`redis_timeout` (seconds; read when the worker's pool is made).
     """
 
-    path = ""
+    paths: tuple[str, ...] = ()
     label = "gate"
     logger = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class RedisGate:
         if (
             scope["type"] != "http"
             or scope["method"] != "POST"
-            or scope["path"] != self.path
+            or scope["path"] not in self.paths
             or not 0 < declared_length(scope) <= limit
         ):  # none (chunked) or too long: Django's
             await self.app(scope, receive, send)
@@ -129,6 +130,12 @@ class RedisGate:
                 ),
             )
         return self._redis[1]
+
+    async def aclose(self) -> None:
+        """Close the worker's Redis client (tests run each request in a loop of its own)."""
+        if self._redis is not None:
+            client, self._redis = self._redis[1], None
+            await client.aclose()
 
     def warn(self, what: str, exc: Exception) -> None:
         """One warning per WARN_EVERY_SECONDS, not one per request."""

@@ -457,6 +457,9 @@ INVALID_NOTIFICATION_SAMPLE_CHARS = env.int("INVALID_NOTIFICATION_SAMPLE_CHARS",
 # --- Shop rules -----------------------------------------------------------------------------
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
 ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
+# PostgreSQL connections per web worker process for creates answered before Django (a 秒杀
+# winner's, apps/orders/api/create_gate.py); 0 turns that path off: Django creates every order.
+CREATE_GATE_CONNECTIONS = env.int("CREATE_GATE_CONNECTIONS", default=4)
 POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
 # Minutes a recharge (top-up) can be paid; sent to WeChat as time_expire (apps/payments/recharges.py).
 RECHARGE_PAY_MINUTES = env.int("RECHARGE_PAY_MINUTES", default=30)

@@ -178,3 +178,68 @@ def test_create_takes_a_draft_the_previous_release_wrote(api, make_sku, address)
     ]
     sku.refresh_from_db()
     assert sku.stock == 3
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"flash_sale_id": 7, "usable_coupons": []},
+        {
+            "coupon_id": 3,
+            "coupon_fen": 500,
+            "usable_coupons": [
+                {"id": 3, "name": "满100减5", "discount_fen": 500},
+                {"id": 4, "name": "折", "discount_fen": 1},
+            ],
+        },
+        {
+            "kind": "consultation",
+            "address": None,
+            "slot": {
+                "id": 5,
+                "teacher_id": 2,
+                "teacher_name": "李明远",
+                "start": "2026-12-03T09:00:00+08:00",
+                "end": "2026-12-03T10:00:00+08:00",
+            },
+        },
+        {"pickup_store": {"id": 1, "name": "西湖店", "address": "文三路 1 号", "phone": "0571", "hours": "9-21"}},
+        {"group_buy_id": 9, "group_id": None},
+        {"group_id": 12},
+        {"bargain_no": "B2026120200000001"},
+    ],
+)
+def test_the_confirm_answer_written_out_equals_drfs_generic_path(extra):
+    from rest_framework import serializers
+
+    from apps.orders.api.serializers import ConfirmOutSerializer
+
+    draft = {
+        "order_key": "a" * 32,
+        "customer_id": 1,
+        "kind": "goods",
+        "expires_at": "2026-12-02T12:00:00+08:00",
+        "lines": [
+            {"sku_id": 1, "product_id": 2, "name": "青瓷", "specs": {"颜色": "天青", 1: 2}, "price_fen": 990},
+            {"sku_id": 3, "product_id": 4, "name": "盖碗", "specs": {}, "price_fen": 10, "quantity": 2},
+        ],
+        "goods_fen": 1010,
+        "freight_fen": 800,
+        "coupon_id": None,
+        "coupon_fen": 0,
+        "points_used": 0,
+        "points_fen": 0,
+        "pay_fen": 1810,
+        "slot": None,
+        "address": {"id": 9, "name": "张三", "province": "浙江省"},
+        "flash_sale_id": None,
+        "cart_items": None,
+        **extra,
+    }
+    for line in draft["lines"]:
+        line.setdefault("quantity", 1)
+        line["amount_fen"] = line["price_fen"] * line["quantity"]
+    serializer = ConfirmOutSerializer(draft)
+    generic = serializers.Serializer.to_representation(serializer, draft)
+    assert json.dumps(serializer.data, ensure_ascii=False) == json.dumps(generic, ensure_ascii=False)

@@ -123,7 +123,7 @@ def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, mak
     made = {}
     for path, insert in (("orm", order_rows._orm_insert), ("sql", order_rows._pg_insert)):
         draft = _draft(f"key-{path}", skus, **extra)
-        fields = order_rows._order_fields(
+        fields = order_rows.order_fields(
             draft,
             customer_id=customer.pk,
             order_no=f"no-{path}",

@@ -49,7 +49,7 @@ from rest_framework.settings import api_settings
 
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
-from apps.orders.api import flash_gate
+from apps.orders.api import create_gate, flash_gate
 from apps.orders.api.views import OrderConfirmView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall.api import gate
@@ -63,6 +63,7 @@ MAX_BODY = 4096  # bytes; a one-SKU confirm is about 100
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
 _ID_FIELDS = ("address_id", "coupon_id", "flash_sale_id")
 _FIELDS = frozenset({"items", "use_points", *_ID_FIELDS})
+_CREATE_HEADERS = [(b"allow", create_gate.ALLOW)]  # DRF's headers on the list/create view's answers
 
 
 def _int_in(value, low: int, high: int) -> bool:
@@ -115,13 +116,14 @@ class SoldOutGate(gate.RedisGate):
     (``starmall.api.gate.RedisGate``).
     """
 
-    path = CONFIRM_PATH
+    paths = (CONFIRM_PATH, create_gate.CREATE_PATH)
     label = "sold-out gate"
     logger = logger
 
     def __init__(self, app) -> None:
         super().__init__(app)
         self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
+        self._database = create_gate.Database()  # PostgreSQL for a winner's create (apps.orders.api.create_gate)
 
     def body_limit(self) -> int:
         return _body_limit()
@@ -148,9 +150,15 @@ class SoldOutGate(gate.RedisGate):
             return None
         try:
             data = json.loads(body.decode("utf-8"), parse_constant=_no_constants)
-            parsed = confirm_request(data)
         except (ValueError, RecursionError):
             return None
+        if scope["path"] == create_gate.CREATE_PATH:  # a 秒杀 winner's create (apps.orders.api.create_gate)
+            order = await create_gate.answer(self.client(), self._database, auth[1], data)
+            if order is None:
+                return None
+            payload = _json_body(order)
+            return 201, gate.response_headers(b"application/json", secure, len(payload), _CREATE_HEADERS), payload
+        parsed = confirm_request(data)
         if parsed is None:
             return None
         quantities, flash_sale_id = parsed
@@ -180,6 +188,11 @@ class SoldOutGate(gate.RedisGate):
             gate.response_headers(b"application/json", secure, len(payload), self._drf_headers),
             payload,
         )
+
+    async def aclose(self) -> None:
+        """Close the worker's PostgreSQL pool and Redis client (tests run each request in a loop of its own)."""
+        await self._database.close()
+        await super().aclose()
 
     async def _mget(self, keys: list[str]) -> list | None:
         try:

@@ -71,7 +71,7 @@ class NotifyGate(gate.RedisGate):
     """ASGI middleware: a re-sent payment notification already applied is answered SUCCESS
     from Redis; everything else is passed to ``app`` (Django behind a2wsgi) with its body."""
 
-    path = NOTIFY_PATH
+    paths = (NOTIFY_PATH,)
     label = "notify gate"
     logger = logger
 

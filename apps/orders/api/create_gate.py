@@ -1,0 +1,195 @@
+"""A 秒杀 winner's create answered before Django: the ``POST /api/v1/orders`` half of the gate.
+
+A winner of a flash sale holds a draft the confirm gate (``apps.orders.api.flash_gate``) wrote
+in Redis; its create is the only request of the sale that must reach PostgreSQL. Through Django
+it costs a request thread, the middleware, DRF, token auth's query and nine round trips while
+the sale's row is locked (``docs/PERFORMANCE.md``). ``SoldOutGate`` (``apps.orders.api.
+soldout_gate``) hands this module a create whose request it has checked as it checks a confirm
+(Host, Content-Type, Accept, Content-Length, a bearer token), and :func:`answer`:
+
+1. reads the token's customer and the draft with ONE Redis round trip (MGET);
+2. when the draft is the customer's and of the shape ``apps.orders.flash_create.fits`` (goods to
+   an address, maybe a 秒杀, nothing else to take), runs ``order_create``'s transaction in one
+   round trip on the worker's own small pool of PostgreSQL connections
+   (``CREATE_GATE_CONNECTIONS`` per process, psycopg_pool);
+3. after the commit, what ``order_create`` does after its commit: drops the draft, settles the
+   reservation (its units are the database's now) and flags SKUs left at 0 sold out, in one
+   Redis pipeline (a failure there is logged: the draft expires, beat's sweep settles);
+4. answers 201 with ``OrderSerializer``'s body and the headers Django sends
+   (``tests/orders/test_flash_create.py`` compares them).
+
+Everything else goes to Django untouched, which answers it as before: a body other than
+``{"order_key": ..., "remark": ...}`` exactly as ``CreateInSerializer`` would keep it; an unknown
+token; no draft (a replayed key: Django answers 200 with the order; an expired one: 410);
+another customer's draft; another shape of draft; SQLite; a refusal by PostgreSQL (caps, an
+inactive customer, sold out, the window closed: nothing was kept, and Django's ``order_create``
+gives the exact 409 and the reservation back); a second order of the key (UNIQUE order_key:
+Django returns the first); no free connection within :data:`CONNECTION_WAIT_SECONDS`; any error.
+
+The create throttle (``THROTTLE_ORDER_CREATE``) is not counted here: a draft reaches this path
+once, and the 秒杀's allowance already bounds how many drafts a customer holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import psycopg
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+from psycopg.conninfo import make_conninfo
+from psycopg_pool import AsyncConnectionPool
+from redis.exceptions import NoScriptError
+
+from apps.accounts.tokens import token_key
+from apps.catalog import soldout
+from apps.marketing import flash_quota
+from apps.orders import drafts, flash_create, flash_reservations, services
+from apps.orders.api.serializers import OrderSerializer
+
+logger = logging.getLogger(__name__)
+
+CREATE_PATH = "/api/v1/orders"
+ALLOW = b"GET, POST, HEAD, OPTIONS"  # what DRF's Allow header says for the list/create view
+CONNECTION_WAIT_SECONDS = 1.0  # no free connection by then: Django creates the order
+CONNECT_TIMEOUT_SECONDS = 2
+_MAX_KEY = 64  # CreateInSerializer.order_key
+_MAX_REMARK = 200  # CreateInSerializer.remark
+
+
+def create_request(data) -> tuple[str, str] | None:
+    """``(order_key, remark)`` for a parsed create body that ``CreateInSerializer`` keeps exactly
+    as it is (strings, no surrounding spaces on the key, a remark of at most 200 characters after
+    DRF trims it); None for anything else, which Django judges."""
+    if not isinstance(data, dict) or "order_key" not in data or not data.keys() <= {"order_key", "remark"}:
+        return None
+    key, remark = data["order_key"], data.get("remark", "")
+    if type(key) is not str or not 1 <= len(key) <= _MAX_KEY or not key.isascii() or key != key.strip():
+        return None
+    if not key.isprintable() or type(remark) is not str or "\x00" in remark:
+        return None
+    try:
+        remark.encode("utf-8")  # a lone surrogate: DRF's validator refuses it
+    except UnicodeEncodeError:
+        return None
+    remark = remark.strip()
+    return (key, remark) if len(remark) <= _MAX_REMARK else None
+
+
+class Database:
+    """The worker's PostgreSQL pool for the gate's creates, one per event loop, made on first use
+    from ``DATABASES["default"]`` (None on another database or with ``CREATE_GATE_CONNECTIONS=0``)."""
+
+    def __init__(self) -> None:
+        self._pool: tuple[asyncio.AbstractEventLoop, AsyncConnectionPool] | None = None
+
+    async def pool(self) -> AsyncConnectionPool | None:
+        db = settings.DATABASES["default"]
+        if settings.CREATE_GATE_CONNECTIONS <= 0 or db["ENGINE"] != "django.db.backends.postgresql":
+            return None
+        loop = asyncio.get_running_loop()
+        if self._pool is None or self._pool[0] is not loop:
+            pool = AsyncConnectionPool(
+                _conninfo(db),
+                min_size=1,
+                max_size=settings.CREATE_GATE_CONNECTIONS,
+                kwargs={"autocommit": True},
+                open=False,
+                name="create-gate",
+            )
+            await pool.open(wait=False)
+            self._pool = (loop, pool)
+        return self._pool[1]
+
+    async def close(self) -> None:
+        """Close the pool (tests; a worker's pool lives as long as its process)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool[1], None
+            await pool.close()
+
+
+def _conninfo(db: dict) -> str:
+    params = {
+        "dbname": db["NAME"],
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "host": db.get("HOST") or None,
+        "port": str(db["PORT"]) if db.get("PORT") else None,
+        "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+        "application_name": "starmall-create-gate",
+    }
+    for name in ("sslmode", "sslrootcert", "sslcert", "sslkey", "options"):  # libpq's, as Django passes them
+        if name in db.get("OPTIONS", {}):
+            params[name] = db["OPTIONS"][name]
+    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
+
+
+async def answer(redis, database: Database, token: str, data) -> dict | None:
+    """The 201 body of the order made from the draft in ``data`` (``OrderSerializer``), or None:
+    Django answers. ``redis``: the gate's redis.asyncio client; ``token``: the bearer token;
+    ``data``: the parsed JSON body. Redis and connection errors propagate (the gate passes)."""
+    parsed = create_request(data)
+    if parsed is None:
+        return None
+    order_key, remark = parsed
+    pool = await database.pool()
+    if pool is None:
+        return None
+    customer, raw = await redis.mget([cache.make_key(token_key(token)), flash_reservations.draft_key(order_key)])
+    if customer is None or raw is None:
+        return None
+    stored = cache.client.decode(raw)
+    if not isinstance(stored, dict) or stored.get("customer_id") != int(customer):
+        return None
+    draft = drafts.OrderDraft.from_json(stored)
+    if not flash_create.fits(draft):
+        return None
+    now = timezone.now()
+    try:
+        async with pool.connection(timeout=CONNECTION_WAIT_SECONDS) as conn:
+            created = await flash_create.create(
+                conn,
+                draft,
+                customer_id=draft.customer_id,
+                order_no=services.order_no_new(now),
+                remark=remark,
+                pay_deadline=services.pay_deadline_of(draft, now),
+                now=now,
+            )
+    except psycopg.errors.UniqueViolation:
+        return None  # the key's order exists (a create racing this one): Django returns it
+    if created is None:
+        return None  # refused, nothing kept: Django gives the exact answer and the reservation back
+    await _after_commit(redis, draft, created.sold_out)
+    return OrderSerializer(created.order).data
+
+
+async def _after_commit(redis, draft: drafts.OrderDraft, sold_out: list[int]) -> None:
+    """``order_create``'s after-commit work: drop the draft, settle the 秒杀 reservation, flag
+    SKUs left at 0. Errors are logged: the draft expires by itself and beat's expiry sweep
+    settles the reservation (its order exists); a flag only saves the database a refusal."""
+    sale_id = draft.flash_sale_id
+    for attempt in (1, 2):
+        pipe = redis.pipeline(transaction=False)
+        pipe.delete(flash_reservations.draft_key(draft.order_key))
+        for sku_id in sold_out:
+            pipe.set(cache.make_key(soldout.sku_key(sku_id)), 1, ex=soldout.FLAG_SECONDS)
+        if sale_id:
+            keys = [flash_quota.key(sale_id, part) for part in ("quota", "held", "res")] + [flash_quota.due_key()]
+            member = flash_quota.due_member(sale_id, draft.order_key)
+            pipe.evalsha(flash_quota.sha("END"), len(keys), *keys, draft.order_key, member, 0)
+        try:
+            await pipe.execute()
+            return
+        except NoScriptError:  # a restarted Redis: load END and settle again, once
+            if attempt == 1:
+                with contextlib.suppress(Exception):
+                    await redis.script_load(flash_quota.END)
+                continue
+            logger.warning("create gate: could not settle the reservation %s", draft.order_key, exc_info=True)
+        except Exception:  # noqa: BLE001 - the order is committed: this is bookkeeping
+            logger.warning("create gate: after-commit Redis work failed for %s", draft.order_key, exc_info=True)
+        return

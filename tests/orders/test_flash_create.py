@@ -1,0 +1,422 @@
+"""A 秒杀 winner's create answered before Django (``apps.orders.api.create_gate``), its
+transaction in one round trip (``apps.orders.flash_create``).
+
+Each order the gate makes is compared with the order Django's ``order_create`` makes from a
+draft of the same shape: the answer (status, headers, body) and every column of the order, its
+lines and its event, the allowance, the sale, the SKU and the Redis quota. What PostgreSQL
+refuses must leave nothing and reach Django with its body intact. The gate's own connection
+sees only committed rows, hence ``transaction=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+
+import pytest
+from django.forms.models import model_to_dict
+from django.utils import timezone
+from django_redis import get_redis_connection
+
+from apps.accounts import address_cards
+from apps.accounts.tokens import token_issue
+from apps.catalog import soldout
+from apps.catalog.models import Sku
+from apps.marketing import flash_quota
+from apps.marketing.models import FlashSale, FlashSalePurchase
+from apps.orders import drafts, flash_reservations, services
+from apps.orders.api.soldout_gate import SoldOutGate
+from apps.orders.models import Order, OrderEvent, OrderLine
+from apps.shipping import selectors as freight
+from tests.orders.test_soldout_gate import IGNORED, Inner
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+CREATE = "/api/v1/orders"
+FRESH_ORDER = {"id", "order_no", "order_key", "created_at", "pay_deadline"}
+
+
+@pytest.fixture(autouse=True)
+def _patient_redis(monkeypatch):
+    from apps.orders.api import soldout_gate
+
+    monkeypatch.setattr(soldout_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
+
+
+def run(gate, requests: list[tuple[bytes, dict]], path: str = CREATE) -> list[tuple[int, dict, bytes]]:
+    """Run ``requests`` ((body, headers) pairs) through ``gate`` at once in ONE event loop, as a
+    worker does, then close the gate's pool and Redis client. Returns (status, headers, body)."""
+
+    async def one(body: bytes, headers: dict):
+        pairs = [*headers.items(), ("Content-Length", str(len(body)))]
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": path,
+            "scheme": "http",
+            "query_string": b"",
+            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in pairs],
+        }
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+        sent = []
+
+        async def receive():
+            return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append(message)
+
+        await gate(scope, receive, send)
+        return (
+            sent[0]["status"],
+            {k.decode(): v.decode() for k, v in sent[0]["headers"]},
+            b"".join(m.get("body", b"") for m in sent[1:]),
+        )
+
+    async def main():
+        try:
+            return await asyncio.gather(*(one(body, headers) for body, headers in requests))
+        finally:
+            await gate.aclose()
+
+    return asyncio.run(main())
+
+
+def django_create(body: bytes, headers: dict) -> tuple[int, dict, bytes]:
+    from django.test import Client
+
+    response = Client(HTTP_HOST=headers["Host"]).generic(
+        "POST", CREATE, body, content_type="application/json", HTTP_AUTHORIZATION=headers["Authorization"]
+    )
+    return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
+
+
+def _headers(customer) -> dict:
+    token = token_issue(customer_id=customer.pk)
+    return {"Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+
+
+def _body(draft: dict, **extra) -> bytes:
+    return json.dumps({"order_key": draft["order_key"], **extra}, ensure_ascii=False).encode()
+
+
+@pytest.fixture
+def sale(make_sku):
+    now = timezone.now()
+    sale = FlashSale.objects.create(
+        title="限时秒杀",
+        sku=make_sku(stock=20),
+        price_fen=9900,
+        stock=5,
+        limit_per_customer=2,
+        starts_at=now - dt.timedelta(minutes=5),
+        ends_at=now + dt.timedelta(hours=1),
+    )
+    flash_quota.card_write(sale)
+    flash_quota.quota_load(sale.pk)
+    return sale
+
+
+@pytest.fixture
+def ready(customer, address):
+    address_cards.card_refresh(customer.pk)
+    freight.all_terms()
+    return address
+
+
+def _confirm(customer, sale=None, *, sku=None, units=1) -> dict:
+    if sale is not None:
+        return services.order_confirm(
+            customer=customer, items=[{"sku_id": sale.sku_id, "quantity": units}], flash_sale_id=sale.pk
+        )
+    return services.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": units}])
+
+
+def _rows(order_no: str) -> dict:
+    order = Order.objects.get(order_no=order_no)
+    return {
+        "order": {k: v for k, v in model_to_dict(order).items() if k not in FRESH_ORDER},
+        "lines": [
+            {k: v for k, v in model_to_dict(line).items() if k not in ("id", "order")}
+            for line in OrderLine.objects.filter(order=order).order_by("id")
+        ],
+        "events": [
+            {k: v for k, v in model_to_dict(e).items() if k not in ("id", "order", "created_at")}
+            for e in OrderEvent.objects.filter(order=order)
+        ],
+        "deadline_after": (order.pay_deadline - order.created_at),
+    }
+
+
+def _answer(answer) -> tuple[int, dict, dict]:
+    status, headers, body = answer
+    data = json.loads(body)
+    for name in ("order_no", "created_at", "pay_deadline"):
+        data.pop(name)
+    for line in data["lines"]:
+        line.pop("id")
+    return status, {k: v for k, v in headers.items() if k not in IGNORED}, data
+
+
+def _quota(sale) -> tuple[int, dict, int]:
+    conn = get_redis_connection("default")
+    held = {int(k): int(v) for k, v in conn.hgetall(flash_quota.key(sale.pk, "held")).items()}
+    return int(conn.get(flash_quota.key(sale.pk, "quota"))), held, conn.hlen(flash_quota.key(sale.pk, "res"))
+
+
+def test_a_winners_create_is_djangos_order_and_answer_field_by_field(customer, ready, sale):
+    headers = _headers(customer)
+    by_gate, by_django = _confirm(customer, sale), _confirm(customer, sale)
+    assert _quota(sale) == (3, {customer.pk: 2}, 2)
+    gate = SoldOutGate(Inner())
+
+    [answer] = run(gate, [(_body(by_gate, remark="  周末送达 "), headers)])
+    assert gate.app.bodies == []  # made before Django
+    django = django_create(_body(by_django, remark="  周末送达 "), headers)
+
+    assert answer[0] == 201
+    assert _answer(answer) == _answer(django)
+    mine, theirs = json.loads(answer[2]), json.loads(django[2])
+    assert _rows(mine["order_no"]) == _rows(theirs["order_no"])
+    order = Order.objects.get(order_no=mine["order_no"])
+    assert (order.pay_fen, order.flash_sale_id, order.remark, order.status) == (
+        by_gate["pay_fen"],
+        sale.pk,
+        "周末送达",
+        "unpaid",
+    )
+    assert mine["pay_deadline"] == timezone.localtime(order.pay_deadline).isoformat()
+    sale.refresh_from_db()
+    assert (sale.stock, sale.sold) == (3, 2)
+    assert FlashSalePurchase.objects.get(sale=sale, customer=customer).quantity == 2
+    assert Sku.objects.get(pk=sale.sku_id).stock == 18
+    assert _quota(sale) == (3, {customer.pk: 2}, 0)  # both reservations settled, no unit given back
+    assert drafts.draft_get(by_gate["order_key"]) is None and drafts.draft_get(by_django["order_key"]) is None
+
+
+def test_a_plain_sku_create_takes_the_last_unit_and_flags_it(customer, ready, make_sku):
+    sku = make_sku(stock=3)
+    headers = _headers(customer)
+    by_gate, by_django = _confirm(customer, sku=sku, units=2), _confirm(customer, sku=sku, units=1)
+    gate = SoldOutGate(Inner())
+    [answer] = run(gate, [(_body(by_gate), headers)])
+    django = django_create(_body(by_django), headers)
+    assert gate.app.bodies == [] and answer[0] == 201 and django[0] == 201
+    assert _answer(answer)[2]["lines"][0]["quantity"] == 2
+    assert Sku.objects.get(pk=sku.pk).stock == 0
+    assert get_redis_connection("default").get(_flag(sku.pk)) == b"1"
+    assert _rows(json.loads(answer[2])["order_no"])["events"] == _rows(json.loads(django[2])["order_no"])["events"]
+
+
+def _flag(sku_id: int) -> str:
+    from django.core.cache import cache
+
+    return cache.make_key(soldout.sku_key(sku_id))
+
+
+def test_a_sale_whose_database_stock_is_gone_leaves_nothing_and_django_answers(customer, ready, sale):
+    headers = _headers(customer)
+    draft = _confirm(customer, sale)
+    FlashSale.objects.filter(pk=sale.pk).update(stock=0)  # the quota says 4 left: too high, so only refusable
+    gate = SoldOutGate(Inner())
+    [answer] = run(gate, [(_body(draft), headers)])
+    assert answer[2] == b"django" and gate.app.bodies == [_body(draft)]  # passed on, body intact
+    assert Order.objects.count() == 0 and not FlashSalePurchase.objects.exists()
+    assert Sku.objects.get(pk=sale.sku_id).stock == 20
+
+    status, _, body = django_create(_body(draft), headers)  # what Django answers to the request passed on
+    assert (status, json.loads(body)["code"]) == (409, "insufficient_stock")
+    assert _quota(sale) == (5, {}, 0)  # Django gave the reservation back
+
+
+def test_the_caps_an_inactive_customer_and_another_customers_draft_reach_django(
+    customer, ready, sale, make_customer, make_sku, settings
+):
+    headers = _headers(customer)
+    settings.MAX_UNPAID_ORDERS = 1
+    first, second = _confirm(customer, sale), _confirm(customer, sale)
+    gate = SoldOutGate(Inner())
+    assert run(gate, [(_body(first), headers)])[0][0] == 201
+    assert run(gate, [(_body(second), headers)])[0][2] == b"django"  # over the caps: refused, nothing kept
+    assert Order.objects.count() == 1 and FlashSalePurchase.objects.get().quantity == 1
+
+    settings.MAX_UNPAID_ORDERS = 3
+    other = make_customer()
+    assert run(gate, [(_body(second), _headers(other))])[0][2] == b"django"  # not the customer's draft
+
+    type(customer).objects.filter(pk=customer.pk).update(is_active=False)  # the token not yet revoked
+    assert run(gate, [(_body(second), headers)])[0][2] == b"django"
+    assert Order.objects.count() == 1 and FlashSale.objects.get(pk=sale.pk).stock == 4
+    assert len(gate.app.bodies) == 3
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"order_key": 12345},
+        {"order_key": " KEY "},
+        {"order_key": "KEY", "remark": "x" * 201},
+        {"order_key": "KEY", "remark": None},
+        {"order_key": "KEY", "remark": "a\x00b"},
+        {"order_key": "KEY", "coupon_id": 1},
+        {"order_key": ""},
+        {},
+    ],
+)
+def test_a_body_drf_would_read_otherwise_reaches_django(customer, ready, sale, body):
+    draft = _confirm(customer, sale)
+    raw = json.dumps({k: (draft["order_key"] if v == "KEY" else v) for k, v in body.items()}).encode()
+    gate = SoldOutGate(Inner())
+    assert run(gate, [(raw, _headers(customer))])[0][2] == b"django"
+    assert gate.app.bodies == [raw] and Order.objects.count() == 0
+
+
+def test_drafts_of_another_shape_and_a_replayed_key_reach_django(customer, ready, make_sku, sale):
+    headers = _headers(customer)
+    sku = make_sku(stock=5)
+    draft = services.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
+    stored = drafts.draft_get(draft["order_key"])
+    drafts.draft_save(draft["order_key"], {**stored, "points_used": 1, "points_fen": 1})  # points to spend
+    gate = SoldOutGate(Inner())
+    assert run(gate, [(_body(draft), headers)])[0][2] == b"django"
+
+    won = _confirm(customer, sale)
+    assert run(gate, [(_body(won), headers)])[0][0] == 201
+    assert run(gate, [(_body(won), headers)])[0][2] == b"django"  # the draft is gone: Django returns the order
+    status, _, body = django_create(_body(won), headers)
+    assert status == 200 and Order.objects.filter(order_key=won["order_key"]).count() == 1
+
+
+def test_the_same_key_twice_at_once_makes_one_order(customer, ready, sale):
+    headers = _headers(customer)
+    draft = _confirm(customer, sale)
+    gate = SoldOutGate(Inner())
+    answers = run(gate, [(_body(draft), headers)] * 4)
+    assert sorted(a[0] for a in answers) == [200, 200, 200, 201]  # three passed to Django (Inner's 200)
+    assert Order.objects.filter(order_key=draft["order_key"]).count() == 1
+    sale.refresh_from_db()
+    assert (sale.stock, sale.sold) == (4, 1)
+
+
+def test_a_quota_higher_than_the_stock_never_oversells(sale, make_customer, make_sku):
+    """Ten winners in Redis for five units in PostgreSQL, all creating at once through one worker's
+    pool: the conditional UPDATEs sell exactly five; the others leave nothing and go to Django."""
+    freight.all_terms()
+    flash_quota.quota_load(sale.pk, force=True)
+    get_redis_connection("default").set(flash_quota.key(sale.pk, "quota"), 10)
+    requests = []
+    from apps.accounts.models import Address
+
+    for i in range(10):
+        buyer = make_customer()
+        Address.objects.create(
+            customer=buyer,
+            name="买家",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            detail=f"{i}号",
+            is_default=True,
+        )
+        requests.append((_body(_confirm(buyer, sale)), _headers(buyer)))
+    gate = SoldOutGate(Inner())
+    answers = run(gate, requests)
+    assert sorted(a[0] for a in answers) == [200] * 5 + [201] * 5
+    sale.refresh_from_db()
+    assert (sale.stock, sale.sold) == (0, 5)
+    assert Order.objects.filter(flash_sale=sale).count() == 5
+    assert sum(FlashSalePurchase.objects.values_list("quantity", flat=True)) == 5
+    assert Sku.objects.get(pk=sale.sku_id).stock == 15
+    assert len(gate.app.bodies) == 5
+
+
+def test_redis_failing_after_the_commit_keeps_the_order_and_beat_settles(customer, ready, sale, monkeypatch):
+    from redis.asyncio.client import Pipeline
+
+    headers = _headers(customer)
+    draft = _confirm(customer, sale)
+
+    async def broken(self, raise_on_error=True):
+        raise ConnectionError("Redis went away after the commit")
+
+    monkeypatch.setattr(Pipeline, "execute", broken)
+    gate = SoldOutGate(Inner())
+    [answer] = run(gate, [(_body(draft), headers)])
+    assert answer[0] == 201 and gate.app.bodies == []  # the order is committed: its answer stands
+    assert Order.objects.filter(order_key=draft["order_key"]).count() == 1
+    assert _quota(sale) == (4, {customer.pk: 1}, 1)  # the reservation is still recorded
+    # Beat's sweep settles it (its order exists): the unit is not given back.
+    assert flash_reservations.reservations_expire(now=timezone.now() + dt.timedelta(days=1)) == 0
+    assert _quota(sale) == (4, {customer.pk: 1}, 0)
+
+
+def test_the_after_commit_work_reloads_its_script_after_a_redis_restart(customer, ready, sale):
+    headers = _headers(customer)
+    draft = _confirm(customer, sale)
+    get_redis_connection("default").script_flush()
+    gate = SoldOutGate(Inner())
+    assert run(gate, [(_body(draft), headers)])[0][0] == 201
+    assert _quota(sale) == (4, {customer.pk: 1}, 0)  # settled
+
+
+def test_no_connections_means_django_creates(customer, ready, sale, settings):
+    settings.CREATE_GATE_CONNECTIONS = 0
+    draft = _confirm(customer, sale)
+    gate = SoldOutGate(Inner())
+    assert run(gate, [(_body(draft), _headers(customer))])[0][2] == b"django"
+    assert Order.objects.count() == 0
+
+
+def test_two_web_nodes_decide_and_create_on_one_quota(sale, make_customer):
+    """Two gates (two web processes: each its own event loop, Redis client and connection pool)
+    take 16 buyers' confirms and then the winners' creates at the same moment: the quota hands
+    out exactly the sale's 5 units and both nodes' creates sell exactly those."""
+    import threading
+
+    from apps.accounts.models import Address
+
+    freight.all_terms()
+    people = []
+    for i in range(16):
+        buyer = make_customer()
+        Address.objects.create(
+            customer=buyer,
+            name="买家",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            detail=f"{i}号",
+            is_default=True,
+        )
+        address_cards.card_refresh(buyer.pk)
+        people.append(_headers(buyer))
+    confirm = json.dumps({"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk}).encode()
+    nodes = [SoldOutGate(Inner()), SoldOutGate(Inner())]
+    answers: dict[int, list] = {}
+
+    def node(n: int, requests: list, path: str) -> None:
+        answers[n] = run(nodes[n], requests, path=path)
+
+    def both(requests: list, path: str) -> list:
+        threads = [threading.Thread(target=node, args=(n, requests[n::2], path)) for n in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return answers[0] + answers[1]
+
+    confirmed = both([(confirm, h) for h in people], "/api/v1/orders/confirm")
+    assert sorted(status for status, _, _ in confirmed) == [200] * 5 + [409] * 11
+    winners = [
+        (json.loads(body), headers)
+        for (status, _, body), headers in zip(confirmed, people[0::2] + people[1::2])
+        if status == 200
+    ]
+    created = both([(_body(draft), headers) for draft, headers in winners], CREATE)
+    assert [status for status, _, _ in created] == [201] * 5
+    assert all(n.app.bodies == [] for n in nodes)  # confirms and creates all answered before Django
+    sale.refresh_from_db()
+    assert (sale.stock, sale.sold, Order.objects.filter(flash_sale=sale).count()) == (0, 5, 5)
+    assert Sku.objects.get(pk=sale.sku_id).stock == 15
+    assert _quota(sale) == (0, {c: 1 for c in _quota(sale)[1]}, 0) and len(_quota(sale)[1]) == 5
