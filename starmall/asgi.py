@@ -9,7 +9,10 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   sync views one at a time per process (``thread_sensitive``), which would serialise the
   flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
   In front of it, ``SoldOutGate`` answers a flash sale's losers (a confirm of a SKU flagged
-  sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``).
+  sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``), and
+  ``NotifyGate`` the re-sent copies of a WeChat payment notification already applied
+  (``apps.payments.api.notify_gate``). Each takes its own paths and passes every other request
+  on untouched, so their order does not matter.
 - ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
   A WebSocket to any other path is refused before the handshake completes (HTTP 403) by
   :func:`websocket_not_found`: Channels' URLRouter would raise ValueError("No route found"),
@@ -31,6 +34,7 @@ from django.urls import re_path  # noqa: E402
 
 from apps.chat.routing import websocket_urlpatterns  # noqa: E402
 from apps.orders.api.soldout_gate import SoldOutGate  # noqa: E402
+from apps.payments.api.notify_gate import NotifyGate  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +54,9 @@ async def websocket_not_found(scope, receive, send):
 
 application = ProtocolTypeRouter(
     {
-        "http": SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4")))),
+        "http": NotifyGate(
+            SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
+        ),
         "websocket": URLRouter([*websocket_urlpatterns, re_path(r"", websocket_not_found)]),
     }
 )

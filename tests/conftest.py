@@ -97,10 +97,13 @@ def _fresh_channel_layer():
 
 @pytest.fixture(autouse=True)
 def _broker_not_paused():
-    """Each test starts with pushes allowed (starmall.dispatch pauses after a broker failure)."""
+    """Each test starts with pushes allowed (starmall.dispatch pauses after a broker failure),
+    and with the notify gate's markers written (apps.payments.notify_duplicates pauses too)."""
+    from apps.payments import notify_duplicates
     from starmall import dispatch
 
     dispatch.resume()
+    notify_duplicates.resume()
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,12 @@ notification leaves exactly one audit row. SUCCESS for applied, duplicate and la
 (sending again would not help); FAIL for anything we could not trust or match, so that WeChat
 keeps sending while staff look at the audit row.
 
+A re-sent copy of a payment result already applied usually never gets here: the ASGI gate
+``apps.payments.api.notify_gate`` answers it in front of Django (the same reader, ``PAY_RESULT``,
+and :func:`handler_for`; a Redis marker written after the paying commit), and its audit row
+(outcome ``duplicate``) is written by beat from Redis a few seconds later
+(``apps.payments.notify_duplicates``): still one row per notification, not in the same moment.
+
 Adding a notification is one entry. WeChat's v3 merchant-transfer notification is the example:
 
 - a :class:`Handler` (``claims``, ``find``, ``number``, ``amount``, ``expected_fen``,
@@ -305,6 +311,12 @@ def register(name: str, handler: Handler, *, before: str | None = None) -> None:
 # --- the shared checks ------------------------------------------------------------------------
 
 
+def handler_for(callback: Callback, fields: dict) -> Handler | None:
+    """The first handler in ``HANDLERS`` on ``callback`` that claims the trusted ``fields``;
+    None when none does. The ASGI gate (``apps.payments.api.notify_gate``) asks it too."""
+    return next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
+
+
 def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
     """Check and apply one notification that arrived on ``callback``; return WeChat's answer
     (the callback's success or fail body, status and content type).
@@ -318,7 +330,7 @@ def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, s
     except Untrusted as exc:
         Notification.record(kind=callback.kind, body=body, fields=exc.fields, outcome=exc.outcome)
         return callback.answer_fail(exc.reason)
-    handler = next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
+    handler = handler_for(callback, fields)
     if handler is None:
         Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
         return callback.answer_fail("unknown notification")

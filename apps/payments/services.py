@@ -22,7 +22,7 @@ from apps.alerts.services import alert_on_failure
 from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
-from apps.payments import refunds, wechat
+from apps.payments import notify_duplicates, refunds, wechat
 from apps.payments.applied import Applied
 from apps.payments.models import Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
@@ -232,6 +232,11 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
                     transaction_id,
                 )
             return Applied.DUPLICATE
+        # Paid for good: its re-sent notifications can be answered by the ASGI gate after commit.
+        if payment.method == PayMethod.WECHAT:
+            notify_duplicates.applied_remember_on_commit(
+                out_trade_no=payment.out_trade_no, transaction_id=transaction_id, total_fee=payment.total_fee
+            )
         if orders.order_mark_paid(order=order, method=PayMethod.WECHAT, paid_at=paid_at, actor=actor):
             return Applied.APPLIED
         # Money for an order that is cancelled (or was paid another way): keep the record, do

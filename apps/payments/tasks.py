@@ -36,6 +36,15 @@ def recharges_expire_due() -> dict:
 
 
 @shared_task
+def notify_duplicates_record() -> int:
+    """Beat, every ``NOTIFY_DUPLICATES_FLUSH_SECONDS``: the audit rows of the re-sent payment
+    notifications the ASGI gate answered (``apps.payments.notify_duplicates``)."""
+    from apps.payments import notify_duplicates
+
+    return notify_duplicates.notify_duplicates_record()
+
+
+@shared_task
 def refund_batch_item_run(item_id: int) -> str:
     """One order of a batch refund: its request and approval (claimed; a duplicate does nothing)."""
     return refund_batches.refund_batch_item_run(item_id=item_id)

@@ -347,6 +347,13 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(hour=10, minute=40),
     },
 }
+# Re-sent WeChat payment notifications the ASGI gate answered wait in Redis for their audit rows
+# (apps/payments/notify_duplicates.py); this writes them, at most this many seconds late.
+NOTIFY_DUPLICATES_FLUSH_SECONDS = env.int("NOTIFY_DUPLICATES_FLUSH_SECONDS", default=min(15, BEAT_SWEEP_SECONDS))
+CELERY_BEAT_SCHEDULE["notify-duplicates-record"] = {
+    "task": "apps.payments.tasks.notify_duplicates_record",
+    "schedule": NOTIFY_DUPLICATES_FLUSH_SECONDS,
+}
 # 秒杀: the Redis quotas loaded before a sale starts and reconciled with PostgreSQL while it runs;
 # reservations whose draft expired unused give their units back (apps/orders/flash_reservations.py).
 FLASH_QUOTA_SWEEP_SECONDS = env.int("FLASH_QUOTA_SWEEP_SECONDS", default=min(30, BEAT_SWEEP_SECONDS))

@@ -88,8 +88,8 @@ def call(
     )
 
 
-def django_answer(body: bytes, headers: dict[str, str], secure=False):
-    """The same request through Django's whole stack (middleware, DRF, the view)."""
+def django_answer(body: bytes, headers: dict[str, str], secure=False, path=PATH):
+    """The same request through Django's whole stack (middleware, DRF, the view), to ``path``."""
     from django.test import Client
 
     meta = {
@@ -98,7 +98,7 @@ def django_answer(body: bytes, headers: dict[str, str], secure=False):
         if k.lower() not in ("content-type", "host")
     }
     response = Client(HTTP_HOST=headers.get("Host", "testserver")).generic(
-        "POST", PATH, body, content_type=headers.get("Content-Type", ""), secure=secure, **meta
+        "POST", path, body, content_type=headers.get("Content-Type", ""), secure=secure, **meta
     )
     return (response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content)
 

@@ -40,21 +40,19 @@ lets an order through; it only turns away buyers the shop would turn away anyway
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import time
 
-import redis.asyncio as aioredis
 from django.conf import settings
 from django.core.cache import cache
-from django.http.request import split_domain_port, validate_host
 from rest_framework.settings import api_settings
 
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
 from apps.orders.api import create_gate, flash_gate
+from apps.orders.api.views import OrderConfirmView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
+from starmall.api import gate
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
 
@@ -63,14 +61,9 @@ logger = logging.getLogger(__name__)
 CONFIRM_PATH = "/api/v1/orders/confirm"
 MAX_BODY = 4096  # bytes; a one-SKU confirm is about 100
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
-# Per worker process. A request waits up to REDIS_TIMEOUT_SECONDS for a free one, then goes to
-# Django: sending a 秒杀's buyers to Django the moment 32 were in flight (the former rule) made the
-# pool's limit, not Redis, decide who took the expensive path (docs/PERFORMANCE.md).
-REDIS_MAX_CONNECTIONS = 64
-WARN_EVERY_SECONDS = 10.0  # one warning per interval while Redis fails, not one per buyer
 _ID_FIELDS = ("address_id", "coupon_id", "flash_sale_id")
 _FIELDS = frozenset({"items", "use_points", *_ID_FIELDS})
-_ACCEPTS = {"*/*", "application/*", "application/json"}
+_CREATE_HEADERS = [(b"allow", create_gate.ALLOW)]  # DRF's headers on the list/create view's answers
 
 
 def _int_in(value, low: int, high: int) -> bool:
@@ -115,94 +108,42 @@ def _json_body(payload: dict) -> bytes:
     ).encode()
 
 
-class SoldOutGate:
+class SoldOutGate(gate.RedisGate):
     """ASGI middleware: a sold-out confirm answered from Redis, everything else passed to ``app``.
 
     ``app`` is the shop's HTTP application (Django behind a2wsgi). One Redis connection pool per
-    worker process, made on first use in its event loop from the cache's ``LOCATION``.
+    worker process, made on first use in its event loop from the cache's ``LOCATION``
+    (``starmall.api.gate.RedisGate``).
     """
 
+    paths = (CONFIRM_PATH, create_gate.CREATE_PATH)
+    label = "sold-out gate"
+    logger = logger
+
     def __init__(self, app) -> None:
-        self.app = app
-        self._redis: tuple[asyncio.AbstractEventLoop, aioredis.Redis] | None = None
-        self._quiet_until = 0.0  # time.monotonic() before which Redis failures are not logged again
+        super().__init__(app)
+        self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
         self._database = create_gate.Database()  # PostgreSQL for a winner's create (apps.orders.api.create_gate)
 
-    async def __call__(self, scope, receive, send) -> None:
-        limit = _body_limit()
-        if (
-            scope["type"] != "http"
-            or scope["method"] != "POST"
-            or scope["path"] not in (CONFIRM_PATH, create_gate.CREATE_PATH)
-            or not 0 < _declared_length(scope) <= limit
-        ):  # none (chunked) or too long: Django's
-            await self.app(scope, receive, send)
-            return
-        messages, body, complete = [], b"", False
-        while len(body) <= limit:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                complete = True
-                break
-        answer = None
-        if complete and len(body) <= limit:
-            try:
-                answer = await self.answer(scope, body)
-            except Exception as exc:  # the gate is an optimisation: Django answers whatever it did not
-                self._warn("skipped", exc)
-        if answer is None:
-            await self.app(scope, self._replay(messages, receive), send)
-            return
-        status, headers, payload = answer
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+    def body_limit(self) -> int:
+        return _body_limit()
 
-    @staticmethod
-    def _replay(messages: list, receive):
-        pending = list(messages)
-
-        async def replay():
-            return pending.pop(0) if pending else await receive()
-
-        return replay
+    def redis_timeout(self) -> float:
+        return REDIS_TIMEOUT_SECONDS
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
         """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
-        if scope.get("query_string"):
-            return None  # DRF reads ?format= (URL_FORMAT_OVERRIDE): an unknown one is its 404
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:
-            if b"_" in name:
-                return None  # a2wsgi maps "_" like "-" and joins the two: X_Forwarded_Proto is HTTP_X_FORWARDED_PROTO
-            if name in headers and name in (
-                b"authorization",
-                b"content-type",
-                b"accept",
-                b"host",
-                b"x-forwarded-proto",
-                b"x-forwarded-host",
-                b"content-length",
-            ):
-                return None  # repeated: leave the reading of it to Django
-            headers[name] = value
-        length = headers.get(b"content-length", b"")
-        if not length.isdigit() or int(length) != len(body) or int(length) > _body_limit():
-            return None  # no Content-Length (chunked): Django reads an empty body; too long: its 413
-        secure = _is_secure(scope, headers)
-        if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
+        headers = gate.plain_headers(scope, body, _body_limit())
+        if headers is None:
+            return None
+        secure = gate.is_secure(scope, headers)
+        if not gate.django_passes(headers, secure):
             return None
         # Spaces only around the ";" (DRF's parse): "application/ json" is Django's 415.
         content_type = ";".join(
             part.strip() for part in headers.get(b"content-type", b"").decode("latin-1").lower().split(";")
         )
         if content_type not in ("application/json", "application/json;charset=utf-8"):
-            return None
-        accept = headers.get(b"accept")
-        if accept is not None and accept.decode("latin-1").strip().lower() not in _ACCEPTS:
             return None
         auth = headers.get(b"authorization", b"").decode("latin-1").split()
         if len(auth) != 2 or auth[0] != "Bearer":
@@ -212,25 +153,25 @@ class SoldOutGate:
         except (ValueError, RecursionError):
             return None
         if scope["path"] == create_gate.CREATE_PATH:  # a 秒杀 winner's create (apps.orders.api.create_gate)
-            order = await create_gate.answer(self._client(), self._database, auth[1], data)
+            order = await create_gate.answer(self.client(), self._database, auth[1], data)
             if order is None:
                 return None
             payload = _json_body(order)
-            return 201, _response_headers(secure, len(payload), allow=create_gate.ALLOW), payload
+            return 201, gate.response_headers(b"application/json", secure, len(payload), _CREATE_HEADERS), payload
         parsed = confirm_request(data)
         if parsed is None:
             return None
         quantities, flash_sale_id = parsed
         decided = flash_gate.FLAGS
         if flash_gate.flash_shape(data, quantities):  # a 秒杀: decided in Redis (apps.orders.api.flash_gate)
-            decided = await flash_gate.answer(self._client(), data, quantities, auth[1])
+            decided = await flash_gate.answer(self.client(), data, quantities, auth[1])
         if decided is None:
             return None
         if isinstance(decided, ShopError):
             refused = decided
         elif decided is not flash_gate.FLAGS:
             payload = _json_body(decided)
-            return 200, _response_headers(secure, len(payload)), payload
+            return 200, gate.response_headers(b"application/json", secure, len(payload), self._drf_headers), payload
         else:
             keys = soldout.keys_for(quantities, flash_sale_id)
             values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
@@ -242,55 +183,23 @@ class SoldOutGate:
             if refused is None:
                 return None
         payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
-        return refused.status, _response_headers(secure, len(payload)), payload
+        return (
+            refused.status,
+            gate.response_headers(b"application/json", secure, len(payload), self._drf_headers),
+            payload,
+        )
 
     async def aclose(self) -> None:
         """Close the worker's PostgreSQL pool and Redis client (tests run each request in a loop of its own)."""
         await self._database.close()
-        if self._redis is not None:
-            client, self._redis = self._redis[1], None
-            await client.aclose()
-
-    def _client(self) -> aioredis.Redis:
-        """The worker's Redis client for the running event loop (a pool belongs to one loop)."""
-        loop = asyncio.get_running_loop()
-        if self._redis is None or self._redis[0] is not loop:
-            location = settings.CACHES["default"]["LOCATION"]
-            pool = aioredis.BlockingConnectionPool.from_url(
-                location if isinstance(location, str) else location[0],
-                socket_timeout=REDIS_TIMEOUT_SECONDS,
-                socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
-                max_connections=REDIS_MAX_CONNECTIONS,
-                timeout=REDIS_TIMEOUT_SECONDS,  # waiting for a free connection: then Django answers
-            )
-            self._redis = (loop, aioredis.Redis.from_pool(pool))
-        return self._redis[1]
+        await super().aclose()
 
     async def _mget(self, keys: list[str]) -> list | None:
         try:
-            return await self._client().mget(keys)
+            return await self.client().mget(keys)
         except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
-            self._warn("Redis unavailable", exc)
+            self.warn("Redis unavailable", exc)
             return None
-
-    def _warn(self, what: str, exc: Exception) -> None:
-        """One warning per WARN_EVERY_SECONDS, not one per buyer of a flash sale."""
-        now = time.monotonic()
-        if now >= self._quiet_until:
-            self._quiet_until = now + WARN_EVERY_SECONDS
-            logger.warning(
-                "sold-out gate: %s (%s: %s); Django answers, next warning in %d s at the earliest",
-                what,
-                type(exc).__name__,
-                exc,
-                WARN_EVERY_SECONDS,
-            )
-
-
-def _declared_length(scope) -> int:
-    """The request's one ``Content-Length`` in bytes; -1 when absent, repeated or not a number."""
-    values = [value for name, value in scope["headers"] if name == b"content-length"]
-    return int(values[0]) if len(values) == 1 and values[0].isdigit() else -1
 
 
 def _body_limit() -> int:
@@ -300,52 +209,3 @@ def _body_limit() -> int:
 
 def _no_constants(name: str):
     raise ValueError(f"{name} is not JSON")  # NaN / Infinity: DRF's strict parser refuses them
-
-
-def _is_secure(scope, headers: dict[bytes, bytes]) -> bool:
-    """``HttpRequest.is_secure()``: ``SECURE_PROXY_SSL_HEADER`` when set and sent, else the scheme."""
-    if settings.SECURE_PROXY_SSL_HEADER:
-        header, secure_value = settings.SECURE_PROXY_SSL_HEADER
-        name = header.removeprefix("HTTP_").lower().replace("_", "-").encode("latin-1")
-        if name in headers:
-            return headers[name].decode("latin-1").split(",", 1)[0].strip() == secure_value
-    return scope.get("scheme") == "https"
-
-
-def _host_allowed(headers: dict[bytes, bytes]) -> bool:
-    """``HttpRequest.get_host()`` would not raise DisallowedHost (else Django's 400 answers)."""
-    raw = None
-    if settings.USE_X_FORWARDED_HOST:
-        raw = headers.get(b"x-forwarded-host")
-    raw = raw if raw is not None else headers.get(b"host")
-    if not raw:
-        return False
-    domain, _port = split_domain_port(raw.decode("latin-1"))
-    allowed = settings.ALLOWED_HOSTS
-    if settings.DEBUG and not allowed:
-        allowed = [".localhost", "127.0.0.1", "[::1]"]
-    return bool(domain) and validate_host(domain, allowed)
-
-
-def _response_headers(secure: bool, length: int, allow: bytes = b"POST, OPTIONS") -> list[tuple[bytes, bytes]]:
-    """The headers Django's stack puts on this answer (DRF, SecurityMiddleware, X-Frame-Options);
-    ``allow``: the view's methods as DRF lists them."""
-    headers = [(b"content-type", b"application/json"), (b"allow", allow)]
-    if settings.X_FRAME_OPTIONS:
-        headers.append((b"x-frame-options", settings.X_FRAME_OPTIONS.encode()))
-    headers.append((b"content-length", str(length).encode()))
-    if secure and settings.SECURE_HSTS_SECONDS:
-        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-            value += "; includeSubDomains"
-        if settings.SECURE_HSTS_PRELOAD:
-            value += "; preload"
-        headers.append((b"strict-transport-security", value.encode()))
-    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-        headers.append((b"x-content-type-options", b"nosniff"))
-    if settings.SECURE_REFERRER_POLICY:
-        policy = settings.SECURE_REFERRER_POLICY
-        headers.append((b"referrer-policy", (policy if isinstance(policy, str) else ",".join(policy)).encode()))
-    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-        headers.append((b"cross-origin-opener-policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY.encode()))
-    return headers

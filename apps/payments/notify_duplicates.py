@@ -1,0 +1,184 @@
+"""Re-sent payment notifications answered before Django: the "applied" markers in Redis, the
+gate's one script, and the audit rows of the duplicates it answered.
+
+WeChat delivers a payment result several times (at-least-once, and again whenever it did not
+hear SUCCESS in time); under a storm two deliveries in three are of a payment already applied.
+Django answers such a re-sent notification with SUCCESS and an audit row of outcome
+``duplicate`` (``notifications.notification_handle``), after about a dozen queries. The ASGI
+gate ``apps.payments.api.notify_gate`` answers it in the event loop instead, from this module:
+
+- **The marker.** After the commit of the transaction that marked a WeChat payment paid
+  (``services.payment_apply_paid``: from a notification or from orderquery),
+  :func:`applied_remember` stores ``payments:notify:applied:<out_trade_no>`` (under the cache's
+  KEY_PREFIX, :data:`APPLIED_TTL_SECONDS`) = ``["<transaction_id>", "<total_fee>"]``. A paid
+  payment never changes status, transaction_id or ``total_fee`` again, so a signed notification
+  for that out_trade_no with that transaction_id and that ``total_fee`` (compared as the text
+  Django compares: ``total_fee == str(payment.total_fee)``) is one Django would answer SUCCESS
+  and record as ``duplicate``. No marker (Redis down at the commit, expired, never applied):
+  Django answers, as before. A database restored to before the payment must lose the markers
+  too (docs/DEPLOY.md, backups).
+- **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the marker and,
+  when it matches, appends the delivery to the audit backlog, a Redis list of
+  ``"<epoch seconds>\\n<raw body>"`` entries; answers 1 (the gate sends SUCCESS), 0 (no or
+  another marker: Django) or -1 (the backlog holds :data:`BACKLOG_MAX` entries: Django, which
+  writes its own row — a stopped beat never turns into lost audit rows).
+- **The audit rows.** Every notification still leaves one ``Notification`` row: beat's
+  :func:`notify_duplicates_record` (every ``NOTIFY_DUPLICATES_FLUSH_SECONDS``) takes the backlog in
+  batches and writes their rows (outcome ``duplicate``, the raw body whole, ``received_at`` the
+  moment the gate answered), in bulk. Until then a duplicate's row is only in Redis: a Redis
+  that loses its data loses those rows (never a payment: each one changed nothing), and a
+  worker killed between taking a batch and its commit loses that batch's rows. A Redis answer
+  that times out after the script ran makes the gate pass the delivery to Django too: two rows
+  for one delivery.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import logging
+import time
+from functools import partial
+
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+from django_redis import get_redis_connection
+
+from apps.payments import wechat
+from apps.payments.models import Notification
+
+logger = logging.getLogger(__name__)
+
+# WeChat re-sends an unanswered notification for about 24 hours (15 s ... 6 h apart), and may
+# send a copy later still: three days covers them with room.
+APPLIED_TTL_SECONDS = 3 * 24 * 3600
+BACKLOG_MAX = 20_000  # entries of about 1 KB; past it the gate leaves duplicates to Django
+FLUSH_BATCH = 500  # rows per INSERT
+FLUSH_MAX_BATCHES = 200  # per run: a run ends even while a storm keeps filling the backlog
+PAUSE_SECONDS = 5.0  # after a failed marker write this process tries again no sooner
+_paused_until = 0.0  # time.monotonic(); per process, as starmall.dispatch
+
+# KEYS: the out_trade_no's marker, the backlog. ARGV: the marker the notification must match,
+# the backlog entry, BACKLOG_MAX. 1: matched and recorded; 0: no match; -1: backlog full.
+DUPLICATE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1
+"""
+DUPLICATE_SHA = hashlib.sha1(DUPLICATE.encode()).hexdigest()  # what EVALSHA names it by
+
+# KEYS: the backlog. ARGV: how many. Takes (returns and removes) up to that many oldest entries
+# at once, so two runs of the flush never take the same entry.
+_TAKE = """
+local entries = redis.call('LRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+if #entries > 0 then redis.call('LTRIM', KEYS[1], #entries, -1) end
+return entries
+"""
+
+
+def applied_key(out_trade_no: str) -> str:
+    """The marker's key for ``out_trade_no``, with the cache's KEY_PREFIX."""
+    return cache.make_key(f"payments:notify:applied:{out_trade_no}")
+
+
+def backlog_key() -> str:
+    """The list of duplicates the gate answered whose audit rows are not written yet."""
+    return cache.make_key("payments:notify:duplicates")
+
+
+def applied_value(transaction_id: str, total_fee: str) -> str:
+    """The marker's value: WeChat's number and the amount in fen as text, unambiguous (JSON)."""
+    return json.dumps([transaction_id, total_fee])
+
+
+def backlog_entry(body: bytes, received_at: float) -> bytes:
+    """One backlog entry: the epoch seconds the gate answered at, a newline, the raw body."""
+    return b"%.6f\n" % received_at + body
+
+
+def applied_remember_on_commit(*, out_trade_no: str, transaction_id: str, total_fee: int) -> None:
+    """After the current transaction commits, :func:`applied_remember` (nothing on a rollback).
+
+    Called by ``services.payment_apply_paid`` in the transaction that marks the payment paid;
+    ``total_fee`` in fen.
+    """
+    transaction.on_commit(
+        partial(applied_remember, out_trade_no=out_trade_no, transaction_id=transaction_id, total_fee=total_fee)
+    )
+
+
+def applied_remember(*, out_trade_no: str, transaction_id: str, total_fee: int) -> bool:
+    """Store the marker that ``out_trade_no`` was paid with ``transaction_id`` and ``total_fee``
+    fen. False when Redis failed (one warning, then no try for :data:`PAUSE_SECONDS`): the
+    notification's re-sent copies then go to Django, which answers them as before."""
+    global _paused_until
+    if time.monotonic() < _paused_until:
+        return False
+    try:
+        get_redis_connection("default").set(
+            applied_key(out_trade_no), applied_value(transaction_id, str(total_fee)), ex=APPLIED_TTL_SECONDS
+        )
+    except Exception:  # noqa: BLE001 - an optimisation: Django still answers every copy
+        _paused_until = time.monotonic() + PAUSE_SECONDS
+        logger.warning("could not mark %s applied for the notify gate", out_trade_no, exc_info=True)
+        return False
+    return True
+
+
+def resume() -> None:
+    """Forget an earlier marker failure (tests, or once Redis is known to be back)."""
+    global _paused_until
+    _paused_until = 0.0
+
+
+def notify_duplicates_record() -> int:
+    """Beat: write the audit rows of the duplicates the gate answered; returns the rows written.
+
+    Batches of :data:`FLUSH_BATCH`, each taken from Redis atomically and inserted in one
+    transaction; a batch the database refused goes back to the front of the backlog and the
+    error propagates (the next run tries again). Safe to run twice, also at once.
+    """
+    conn = get_redis_connection("default")
+    take = conn.register_script(_TAKE)
+    written = 0
+    for _ in range(FLUSH_MAX_BATCHES):
+        entries = take(keys=[backlog_key()], args=[FLUSH_BATCH])
+        if not entries:
+            break
+        try:
+            _insert(entries)
+        except BaseException:
+            conn.lpush(backlog_key(), *reversed(entries))
+            raise
+        written += len(entries)
+    return written
+
+
+@transaction.atomic
+def _insert(entries: list[bytes]) -> None:
+    """One batch's rows. ``received_at`` is set after the INSERT (an auto_now_add field takes
+    the INSERT's time): the time the gate answered, not the time of the flush."""
+    rows, times = [], []
+    for entry in entries:
+        stamp, _, body = entry.partition(b"\n")
+        try:
+            fields = wechat.parse_xml(body)  # verified by the gate before it was answered
+        except ValueError:
+            fields = {}
+        rows.append(
+            Notification.build(
+                kind=Notification.Kind.PAYMENT, body=body, fields=fields, outcome=Notification.Outcome.DUPLICATE
+            )
+        )
+        try:
+            received_at = dt.datetime.fromtimestamp(float(stamp), tz=dt.UTC)
+        except (ValueError, OverflowError, OSError):  # not the gate's entry: never block the backlog on it
+            received_at = timezone.now()
+        times.append(received_at)
+    Notification.objects.bulk_create(rows)
+    for row, received_at in zip(rows, times, strict=True):
+        row.received_at = received_at
+    Notification.objects.bulk_update(rows, ["received_at"])
