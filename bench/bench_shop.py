@@ -137,11 +137,11 @@ class Client:
         self.conn.close()
 
 
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds (user + system) used so far by each kind of process on this machine: the web
-    server, PostgreSQL, Redis, Celery, this benchmark's client, everything else (Linux /proc)."""
+def cpu_seconds() -> dict[int, tuple[str, float]]:
+    """``{pid: (kind, CPU seconds used so far)}`` of every process on this machine (Linux /proc),
+    kind: the web server, PostgreSQL, Redis, Celery, this benchmark's client, or other."""
     tick = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = {}
+    out: dict[int, tuple[str, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -164,8 +164,17 @@ def cpu_seconds() -> dict[str, float]:
             kind = "celery"
         else:
             kind = "other"
-        out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        out[int(entry)] = (kind, (int(fields[11]) + int(fields[12])) / tick)
     return out
+
+
+def cpu_used(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds by kind between two :func:`cpu_seconds` readings (processes that ended in
+    between are not counted: PostgreSQL keeps its connections, the shop its workers)."""
+    used: dict[str, float] = {}
+    for pid, (kind, seconds) in after.items():
+        used[kind] = used.get(kind, 0.0) + seconds - (before[pid][1] if pid in before else 0.0)
+    return {kind: round(seconds, 2) for kind, seconds in sorted(used.items())}
 
 
 def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_PORT) -> dict:
@@ -230,7 +239,7 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
         "outcomes": outcomes,
         "last_at_s": {key: round(at - t0, 2) for key, at in sorted(last_at.items())},
         "by_outcome": by_outcome,
-        "cpu_s": {kind: round(cpu1[kind] - cpu0.get(kind, 0.0), 2) for kind in sorted(cpu1)},
+        "cpu_s": cpu_used(cpu0, cpu1),
     }
 
 
