@@ -34,6 +34,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    re_path(r"^api/[\s\S]*$", api_not_found),  # any other path under /api/: the API's JSON 404 too
     path("admin/", admin.site.urls),
     path("", include("apps.wechat_official.urls")),  # /wechat/official: WeChat's official-account server
 ]

@@ -44,8 +44,8 @@ def healthz(request):
 
 @csrf_exempt  # a POST to an unknown path is a 404 too, not CSRF's HTML 403 (no session here)
 def api_not_found(request):
-    """Unknown path under /api/v1/ (or a path parameter no converter accepts): 404 in API.md's
-    error format, not Django's HTML page."""
+    """Unknown path under /api/ (or a path parameter no converter accepts): 404 in API.md's
+    error format, not Django's HTML page (nor, with DEBUG on, its page listing every URL)."""
     return JsonResponse(
         {"code": "not_found", "message": messages.API_NOT_FOUND, "detail": {"path": request.path}},
         status=404,

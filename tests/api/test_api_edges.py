@@ -75,6 +75,14 @@ def test_post_to_an_unknown_path_is_404_even_with_csrf_checks(customer, path):
     assert_error(client.post(path, {}, content_type="application/json"), 404, "not_found")
 
 
+@pytest.mark.parametrize("path", ["/api/", "/api/nothing", "/api/v2/products", "/api/schema/x", "/api/docs/x"])
+def test_a_path_under_api_outside_v1_is_the_json_404_also_with_debug_on(client, settings, path):
+    settings.DEBUG = True  # Django's own 404 page would list every URL pattern
+    response = client.get(path)
+    assert response["Content-Type"] == "application/json"
+    assert_error(response, 404, "not_found")
+
+
 @pytest.mark.parametrize(
     "path",
     [
