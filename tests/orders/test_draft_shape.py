@@ -213,7 +213,7 @@ def test_create_takes_a_draft_the_previous_release_wrote(api, make_sku, address)
 def test_the_confirm_answer_written_out_equals_drfs_generic_path(extra):
     from rest_framework import serializers
 
-    from apps.orders.api.serializers import ConfirmOutSerializer
+    from apps.orders.api.serializers import ConfirmOutSerializer, ReorderOutSerializer
 
     draft = {
         "order_key": "a" * 32,
@@ -243,3 +243,9 @@ def test_the_confirm_answer_written_out_equals_drfs_generic_path(extra):
     serializer = ConfirmOutSerializer(draft)
     generic = serializers.Serializer.to_representation(serializer, draft)
     assert json.dumps(serializer.data, ensure_ascii=False) == json.dumps(generic, ensure_ascii=False)
+    # reorder's answer: the same plus the lines it could not take again
+    draft["missing"] = [{"sku_id": 5, "name": "旧款", "specs": {"颜色": "青"}, "quantity": 2, "reason": "off_sale"}]
+    reorder = ReorderOutSerializer(draft)
+    generic = serializers.Serializer.to_representation(reorder, draft)
+    assert json.dumps(reorder.data, ensure_ascii=False) == json.dumps(generic, ensure_ascii=False)
+    assert list(reorder.data)[-1] == "missing" and len(reorder.data["missing"]) == 1

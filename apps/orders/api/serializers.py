@@ -393,6 +393,14 @@ class MissingLineSerializer(serializers.Serializer):
 class ReorderOutSerializer(ConfirmOutSerializer):
     missing = MissingLineSerializer(many=True)
 
+    def to_representation(self, draft: dict) -> dict:
+        """The confirm answer written out (``ConfirmOutSerializer``), then ``missing`` by its
+        field, last as DRF orders a subclass's fields (held equal in tests/orders/test_draft_shape.py)."""
+        out = super().to_representation(draft)
+        missing = draft["missing"]
+        out["missing"] = None if missing is None else self.fields["missing"].to_representation(missing)
+        return out
+
 
 class OrderCountsSerializer(serializers.Serializer):
     """The caller's orders per status (every status; the badges use the first five)."""
