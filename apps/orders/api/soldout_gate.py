@@ -99,13 +99,15 @@ def confirm_request(data) -> tuple[dict[int, int], int | None] | None:
 
 
 def _json_body(payload: dict) -> bytes:
-    """Rendered as DRF's JSONRenderer renders it (UNICODE_JSON, COMPACT_JSON)."""
-    return json.dumps(
+    """Rendered as DRF's JSONRenderer renders it (UNICODE_JSON, COMPACT_JSON, and U+2028/U+2029
+    escaped as it always escapes them: an address or a remark may hold them)."""
+    text = json.dumps(
         payload,
         ensure_ascii=not api_settings.UNICODE_JSON,
         separators=(",", ":") if api_settings.COMPACT_JSON else None,
         allow_nan=not api_settings.STRICT_JSON,
-    ).encode()
+    )
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()
 
 
 class SoldOutGate(gate.RedisGate):
