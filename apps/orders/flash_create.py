@@ -46,11 +46,12 @@ REFUSED = "orders_refuse: "  # the message prefix of the function's error
 
 
 def fits(draft: drafts.OrderDraft) -> bool:
-    """True for a draft this path creates: goods with an address and one to ``MAX_LINES`` lines,
+    """True for a draft this path creates: goods with an address and lines of at least one unit,
     nothing else to take (coupon, points, slot, cart lines, 拼团, 砍价, pickup store)."""
     return (
         draft.kind == Kind.GOODS
         and bool(draft.lines)
+        and all(line.quantity > 0 for line in draft.lines)  # order_create refuses other units (ValueError)
         and draft.address is not None
         and draft.coupon_id is None
         and draft.points_used == 0

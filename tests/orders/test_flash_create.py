@@ -44,6 +44,28 @@ def _patient_redis(monkeypatch):
     monkeypatch.setattr(soldout_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
 
 
+@pytest.fixture(autouse=True)
+def _no_gate_connection_left():
+    """Every test closes the gate pools it made: a connection left open would hold the test
+    database at its teardown (and in a worker, is a leak)."""
+    yield
+    import time
+
+    from django.db import connection
+
+    for _ in range(40):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'starmall-create-gate'"
+            )
+            left = cursor.fetchone()[0]
+        if not left:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{left} create-gate connections left open")
+
+
 def run(gate, requests: list[tuple[bytes, dict]], path: str = CREATE) -> list[tuple[int, dict, bytes]]:
     """Run ``requests`` ((body, headers) pairs) through ``gate`` at once in ONE event loop, as a
     worker does, then close the gate's pool and Redis client (when it has ``aclose``: the

@@ -26,8 +26,9 @@ inactive customer, sold out, the window closed: nothing was kept, and Django's `
 gives the exact 409 and the reservation back); a second order of the key (UNIQUE order_key:
 Django returns the first); no free connection within :data:`CONNECTION_WAIT_SECONDS`; any error.
 
-The create throttle (``THROTTLE_ORDER_CREATE``) is not counted here: a draft reaches this path
-once, and the 秒杀's allowance already bounds how many drafts a customer holds.
+The create throttle (``THROTTLE_ORDER_CREATE``) is DRF's, on its own cache key and history
+(:func:`_throttle_check`): a customer over it goes to Django for the 429, and a create made here
+is added to the history as Django adds its own.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from apps.catalog import soldout
 from apps.marketing import flash_quota
 from apps.orders import drafts, flash_create, flash_reservations, services
 from apps.orders.api.serializers import OrderSerializer
+from apps.orders.api.views import OrderCreateThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -142,11 +144,18 @@ async def answer(redis, database: Database, token: str, data) -> dict | None:
     if customer is None or raw is None:
         return None
     stored = cache.client.decode(raw)
-    if not isinstance(stored, dict) or stored.get("customer_id") != int(customer):
+    if (
+        not isinstance(stored, dict)
+        or stored.get("customer_id") != int(customer)
+        or stored.get("order_key") != order_key
+    ):
         return None
     draft = drafts.OrderDraft.from_json(stored)
     if not flash_create.fits(draft):
         return None
+    throttle = await _throttle_check(redis, draft.customer_id)
+    if throttle is None:
+        return None  # over THROTTLE_ORDER_CREATE: Django's 429
     now = timezone.now()
     try:
         async with pool.connection(timeout=CONNECTION_WAIT_SECONDS) as conn:
@@ -163,18 +172,50 @@ async def answer(redis, database: Database, token: str, data) -> dict | None:
         return None  # the key's order exists (a create racing this one): Django returns it
     if created is None:
         return None  # refused, nothing kept: Django gives the exact answer and the reservation back
-    await _after_commit(redis, draft, created.sold_out)
+    await _after_commit(redis, draft, created.sold_out, throttle)
     return OrderSerializer(created.order).data
 
 
-async def _after_commit(redis, draft: drafts.OrderDraft, sold_out: list[int]) -> None:
+class Throttled:
+    """The customer's create history as DRF's ``OrderCreateThrottle`` keeps it (``key``: the
+    cache key, ``history``: request times, newest first, in seconds since the epoch), or no
+    throttle at all (``key`` None)."""
+
+    def __init__(self, key: str | None, history: list[float], duration: int) -> None:
+        self.key, self.history, self.duration = key, history, duration
+
+
+async def _throttle_check(redis, customer_id: int) -> Throttled | None:
+    """DRF's ``SimpleRateThrottle.allow_request`` for the create view, on the same cache key and
+    history: None when the customer is over ``THROTTLE_ORDER_CREATE`` (Django answers the 429);
+    else the history, to which the create is added after its commit (``_after_commit``), so
+    Django counts the gate's creates and the gate Django's."""
+    throttle = OrderCreateThrottle()
+    if throttle.rate is None:
+        return Throttled(None, [], 0)
+    key = cache.make_key(throttle.cache_format % {"scope": throttle.scope, "ident": customer_id})
+    raw = await redis.get(key)
+    history = cache.client.decode(raw) if raw is not None else []
+    now = throttle.timer()
+    while history and history[-1] <= now - throttle.duration:
+        history.pop()
+    if len(history) >= throttle.num_requests:
+        return None
+    history.insert(0, now)
+    return Throttled(key, history, throttle.duration)
+
+
+async def _after_commit(redis, draft: drafts.OrderDraft, sold_out: list[int], throttle: Throttled) -> None:
     """``order_create``'s after-commit work: drop the draft, settle the 秒杀 reservation, flag
-    SKUs left at 0. Errors are logged: the draft expires by itself and beat's expiry sweep
-    settles the reservation (its order exists); a flag only saves the database a refusal."""
+    SKUs left at 0, count the create in the throttle's history. Errors are logged: the draft
+    expires by itself and beat's expiry sweep settles the reservation (its order exists); a
+    flag only saves the database a refusal."""
     sale_id = draft.flash_sale_id
     for attempt in (1, 2):
         pipe = redis.pipeline(transaction=False)
         pipe.delete(flash_reservations.draft_key(draft.order_key))
+        if throttle.key is not None:
+            pipe.set(throttle.key, cache.client.encode(throttle.history), ex=throttle.duration)
         for sku_id in sold_out:
             pipe.set(cache.make_key(soldout.sku_key(sku_id)), 1, ex=soldout.FLAG_SECONDS)
         if sale_id:
