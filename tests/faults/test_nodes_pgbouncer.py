@@ -145,3 +145,54 @@ def test_the_setting_follows_the_environment():
     env = {**os.environ, "DATABASE_DISABLE_SERVER_SIDE_CURSORS": "true"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert result.stdout.strip().splitlines()[-1] == "True", result.stderr[-2000:]
+
+
+def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
+    transactional_db, pgbouncer, monkeypatch, customer, address, make_sku
+):
+    """The create gate's own pool through PgBouncer in transaction mode (2 server connections):
+    its one query message is one transaction there too. A winner is created; a refusal (stock
+    gone in the database) rolls back whole and leaves the server connection clean for the next."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from apps.accounts import address_cards
+    from apps.marketing import flash_quota
+    from apps.marketing.models import FlashSale
+    from apps.orders.api import create_gate
+    from apps.orders.api.soldout_gate import SoldOutGate
+    from apps.orders.models import Order
+    from apps.shipping import selectors as freight
+    from tests.orders.test_flash_create import _body, _confirm, _headers, run
+    from tests.orders.test_soldout_gate import Inner
+
+    now = timezone.now()
+    sale = FlashSale.objects.create(
+        title="限时秒杀",
+        sku=make_sku(stock=20),
+        price_fen=9900,
+        stock=3,
+        limit_per_customer=3,
+        starts_at=now - dt.timedelta(minutes=5),
+        ends_at=now + dt.timedelta(hours=1),
+    )
+    flash_quota.card_write(sale)
+    flash_quota.quota_load(sale.pk)
+    address_cards.card_refresh(customer.pk)
+    freight.all_terms()
+    conninfo = create_gate._conninfo
+    monkeypatch.setattr(
+        create_gate, "_conninfo", lambda db: conninfo({**db, "PORT": pgbouncer})
+    )  # the gate's pool only
+    headers = _headers(customer)
+    first, second, third = (_confirm(customer, sale) for _ in range(3))
+    gate = SoldOutGate(Inner())
+    assert run(gate, [(_body(first), headers)])[0][0] == 201
+    FlashSale.objects.filter(pk=sale.pk).update(stock=0)
+    assert run(gate, [(_body(second), headers)])[0][2] == b"django"  # refused: nothing kept, Django answers
+    FlashSale.objects.filter(pk=sale.pk).update(stock=2)
+    assert run(gate, [(_body(third), headers)])[0][0] == 201
+    assert Order.objects.filter(flash_sale=sale).count() == 2
+    sale.refresh_from_db()
+    assert (sale.stock, sale.sold) == (1, 2)
