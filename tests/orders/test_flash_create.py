@@ -150,6 +150,25 @@ def ready(customer, address):
     return address
 
 
+def buyer_with_address(make_customer, i: int):
+    """A new customer with a default address (``i`` numbers it) and its address card in Redis,
+    as a running shop has them when the buyer confirms."""
+    from apps.accounts.models import Address
+
+    buyer = make_customer()
+    Address.objects.create(
+        customer=buyer,
+        name="买家",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail=f"{i}号",
+        is_default=True,
+    )
+    address_cards.card_refresh(buyer.pk)
+    return buyer
+
+
 def _confirm(customer, sale=None, *, sku=None, units=1) -> dict:
     if sale is not None:
         return services.order_confirm(
@@ -331,19 +350,9 @@ def test_a_quota_higher_than_the_stock_never_oversells(sale, make_customer, make
     flash_quota.quota_load(sale.pk, force=True)
     get_redis_connection("default").set(flash_quota.key(sale.pk, "quota"), 10)
     requests = []
-    from apps.accounts.models import Address
 
     for i in range(10):
-        buyer = make_customer()
-        Address.objects.create(
-            customer=buyer,
-            name="买家",
-            phone="13800000000",
-            province="浙江省",
-            city="杭州市",
-            detail=f"{i}号",
-            is_default=True,
-        )
+        buyer = buyer_with_address(make_customer, i)
         requests.append((_body(_confirm(buyer, sale)), _headers(buyer)))
     gate = SoldOutGate(Inner())
     answers = run(gate, requests)
@@ -399,22 +408,10 @@ def test_two_web_nodes_decide_and_create_on_one_quota(sale, make_customer):
     out exactly the sale's 5 units and both nodes' creates sell exactly those."""
     import threading
 
-    from apps.accounts.models import Address
-
     freight.all_terms()
     people = []
     for i in range(16):
-        buyer = make_customer()
-        Address.objects.create(
-            customer=buyer,
-            name="买家",
-            phone="13800000000",
-            province="浙江省",
-            city="杭州市",
-            detail=f"{i}号",
-            is_default=True,
-        )
-        address_cards.card_refresh(buyer.pk)
+        buyer = buyer_with_address(make_customer, i)
         people.append(_headers(buyer))
     confirm = json.dumps({"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk}).encode()
     nodes = [SoldOutGate(Inner()), SoldOutGate(Inner())]

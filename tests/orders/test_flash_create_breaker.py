@@ -21,7 +21,17 @@ from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.models import Order, OrderLine
 from apps.shipping import selectors as freight
 from tests.orders import test_flash_create as base
-from tests.orders.test_flash_create import _answer, _body, _confirm, _headers, _quota, _rows, django_create, run
+from tests.orders.test_flash_create import (
+    _answer,
+    _body,
+    _confirm,
+    _headers,
+    _quota,
+    _rows,
+    buyer_with_address,
+    django_create,
+    run,
+)
 from tests.orders.test_soldout_gate import Inner
 
 # the base module's fixtures, used here as they are there
@@ -225,10 +235,22 @@ def test_caps_with_gate_and_django_at_once(customer, ready, make_sku, settings):
 
 
 def _real_stack():
+    """The gate in front of Django as ``starmall/asgi.py`` builds it; each request's database
+    connection is closed in its thread afterwards (else a2wsgi's threads keep theirs open and
+    hold the test database at its teardown)."""
     from a2wsgi import WSGIMiddleware
     from django.core.wsgi import get_wsgi_application
+    from django.db import connections
 
-    return SoldOutGate(WSGIMiddleware(get_wsgi_application(), workers=4))
+    django = get_wsgi_application()
+
+    def closing(environ, start_response):
+        try:
+            return list(django(environ, start_response))
+        finally:
+            connections.close_all()
+
+    return SoldOutGate(WSGIMiddleware(closing, workers=4))
 
 
 @pytest.mark.parametrize("attempt", range(3))
@@ -400,7 +422,6 @@ def test_one_pool_per_loop_even_when_many_first_requests_race(settings):
 
 def test_mixed_storm_conserves_units_and_bookkeeping(make_customer, make_sku, settings):
 
-    from apps.accounts import address_cards
     from apps.marketing import flash_quota
 
     freight.all_terms()
@@ -421,17 +442,7 @@ def test_mixed_storm_conserves_units_and_bookkeeping(make_customer, make_sku, se
     FlashSale.objects.filter(pk=sale.pk).update(limit_per_customer=2)  # the card still says 3
     people, requests = [], []
     for i in range(8):
-        buyer = make_customer()
-        Address.objects.create(
-            customer=buyer,
-            name="买家",
-            phone="13800000000",
-            province="浙江省",
-            city="杭州市",
-            detail=f"{i}号",
-            is_default=True,
-        )
-        address_cards.card_refresh(buyer.pk)
+        buyer = buyer_with_address(make_customer, i)
         h = _headers(buyer)
         for _ in range(3):
             requests.append((_body(_confirm(buyer, sale)), h))
@@ -609,23 +620,12 @@ def test_each_refusal_through_the_real_stack(customer, ready, sale, make_sku, se
 
 
 def test_multi_sku_orders_in_both_listing_orders_gate_and_django_no_deadlock(make_customer, make_sku, caplog):
-    from apps.accounts import address_cards
 
     freight.all_terms()
     a, b = make_sku(stock=7), make_sku(stock=100)
     requests = []
     for i in range(12):
-        buyer = make_customer()
-        Address.objects.create(
-            customer=buyer,
-            name="买家",
-            phone="13800000000",
-            province="浙江省",
-            city="杭州市",
-            detail=f"{i}号",
-            is_default=True,
-        )
-        address_cards.card_refresh(buyer.pk)
+        buyer = buyer_with_address(make_customer, i)
         items = [{"sku_id": a.pk, "quantity": 1}, {"sku_id": b.pk, "quantity": 2}]
         draft = services.order_confirm(customer=buyer, items=items if i % 2 else items[::-1])
         requests.append((_body(draft), _headers(buyer)))
