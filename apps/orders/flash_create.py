@@ -24,9 +24,12 @@ than pipeline mode's prepared statements for the client and the server alike
    transaction back.
 
 The hot rows stay locked only while statement 3 runs and PostgreSQL commits right after it,
-with no round trip to the application in between, as in the bare-SQL limit of ``make bench``. On a refusal nothing is kept and the gate hands the request
-to Django, whose ``order_create`` answers it exactly (and gives a reservation back). The rows and
-the answer equal ``order_create``'s for every field: ``tests/orders/test_flash_create.py``.
+with no round trip to the application in between, as in the bare-SQL limit of ``make bench``.
+On a refusal nothing is kept and the gate hands the request to Django, whose ``order_create``
+answers it exactly (and gives a reservation back). The rows and the answer equal
+``order_create``'s for every field: ``tests/orders/test_flash_create.py``. Sending the three
+statements in pipeline mode with prepared statements instead was measured and rejected: less
+PostgreSQL CPU, more of the web worker's, a slower sale (docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ soldout_gate``) hands this module a create whose request it has checked as it ch
 Everything else goes to Django untouched, which answers it as before: a body other than
 ``{"order_key": ..., "remark": ...}`` exactly as ``CreateInSerializer`` would keep it; an unknown
 token; no draft (a replayed key: Django answers 200 with the order; an expired one: 410);
-another customer's draft; another shape of draft; SQLite; a refusal by PostgreSQL (caps, an
-inactive customer, sold out, the window closed: nothing was kept, and Django's ``order_create``
-gives the exact 409 and the reservation back); a second order of the key (UNIQUE order_key:
+another customer's draft, or one stored under a key other than its own; another shape of draft;
+SQLite; a refusal by PostgreSQL (caps, an inactive customer, sold out, the window closed:
+nothing was kept, and Django's ``order_create`` gives the exact 409 and the reservation back); a second order of the key (UNIQUE order_key:
 Django returns the first); no free connection within :data:`CONNECTION_WAIT_SECONDS`; any error.
 
 The create throttle (``THROTTLE_ORDER_CREATE``) is DRF's, on its own cache key and history
@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
 import psycopg
 from django.conf import settings
@@ -176,13 +177,15 @@ async def answer(redis, database: Database, token: str, data) -> dict | None:
     return OrderSerializer(created.order).data
 
 
+@dataclass
 class Throttled:
     """The customer's create history as DRF's ``OrderCreateThrottle`` keeps it (``key``: the
-    cache key, ``history``: request times, newest first, in seconds since the epoch), or no
-    throttle at all (``key`` None)."""
+    cache key, ``history``: request times, newest first, in seconds since the epoch, this create
+    included; ``duration``: the window in seconds), or no throttle at all (``key`` None)."""
 
-    def __init__(self, key: str | None, history: list[float], duration: int) -> None:
-        self.key, self.history, self.duration = key, history, duration
+    key: str | None
+    history: list[float]
+    duration: int
 
 
 async def _throttle_check(redis, customer_id: int) -> Throttled | None:
