@@ -19,6 +19,21 @@ from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 
 
+def sku_take_sql(extra: str = "") -> str:
+    """The conditional UPDATE taking units from one SKU on sale, ``RETURNING stock``; its
+    parameters are ``(units, sku_id, units)``. ``extra``: one more condition, appended as it is
+    (``" AND EXISTS (...)"``: the one-round-trip create, ``apps.orders.flash_create``, chains
+    it after the 秒杀's step). Only the SKU's own row is locked and re-checked: PostgreSQL
+    re-evaluates ``stock >= n`` on the newest row version after waiting for the lock (a join
+    written as ``id IN (SELECT ...)`` would re-check a stale stock: oversold, test_races caught
+    it); the product's flag is read from the statement's snapshot."""
+    sku, product = Sku._meta.db_table, Product._meta.db_table
+    return (
+        f"UPDATE {sku} SET stock = stock - %s WHERE id = %s AND is_active AND stock >= %s AND EXISTS ("
+        f"SELECT 1 FROM {product} p WHERE p.id = {sku}.product_id AND p.is_active){extra} RETURNING stock"
+    )
+
+
 @transaction.atomic(savepoint=False)
 def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
     """Take ``quantities`` ({sku_id: units > 0}) from stock, in the caller's transaction.
@@ -36,18 +51,8 @@ def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
         units = quantities[sku_id]
         if units <= 0:
             raise ValueError(f"quantity for SKU {sku_id} must be positive, got {units}")
-        # Only the SKU's own row is locked and re-checked: PostgreSQL re-evaluates
-        # "stock >= n" on the newest row version after waiting for the lock (a join written
-        # as "id IN (SELECT ...)" would re-check a stale stock: oversold, test_races caught it).
-        # The product's flag is read from the statement's snapshot, like the old separate check.
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {Sku._meta.db_table} SET stock = stock - %s"
-                f" WHERE id = %s AND is_active AND stock >= %s AND EXISTS ("
-                f"SELECT 1 FROM {Product._meta.db_table} p WHERE p.id = {Sku._meta.db_table}.product_id AND p.is_active)"
-                " RETURNING stock",
-                [units, sku_id, units],
-            )
+            cursor.execute(sku_take_sql(), [units, sku_id, units])
             row = cursor.fetchone()
         if row is None:
             _refuse(sku_id, units)

@@ -274,12 +274,15 @@ def reservation_end(sale_id: int, order_key: str, *, give_back: bool) -> int:
     """End a reservation: ``give_back`` returns its units to the quota and the allowance (the
     draft was never turned into an order); else the order was created and only the record
     goes. Once per reservation whoever calls; returns the units given back. Raises Redis errors."""
-    return int(
-        script("END")(
-            keys=[key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res"), due_key()],
-            args=[order_key, due_member(sale_id, order_key), 1 if give_back else 0],
-        )
-    )
+    keys, args = end_call(sale_id, order_key, give_back=give_back)
+    return int(script("END")(keys=keys, args=args))
+
+
+def end_call(sale_id: int, order_key: str, *, give_back: bool) -> tuple[list[str], list]:
+    """``(KEYS, ARGV)`` of the END script for a reservation (:func:`reservation_end`; the create
+    gate sends it in its after-commit pipeline)."""
+    keys = [key(sale_id, "quota"), key(sale_id, "held"), key(sale_id, "res"), due_key()]
+    return keys, [order_key, due_member(sale_id, order_key), 1 if give_back else 0]
 
 
 def reservations_due(now: dt.datetime, limit: int = 500) -> list[tuple[int, str]]:

@@ -125,12 +125,11 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
     now = now or timezone.now()
     if not _allowance_take(sale_id, customer_id, units):
         raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
-    if (
-        FlashSale.objects.filter(
-            pk=sale_id, is_active=True, starts_at__lte=now, ends_at__gt=now, stock__gte=units
-        ).update(stock=F("stock") - units, sold=F("sold") + units)
-        != 1
-    ):
+    moment = connection.ops.adapt_datetimefield_value(now)  # as the ORM writes it (SQLite: naive UTC text)
+    with connection.cursor() as cursor:
+        cursor.execute(sale_take_sql(), [units, units, sale_id, moment, moment, units])
+        taken = cursor.fetchone() is not None
+    if not taken:
         sale = FlashSale.objects.get(pk=sale_id)
         if not flash_sale_is_live(sale, now):
             raise FlashSaleNotLive(flash_sale_id=sale_id)
@@ -142,22 +141,40 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
 
 
 def _allowance_take(sale_id: int, customer_id: int, units: int) -> bool:
-    """Step 1 of :func:`flash_sale_take` as ONE statement: insert the (sale, customer) row with
-    ``units``, or add them to the existing row, only while the total stays within the sale's
-    ``limit_per_customer``; False (nothing written) when it would not. On a conflict the row is
-    locked and its ``quantity`` re-checked on the newest version (``ON CONFLICT DO UPDATE ...
-    WHERE``), so racing orders of one customer serialise on it as with the former UPDATE."""
-    purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
+    """Step 1 of :func:`flash_sale_take` as ONE statement (:func:`allowance_take_sql`); False
+    (nothing written) when the total would pass the sale's ``limit_per_customer``."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
-            f"WHERE id = %s AND limit_per_customer >= %s "
-            f"ON CONFLICT (sale_id, customer_id) DO UPDATE SET quantity = {purchase}.quantity + excluded.quantity "
-            f"WHERE {purchase}.quantity + excluded.quantity <= "
-            f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING quantity",
-            [sale_id, customer_id, units, sale_id, units],
-        )
+        cursor.execute(allowance_take_sql(), [sale_id, customer_id, units, sale_id, units])
         return cursor.fetchone() is not None
+
+
+def allowance_take_sql() -> str:
+    """Insert the (sale, customer) row with ``units``, or add them to the existing row, only
+    while the total stays within the sale's ``limit_per_customer``; ``RETURNING quantity`` (no
+    row: over the limit). Parameters ``(sale_id, customer_id, units, sale_id, units)``. On a
+    conflict the row is locked and its ``quantity`` re-checked on the newest version (``ON
+    CONFLICT DO UPDATE ... WHERE``), so racing orders of one customer serialise on it. Run by
+    :func:`flash_sale_take` and, as a step of one statement, by ``apps.orders.flash_create``."""
+    purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
+    return (
+        f"INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
+        f"WHERE id = %s AND limit_per_customer >= %s "
+        f"ON CONFLICT (sale_id, customer_id) DO UPDATE SET quantity = {purchase}.quantity + excluded.quantity "
+        f"WHERE {purchase}.quantity + excluded.quantity <= "
+        f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING quantity"
+    )
+
+
+def sale_take_sql(extra: str = "") -> str:
+    """Take units from a live sale's stock and add them to ``sold``, ``RETURNING stock`` (no row:
+    not live, or not enough left). Parameters ``(units, units, sale_id, now, now, units)``. Only
+    the sale's own columns are conditions, so PostgreSQL re-checks them on the newest version
+    after waiting for the row lock. ``extra``: one more condition appended as it is
+    (``apps.orders.flash_create`` chains the step after the allowance's)."""
+    return (
+        f"UPDATE {FlashSale._meta.db_table} SET stock = stock - %s, sold = sold + %s WHERE id = %s "
+        f"AND is_active AND starts_at <= %s AND ends_at > %s AND stock >= %s{extra} RETURNING stock"
+    )
 
 
 @transaction.atomic(savepoint=False)

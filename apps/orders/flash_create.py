@@ -17,8 +17,9 @@ than pipeline mode's prepared statements for the client and the server alike
    customer's creates pass one at a time);
 3. :func:`take_statement`: the per-customer caps counted after that lock (this transaction's
    order included, as ``_caps_enforce``), the customer still active (what token auth checks),
-   the 秒杀 allowance (``flash_sales._allowance_take``'s statement), the sale's conditional
-   UPDATE, then the SKUs' conditional UPDATEs in id order (``stock.sku_stock_decrement``'s) —
+   the 秒杀 allowance and the sale's conditional UPDATE (``flash_sales.allowance_take_sql`` and
+   ``sale_take_sql``, the statements ``flash_sale_take`` runs), then the SKUs' conditional
+   UPDATEs in id order (``stock.sku_take_sql``, ``sku_stock_decrement``'s) —
    each step runs only when the one before took its row — and a last SELECT that calls
    ``orders_refuse()`` (migration 0017) when a step did not: the error rolls the whole
    transaction back.
@@ -35,13 +36,15 @@ PostgreSQL CPU, more of the web worker's, a slower sale (docs/PERFORMANCE.md).
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 import psycopg
 from django.conf import settings
 
 from apps.accounts.models import Customer
-from apps.catalog.models import Kind, Product, Sku
-from apps.marketing.models import FlashSale, FlashSalePurchase
+from apps.catalog import stock
+from apps.catalog.models import Kind
+from apps.marketing import flash_sales
 from apps.orders import drafts, order_rows
 from apps.orders.models import Order, OrderLine, OrderStatus
 
@@ -80,31 +83,19 @@ def take_statement(draft: drafts.OrderDraft, *, customer_id: int, now: dt.dateti
     params: list = [customer_id, OrderStatus.UNPAID.value, cap + 1, customer_id]
     before = None  # the step whose row the next one needs
     if draft.flash_sale_id:
-        purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
         units = draft.units
         parts += [
-            f"allowance AS (INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
-            f"WHERE id = %s AND limit_per_customer >= %s "
-            f"ON CONFLICT (sale_id, customer_id) DO UPDATE SET quantity = {purchase}.quantity + excluded.quantity "
-            f"WHERE {purchase}.quantity + excluded.quantity <= "
-            f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING quantity)",
-            f"sale AS (UPDATE {sale} SET stock = stock - %s, sold = sold + %s WHERE id = %s AND is_active "
-            f"AND starts_at <= %s AND ends_at > %s AND stock >= %s AND EXISTS (SELECT 1 FROM allowance) "
-            f"RETURNING stock)",
+            f"allowance AS ({flash_sales.allowance_take_sql()})",
+            f"sale AS ({flash_sales.sale_take_sql(' AND EXISTS (SELECT 1 FROM allowance)')})",
         ]
         params += [draft.flash_sale_id, customer_id, units, draft.flash_sale_id, units]
         params += [units, units, draft.flash_sale_id, now, now, units]
         before = "sale"
-    sku_table, product_table = Sku._meta.db_table, Product._meta.db_table
     skus = []
     for i, sku_id in enumerate(sorted(draft.quantities)):
         name, units = f"sku{i}", draft.quantities[sku_id]
         after = f" AND EXISTS (SELECT 1 FROM {before})" if before else ""
-        parts.append(
-            f"{name} AS (UPDATE {sku_table} SET stock = stock - %s WHERE id = %s AND is_active AND stock >= %s "
-            f"AND EXISTS (SELECT 1 FROM {product_table} p WHERE p.id = {sku_table}.product_id AND p.is_active)"
-            f"{after} RETURNING stock)"
-        )
+        parts.append(f"{name} AS ({stock.sku_take_sql(after)})")
         params += [units, sku_id, units]
         skus.append(name)
         before = name
@@ -118,12 +109,14 @@ def take_statement(draft: drafts.OrderDraft, *, customer_id: int, now: dt.dateti
     return sql, [*params, cap]
 
 
+@dataclass
 class Created:
     """What :func:`create` made: ``order`` and ``lines`` (saved instances, the lines also in the
     order's prefetch cache), ``sold_out`` (SKU ids left at 0 stock)."""
 
-    def __init__(self, order: Order, lines: list[OrderLine], sold_out: list[int]) -> None:
-        self.order, self.lines, self.sold_out = order, lines, sold_out
+    order: Order
+    lines: list[OrderLine]
+    sold_out: list[int]
 
 
 async def create(

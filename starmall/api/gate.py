@@ -225,8 +225,11 @@ def view_headers(view_class) -> list[tuple[bytes, bytes]]:
     """The headers DRF puts on every answer of the APIView ``view_class`` (``Allow``, and
     ``Vary`` with several renderers). Read from the class, not written out: ``@api_view``
     orders ``Allow`` by iterating a set, so "POST, OPTIONS" in one process is "OPTIONS, POST"
-    in another (string hashes are salted per process)."""
-    return [(name.lower().encode(), value.encode()) for name, value in view_class().default_response_headers.items()]
+    in another (string hashes are salted per process). The view is set up as ``as_view()`` sets
+    it up (``View.setup``: a view with ``get`` answers ``HEAD`` too, and lists it)."""
+    view = view_class()
+    view.setup(None)
+    return [(name.lower().encode(), value.encode()) for name, value in view.default_response_headers.items()]
 
 
 def response_headers(

@@ -56,7 +56,6 @@ from apps.orders.api.views import OrderCreateThrottle
 logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/v1/orders"
-ALLOW = b"GET, POST, HEAD, OPTIONS"  # what DRF's Allow header says for the list/create view
 CONNECTION_WAIT_SECONDS = 1.0  # no free connection by then: Django creates the order
 CONNECT_TIMEOUT_SECONDS = 2
 _MAX_KEY = 64  # CreateInSerializer.order_key
@@ -221,10 +220,9 @@ async def _after_commit(redis, draft: drafts.OrderDraft, sold_out: list[int], th
             pipe.set(throttle.key, cache.client.encode(throttle.history), ex=throttle.duration)
         for sku_id in sold_out:
             pipe.set(cache.make_key(soldout.sku_key(sku_id)), 1, ex=soldout.FLAG_SECONDS)
-        if sale_id:
-            keys = [flash_quota.key(sale_id, part) for part in ("quota", "held", "res")] + [flash_quota.due_key()]
-            member = flash_quota.due_member(sale_id, draft.order_key)
-            pipe.evalsha(flash_quota.sha("END"), len(keys), *keys, draft.order_key, member, 0)
+        if sale_id:  # settled: the order holds the units now (flash_reservations.reservation_settle)
+            keys, args = flash_quota.end_call(sale_id, draft.order_key, give_back=False)
+            pipe.evalsha(flash_quota.sha("END"), len(keys), *keys, *args)
         try:
             await pipe.execute()
             return

@@ -50,7 +50,7 @@ from rest_framework.settings import api_settings
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
 from apps.orders.api import create_gate, flash_gate
-from apps.orders.api.views import OrderConfirmView
+from apps.orders.api.views import OrderConfirmView, OrderListCreateView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall.api import gate
 from starmall.api.schema import MAX_ID
@@ -63,7 +63,6 @@ MAX_BODY = 4096  # bytes; a one-SKU confirm is about 100
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
 _ID_FIELDS = ("address_id", "coupon_id", "flash_sale_id")
 _FIELDS = frozenset({"items", "use_points", *_ID_FIELDS})
-_CREATE_HEADERS = [(b"allow", create_gate.ALLOW)]  # DRF's headers on the list/create view's answers
 
 
 def _int_in(value, low: int, high: int) -> bool:
@@ -125,6 +124,7 @@ class SoldOutGate(gate.RedisGate):
     def __init__(self, app) -> None:
         super().__init__(app)
         self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
+        self._create_headers = gate.view_headers(OrderListCreateView)
         self._database = create_gate.Database()  # PostgreSQL for a winner's create (apps.orders.api.create_gate)
 
     def body_limit(self) -> int:
@@ -159,7 +159,7 @@ class SoldOutGate(gate.RedisGate):
             if order is None:
                 return None
             payload = _json_body(order)
-            return 201, gate.response_headers(b"application/json", secure, len(payload), _CREATE_HEADERS), payload
+            return 201, gate.response_headers(b"application/json", secure, len(payload), self._create_headers), payload
         parsed = confirm_request(data)
         if parsed is None:
             return None
