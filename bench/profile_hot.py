@@ -186,33 +186,11 @@ def _gate(sku_id: int, token: str) -> None:
 
     gate = SoldOutGate(django)
     body = json.dumps({"items": [{"sku_id": sku_id, "quantity": 1}]}).encode()
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/api/v1/orders/confirm",
-        "scheme": "http",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"authorization", f"Bearer {token}".encode()),
-        ],
-    }
     statuses = []
-
-    async def send(message):
-        if message["type"] == "http.response.start":
-            statuses.append(message["status"])
 
     async def main():
         for _ in range(N * 10):
-            messages = [{"type": "http.request", "body": body, "more_body": False}]
-
-            async def receive(messages=messages):
-                return messages.pop(0)
-
-            await gate(scope, receive, send)
+            statuses.append((await _post(gate, "/api/v1/orders/confirm", body, token))[0])
 
     soldout.mark(soldout.sku_key(sku_id))
     cpu0 = time.process_time()
@@ -222,6 +200,35 @@ def _gate(sku_id: int, token: str) -> None:
         f"===== gate: 0 queries, {(time.process_time() - cpu0) / (N * 10) * 1000:.2f} ms CPU per request "
         f"(a sold-out confirm answered before Django)"
     )
+
+
+async def _post(app, path: str, body: bytes, token: str) -> tuple[int, bytes]:
+    """One JSON ``POST`` with a bearer token through the ASGI ``app``, as uvicorn hands it over;
+    ``(status, body)``."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": path,
+        "scheme": "http",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"authorization", f"Bearer {token}".encode()),
+        ],
+    }
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    sent = []
+
+    async def receive():
+        return messages.pop(0)
+
+    async def send(message):
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 
 
 def _winners(customers: list, sku_id: int, sale_id: int, profile: bool) -> None:
@@ -246,30 +253,7 @@ def _winners(customers: list, sku_id: int, sale_id: int, profile: bool) -> None:
     gate = SoldOutGate(django)
 
     async def call(path: str, body: bytes, token: str) -> dict:
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": path,
-            "scheme": "http",
-            "query_string": b"",
-            "headers": [
-                (b"host", b"127.0.0.1"),
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"authorization", f"Bearer {token}".encode()),
-            ],
-        }
-        messages = [{"type": "http.request", "body": body, "more_body": False}]
-        sent = []
-
-        async def receive():
-            return messages.pop(0)
-
-        async def send(message):
-            sent.append(message)
-
-        await gate(scope, receive, send)
-        return json.loads(sent[1]["body"])
+        return json.loads((await _post(gate, path, body, token))[1])
 
     async def main():
         for _c, a, token in customers:
