@@ -244,29 +244,24 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
 
 
 def stats(result: dict) -> dict:
-    ms = sorted(x * 1000 for x in result["latencies"])
-
-    def pct(p: float) -> float:
-        return round(ms[min(len(ms) - 1, int(len(ms) * p))], 1) if ms else 0.0
-
+    seconds = sorted(result["latencies"])
+    by_outcome = {key: sorted(values) for key, values in sorted(result.get("by_outcome", {}).items())}
     return {
-        "n": len(ms),
-        "per_s": round(len(ms) / result["wall"], 1) if result["wall"] else 0,
-        "p50_ms": pct(0.50),
-        "p95_ms": pct(0.95),
-        "p99_ms": pct(0.99),
+        "n": len(seconds),
+        "per_s": round(len(seconds) / result["wall"], 1) if result["wall"] else 0,
+        "p50_ms": _pct(seconds, 0.50),
+        "p95_ms": _pct(seconds, 0.95),
+        "p99_ms": _pct(seconds, 0.99),
         "wall_s": round(result["wall"], 2),
         "outcomes": dict(sorted(result["outcomes"].items())),
         "last_at_s": result.get("last_at_s", {}),
         "cpu_s_by_process": result.get("cpu_s", {}),
-        "p50_p99_ms_by_outcome": {
-            key: [_pct(sorted(values), 0.50), _pct(sorted(values), 0.99)]
-            for key, values in sorted(result.get("by_outcome", {}).items())
-        },
+        "p50_p99_ms_by_outcome": {key: [_pct(v, 0.50), _pct(v, 0.99)] for key, v in by_outcome.items()},
     }
 
 
 def _pct(seconds: list[float], p: float) -> float:
+    """The ``p`` percentile of ``seconds`` (sorted), in milliseconds to 0.1; 0.0 when empty."""
     return round(seconds[min(len(seconds) - 1, int(len(seconds) * p))] * 1000, 1) if seconds else 0.0
 
 
