@@ -651,22 +651,29 @@ def storm_audit(order_nos: list[str], wait_seconds: float = 120) -> dict:
     from django.db.models import Count
 
     from apps.orders.models import FollowUp, Order, OrderEvent, OrderStatus
-    from apps.payments.models import Payment
+    from apps.payments.models import Payment, QueuedNotification
 
     orders = Order.objects.filter(order_no__in=order_nos)
+    # A first delivery the gate queued is applied by the worker after WeChat heard SUCCESS
+    # (apps/payments/notify_queue.py): how long after the storm's last answer every order was paid.
+    t0 = time.monotonic()
+    deadline = t0 + wait_seconds
+    while orders.filter(status=OrderStatus.PAID).count() < len(order_nos) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    paid_after_s = round(time.monotonic() - t0, 1)
     audit = {
         "orders_paid": orders.filter(status=OrderStatus.PAID).count(),
         "payments_paid": Payment.objects.filter(out_trade_no__in=order_nos, status="paid").count(),
         "paid_events": OrderEvent.objects.filter(order__in=orders, to_status=OrderStatus.PAID).count(),
         "followups": dict(FollowUp.objects.filter(order__in=orders).values_list("kind").annotate(n=Count("id"))),
+        "all_paid_after_s": paid_after_s,
     }
-    deadline = time.monotonic() + wait_seconds
-    t0 = time.monotonic()
     followups = FollowUp.objects.filter(order__in=orders)
     while followups.exclude(status=FollowUp.Status.DONE).exists() and time.monotonic() < deadline:
         time.sleep(1)
     audit["followups_done"] = followups.filter(status=FollowUp.Status.DONE).count()
     audit["followups_drained_s"] = round(time.monotonic() - t0, 1)
+    audit["queued_left"] = QueuedNotification.objects.filter(out_trade_no__in=order_nos).count()
     n = len(order_nos)
     audit["ok"] = (
         audit["orders_paid"] == n
@@ -675,6 +682,7 @@ def storm_audit(order_nos: list[str], wait_seconds: float = 120) -> dict:
         and len(audit["followups"]) >= 1
         and all(v == n for v in audit["followups"].values())
         and audit["followups_done"] == n * len(audit["followups"])
+        and audit["queued_left"] == 0
     )
     return audit
 

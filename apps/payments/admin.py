@@ -100,7 +100,7 @@ class NotificationAdmin(ReadOnlyModelAdmin):
 # Further admin pages of this app, registered on import.
 from apps.payments import (  # noqa: E402,F401
     admin_groups,  # noqa: E402,F401 - 拼团 groups (ending one refunds)
-    admin_invalid,
+    admin_invalid,  # invalid notifications per day, queued payment results
     admin_recharges,
     admin_reconciliation,
     admin_refund_batches,

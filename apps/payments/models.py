@@ -182,6 +182,33 @@ class Notification(models.Model):
         )
 
 
+class QueuedNotification(models.Model):
+    """A WeChat payment result's first delivery, answered SUCCESS by the notify gate and waiting
+    for a worker to apply it (``apps.payments.notify_queue``).
+
+    The gate writes one only for a signed result of a pending WeChat payment whose ``total_fee``
+    equals ours, so the apply (``notifications.notification_handle`` on ``body``, exactly what
+    Django's view runs) can only mark it paid, late or duplicate: SUCCESS, which WeChat already
+    heard. UNIQUE(out_trade_no, transaction_id): re-sent copies do not queue twice. The row is
+    deleted in the transaction that applies it and writes its audit row (``Notification``).
+    """
+
+    out_trade_no = models.CharField(verbose_name="商户订单号", max_length=32)
+    transaction_id = models.CharField(verbose_name="微信支付单号", max_length=32)
+    body = models.TextField(verbose_name="原文")  # the raw XML as received (UTF-8), signature included
+    received_at = models.DateTimeField(verbose_name="收到时间", default=timezone.now, db_index=True)
+
+    class Meta:
+        verbose_name = "待处理的支付通知"
+        verbose_name_plural = "待处理的支付通知"
+        constraints = [
+            models.UniqueConstraint(fields=["out_trade_no", "transaction_id"], name="payments_queued_notification_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.out_trade_no} {self.transaction_id}"
+
+
 class InvalidNotificationDay(models.Model):
     """How many invalid notifications (bad or no signature, unparsable, too large) arrived on a
     Shanghai day, per kind. Junk cannot fill the database: one row per day and kind, plus at

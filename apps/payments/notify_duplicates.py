@@ -70,6 +70,15 @@ return 1
 """
 DUPLICATE_SHA = hashlib.sha1(DUPLICATE.encode()).hexdigest()  # what EVALSHA names it by
 
+# A copy of a result still queued for the worker (apps/payments/notify_queue.py): no marker yet,
+# recorded all the same. KEYS: the backlog. ARGV: the entry, BACKLOG_MAX. 1: recorded; -1: full.
+COPY = """
+if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -1 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return 1
+"""
+COPY_SHA = hashlib.sha1(COPY.encode()).hexdigest()
+
 # KEYS: the backlog. ARGV: how many. Takes (returns and removes) up to that many oldest entries
 # at once, so two runs of the flush never take the same entry.
 _TAKE = """

@@ -45,6 +45,23 @@ def notify_duplicates_record() -> int:
 
 
 @shared_task
+def notifications_queued_drain() -> int:
+    """The payment results the notify gate queued (``apps.payments.notify_queue``), applied
+    oldest first; pushed after the gate's commits. Several at once share the rows."""
+    from apps.payments import notify_queue
+
+    return notify_queue.queued_drain()
+
+
+@shared_task
+def notifications_queued_sweep() -> int:
+    """Beat, every ``NOTIFY_QUEUE_SWEEP_SECONDS``: queued payment results whose task was lost."""
+    from apps.payments import notify_queue
+
+    return notify_queue.queued_sweep()
+
+
+@shared_task
 def refund_batch_item_run(item_id: int) -> str:
     """One order of a batch refund: its request and approval (claimed; a duplicate does nothing)."""
     return refund_batches.refund_batch_item_run(item_id=item_id)

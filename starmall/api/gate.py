@@ -136,8 +136,9 @@ class RedisGate:
     async def aclose(self) -> None:
         """Close the worker's Redis client (tests run each request in a loop of its own)."""
         if self._redis is not None:
-            client, self._redis = self._redis[1], None
-            await client.aclose()
+            (loop, client), self._redis = self._redis, None
+            if loop is asyncio.get_running_loop():  # one of an ended loop cannot be closed: dropped
+                await client.aclose()
 
     def warn(self, what: str, exc: Exception) -> None:
         """One warning per WARN_EVERY_SECONDS, not one per request."""

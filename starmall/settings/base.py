@@ -354,6 +354,13 @@ CELERY_BEAT_SCHEDULE["notify-duplicates-record"] = {
     "task": "apps.payments.tasks.notify_duplicates_record",
     "schedule": NOTIFY_DUPLICATES_FLUSH_SECONDS,
 }
+# A payment result's first delivery the gate queued (apps/payments/notify_queue.py) is applied by
+# the worker at once; this applies the ones whose task was lost (Redis down, a worker killed).
+NOTIFY_QUEUE_SWEEP_SECONDS = env.int("NOTIFY_QUEUE_SWEEP_SECONDS", default=min(15, BEAT_SWEEP_SECONDS))
+CELERY_BEAT_SCHEDULE["notifications-queued-sweep"] = {
+    "task": "apps.payments.tasks.notifications_queued_sweep",
+    "schedule": NOTIFY_QUEUE_SWEEP_SECONDS,
+}
 # 秒杀: the Redis quotas loaded before a sale starts and reconciled with PostgreSQL while it runs;
 # reservations whose draft expired unused give their units back (apps/orders/flash_reservations.py).
 FLASH_QUOTA_SWEEP_SECONDS = env.int("FLASH_QUOTA_SWEEP_SECONDS", default=min(30, BEAT_SWEEP_SECONDS))
@@ -460,6 +467,9 @@ ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
 # PostgreSQL connections per web worker process for creates answered before Django (a 秒杀
 # winner's, apps/orders/api/create_gate.py); 0 turns that path off: Django creates every order.
 CREATE_GATE_CONNECTIONS = env.int("CREATE_GATE_CONNECTIONS", default=4)
+# PostgreSQL connections per web worker process for queuing a payment result's first delivery
+# before Django (apps/payments/notify_queue.py); 0 turns that off: Django applies it in the request.
+NOTIFY_GATE_CONNECTIONS = env.int("NOTIFY_GATE_CONNECTIONS", default=2)
 POINT_VALUE_FEN = env.int("POINT_VALUE_FEN", default=1)  # fen one point is worth
 # Minutes a recharge (top-up) can be paid; sent to WeChat as time_expire (apps/payments/recharges.py).
 RECHARGE_PAY_MINUTES = env.int("RECHARGE_PAY_MINUTES", default=30)

@@ -160,10 +160,10 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     from apps.accounts import address_cards
     from apps.marketing import flash_quota
     from apps.marketing.models import FlashSale
-    from apps.orders.api import create_gate
     from apps.orders.api.soldout_gate import SoldOutGate
     from apps.orders.models import Order
     from apps.shipping import selectors as freight
+    from starmall.api import gate_db
     from tests.orders.test_flash_create import _body, _confirm, _headers, run
     from tests.orders.test_soldout_gate import Inner
 
@@ -181,10 +181,10 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     flash_quota.quota_load(sale.pk)
     address_cards.card_refresh(customer.pk)
     freight.all_terms()
-    conninfo = create_gate._conninfo
+    conninfo = gate_db.conninfo
     monkeypatch.setattr(
-        create_gate, "_conninfo", lambda db: conninfo({**db, "PORT": pgbouncer})
-    )  # the gate's pool only
+        gate_db, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw)
+    )  # the gates' pools only
     headers = _headers(customer)
     first, second, third = (_confirm(customer, sale) for _ in range(3))
     gate = SoldOutGate(Inner())
@@ -196,3 +196,39 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     assert Order.objects.filter(flash_sale=sale).count() == 2
     sale.refresh_from_db()
     assert (sale.stock, sale.sold) == (1, 2)
+
+
+def test_the_notify_gates_queue_works_behind_pgbouncer(
+    transactional_db, pgbouncer, monkeypatch, settings, buyer, make_sku, place_order, wechat
+):
+    """The notify gate's statement through PgBouncer in transaction mode, more times than
+    psycopg's prepare threshold: bound client-side, nothing prepared, each result queued once
+    and applied by the worker's drain."""
+    from apps.orders.models import Order
+    from apps.payments import notify_queue
+    from apps.payments.api.notify_gate import NOTIFY_PATH, NotifyGate
+    from apps.payments.models import QueuedNotification
+    from starmall import dispatch
+    from starmall.api import gate_db
+    from tests.orders.test_flash_create import run
+    from tests.orders.test_soldout_gate import Inner
+
+    headers = {"Host": "127.0.0.1:8000", "Content-Type": "text/xml"}
+    settings.MAX_UNPAID_ORDERS = 20
+    monkeypatch.setattr(dispatch, "push", lambda *args, **kwargs: True)
+    conninfo = gate_db.conninfo
+    monkeypatch.setattr(gate_db, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw))
+    gate = NotifyGate(Inner())
+    orders = []
+    for _ in range(8):
+        order = place_order(buyer.api, items=[(make_sku(price_fen=12800, stock=5), 1)])
+        buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+        wechat.control.pay(order["order_no"])
+        body = wechat.control.notifications(out_trade_no=order["order_no"])[0]["body"].encode()
+        orders.append(order["order_no"])
+        answers = run(gate, [(body, headers), (body, headers)], path=NOTIFY_PATH)
+        assert [a[2].count(b"SUCCESS") for a in answers] == [1, 1]
+    assert gate.app.bodies == []
+    assert QueuedNotification.objects.count() == 8
+    assert notify_queue.queued_drain() == 8
+    assert Order.objects.filter(order_no__in=orders, status="paid").count() == 8

@@ -57,13 +57,13 @@ def _no_gate_connection_left():
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND application_name = 'starmall-create-gate'"
+                "AND application_name LIKE 'starmall-%%-gate'"
             )
             left = cursor.fetchone()[0]
         if not left:
             return
         time.sleep(0.05)
-    pytest.fail(f"{left} create-gate connections left open")
+    pytest.fail(f"{left} gate connections left open")
 
 
 def run(gate, requests: list[tuple[bytes, dict]], path: str = CREATE) -> list[tuple[int, dict, bytes]]:

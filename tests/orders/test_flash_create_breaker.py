@@ -20,6 +20,7 @@ from apps.orders import drafts, services
 from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.models import Order, OrderLine
 from apps.shipping import selectors as freight
+from starmall.api import gate_db
 from tests.orders import test_flash_create as base
 from tests.orders.test_flash_create import (
     _answer,
@@ -386,10 +387,8 @@ def test_multi_sku_draft_second_sku_short_leaves_first_untouched(customer, ready
 def test_postgres_refusing_connections_passes_to_django_in_time(customer, ready, sale, monkeypatch):
     import time
 
-    from apps.orders.api import create_gate
-
-    real = create_gate._conninfo
-    monkeypatch.setattr(create_gate, "_conninfo", lambda db: real({**db, "PORT": 1}))  # nothing listens there
+    real = gate_db.conninfo
+    monkeypatch.setattr(gate_db, "conninfo", lambda db, **kw: real({**db, "PORT": 1}, **kw))  # nothing listens there
     headers = _headers(customer)
     drafts_ = [_confirm(customer, sale) for _ in range(2)]
     gate = SoldOutGate(Inner())
@@ -404,9 +403,7 @@ def test_postgres_refusing_connections_passes_to_django_in_time(customer, ready,
 
 
 def test_one_pool_per_loop_even_when_many_first_requests_race(settings):
-    from apps.orders.api import create_gate
-
-    db = create_gate.Database()
+    db = gate_db.Database("create-gate", "CREATE_GATE_CONNECTIONS")
 
     async def main():
         pools = await asyncio.gather(*(db.pool() for _ in range(50)))

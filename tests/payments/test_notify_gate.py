@@ -30,6 +30,15 @@ from tests.orders.test_soldout_gate import Inner, _same, call, django_answer
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _queue_off(settings):
+    """These tests are about the copies of applied payments: first deliveries go to Django as
+    with ``NOTIFY_GATE_CONNECTIONS=0`` (the queue is tests/payments/test_notify_queue.py's; the
+    storm below turns it on)."""
+    settings.NOTIFY_GATE_CONNECTIONS = 0
+
+
 SUCCESS = b"<xml><return_code><![CDATA[SUCCESS]]></return_code><return_msg><![CDATA[OK]]></return_msg></xml>"
 HEADERS = {"Host": "127.0.0.1:8000", "Content-Type": "text/xml"}
 
@@ -147,7 +156,7 @@ def test_the_shops_asgi_application_answers_a_duplicate_without_a_query(paid, dj
 # --- what goes to Django ------------------------------------------------------------------------
 
 
-def test_a_first_delivery_always_reaches_django(buyer, make_sku, place_order, wechat):
+def test_with_the_queue_off_a_first_delivery_reaches_django(buyer, make_sku, place_order, wechat):
     order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
     assert gate_call(body)[1] == [body]
     assert marker(order["order_no"]) is None
@@ -464,12 +473,28 @@ def test_the_flush_is_on_beats_schedule(settings):
 # --- the storm, through the shop's ASGI application -------------------------------------------
 
 
+class _Shop:
+    """The shop's ASGI application, whose gates' PostgreSQL pools and Redis clients are closed
+    at the end of the event loop :func:`run` made (a worker keeps them for its lifetime)."""
+
+    def __init__(self) -> None:
+        from starmall.asgi import application
+
+        self.application = application
+
+    async def __call__(self, scope, receive, send) -> None:
+        await self.application(scope, receive, send)
+
+    async def aclose(self) -> None:
+        notify = self.application.application_mapping["http"]  # NotifyGate(SoldOutGate(Django))
+        await notify.aclose()
+        await notify.app.aclose()
+
+
 def _deliver_all(bodies: list[bytes]) -> list[tuple[int, bytes]]:
     """POST every body to the notify URL through the shop's ASGI application, all at once in one
     event loop as a web worker runs them: (status, body) each."""
-    from starmall.asgi import application
-
-    answers = run(application, [(body, HEADERS) for body in bodies], path=NOTIFY_PATH)
+    answers = run(_Shop(), [(body, HEADERS) for body in bodies], path=NOTIFY_PATH)
     return [(status, payload) for status, _headers, payload in answers]
 
 
@@ -479,14 +504,22 @@ def test_a_storm_of_resent_notifications_pays_each_order_once(
     buyer, make_sku, place_order, wechat, monkeypatch, settings
 ):
     """Every notification delivered three times, shuffled, all at once, through the shop's
-    ASGI application (gate, a2wsgi's threads, Django): each order paid once with one set of
-    follow-ups and one "paid" event, every delivery answered SUCCESS, and after beat's flush
-    exactly one audit row per delivery."""
+    ASGI application (gates, a2wsgi's threads, Django): every delivery answered SUCCESS, each
+    first delivery queued once and none applied in the request; once the worker has applied the
+    queue, each order paid once with one set of follow-ups and one "paid" event, and after
+    beat's flush exactly one audit row per delivery."""
     from django.db import connection
+    from django.utils import timezone
+
+    from apps.payments import notify_queue
+    from apps.payments.models import QueuedNotification
+    from starmall import dispatch
 
     # a2wsgi's threads keep no connection past their request (CONN_MAX_AGE), so none is left
     # open on the test database when it is flushed and dropped.
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    settings.NOTIFY_GATE_CONNECTIONS = 2
+    monkeypatch.setattr(dispatch, "push", lambda *args, **kwargs: True)  # the worker is this test, below
     settings.MAX_UNPAID_ORDERS = 20  # one buyer, twelve unpaid orders
     orders, bodies = [], []
     for _ in range(12):
@@ -499,16 +532,19 @@ def test_a_storm_of_resent_notifications_pays_each_order_once(
     answers = _deliver_all(deliveries)
 
     assert answers == [(200, SUCCESS)] * len(deliveries)
+    assert Notification.objects.count() == 0  # nothing reached Django
+    assert QueuedNotification.objects.count() == len(orders)
+    assert Order.objects.filter(order_no__in=orders, status="paid").count() == 0
+    assert notify_queue.queued_sweep(now=timezone.now() + dt.timedelta(minutes=1)) == len(orders)  # the worker
     assert Order.objects.filter(order_no__in=orders, status="paid").count() == len(orders)
     assert OrderEvent.objects.filter(order__order_no__in=orders, to_status="paid").count() == len(orders)
     per_order = Counter(FollowUp.objects.values_list("order__order_no", flat=True))
     assert per_order == {no: 3 for no in orders}  # message, SMS, points: one set each
-    answered_by_gate = notify_duplicates.notify_duplicates_record()
+    assert notify_duplicates.notify_duplicates_record() == 2 * len(orders)
     assert Counter(outcomes()) == {"applied": len(orders), "duplicate": 2 * len(orders)}
     assert Counter(Notification.objects.values_list("out_trade_no", flat=True)) == {no: 3 for no in orders}
-    assert answered_by_gate <= 2 * len(orders)  # the rest raced their payment's commit: Django's
 
-    # WeChat sends the whole storm once more: every delivery is now the gate's, none Django's
+    # WeChat sends the whole storm once more: every delivery is now a marked copy, none Django's
     # (12 at a time: past REDIS_MAX_CONNECTIONS Redis calls at once, the gate passes to Django).
     answers = [answer for i in range(0, len(deliveries), 12) for answer in _deliver_all(deliveries[i : i + 12])]
     assert answers == [(200, SUCCESS)] * len(deliveries)
@@ -516,6 +552,7 @@ def test_a_storm_of_resent_notifications_pays_each_order_once(
     assert notify_duplicates.notify_duplicates_record() == len(deliveries)
     assert Counter(Notification.objects.values_list("out_trade_no", flat=True)) == {no: 6 for no in orders}
     assert Counter(FollowUp.objects.values_list("order__order_no", flat=True)) == {no: 3 for no in orders}
+    assert not QueuedNotification.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -33,17 +33,13 @@ is added to the history as Django adds its own.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
 
 import psycopg
-from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
-from psycopg.conninfo import make_conninfo
-from psycopg_pool import AsyncConnectionPool
 from redis.exceptions import NoScriptError
 
 from apps.accounts.tokens import token_key
@@ -52,12 +48,12 @@ from apps.marketing import flash_quota
 from apps.orders import drafts, flash_create, flash_reservations, services
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.api.views import OrderCreateThrottle
+from starmall.api import gate_db
 
 logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/v1/orders"
 CONNECTION_WAIT_SECONDS = 1.0  # no free connection by then: Django creates the order
-CONNECT_TIMEOUT_SECONDS = 2
 _MAX_KEY = 64  # CreateInSerializer.order_key
 _MAX_REMARK = 200  # CreateInSerializer.remark
 
@@ -81,55 +77,7 @@ def create_request(data) -> tuple[str, str] | None:
     return (key, remark) if len(remark) <= _MAX_REMARK else None
 
 
-class Database:
-    """The worker's PostgreSQL pool for the gate's creates, one per event loop, made on first use
-    from ``DATABASES["default"]`` (None on another database or with ``CREATE_GATE_CONNECTIONS=0``)."""
-
-    def __init__(self) -> None:
-        self._pool: tuple[asyncio.AbstractEventLoop, AsyncConnectionPool] | None = None
-
-    async def pool(self) -> AsyncConnectionPool | None:
-        db = settings.DATABASES["default"]
-        if settings.CREATE_GATE_CONNECTIONS <= 0 or db["ENGINE"] != "django.db.backends.postgresql":
-            return None
-        loop = asyncio.get_running_loop()
-        if self._pool is None or self._pool[0] is not loop:
-            pool = AsyncConnectionPool(
-                _conninfo(db),
-                min_size=1,
-                max_size=settings.CREATE_GATE_CONNECTIONS,
-                kwargs={"autocommit": True},
-                open=False,
-                name="create-gate",
-            )
-            await pool.open(wait=False)
-            self._pool = (loop, pool)
-        return self._pool[1]
-
-    async def close(self) -> None:
-        """Close the pool (tests; a worker's pool lives as long as its process)."""
-        if self._pool is not None:
-            pool, self._pool = self._pool[1], None
-            await pool.close()
-
-
-def _conninfo(db: dict) -> str:
-    params = {
-        "dbname": db["NAME"],
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "host": db.get("HOST") or None,
-        "port": str(db["PORT"]) if db.get("PORT") else None,
-        "connect_timeout": CONNECT_TIMEOUT_SECONDS,
-        "application_name": "starmall-create-gate",
-    }
-    for name in ("sslmode", "sslrootcert", "sslcert", "sslkey", "options"):  # libpq's, as Django passes them
-        if name in db.get("OPTIONS", {}):
-            params[name] = db["OPTIONS"][name]
-    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
-
-
-async def answer(redis, database: Database, token: str, data) -> dict | None:
+async def answer(redis, database: gate_db.Database, token: str, data) -> dict | None:
     """The 201 body of the order made from the draft in ``data`` (``OrderSerializer``), or None:
     Django answers. ``redis``: the gate's redis.asyncio client; ``token``: the bearer token;
     ``data``: the parsed JSON body. Redis and connection errors propagate (the gate passes)."""

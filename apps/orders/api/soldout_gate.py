@@ -52,7 +52,7 @@ from apps.catalog import soldout
 from apps.orders.api import create_gate, flash_gate
 from apps.orders.api.views import OrderConfirmView, OrderListCreateView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
-from starmall.api import gate
+from starmall.api import gate, gate_db
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
 
@@ -125,7 +125,7 @@ class SoldOutGate(gate.RedisGate):
         super().__init__(app)
         self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
         self._create_headers = gate.view_headers(OrderListCreateView)
-        self._database = create_gate.Database()  # PostgreSQL for a winner's create (apps.orders.api.create_gate)
+        self._database = gate_db.Database("create-gate", "CREATE_GATE_CONNECTIONS")  # a winner's create (create_gate)
 
     def body_limit(self) -> int:
         return _body_limit()

@@ -1,12 +1,15 @@
-"""WeChat Pay's re-sent payment notifications answered before Django: an ASGI gate on
+"""WeChat Pay's payment notifications answered before Django: an ASGI gate on
 ``POST /api/v1/payments/wechat/notify``.
 
 WeChat delivers every payment result more than once; in a notification storm (``make bench``:
 1,000 payments, each delivered 3 times) two deliveries in three are of a payment already
-applied, and Django spends a whole request on each (a request thread, the middleware, the
-payment's queries, an audit row) to answer SUCCESS and change nothing. :class:`NotifyGate`
-wraps the HTTP application (``starmall/asgi.py``) and answers exactly those in the event loop,
-after the checks Django makes and ONE Redis round trip; everything else goes to Django untouched.
+applied, and Django spent a whole request on each (a request thread, the middleware, the
+payment's queries, an audit row) to answer SUCCESS and change nothing, and a whole request of
+about fifteen queries on each first delivery while WeChat waited. :class:`NotifyGate` wraps the
+HTTP application (``starmall/asgi.py``) and, in the event loop, answers the copies of applied
+payments after ONE Redis round trip, and the first deliveries of pending payments after one
+Redis round trip and one PostgreSQL statement that queues them for the worker; everything else
+goes to Django untouched.
 
 It answers only where Django would answer the same, byte for byte
 (``tests/payments/test_notify_gate.py`` compares the two):
@@ -27,23 +30,33 @@ The script that compares the marker also appends the delivery to the audit backl
 beat writes its ``Notification`` row (outcome ``duplicate``): every notification still leaves
 one row (``notify_duplicates.notify_duplicates_record``).
 
-No marker (the first delivery, a payment not applied, a marker lost), another transaction_id or
-amount, an unknown out_trade_no, a bad signature, malformed or oversized XML, a full backlog,
-a Redis error or an answer slower than :data:`REDIS_TIMEOUT_SECONDS`: Django answers, as before.
+No marker: the first delivery. The gate queues it for the worker (``apps.payments.notify_queue``,
+one statement on the worker's small pool, ``NOTIFY_GATE_CONNECTIONS``) when a pending WeChat
+payment of that out_trade_no carries exactly that ``total_fee``, and answers SUCCESS once the
+row is committed; the worker applies it as Django would. A copy of a result queued and not yet
+applied is answered SUCCESS and put in the audit backlog like the copies above.
+
+No payment that qualifies (unknown, another amount, paid but the marker lost, closed), another
+transaction_id or amount in the marker, a bad signature, malformed or oversized XML, a full
+backlog, a Redis or PostgreSQL error or an answer slower than its timeout, SQLite or
+``NOTIFY_GATE_CONNECTIONS=0``: Django answers, as before.
 What the gate does not do that Django would: look at the database, which for a duplicate of a
 paid payment changes nothing (a paid payment stays paid with its transaction_id and amount).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
+import psycopg
 from redis.exceptions import NoScriptError
 
-from apps.payments import notifications, notify_duplicates
+from apps.payments import notifications, notify_duplicates, notify_queue, tasks
 from apps.payments.api.views import MAX_NOTIFY_BYTES, wechat_notify
-from starmall.api import gate
+from starmall import dispatch
+from starmall.api import gate, gate_db
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +64,11 @@ NOTIFY_PATH = "/api/v1/payments/wechat/notify"  # urls: "wechat-notify" (held eq
 MAX_BODY = 8192  # bytes; WeChat's payment result is about 1 KB
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
 MAX_OUT_TRADE_NO = 32  # WeChat's limit; a longer one is not ours (Django: unknown out_trade_no)
+CONNECTION_WAIT_SECONDS = 1.0  # no free PostgreSQL connection by then: Django applies the result
+# After a first delivery is queued, the worker is woken this much later by ONE task for every row
+# this process queued meanwhile (a storm: a few dozen pushes a second, not one per notification).
+WAKE_SECONDS = 0.02
+QUEUED, COPY = "queued", "copy"
 
 
 def duplicate_candidate(body: bytes) -> dict[str, str] | None:
@@ -78,6 +96,8 @@ class NotifyGate(gate.RedisGate):
     def __init__(self, app) -> None:
         super().__init__(app)
         self._drf_headers = gate.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
+        self._database = gate_db.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
+        self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
 
     def body_limit(self) -> int:
         return min(MAX_BODY, MAX_NOTIFY_BYTES)
@@ -102,21 +122,85 @@ class NotifyGate(gate.RedisGate):
             notify_duplicates.backlog_entry(body, time.time()),
             notify_duplicates.BACKLOG_MAX,
         ]
-        if await self._duplicate(keys, args) != 1:
+        marked = await self._duplicate(keys, args)
+        if marked == 0:  # no marker: a first delivery, or a copy of one still queued
+            queued = await self._queue(fields, body)
+            if queued is None or (queued == COPY and await self._copy(body) != 1):
+                return None
+        elif marked != 1:
             return None
         ack = notifications.PAY_RESULT.answer_success()  # what Django's view sends for a duplicate
         headers = gate.response_headers(ack.content_type.encode(), secure, len(ack.body), self._drf_headers)
         return ack.status, headers, ack.body
 
+    async def aclose(self) -> None:
+        """Push a wake-up still due, close the worker's PostgreSQL pool and Redis client (tests
+        run each request in a loop of its own)."""
+        if self._wake is not None and self._wake[0] is asyncio.get_running_loop():
+            self._wake[1].cancel()
+            await self._push()
+        await self._database.close()
+        await super().aclose()
+
+    async def _queue(self, fields: dict[str, str], body: bytes) -> str | None:
+        """Queue a first delivery (``notify_queue.ACCEPT``): :data:`QUEUED` (committed; its apply
+        task pushed from a thread, the sweep's if that fails), :data:`COPY` (the same result is
+        queued already) or None (no pool, no qualifying payment, a database error: Django)."""
+        pool = await self._database.pool()
+        statement = notify_queue.accept_statement(fields, body)
+        if pool is None or statement is None:
+            return None
+        try:
+            async with pool.connection(timeout=CONNECTION_WAIT_SECONDS) as conn:
+                # Bound client-side, one simple query message: nothing prepared that a
+                # transaction-pooling PgBouncer could hand to another server connection.
+                cursor = psycopg.AsyncClientCursor(conn)
+                await cursor.execute(*statement)
+                queued_id, qualified = await cursor.fetchone()
+        except Exception as exc:  # noqa: BLE001 - down, slow or pool exhausted: Django applies it
+            self.warn("PostgreSQL unavailable", exc)
+            return None
+        if queued_id is not None:
+            self._wake_worker()
+            return QUEUED
+        return COPY if qualified else None
+
+    def _wake_worker(self) -> None:
+        """Push ``notifications_queued_drain`` :data:`WAKE_SECONDS` from now unless a push is
+        already due in this loop: every row committed before the push is in the drain's reach."""
+        loop = asyncio.get_running_loop()
+        if self._wake is None or self._wake[0] is not loop:
+            self._wake = (loop, loop.call_later(WAKE_SECONDS, self._push))
+
+    def _push(self) -> asyncio.Future:
+        """The wake-up, in a thread (a broker publish is blocking I/O); not awaited by the timer:
+        a failed push leaves the rows to the sweep."""
+        self._wake = None
+        return asyncio.get_running_loop().run_in_executor(None, dispatch.push, tasks.notifications_queued_drain)
+
+    async def _copy(self, body: bytes) -> int | None:
+        """``notify_duplicates.COPY``'s answer (1: recorded), or None when Redis failed."""
+        entry = notify_duplicates.backlog_entry(body, time.time())
+        return await self._script(
+            notify_duplicates.COPY,
+            notify_duplicates.COPY_SHA,
+            [notify_duplicates.backlog_key()],
+            [entry, notify_duplicates.BACKLOG_MAX],
+        )
+
     async def _duplicate(self, keys: list[str], args: list) -> int | None:
-        """``notify_duplicates.DUPLICATE``'s answer (1: a recorded duplicate), or None when Redis
-        failed (one warning per interval). A Redis without the script (restarted) runs it by EVAL."""
+        """``notify_duplicates.DUPLICATE``'s answer (1: a recorded duplicate), or None when Redis failed."""
+        return await self._script(notify_duplicates.DUPLICATE, notify_duplicates.DUPLICATE_SHA, keys, args)
+
+    async def _script(self, script: str, sha: str, keys: list[str], args: list) -> int | None:
+        """A Lua script's answer, or None when Redis failed (one warning per interval). A Redis
+        without the script (restarted) runs it by EVAL."""
         client = self.client()
         try:
             try:
-                return await client.evalsha(notify_duplicates.DUPLICATE_SHA, len(keys), *keys, *args)
+                return await client.evalsha(sha, len(keys), *keys, *args)
             except NoScriptError:
-                return await client.eval(notify_duplicates.DUPLICATE, len(keys), *keys, *args)
+                return await client.eval(script, len(keys), *keys, *args)
         except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
             self.warn("Redis unavailable", exc)
             return None

@@ -1,0 +1,143 @@
+"""A payment result's first delivery queued by the notify gate and applied by a worker.
+
+In a notification storm every first delivery was a whole Django request (a request thread, the
+middleware, about fifteen queries, ~14 ms of CPU) on the cores the worker, PostgreSQL and the
+other requests share, and WeChat waited for it (``docs/PERFORMANCE.md``). WeChat asks only that
+the merchant answers SUCCESS once it holds the result safely, then processes it; the gate
+(``apps.payments.api.notify_gate``) now does that for the common case:
+
+- **Accept** (:func:`accept_statement`, in the gate): after the reader Django uses
+  (``notifications.PAY_RESULT.read``: safe parse, signature, appid / mch_id / result_code) and
+  the "payment" handler's claim, ONE statement stores the body as a :class:`QueuedNotification`
+  — only when a pending WeChat payment of that out_trade_no carries exactly that ``total_fee``
+  (compared as text, as Django compares it). Such a result is one Django would apply and answer
+  SUCCESS; anything else (unknown, another amount, already paid without a marker, closed, a
+  recharge) still goes to Django. The row is committed before WeChat hears SUCCESS.
+- **Apply** (:func:`queued_drain`): after the commit the gate wakes the worker — one Celery
+  task per web process at most every ``notify_gate.WAKE_SECONDS``, not one per row
+  (``starmall.dispatch``) — which applies the queued rows oldest first: for each,
+  ``notifications.notification_handle`` on the stored body — the same function Django's view
+  runs: the same checks again, ``payment_apply_paid``, the audit row — and the row deleted, in
+  one transaction. Claimed with SKIP LOCKED: two workers never apply one row, and a worker
+  killed mid-apply leaves it for the next drain or the sweep.
+- **Sweep** (:func:`queued_sweep`, beat every ``NOTIFY_QUEUE_SWEEP_SECONDS``): applies rows
+  older than :data:`SWEEP_AFTER_SECONDS` (a wake-up lost to a Redis outage, a worker killed).
+  Safe on several machines.
+
+A copy of the same result arriving while its row still waits (the marker that lets the gate
+answer copies is written when the payment is applied) finds the row: the gate answers SUCCESS and
+puts the copy in the duplicates' audit backlog (``notify_duplicates``), as for a copy of an
+applied payment. What a customer sees: the order turns paid when the worker applies the row
+(milliseconds when the worker is idle; ``make bench`` reports the drain under a storm), and
+``GET /api/v1/orders/{order_no}/pay-status`` still asks WeChat itself while the payment is pending.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.orders.models import PayMethod
+from apps.payments import notifications
+from apps.payments.models import Payment, PaymentStatus, QueuedNotification
+from starmall.locking import retry_on_lock_conflict
+
+logger = logging.getLogger(__name__)
+
+SWEEP_AFTER_SECONDS = 10  # a row this old was not applied by its pushed task: the sweep applies it
+DRAIN_MAX = 5000  # rows per drain or sweep run: a run ends even while a storm keeps queuing
+
+_QUEUED = QueuedNotification._meta.db_table
+_PAYMENT = Payment._meta.db_table
+
+# ONE statement (its own transaction): the pending payment with exactly this amount, the row
+# queued unless the same result is queued already. Answers (queued row id or NULL, whether the
+# payment qualified).
+ACCEPT = f"""
+WITH payment AS (
+    SELECT 1 FROM {_PAYMENT}
+    WHERE out_trade_no = %(out_trade_no)s AND method = %(method)s AND status = %(pending)s
+      AND total_fee::text = %(total_fee)s
+), queued AS (
+    INSERT INTO {_QUEUED} (out_trade_no, transaction_id, body, received_at)
+    SELECT %(out_trade_no)s, %(transaction_id)s, %(body)s, now() FROM payment
+    ON CONFLICT (out_trade_no, transaction_id) DO NOTHING
+    RETURNING id
+)
+SELECT (SELECT id FROM queued), EXISTS (SELECT 1 FROM payment)
+"""
+
+
+def accept_statement(fields: dict[str, str], body: bytes) -> tuple[str, dict] | None:
+    """The gate's statement and parameters for a trusted payment result (``fields`` as
+    ``PAY_RESULT.read`` returns them; ``body`` the raw XML), or None when the body is not UTF-8
+    text PostgreSQL can keep (Django answers it)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\x00" in text:
+        return None
+    return ACCEPT, {
+        "out_trade_no": fields["out_trade_no"],
+        "transaction_id": fields["transaction_id"],
+        "total_fee": fields["total_fee"],
+        "method": PayMethod.WECHAT.value,
+        "pending": PaymentStatus.PENDING.value,
+        "body": text,
+    }
+
+
+@retry_on_lock_conflict
+@transaction.atomic
+def queued_apply(queued_id: int) -> bool:
+    """Apply one queued payment result (module docstring); False when it is gone (applied) or
+    another worker holds it. The apply, its audit row and the row's deletion are one transaction;
+    an error rolls all back and leaves the row for the sweep. Raises DatabaseBusy after two lock
+    conflicts (``starmall.locking``)."""
+    row = QueuedNotification.objects.select_for_update(skip_locked=True).filter(pk=queued_id).first()
+    return row is not None and _apply(row)
+
+
+def queued_drain(received_before: dt.datetime | None = None, limit: int = DRAIN_MAX) -> int:
+    """Apply queued results one at a time, oldest first, until none is left (or, with
+    ``received_before``, none that old), at most ``limit``; returns how many this call applied.
+    Each row is its own transaction, claimed with SKIP LOCKED: drains running at once on several
+    workers or machines share the rows, never apply one twice."""
+    applied = 0
+    while applied < limit and _apply_next(received_before):
+        applied += 1
+    return applied
+
+
+def queued_sweep(now: dt.datetime | None = None) -> int:
+    """Beat: apply queued results older than :data:`SWEEP_AFTER_SECONDS` (their wake-up was
+    lost: Redis down at the push, a worker killed); returns how many this run applied."""
+    return queued_drain((now or timezone.now()) - dt.timedelta(seconds=SWEEP_AFTER_SECONDS))
+
+
+@retry_on_lock_conflict
+@transaction.atomic
+def _apply_next(received_before: dt.datetime | None) -> bool:
+    rows = QueuedNotification.objects.select_for_update(skip_locked=True).order_by("received_at", "pk")
+    if received_before is not None:
+        rows = rows.filter(received_at__lte=received_before)
+    row = rows.first()
+    return row is not None and _apply(row)
+
+
+def _apply(row: QueuedNotification) -> bool:
+    """``notification_handle`` on the row's body, then the row deleted, in the caller's
+    transaction. The row is locked first but never waited for (SKIP LOCKED; the gate's INSERT
+    ... ON CONFLICT DO NOTHING takes no row lock): outside starmall.locking's order."""
+    answer = notifications.notification_handle(notifications.PAY_RESULT, row.body.encode("utf-8"))
+    if answer.body != notifications.PAY_RESULT.success:
+        # Changed since the gate accepted it (e.g. the amount): WeChat already heard SUCCESS.
+        logger.error(
+            "queued payment result %s %s was not applied: %r", row.out_trade_no, row.transaction_id, answer.body
+        )
+    row.delete()
+    return True

@@ -1,0 +1,329 @@
+"""A payment result's first delivery queued by the notify gate and applied by the worker
+(``apps.payments.notify_queue``, ``apps.payments.api.notify_gate``).
+
+The gate may answer SUCCESS only for what Django would apply and answer SUCCESS, and only once
+the row is committed; the worker's apply must then do exactly what Django's request did (paid
+once, one "paid" event, one set of follow-ups, one audit row per delivery). Runs on PostgreSQL
+(the gate's own connections see only committed rows: transaction=True).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+import time
+from collections import Counter
+
+import pytest
+from django.utils import timezone
+from django_redis import get_redis_connection
+from pay_helpers import pay_result, signed_xml
+
+from apps.orders.models import FollowUp, Order, OrderEvent
+from apps.payments import notifications, notify_duplicates, notify_queue, tasks
+from apps.payments.api import notify_gate
+from apps.payments.api.notify_gate import NOTIFY_PATH, NotifyGate
+from apps.payments.models import Notification, Payment, QueuedNotification
+from starmall import dispatch
+from starmall.api import gate_db
+from tests.orders.test_flash_create import _no_gate_connection_left, run  # noqa: F401 - an autouse fixture
+from tests.orders.test_soldout_gate import Inner, _same
+from tests.payments.test_notify_gate import HEADERS, SUCCESS, _unpaid_at_wechat, django_notify, marker, outcomes
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+
+@pytest.fixture(autouse=True)
+def pushed(monkeypatch):
+    """The apply tasks the gate pushes (task name, args), recorded instead of sent: the tests
+    run them as the worker would, when they choose."""
+    sent: list[tuple[str, tuple]] = []
+
+    def push(task, *args, **options):
+        sent.append((task.name, args))
+        return True
+
+    monkeypatch.setattr(dispatch, "push", push)
+    return sent
+
+
+@pytest.fixture
+def no_conn_max_age(monkeypatch):
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+
+
+def wakes(pushed: list[tuple[str, tuple]]) -> int:
+    """How many times the gate woke the worker (pushed the drain task)."""
+    return sum(1 for name, _args in pushed if name == tasks.notifications_queued_drain.name)
+
+
+def deliver(bodies: list[bytes], gate: NotifyGate | None = None) -> tuple[list[tuple[int, dict, bytes]], Inner]:
+    """``bodies`` through a NotifyGate in front of :class:`Inner`, at once in one event loop."""
+    inner = Inner()
+    gate = gate or NotifyGate(inner)
+    gate.app = inner
+    return run(gate, [(body, HEADERS) for body in bodies], path=NOTIFY_PATH), inner
+
+
+def work() -> int:
+    """What the worker does with the queue: every row applied (the sweep, as if they were old)."""
+    return notify_queue.queued_sweep(now=timezone.now() + dt.timedelta(hours=1))
+
+
+def test_a_first_delivery_is_queued_answered_as_django_answers_and_applied_once(
+    buyer, make_sku, place_order, wechat, pushed, django_capture_on_commit_callbacks
+):
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    twin, twin_body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    no = order["order_no"]
+
+    [answer], inner = deliver([body])
+
+    assert inner.bodies == []  # Django was not asked
+    _same(answer, django_notify(twin_body))  # Django's answer to a first delivery, byte for byte
+    queued = QueuedNotification.objects.get()
+    assert (queued.out_trade_no, queued.body) == (no, body.decode())
+    assert queued.transaction_id == notifications.PAY_RESULT.read(body, {})[0]["transaction_id"]
+    assert wakes(pushed) == 1
+    assert Order.objects.get(order_no=no).status == "unpaid"  # not applied yet
+    assert marker(no) is None
+    assert outcomes() == ["applied"]  # the twin's, by Django
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tasks.notifications_queued_drain() == 1
+    assert tasks.notifications_queued_drain() == 0  # a second wake-up finds nothing to do
+    assert notify_queue.queued_apply(queued.pk) is False
+
+    assert Order.objects.get(order_no=no).status == "paid"
+    payment = Payment.objects.get(out_trade_no=no)
+    assert (payment.status, payment.transaction_id) == ("paid", queued.transaction_id)
+    assert OrderEvent.objects.filter(order__order_no=no, to_status="paid").count() == 1
+    assert FollowUp.objects.filter(order__order_no=no).count() == 3
+    assert outcomes() == ["applied", "applied"]
+    row = Notification.objects.order_by("id").last()
+    assert (row.out_trade_no, row.body, row.total_fee) == (no, body.decode(), 12800)
+    assert not QueuedNotification.objects.exists()
+    assert marker(no) is not None  # re-sent copies are the gate's from now on
+    [again], inner = deliver([body])
+    assert (again[0], again[2], inner.bodies) == (200, SUCCESS, [])
+    assert notify_duplicates.notify_duplicates_record() == 1
+    assert Counter(outcomes()) == {"applied": 2, "duplicate": 1}
+
+
+def test_copies_of_a_queued_result_are_answered_and_recorded_once_each(buyer, make_sku, place_order, wechat, pushed):
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+
+    answers, inner = deliver([body] * 5)  # five copies at once, before any apply
+
+    assert [(a[0], a[2]) for a in answers] == [(200, SUCCESS)] * 5
+    assert inner.bodies == []
+    assert QueuedNotification.objects.count() == 1 and wakes(pushed) == 1
+    assert notify_duplicates.notify_duplicates_record() == 4  # the copies' rows
+    assert work() == 1
+    assert Counter(outcomes()) == {"applied": 1, "duplicate": 4}
+    assert Order.objects.get(order_no=order["order_no"]).status == "paid"
+    assert FollowUp.objects.filter(order__order_no=order["order_no"]).count() == 3
+
+
+@pytest.mark.parametrize("case", ["other_amount", "unknown_out_trade_no", "closed", "queue_off", "not_utf8"])
+def test_what_the_gate_cannot_queue_goes_to_django(buyer, make_sku, place_order, wechat, settings, pushed, case):
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    no = order["order_no"]
+    txn = notifications.PAY_RESULT.read(body, {})[0]["transaction_id"]
+    if case == "other_amount":  # signed, but not what we asked for: Django's FAIL
+        body = signed_xml(pay_result(no, 1, transaction_id=txn))
+    elif case == "unknown_out_trade_no":
+        body = signed_xml(pay_result("20990101000000000000", 12800, transaction_id=txn))
+    elif case == "closed":
+        Payment.objects.filter(out_trade_no=no).update(status="closed")
+    elif case == "queue_off":
+        settings.NOTIFY_GATE_CONNECTIONS = 0
+    elif case == "not_utf8":
+        body = signed_xml(pay_result(no, 12800, transaction_id=txn, attach="caf\xe9")).replace(
+            b"caf\xc3\xa9", b"caf\xe9"
+        )
+    [answer], inner = deliver([body])
+    assert (answer, inner.bodies) == ((200, {}, b"django"), [body])
+    assert not QueuedNotification.objects.exists() and wakes(pushed) == 0
+
+
+def test_postgres_unreachable_means_django_answers_in_time(buyer, make_sku, place_order, wechat, monkeypatch):
+    _, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    real = gate_db.conninfo
+    monkeypatch.setattr(gate_db, "conninfo", lambda db, **kw: real({**db, "PORT": 1}, **kw))  # nothing listens
+    t0 = time.monotonic()
+    [answer], inner = deliver([body])
+    assert (answer, inner.bodies) == ((200, {}, b"django"), [body])
+    assert time.monotonic() - t0 < notify_gate.CONNECTION_WAIT_SECONDS + 3
+    assert not QueuedNotification.objects.exists()
+
+
+def test_a_full_backlog_sends_a_copy_of_a_queued_result_to_django(buyer, make_sku, place_order, wechat, monkeypatch):
+    _, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    monkeypatch.setattr(notify_duplicates, "BACKLOG_MAX", 0)
+    [first], inner = deliver([body])
+    assert (first[2], inner.bodies) == (SUCCESS, [])
+    [copy], inner = deliver([body])
+    assert (copy, inner.bodies) == ((200, {}, b"django"), [body])
+    assert QueuedNotification.objects.count() == 1
+
+
+def test_a_redis_without_the_copy_script_still_records_the_copy(buyer, make_sku, place_order, wechat):
+    _, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    deliver([body])
+    get_redis_connection("default").script_flush()
+    [copy], inner = deliver([body])
+    assert (copy[2], inner.bodies) == (SUCCESS, [])
+    assert notify_duplicates.notify_duplicates_record() == 1
+
+
+def test_an_apply_that_fails_rolls_back_whole_and_the_sweep_applies_it_later(
+    buyer, make_sku, place_order, wechat, monkeypatch
+):
+    from apps.payments import services
+
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    deliver([body])
+    queued = QueuedNotification.objects.get()
+    real = services.payment_apply_paid
+
+    def broken(**kwargs):
+        real(**kwargs)
+        raise RuntimeError("worker lost its database mid-apply")
+
+    monkeypatch.setattr(services, "payment_apply_paid", broken)
+    with pytest.raises(RuntimeError):
+        notify_queue.queued_apply(queued.pk)
+    assert QueuedNotification.objects.filter(pk=queued.pk).exists()
+    assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
+    assert Notification.objects.count() == 0
+
+    monkeypatch.setattr(services, "payment_apply_paid", real)
+    assert notify_queue.queued_sweep() == 0  # too young: its own task may still be on its way
+    assert notify_queue.queued_sweep(now=timezone.now() + dt.timedelta(seconds=notify_queue.SWEEP_AFTER_SECONDS)) == 1
+    assert Order.objects.get(order_no=order["order_no"]).status == "paid"
+    assert outcomes() == ["applied"]
+    assert not QueuedNotification.objects.exists()
+
+
+def test_the_unpaid_timeout_before_the_apply_asks_wechat_and_pays_once(buyer, make_sku, place_order, wechat):
+    """The result waits in the queue past the order's deadline: the unpaid timeout asks WeChat
+    before closing (orderquery: paid) and applies it; the queued delivery is then the duplicate."""
+    from apps.payments import order_lifecycle
+
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    deliver([body])
+    order_row = Order.objects.get(order_no=order["order_no"])
+    Order.objects.filter(pk=order_row.pk).update(pay_deadline=timezone.now() - dt.timedelta(seconds=1))
+    order_lifecycle.order_expire(order_id=order_row.pk)
+    assert Order.objects.get(pk=order_row.pk).status == "paid"
+    assert work() == 1
+    assert outcomes() == ["duplicate"]
+    assert OrderEvent.objects.filter(order=order_row, to_status="paid").count() == 1
+    assert FollowUp.objects.filter(order=order_row).count() == 3
+    assert not QueuedNotification.objects.exists()
+
+
+def test_racing_drains_and_applies_share_the_rows_and_apply_each_once(
+    buyer, make_sku, place_order, wechat, settings, no_conn_max_age
+):
+    from django.db import connection
+
+    settings.MAX_UNPAID_ORDERS = 20
+    orders = []
+    for _ in range(5):
+        order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+        orders.append(order["order_no"])
+        deliver([body])
+    first = QueuedNotification.objects.order_by("pk").first().pk
+    results, barrier = [], threading.Barrier(6)
+
+    def worker(i: int):
+        barrier.wait()
+        try:
+            results.append(int(notify_queue.queued_apply(first)) if i % 2 else notify_queue.queued_drain())
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(results) == 5
+    assert outcomes() == ["applied"] * 5
+    assert OrderEvent.objects.filter(order__order_no__in=orders, to_status="paid").count() == 5
+    assert FollowUp.objects.filter(order__order_no__in=orders).count() == 15
+    assert not QueuedNotification.objects.exists()
+
+
+def test_the_gate_and_orderquery_racing_pay_once(buyer, make_sku, place_order, wechat):
+    """The customer's pay-status asks WeChat (orderquery) while the result waits in the queue:
+    paid once; the queued delivery is then recorded as the duplicate Django would see."""
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    deliver([body])
+    status = buyer.api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()
+    assert status["order_status"] == "paid"
+    assert work() == 1
+    assert Counter(outcomes()) == {"duplicate": 1}
+    assert OrderEvent.objects.filter(order__order_no=order["order_no"], to_status="paid").count() == 1
+    assert FollowUp.objects.filter(order__order_no=order["order_no"]).count() == 3
+
+
+def test_the_pushed_task_reaches_the_payments_queue(buyer, make_sku, place_order, wechat, monkeypatch, settings):
+    """Not recorded this time: the real push, from the gate's thread, lands on the broker."""
+    monkeypatch.undo()  # the real dispatch.push
+    from celery import current_app
+
+    _, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    queue = settings.CELERY_TASK_ROUTES["apps.payments.tasks.*"]["queue"]
+    broker = current_app.connection_for_write()
+    with broker.channel() as channel:
+        before = channel.client.llen(queue)
+    deliver([body])
+    with broker.channel() as channel:
+        after = channel.client.llen(queue)
+        channel.client.delete(queue)
+    broker.release()
+    assert after == before + 1
+
+
+def test_the_sweep_is_on_beats_schedule(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["notifications-queued-sweep"]
+    assert entry["task"] == tasks.notifications_queued_sweep.name
+    assert entry["schedule"] == settings.NOTIFY_QUEUE_SWEEP_SECONDS
+
+
+def test_a_storm_through_the_gate_queues_each_result_once(buyer, make_sku, place_order, wechat, settings, pushed):
+    settings.MAX_UNPAID_ORDERS = 20
+    orders, bodies = [], []
+    for _ in range(10):
+        order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+        orders.append(order["order_no"])
+        bodies.append(body)
+    deliveries = [body for body in bodies for _ in range(3)]
+    answers, inner = deliver(deliveries)
+    assert [(a[0], a[2]) for a in answers] == [(200, SUCCESS)] * 30 and inner.bodies == []
+    assert QueuedNotification.objects.count() == 10
+    assert 1 <= wakes(pushed) <= 3  # one wake-up for the rows queued within WAKE_SECONDS, not ten
+    assert notify_duplicates.notify_duplicates_record() == 20
+    assert work() == 10
+    assert Order.objects.filter(order_no__in=orders, status="paid").count() == 10
+    assert Counter(FollowUp.objects.values_list("order__order_no", flat=True)) == {no: 3 for no in orders}
+    assert Counter(outcomes()) == {"applied": 10, "duplicate": 20}
+    assert Counter(Notification.objects.values_list("out_trade_no", flat=True)) == {no: 3 for no in orders}
+
+
+def test_asyncio_run_waits_for_the_push_thread():
+    """The push runs in the loop's default executor; asyncio.run (and a worker's shutdown) waits
+    for it: nothing is cut off halfway (the helper these tests use relies on it)."""
+    done = []
+
+    async def main():
+        asyncio.get_running_loop().run_in_executor(None, lambda: (time.sleep(0.2), done.append(1)))
+
+    asyncio.run(main())
+    assert done == [1]
