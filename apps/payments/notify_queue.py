@@ -40,6 +40,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from apps.alerts.models import Alert
+from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
 from apps.payments import notifications
 from apps.payments.models import Payment, PaymentStatus, QueuedNotification
@@ -47,7 +49,8 @@ from starmall.locking import retry_on_lock_conflict
 
 logger = logging.getLogger(__name__)
 
-SWEEP_AFTER_SECONDS = 10  # a row this old was not applied by its pushed task: the sweep applies it
+SWEEP_AFTER_SECONDS = 10  # a row this old was not applied by its wake-up: the sweep applies it
+STUCK_AFTER_SECONDS = 300  # a row still queued this long raises an alert (the worker is down or failing)
 DRAIN_MAX = 5000  # rows per drain or sweep run: a run ends even while a storm keeps queuing
 
 _QUEUED = QueuedNotification._meta.db_table
@@ -106,27 +109,74 @@ def queued_drain(received_before: dt.datetime | None = None, limit: int = DRAIN_
     """Apply queued results one at a time, oldest first, until none is left (or, with
     ``received_before``, none that old), at most ``limit``; returns how many this call applied.
     Each row is its own transaction, claimed with SKIP LOCKED: drains running at once on several
-    workers or machines share the rows, never apply one twice."""
-    applied = 0
-    while applied < limit and _apply_next(received_before):
+    workers or machines share the rows, never apply one twice. A row whose apply raises is
+    rolled back, logged and left for the next sweep; the drain goes on with the others (one bad
+    row never holds the queue)."""
+    applied, failed = 0, []
+    while applied + len(failed) < limit:
+        try:
+            row_id = _apply_next(received_before, failed)
+        except Exception:  # noqa: BLE001 - rolled back whole; the sweep tries it again, the alert says so
+            row_id = _failed_next(received_before, failed)
+            if row_id is None:
+                raise
+            failed.append(row_id)
+            logger.exception("queued payment result %s could not be applied; left for the sweep", row_id)
+            continue
+        if row_id is None:
+            break
         applied += 1
     return applied
 
 
 def queued_sweep(now: dt.datetime | None = None) -> int:
     """Beat: apply queued results older than :data:`SWEEP_AFTER_SECONDS` (their wake-up was
-    lost: Redis down at the push, a worker killed); returns how many this run applied."""
-    return queued_drain((now or timezone.now()) - dt.timedelta(seconds=SWEEP_AFTER_SECONDS))
+    lost: Redis down at the push, a worker killed); returns how many this run applied. A row
+    still there :data:`STUCK_AFTER_SECONDS` after it arrived raises one alert (staff: the
+    payment was answered SUCCESS and is not applied)."""
+    now = now or timezone.now()
+    applied = queued_drain(now - dt.timedelta(seconds=SWEEP_AFTER_SECONDS))
+    stuck = (
+        QueuedNotification.objects.filter(received_at__lte=now - dt.timedelta(seconds=STUCK_AFTER_SECONDS))
+        .order_by("received_at", "pk")
+        .first()
+    )
+    if stuck is not None:
+        alert_raise(
+            key=f"notification:queued:{stuck.out_trade_no}:{stuck.transaction_id}:stuck",
+            kind=Alert.Kind.PAYMENT_MANUAL,
+            title=f"支付通知未能处理：{stuck.out_trade_no}",
+            text=(
+                f"微信支付结果（商户订单号 {stuck.out_trade_no}，微信支付单号 {stuck.transaction_id}）"
+                f"已于 {timezone.localtime(stuck.received_at):%Y-%m-%d %H:%M:%S} 收到并应答成功，"
+                "但一直未能入账。请查看 worker 日志，以及后台「待处理的支付通知」。"
+            ),
+        )
+    return applied
 
 
 @retry_on_lock_conflict
 @transaction.atomic
-def _apply_next(received_before: dt.datetime | None) -> bool:
-    rows = QueuedNotification.objects.select_for_update(skip_locked=True).order_by("received_at", "pk")
-    if received_before is not None:
-        rows = rows.filter(received_at__lte=received_before)
-    row = rows.first()
-    return row is not None and _apply(row)
+def _apply_next(received_before: dt.datetime | None, skip: list[int]) -> int | None:
+    """The id of the row this call applied, or None when no row is left to take."""
+    row = _next(received_before, skip).select_for_update(skip_locked=True).first()
+    if row is None:
+        return None
+    row_id = row.pk  # delete() clears it
+    _apply(row)
+    return row_id
+
+
+@transaction.atomic
+def _failed_next(received_before: dt.datetime | None, skip: list[int]) -> int | None:
+    """After a failed apply: the row it took (the oldest one nobody holds), to skip it."""
+    row = _next(received_before, skip).select_for_update(skip_locked=True).first()
+    return None if row is None else row.pk
+
+
+def _next(received_before: dt.datetime | None, skip: list[int]):
+    rows = QueuedNotification.objects.exclude(pk__in=skip).order_by("received_at", "pk")
+    return rows if received_before is None else rows.filter(received_at__lte=received_before)
 
 
 def _apply(row: QueuedNotification) -> bool:
@@ -135,9 +185,19 @@ def _apply(row: QueuedNotification) -> bool:
     ... ON CONFLICT DO NOTHING takes no row lock): outside starmall.locking's order."""
     answer = notifications.notification_handle(notifications.PAY_RESULT, row.body.encode("utf-8"))
     if answer.body != notifications.PAY_RESULT.success:
-        # Changed since the gate accepted it (e.g. the amount): WeChat already heard SUCCESS.
+        # Changed since the gate accepted it (e.g. the amount): WeChat already heard SUCCESS and
+        # will not send it again, so staff must look (the audit row says what Django refused).
         logger.error(
             "queued payment result %s %s was not applied: %r", row.out_trade_no, row.transaction_id, answer.body
+        )
+        alert_raise(
+            key=f"notification:queued:{row.out_trade_no}:{row.transaction_id}:refused",
+            kind=Alert.Kind.PAYMENT_MANUAL,
+            title=f"支付通知未能入账：{row.out_trade_no}",
+            text=(
+                f"微信支付结果（商户订单号 {row.out_trade_no}，微信支付单号 {row.transaction_id}）已应答成功，"
+                "但处理时订单或金额已变化，未能入账。请在后台「微信通知」查看该通知，并与微信支付核对。"
+            ),
         )
     row.delete()
     return True

@@ -327,3 +327,57 @@ def test_asyncio_run_waits_for_the_push_thread():
 
     asyncio.run(main())
     assert done == [1]
+
+
+def test_a_row_whose_apply_keeps_failing_never_holds_the_queue_and_raises_one_alert_when_stuck(
+    buyer, make_sku, place_order, wechat, settings, monkeypatch
+):
+    from apps.alerts.models import Alert
+
+    settings.MAX_UNPAID_ORDERS = 20
+    bad, bad_body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    good, good_body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    deliver([bad_body])
+    deliver([good_body])  # queued after the bad one: the drain meets the bad one first
+    real = notifications.notification_handle
+
+    def handle(callback, body, headers=None):
+        if body == bad_body:
+            raise RuntimeError("a bug met only by this row")
+        return real(callback, body, headers)
+
+    monkeypatch.setattr(notifications, "notification_handle", handle)
+    assert notify_queue.queued_drain() == 1
+    assert Order.objects.get(order_no=good["order_no"]).status == "paid"
+    assert Order.objects.get(order_no=bad["order_no"]).status == "unpaid"
+    assert list(QueuedNotification.objects.values_list("out_trade_no", flat=True)) == [bad["order_no"]]
+    assert not Alert.objects.exists()  # young: the next sweep may still apply it
+
+    later = timezone.now() + dt.timedelta(seconds=notify_queue.STUCK_AFTER_SECONDS + 1)
+    assert notify_queue.queued_sweep(now=later) == 0
+    assert notify_queue.queued_sweep(now=later) == 0
+    alert = Alert.objects.get()  # one alert, however often the sweep finds it
+    assert (alert.kind, bad["order_no"] in alert.title) == ("payment_manual", True)
+
+    monkeypatch.setattr(notifications, "notification_handle", real)
+    assert notify_queue.queued_sweep(now=later) == 1
+    assert Order.objects.get(order_no=bad["order_no"]).status == "paid"
+    assert Counter(outcomes()) == {"applied": 2}
+
+
+def test_an_amount_changed_before_the_apply_is_recorded_refused_and_raises_an_alert(
+    buyer, make_sku, place_order, wechat
+):
+    """WeChat heard SUCCESS and will not send it again: the apply's FAIL is an audit row
+    (amount_mismatch, as Django would write) and an alert for staff, and the row is gone."""
+    from apps.alerts.models import Alert
+
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    deliver([body])
+    Payment.objects.filter(out_trade_no=order["order_no"]).update(total_fee=12700)
+    assert work() == 1
+    assert outcomes() == ["amount_mismatch"]
+    assert Order.objects.get(order_no=order["order_no"]).status == "unpaid"
+    alert = Alert.objects.get()
+    assert alert.kind == "payment_manual" and order["order_no"] in alert.title
+    assert not QueuedNotification.objects.exists()
