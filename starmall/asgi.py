@@ -10,9 +10,11 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
   In front of it, ``SoldOutGate`` answers a flash sale's losers (a confirm of a SKU flagged
   sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``), and
-  ``NotifyGate`` the re-sent copies of a WeChat payment notification already applied
-  (``apps.payments.api.notify_gate``). Each takes its own paths and passes every other request
-  on untouched, so their order does not matter.
+  ``NotifyGate`` WeChat's payment notifications: re-sent copies of an applied one from Redis, a
+  first delivery queued for the worker (``apps.payments.api.notify_gate``). Each takes its own
+  paths and passes every other request on untouched, so their order does not matter.
+- ``lifespan``: the gates open their connections at the worker's start and close them at its
+  end (:func:`lifespan`).
 - ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
   A WebSocket to any other path is refused before the handshake completes (HTTP 403) by
   :func:`websocket_not_found`: Channels' URLRouter would raise ValueError("No route found"),
@@ -52,11 +54,38 @@ async def websocket_not_found(scope, receive, send):
         await send({"type": "websocket.close", "code": 1008})  # 1008: policy violation
 
 
+http_application = NotifyGate(
+    SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
+)
+
+
+async def lifespan(scope, receive, send):
+    """ASGI lifespan: at the worker's start the gates open their Redis and PostgreSQL
+    connections (a 秒杀 opening or a notification storm right after a deploy does not wait for
+    connecting; never fails the start: ``RedisGate.warm``, ``gate_db.Database.warm``); at its
+    end they push what is due and close them."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            try:
+                await http_application.warm()
+            except Exception:  # noqa: BLE001 - a warm-up is an optimisation: serve anyway
+                logger.warning("the gates could not warm up", exc_info=True)
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            try:
+                await http_application.aclose()
+                await http_application.app.aclose()
+            except Exception:  # noqa: BLE001 - shutting down regardless
+                logger.warning("the gates did not close cleanly", exc_info=True)
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 application = ProtocolTypeRouter(
     {
-        "http": NotifyGate(
-            SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
-        ),
+        "http": http_application,
         "websocket": URLRouter([*websocket_urlpatterns, re_path(r"", websocket_not_found)]),
+        "lifespan": lifespan,
     }
 )

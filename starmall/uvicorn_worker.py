@@ -2,8 +2,8 @@
 
 ``starmall/gunicorn_conf.py`` names it, so gunicorn keeps what it does well (process
 management, restarts, timeouts, ``WEB_BIND``, ``WEB_WORKERS``) while each worker speaks HTTP and
-WebSocket on the same port. ``lifespan`` is off: the application has no start-up or shut-down
-hooks (Channels' ProtocolTypeRouter does not route ``lifespan``).
+WebSocket on the same port. ``lifespan`` is on: at start-up the ASGI gates open their Redis and
+PostgreSQL connections, at shut-down they close them (``starmall.asgi.lifespan``).
 
 Proxy headers follow ``TRUSTED_PROXIES`` (``starmall/proxies.py``), the list the app uses too:
 uvicorn's default (on, believing 127.0.0.1) rewrote the client address from any
@@ -36,7 +36,7 @@ class RedactTokens(logging.Filter):
 
 
 class ShopUvicornWorker(UvicornWorker):
-    CONFIG_KWARGS = {"loop": "auto", "http": "auto", "ws": "auto", "lifespan": "off"}
+    CONFIG_KWARGS = {"loop": "auto", "http": "auto", "ws": "auto", "lifespan": "on"}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -31,6 +31,7 @@ WARN_EVERY_SECONDS = 10.0  # one warning per interval while Redis fails, not one
 # goes to Django: sending a 秒杀's buyers to Django the moment 32 were in flight (the former rule)
 # made the pool's limit, not Redis, decide who took the expensive path (docs/PERFORMANCE.md).
 REDIS_MAX_CONNECTIONS = 64
+WARM_REDIS_CONNECTIONS = 16  # opened at the worker's start (RedisGate.warm)
 _ACCEPTS = {"*/*", "application/*", "application/json"}  # DRF's JSONRenderer takes these as they are
 # Headers a gate reads: a repeated one is left to Django (which joins or picks as WSGI does).
 _SINGLE = (
@@ -132,6 +133,16 @@ class RedisGate:
             )
             self._redis = (loop, aioredis.Redis.from_pool(pool))
         return self._redis[1]
+
+    async def warm(self) -> None:
+        """Open :data:`WARM_REDIS_CONNECTIONS` Redis connections now (the worker's start-up,
+        ``starmall/asgi.py``): the first burst after a start — a 秒杀 opening, a notification
+        storm — otherwise pays for connecting. Errors are warned and left to the first requests."""
+        client = self.client()
+        try:
+            await asyncio.gather(*(client.ping() for _ in range(WARM_REDIS_CONNECTIONS)))
+        except Exception as exc:  # noqa: BLE001 - Redis down at start: requests connect (or pass) later
+            self.warn("could not warm Redis", exc)
 
     async def aclose(self) -> None:
         """Close the worker's Redis client (tests run each request in a loop of its own)."""

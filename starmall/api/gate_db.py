@@ -4,7 +4,8 @@ Two gates write to PostgreSQL before Django: a 秒杀 winner's create
 (``apps.orders.api.create_gate``) and a WeChat payment result's first delivery, queued for the
 worker (``apps.payments.api.notify_gate``). Each holds a :class:`Database`: one pool per event
 loop, made on first use from ``DATABASES["default"]`` with the libpq options Django passes,
-autocommit (every statement the gates send is one query message, its own transaction). On
+autocommit (every statement the gates send is one query message, its own transaction), all its
+connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On
 another database than PostgreSQL, or with its size setting at 0, there is no pool and Django
 answers everything the gate would have written.
 """
@@ -12,12 +13,16 @@ answers everything the gate would have written.
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from django.conf import settings
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 CONNECT_TIMEOUT_SECONDS = 2
+WARM_TIMEOUT_SECONDS = 3  # the most a worker's start-up waits for its gates' connections
+
+logger = logging.getLogger(__name__)
 
 
 class Database:
@@ -42,7 +47,7 @@ class Database:
         if self._pool is None or self._pool[0] is not loop:
             pool = AsyncConnectionPool(
                 conninfo(db, application_name=f"starmall-{self.name}"),
-                min_size=1,
+                min_size=size,  # all opened at once: a burst must not wait for connecting
                 max_size=size,
                 kwargs={"autocommit": True},
                 open=False,
@@ -51,6 +56,19 @@ class Database:
             await pool.open(wait=False)
             self._pool = (loop, pool)
         return self._pool[1]
+
+    async def warm(self, timeout: float = WARM_TIMEOUT_SECONDS) -> None:
+        """Make the pool and wait (at most ``timeout`` seconds) until its connections are open
+        (the worker's start-up). PostgreSQL down or slow: logged; the pool keeps connecting."""
+        pool = await self.pool()
+        if pool is None:
+            return
+        try:
+            await pool.wait(timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - psycopg_pool's PoolTimeout and the like
+            logger.warning(
+                "%s: PostgreSQL connections not ready at start-up (%s); they keep connecting", self.name, exc
+            )
 
     async def close(self) -> None:
         """Close the pool (tests; a worker's pool lives as long as its process)."""

@@ -381,3 +381,45 @@ def test_an_amount_changed_before_the_apply_is_recorded_refused_and_raises_an_al
     alert = Alert.objects.get()
     assert alert.kind == "payment_manual" and order["order_no"] in alert.title
     assert not QueuedNotification.objects.exists()
+
+
+def test_the_workers_start_opens_the_gates_connections_and_its_end_closes_them(settings):
+    """ASGI lifespan on the shop's application: at start-up every gate connection is open
+    (CREATE_GATE_CONNECTIONS + NOTIFY_GATE_CONNECTIONS on PostgreSQL, Redis pinged), at
+    shut-down none is left."""
+    from django.db import connection
+
+    from starmall.asgi import application
+
+    def gate_connections() -> dict[str, int]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT application_name, count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name LIKE 'starmall-%%-gate' GROUP BY 1"
+            )
+            return dict(cursor.fetchall())
+
+    settings.CREATE_GATE_CONNECTIONS, settings.NOTIFY_GATE_CONNECTIONS = 3, 2
+    seen: dict[str, object] = {}
+
+    async def main():
+        inbox = asyncio.Queue()
+        sent = []
+
+        async def send(message):
+            sent.append(message["type"])
+            if message["type"] == "lifespan.startup.complete":
+                seen["open"] = await asyncio.to_thread(gate_connections)
+                await inbox.put({"type": "lifespan.shutdown"})
+
+        await inbox.put({"type": "lifespan.startup"})
+        await application({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, send)
+        return sent
+
+    assert asyncio.run(main()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert seen["open"] == {"starmall-create-gate": 3, "starmall-notify-gate": 2}
+    for _ in range(40):  # a closed connection's backend leaves pg_stat_activity a moment later
+        if not gate_connections():
+            break
+        time.sleep(0.05)
+    assert gate_connections() == {}

@@ -133,6 +133,14 @@ class NotifyGate(gate.RedisGate):
         headers = gate.response_headers(ack.content_type.encode(), secure, len(ack.body), self._drf_headers)
         return ack.status, headers, ack.body
 
+    async def warm(self) -> None:
+        """Open the worker's Redis and PostgreSQL connections, then the gates' behind it (the
+        worker's start-up, ``starmall/asgi.py``)."""
+        await super().warm()
+        await self._database.warm()
+        if hasattr(self.app, "warm"):
+            await self.app.warm()
+
     async def aclose(self) -> None:
         """Push a wake-up still due, close the worker's PostgreSQL pool and Redis client (tests
         run each request in a loop of its own)."""
