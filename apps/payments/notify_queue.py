@@ -10,9 +10,11 @@ the merchant answers SUCCESS once it holds the result safely, then processes it;
   (``notifications.PAY_RESULT.read``: safe parse, signature, appid / mch_id / result_code) and
   the "payment" handler's claim, ONE statement stores the body as a :class:`QueuedNotification`
   — only when a pending WeChat payment of that out_trade_no carries exactly that ``total_fee``
-  (compared as text, as Django compares it). Such a result is one Django would apply and answer
-  SUCCESS; anything else (unknown, another amount, already paid without a marker, closed, a
-  recharge) still goes to Django. The row is committed before WeChat hears SUCCESS.
+  (compared as text, as Django compares it) and no payment is paid with that transaction_id
+  already (Django's apply would fail on the UNIQUE number: its request, not SUCCESS). Such a
+  result is one Django would apply and answer SUCCESS; anything else (unknown, another amount,
+  already paid without a marker, closed, a recharge) still goes to Django. The row is
+  committed before WeChat hears SUCCESS.
 - **Apply** (:func:`queued_drain`): after the commit the gate wakes the worker — one Celery
   task per web process at most every ``notify_gate.WAKE_SECONDS``, not one per row
   (``starmall.dispatch``) — which applies the queued rows oldest first: for each,
@@ -64,6 +66,9 @@ WITH payment AS (
     SELECT 1 FROM {_PAYMENT}
     WHERE out_trade_no = %(out_trade_no)s AND method = %(method)s AND status = %(pending)s
       AND total_fee::text = %(total_fee)s
+      -- Django cannot pay it with a transaction_id that pays another payment (UNIQUE): its own
+      -- request fails and WeChat sends it again; never SUCCESS for a row no worker can apply.
+      AND NOT EXISTS (SELECT 1 FROM {_PAYMENT} WHERE transaction_id = %(transaction_id)s)
 ), queued AS (
     INSERT INTO {_QUEUED} (out_trade_no, transaction_id, body, received_at)
     SELECT %(out_trade_no)s, %(transaction_id)s, %(body)s, now() FROM payment
@@ -114,14 +119,16 @@ def queued_drain(received_before: dt.datetime | None = None, limit: int = DRAIN_
     row never holds the queue)."""
     applied, failed = 0, []
     while applied + len(failed) < limit:
+        taken: list[int] = []
         try:
-            row_id = _apply_next(received_before, failed)
+            row_id = _apply_next(received_before, failed, taken)
         except Exception:  # noqa: BLE001 - rolled back whole; the sweep tries it again, the alert says so
-            row_id = _failed_next(received_before, failed)
-            if row_id is None:
+            if not taken:  # failed before it took a row (the database itself): nothing to skip
                 raise
-            failed.append(row_id)
-            logger.exception("queued payment result %s could not be applied; left for the sweep", row_id)
+            # The row this call took, not looked up again: once rolled back it is free, and
+            # another drain may hold it by now.
+            failed.append(taken[-1])
+            logger.exception("queued payment result %s could not be applied; left for the sweep", taken[-1])
             continue
         if row_id is None:
             break
@@ -157,21 +164,16 @@ def queued_sweep(now: dt.datetime | None = None) -> int:
 
 @retry_on_lock_conflict
 @transaction.atomic
-def _apply_next(received_before: dt.datetime | None, skip: list[int]) -> int | None:
-    """The id of the row this call applied, or None when no row is left to take."""
+def _apply_next(received_before: dt.datetime | None, skip: list[int], taken: list[int]) -> int | None:
+    """The id of the row this call applied, or None when no row is left to take. The id of the
+    row it takes is appended to ``taken`` first: the caller's to skip when the apply raises."""
     row = _next(received_before, skip).select_for_update(skip_locked=True).first()
     if row is None:
         return None
     row_id = row.pk  # delete() clears it
+    taken.append(row_id)
     _apply(row)
     return row_id
-
-
-@transaction.atomic
-def _failed_next(received_before: dt.datetime | None, skip: list[int]) -> int | None:
-    """After a failed apply: the row it took (the oldest one nobody holds), to skip it."""
-    row = _next(received_before, skip).select_for_update(skip_locked=True).first()
-    return None if row is None else row.pk
 
 
 def _next(received_before: dt.datetime | None, skip: list[int]):

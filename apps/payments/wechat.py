@@ -234,12 +234,16 @@ def close_order(*, out_trade_no: str) -> str:
 
 
 def parse_time_end(value: str) -> dt.datetime | None:
-    """``time_end`` (yyyyMMddHHmmss, Beijing time) as an aware datetime."""
+    """``time_end`` (yyyyMMddHHmmss, Beijing time) as an aware datetime; None when unreadable
+    or not a moment PostgreSQL can store (the first hours of year 1 are before year 1 in UTC:
+    the paying transaction would fail on it, and the notify gate already answered SUCCESS)."""
     try:
         naive = dt.datetime.strptime(value, "%Y%m%d%H%M%S")
-    except (TypeError, ValueError):
+        aware = naive.replace(tzinfo=timezone.get_current_timezone())
+        aware.astimezone(dt.UTC)
+    except (TypeError, ValueError, OverflowError):
         return None
-    return naive.replace(tzinfo=timezone.get_current_timezone())
+    return aware
 
 
 def refund_apply(*, out_trade_no: str, out_refund_no: str, total_fee: int, refund_fee: int, reason: str) -> str:
