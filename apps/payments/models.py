@@ -121,7 +121,9 @@ class Notification(models.Model):
     )  # fen as received (refund_fee for refunds)
     outcome = models.CharField(verbose_name="处理结果", max_length=20, choices=Outcome.choices)
     body = models.TextField(verbose_name="原文")  # the raw XML (truncated to 20 000 characters; refunds: decrypted)
-    received_at = models.DateTimeField(verbose_name="收到时间", auto_now_add=True)
+    # When WeChat's delivery arrived: the write's moment, or the gate's for a delivery it answered
+    # and left to beat or the worker (notify_duplicates, notify_queue).
+    received_at = models.DateTimeField(verbose_name="收到时间", default=timezone.now)
 
     class Meta:
         verbose_name = "微信通知"
@@ -141,8 +143,11 @@ class Notification(models.Model):
         return cls.record(kind=cls.Kind.PAYMENT, body=body, fields=fields, outcome=outcome)
 
     @classmethod
-    def record(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str) -> "Notification | None":
-        """Store one received notification; ``fields`` as parsed (may be empty).
+    def record(
+        cls, *, kind: str, body: bytes | str, fields: dict, outcome: str, received_at: dt.datetime | None = None
+    ) -> "Notification | None":
+        """Store one received notification; ``fields`` as parsed (may be empty); ``received_at``
+        (aware) when it arrived earlier than now (a delivery the notify gate queued).
 
         Invalid ones (``INVALID``) are counted instead, and stored only while the day's count
         is within ``INVALID_NOTIFICATION_SAMPLES``, with the body cut to
@@ -153,12 +158,21 @@ class Notification(models.Model):
             if InvalidNotificationDay.count_one(kind=kind) > settings.INVALID_NOTIFICATION_SAMPLES:
                 return None
             limit = settings.INVALID_NOTIFICATION_SAMPLE_CHARS
-        row = cls.build(kind=kind, body=body, fields=fields, outcome=outcome, limit=limit)
+        row = cls.build(kind=kind, body=body, fields=fields, outcome=outcome, limit=limit, received_at=received_at)
         row.save(force_insert=True)
         return row
 
     @classmethod
-    def build(cls, *, kind: str, body: bytes | str, fields: dict, outcome: str, limit: int = 20000) -> "Notification":
+    def build(
+        cls,
+        *,
+        kind: str,
+        body: bytes | str,
+        fields: dict,
+        outcome: str,
+        limit: int = 20000,
+        received_at: dt.datetime | None = None,
+    ) -> "Notification":
         """The unsaved row :meth:`record` stores: ``body`` cut to ``limit`` characters, our
         number, WeChat's number and amount (fen) taken from ``fields``. Also used for the
         duplicates the ASGI gate answered, written in bulk (``apps.payments.notify_duplicates``)."""
@@ -179,6 +193,7 @@ class Notification(models.Model):
             out_refund_no=text(fields.get("out_refund_no"), 64),
             transaction_id=text(fields.get("transaction_id"), 32),
             total_fee=int(amount) if re.fullmatch(r"[0-9]{1,9}", amount) else None,  # ASCII digits, fits
+            received_at=received_at or timezone.now(),
         )
 
 

@@ -317,9 +317,17 @@ def handler_for(callback: Callback, fields: dict) -> Handler | None:
     return next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
 
 
-def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, str] | None = None) -> Answer:
+def notification_handle(
+    callback: Callback,
+    body: bytes,
+    headers: Mapping[str, str] | None = None,
+    *,
+    received_at: dt.datetime | None = None,
+) -> Answer:
     """Check and apply one notification that arrived on ``callback``; return WeChat's answer
-    (the callback's success or fail body, status and content type).
+    (the callback's success or fail body, status and content type). ``received_at``: when it
+    arrived, if before now (aware; the worker applying what the notify gate queued); its audit
+    row carries it.
 
     Exactly one ``Notification`` row is written (invalid ones are counted per day and sampled).
     Raises DatabaseBusy when the applying transaction lost a lock conflict twice (nothing was
@@ -328,15 +336,29 @@ def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, s
     try:
         fields, kept = callback.read(body, headers or {})
     except Untrusted as exc:
-        Notification.record(kind=callback.kind, body=body, fields=exc.fields, outcome=exc.outcome)
+        Notification.record(
+            kind=callback.kind, body=body, fields=exc.fields, outcome=exc.outcome, received_at=received_at
+        )
         return callback.answer_fail(exc.reason)
     handler = handler_for(callback, fields)
     if handler is None:
-        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
+        Notification.record(
+            kind=callback.kind,
+            body=kept,
+            fields=fields,
+            outcome=Notification.Outcome.UNKNOWN_ORDER,
+            received_at=received_at,
+        )
         return callback.answer_fail("unknown notification")
     row = handler.find(fields)
     if row is None:
-        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
+        Notification.record(
+            kind=callback.kind,
+            body=kept,
+            fields=fields,
+            outcome=Notification.Outcome.UNKNOWN_ORDER,
+            received_at=received_at,
+        )
         return callback.answer_fail(f"unknown {handler.number}")
     expected = handler.expected_fen(row)
     if fields.get(handler.amount) != str(expected):
@@ -347,22 +369,36 @@ def notification_handle(callback: Callback, body: bytes, headers: Mapping[str, s
             fields.get(handler.amount),
             expected,
         )
-        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.AMOUNT_MISMATCH)
+        Notification.record(
+            kind=callback.kind,
+            body=kept,
+            fields=fields,
+            outcome=Notification.Outcome.AMOUNT_MISMATCH,
+            received_at=received_at,
+        )
         return callback.answer_fail(f"{handler.amount} does not match")
     if handler.applied_before(row, fields):
-        Notification.record(kind=callback.kind, body=kept, fields=fields, outcome=Notification.Outcome.DUPLICATE)
+        Notification.record(
+            kind=callback.kind,
+            body=kept,
+            fields=fields,
+            outcome=Notification.Outcome.DUPLICATE,
+            received_at=received_at,
+        )
         return callback.answer_success()
-    _apply_and_record(handler, row, fields, kept)
+    _apply_and_record(handler, row, fields, kept, received_at)
     return callback.answer_success()
 
 
 @retry_on_lock_conflict
 @transaction.atomic
-def _apply_and_record(handler: Handler, row: Any, fields: dict, kept: bytes | str) -> str:
+def _apply_and_record(
+    handler: Handler, row: Any, fields: dict, kept: bytes | str, received_at: dt.datetime | None = None
+) -> str:
     """The handler's apply and the audit row, in one transaction (run once more after a lock
     conflict; the apply functions join it). Returns the outcome recorded."""
     outcome = handler.apply(row, fields)
-    Notification.record(kind=handler.callback.kind, body=kept, fields=fields, outcome=outcome)
+    Notification.record(kind=handler.callback.kind, body=kept, fields=fields, outcome=outcome, received_at=received_at)
     return outcome
 
 

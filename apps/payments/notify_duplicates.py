@@ -168,26 +168,25 @@ def notify_duplicates_record() -> int:
 
 @transaction.atomic
 def _insert(entries: list[bytes]) -> None:
-    """One batch's rows. ``received_at`` is set after the INSERT (an auto_now_add field takes
-    the INSERT's time): the time the gate answered, not the time of the flush."""
-    rows, times = [], []
+    """One batch's rows, ``received_at`` the time the gate answered (not the time of the flush)."""
+    rows = []
     for entry in entries:
         stamp, _, body = entry.partition(b"\n")
         try:
             fields = wechat.parse_xml(body)  # verified by the gate before it was answered
         except ValueError:
             fields = {}
-        rows.append(
-            Notification.build(
-                kind=Notification.Kind.PAYMENT, body=body, fields=fields, outcome=Notification.Outcome.DUPLICATE
-            )
-        )
         try:
             received_at = dt.datetime.fromtimestamp(float(stamp), tz=dt.UTC)
         except (ValueError, OverflowError, OSError):  # not the gate's entry: never block the backlog on it
             received_at = timezone.now()
-        times.append(received_at)
+        rows.append(
+            Notification.build(
+                kind=Notification.Kind.PAYMENT,
+                body=body,
+                fields=fields,
+                outcome=Notification.Outcome.DUPLICATE,
+                received_at=received_at,
+            )
+        )
     Notification.objects.bulk_create(rows)
-    for row, received_at in zip(rows, times, strict=True):
-        row.received_at = received_at
-    Notification.objects.bulk_update(rows, ["received_at"])

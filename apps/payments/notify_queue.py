@@ -185,7 +185,9 @@ def _apply(row: QueuedNotification) -> bool:
     """``notification_handle`` on the row's body, then the row deleted, in the caller's
     transaction. The row is locked first but never waited for (SKIP LOCKED; the gate's INSERT
     ... ON CONFLICT DO NOTHING takes no row lock): outside starmall.locking's order."""
-    answer = notifications.notification_handle(notifications.PAY_RESULT, row.body.encode("utf-8"))
+    answer = notifications.notification_handle(
+        notifications.PAY_RESULT, row.body.encode("utf-8"), received_at=row.received_at
+    )
     if answer.body != notifications.PAY_RESULT.success:
         # Changed since the gate accepted it (e.g. the amount): WeChat already heard SUCCESS and
         # will not send it again, so staff must look (the audit row says what Django refused).

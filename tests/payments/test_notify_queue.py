@@ -105,6 +105,7 @@ def test_a_first_delivery_is_queued_answered_as_django_answers_and_applied_once(
     assert outcomes() == ["applied", "applied"]
     row = Notification.objects.order_by("id").last()
     assert (row.out_trade_no, row.body, row.total_fee) == (no, body.decode(), 12800)
+    assert row.received_at == queued.received_at  # when WeChat's delivery arrived, not when it was applied
     assert not QueuedNotification.objects.exists()
     assert marker(no) is not None  # re-sent copies are the gate's from now on
     [again], inner = deliver([body])
@@ -341,10 +342,10 @@ def test_a_row_whose_apply_keeps_failing_never_holds_the_queue_and_raises_one_al
     deliver([good_body])  # queued after the bad one: the drain meets the bad one first
     real = notifications.notification_handle
 
-    def handle(callback, body, headers=None):
+    def handle(callback, body, headers=None, **kwargs):
         if body == bad_body:
             raise RuntimeError("a bug met only by this row")
-        return real(callback, body, headers)
+        return real(callback, body, headers, **kwargs)
 
     monkeypatch.setattr(notifications, "notification_handle", handle)
     assert notify_queue.queued_drain() == 1

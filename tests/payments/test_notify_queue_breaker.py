@@ -759,12 +759,12 @@ def test_a_drain_whose_failed_row_another_drain_took_meanwhile_goes_on_without_r
     real_handle, real_next = notifications.notification_handle, notify_queue._apply_next
     a_failed, b_holds, a_done = threading.Event(), threading.Event(), threading.Event()
 
-    def handle(callback, body, headers=None):
+    def handle(callback, body, headers=None, **kwargs):
         if threading.current_thread().name == "A":
             raise RuntimeError("a bug met by drain A only")
         b_holds.set()
         assert a_done.wait(30)
-        return real_handle(callback, body, headers)
+        return real_handle(callback, body, headers, **kwargs)
 
     def apply_next(*args, **kwargs):
         try:
