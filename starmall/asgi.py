@@ -57,6 +57,7 @@ async def websocket_not_found(scope, receive, send):
 http_application = NotifyGate(
     SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
 )
+gates = (http_application, http_application.app)  # what lifespan warms and closes
 
 
 async def lifespan(scope, receive, send):
@@ -68,14 +69,15 @@ async def lifespan(scope, receive, send):
         message = await receive()
         if message["type"] == "lifespan.startup":
             try:
-                await http_application.warm()
+                for gate in gates:
+                    await gate.warm()
             except Exception:  # noqa: BLE001 - a warm-up is an optimisation: serve anyway
                 logger.warning("the gates could not warm up", exc_info=True)
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             try:
-                await http_application.aclose()
-                await http_application.app.aclose()
+                for gate in gates:
+                    await gate.aclose()
             except Exception:  # noqa: BLE001 - shutting down regardless
                 logger.warning("the gates did not close cleanly", exc_info=True)
             await send({"type": "lifespan.shutdown.complete"})

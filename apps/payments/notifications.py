@@ -49,6 +49,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -333,32 +334,19 @@ def notification_handle(
     Raises DatabaseBusy when the applying transaction lost a lock conflict twice (nothing was
     applied or recorded; the view answers FAIL so that WeChat sends it again).
     """
+    record = partial(Notification.record, kind=callback.kind, received_at=received_at)
     try:
         fields, kept = callback.read(body, headers or {})
     except Untrusted as exc:
-        Notification.record(
-            kind=callback.kind, body=body, fields=exc.fields, outcome=exc.outcome, received_at=received_at
-        )
+        record(body=body, fields=exc.fields, outcome=exc.outcome)
         return callback.answer_fail(exc.reason)
     handler = handler_for(callback, fields)
     if handler is None:
-        Notification.record(
-            kind=callback.kind,
-            body=kept,
-            fields=fields,
-            outcome=Notification.Outcome.UNKNOWN_ORDER,
-            received_at=received_at,
-        )
+        record(body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
         return callback.answer_fail("unknown notification")
     row = handler.find(fields)
     if row is None:
-        Notification.record(
-            kind=callback.kind,
-            body=kept,
-            fields=fields,
-            outcome=Notification.Outcome.UNKNOWN_ORDER,
-            received_at=received_at,
-        )
+        record(body=kept, fields=fields, outcome=Notification.Outcome.UNKNOWN_ORDER)
         return callback.answer_fail(f"unknown {handler.number}")
     expected = handler.expected_fen(row)
     if fields.get(handler.amount) != str(expected):
@@ -369,22 +357,10 @@ def notification_handle(
             fields.get(handler.amount),
             expected,
         )
-        Notification.record(
-            kind=callback.kind,
-            body=kept,
-            fields=fields,
-            outcome=Notification.Outcome.AMOUNT_MISMATCH,
-            received_at=received_at,
-        )
+        record(body=kept, fields=fields, outcome=Notification.Outcome.AMOUNT_MISMATCH)
         return callback.answer_fail(f"{handler.amount} does not match")
     if handler.applied_before(row, fields):
-        Notification.record(
-            kind=callback.kind,
-            body=kept,
-            fields=fields,
-            outcome=Notification.Outcome.DUPLICATE,
-            received_at=received_at,
-        )
+        record(body=kept, fields=fields, outcome=Notification.Outcome.DUPLICATE)
         return callback.answer_success()
     _apply_and_record(handler, row, fields, kept, received_at)
     return callback.answer_success()

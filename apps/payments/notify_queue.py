@@ -99,17 +99,6 @@ def accept_statement(fields: dict[str, str], body: bytes) -> tuple[str, dict] | 
     }
 
 
-@retry_on_lock_conflict
-@transaction.atomic
-def queued_apply(queued_id: int) -> bool:
-    """Apply one queued payment result (module docstring); False when it is gone (applied) or
-    another worker holds it. The apply, its audit row and the row's deletion are one transaction;
-    an error rolls all back and leaves the row for the sweep. Raises DatabaseBusy after two lock
-    conflicts (``starmall.locking``)."""
-    row = QueuedNotification.objects.select_for_update(skip_locked=True).filter(pk=queued_id).first()
-    return row is not None and _apply(row)
-
-
 def queued_drain(received_before: dt.datetime | None = None, limit: int = DRAIN_MAX) -> int:
     """Apply queued results one at a time, oldest first, until none is left (or, with
     ``received_before``, none that old), at most ``limit``; returns how many this call applied.
@@ -181,7 +170,7 @@ def _next(received_before: dt.datetime | None, skip: list[int]):
     return rows if received_before is None else rows.filter(received_at__lte=received_before)
 
 
-def _apply(row: QueuedNotification) -> bool:
+def _apply(row: QueuedNotification) -> None:
     """``notification_handle`` on the row's body, then the row deleted, in the caller's
     transaction. The row is locked first but never waited for (SKIP LOCKED; the gate's INSERT
     ... ON CONFLICT DO NOTHING takes no row lock): outside starmall.locking's order."""
@@ -204,4 +193,3 @@ def _apply(row: QueuedNotification) -> bool:
             ),
         )
     row.delete()
-    return True

@@ -26,6 +26,8 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
+from starmall.api import gate_db
+
 WARN_EVERY_SECONDS = 10.0  # one warning per interval while Redis fails, not one per request
 # Per gate and worker process. A request waits up to the gate's Redis timeout for a free one, then
 # goes to Django: sending a 秒杀's buyers to Django the moment 32 were in flight (the former rule)
@@ -53,7 +55,9 @@ class RedisGate:
 
     Subclasses set :attr:`paths`, :attr:`label` (the warnings' prefix) and :attr:`logger`, and
     define :meth:`answer`, :meth:`body_limit` (bytes; a longer or chunked body is Django's at
-    once) and :meth:`redis_timeout` (seconds; read when the worker's pool is made).
+    once) and :meth:`redis_timeout` (seconds; read when the worker's pool is made). A gate that
+    writes to PostgreSQL sets ``_database`` (a ``gate_db.Database``): :meth:`warm` and
+    :meth:`aclose` open and close it with the Redis client.
     """
 
     paths: tuple[str, ...] = ()
@@ -63,6 +67,7 @@ class RedisGate:
     def __init__(self, app) -> None:
         self.app = app
         self._redis: tuple[asyncio.AbstractEventLoop, aioredis.Redis] | None = None
+        self._database: gate_db.Database | None = None
         self._quiet_until = 0.0  # time.monotonic() before which Redis failures are not logged again
 
     def body_limit(self) -> int:
@@ -135,17 +140,23 @@ class RedisGate:
         return self._redis[1]
 
     async def warm(self) -> None:
-        """Open :data:`WARM_REDIS_CONNECTIONS` Redis connections now (the worker's start-up,
-        ``starmall/asgi.py``): the first burst after a start — a 秒杀 opening, a notification
-        storm — otherwise pays for connecting. Errors are warned and left to the first requests."""
+        """Open :data:`WARM_REDIS_CONNECTIONS` Redis connections and the PostgreSQL pool now (the
+        worker's start-up, ``starmall/asgi.py``): the first burst after a start — a 秒杀 opening,
+        a notification storm — otherwise pays for connecting. Errors are warned and left to the
+        first requests."""
         client = self.client()
         try:
             await asyncio.gather(*(client.ping() for _ in range(WARM_REDIS_CONNECTIONS)))
         except Exception as exc:  # noqa: BLE001 - Redis down at start: requests connect (or pass) later
             self.warn("could not warm Redis", exc)
+        if self._database is not None:
+            await self._database.warm()
 
     async def aclose(self) -> None:
-        """Close the worker's Redis client (tests run each request in a loop of its own)."""
+        """Close the worker's PostgreSQL pool and Redis client (tests run each request in a loop
+        of its own; the worker's shut-down)."""
+        if self._database is not None:
+            await self._database.close()
         if self._redis is not None:
             (loop, client), self._redis = self._redis, None
             if loop is asyncio.get_running_loop():  # one of an ended loop cannot be closed: dropped

@@ -486,9 +486,10 @@ class _Shop:
         await self.application(scope, receive, send)
 
     async def aclose(self) -> None:
-        notify = self.application.application_mapping["http"]  # NotifyGate(SoldOutGate(Django))
-        await notify.aclose()
-        await notify.app.aclose()
+        from starmall.asgi import gates
+
+        for gate in gates:
+            await gate.aclose()
 
 
 def _deliver_all(bodies: list[bytes]) -> list[tuple[int, bytes]]:

@@ -191,16 +191,6 @@ class SoldOutGate(gate.RedisGate):
             payload,
         )
 
-    async def warm(self) -> None:
-        """Open the worker's Redis and PostgreSQL connections (its start-up, ``starmall/asgi.py``)."""
-        await super().warm()
-        await self._database.warm()
-
-    async def aclose(self) -> None:
-        """Close the worker's PostgreSQL pool and Redis client (tests run each request in a loop of its own)."""
-        await self._database.close()
-        await super().aclose()
-
     async def _mget(self, keys: list[str]) -> list | None:
         try:
             return await self.client().mget(keys)

@@ -133,27 +133,17 @@ class NotifyGate(gate.RedisGate):
         headers = gate.response_headers(ack.content_type.encode(), secure, len(ack.body), self._drf_headers)
         return ack.status, headers, ack.body
 
-    async def warm(self) -> None:
-        """Open the worker's Redis and PostgreSQL connections, then the gates' behind it (the
-        worker's start-up, ``starmall/asgi.py``)."""
-        await super().warm()
-        await self._database.warm()
-        if hasattr(self.app, "warm"):
-            await self.app.warm()
-
     async def aclose(self) -> None:
-        """Push a wake-up still due, close the worker's PostgreSQL pool and Redis client (tests
-        run each request in a loop of its own)."""
+        """Push a wake-up still due, then close the worker's PostgreSQL pool and Redis client."""
         if self._wake is not None and self._wake[0] is asyncio.get_running_loop():
             self._wake[1].cancel()
             await self._push()
-        await self._database.close()
         await super().aclose()
 
     async def _queue(self, fields: dict[str, str], body: bytes) -> str | None:
-        """Queue a first delivery (``notify_queue.ACCEPT``): :data:`QUEUED` (committed; its apply
-        task pushed from a thread, the sweep's if that fails), :data:`COPY` (the same result is
-        queued already) or None (no pool, no qualifying payment, a database error: Django)."""
+        """Queue a first delivery (``notify_queue.ACCEPT``): :data:`QUEUED` (committed; the worker's
+        wake-up due, the sweep's if that is lost), :data:`COPY` (the same result is queued
+        already) or None (no pool, no qualifying payment, a database error: Django)."""
         pool = await self._database.pool()
         statement = notify_queue.accept_statement(fields, body)
         if pool is None or statement is None:
