@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import http.client
 import json
 import os
@@ -226,11 +227,21 @@ def run_load(tasks: list, work, concurrency: int = CONCURRENCY, port: int = WEB_
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
     for thread in threads:
         thread.start()
+    # This client's own garbage collector off while it measures: a full collection of this
+    # process (Django loaded, 20,000 buyers in memory) stopped all 64 threads for 40-100 ms in
+    # the middle of a storm (gc.callbacks), and counted as the shop's latency.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
     barrier.wait()
     cpu0 = cpu_seconds()
     t0 = time.perf_counter()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    finally:
+        gc.enable()
+        gc.unfreeze()
     wall = time.perf_counter() - t0
     cpu1 = cpu_seconds()
     return {
@@ -636,14 +647,23 @@ def storm_orders(customer: dict, n: int) -> list[dict]:
 
 
 def storm(notices: list[bytes]) -> dict:
+    """Each notice :data:`STORM_COPIES` times, shuffled; outcomes ``SUCCESS first`` (the earliest
+    of its copies in the shuffled order: the one the shop most likely stores and queues) and
+    ``SUCCESS copy``, each with its own p50/p99."""
     deliveries = [body for body in notices for _ in range(STORM_COPIES)]
     random.shuffle(deliveries)
+    seen: set[bytes] = set()
+    tasks = []
+    for body in deliveries:
+        tasks.append((body, "first" if body not in seen else "copy"))
+        seen.add(body)
 
-    def deliver(client: Client, body: bytes) -> str:
+    def deliver(client: Client, task: tuple[bytes, str]) -> str:
+        body, kind = task
         status, raw = client.request("POST", "/api/v1/payments/wechat/notify", body, content_type="text/xml")
-        return "SUCCESS" if status == 200 and b"SUCCESS" in raw else f"{status} {raw[:60]!r}"
+        return f"SUCCESS {kind}" if status == 200 and b"SUCCESS" in raw else f"{status} {raw[:60]!r}"
 
-    return stats(run_load(deliveries, deliver))
+    return stats(run_load(tasks, deliver))
 
 
 def storm_audit(order_nos: list[str], wait_seconds: float = 120) -> dict:
@@ -839,7 +859,7 @@ def main() -> int:
             f"shop up after {time.monotonic() - started:.0f} s; load average {results['machine']['load_avg']}",
             flush=True,
         )
-        customers = customers_login(CUSTOMERS if only & {"flash", "flash100x", "storm"} else 1, prefix=str(os.getpid()))
+        customers = customers_login(CUSTOMERS if only & {"flash", "flash100x"} else 1, prefix=str(os.getpid()))
         print(
             f"{len(customers)} customers logged in with addresses after {time.monotonic() - started:.0f} s", flush=True
         )
@@ -885,7 +905,7 @@ def main() -> int:
             run = storm(notices)
             run["audit"] = storm_audit(order_nos)
             results["runs"]["notification storm (1,000 x 3)"] = run
-            failed |= not run["audit"]["ok"] or set(run["outcomes"]) != {"SUCCESS"}
+            failed |= not run["audit"]["ok"] or not set(run["outcomes"]) <= {"SUCCESS first", "SUCCESS copy"}
         if "browse" in only:
             results["runs"]["browse (product list + detail)"] = browse()
         results["bench_seconds"] = round(time.monotonic() - started)

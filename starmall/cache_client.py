@@ -36,3 +36,29 @@ class ProcessWideClient(DefaultClient):
 class ProcessWideSentinelClient(ProcessWideClient, SentinelClient):
     """:class:`ProcessWideClient` for a Redis Sentinel group (``REDIS_URL=sentinel://...``,
     ``starmall.redis_urls``): one client per process, asking the sentinels for the master."""
+
+
+_default: tuple[dict, object] | None = None  # (the CACHES["default"] it was made for, the cache object)
+
+
+def default():
+    """The process's one cache object for ``CACHES["default"]``, for code in the event loop (the
+    ASGI gates): there every request is a new context, and ``django.core.cache.cache`` builds a
+    new ``RedisCache`` for each (py-spy: 4 % of the notify gate's event loop in the notification
+    storm). Made again when the settings' ``CACHES["default"]`` is replaced (``override_settings``).
+    Its key function and its client's ``encode`` / ``decode`` hold no per-request state."""
+    global _default
+    from django.conf import settings
+    from django.core.cache import caches
+
+    config = settings.CACHES["default"]
+    made = _default
+    if made is None or made[0] is not config:
+        made = _default = (config, caches.create_connection("default"))
+    return made[1]
+
+
+def make_key(key: str):
+    """``cache.make_key(key)`` (KEY_PREFIX, VERSION and KEY_FUNCTION, as django-redis applies
+    them) from :func:`default`."""
+    return default().make_key(key)

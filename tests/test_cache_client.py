@@ -37,3 +37,22 @@ def test_another_server_gets_its_own_client(settings):
     other = caches["default"].client.get_client()
     assert other is not own
     assert other.connection_pool.connection_kwargs["port"] == 9
+
+
+def test_make_key_is_the_caches_own_key_from_every_context_with_one_cache_object():
+    from django.core.cache import cache
+
+    from starmall import cache_client
+
+    for key in ("payments:notify:applied:2026", "flash:7:quota", "auth:customer:1:tokens"):
+        assert cache_client.make_key(key) == cache.make_key(key)
+    made = [contextvars.Context().run(cache_client.default) for _ in range(3)]
+    assert made[0] is made[1] is made[2]  # not one per request context, as `cache` builds
+
+
+def test_make_key_follows_replaced_cache_settings(settings):
+    from starmall import cache_client
+
+    before = cache_client.make_key("k")
+    settings.CACHES = {"default": {**settings.CACHES["default"], "KEY_PREFIX": "another-shop"}}
+    assert cache_client.make_key("k") == "another-shop:1:k" != before

@@ -43,9 +43,10 @@ import json
 import logging
 from collections.abc import Iterable
 
-from django.core.cache import cache
 from django.utils import timezone
 from django_redis import get_redis_connection
+
+from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
@@ -175,12 +176,12 @@ def sha(name: str) -> str:
 
 def key(sale_id: int, part: str) -> str:
     """A sale's key ``part`` (card, quota, held, res), with the cache's KEY_PREFIX."""
-    return cache.make_key(f"flash:{sale_id}:{part}")
+    return cache_client.make_key(f"flash:{sale_id}:{part}")
 
 
 def due_key() -> str:
     """The zset of reservations by the time they are given back (epoch ms)."""
-    return cache.make_key(DUE_KEY)
+    return cache_client.make_key(DUE_KEY)
 
 
 def due_member(sale_id: int, order_key: str) -> str:

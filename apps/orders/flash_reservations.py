@@ -26,7 +26,6 @@ import logging
 from collections import Counter
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 from django_redis import get_redis_connection
@@ -37,6 +36,7 @@ from apps.marketing.exceptions import FlashSaleLimitExceeded, FlashSaleNotLive
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from apps.orders import drafts
 from apps.orders.models import Order
+from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def take_args(*, customer_id: int, units: int, now: dt.datetime, draft: dict, sa
         customer_id,
         units,
         flash_quota.epoch_ms(now),
-        cache.client.encode(draft),
+        cache_client.default().client.encode(draft),
         ttl,
         draft["order_key"],
         flash_quota.epoch_ms(due),
@@ -87,7 +87,7 @@ def take_args(*, customer_id: int, units: int, now: dt.datetime, draft: dict, sa
 
 def draft_key(order_key: str) -> str:
     """The draft's full Redis key (``apps.orders.drafts``), with the cache's KEY_PREFIX."""
-    return cache.make_key(drafts.draft_key(order_key))
+    return cache_client.make_key(drafts.draft_key(order_key))
 
 
 def draft_reserve(draft: dict, sale: FlashSale) -> dict:
@@ -185,7 +185,7 @@ def quotas_reconcile(*, now: dt.datetime | None = None) -> dict[int, int]:
     """
     now = now or timezone.now()
     conn = get_redis_connection("default")
-    lock = cache.make_key("flash:reconcile:lock")
+    lock = cache_client.make_key("flash:reconcile:lock")
     if not conn.set(lock, "1", nx=True, ex=RECONCILE_LOCK_SECONDS):
         return {}
     corrections: dict[int, int] = {}

@@ -17,8 +17,15 @@ gate ``apps.payments.api.notify_gate`` answers it in the event loop instead, fro
   and record as ``duplicate``. No marker (Redis down at the commit, expired, never applied):
   Django answers, as before. A database restored to before the payment must lose the markers
   too (docs/DEPLOY.md, backups).
-- **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the marker and,
-  when it matches, appends the delivery to the audit backlog, a Redis list of
+- **The queued marker.** A first delivery the gate queued for the worker
+  (``apps.payments.notify_queue``) is a result the shop holds safely before it is applied: once
+  the row is committed the gate stores ``payments:notify:queued:<out_trade_no>`` (same value,
+  :data:`QUEUED_TTL_SECONDS`), so its copies, which in a storm arrive while the worker catches
+  up, cost the same one round trip as copies of an applied payment instead of a PostgreSQL
+  statement and a second script. A result the apply refuses loses its queued marker
+  (:func:`queued_forget_on_commit`): its later copies go to Django again.
+- **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the markers and,
+  when one matches, appends the delivery to the audit backlog, a Redis list of
   ``"<epoch seconds>\\n<raw body>"`` entries; answers 1 (the gate sends SUCCESS), 0 (no or
   another marker: Django) or -1 (the backlog holds :data:`BACKLOG_MAX` entries: Django, which
   writes its own row — a stopped beat never turns into lost audit rows).
@@ -41,37 +48,41 @@ import logging
 import time
 from functools import partial
 
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 from django_redis import get_redis_connection
 
 from apps.payments import wechat
 from apps.payments.models import Notification
+from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
 # WeChat re-sends an unanswered notification for about 24 hours (15 s ... 6 h apart), and may
 # send a copy later still: three days covers them with room.
 APPLIED_TTL_SECONDS = 3 * 24 * 3600
+# The queued marker (the gate's, after it queued a first delivery) needs to outlive the wait for
+# the worker only; a row still queued after this is stuck and alerted on (notify_queue).
+QUEUED_TTL_SECONDS = 3600
 BACKLOG_MAX = 20_000  # entries of about 1 KB; past it the gate leaves duplicates to Django
 FLUSH_BATCH = 500  # rows per INSERT
 FLUSH_MAX_BATCHES = 200  # per run: a run ends even while a storm keeps filling the backlog
 PAUSE_SECONDS = 5.0  # after a failed marker write this process tries again no sooner
 _paused_until = 0.0  # time.monotonic(); per process, as starmall.dispatch
 
-# KEYS: the out_trade_no's marker, the backlog. ARGV: the marker the notification must match,
-# the backlog entry, BACKLOG_MAX. 1: matched and recorded; 0: no match; -1: backlog full.
+# KEYS: the out_trade_no's applied marker, the backlog, its queued marker. ARGV: the marker the
+# notification must match, the backlog entry, BACKLOG_MAX. 1: either marker matched and the
+# delivery is recorded; 0: no match; -1: backlog full.
 DUPLICATE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] and redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
 if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1
 """
 DUPLICATE_SHA = hashlib.sha1(DUPLICATE.encode()).hexdigest()  # what EVALSHA names it by
 
-# A copy of a result still queued for the worker (apps/payments/notify_queue.py): no marker yet,
-# recorded all the same. KEYS: the backlog. ARGV: the entry, BACKLOG_MAX. 1: recorded; -1: full.
+# A copy of a result still queued for the worker (apps/payments/notify_queue.py) that met no
+# queued marker (Redis failed at the SET, or the copy raced it): recorded all the same. KEYS: the backlog. ARGV: the entry, BACKLOG_MAX. 1: recorded; -1: full.
 COPY = """
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -1 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
@@ -90,12 +101,17 @@ return entries
 
 def applied_key(out_trade_no: str) -> str:
     """The marker's key for ``out_trade_no``, with the cache's KEY_PREFIX."""
-    return cache.make_key(f"payments:notify:applied:{out_trade_no}")
+    return cache_client.make_key(f"payments:notify:applied:{out_trade_no}")
+
+
+def queued_key(out_trade_no: str) -> str:
+    """The key of the marker that a result for ``out_trade_no`` waits in the notify queue."""
+    return cache_client.make_key(f"payments:notify:queued:{out_trade_no}")
 
 
 def backlog_key() -> str:
     """The list of duplicates the gate answered whose audit rows are not written yet."""
-    return cache.make_key("payments:notify:duplicates")
+    return cache_client.make_key("payments:notify:duplicates")
 
 
 def applied_value(transaction_id: str, total_fee: str) -> str:
@@ -135,6 +151,20 @@ def applied_remember(*, out_trade_no: str, transaction_id: str, total_fee: int) 
         logger.warning("could not mark %s applied for the notify gate", out_trade_no, exc_info=True)
         return False
     return True
+
+
+def queued_forget_on_commit(out_trade_no: str) -> None:
+    """After the current transaction commits, delete ``out_trade_no``'s queued marker: its
+    result was refused at the apply, and later copies must be judged by Django again. A failure
+    is logged only: the marker then expires after :data:`QUEUED_TTL_SECONDS`."""
+
+    def forget() -> None:
+        try:
+            get_redis_connection("default").delete(queued_key(out_trade_no))
+        except Exception:  # noqa: BLE001 - the copies it lets through were answered SUCCESS by the queue already
+            logger.warning("could not forget the queued marker of %s", out_trade_no, exc_info=True)
+
+    transaction.on_commit(forget)
 
 
 def resume() -> None:

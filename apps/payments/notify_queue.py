@@ -26,10 +26,11 @@ the merchant answers SUCCESS once it holds the result safely, then processes it;
   older than :data:`SWEEP_AFTER_SECONDS` (a wake-up lost to a Redis outage, a worker killed).
   Safe on several machines.
 
-A copy of the same result arriving while its row still waits (the marker that lets the gate
-answer copies is written when the payment is applied) finds the row: the gate answers SUCCESS and
-puts the copy in the duplicates' audit backlog (``notify_duplicates``), as for a copy of an
-applied payment. What a customer sees: the order turns paid when the worker applies the row
+A copy of the same result arriving while its row still waits meets the queued marker the gate
+stored after the commit (``notify_duplicates.queued_key``): the gate's one Redis script answers
+SUCCESS and puts the copy in the duplicates' audit backlog, as for a copy of an applied payment
+(one that raced the marker finds the row instead: ``ON CONFLICT``, then the same backlog). A
+result the apply refuses loses its queued marker, so its later copies go to Django again. What a customer sees: the order turns paid when the worker applies the row
 (milliseconds when the worker is idle; ``make bench`` reports the drain under a storm), and
 ``GET /api/v1/orders/{order_no}/pay-status`` still asks WeChat itself while the payment is pending.
 """
@@ -45,7 +46,7 @@ from django.utils import timezone
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
-from apps.payments import notifications
+from apps.payments import notifications, notify_duplicates
 from apps.payments.models import Payment, PaymentStatus, QueuedNotification
 from starmall.locking import retry_on_lock_conflict
 
@@ -58,44 +59,69 @@ DRAIN_MAX = 5000  # rows per drain or sweep run: a run ends even while a storm k
 _QUEUED = QueuedNotification._meta.db_table
 _PAYMENT = Payment._meta.db_table
 
-# ONE statement (its own transaction): the pending payment with exactly this amount, the row
-# queued unless the same result is queued already. Answers (queued row id or NULL, whether the
+# ONE statement (its own transaction) for a batch of results (the gate's first deliveries that
+# arrived together, starmall.api.gate_db.Batches): for each, the pending payment with exactly its
+# amount, its row queued unless the same result is queued already — by an earlier statement or
+# by an earlier item of this batch (the copies that raced the queued marker: one row, the
+# others are copies). Answers, one row per item in order: (queued row id or NULL, whether the
 # payment qualified).
 ACCEPT = f"""
-WITH payment AS (
-    SELECT 1 FROM {_PAYMENT}
-    WHERE out_trade_no = %(out_trade_no)s AND method = %(method)s AND status = %(pending)s
-      AND total_fee::text = %(total_fee)s
+WITH item AS (
+    SELECT * FROM unnest(
+        %(out_trade_no)s::text[], %(transaction_id)s::text[], %(total_fee)s::text[], %(body)s::text[]
+    ) WITH ORDINALITY AS item(out_trade_no, transaction_id, total_fee, body, n)
+), qualified AS (
+    SELECT item.* FROM item
+    WHERE EXISTS (
+        SELECT 1 FROM {_PAYMENT} payment
+        WHERE payment.out_trade_no = item.out_trade_no AND payment.method = %(method)s
+          AND payment.status = %(pending)s AND payment.total_fee::text = item.total_fee
+    )
       -- Django cannot pay it with a transaction_id that pays another payment (UNIQUE): its own
       -- request fails and WeChat sends it again; never SUCCESS for a row no worker can apply.
-      AND NOT EXISTS (SELECT 1 FROM {_PAYMENT} WHERE transaction_id = %(transaction_id)s)
+      AND NOT EXISTS (SELECT 1 FROM {_PAYMENT} payment WHERE payment.transaction_id = item.transaction_id)
+), first AS (
+    SELECT DISTINCT ON (out_trade_no, transaction_id) * FROM qualified ORDER BY out_trade_no, transaction_id, n
 ), queued AS (
     INSERT INTO {_QUEUED} (out_trade_no, transaction_id, body, received_at)
-    SELECT %(out_trade_no)s, %(transaction_id)s, %(body)s, now() FROM payment
+    SELECT out_trade_no, transaction_id, body, now() FROM first ORDER BY n
     ON CONFLICT (out_trade_no, transaction_id) DO NOTHING
-    RETURNING id
+    RETURNING id, out_trade_no, transaction_id
 )
-SELECT (SELECT id FROM queued), EXISTS (SELECT 1 FROM payment)
+SELECT queued.id, qualified.n IS NOT NULL
+FROM item
+LEFT JOIN qualified ON qualified.n = item.n
+LEFT JOIN first ON first.n = item.n
+LEFT JOIN queued ON first.n IS NOT NULL
+    AND (queued.out_trade_no, queued.transaction_id) = (item.out_trade_no, item.transaction_id)
+ORDER BY item.n
 """
 
 
-def accept_statement(fields: dict[str, str], body: bytes) -> tuple[str, dict] | None:
-    """The gate's statement and parameters for a trusted payment result (``fields`` as
-    ``PAY_RESULT.read`` returns them; ``body`` the raw XML), or None when the body is not UTF-8
-    text PostgreSQL can keep (Django answers it)."""
+def accept_item(fields: dict[str, str], body: bytes) -> tuple[str, str, str, str] | None:
+    """What :data:`ACCEPT` takes of one trusted payment result (``fields`` as
+    ``PAY_RESULT.read`` returns them; ``body`` the raw XML): (out_trade_no, transaction_id,
+    total_fee, the body as text); None when the body is not UTF-8 text PostgreSQL can keep
+    (Django answers it)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return None
     if "\x00" in text:
         return None
+    return fields["out_trade_no"], fields["transaction_id"], fields["total_fee"], text
+
+
+def accept_statement(items: list[tuple[str, str, str, str]]) -> tuple[str, dict]:
+    """:data:`ACCEPT` and its parameters for ``items`` (:func:`accept_item`'s, at least one)."""
+    out_trade_no, transaction_id, total_fee, body = (list(column) for column in zip(*items, strict=True))
     return ACCEPT, {
-        "out_trade_no": fields["out_trade_no"],
-        "transaction_id": fields["transaction_id"],
-        "total_fee": fields["total_fee"],
+        "out_trade_no": out_trade_no,
+        "transaction_id": transaction_id,
+        "total_fee": total_fee,
+        "body": body,
         "method": PayMethod.WECHAT.value,
         "pending": PaymentStatus.PENDING.value,
-        "body": text,
     }
 
 
@@ -192,4 +218,5 @@ def _apply(row: QueuedNotification) -> None:
                 "但处理时订单或金额已变化，未能入账。请在后台「微信通知」查看该通知，并与微信支付核对。"
             ),
         )
+        notify_duplicates.queued_forget_on_commit(row.out_trade_no)  # its copies: Django's again
     row.delete()

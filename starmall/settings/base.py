@@ -194,6 +194,10 @@ CELERY_TASK_ROUTES = {
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The worker's CPU priority below the web's on a shared machine (os.nice, starmall/celery.py):
+# under a burst the kernel serves the requests WeChat and the buyers wait on first, and the
+# worker catches up in the gaps (docs/PERFORMANCE.md). 0: the same priority as the web.
+WORKER_NICE = env.int("WORKER_NICE", default=10)
 # Socket timeouts: a hung Redis must fail a publish quickly, not hold a request (starmall.dispatch).
 # Keepalive and a health check every 10 s find a connection that a Redis restart left dead.
 # max_retries 0: a publisher (a request, a notification) opening a broker connection fails at

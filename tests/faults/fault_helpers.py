@@ -372,6 +372,7 @@ class ShopServer:
             "WECHAT_API_BASE": wechat_url,
             "WECHAT_PAY_API_BASE": wechat_url,
             "PYTHONUNBUFFERED": "1",
+            "WEB_ACCESS_LOG": "-",  # on: the tests read the client addresses uvicorn logs
             **(env or {}),
         }
         self.process: subprocess.Popen | None = None

@@ -422,3 +422,128 @@ def test_the_workers_start_opens_the_gates_connections_and_its_end_closes_them(s
             break
         time.sleep(0.05)
     assert gate_connections() == {}
+
+
+# --- first deliveries arriving together: one statement; their copies: one Redis script ---------
+
+
+def _accept_now(items: list[tuple[str, str, str, str]]) -> list[tuple]:
+    """``notify_queue.ACCEPT`` for ``items`` on a connection of its own, as the gate sends it."""
+    import psycopg
+    from django.db import connection
+
+    from starmall.api.gate_db import conninfo
+
+    with psycopg.connect(conninfo(connection.settings_dict, application_name="test"), autocommit=True) as conn:
+        cursor = psycopg.ClientCursor(conn)
+        cursor.execute(*notify_queue.accept_statement(items))
+        return cursor.fetchall()
+
+
+def test_one_statement_answers_each_result_as_its_own_statement_would(buyer, make_sku, place_order, wechat, settings):
+    """A queued result, one arriving twice in the same statement (a copy that raced the queued
+    marker), one already queued, another amount and an unknown out_trade_no: one row per result,
+    the earliest item's body, and each item answered as if alone."""
+    settings.MAX_UNPAID_ORDERS = 20
+    (a, a_body), (b, b_body), (c, c_body), (d, d_body) = (
+        _unpaid_at_wechat(buyer, make_sku, place_order, wechat) for _ in range(4)
+    )
+
+    def item(body: bytes, **change) -> tuple[str, str, str, str]:
+        fields = {**notifications.PAY_RESULT.read(body, {})[0], **change}
+        return notify_queue.accept_item(fields, body)
+
+    [(c_id, _)] = _accept_now([item(c_body)])  # queued by an earlier statement
+    answers = _accept_now(
+        [
+            item(a_body),
+            item(b_body),
+            item(c_body),
+            item(b_body),
+            item(d_body, total_fee="12700"),
+            item(a_body, out_trade_no="20990101000000000000"),
+        ]
+    )
+
+    rows = {row.out_trade_no: row for row in QueuedNotification.objects.all()}
+    assert sorted(rows) == sorted([a["order_no"], b["order_no"], c["order_no"]])
+    assert (rows[a["order_no"]].body, rows[b["order_no"]].body) == (a_body.decode(), b_body.decode())
+    assert answers == [
+        (rows[a["order_no"]].pk, True),  # queued
+        (rows[b["order_no"]].pk, True),  # queued: the first of its two items
+        (None, True),  # c: queued already (a copy)
+        (None, True),  # b again: a copy of the row the second item queued
+        (None, False),  # d: not the amount we asked for (Django's FAIL)
+        (None, False),  # unknown out_trade_no (Django's)
+    ]
+    assert rows[c["order_no"]].pk == c_id
+
+
+def test_first_deliveries_arriving_together_share_statements(buyer, make_sku, place_order, wechat, settings, pushed):
+    settings.MAX_UNPAID_ORDERS = 20
+    settings.NOTIFY_GATE_CONNECTIONS = 1
+    bodies = [_unpaid_at_wechat(buyer, make_sku, place_order, wechat)[1] for _ in range(12)]
+    gate = NotifyGate(Inner())
+    statements = []
+    real = gate._accept
+
+    async def counted(conn, items):
+        statements.append(len(items))
+        return await real(conn, items)
+
+    gate._accepts.run = counted
+
+    answers, inner = deliver(bodies, gate=gate)
+
+    assert [(a[0], a[2]) for a in answers] == [(200, SUCCESS)] * 12 and inner.bodies == []
+    assert sum(statements) == 12 and len(statements) < 12  # one connection: the others waited together
+    assert QueuedNotification.objects.count() == 12
+
+
+def test_a_copy_of_a_queued_result_is_answered_by_the_queued_marker_alone(buyer, make_sku, place_order, wechat, pushed):
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    no = order["order_no"]
+    deliver([body])
+    fields = notifications.PAY_RESULT.read(body, {})[0]
+    stored = get_redis_connection("default").get(notify_duplicates.queued_key(no))
+    assert stored.decode() == notify_duplicates.applied_value(fields["transaction_id"], fields["total_fee"])
+    assert 0 < get_redis_connection("default").ttl(notify_duplicates.queued_key(no)) <= 3600
+
+    gate = NotifyGate(Inner())
+
+    async def no_statement(item, wait_seconds):
+        raise AssertionError("a copy with a queued marker needs no statement")
+
+    gate._accepts.submit = no_statement
+    [copy], inner = deliver([body], gate=gate)
+    assert (copy[0], copy[2], inner.bodies) == (200, SUCCESS, [])
+    assert notify_duplicates.notify_duplicates_record() == 1
+    assert work() == 1
+    assert Counter(outcomes()) == {"applied": 1, "duplicate": 1}
+
+
+def test_another_amount_does_not_match_the_queued_marker(buyer, make_sku, place_order, wechat, pushed):
+    """The marker names the result, not the order: a signed result for the same out_trade_no
+    and transaction_id with another amount is not answered from it, and goes to Django."""
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    no = order["order_no"]
+    deliver([body])
+    fields = notifications.PAY_RESULT.read(body, {})[0]
+    other_amount = signed_xml(pay_result(no, 12700, transaction_id=fields["transaction_id"]))
+    [answer], inner = deliver([other_amount])
+    assert (answer, inner.bodies) == ((200, {}, b"django"), [other_amount])
+    assert notify_duplicates.notify_duplicates_record() == 0
+
+
+def test_a_refused_apply_forgets_the_queued_marker_so_later_copies_go_to_django(
+    buyer, make_sku, place_order, wechat, pushed
+):
+    order, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
+    no = order["order_no"]
+    deliver([body])
+    assert get_redis_connection("default").get(notify_duplicates.queued_key(no)) is not None
+    Payment.objects.filter(out_trade_no=no).update(total_fee=12700)
+    assert work() == 1  # refused: amount_mismatch, an alert
+    assert get_redis_connection("default").get(notify_duplicates.queued_key(no)) is None
+    [copy], inner = deliver([body])
+    assert (copy, inner.bodies) == ((200, {}, b"django"), [body])

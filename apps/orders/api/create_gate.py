@@ -38,7 +38,6 @@ import logging
 from dataclasses import dataclass
 
 import psycopg
-from django.core.cache import cache
 from django.utils import timezone
 from redis.exceptions import NoScriptError
 
@@ -48,6 +47,7 @@ from apps.marketing import flash_quota
 from apps.orders import drafts, flash_create, flash_reservations, services
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.api.views import OrderCreateThrottle
+from starmall import cache_client
 from starmall.api import gate_db
 
 logger = logging.getLogger(__name__)
@@ -88,10 +88,10 @@ async def answer(redis, database: gate_db.Database, token: str, data) -> dict | 
     pool = await database.pool()
     if pool is None:
         return None
-    customer, raw = await redis.mget([cache.make_key(token_key(token)), flash_reservations.draft_key(order_key)])
+    customer, raw = await redis.mget([cache_client.make_key(token_key(token)), flash_reservations.draft_key(order_key)])
     if customer is None or raw is None:
         return None
-    stored = cache.client.decode(raw)
+    stored = cache_client.default().client.decode(raw)
     if (
         not isinstance(stored, dict)
         or stored.get("customer_id") != int(customer)
@@ -143,9 +143,9 @@ async def _throttle_check(redis, customer_id: int) -> Throttled | None:
     throttle = OrderCreateThrottle()
     if throttle.rate is None:
         return Throttled(None, [], 0)
-    key = cache.make_key(throttle.cache_format % {"scope": throttle.scope, "ident": customer_id})
+    key = cache_client.make_key(throttle.cache_format % {"scope": throttle.scope, "ident": customer_id})
     raw = await redis.get(key)
-    history = cache.client.decode(raw) if raw is not None else []
+    history = cache_client.default().client.decode(raw) if raw is not None else []
     now = throttle.timer()
     while history and history[-1] <= now - throttle.duration:
         history.pop()
@@ -165,9 +165,9 @@ async def _after_commit(redis, draft: drafts.OrderDraft, sold_out: list[int], th
         pipe = redis.pipeline(transaction=False)
         pipe.delete(flash_reservations.draft_key(draft.order_key))
         if throttle.key is not None:
-            pipe.set(throttle.key, cache.client.encode(throttle.history), ex=throttle.duration)
+            pipe.set(throttle.key, cache_client.default().client.encode(throttle.history), ex=throttle.duration)
         for sku_id in sold_out:
-            pipe.set(cache.make_key(soldout.sku_key(sku_id)), 1, ex=soldout.FLAG_SECONDS)
+            pipe.set(cache_client.make_key(soldout.sku_key(sku_id)), 1, ex=soldout.FLAG_SECONDS)
         if sale_id:  # settled: the order holds the units now (flash_reservations.reservation_settle)
             keys, args = flash_quota.end_call(sale_id, draft.order_key, give_back=False)
             pipe.evalsha(flash_quota.sha("END"), len(keys), *keys, *args)

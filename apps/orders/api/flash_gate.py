@@ -37,7 +37,6 @@ import json
 import logging
 
 from django.conf import settings
-from django.core.cache import cache
 from django.utils import timezone
 from redis.exceptions import NoScriptError
 
@@ -50,6 +49,7 @@ from apps.orders import drafts, flash_reservations
 from apps.orders.api.serializers import ConfirmOutSerializer
 from apps.shipping.calculator import FreightLine, freight_quote
 from apps.shipping.selectors import TERMS_CACHE_KEY
+from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
@@ -90,12 +90,12 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
     sale_id = data["flash_sale_id"]
     ((sku_id, units),) = quantities.items()
     keys = [
-        cache.make_key(token_key(token)),
+        cache_client.make_key(token_key(token)),
         flash_quota.key(sale_id, "card"),
         flash_quota.key(sale_id, "quota"),
-        cache.make_key(TERMS_CACHE_KEY),
-        cache.make_key(soldout.sku_key(sku_id)),
-        cache.make_key(soldout.flash_sale_key(sale_id)),
+        cache_client.make_key(TERMS_CACHE_KEY),
+        cache_client.make_key(soldout.sku_key(sku_id)),
+        cache_client.make_key(soldout.flash_sale_key(sale_id)),
     ]
     try:
         peeked = await client.evalsha(flash_quota.sha("PEEK"), len(keys), *keys, address_cards.card_key(0)[:-1])
@@ -141,7 +141,9 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
     address = address_cards.card_read(address_raw)
     if address is None or terms_raw is None or data.get("address_id") not in (None, address["id"]):
         return None
-    draft = _draft(int(customer), sale_id, sku_id, units, info, address, cache.client.decode(terms_raw), now)
+    draft = _draft(
+        int(customer), sale_id, sku_id, units, info, address, cache_client.default().client.decode(terms_raw), now
+    )
     if draft is None:
         return None
     args = flash_reservations.take_args(

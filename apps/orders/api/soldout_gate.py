@@ -44,7 +44,6 @@ import json
 import logging
 
 from django.conf import settings
-from django.core.cache import cache
 from rest_framework.settings import api_settings
 
 from apps.accounts.tokens import token_key
@@ -52,6 +51,7 @@ from apps.catalog import soldout
 from apps.orders.api import create_gate, flash_gate
 from apps.orders.api.views import OrderConfirmView, OrderListCreateView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
+from starmall import cache_client
 from starmall.api import gate, gate_db
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
@@ -176,7 +176,9 @@ class SoldOutGate(gate.RedisGate):
             return 200, gate.response_headers(b"application/json", secure, len(payload), self._drf_headers), payload
         else:
             keys = soldout.keys_for(quantities, flash_sale_id)
-            values = await self._mget([cache.make_key(token_key(auth[1]))] + [cache.make_key(k) for k in keys])
+            values = await self._mget(
+                [cache_client.make_key(token_key(auth[1]))] + [cache_client.make_key(k) for k in keys]
+            )
             if values is None or values[0] is None:
                 return None  # unknown token (or Redis trouble): Django's 401 / 503
             refused = soldout.refusal(

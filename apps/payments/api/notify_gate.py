@@ -33,8 +33,10 @@ one row (``notify_duplicates.notify_duplicates_record``).
 No marker: the first delivery. The gate queues it for the worker (``apps.payments.notify_queue``,
 one statement on the worker's small pool, ``NOTIFY_GATE_CONNECTIONS``) when a pending WeChat
 payment of that out_trade_no carries exactly that ``total_fee``, and answers SUCCESS once the
-row is committed; the worker applies it as Django would. A copy of a result queued and not yet
-applied is answered SUCCESS and put in the audit backlog like the copies above.
+row is committed; the worker applies it as Django would. The gate then stores the queued marker
+(``notify_duplicates.queued_key``): a copy of a result queued and not yet applied is answered by
+the same one script, SUCCESS and the audit backlog like the copies above (one that raced the
+marker by the queue's statement, then the backlog).
 
 No payment that qualifies (unknown, another amount, paid but the marker lost, closed), another
 transaction_id or amount in the marker, a bad signature, malformed or oversized XML, a full
@@ -97,6 +99,8 @@ class NotifyGate(gate.RedisGate):
         super().__init__(app)
         self._drf_headers = gate.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
         self._database = gate_db.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
+        self._accepts = gate_db.Batches(self._database, self._accept)  # those arriving together: one statement
+        self._later: set[asyncio.Task] = set()  # the queued markers' writes, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
 
     def body_limit(self) -> int:
@@ -116,14 +120,15 @@ class NotifyGate(gate.RedisGate):
         fields = duplicate_candidate(body)
         if fields is None:
             return None
-        keys = [notify_duplicates.applied_key(fields["out_trade_no"]), notify_duplicates.backlog_key()]
+        no = fields["out_trade_no"]
+        keys = [notify_duplicates.applied_key(no), notify_duplicates.backlog_key(), notify_duplicates.queued_key(no)]
         args = [
             notify_duplicates.applied_value(fields["transaction_id"], fields["total_fee"]),
             notify_duplicates.backlog_entry(body, time.time()),
             notify_duplicates.BACKLOG_MAX,
         ]
         marked = await self._duplicate(keys, args)
-        if marked == 0:  # no marker: a first delivery, or a copy of one still queued
+        if marked == 0:  # no marker: a first delivery, or a copy racing its queued marker
             queued = await self._queue(fields, body)
             if queued is None or (queued == COPY and await self._copy(body) != 1):
                 return None
@@ -134,30 +139,29 @@ class NotifyGate(gate.RedisGate):
         return ack.status, headers, ack.body
 
     async def aclose(self) -> None:
-        """Push a wake-up still due, then close the worker's PostgreSQL pool and Redis client."""
+        """Finish the statements under way, push a wake-up still due, then close the worker's
+        PostgreSQL pool and Redis client."""
+        await self._accepts.drain()
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(task for task in self._later if task.get_loop() is loop), return_exceptions=True)
         if self._wake is not None and self._wake[0] is asyncio.get_running_loop():
             self._wake[1].cancel()
             await self._push()
         await super().aclose()
 
     async def _queue(self, fields: dict[str, str], body: bytes) -> str | None:
-        """Queue a first delivery (``notify_queue.ACCEPT``): :data:`QUEUED` (committed; the worker's
-        wake-up due, the sweep's if that is lost), :data:`COPY` (the same result is queued
-        already) or None (no pool, no qualifying payment, a database error: Django)."""
-        pool = await self._database.pool()
-        statement = notify_queue.accept_statement(fields, body)
-        if pool is None or statement is None:
+        """Queue a first delivery (``notify_queue.ACCEPT``, with the others arriving meanwhile):
+        :data:`QUEUED` (committed; the worker's wake-up due, the sweep's if that is lost),
+        :data:`COPY` (the same result is queued already) or None (no pool, no qualifying
+        payment, a database error or no connection within :data:`CONNECTION_WAIT_SECONDS`:
+        Django)."""
+        item = notify_queue.accept_item(fields, body)
+        if item is None:
             return None
-        try:
-            async with pool.connection(timeout=CONNECTION_WAIT_SECONDS) as conn:
-                # Bound client-side, one simple query message: nothing prepared that a
-                # transaction-pooling PgBouncer could hand to another server connection.
-                cursor = psycopg.AsyncClientCursor(conn)
-                await cursor.execute(*statement)
-                queued_id, qualified = await cursor.fetchone()
-        except Exception as exc:  # noqa: BLE001 - down, slow or pool exhausted: Django applies it
-            self.warn("PostgreSQL unavailable", exc)
+        answer = await self._accepts.submit(item, CONNECTION_WAIT_SECONDS)
+        if answer is None:
             return None
+        queued_id, qualified = answer
         if queued_id is not None:
             self._wake_worker()
             return QUEUED
@@ -175,6 +179,38 @@ class NotifyGate(gate.RedisGate):
         a failed push leaves the rows to the sweep."""
         self._wake = None
         return asyncio.get_running_loop().run_in_executor(None, dispatch.push, tasks.notifications_queued_drain)
+
+    async def _accept(self, conn: psycopg.AsyncConnection, items: list[tuple[str, str, str, str]]) -> list[tuple]:
+        """Run ``notify_queue.ACCEPT`` for ``items`` on ``conn`` (autocommit: committed when it
+        returns); ``(queued row id or None, qualified)`` per item, in order. Bound client-side,
+        one simple query message: nothing prepared that a transaction-pooling PgBouncer could
+        hand to another server connection. The rows it queued get their queued markers
+        (:meth:`_remember_queued`) after the answers, not before."""
+        cursor = psycopg.AsyncClientCursor(conn)
+        await cursor.execute(*notify_queue.accept_statement(items))
+        rows = await cursor.fetchall()
+        markers = [
+            (notify_duplicates.queued_key(no), notify_duplicates.applied_value(txn, fee))
+            for (no, txn, fee, _body), (queued_id, _qualified) in zip(items, rows, strict=False)
+            if queued_id is not None
+        ]
+        if markers:
+            task = asyncio.get_running_loop().create_task(self._remember_queued(markers))
+            self._later.add(task)
+            task.add_done_callback(self._later.discard)
+        return rows
+
+    async def _remember_queued(self, markers: list[tuple[str, str]]) -> None:
+        """Store the queued markers (``notify_duplicates.queued_key``: key, value) of rows just
+        committed, in one round trip: from then on their copies are answered by the DUPLICATE
+        script. A Redis failure only sends the copies to the queue's statement (:data:`COPY`)."""
+        try:
+            async with self.client().pipeline(transaction=False) as pipe:
+                for key, value in markers:
+                    pipe.set(key, value, ex=notify_duplicates.QUEUED_TTL_SECONDS)
+                await pipe.execute()
+        except Exception as exc:  # noqa: BLE001 - the rows are committed: SUCCESS all the same
+            self.warn("Redis unavailable", exc)
 
     async def _copy(self, body: bytes) -> int | None:
         """``notify_duplicates.COPY``'s answer (1: recorded), or None when Redis failed."""
