@@ -22,8 +22,9 @@ gate ``apps.payments.api.notify_gate`` answers it in the event loop instead, fro
   the row is committed the gate stores ``payments:notify:queued:<out_trade_no>`` (same value,
   :data:`QUEUED_TTL_SECONDS`), so its copies, which in a storm arrive while the worker catches
   up, cost the same one round trip as copies of an applied payment instead of a PostgreSQL
-  statement and a second script. A result the apply refuses loses its queued marker
-  (:func:`queued_forget_on_commit`): its later copies go to Django again.
+  statement and a second script. A result the apply refuses loses its queued marker, and a
+  write of the marker that reaches Redis after the refusal is refused too (:data:`REMEMBER`,
+  :data:`FORGET`): its later copies go to Django again.
 - **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the markers and,
   when one matches, appends the delivery to the audit backlog, a Redis list of
   ``"<epoch seconds>\\n<raw body>"`` entries; answers 1 (the gate sends SUCCESS), 0 (no or
@@ -90,6 +91,21 @@ return 1
 """
 COPY_SHA = hashlib.sha1(COPY.encode()).hexdigest()
 
+# The queued marker written (the gate, after the row's commit) and forgotten (the apply refused
+# the row, after its commit), in whichever order they reach Redis: the refusal wins.
+# REMEMBER  KEYS: queued marker, refusal. ARGV: the marker, its transaction_id, the TTL (s).
+# FORGET    KEYS: queued marker, refusal. ARGV: the refused transaction_id, the TTL (s).
+REMEMBER = """
+if redis.call('GET', KEYS[2]) == ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[3]))
+return 1
+"""
+FORGET = """
+redis.call('SET', KEYS[2], ARGV[1], 'EX', tonumber(ARGV[2]))
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
 # KEYS: the backlog. ARGV: how many. Takes (returns and removes) up to that many oldest entries
 # at once, so two runs of the flush never take the same entry.
 _TAKE = """
@@ -107,6 +123,11 @@ def applied_key(out_trade_no: str) -> str:
 def queued_key(out_trade_no: str) -> str:
     """The key of the marker that a result for ``out_trade_no`` waits in the notify queue."""
     return cache_client.make_key(f"payments:notify:queued:{out_trade_no}")
+
+
+def refused_key(out_trade_no: str) -> str:
+    """The transaction_id of ``out_trade_no``'s queued result the apply refused (:data:`FORGET`)."""
+    return cache_client.make_key(f"payments:notify:refused:{out_trade_no}")
 
 
 def backlog_key() -> str:
@@ -153,14 +174,19 @@ def applied_remember(*, out_trade_no: str, transaction_id: str, total_fee: int) 
     return True
 
 
-def queued_forget_on_commit(out_trade_no: str) -> None:
-    """After the current transaction commits, delete ``out_trade_no``'s queued marker: its
-    result was refused at the apply, and later copies must be judged by Django again. A failure
-    is logged only: the marker then expires after :data:`QUEUED_TTL_SECONDS`."""
+def queued_forget_on_commit(out_trade_no: str, transaction_id: str) -> None:
+    """After the current transaction commits, :data:`FORGET` ``out_trade_no``'s queued marker:
+    the result with ``transaction_id`` was refused at the apply, and later copies must be judged
+    by Django again. The refusal is remembered (:func:`refused_key`) so that the gate's marker
+    write, when it comes after this (a worker elsewhere refused the row before the gate's loop
+    ran its write), does not bring the marker back. A failure is logged only: the marker then
+    expires after :data:`QUEUED_TTL_SECONDS`."""
 
     def forget() -> None:
         try:
-            get_redis_connection("default").delete(queued_key(out_trade_no))
+            get_redis_connection("default").eval(
+                FORGET, 2, queued_key(out_trade_no), refused_key(out_trade_no), transaction_id, QUEUED_TTL_SECONDS
+            )
         except Exception:  # noqa: BLE001 - the copies it lets through were answered SUCCESS by the queue already
             logger.warning("could not forget the queued marker of %s", out_trade_no, exc_info=True)
 

@@ -54,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 SWEEP_AFTER_SECONDS = 10  # a row this old was not applied by its wake-up: the sweep applies it
 STUCK_AFTER_SECONDS = 300  # a row still queued this long raises an alert (the worker is down or failing)
+MAX_TRANSACTION_ID = QueuedNotification._meta.get_field("transaction_id").max_length
 DRAIN_MAX = 5000  # rows per drain or sweep run: a run ends even while a storm keeps queuing
 
 _QUEUED = QueuedNotification._meta.db_table
@@ -101,13 +102,14 @@ ORDER BY item.n
 def accept_item(fields: dict[str, str], body: bytes) -> tuple[str, str, str, str] | None:
     """What :data:`ACCEPT` takes of one trusted payment result (``fields`` as
     ``PAY_RESULT.read`` returns them; ``body`` the raw XML): (out_trade_no, transaction_id,
-    total_fee, the body as text); None when the body is not UTF-8 text PostgreSQL can keep
-    (Django answers it)."""
+    total_fee, the body as text); None when the body is not UTF-8 text PostgreSQL can keep, or
+    the transaction_id is longer than WeChat's (and the column's) 32 characters: Django answers
+    it, and the statement it would have failed still carries the others."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if "\x00" in text:
+    if "\x00" in text or len(fields["transaction_id"]) > MAX_TRANSACTION_ID:
         return None
     return fields["out_trade_no"], fields["transaction_id"], fields["total_fee"], text
 
@@ -218,5 +220,5 @@ def _apply(row: QueuedNotification) -> None:
                 "但处理时订单或金额已变化，未能入账。请在后台「微信通知」查看该通知，并与微信支付核对。"
             ),
         )
-        notify_duplicates.queued_forget_on_commit(row.out_trade_no)  # its copies: Django's again
+        notify_duplicates.queued_forget_on_commit(row.out_trade_no, row.transaction_id)  # its copies: Django's again
     row.delete()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 
 from django.conf import settings
 from psycopg.conninfo import make_conninfo
@@ -99,7 +100,7 @@ class Batches:
 
     def __init__(self, database: Database, run, max_items: int = 100) -> None:
         self.database, self.run, self.max_items = database, run, max_items
-        self._loop_state: tuple[asyncio.AbstractEventLoop, _Pending] | None = None
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = weakref.WeakKeyDictionary()
         self._quiet_until = 0.0  # time.monotonic() before which failures are not logged again
 
     async def submit(self, item, wait_seconds: float):
@@ -128,16 +129,17 @@ class Batches:
 
     async def drain(self) -> None:
         """Wait for the statements of this loop still running (the worker's shut-down)."""
-        if self._loop_state is not None and self._loop_state[0] is asyncio.get_running_loop():
-            tasks = list(self._loop_state[1].tasks)
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
+        pending = self._by_loop.get(asyncio.get_running_loop())
+        if pending is not None and pending.tasks:
+            await asyncio.gather(*list(pending.tasks), return_exceptions=True)
 
     def _pending(self) -> _Pending:
+        """This event loop's queue (loops in other threads, as in tests, have their own)."""
         loop = asyncio.get_running_loop()
-        if self._loop_state is None or self._loop_state[0] is not loop:
-            self._loop_state = (loop, _Pending())
-        return self._loop_state[1]
+        pending = self._by_loop.get(loop)
+        if pending is None:
+            pending = self._by_loop[loop] = _Pending()
+        return pending
 
     async def _send(self, pool: AsyncConnectionPool, pending: _Pending) -> None:
         """Hold one connection while items wait, one statement per batch of them. Every item

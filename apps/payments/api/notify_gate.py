@@ -190,7 +190,7 @@ class NotifyGate(gate.RedisGate):
         await cursor.execute(*notify_queue.accept_statement(items))
         rows = await cursor.fetchall()
         markers = [
-            (notify_duplicates.queued_key(no), notify_duplicates.applied_value(txn, fee))
+            (no, txn, notify_duplicates.applied_value(txn, fee))
             for (no, txn, fee, _body), (queued_id, _qualified) in zip(items, rows, strict=False)
             if queued_id is not None
         ]
@@ -200,14 +200,17 @@ class NotifyGate(gate.RedisGate):
             task.add_done_callback(self._later.discard)
         return rows
 
-    async def _remember_queued(self, markers: list[tuple[str, str]]) -> None:
-        """Store the queued markers (``notify_duplicates.queued_key``: key, value) of rows just
-        committed, in one round trip: from then on their copies are answered by the DUPLICATE
-        script. A Redis failure only sends the copies to the queue's statement (:data:`COPY`)."""
+    async def _remember_queued(self, markers: list[tuple[str, str, str]]) -> None:
+        """Store the queued markers of rows just committed ((out_trade_no, transaction_id,
+        marker) each; ``notify_duplicates.REMEMBER``, which leaves out a result the apply has
+        refused already), in one round trip: from then on their copies are answered by the
+        DUPLICATE script. A Redis failure only sends the copies to the queue's statement
+        (:data:`COPY`)."""
         try:
             async with self.client().pipeline(transaction=False) as pipe:
-                for key, value in markers:
-                    pipe.set(key, value, ex=notify_duplicates.QUEUED_TTL_SECONDS)
+                for no, txn, value in markers:
+                    keys = (notify_duplicates.queued_key(no), notify_duplicates.refused_key(no))
+                    pipe.eval(notify_duplicates.REMEMBER, 2, *keys, value, txn, notify_duplicates.QUEUED_TTL_SECONDS)
                 await pipe.execute()
         except Exception as exc:  # noqa: BLE001 - the rows are committed: SUCCESS all the same
             self.warn("Redis unavailable", exc)
