@@ -36,6 +36,16 @@ class FakePool:
             self.in_use -= 1
 
 
+class Warnings(list):
+    """The ``warn`` of a Batches: records (what, the exception's class name)."""
+
+    def __call__(self, what: str, exc: Exception) -> None:
+        self.append((what, type(exc).__name__))
+
+
+WARNED = Warnings()
+
+
 class FakeDatabase:
     name = "test-gate"
 
@@ -81,7 +91,7 @@ def submit_all(batches: gate_db.Batches, items: list[int], wait: float = 1.0, sp
 
 def test_items_arriving_together_go_out_in_few_statements_each_with_its_own_result():
     pool, run = FakePool(max_size=2), Statements(seconds=0.02)
-    batches = gate_db.Batches(FakeDatabase(pool), run)
+    batches = gate_db.Batches(FakeDatabase(pool), run, warn=WARNED)
 
     results = submit_all(batches, list(range(1, 41)))
 
@@ -93,7 +103,7 @@ def test_items_arriving_together_go_out_in_few_statements_each_with_its_own_resu
 
 def test_a_batch_never_exceeds_max_items():
     run = Statements(seconds=0.02)
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run, max_items=5)
+    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run, max_items=5, warn=WARNED)
     assert submit_all(batches, list(range(1, 18))) == [item * 10 for item in range(1, 18)]
     assert max(len(sent) for sent in run.sent) == 5
     assert sorted(item for sent in run.sent for item in sent) == list(range(1, 18))
@@ -101,7 +111,7 @@ def test_a_batch_never_exceeds_max_items():
 
 def test_a_lone_item_goes_out_at_once():
     run = Statements(seconds=0.0)
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=2)), run)
+    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=2)), run, warn=WARNED)
     assert submit_all(batches, [7, 8, 9], spacing=0.05) == [70, 80, 90]
     assert run.sent == [[7], [8], [9]]
 
@@ -115,7 +125,8 @@ def test_a_failed_statement_gives_none_to_its_items_and_to_those_waiting_and_the
         await release.wait()  # fails only once 4-6 are waiting behind it
         raise RuntimeError("the statement failed")
 
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run)
+    warned = Warnings()
+    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=warned)
 
     async def main():
         nonlocal release
@@ -132,20 +143,23 @@ def test_a_failed_statement_gives_none_to_its_items_and_to_those_waiting_and_the
 
     assert asyncio.run(main()) == [None, None, None, None]  # 4-6 were waiting: Django answers them at once
     assert sent == [[3]]  # nothing else was sent
+    assert warned == [("PostgreSQL unavailable", "RuntimeError")]  # one warning, the gate's
     batches.run = Statements(seconds=0.0)
     assert submit_all(batches, [8]) == [80]  # a new sender for the next request
 
 
 def test_a_wrong_number_of_results_gives_none_to_every_item_of_the_statement():
     run = Statements(seconds=0.0, short={2})
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run)
+    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
     assert submit_all(batches, [2]) == [None]
 
 
 def test_an_item_no_connection_took_in_time_is_never_sent():
     """No connection (PostgreSQL down): each waiting item gets None, nothing is sent."""
     run = Statements()
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=2, refuse=TimeoutError("no connection"))), run)
+    batches = gate_db.Batches(
+        FakeDatabase(FakePool(max_size=2, refuse=TimeoutError("no connection"))), run, warn=WARNED
+    )
     assert submit_all(batches, [1, 2, 3], wait=0.2) == [None, None, None]
     assert run.sent == []
 
@@ -155,7 +169,7 @@ def test_an_item_waiting_past_its_limit_leaves_the_queue_and_an_item_in_flight_g
     a slow statement gets its result after the limit; one still queued behind it leaves at the
     limit, is never sent, and gets None."""
     run = Statements(seconds=0.3)
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run)
+    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
 
     async def main():
         first = asyncio.ensure_future(batches.submit(1, 0.1))
@@ -170,13 +184,13 @@ def test_an_item_waiting_past_its_limit_leaves_the_queue_and_an_item_in_flight_g
 
 
 def test_no_pool_means_none():
-    assert submit_all(gate_db.Batches(FakeDatabase(None), Statements()), [1]) == [None]
+    assert submit_all(gate_db.Batches(FakeDatabase(None), Statements(), warn=WARNED), [1]) == [None]
 
 
 @pytest.mark.parametrize("loops", [2])
 def test_each_event_loop_has_its_own_queue(loops):
     run = Statements(seconds=0.0)
-    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run)
+    batches = gate_db.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
     for n in range(loops):
         assert submit_all(batches, [n + 1]) == [(n + 1) * 10]
     assert run.sent == [[1], [2]]

@@ -9,14 +9,14 @@ import contextlib
 import threading
 
 from starmall.api import gate_db
-from tests.test_gate_batches import FakeDatabase, FakePool, Statements
+from tests.test_gate_batches import WARNED, FakeDatabase, FakePool, Statements
 
 
 def test_requests_submitting_again_as_soon_as_answered_are_never_stranded():
     """Each answer immediately submits the next item (a sender finishing its batch while a
     new submit arrives, over and over): all 200 answered, every sender gone at the end."""
     pool = FakePool(1)
-    batches = gate_db.Batches(FakeDatabase(pool), Statements(seconds=0))
+    batches = gate_db.Batches(FakeDatabase(pool), Statements(seconds=0), warn=WARNED)
 
     async def main():
         async def chain(start: int):
@@ -47,7 +47,7 @@ def test_a_cancelled_waiter_does_not_strand_the_others_and_is_still_sent():
         await gate_open["event"].wait()
         return await statements(conn, items)
 
-    batches = gate_db.Batches(FakeDatabase(pool), run)
+    batches = gate_db.Batches(FakeDatabase(pool), run, warn=WARNED)
 
     async def main():
         gate_open["event"] = release()
@@ -83,7 +83,7 @@ def test_an_item_timed_out_while_the_connection_is_late_is_never_sent():
 
     pool = LatePool(1)
     statements = Statements(seconds=0)
-    batches = gate_db.Batches(FakeDatabase(pool), statements)
+    batches = gate_db.Batches(FakeDatabase(pool), statements, warn=WARNED)
 
     async def main():
         come["event"] = asyncio.Event()
@@ -115,7 +115,7 @@ def test_a_sender_dying_of_a_base_exception_leaves_no_item_waiting_forever():
             raise asyncio.CancelledError()
         return [item * 10 for item in items]
 
-    batches = gate_db.Batches(FakeDatabase(pool), run)
+    batches = gate_db.Batches(FakeDatabase(pool), run, warn=WARNED)
 
     async def main():
         events["started"], events["proceed"] = asyncio.Event(), asyncio.Event()
@@ -177,7 +177,7 @@ def test_two_loops_in_two_threads_sharing_one_batches_each_get_their_own_results
         await asyncio.sleep(0)
         return [item * 10 for item in items]
 
-    batches = _RacyState(PerLoopDatabase(), run)
+    batches = _RacyState(PerLoopDatabase(), run, warn=WARNED)
     results: dict = {}
 
     def thread(base: int):

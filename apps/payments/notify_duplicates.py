@@ -83,7 +83,8 @@ return 1
 DUPLICATE_SHA = hashlib.sha1(DUPLICATE.encode()).hexdigest()  # what EVALSHA names it by
 
 # A copy of a result still queued for the worker (apps/payments/notify_queue.py) that met no
-# queued marker (Redis failed at the SET, or the copy raced it): recorded all the same. KEYS: the backlog. ARGV: the entry, BACKLOG_MAX. 1: recorded; -1: full.
+# queued marker (Redis failed at its write, or the copy raced it): recorded all the same.
+# KEYS: the backlog. ARGV: the entry, BACKLOG_MAX. 1: recorded; -1: full.
 COPY = """
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -1 end
 redis.call('RPUSH', KEYS[1], ARGV[1])

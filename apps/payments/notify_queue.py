@@ -30,8 +30,9 @@ A copy of the same result arriving while its row still waits meets the queued ma
 stored after the commit (``notify_duplicates.queued_key``): the gate's one Redis script answers
 SUCCESS and puts the copy in the duplicates' audit backlog, as for a copy of an applied payment
 (one that raced the marker finds the row instead: ``ON CONFLICT``, then the same backlog). A
-result the apply refuses loses its queued marker, so its later copies go to Django again. What a customer sees: the order turns paid when the worker applies the row
-(milliseconds when the worker is idle; ``make bench`` reports the drain under a storm), and
+result the apply refuses loses its queued marker, so its later copies go to Django again.
+What a customer sees: the order turns paid when the worker applies the row (milliseconds
+when the worker is idle; ``make bench`` reports the drain under a storm), and
 ``GET /api/v1/orders/{order_no}/pay-status`` still asks WeChat itself while the payment is pending.
 """
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import weakref
 
 from django.conf import settings
@@ -23,7 +22,6 @@ from psycopg_pool import AsyncConnectionPool
 
 CONNECT_TIMEOUT_SECONDS = 2
 WARM_TIMEOUT_SECONDS = 3  # the most a worker's start-up waits for its gates' connections
-WARN_EVERY_SECONDS = 10.0  # a batch failing: one warning per interval, not one per batch
 
 logger = logging.getLogger(__name__)
 
@@ -93,15 +91,16 @@ class Batches:
     docs/PERFORMANCE.md). Here a request waits for at most the statement in flight and its own.
 
     ``run(connection, items)`` (async) sends the statement for ``items`` on an autocommit
-    connection and returns one result per item, in order. At most the pool's size of
+    connection and returns one result per item, in order; ``warn(what, exc)`` reports a batch
+    that was not written (the gate's ``RedisGate.warn``: one warning per interval, not one per
+    batch). At most the pool's size of
     statements run at once, one per connection. One event loop's batches never mix with
     another's (tests run each request in a loop of its own).
     """
 
-    def __init__(self, database: Database, run, max_items: int = 100) -> None:
-        self.database, self.run, self.max_items = database, run, max_items
+    def __init__(self, database: Database, run, *, warn, max_items: int = 100) -> None:
+        self.database, self.run, self.warn, self.max_items = database, run, warn, max_items
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = weakref.WeakKeyDictionary()
-        self._quiet_until = 0.0  # time.monotonic() before which failures are not logged again
 
     async def submit(self, item, wait_seconds: float):
         """``item``'s result, or None: no pool, or no connection took it within ``wait_seconds``
@@ -168,16 +167,7 @@ class Batches:
                             if not entry.future.done():
                                 entry.future.set_result(None)
         except Exception as exc:  # noqa: BLE001 - no connection, or the statement failed: Django answers
-            now = time.monotonic()
-            if now >= self._quiet_until:  # one warning per interval while PostgreSQL fails
-                self._quiet_until = now + WARN_EVERY_SECONDS
-                logger.warning(
-                    "%s: a batch was not written (%s: %s); Django answers, next warning in %d s at the earliest",
-                    self.database.name,
-                    type(exc).__name__,
-                    exc,
-                    WARN_EVERY_SECONDS,
-                )
+            self.warn("PostgreSQL unavailable", exc)
             waiting, pending.entries[:] = list(pending.entries), []
             for entry in waiting:
                 if not entry.future.done():

@@ -130,7 +130,7 @@ def queue_off_gate(settings) -> NotifyGate:
     settings.BREAKER_NOTIFY_GATE_OFF = 0
     gate = NotifyGate(Inner())
     gate._database = gate_db.Database("notify-gate", "BREAKER_NOTIFY_GATE_OFF")
-    gate._accepts = gate_db.Batches(gate._database, gate._accept)
+    gate._accepts = gate_db.Batches(gate._database, gate._accept, warn=gate.warn)
     return gate
 
 

@@ -99,7 +99,8 @@ class NotifyGate(gate.RedisGate):
         super().__init__(app)
         self._drf_headers = gate.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
         self._database = gate_db.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
-        self._accepts = gate_db.Batches(self._database, self._accept)  # those arriving together: one statement
+        # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
+        self._accepts = gate_db.Batches(self._database, self._accept, warn=self.warn)
         self._later: set[asyncio.Task] = set()  # the queued markers' writes, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
 
