@@ -18,10 +18,12 @@ from starmall.api import gate_db
 
 
 class FakePool:
-    """``max_size`` connections; ``connection()`` fails with ``refuse`` when set."""
+    """``max_size`` connections; ``connection()`` fails with ``refuse`` when set; ``handed``: the
+    connections handed out, in order."""
 
     def __init__(self, max_size: int, refuse: Exception | None = None) -> None:
         self.max_size, self.refuse, self.in_use, self.most_in_use = max_size, refuse, 0, 0
+        self.handed: list[FakeConnection] = []
 
     @contextlib.asynccontextmanager
     async def connection(self, timeout: float):
@@ -30,8 +32,10 @@ class FakePool:
         assert self.in_use < self.max_size
         self.in_use += 1
         self.most_in_use = max(self.most_in_use, self.in_use)
+        conn = FakeConnection()
+        self.handed.append(conn)
         try:
-            yield object()
+            yield conn
         finally:
             self.in_use -= 1
 
@@ -44,6 +48,13 @@ class Warnings(list):
 
 
 WARNED = Warnings()
+
+
+class FakeConnection:
+    """What a ``run`` is handed: ``broken`` as psycopg's connection has it."""
+
+    def __init__(self) -> None:
+        self.broken = False
 
 
 class FakeDatabase:
@@ -146,6 +157,28 @@ def test_a_failed_statement_gives_none_to_its_items_and_to_those_waiting_and_the
     assert warned == [("PostgreSQL unavailable", "RuntimeError")]  # one warning, the gate's
     batches.run = Statements(seconds=0.0)
     assert submit_all(batches, [8]) == [80]  # a new sender for the next request
+
+
+def test_a_connection_broken_under_a_run_that_answered_is_given_back_and_the_rest_take_another():
+    """A ``run`` that reports its own errors (the creates' ``create_many``) answers even when its
+    connection broke: its results stand, and the items still waiting go out on a fresh
+    connection instead of failing one after another on the dead one."""
+    pool, used = FakePool(max_size=1), []
+
+    async def run(conn, items):
+        used.append((id(conn), list(items)))
+        await asyncio.sleep(0.02)
+        if 1 in items:
+            conn.broken = True
+            return [None for _ in items]  # its own error: these items to Django
+        return [item * 10 for item in items]
+
+    batches = gate_db.Batches(FakeDatabase(pool), run, warn=WARNED)
+    before = len(WARNED)
+    assert submit_all(batches, [1, 2, 3, 4], spacing=0.005) == [None, 20, 30, 40]
+    assert [items for _, items in used] == [[1], [2, 3, 4]]
+    assert len(pool.handed) == 2 and pool.handed[0].broken and not pool.handed[1].broken
+    assert used[0][0] != used[1][0] and len(WARNED) == before and pool.in_use == 0
 
 
 def test_a_wrong_number_of_results_gives_none_to_every_item_of_the_statement():

@@ -7,7 +7,8 @@ loop, made on first use from ``DATABASES["default"]`` with the libpq options Dja
 autocommit (every statement the gates send is one query message, its own transaction), all its
 connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On
 another database than PostgreSQL, or with its size setting at 0, there is no pool and Django
-answers everything the gate would have written.
+answers everything the gate would have written. Both gates send through :class:`Batches`:
+what arrives while every connection is busy goes out together on the next free one.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Batches:
     docs/PERFORMANCE.md). Here a request waits for at most the statement in flight and its own.
 
     ``run(connection, items)`` (async) sends the statement for ``items`` on an autocommit
-    connection and returns one result per item, in order; ``warn(what, exc)`` reports a batch
+    connection and returns one result per item, in order (or raises: every item None); ``warn(what, exc)`` reports a batch
     that was not written (the gate's ``RedisGate.warn``: one warning per interval, not one per
     batch). At most the pool's size of
     statements run at once, one per connection. One event loop's batches never mix with
@@ -142,30 +143,35 @@ class Batches:
 
     async def _send(self, pool: AsyncConnectionPool, pending: _Pending) -> None:
         """Hold one connection while items wait, one statement per batch of them. Every item
-        taken gets its result or None; on a failure every item waiting gets None at once."""
+        taken gets its result or None; on a failure every item waiting gets None at once. A
+        connection that broke under a ``run`` which answered anyway (it reports its own
+        errors) goes back to the pool, which drops it, and the next batch takes another."""
         done = False  # this sender no longer counted: a submit from now on starts another
         try:
-            async with pool.connection(timeout=CONNECT_TIMEOUT_SECONDS) as conn:
-                while True:
-                    if not pending.entries:  # no await between this test and the count: no item is left behind
-                        pending.running -= 1
-                        done = True
-                        break
-                    batch = pending.entries[: self.max_items]
-                    del pending.entries[: len(batch)]
-                    for entry in batch:
-                        entry.taken = True
-                    try:
-                        results = await self.run(conn, [entry.item for entry in batch])
-                        if len(results) != len(batch):
-                            raise RuntimeError(f"{len(results)} results for {len(batch)} items")
-                        for entry, result in zip(batch, results, strict=True):
-                            if not entry.future.done():
-                                entry.future.set_result(result)
-                    finally:
+            while not done:
+                async with pool.connection(timeout=CONNECT_TIMEOUT_SECONDS) as conn:
+                    while True:
+                        if not pending.entries:  # no await between this test and the count: no item is left behind
+                            pending.running -= 1
+                            done = True
+                            break
+                        batch = pending.entries[: self.max_items]
+                        del pending.entries[: len(batch)]
                         for entry in batch:
-                            if not entry.future.done():
-                                entry.future.set_result(None)
+                            entry.taken = True
+                        try:
+                            results = await self.run(conn, [entry.item for entry in batch])
+                            if len(results) != len(batch):
+                                raise RuntimeError(f"{len(results)} results for {len(batch)} items")
+                            for entry, result in zip(batch, results, strict=True):
+                                if not entry.future.done():
+                                    entry.future.set_result(result)
+                        finally:
+                            for entry in batch:
+                                if not entry.future.done():
+                                    entry.future.set_result(None)
+                        if conn.broken:
+                            break
         except Exception as exc:  # noqa: BLE001 - no connection, or the statement failed: Django answers
             self.warn("PostgreSQL unavailable", exc)
             waiting, pending.entries[:] = list(pending.entries), []

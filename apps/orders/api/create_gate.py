@@ -11,7 +11,9 @@ soldout_gate``) hands this module a create whose request it has checked as it ch
 2. when the draft is the customer's and of the shape ``apps.orders.flash_create.fits`` (goods to
    an address, maybe a 秒杀, nothing else to take), runs ``order_create``'s transaction in one
    round trip on the worker's own small pool of PostgreSQL connections
-   (``CREATE_GATE_CONNECTIONS`` per process, psycopg_pool);
+   (``CREATE_GATE_CONNECTIONS`` per process, psycopg_pool); winners arriving while those
+   connections are busy wait for the next free one and go out together, one transaction per
+   sale (:func:`batches`, ``flash_create.create_many``);
 3. after the commit, what ``order_create`` does after its commit: drops the draft, settles the
    reservation (its units are the database's now) and flags SKUs left at 0 sold out, in one
    Redis pipeline (a failure there is logged: the draft expires, beat's sweep settles);
@@ -34,10 +36,10 @@ is added to the history as Django adds its own.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass
 
-import psycopg
 from django.utils import timezone
 from redis.exceptions import NoScriptError
 
@@ -54,6 +56,7 @@ logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/v1/orders"
 CONNECTION_WAIT_SECONDS = 1.0  # no free connection by then: Django creates the order
+BATCH_MAX = 32  # winners' creates in one transaction at most (one query message)
 _MAX_KEY = 64  # CreateInSerializer.order_key
 _MAX_REMARK = 200  # CreateInSerializer.remark
 
@@ -77,15 +80,24 @@ def create_request(data) -> tuple[str, str] | None:
     return (key, remark) if len(remark) <= _MAX_REMARK else None
 
 
-async def answer(redis, database: gate_db.Database, token: str, data) -> dict | None:
+def batches(database: gate_db.Database, warn) -> gate_db.Batches:
+    """The worker's creates of winners arriving together, sent as one transaction per sale
+    (``flash_create.create_many``) on ``database``'s connections; ``warn``: the gate's."""
+    return gate_db.Batches(
+        database, functools.partial(flash_create.create_many, warn=warn), warn=warn, max_items=BATCH_MAX
+    )
+
+
+async def answer(redis, creates: gate_db.Batches, token: str, data) -> dict | None:
     """The 201 body of the order made from the draft in ``data`` (``OrderSerializer``), or None:
-    Django answers. ``redis``: the gate's redis.asyncio client; ``token``: the bearer token;
-    ``data``: the parsed JSON body. Redis and connection errors propagate (the gate passes)."""
+    Django answers. ``redis``: the gate's redis.asyncio client; ``creates``: the worker's
+    :func:`batches`; ``token``: the bearer token; ``data``: the parsed JSON body. Redis errors
+    propagate (the gate passes); PostgreSQL's are the batch's (Django answers)."""
     parsed = create_request(data)
     if parsed is None:
         return None
     order_key, remark = parsed
-    pool = await database.pool()
+    pool = await creates.database.pool()
     if pool is None:
         return None
     customer, raw = await redis.mget([cache_client.make_key(token_key(token)), flash_reservations.draft_key(order_key)])
@@ -105,21 +117,17 @@ async def answer(redis, database: gate_db.Database, token: str, data) -> dict | 
     if throttle is None:
         return None  # over THROTTLE_ORDER_CREATE: Django's 429
     now = timezone.now()
-    try:
-        async with pool.connection(timeout=CONNECTION_WAIT_SECONDS) as conn:
-            created = await flash_create.create(
-                conn,
-                draft,
-                customer_id=draft.customer_id,
-                order_no=services.order_no_new(now),
-                remark=remark,
-                pay_deadline=services.pay_deadline_of(draft, now),
-                now=now,
-            )
-    except psycopg.errors.UniqueViolation:
-        return None  # the key's order exists (a create racing this one): Django returns it
+    item = flash_create.Create(
+        draft=draft,
+        customer_id=draft.customer_id,
+        order_no=services.order_no_new(now),
+        remark=remark,
+        pay_deadline=services.pay_deadline_of(draft, now),
+        now=now,
+    )
+    created = await creates.submit(item, CONNECTION_WAIT_SECONDS)
     if created is None:
-        return None  # refused, nothing kept: Django gives the exact answer and the reservation back
+        return None  # refused or not sent, nothing kept; or a racing create made the key's order: Django answers
     await _after_commit(redis, draft, created.sold_out, throttle)
     return OrderSerializer(created.order).data
 

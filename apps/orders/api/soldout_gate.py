@@ -126,9 +126,15 @@ class SoldOutGate(gate.RedisGate):
         self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
         self._create_headers = gate.view_headers(OrderListCreateView)
         self._database = gate_db.Database("create-gate", "CREATE_GATE_CONNECTIONS")  # a winner's create (create_gate)
+        self._creates = create_gate.batches(self._database, self.warn)  # winners arriving together: one transaction
 
     def body_limit(self) -> int:
         return _body_limit()
+
+    async def aclose(self) -> None:
+        """Finish the creates under way, then close the worker's pool and Redis client."""
+        await self._creates.drain()
+        await super().aclose()
 
     def redis_timeout(self) -> float:
         return REDIS_TIMEOUT_SECONDS
@@ -155,7 +161,7 @@ class SoldOutGate(gate.RedisGate):
         except (ValueError, RecursionError):
             return None
         if scope["path"] == create_gate.CREATE_PATH:  # a 秒杀 winner's create (apps.orders.api.create_gate)
-            order = await create_gate.answer(self.client(), self._database, auth[1], data)
+            order = await create_gate.answer(self.client(), self._creates, auth[1], data)
             if order is None:
                 return None
             payload = _json_body(order)
