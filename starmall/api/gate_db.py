@@ -92,11 +92,11 @@ class Batches:
     docs/PERFORMANCE.md). Here a request waits for at most the statement in flight and its own.
 
     ``run(connection, items)`` (async) sends the statement for ``items`` on an autocommit
-    connection and returns one result per item, in order (or raises: every item None); ``warn(what, exc)`` reports a batch
-    that was not written (the gate's ``RedisGate.warn``: one warning per interval, not one per
-    batch). At most the pool's size of
-    statements run at once, one per connection. One event loop's batches never mix with
-    another's (tests run each request in a loop of its own).
+    connection and returns one result per item, in order (or raises: every item None);
+    ``warn(what, exc)`` reports a batch that was not written (the gate's ``RedisGate.warn``: one
+    warning per interval, not one per batch). At most the pool's size of statements run at once,
+    one per connection. One event loop's batches never mix with another's (tests run each
+    request in a loop of its own).
     """
 
     def __init__(self, database: Database, run, *, warn, max_items: int = 100) -> None:
