@@ -93,7 +93,7 @@ def take_statement(
     several orders still takes allowances before the sale (``starmall/locking.py``, step 6).
     ``label``: appended to the refusal's reason after ``@`` (:func:`create_many` names the item
     and the half that refused; letters and digits only, written into the statement as they are)."""
-    if not label.isalnum() and label:
+    if label and not label.isalnum():
         raise ValueError(f"label {label!r}")
     tag = f"@{label}" if label else ""
     cap = settings.MAX_UNPAID_ORDERS
