@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"alerts", "almanac", "files", "logistics", "shipping"},
     {"accounts"},
     {"catalog"},
-    {"appointments", "marketing", "content"},
+    {"members", "appointments", "marketing", "content"},
     {"orders"},
     {"payments", "stores"},
     {"distribution"},
