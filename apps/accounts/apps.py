@@ -10,8 +10,8 @@ class AccountsConfig(AppConfig):
     def ready(self) -> None:
         """A customer saved as inactive, or deleted, loses every API token after commit, whoever
         does it (the admin's change form, a shell): a ``TokenRevocation`` row in the save's (or
-        delete's) transaction, ``revocations.token_revocations_record``; bulk UPDATEs record
-        theirs in ``CustomerQuerySet.update``."""
+        delete's) transaction, ``revocations.token_revocations_record``; staff's bulk action
+        records them in ``services.customers_deactivate``, and beat's sweep finds the rest."""
         from apps.accounts.models import Customer
 
         post_save.connect(_customer_saved, sender=Customer, dispatch_uid="customer-deactivated-tokens")

@@ -9,27 +9,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 
-class CustomerQuerySet(models.QuerySet):
-    """``update(is_active=...)`` also records the deactivated customers' token revocations."""
-
-    def update(self, **kwargs):
-        """A bulk UPDATE that touches ``is_active`` (a staff action, ``bulk_update``, a shell)
-        records a :class:`TokenRevocation` for every customer it left inactive, in the same
-        transaction (``apps.accounts.revocations.token_revocations_record``). Other updates
-        (balances, points: the hot path) are plain UPDATEs."""
-        if "is_active" not in kwargs or kwargs["is_active"] is True:
-            return super().update(**kwargs)
-        from apps.accounts.revocations import token_revocations_record
-
-        with transaction.atomic(using=self.db, savepoint=False):
-            ids = list(self.values_list("pk", flat=True))
-            updated = super().update(**kwargs)
-            token_revocations_record(
-                customer_ids=list(self.model.objects.filter(pk__in=ids, is_active=False).values_list("pk", flat=True))
-            )
-        return updated
-
-
 class Customer(models.Model):
     """A WeChat user of the mini-program, identified by ``openid`` under our appid."""
 
@@ -42,8 +21,6 @@ class Customer(models.Model):
     points = models.BigIntegerField(verbose_name="积分", default=0)  # one point is worth settings.POINT_VALUE_FEN fen
     is_active = models.BooleanField(verbose_name="启用", default=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
-
-    objects = CustomerQuerySet.as_manager()
 
     class Meta:
         verbose_name = "顾客"

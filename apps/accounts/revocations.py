@@ -6,7 +6,7 @@ So a deactivation must reach Redis even when Redis is down at that moment:
 
 1. the transaction that deactivates or deletes customers records a :class:`TokenRevocation`
    per customer (:func:`token_revocations_record`: ``Customer.save`` through its ``post_save``
-   receiver, ``Customer.objects...update(is_active=False)``, the admin action, a delete);
+   receiver, ``services.customers_deactivate`` (the admin action), a delete);
 2. after commit it is tried once (:func:`token_revocations_process`); a Redis error leaves the
    row, with the error;
 3. beat's ``tokens-revoke-sweep`` (every ``BEAT_SWEEP_SECONDS``) retries the rows until Redis

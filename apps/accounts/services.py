@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from apps.accounts import address_cards, login_hooks, tokens, wechat
+from apps.accounts import address_cards, login_hooks, revocations, tokens, wechat
 from apps.accounts.exceptions import LoginCodeInvalid
 from apps.accounts.models import Address, Customer
 from apps.accounts.wallet import customer_lock
@@ -63,9 +63,13 @@ def customer_logout(*, token: str) -> None:
 def customers_deactivate(*, customer_ids: list[int]) -> int:
     """Staff: deactivate these customers (``is_active`` true -> false, conditional UPDATE);
     returns how many changed. Their token revocations are recorded in the same transaction
-    and tried after commit (``Customer.objects`` ``update``, ``apps.accounts.revocations``):
-    their next request is 401, also at the sold-out gate."""
-    return Customer.objects.filter(pk__in=customer_ids, is_active=True).update(is_active=False)
+    and tried after commit (``apps.accounts.revocations``): their next request is 401, also
+    at the sold-out gate. A deactivation by plain SQL is found by beat's revocation sweep."""
+    ids = list(Customer.objects.filter(pk__in=customer_ids, is_active=True).values_list("pk", flat=True))
+    changed = Customer.objects.filter(pk__in=ids, is_active=True).update(is_active=False)
+    now_inactive = Customer.objects.filter(pk__in=ids, is_active=False).values_list("pk", flat=True)
+    revocations.token_revocations_record(customer_ids=list(now_inactive))
+    return changed
 
 
 def address_create(*, customer: Customer, **fields) -> Address:

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from apps.chat import presence, services
+from apps.chat import frames, presence, services
 from apps.chat.exceptions import Forbidden
 from starmall.errors import InvalidInput, NotFound, ShopError
 
@@ -143,7 +143,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             duration=frame.get("duration"),
             fanout=False,
         )
-        out = await database_sync_to_async(services.message_frame)(message)
+        out = await database_sync_to_async(frames.message_frame)(message)
         await self.channel_layer.group_send(self.group, {"type": "chat.message", "frame": out})
 
     async def _read(self, frame: dict):
@@ -155,7 +155,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         )
         if recorded:
             await self.channel_layer.group_send(
-                self.group, {"type": "chat.read", "frame": services.read_frame(up_to=recorded, by=self.side)}
+                self.group, {"type": "chat.read", "frame": frames.read_frame(up_to=recorded, by=self.side)}
             )
 
     # --- group events ---------------------------------------------------------------------

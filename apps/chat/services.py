@@ -22,7 +22,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.chat import presence
+from apps.chat import frames, presence
 from apps.chat.exceptions import ChatThrottled, Forbidden
 from apps.chat.media import message_upload, voice_seconds
 from apps.chat.models import ChatMessage, ChatNotice, ChatSession, ContentType, Side
@@ -164,13 +164,6 @@ def _online(session_id: int, side: str) -> bool:
         return False
 
 
-def message_frame(message: ChatMessage) -> dict:
-    """The ``{"type": "message", "message": {...}}`` frame of a stored message."""
-    from apps.chat.api.serializers import MessageSerializer
-
-    return {"type": "message", "message": dict(MessageSerializer(message).data)}
-
-
 def _group_send(session_id: int, event: dict) -> None:
     """Deliver ``event`` to the session's sockets from sync code; a layer that is down only
     loses the live push (the row is stored: clients read it over HTTP)."""
@@ -182,11 +175,7 @@ def _group_send(session_id: int, event: dict) -> None:
 
 def fanout_message(message: ChatMessage) -> None:
     """Push a stored message to every socket of its session."""
-    _group_send(message.session_id, {"type": "chat.message", "frame": message_frame(message)})
-
-
-def read_frame(*, up_to: int, by: str) -> dict:
-    return {"type": "read", "up_to": up_to, "by": by}
+    _group_send(message.session_id, {"type": "chat.message", "frame": frames.message_frame(message)})
 
 
 def messages_mark_read(*, session_id: int, customer_id: int, up_to: int, fanout: bool = True) -> int:
@@ -206,7 +195,7 @@ def messages_mark_read(*, session_id: int, customer_id: int, up_to: int, fanout:
     field = f"{who.side}_last_read_id"
     moved = ChatSession.objects.filter(pk=session_id, **{f"{field}__lt": newest}).update(**{field: newest})
     if moved and fanout:
-        _group_send(session_id, {"type": "chat.read", "frame": read_frame(up_to=newest, by=who.side)})
+        _group_send(session_id, {"type": "chat.read", "frame": frames.read_frame(up_to=newest, by=who.side)})
     return newest
 
 

@@ -94,13 +94,11 @@ def test_redis_down_after_commit_keeps_the_row_and_the_sweep_revokes(
     assert (token_customer_id(token), pending(), redis_fails_once) == (None, [], [customer.pk, customer.pk])
 
 
-def test_queryset_update_records_rows_for_the_customers_it_deactivated(
-    make_customer, django_capture_on_commit_callbacks
-):
+def test_customers_deactivate_records_rows_in_its_transaction(make_customer, django_capture_on_commit_callbacks):
     first, second, kept = make_customer(), make_customer(), make_customer()
     issued = {c.pk: token_issue(customer_id=c.pk) for c in (first, second, kept)}
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        assert Customer.objects.filter(pk__in=[first.pk, second.pk]).update(is_active=False) == 2
+        assert services.customers_deactivate(customer_ids=[first.pk, second.pk]) == 2
     assert pending() == [(first.pk, 0), (second.pk, 0)]
     for callback in callbacks:
         callback()
@@ -108,16 +106,19 @@ def test_queryset_update_records_rows_for_the_customers_it_deactivated(
     assert pending() == []
 
 
-def test_bulk_update_and_other_updates(make_customer, django_capture_on_commit_callbacks):
-    """``bulk_update`` sends a CASE expression: only the customers it left inactive get a row;
-    a balance update (the wallet's hot path) records nothing."""
+def test_plain_sql_deactivations_are_found_by_the_sweep(make_customer, django_capture_on_commit_callbacks):
+    """``bulk_update`` and ``update`` are plain SQL (the wallet's hot path stays one UPDATE):
+    they record nothing, and beat's sweep finds the customers they left inactive with tokens."""
     first, second = make_customer(), make_customer()
+    first_token, second_token = token_issue(customer_id=first.pk), token_issue(customer_id=second.pk)
     first.is_active = False
     with django_capture_on_commit_callbacks(execute=False):
         Customer.objects.bulk_update([first, second], ["is_active"])
         Customer.objects.filter(pk=second.pk).update(balance_fen=100)
         Customer.objects.filter(pk=second.pk).update(is_active=True)
-    assert pending() == [(first.pk, 0)]
+    assert pending() == []
+    assert revocations.token_revocations_sweep() == {"revoked": 1, "tokens": 1, "failed": 0, "found": 1}
+    assert (token_customer_id(first_token), token_customer_id(second_token), pending()) == (None, second.pk, [])
 
 
 def test_the_admin_action_deactivates_and_revokes(make_customer, boss, django_capture_on_commit_callbacks):

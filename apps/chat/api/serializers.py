@@ -1,6 +1,6 @@
-from django.utils import timezone
 from rest_framework import serializers
 
+from apps.chat import frames
 from apps.chat.models import ChatMessage, ChatSession, ContentType, Side
 from apps.chat.services import session_is_closed
 from starmall.api.schema import MAX_ID
@@ -11,12 +11,10 @@ class MessageSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ChatMessage
-        fields = ["id", "session_id", "sender", "content_type", "content", "duration", "created_at"]
+        fields = list(frames.MESSAGE_FIELDS)
 
     def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["created_at"] = timezone.localtime(instance.created_at).isoformat()
-        return data
+        return frames.message_data(instance)
 
 
 class MessageInSerializer(serializers.Serializer):
