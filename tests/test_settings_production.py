@@ -12,14 +12,50 @@ import sys
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+SANDBOX_KEYS = BASE_DIR / "wechat_sandbox" / "keys"
 ROBOT = "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=693a91f6-7aoc-4bc4-97a0-0ec2sifa5aaa"
 SECRET = "k3#Vq9!zR2@mL8$wT5^nY1&bH6*cJ4(dF7)gS0-aU3+eO9=pX2"  # 50 chars, as check --deploy wants
+# A real merchant's other secrets (none of them is in the repository but here).
+REAL = {
+    "WECHAT_PAY_V3_KEY": "Zq7nR2xK9mW4tY8pB3vL6cJ1hF5dG0sA",
+    "WECHAT_PAY_V3_MCH_SERIAL": "3775B6A45ACD588826D15E583A95F5DD2B8E1F07",
+    "WECHAT_PAY_V3_PUBLIC_KEY_ID": "PUB_KEY_ID_0114232021202412050011000200001234",
+    "WECHAT_OFFICIAL_SECRET": "9a8b7c6d5e4f30211203f4e5d6c7b8a9",
+    "WECHAT_OFFICIAL_TOKEN": "q8Zr3Lw9Tn2Vb6Kx",
+    "WECHAT_OFFICIAL_AES_KEY": "Xk3Rq9Zt7Lm2Wn8Bv4Cy6Hd1Fg5Js0Pa3Ue7Io9Qr2T",
+    "SMS_TENCENT_SECRET_ID": "AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE",
+    "SMS_TENCENT_SECRET_KEY": "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE",
+    "LOGISTICS_KEY": "fZxJtBqvPmWkRsLe1234",
+}
+
+
+def pem_key_pair(folder: Path) -> tuple[Path, Path]:
+    """A fresh RSA private key and its public key, as PEM files in ``folder``."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private, public = folder / "apiclient_key.pem", folder / "pub_key.pem"
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return private, public
+
+
+@pytest.fixture(scope="module")
+def v3_keys(tmp_path_factory) -> dict[str, str]:
+    """The merchant's own v3 private key and WeChat Pay's public key, as files."""
+    mch_private, _ = pem_key_pair(tmp_path_factory.mktemp("merchant"))
+    _, wechatpay_public = pem_key_pair(tmp_path_factory.mktemp("wechatpay"))
+    return {"WECHAT_PAY_V3_MCH_PRIVATE_KEY": str(mch_private), "WECHAT_PAY_V3_PUBLIC_KEY": str(wechatpay_public)}
 
 
 @pytest.fixture
-def prod_env(tmp_path) -> dict[str, str]:
+def prod_env(tmp_path, v3_keys) -> dict[str, str]:
     """A complete production environment (nothing is connected to by these commands)."""
     cert, key = tmp_path / "apiclient_cert.pem", tmp_path / "apiclient_key.pem"
     cert.write_text("-----BEGIN CERTIFICATE-----\n")
@@ -27,7 +63,7 @@ def prod_env(tmp_path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST", "ALERT_", "EMAIL_"))
+        if not k.startswith(("DJANGO_", "WECHAT_", "STARMALL_TEST", "ALERT_", "EMAIL_", "SMS_", "LOGISTICS_"))
     }
     env.update(
         {
@@ -45,6 +81,8 @@ def prod_env(tmp_path) -> dict[str, str]:
             "WECHAT_MCH_CERT": str(cert),
             "WECHAT_MCH_KEY": str(key),
             "ALERT_WECOM_WEBHOOK_URL": ROBOT,
+            **REAL,
+            **v3_keys,
         }
     )
     return env
@@ -195,3 +233,140 @@ def test_the_robots_key_is_in_no_error_report(prod_env):
         )
         == "********************"
     )
+
+
+def refusal(result: subprocess.CompletedProcess) -> str:
+    """The one line start-up was refused with (asserting it is one line and exit status 1)."""
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "WECHAT_PAY_V3_KEY",
+        "WECHAT_PAY_V3_MCH_PRIVATE_KEY",
+        "WECHAT_PAY_V3_MCH_SERIAL",
+        "WECHAT_PAY_V3_PUBLIC_KEY",
+        "WECHAT_PAY_V3_PUBLIC_KEY_ID",
+        "WECHAT_OFFICIAL_SECRET",
+        "WECHAT_OFFICIAL_TOKEN",
+        "SMS_TENCENT_SECRET_ID",
+        "SMS_TENCENT_SECRET_KEY",
+        "LOGISTICS_KEY",
+    ],
+)
+def test_a_secret_left_at_its_public_default_refuses_start_up(prod_env, name):
+    """Everything else real; this one unset, so base.py's public default (the sandbox's) stays."""
+    env = {k: v for k, v in prod_env.items() if k != name}
+    line = refusal(manage(env, "check"))
+    assert line.startswith(f"Starmall configuration error: {name} "), line
+    assert "also public" not in line and "docs/DEPLOY.md §2a" in line
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DJANGO_SECRET_KEY", "dev-only-insecure-secret-key-change-me"),  # local.py's
+        ("DJANGO_SECRET_KEY", "django-insecure-" + SECRET),  # Django's startproject prefix
+        ("DJANGO_SECRET_KEY", "ab12" * 15),  # 60 characters, 4 distinct: long enough, not random
+        ("DJANGO_SECRET_KEY", "k3#Vq9!zR2@mL8$wT5^nY1&bH6"),  # random but 26 characters
+        ("WECHAT_APP_SECRET", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+        ("WECHAT_PAY_API_KEY", "starmall0sandbox0pay0api0key0032"),
+        ("WECHAT_PAY_V3_KEY", "starmall0sandbox0apiv3key0000032"),
+        ("WECHAT_PAY_V3_MCH_SERIAL", "5157F09EFDC096DE15EBE81A47057A72SANDBOX0"),
+        ("WECHAT_PAY_V3_PUBLIC_KEY_ID", "PUB_KEY_ID_0119000001092026120100SANDBOX"),
+        ("WECHAT_OFFICIAL_TOKEN", "starmallofficialtoken"),
+        ("WECHAT_OFFICIAL_AES_KEY", "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"),  # WeChat's sample, the tests'
+    ],
+)
+def test_a_secret_set_to_a_public_value_refuses_start_up(prod_env, name, value):
+    line = refusal(manage({**prod_env, name: value}, "check"))
+    assert line.startswith(f"Starmall configuration error: {name} "), line
+    assert "also public" not in line
+
+
+def _reencoded(source: Path) -> bytes:
+    """The same key in another PEM encoding (PKCS#1), with Windows line ends."""
+    data = source.read_bytes()
+    if b"PRIVATE" in data:
+        key = serialization.load_pem_private_key(data, password=None)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        )
+    else:
+        key = serialization.load_pem_public_key(data)
+        pem = key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.PKCS1)
+    assert pem != data
+    return pem.replace(b"\n", b"\r\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "reencode"),
+    [
+        ("WECHAT_PAY_V3_MCH_PRIVATE_KEY", "merchant_private.pem", False),
+        ("WECHAT_PAY_V3_MCH_PRIVATE_KEY", "platform_private.pem", True),
+        ("WECHAT_PAY_V3_PUBLIC_KEY", "platform_public.pem", False),
+        ("WECHAT_PAY_V3_PUBLIC_KEY", "platform_public.pem", True),
+        ("WECHAT_MCH_KEY", "merchant_private.pem", False),  # the v2 merchant certificate's key
+        ("WECHAT_MCH_CERT", "merchant_public.pem", True),
+    ],
+)
+def test_a_copy_of_a_sandbox_key_elsewhere_refuses_start_up(prod_env, tmp_path, name, source, reencode):
+    copy = tmp_path / "etc" / "apiclient_key.pem"
+    copy.parent.mkdir()
+    copy.write_bytes(_reencoded(SANDBOX_KEYS / source) if reencode else (SANDBOX_KEYS / source).read_bytes())
+    line = refusal(manage({**prod_env, name: str(copy)}, "check"))
+    assert line.startswith(f"Starmall configuration error: {name} ({copy}) holds a key of the WeChat sandbox"), line
+
+
+def test_several_public_secrets_are_named_in_one_line(prod_env):
+    env = {k: v for k, v in prod_env.items() if not k.startswith("SMS_TENCENT_SECRET")}
+    line = refusal(manage({**env, "WECHAT_OFFICIAL_TOKEN": "starmallofficialtoken"}, "check"))
+    assert line.startswith("Starmall configuration error: WECHAT_OFFICIAL_TOKEN is a public value"), line
+    assert line.endswith("; also public: SMS_TENCENT_SECRET_ID, SMS_TENCENT_SECRET_KEY"), line
+
+
+def test_with_every_secret_real_the_shop_starts_with_them(prod_env):
+    names = ["WECHAT_PAY_V3_KEY", "WECHAT_OFFICIAL_TOKEN", "WECHAT_OFFICIAL_AES_KEY", "SMS_TENCENT_SECRET_KEY"]
+    names += ["WECHAT_PAY_V3_MCH_PRIVATE_KEY", "WECHAT_PAY_V3_PUBLIC_KEY"]
+    assert setting(prod_env, ", ".join(f"settings.{name}" for name in names)) == " ".join(prod_env[n] for n in names)
+
+
+def test_check_deploy_lists_every_public_default_under_other_settings(prod_env, tmp_path):
+    """An owner's production-like environment under local settings, every secret left public."""
+    from starmall import public_secrets
+
+    env = {k: v for k, v in prod_env.items() if k not in REAL and k not in ("DJANGO_SECRET_KEY", "WECHAT_APP_SECRET")}
+    env = {k: v for k, v in env.items() if not k.startswith("WECHAT_PAY_V3_") and k != "WECHAT_PAY_API_KEY"}
+    for name, source in (("WECHAT_MCH_CERT", "merchant_public.pem"), ("WECHAT_MCH_KEY", "merchant_private.pem")):
+        (tmp_path / source).write_bytes((SANDBOX_KEYS / source).read_bytes())
+        env[name] = str(tmp_path / source)
+    env.update(DJANGO_SETTINGS_MODULE="starmall.settings.local", DJANGO_DEBUG="false")
+    env["WECHAT_OFFICIAL_AES_KEY"] = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+    result = manage(env, "check", "--deploy")
+    assert result.returncode == 1
+    listed = [line.split()[2] for line in result.stderr.splitlines() if "(starmall.E001)" in line]
+    assert sorted(listed) == [
+        "DJANGO_SECRET_KEY",
+        "LOGISTICS_KEY",
+        "SMS_TENCENT_SECRET_ID",
+        "SMS_TENCENT_SECRET_KEY",
+        "WECHAT_APP_SECRET",
+        "WECHAT_MCH_CERT",
+        "WECHAT_MCH_KEY",
+        "WECHAT_OFFICIAL_AES_KEY",
+        "WECHAT_OFFICIAL_SECRET",
+        "WECHAT_OFFICIAL_TOKEN",
+        "WECHAT_PAY_API_KEY",
+        "WECHAT_PAY_V3_KEY",
+        "WECHAT_PAY_V3_MCH_PRIVATE_KEY",
+        "WECHAT_PAY_V3_MCH_SERIAL",
+        "WECHAT_PAY_V3_PUBLIC_KEY",
+        "WECHAT_PAY_V3_PUBLIC_KEY_ID",
+    ]
+    assert sorted(listed) == sorted(secret.variable for secret in public_secrets.SECRETS)
+    assert result.stderr.count("HINT: ") >= len(listed)
+    assert "HINT: the mini-program's AppSecret (mp.weixin.qq.com" in result.stderr

@@ -17,6 +17,7 @@ from starmall import embedded_redis, redis_urls
 from starmall.media_storage import MediaStorageError
 from starmall.media_storage import from_environ as media_storage_from_environ
 from starmall.proxies import from_environ as trusted_proxies_from_environ
+from starmall.public_secrets import default as _public
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = embedded_redis.VAR_DIR
@@ -508,7 +509,7 @@ except ValueError:
 RESCHEDULE_MIN_NOTICE_HOURS = env.int("RESCHEDULE_MIN_NOTICE_HOURS", default=24)
 
 # --- WeChat (mini-program login + WeChat Pay V2) ---------------------------------------------
-# The defaults are the local sandbox's demo credentials; production sets its own.
+# The defaults are the local sandbox's demo credentials (secrets: starmall/public_secrets.py).
 # WECHAT_SANDBOX_PORT moves the sandbox and both default bases at once (make run starts the
 # sandbox on whatever loopback http base the shop is given; see runshop.sandbox_address).
 WECHAT_SANDBOX_PORT = env.int("WECHAT_SANDBOX_PORT", default=8001)
@@ -517,9 +518,9 @@ SANDBOX_BASE = f"http://127.0.0.1:{WECHAT_SANDBOX_PORT}/"
 # customer reads on the payment screen and in their WeChat bill.
 SHOP_NAME = env.str("SHOP_NAME", default="星商城")
 WECHAT_APPID = env.str("WECHAT_APPID", default="wx8d5f3c1a2b4e6f70")
-WECHAT_APP_SECRET = env.str("WECHAT_APP_SECRET", default="0f1e2d3c4b5a69788796a5b4c3d2e1f0")
+WECHAT_APP_SECRET = env.str("WECHAT_APP_SECRET", default=_public("WECHAT_APP_SECRET"))
 WECHAT_MCH_ID = env.str("WECHAT_MCH_ID", default="1900000109")
-WECHAT_PAY_API_KEY = env.str("WECHAT_PAY_API_KEY", default="starmall0sandbox0pay0api0key0032")
+WECHAT_PAY_API_KEY = env.str("WECHAT_PAY_API_KEY", default=_public("WECHAT_PAY_API_KEY"))
 WECHAT_API_BASE = env.str("WECHAT_API_BASE", default=SANDBOX_BASE)
 WECHAT_PAY_API_BASE = env.str("WECHAT_PAY_API_BASE", default=SANDBOX_BASE)
 WECHAT_MCH_CERT = env.str("WECHAT_MCH_CERT", default="")  # PEM path, needed for refunds
@@ -538,7 +539,7 @@ WECHAT_SPBILL_CREATE_IP = env.str("WECHAT_SPBILL_CREATE_IP", default="127.0.0.1"
 LOGISTICS_PROVIDER = env.str("LOGISTICS_PROVIDER", default="apps.logistics.providers.Kuaidi100Provider")
 LOGISTICS_API_BASE = env.str("LOGISTICS_API_BASE", default=SANDBOX_BASE)
 LOGISTICS_CUSTOMER = env.str("LOGISTICS_CUSTOMER", default="STARMALLSANDBOX")
-LOGISTICS_KEY = env.str("LOGISTICS_KEY", default="starmall-logistics-sandbox-key")
+LOGISTICS_KEY = env.str("LOGISTICS_KEY", default=_public("LOGISTICS_KEY"))
 LOGISTICS_TIMEOUT_SECONDS = env.float("LOGISTICS_TIMEOUT_SECONDS", default=5.0)
 LOGISTICS_CACHE_SECONDS = env.int("LOGISTICS_CACHE_SECONDS", default=600)
 # Shipped goods orders complete by themselves this many days after shipping (API.md Additions).
@@ -655,8 +656,8 @@ SMS_TENCENT_ENDPOINT = env.str(
     "SMS_TENCENT_ENDPOINT", default=f"{SANDBOX_BASE}tencent-sms/"
 )  # real: https://sms.tencentcloudapi.com/
 SMS_TENCENT_REGION = env.str("SMS_TENCENT_REGION", default="ap-guangzhou")
-SMS_TENCENT_SECRET_ID = env.str("SMS_TENCENT_SECRET_ID", default="AKIDstarmallSandbox0000000000000000")
-SMS_TENCENT_SECRET_KEY = env.str("SMS_TENCENT_SECRET_KEY", default="starmallSandboxSecretKey00000000")
+SMS_TENCENT_SECRET_ID = env.str("SMS_TENCENT_SECRET_ID", default=_public("SMS_TENCENT_SECRET_ID"))
+SMS_TENCENT_SECRET_KEY = env.str("SMS_TENCENT_SECRET_KEY", default=_public("SMS_TENCENT_SECRET_KEY"))
 SMS_TENCENT_SDK_APP_ID = env.str("SMS_TENCENT_SDK_APP_ID", default="1400000000")
 SMS_SIGN_NAME = env.str("SMS_SIGN_NAME", default="星商城")
 # provider template ids: the verification code ({1} code, {2} minutes) and "order paid" ({1} order_no, {2} yuan)
@@ -666,8 +667,8 @@ SMS_TIMEOUT_SECONDS = env.float("SMS_TIMEOUT_SECONDS", default=5.0)
 # The official account (公众号): its own appid/secret (menus, materials, mass sending), the
 # server's token, and the EncodingAESKey (43 characters; empty = plaintext mode only).
 WECHAT_OFFICIAL_APPID = env.str("WECHAT_OFFICIAL_APPID", default="wx5e2f7a9c1b3d4e60")
-WECHAT_OFFICIAL_SECRET = env.str("WECHAT_OFFICIAL_SECRET", default="7c6b5a4938271605f4e3d2c1b0a99887")
-WECHAT_OFFICIAL_TOKEN = env.str("WECHAT_OFFICIAL_TOKEN", default="starmallofficialtoken")
+WECHAT_OFFICIAL_SECRET = env.str("WECHAT_OFFICIAL_SECRET", default=_public("WECHAT_OFFICIAL_SECRET"))
+WECHAT_OFFICIAL_TOKEN = env.str("WECHAT_OFFICIAL_TOKEN", default=_public("WECHAT_OFFICIAL_TOKEN"))
 WECHAT_OFFICIAL_AES_KEY = env.str("WECHAT_OFFICIAL_AES_KEY", default="")
 WECHAT_OFFICIAL_API_BASE = env.str("WECHAT_OFFICIAL_API_BASE", default=SANDBOX_BASE)
 # Followers per mass-send batch (WeChat's message/mass/send takes up to 10,000 openids).
@@ -725,16 +726,15 @@ COMMISSION_FREEZE_DAYS = env.int("COMMISSION_FREEZE_DAYS", default=7)
 WITHDRAW_MIN_FEN = env.int("WITHDRAW_MIN_FEN", default=100)  # fen
 # A transfer WeChat has not finished after this many hours raises an alert (apps.alerts).
 TRANSFER_STUCK_HOURS = env.int("TRANSFER_STUCK_HOURS", default=24)
-# WeChat Pay API v3 (WECHAT.md): the defaults are the sandbox's shipped test keys
-# (wechat_sandbox/keys/), so make run works with no internet; production sets all of them.
-_SANDBOX_KEYS = BASE_DIR / "wechat_sandbox" / "keys"
+# WeChat Pay API v3 (WECHAT.md): the defaults are the sandbox's shipped test keys (wechat_sandbox/keys/),
+# so make run works with no internet; production refuses them (starmall/public_secrets.py).
 WECHAT_PAY_V3_API_BASE = env.str("WECHAT_PAY_V3_API_BASE", default=SANDBOX_BASE.rstrip("/")).rstrip("/")
 WECHAT_PAY_V3_MCH_PRIVATE_KEY = env.str(
-    "WECHAT_PAY_V3_MCH_PRIVATE_KEY", default=str(_SANDBOX_KEYS / "merchant_private.pem")
+    "WECHAT_PAY_V3_MCH_PRIVATE_KEY", default=_public("WECHAT_PAY_V3_MCH_PRIVATE_KEY")
 )
-WECHAT_PAY_V3_MCH_SERIAL = env.str("WECHAT_PAY_V3_MCH_SERIAL", default="5157F09EFDC096DE15EBE81A47057A72SANDBOX0")
-WECHAT_PAY_V3_KEY = env.str("WECHAT_PAY_V3_KEY", default="starmall0sandbox0apiv3key0000032")
-WECHAT_PAY_V3_PUBLIC_KEY = env.str("WECHAT_PAY_V3_PUBLIC_KEY", default=str(_SANDBOX_KEYS / "platform_public.pem"))
-WECHAT_PAY_V3_PUBLIC_KEY_ID = env.str("WECHAT_PAY_V3_PUBLIC_KEY_ID", default="PUB_KEY_ID_0119000001092026120100SANDBOX")
+WECHAT_PAY_V3_MCH_SERIAL = env.str("WECHAT_PAY_V3_MCH_SERIAL", default=_public("WECHAT_PAY_V3_MCH_SERIAL"))
+WECHAT_PAY_V3_KEY = env.str("WECHAT_PAY_V3_KEY", default=_public("WECHAT_PAY_V3_KEY"))
+WECHAT_PAY_V3_PUBLIC_KEY = env.str("WECHAT_PAY_V3_PUBLIC_KEY", default=_public("WECHAT_PAY_V3_PUBLIC_KEY"))
+WECHAT_PAY_V3_PUBLIC_KEY_ID = env.str("WECHAT_PAY_V3_PUBLIC_KEY_ID", default=_public("WECHAT_PAY_V3_PUBLIC_KEY_ID"))
 # The mini-program page a promotion code opens (getwxacodeunlimit ``page``; empty: the home page).
 PROMOTION_CODE_PAGE = env.str("PROMOTION_CODE_PAGE", default="")

@@ -1,10 +1,12 @@
 """Settings for a developer's machine and the demo shop (``make run``)."""
 
+from starmall import public_secrets
+
 from .base import *  # noqa: F401,F403
 from .base import VAR_DIR, _check, env
 
 DEBUG = env.bool("DJANGO_DEBUG", default=True)
-SECRET_KEY = SECRET_KEY or "dev-only-insecure-secret-key-change-me"  # noqa: F405
+SECRET_KEY = SECRET_KEY or public_secrets.BY_SETTING["SECRET_KEY"].values[0]  # noqa: F405
 
 # Alert mails (apps.alerts.backends.EmailBackend) land as files in var/mail/ unless EMAIL_URL
 # names a real server; the robot's messages go to the sandbox (GET /sandbox/robot-messages).

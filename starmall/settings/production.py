@@ -1,5 +1,6 @@
 """Settings for a real shop: every secret comes from the environment; start-up refuses anything
-that would talk to a fake WeChat, lose refunds, or fail ``manage.py check --deploy``.
+that would talk to a fake WeChat, lose refunds, keep a secret this repository makes public
+(``starmall/public_secrets.py``), or fail ``manage.py check --deploy``.
 
 Imports nothing of the WeChat sandbox (a dev package). Behind nginx (docs/DEPLOY.md): TLS ends
 at nginx, which sets ``X-Forwarded-Proto``; Django redirects plain http and sends HSTS.
@@ -9,6 +10,8 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+
+from starmall import public_secrets
 
 from .base import *  # noqa: F401,F403
 from .base import _check, env
@@ -119,9 +122,9 @@ if _EMAIL in ALERT_BACKENDS and not env.str("EMAIL_URL", default=""):  # noqa: F
 # settings whose names say KEY, TOKEN, SECRET, ...; this one's name says URL.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "starmall.reporting.SettingsReporterFilter"
 
-# The merchant API certificate is needed for every refund: find a wrong path at start-up, not
-# at the first refund.
-for _name in ("WECHAT_MCH_CERT", "WECHAT_MCH_KEY"):
+# The merchant API certificate is needed for every refund, the v3 keys for every transfer: find
+# a wrong path at start-up, not at the first refund.
+for _name in ("WECHAT_MCH_CERT", "WECHAT_MCH_KEY", "WECHAT_PAY_V3_MCH_PRIVATE_KEY", "WECHAT_PAY_V3_PUBLIC_KEY"):
     _path = Path(globals()[_name])
     if not _path.is_file():
         raise ImproperlyConfigured(f"{_name} must be the path of a readable PEM file; {_path} does not exist")
@@ -150,5 +153,11 @@ SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SESSION_COOKIE_HTTPONLY = True
+
+# No secret at a value this repository makes public (starmall/public_secrets.py: base's defaults,
+# the sandbox's keys wherever a copy of them lies): anyone could sign what the shop trusts.
+_public = public_secrets.refusals(globals())
+if _public:
+    raise ImproperlyConfigured(public_secrets.refusal_line(_public))
 
 _check()
