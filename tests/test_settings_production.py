@@ -243,21 +243,10 @@ def refusal(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "WECHAT_PAY_V3_KEY",
-        "WECHAT_PAY_V3_MCH_PRIVATE_KEY",
-        "WECHAT_PAY_V3_MCH_SERIAL",
-        "WECHAT_PAY_V3_PUBLIC_KEY",
-        "WECHAT_PAY_V3_PUBLIC_KEY_ID",
-        "WECHAT_OFFICIAL_SECRET",
-        "WECHAT_OFFICIAL_TOKEN",
-        "SMS_TENCENT_SECRET_ID",
-        "SMS_TENCENT_SECRET_KEY",
-        "LOGISTICS_KEY",
-    ],
-)
+# One start-up (3-4 s each) per kind of secret: a value, a key file, a token. Every secret's
+# value is refused in-process (tests/test_public_secrets.py), and every environment variable is
+# read into its setting by one start-up below (the check --deploy test lists all of them).
+@pytest.mark.parametrize("name", ["WECHAT_PAY_V3_KEY", "WECHAT_PAY_V3_PUBLIC_KEY", "WECHAT_OFFICIAL_TOKEN"])
 def test_a_secret_left_at_its_public_default_refuses_start_up(prod_env, name):
     """Everything else real; this one unset, so base.py's public default (the sandbox's) stays."""
     env = {k: v for k, v in prod_env.items() if k != name}
@@ -271,14 +260,7 @@ def test_a_secret_left_at_its_public_default_refuses_start_up(prod_env, name):
     [
         ("DJANGO_SECRET_KEY", "dev-only-insecure-secret-key-change-me"),  # local.py's
         ("DJANGO_SECRET_KEY", "django-insecure-" + SECRET),  # Django's startproject prefix
-        ("DJANGO_SECRET_KEY", "ab12" * 15),  # 60 characters, 4 distinct: long enough, not random
-        ("DJANGO_SECRET_KEY", "k3#Vq9!zR2@mL8$wT5^nY1&bH6"),  # random but 26 characters
-        ("WECHAT_APP_SECRET", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
         ("WECHAT_PAY_API_KEY", "starmall0sandbox0pay0api0key0032"),
-        ("WECHAT_PAY_V3_KEY", "starmall0sandbox0apiv3key0000032"),
-        ("WECHAT_PAY_V3_MCH_SERIAL", "5157F09EFDC096DE15EBE81A47057A72SANDBOX0"),
-        ("WECHAT_PAY_V3_PUBLIC_KEY_ID", "PUB_KEY_ID_0119000001092026120100SANDBOX"),
-        ("WECHAT_OFFICIAL_TOKEN", "starmallofficialtoken"),
         ("WECHAT_OFFICIAL_AES_KEY", "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"),  # WeChat's sample, the tests'
     ],
 )
@@ -306,12 +288,9 @@ def _reencoded(source: Path) -> bytes:
 @pytest.mark.parametrize(
     ("name", "source", "reencode"),
     [
-        ("WECHAT_PAY_V3_MCH_PRIVATE_KEY", "merchant_private.pem", False),
         ("WECHAT_PAY_V3_MCH_PRIVATE_KEY", "platform_private.pem", True),
         ("WECHAT_PAY_V3_PUBLIC_KEY", "platform_public.pem", False),
-        ("WECHAT_PAY_V3_PUBLIC_KEY", "platform_public.pem", True),
         ("WECHAT_MCH_KEY", "merchant_private.pem", False),  # the v2 merchant certificate's key
-        ("WECHAT_MCH_CERT", "merchant_public.pem", True),
     ],
 )
 def test_a_copy_of_a_sandbox_key_elsewhere_refuses_start_up(prod_env, tmp_path, name, source, reencode):
