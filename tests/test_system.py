@@ -100,6 +100,8 @@ def test_wechat_official_signature_vector():
         ({"AUTH_TOKEN_TTL_SECONDS": "0"}, "AUTH_TOKEN_TTL_SECONDS"),
         ({"WECHAT_TIMEOUT_SECONDS": "0"}, "WECHAT_TIMEOUT_SECONDS"),
         ({"REFUND_AUTO_APPROVE_HOURS": "-1"}, "REFUND_AUTO_APPROVE_HOURS"),
+        ({"WECHAT_OFFICIAL_MODE": "strict"}, "WECHAT_OFFICIAL_MODE must be plaintext, compatible or safe"),
+        ({"WECHAT_OFFICIAL_MODE": "safe", "WECHAT_OFFICIAL_AES_KEY": ""}, "needs WECHAT_OFFICIAL_AES_KEY"),
     ],
 )
 def test_bad_configuration_stops_startup(env, message):
@@ -112,6 +114,23 @@ def test_bad_configuration_stops_startup(env, message):
     )
     assert result.returncode != 0
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("aes_key, mode", [("", "plaintext"), ("k" * 43, "safe")])
+def test_wechat_official_mode_defaults_to_safe_with_an_aes_key(aes_key, mode):
+    env = {k: v for k, v in os.environ.items() if k != "WECHAT_OFFICIAL_MODE"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings as s; print(s.WECHAT_OFFICIAL_MODE)",
+        ],
+        env={**env, "DJANGO_SETTINGS_MODULE": "starmall.settings.local", "WECHAT_OFFICIAL_AES_KEY": aes_key},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout.strip()) == (0, mode), result.stderr
 
 
 def test_production_settings_demand_secrets():

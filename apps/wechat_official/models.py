@@ -35,7 +35,8 @@ class Follower(models.Model):
 class InboundEvent(models.Model):
     """One message or event WeChat delivered to ``/wechat/official``, stored once: WeChat sends
     it again when no answer came within 5 s, and ``dedupe_key`` (MsgId, or openid + CreateTime
-    + event) is UNIQUE, so a retry changes nothing twice (followers, channel scans)."""
+    + event) is UNIQUE, so a retry changes nothing twice (followers, channel scans). The
+    columns' lengths are what ``/wechat/official`` accepts (``guard.COLUMN_LIMITS``)."""
 
     dedupe_key = models.CharField(verbose_name="去重键", max_length=160, unique=True)
     openid = models.CharField(verbose_name="微信 openid", max_length=64, db_index=True)
@@ -43,7 +44,7 @@ class InboundEvent(models.Model):
     event = models.CharField(verbose_name="事件", max_length=32, blank=True)
     event_key = models.CharField(verbose_name="事件键", max_length=128, blank=True)
     scene = models.CharField(verbose_name="扫码渠道", max_length=64, blank=True, db_index=True)
-    content = models.TextField(verbose_name="内容", blank=True)
+    content = models.TextField(verbose_name="内容", max_length=2000, blank=True)
     encrypted = models.BooleanField(verbose_name="安全模式", default=False)
     reply_rule = models.ForeignKey(
         "ReplyRule", verbose_name="回复规则", null=True, blank=True, on_delete=models.SET_NULL

@@ -1,12 +1,16 @@
 """The official account's server (``GET, POST /wechat/official``): WeChat's signed calls in,
 replies out within WeChat's 5 seconds (database work only: no outside call on this path).
 
-- GET with ``signature, timestamp, nonce, echostr``: ``echostr`` as is when signed with
-  ``WECHAT_OFFICIAL_TOKEN``.
-- POST: the plain signature is checked always; with ``encrypt_type=aes`` (safe or compatible
-  mode) the body's ``Encrypt`` is checked against ``msg_signature`` and decrypted with
-  ``WECHAT_OFFICIAL_AES_KEY``, and the reply is encrypted. A plaintext message is accepted
-  even when the AES key is set (WeChat's compatible mode; API.md).
+- Every call: the plain signature (``WECHAT_OFFICIAL_TOKEN`` over ``timestamp`` and ``nonce``),
+  a ``timestamp`` within 300 s of the clock and a ``nonce`` not seen within that window
+  (``guard``: Redis, shared by every process), else 403; Redis down -> 503 (WeChat retries).
+- GET with ``echostr``: ``echostr`` as is.
+- POST: ``WECHAT_OFFICIAL_MODE`` decides what is accepted (``plaintext``: plaintext only;
+  ``safe``: only ``encrypt_type=aes``; ``compatible``: both; else 403). An encrypted body's
+  ``Encrypt`` is checked against ``msg_signature`` and decrypted with
+  ``WECHAT_OFFICIAL_AES_KEY`` (403 when it does not verify), and the reply is encrypted.
+- A message with a field out of range (``guard.out_of_range``: longer than its column, a
+  ``CreateTime`` or ``MsgId`` no real message has) is answered ``success`` and stored nowhere.
 - Each message or event is stored once (:class:`InboundEvent`, UNIQUE ``dedupe_key``: WeChat
   repeats a message it got no answer for); a follow or unfollow moves the :class:`Follower`
   row; a follow or scan by a channel QR code stores the scene on the event row and counts one
@@ -19,15 +23,15 @@ replies out within WeChat's 5 seconds (database work only: no outside call on th
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from apps.distribution import channels
-from apps.wechat_official import selectors, wechat
+from apps.wechat_official import guard, selectors, wechat
 from apps.wechat_official.models import Follower, InboundEvent, ReplyRule
 
 logger = logging.getLogger(__name__)
@@ -52,40 +56,60 @@ def _error(status: int, code: str, message: str) -> Answer:
 
 
 FORBIDDEN = _error(403, "forbidden", "签名无效。")
+STALE = _error(403, "forbidden", "请求已过期或重复。")
+MODE_REFUSED = _error(403, "forbidden", "消息加密方式与公众号设置不符。")
 BAD_REQUEST = _error(400, "invalid", "不是有效的微信消息。")
 TOO_LARGE = _error(413, "payload_too_large", "请求内容过大。")
 
 
 def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     """Answer one call of WeChat's server (module docstring). Never raises for bad input:
-    403 for a bad signature, 400 for a body that is not a WeChat message, 413 for one over
-    ``MAX_BODY_BYTES`` (the shop's JSON error body: WeChat reads only the status)."""
+    403 for a bad, stale or repeated signature or a message the mode refuses, 400 for a body
+    that is not a WeChat message, 413 for one over ``MAX_BODY_BYTES`` (the shop's JSON error
+    body: WeChat reads only the status). A Redis error propagates (the view's 503)."""
     signature, timestamp, nonce = (str(params.get(k) or "") for k in ("signature", "timestamp", "nonce"))
     try:
         wechat.signature_check(signature=signature, timestamp=timestamp, nonce=nonce)
     except wechat.BadSignature:
         return FORBIDDEN
+    if not guard.fresh(timestamp):
+        return STALE
     if method == "GET":
-        return Answer(200, str(params.get("echostr") or ""))
+        return Answer(200, str(params.get("echostr") or "")) if guard.nonce_claim(nonce) else STALE
     if len(body) > MAX_BODY_BYTES:
         return TOO_LARGE
     encrypted = params.get("encrypt_type") == "aes"
+    if not guard.mode_allows(encrypted=encrypted):
+        return MODE_REFUSED
     try:
         xml = (
             wechat.decrypt(body, msg_signature=str(params.get("msg_signature") or ""), timestamp=timestamp, nonce=nonce)
             if encrypted
-            else body.decode("utf-8")
+            else body
         )
     except wechat.BadSignature:
         return FORBIDDEN
-    except UnicodeDecodeError:
-        return BAD_REQUEST
+    if not guard.nonce_claim(nonce):
+        return STALE
     try:
-        inbound = wechat.parse(xml)
-    except ValueError:
+        return _message(xml, encrypted=encrypted, nonce=nonce, timestamp=timestamp)
+    except Exception:
+        guard.nonce_release(nonce)  # nothing was kept: WeChat's retry may come with this nonce
+        raise
+
+
+def _message(xml: str | bytes, *, encrypted: bool, nonce: str, timestamp: str) -> Answer:
+    """Read, check, store and answer one message whose call passed every check above."""
+    try:
+        inbound = wechat.parse(xml.decode("utf-8") if isinstance(xml, bytes) else xml)
+    except (UnicodeDecodeError, ValueError):
         return BAD_REQUEST
     if not inbound.openid:
         return BAD_REQUEST
+    bad_field = guard.out_of_range(inbound)
+    if bad_field:
+        logger.info("official account message out of range (%s): answered success, not stored", bad_field)
+        return Answer(200, "success")
     rule = inbound_record(inbound, encrypted=encrypted)
     reply = _reply(inbound, rule)
     if reply is None:
@@ -106,16 +130,26 @@ def _reply(inbound: wechat.Inbound, rule: ReplyRule | None) -> str | None:
     return wechat.reply_xml(inbound, kind=rule.reply_kind, media_id=media_id) if media_id else None
 
 
+DEDUPE_KEY_CHARS = InboundEvent._meta.get_field("dedupe_key").max_length
+
+
 def _dedupe_key(inbound: wechat.Inbound) -> str:
+    """``msg:<MsgId>`` for a message, ``evt:<openid>:<CreateTime>:<event>:<EventKey>`` for an
+    event; an EventKey that would not fit the column is replaced by ``#`` and its SHA-256
+    (the other parts fit: their columns and ``guard``'s ranges bound them)."""
     if inbound.msg_id:
-        return f"msg:{inbound.msg_id}"
-    return f"evt:{inbound.openid}:{inbound.create_time}:{inbound.event}:{inbound.event_key}"[:160]
+        return f"msg:{int(inbound.msg_id)}"
+    head = f"evt:{inbound.openid}:{int(inbound.create_time)}:{inbound.event}:"
+    if len(head) + len(inbound.event_key) <= DEDUPE_KEY_CHARS:
+        return head + inbound.event_key
+    return head + "#" + hashlib.sha256(inbound.event_key.encode()).hexdigest()
 
 
 @transaction.atomic
 def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> ReplyRule | None:
     """Store the message or event once, apply a follow / unfollow, count a channel scan; return
-    the reply rule (chosen again for a repeated delivery, which changes nothing else)."""
+    the reply rule (chosen again for a repeated delivery, which changes nothing else).
+    ``inbound`` has passed ``guard.out_of_range``: every value fits its column as it is."""
     rule = selectors.reply_rule_for(
         msg_type=inbound.msg_type,
         event=inbound.event,
@@ -123,17 +157,17 @@ def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> Reply
         event_key=inbound.event_key,
         scene=inbound.scene,
     )
-    sent_at = dt.datetime.fromtimestamp(inbound.create_time, dt.UTC) if inbound.create_time else timezone.now()
+    sent_at = dt.datetime.fromtimestamp(int(inbound.create_time), dt.UTC)
     try:
         with transaction.atomic():
             row = InboundEvent.objects.create(
                 dedupe_key=_dedupe_key(inbound),
-                openid=inbound.openid[:64],
-                msg_type=inbound.msg_type[:20],
-                event=inbound.event[:32],
-                event_key=inbound.event_key[:128],
+                openid=inbound.openid,
+                msg_type=inbound.msg_type,
+                event=inbound.event,
+                event_key=inbound.event_key,
                 scene=inbound.scene,
-                content=inbound.content[:2000],
+                content=inbound.content,
                 encrypted=encrypted,
                 reply_rule=rule,
                 sent_at=sent_at,

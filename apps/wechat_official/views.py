@@ -35,7 +35,11 @@ SIGNED = [
         ("nonce", "WeChat's random number"),
     )
 ]
-SIGNATURE_403 = "forbidden: signature (or safe mode's msg_signature) does not verify"
+SIGNATURE_403 = (
+    "forbidden: the signature (or safe mode's msg_signature) does not verify, the timestamp is "
+    "more than 300 s from the shop's clock, or the nonce was already used"
+)
+REDIS_503 = "service_unavailable: the nonce memory (Redis) is down; WeChat sends the call again"
 
 
 class OfficialServerView(APIView):
@@ -52,7 +56,7 @@ class OfficialServerView(APIView):
         parameters=[*SIGNED, OpenApiParameter("echostr", str, description="echoed as is when signed")],
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="echostr"),
-            **errors(e403=SIGNATURE_403),
+            **errors(e403=SIGNATURE_403, e503=REDIS_503),
         },
         auth=[],
     )
@@ -63,7 +67,8 @@ class OfficialServerView(APIView):
         summary="WeChat official-account server: messages and events (called by WeChat)",
         description=(
             "A message or event as WeChat's XML, plaintext or safe mode (encrypt_type=aes, "
-            "msg_signature); stored once, answered with the reply rule's XML or `success`."
+            "msg_signature) as WECHAT_OFFICIAL_MODE allows; stored once, answered with the reply "
+            "rule's XML or `success` (also for a message with a field out of range, not stored)."
         ),
         parameters=[
             *SIGNED,
@@ -79,8 +84,9 @@ class OfficialServerView(APIView):
             ),
             **errors(
                 e400="invalid: not a WeChat message (unreadable, a DTD, no sender)",
-                e403=SIGNATURE_403,
+                e403=SIGNATURE_403 + ", or a plaintext / encrypted message the mode refuses",
                 e413=f"payload_too_large: over {MAX_BODY_BYTES} bytes",
+                e503=REDIS_503,
             ),
         },
         auth=[],

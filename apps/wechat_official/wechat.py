@@ -77,8 +77,10 @@ def encrypt(reply_xml: str, *, nonce: str, timestamp: str) -> str:
 class Inbound:
     """What the shop needs of a message or event: ``openid``, ``msg_type`` (text, image, voice,
     event...), ``event`` (subscribe, unsubscribe, scan, click; "" for messages), ``event_key``,
-    ``scene`` (the channel code of a QR follow or scan), ``content`` (text), ``msg_id``,
-    ``create_time`` (epoch seconds), and the parsed message for the reply."""
+    ``scene`` (the channel code of a QR follow or scan), ``content`` (text), ``msg_id`` and
+    ``create_time`` (epoch seconds) as the XML's text ("" when absent: ``guard.out_of_range``
+    decides whether they are numbers in range), ``fields`` (every field as parsed: text, or
+    dicts and lists of text for nested elements) and the parsed message for the reply."""
 
     openid: str
     msg_type: str
@@ -87,14 +89,37 @@ class Inbound:
     scene: str
     content: str
     msg_id: str
-    create_time: int
+    create_time: str
+    fields: dict
     message: object
+
+
+# The XML element each of Inbound's texts is read from (``msg_type`` and ``event`` through
+# wechatpy, which names known kinds itself; ``scene`` is a part of EventKey).
+SOURCES = {
+    "FromUserName": "openid",
+    "MsgType": "msg_type",
+    "Event": "event",
+    "EventKey": "event_key",
+    "Content": "content",
+}
+
+
+def _text(fields: dict, name: str) -> str:
+    """The text of a simple element ("" when absent or empty); ValueError for nested ones."""
+    value = fields.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is not text")
+    return value
 
 
 def parse(xml: str) -> Inbound:
     """Parse the plaintext XML with wechatpy (``qrscene_<scene>`` of a first follow by QR code
     becomes ``event`` "subscribe" with ``scene``; a SCAN event's EventKey is its scene).
-    Raises ValueError for XML that is not a WeChat message."""
+    Raises ValueError for XML that is not a WeChat message (no MsgType, a DTD, an element the
+    shop reads that holds elements instead of text). Nothing is converted or cut here."""
     upper = xml.upper()
     if "<!DOCTYPE" in upper or "<!ENTITY" in upper:
         raise ValueError("DTDs are not accepted")
@@ -104,23 +129,27 @@ def parse(xml: str) -> Inbound:
         raise ValueError(str(exc)) from exc
     if message is None:
         raise ValueError("empty message")
-    raw = getattr(message, "_data", {}) or {}
+    fields = getattr(message, "_data", {}) or {}
+    if not isinstance(fields, dict):
+        raise ValueError("not a message")
     msg_type = str(getattr(message, "type", "") or "")
     event = str(getattr(message, "event", "") or "") if msg_type == "event" else ""
+    event_key = _text(fields, "EventKey")
     scene = ""
     if event == "subscribe_scan":
-        event, scene = "subscribe", str(getattr(message, "scene_id", "") or "")
+        event, scene = "subscribe", event_key
     elif event == "scan":
-        scene = str(getattr(message, "scene_id", "") or "")
+        scene = event_key
     return Inbound(
-        openid=str(raw.get("FromUserName") or ""),
+        openid=_text(fields, "FromUserName"),
         msg_type=msg_type,
         event=event,
-        event_key=str(raw.get("EventKey") or ""),
-        scene=scene[:64],
-        content=str(getattr(message, "content", "") or "") if msg_type == "text" else "",
-        msg_id=str(raw.get("MsgId") or ""),
-        create_time=int(raw.get("CreateTime") or 0),
+        event_key=event_key,
+        scene=scene,
+        content=_text(fields, "Content") if msg_type == "text" else "",
+        msg_id=_text(fields, "MsgId"),
+        create_time=_text(fields, "CreateTime"),
+        fields=fields,
         message=message,
     )
 

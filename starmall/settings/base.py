@@ -670,6 +670,9 @@ WECHAT_OFFICIAL_APPID = env.str("WECHAT_OFFICIAL_APPID", default="wx5e2f7a9c1b3d
 WECHAT_OFFICIAL_SECRET = env.str("WECHAT_OFFICIAL_SECRET", default=_public("WECHAT_OFFICIAL_SECRET"))
 WECHAT_OFFICIAL_TOKEN = env.str("WECHAT_OFFICIAL_TOKEN", default=_public("WECHAT_OFFICIAL_TOKEN"))
 WECHAT_OFFICIAL_AES_KEY = env.str("WECHAT_OFFICIAL_AES_KEY", default="")
+# The server's message mode, as chosen in 公众平台 (消息加解密方式): plaintext (only plaintext
+# messages), compatible (both) or safe (only encrypted ones; plaintext is refused 403).
+WECHAT_OFFICIAL_MODE = env.str("WECHAT_OFFICIAL_MODE", default="safe" if WECHAT_OFFICIAL_AES_KEY else "plaintext")
 WECHAT_OFFICIAL_API_BASE = env.str("WECHAT_OFFICIAL_API_BASE", default=SANDBOX_BASE)
 # Followers per mass-send batch (WeChat's message/mass/send takes up to 10,000 openids).
 OFFICIAL_MASS_BATCH_SIZE = env.int("OFFICIAL_MASS_BATCH_SIZE", default=10000)
@@ -713,6 +716,10 @@ def _check() -> None:
         raise ImproperlyConfigured("ALERT_BACKENDS must name at least one backend (apps.alerts.backends.LogBackend)")
     if WECHAT_OFFICIAL_AES_KEY and len(WECHAT_OFFICIAL_AES_KEY) != 43:
         raise ImproperlyConfigured("WECHAT_OFFICIAL_AES_KEY must be the 43-character EncodingAESKey (or empty)")
+    if WECHAT_OFFICIAL_MODE not in ("plaintext", "compatible", "safe"):
+        raise ImproperlyConfigured("WECHAT_OFFICIAL_MODE must be plaintext, compatible or safe")
+    if WECHAT_OFFICIAL_MODE != "plaintext" and not WECHAT_OFFICIAL_AES_KEY:
+        raise ImproperlyConfigured(f"WECHAT_OFFICIAL_MODE {WECHAT_OFFICIAL_MODE} needs WECHAT_OFFICIAL_AES_KEY")
     if SMS_CODES_PER_DAY < 1 or SMS_CODE_TTL_SECONDS < 60 or SMS_CODE_MAX_ATTEMPTS < 1:
         raise ImproperlyConfigured("SMS_CODES_PER_DAY >= 1, SMS_CODE_TTL_SECONDS >= 60, SMS_CODE_MAX_ATTEMPTS >= 1")
     for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE", "WECHAT_OFFICIAL_API_BASE"):

@@ -40,7 +40,11 @@ def test_sandbox_verifies_and_sends_plain_and_encrypted_messages(wechat, shop_ur
     assert follow["status"] == 200 and follow["reply"]["Content"] == "欢迎" and follow["elapsed_ms"] < 5000
     assert Follower.objects.get().scene == "chX"
 
-    settings.WECHAT_OFFICIAL_AES_KEY = AES_KEY
+    settings.WECHAT_OFFICIAL_AES_KEY, settings.WECHAT_OFFICIAL_MODE = AES_KEY, "safe"
+    plain = requests.post(
+        f"{control}/send", json={"url": shop_url, "message": {"MsgType": "text", "Content": "你好"}}, timeout=10
+    ).json()
+    assert plain["status"] == 403  # safe mode: a plaintext message is refused
     text = requests.post(
         f"{control}/send",
         json={
@@ -55,4 +59,4 @@ def test_sandbox_verifies_and_sends_plain_and_encrypted_messages(wechat, shop_ur
     assert text["status"] == 200 and "<Encrypt>" in text["body"]
     assert (text["reply"]["Content"], text["reply"]["_appid"]) == ("收到", "wx5e2f7a9c1b3d4e60")
     recorded = requests.get(control, timeout=10).json()["exchanges"]
-    assert [e["encrypted"] for e in recorded] == [False, True]
+    assert [(e["encrypted"], e["status"]) for e in recorded] == [(False, 200), (False, 403), (True, 200)]

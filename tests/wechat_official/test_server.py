@@ -124,9 +124,15 @@ def test_safe_mode_bad_msg_signature_is_403(official, rules, aes):
     assert InboundEvent.objects.count() == 0
 
 
-def test_plaintext_still_accepted_with_the_aes_key_set(official, rules, aes):
+def test_compatible_mode_accepts_plaintext_and_encrypted_messages(official, rules, compatible):
     answer = official.send({"MsgType": "text", "Content": "价格", "MsgId": 2003})
     assert official.reply(answer)["Content"] == "价格请看小程序"
+    encrypted = official.send({"MsgType": "text", "Content": "价格", "MsgId": 2004}, encrypt=True)
+    assert official.reply(encrypted)["Content"] == "价格请看小程序"
+    assert list(InboundEvent.objects.order_by("id").values_list("dedupe_key", "encrypted")) == [
+        ("msg:2003", False),
+        ("msg:2004", True),
+    ]
 
 
 def test_safe_mode_without_an_aes_key_is_refused(official, rules):
@@ -135,11 +141,15 @@ def test_safe_mode_without_an_aes_key_is_refused(official, rules):
 
 
 def test_malformed_body_is_400(official, client, db):
-    params = official.params()
-    query = "&".join(f"{k}={v}" for k, v in params.items())
-    assert client.post(f"/wechat/official?{query}", data="not xml", content_type="text/xml").status_code == 400
+    def post(body):
+        query = "&".join(f"{k}={v}" for k, v in official.params().items())  # each call signed afresh
+        return client.post(f"/wechat/official?{query}", data=body, content_type="text/xml")
+
+    assert post("not xml").status_code == 400
     dtd = '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "b">]><xml><MsgType>text</MsgType></xml>'
-    assert client.post(f"/wechat/official?{query}", data=dtd, content_type="text/xml").status_code == 400
+    assert post(dtd).status_code == 400
+    assert post("<xml><MsgType>text</MsgType><FromUserName><a>1</a></FromUserName></xml>").status_code == 400
+    assert InboundEvent.objects.count() == 0
 
 
 def test_channel_scans_count_one_visit_per_event_even_when_wechat_redelivers(official, rules):
