@@ -44,9 +44,18 @@ class SmsCodeInvalid(ShopError):
     code = "invalid"
     status = 400
     message = "验证码错误或已过期。"
+    field_message = "验证码错误或已过期"  # detail.sms_code
 
     def __init__(self, message: str | None = None, **detail) -> None:
-        super().__init__(message, sms_code=["验证码错误或已过期"], **detail)
+        super().__init__(message, sms_code=[self.field_message], **detail)
+
+
+class SmsCodeTooManyTries(SmsCodeInvalid):
+    """The code was checked wrong ``SMS_CODE_MAX_ATTEMPTS`` times: refused even when right, a new
+    code must be requested. The same answer as SmsCodeInvalid (400 ``invalid``, the same
+    message) with ``detail.sms_code`` saying to request a new code."""
+
+    field_message = "验证码错误次数过多，请重新获取"
 
 
 class SmsThrottled(ShopError):

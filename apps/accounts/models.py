@@ -317,8 +317,9 @@ class SubscribeRefusal(models.Model):
 
 class SmsCode(models.Model):
     """One SMS verification code sent to ``phone`` for ``customer``: only its HMAC-SHA256 is
-    stored (``code_hash``, keyed by SECRET_KEY), it lives ``expires_at`` and is used once
-    (``used_at`` set by a conditional UPDATE)."""
+    stored (``code_hash``, keyed by SECRET_KEY), it lives ``expires_at``, is checked at most
+    ``SMS_CODE_MAX_ATTEMPTS`` times (``attempts``, raised only by a conditional UPDATE below the
+    cap) and is used once (``used_at`` set by a conditional UPDATE; apps.accounts.phones)."""
 
     customer = models.ForeignKey(Customer, verbose_name="顾客", on_delete=models.CASCADE, related_name="sms_codes")
     phone = models.CharField(verbose_name="手机号", max_length=20)

@@ -3,7 +3,8 @@
 SMS codes (``POST /api/v1/sms/codes``): six digits, only their HMAC-SHA256 (keyed by
 ``SECRET_KEY``, over phone and code) is stored in an :class:`SmsCode` row; a code lives
 ``SMS_CODE_TTL_SECONDS`` (5 minutes), is compared in constant time, checked at most
-``SMS_CODE_MAX_ATTEMPTS`` times and used once (the conditional UPDATE setting ``used_at`` decides
+``SMS_CODE_MAX_ATTEMPTS`` times in all, under races (every check is one conditional UPDATE of
+``attempts`` below the cap) and used once (the conditional UPDATE setting ``used_at`` decides
 between two simultaneous verifications). Throttles, counted in Redis so every process sees
 them: one code a minute per phone and per client address, ``SMS_CODES_PER_DAY`` a day
 (Shanghai date) per phone and per client address -> SmsThrottled (429 ``throttled``).
@@ -23,7 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.accounts.exceptions import SmsCodeInvalid, SmsThrottled
+from apps.accounts.exceptions import SmsCodeInvalid, SmsCodeTooManyTries, SmsThrottled
 from apps.accounts.models import Customer, SmsCode
 from starmall.errors import ServiceUnavailable
 
@@ -99,33 +100,44 @@ def sms_code_send(*, customer: Customer, phone: str, client_ip: str = "", now: d
 
 def _live_code(*, customer_id: int, phone: str, code: str, now: dt.datetime) -> SmsCode:
     """The customer's newest live code for ``phone`` if ``code`` matches it (constant-time
-    comparison, at most SMS_CODE_MAX_ATTEMPTS checks). A wrong code's check is counted by its
-    own statement (autocommit: the refusal does not roll it back). Raises SmsCodeInvalid."""
+    comparison). Raises SmsCodeInvalid (none live, or wrong: the try counted) or
+    SmsCodeTooManyTries (the cap reached, even for the right code)."""
     row = (
         SmsCode.objects.filter(customer_id=customer_id, phone=phone, used_at__isnull=True, expires_at__gt=now)
         .order_by("-created_at", "-pk")
         .first()
     )
-    if row is None or row.attempts >= settings.SMS_CODE_MAX_ATTEMPTS:
+    if row is None:
         raise SmsCodeInvalid()
+    if row.attempts >= settings.SMS_CODE_MAX_ATTEMPTS:
+        raise SmsCodeTooManyTries()
     if not hmac.compare_digest(row.code_hash, code_hash(phone, str(code))):
-        SmsCode.objects.filter(pk=row.pk).update(attempts=F("attempts") + 1)
+        if not _try_counted(SmsCode.objects.filter(pk=row.pk)):
+            raise SmsCodeTooManyTries()
         raise SmsCodeInvalid()
     return row
 
 
+def _try_counted(codes, **changes) -> bool:
+    """Count one check of the code in ``codes`` (with ``changes``, e.g. ``used_at``) by one
+    conditional UPDATE ``attempts = attempts + 1 ... AND attempts < SMS_CODE_MAX_ATTEMPTS``; True
+    if it was counted. The row count decides, so no number of simultaneous checks passes the cap
+    (API.md "Corrections"). A wrong code's count is its own statement (autocommit: the refusal
+    that follows does not roll it back)."""
+    return codes.filter(attempts__lt=settings.SMS_CODE_MAX_ATTEMPTS).update(attempts=F("attempts") + 1, **changes) == 1
+
+
 def phone_set_by_sms(*, customer: Customer, phone: str, sms_code: str, now: dt.datetime | None = None) -> Customer:
     """Set the customer's phone after checking ``sms_code``; the code is used (conditional
-    UPDATE of ``used_at``: one winner between two simultaneous verifications) in the same
-    transaction that stores the phone. Raises SmsCodeInvalid (wrong, expired, used, too many tries)."""
+    UPDATE of ``used_at`` under the try cap: one winner between simultaneous verifications, none
+    once ``SMS_CODE_MAX_ATTEMPTS`` tries were counted) in the same transaction that stores the
+    phone. Raises SmsCodeInvalid (wrong, expired, used) or SmsCodeTooManyTries."""
     now = now or timezone.now()
     row = _live_code(customer_id=customer.pk, phone=phone, code=sms_code, now=now)
     with transaction.atomic():
-        claimed = SmsCode.objects.filter(pk=row.pk, used_at__isnull=True, expires_at__gt=now).update(
-            used_at=now, attempts=F("attempts") + 1
-        )
-        if claimed != 1:
-            raise SmsCodeInvalid()
+        live = SmsCode.objects.filter(pk=row.pk, used_at__isnull=True, expires_at__gt=now)
+        if not _try_counted(live, used_at=now):
+            raise SmsCodeInvalid() if not live.exists() else SmsCodeTooManyTries()
         Customer.objects.filter(pk=customer.pk).update(phone=phone)
     customer.phone = phone
     return customer

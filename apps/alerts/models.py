@@ -18,6 +18,7 @@ class Alert(models.Model):
         FOLLOWUP_FAILED = "followup_failed", "后续任务失败"
         REMINDER_FAILED = "reminder_failed", "咨询提醒失败"
         RECONCILIATION = "reconciliation", "对账异常"
+        PICKUP_VERIFY_FAILURES = "pickup_verify_failures", "核销码输错过多"
 
     class Status(models.TextChoices):
         PENDING = "pending", "待发送"  # some backend has not delivered it yet; retried with back-off

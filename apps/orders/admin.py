@@ -13,7 +13,7 @@ from django.utils.html import format_html
 
 from apps.catalog.models import Kind
 from apps.logistics import carriers
-from apps.orders import services
+from apps.orders import pickup, services
 from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine, OrderStatus, Shipment
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.admin_display import actor_text, address_text, specs_text
@@ -80,6 +80,22 @@ class AfterSaleInline(ReadOnlyInline):
     show_change_link = True
 
 
+class PickupCodeHidden:
+    """An order admin that shows a pickup code only masked (``****5217``) and never filters or
+    looks orders up by it: a guessed code in the list's URL (``?pickup_code=...`` or
+    ``__startswith``) would be a verification try outside its throttle, so Django refuses that
+    lookup (400) as any disallowed one. Keep ``pickup_code`` out of ``search_fields`` too."""
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if lookup.split("__")[0] == pickup.CODE_FIELD:
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    @admin.display(description="核销码")
+    def pickup_code_shown(self, order: Order) -> str:
+        return order.pickup_code_masked or "-"
+
+
 def staff_actor(request) -> str:
     """The actor written on events by a staff action: ``"staff:<username>"``."""
     return f"staff:{request.user.username}"
@@ -91,7 +107,7 @@ def status_now(order: Order) -> str:
     return order.get_status_display()
 
 
-class OrderAdmin(ReadOnlyModelAdmin):
+class OrderAdmin(PickupCodeHidden, ReadOnlyModelAdmin):
     """Orders are read-only pages (no save: a full-row save would undo a payment landing
     meanwhile); state moves only through the actions, each gated by its named permission.
     Registered by ``apps.backoffice.admin_orders`` with the payments actions and column."""
@@ -150,9 +166,16 @@ class OrderAdmin(ReadOnlyModelAdmin):
                 ]
             },
         ),
-        ("到店自提", {"fields": ["delivery", "pickup_store", "pickup_verified_at", "pickup_verified_by"]}),
+        (
+            "到店自提",
+            {"fields": ["delivery", "pickup_store", "pickup_code_shown", "pickup_verified_at", "pickup_verified_by"]},
+        ),
     ]
-    readonly_fields = [f.name for f in Order._meta.fields] + ["delivery_address", "ship_link"]
+    readonly_fields = [f.name for f in Order._meta.fields if f.name != pickup.CODE_FIELD] + [
+        "delivery_address",
+        "ship_link",
+        "pickup_code_shown",
+    ]
 
     @admin.display(description="收货地址")
     def delivery_address(self, order: Order) -> str:

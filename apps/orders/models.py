@@ -26,6 +26,12 @@ class PayMethod(models.TextChoices):
     BALANCE = "balance", "余额支付"
 
 
+def pickup_code_masked(code: str | None) -> str:
+    """What staff see of a pickup code: ``"****5217"`` (its last four digits), "" without one.
+    Only the customer's own order answer has the whole code (apps.orders.pickup)."""
+    return f"****{code[-4:]}" if code else ""
+
+
 class Order(models.Model):
     """One purchase. Amounts in fen: ``pay_fen = goods + freight - coupon - points + adjust`` (>= 0);
     ``adjust_fen`` is staff's 改价 before payment (negative: cheaper; ``apps.payments.price_change``).
@@ -148,6 +154,11 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return self.order_no
+
+    @property
+    def pickup_code_masked(self) -> str:
+        """What staff see of the pickup code: ``****5217`` ("" without one)."""
+        return pickup_code_masked(self.pickup_code)
 
 
 class OrderLine(models.Model):

@@ -11,6 +11,11 @@ The code: :data:`CODE_DIGITS` random digits, UNIQUE among the orders that can st
 collected (``paid``/``refunding``: the partial constraint ``order_pickup_code_live_uniq``), given
 inside the paying transaction by a conditional UPDATE in a savepoint; a collision with another
 live order (one in 10**8 per live order) just draws again.
+
+Only the customer sees the code (their order answer: ``code`` and ``qr``); everywhere staff look
+(lists, the order page, exports, logs, alerts) it is ``pickup_code_masked`` (apps.orders.models), ``****5217``,
+and the back office cannot search or filter by it (:data:`CODE_FIELD`): a store's staff verify
+by typing or scanning what the customer shows (``apps.stores.services.pickup_verify``).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from starmall.errors import InvalidInput
 
 CODE_DIGITS = 8
 CODE_ATTEMPTS = 10
+#: the order column no back-office search, filter or lookup may touch (``lookup_allowed``)
+CODE_FIELD = "pickup_code"
 
 #: store_id -> the store as the order keeps it (``{"id", "name", "address", "phone", "hours"}``),
 #: or None for an unknown or closed store; registered by apps.stores

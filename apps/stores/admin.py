@@ -1,5 +1,11 @@
 """Self-pickup in the back office: stores and their staff, the pickup orders of a store, the
-verification page (自提核销) and the log of verifications.
+verification page (自提核销), the log of verifications and of wrong codes typed.
+
+Pickup codes appear only masked (``****5217``) and cannot be searched or filtered
+(``apps.orders.admin.PickupCodeHidden``): staff verify what the customer shows, and the page
+refuses a login's checks past ``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes an hour
+(``apps.stores.verify_throttle``). The wrong codes (核销码错误记录) are for operations, who hold
+the stores' view permissions; a store's staff do not see them.
 
 A store's staff (the 门店店员 role, ``StoreStaff`` linking the login to its store) see only
 their own store's pickup orders and verifications (operations, with the view permissions, see
@@ -15,9 +21,10 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from apps.orders.admin import PickupCodeHidden
 from apps.orders.models import Order
 from apps.stores import selectors, services
-from apps.stores.models import PickupOrder, PickupVerification, Store, StoreStaff
+from apps.stores.models import PickupOrder, PickupVerification, PickupVerifyFailure, Store, StoreStaff
 from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin, require_perm
 from starmall.admin_money import yuan
 from starmall.errors import ShopError
@@ -54,19 +61,19 @@ def _own_store(request) -> int | None:
 
 
 @admin.register(PickupOrder)
-class PickupOrderAdmin(ReadOnlyModelAdmin):
+class PickupOrderAdmin(PickupCodeHidden, ReadOnlyModelAdmin):
     list_display = [
         "order_no",
         "status",
         "store_name",
         "pay_yuan",
         "paid_at",
-        "pickup_code",
+        "pickup_code_shown",
         "pickup_verified_at",
         "pickup_verified_by",
     ]
     list_filter = ["status"]
-    search_fields = ["order_no", "pickup_code"]
+    search_fields = ["order_no"]  # never the pickup code (PickupCodeHidden)
     fields = [
         "order_no",
         "status",
@@ -74,6 +81,7 @@ class PickupOrderAdmin(ReadOnlyModelAdmin):
         "store_name",
         "pay_yuan",
         "paid_at",
+        "pickup_code_shown",
         "pickup_verified_at",
         "pickup_verified_by",
         "remark",
@@ -135,6 +143,22 @@ class PickupOrderAdmin(ReadOnlyModelAdmin):
 class PickupVerificationAdmin(ReadOnlyModelAdmin):
     list_display = ["id", "code", "order", "store", "verified_by", "verified_at"]
     list_select_related = ["order", "store", "verified_by"]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        store_id = _own_store(request)
+        return qs if store_id is None else qs.filter(store_id=store_id)
+
+
+@admin.register(PickupVerifyFailure)
+class PickupVerifyFailureAdmin(ReadOnlyModelAdmin):
+    """Wrong pickup codes staff typed (the code masked): who, at which store, when, why."""
+
+    list_display = ["created_at", "user", "store", "code", "reason"]
+    list_filter = ["reason", "store"]
+    list_select_related = ["user", "store"]
+    search_fields = ["user__username"]
+    date_hierarchy = "created_at"
 
     def get_queryset(self, request):
         qs = super().get_queryset(request)

@@ -13,3 +13,13 @@ class Forbidden(ShopError):
 
 class AlreadyVerified(InvalidState):
     """The code was verified before (409 ``invalid_state``); the message says when and by whom."""
+
+
+class VerifyThrottled(ShopError):
+    """The staff login typed ``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes this hour (429
+    ``throttled``): every check is refused, a right code too, until the next hour
+    (``detail.retry_at``, Beijing time); ``apps.stores.verify_throttle``."""
+
+    code = "throttled"
+    status = 429
+    message = "核销码输错次数过多，请稍后再试。"

@@ -1,7 +1,8 @@
 """Pickup verification (自提核销): a store's staff take the customer's code and hand the goods over.
 
 :func:`pickup_verify` is THE verification: the back office's page and ``manage.py
-pickup_verify CODE --by USERNAME`` both call it, with the same permission checks. The order's
+pickup_verify CODE --by USERNAME`` both call it, with the same permission checks and the same
+per-staff throttle of wrong codes (``apps.stores.verify_throttle``). The order's
 state change is ``apps.orders.services.order_mark_picked_up`` — a conditional UPDATE
 ``paid -> completed`` that only one of two staff verifying at once can win; the loser reads the
 winner's verification and is refused with its time and staff.
@@ -9,32 +10,36 @@ winner's verification and is refused with its time and staff.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from django.db import transaction
 from django.utils import timezone
 
 from apps.orders import services as order_services
-from apps.orders.models import Delivery, Order, OrderStatus
-from apps.stores import selectors
+from apps.orders.models import Delivery, Order, OrderStatus, pickup_code_masked
+from apps.stores import selectors, verify_throttle
 from apps.stores.exceptions import AlreadyVerified, Forbidden
-from apps.stores.models import PickupVerification
+from apps.stores.models import PickupVerification, PickupVerifyFailure
 from starmall.errors import InvalidInput, InvalidState, NotFound
 
 CODE = re.compile(r"[0-9]{8}")
 PERMISSION = "stores.verify_pickup"
 
 
-def pickup_verify(*, code: str, user) -> Order:
+def pickup_verify(*, code: str, user, now: dt.datetime | None = None) -> Order:
     """Verify a pickup ``code`` (8 digits; spaces ignored) as staff ``user``; return the order,
     now ``completed`` with ``pickup_verified_at``/``pickup_verified_by``.
 
     ``user`` needs ``stores.verify_pickup`` and must work at the order's store (a superuser may
-    verify at any store). Raises InvalidInput (not 8 digits), Forbidden (no permission, not a
-    store's staff, another store's order), NotFound (no pickup order has the code),
-    AlreadyVerified (verified before: the message gives ``YYYY-MM-DD HH:MM`` Beijing time and
-    the staff; detail ``verified_at``, ``verified_by``), InvalidState (not paid, e.g. refunding
-    or refunded, or a refund request waiting).
+    verify at any store). Each check is throttled per login (``apps.stores.verify_throttle``):
+    a code no pickup order has, or another store's, counts as wrong. Raises InvalidInput (not
+    8 digits), Forbidden (no permission, not a store's staff, another store's order),
+    VerifyThrottled (``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes this hour: any code
+    refused), NotFound (no pickup order has the code), AlreadyVerified (verified before: the
+    message gives ``YYYY-MM-DD HH:MM`` Beijing time and the staff; detail ``verified_at``,
+    ``verified_by``), InvalidState (not paid, e.g. refunding or refunded, or a refund request
+    waiting).
     """
     code = re.sub(r"\s+", "", code or "")
     if not CODE.fullmatch(code):
@@ -44,11 +49,20 @@ def pickup_verify(*, code: str, user) -> Order:
     store_id = selectors.staff_store_id(user)
     if store_id is None and not user.is_superuser:
         raise Forbidden("您的账号未绑定门店。")
-    order = _order_of_code(code)
-    if order is None:
-        raise NotFound("核销码不存在。", code=code)
-    if store_id is not None and order.pickup_store_id != store_id:
-        raise Forbidden("该订单不在您的门店自提。", store=(order.pickup_store or {}).get("name", ""))
+    with verify_throttle.check(user=user, now=now or timezone.now()) as check:
+        order = _order_of_code(code)
+        if order is None:
+            check.wrong(code=code, store_id=store_id, reason=PickupVerifyFailure.Reason.NOT_FOUND)
+            raise NotFound("核销码不存在。")
+        if store_id is not None and order.pickup_store_id != store_id:
+            check.wrong(code=code, store_id=store_id, reason=PickupVerifyFailure.Reason.OTHER_STORE)
+            raise Forbidden("该订单不在您的门店自提。", store=(order.pickup_store or {}).get("name", ""))
+        return _hand_over(order=order, code=code, user=user)
+
+
+def _hand_over(*, order: Order, code: str, user) -> Order:
+    """Complete ``order`` as verified by ``user`` and log it (the code masked); the refusals of
+    :func:`pickup_verify` for an order verified before or not paid."""
     _refuse_if_verified(order)
     if order.status != OrderStatus.PAID:
         raise InvalidState(f"订单当前状态为「{order.get_status_display()}」，不能核销。", status=order.status)
@@ -59,7 +73,7 @@ def pickup_verify(*, code: str, user) -> Order:
             PickupVerification.objects.create(
                 order=order,
                 store_id=order.pickup_store_id,
-                code=code,
+                code=pickup_code_masked(code),
                 verified_by=user,
                 verified_at=order.pickup_verified_at,
             )

@@ -400,6 +400,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "starmall.api.middleware.client_ip"
 AXES_VERBOSE = False
+# Wrong pickup codes (自提核销码) one staff login may type in a Shanghai clock hour; past it the
+# verify page and command refuse every code until the next hour and one alert is raised.
+PICKUP_VERIFY_FAILURES_PER_HOUR = env.int("PICKUP_VERIFY_FAILURES_PER_HOUR", default=20)
 
 # Staff sign in at /admin/login/; without ?next= Django would send them to /accounts/profile/
 # (a 404 here): the back office is the only place a login leads to.
@@ -720,6 +723,8 @@ def _check() -> None:
         raise ImproperlyConfigured("WECHAT_OFFICIAL_MODE must be plaintext, compatible or safe")
     if WECHAT_OFFICIAL_MODE != "plaintext" and not WECHAT_OFFICIAL_AES_KEY:
         raise ImproperlyConfigured(f"WECHAT_OFFICIAL_MODE {WECHAT_OFFICIAL_MODE} needs WECHAT_OFFICIAL_AES_KEY")
+    if PICKUP_VERIFY_FAILURES_PER_HOUR < 1:
+        raise ImproperlyConfigured("PICKUP_VERIFY_FAILURES_PER_HOUR must be at least 1")
     if SMS_CODES_PER_DAY < 1 or SMS_CODE_TTL_SECONDS < 60 or SMS_CODE_MAX_ATTEMPTS < 1:
         raise ImproperlyConfigured("SMS_CODES_PER_DAY >= 1, SMS_CODE_TTL_SECONDS >= 60, SMS_CODE_MAX_ATTEMPTS >= 1")
     for name in ("WECHAT_API_BASE", "WECHAT_PAY_API_BASE", "WECHAT_OFFICIAL_API_BASE"):

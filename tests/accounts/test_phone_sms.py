@@ -10,7 +10,7 @@ import requests
 from django.utils import timezone
 
 from apps.accounts import phones
-from apps.accounts.exceptions import SmsCodeInvalid
+from apps.accounts.exceptions import SmsCodeInvalid, SmsCodeTooManyTries
 from apps.accounts.models import Customer, SmsCode
 
 PHONE = "13912345678"
@@ -155,3 +155,66 @@ def test_sms_provider_outage_is_503_and_the_code_is_dead(api, sms, wechat):
     answer = api.post("/api/v1/sms/codes", {"phone": PHONE}, format="json")
     assert answer.status_code == 503 and answer.json()["code"] == "service_unavailable"
     assert SmsCode.objects.get().expires_at <= timezone.now()
+
+
+def _code_row(customer, code="123456") -> SmsCode:
+    """A live code ``code`` for PHONE, as sms_code_send stores it (hash only)."""
+    return SmsCode.objects.create(
+        customer=customer,
+        phone=PHONE,
+        code_hash=phones.code_hash(PHONE, code),
+        expires_at=timezone.now() + dt.timedelta(minutes=5),
+    )
+
+
+def test_sms_code_allows_the_cap_of_wrong_tries_then_refuses_the_right_code(api, customer, settings):
+    settings.SMS_CODE_MAX_ATTEMPTS = 5
+    row = _code_row(customer)
+    answers = [api.post("/api/v1/me/phone", {"phone": PHONE, "sms_code": "654321"}, format="json") for _ in range(7)]
+    assert [a.status_code for a in answers] == [400] * 7
+    assert {a.json()["code"] for a in answers} == {"invalid"}
+    assert {a.json()["message"] for a in answers} == {"验证码错误或已过期。"}
+    assert [a.json()["detail"]["sms_code"] for a in answers] == [["验证码错误或已过期"]] * 5 + [
+        ["验证码错误次数过多，请重新获取"]
+    ] * 2
+    row.refresh_from_db()
+    assert (row.attempts, row.used_at) == (5, None)
+    right = api.post("/api/v1/me/phone", {"phone": PHONE, "sms_code": "123456"}, format="json")
+    assert right.status_code == 400 and right.json()["detail"]["sms_code"] == ["验证码错误次数过多，请重新获取"]
+    row.refresh_from_db()
+    assert (row.attempts, row.used_at) == (5, None)
+    assert Customer.objects.get(pk=customer.pk).phone == ""
+
+
+def test_sms_code_right_after_fewer_wrong_tries_than_the_cap_is_used(customer, settings):
+    settings.SMS_CODE_MAX_ATTEMPTS = 5
+    row = _code_row(customer)
+    for _ in range(4):
+        with pytest.raises(SmsCodeInvalid) as refused:
+            phones.phone_set_by_sms(customer=customer, phone=PHONE, sms_code="654321")
+        assert type(refused.value) is SmsCodeInvalid
+    phones.phone_set_by_sms(customer=customer, phone=PHONE, sms_code="123456")
+    row.refresh_from_db()
+    assert row.attempts == 5 and row.used_at is not None
+    assert Customer.objects.get(pk=customer.pk).phone == PHONE
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_sixty_simultaneous_wrong_codes_count_exactly_the_cap(make_customer, race, settings):
+    settings.SMS_CODE_MAX_ATTEMPTS = 5
+    customer = make_customer()
+    row = _code_row(customer)
+
+    def wrong(i):
+        return phones.phone_set_by_sms(customer=Customer.objects.get(pk=customer.pk), phone=PHONE, sms_code="654321")
+
+    results = race(wrong, 60)
+    kinds = [type(r).__name__ for r in results]
+    assert (kinds.count("SmsCodeInvalid"), kinds.count("SmsCodeTooManyTries")) == (5, 55), kinds
+    row.refresh_from_db()
+    assert row.attempts == 5
+    with pytest.raises(SmsCodeTooManyTries):
+        phones.phone_set_by_sms(customer=customer, phone=PHONE, sms_code="123456")
+    row.refresh_from_db()
+    assert (row.attempts, row.used_at) == (5, None) and Customer.objects.get(pk=customer.pk).phone == ""

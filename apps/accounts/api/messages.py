@@ -71,7 +71,7 @@ class MePhoneView(APIView):
         responses={
             200: PhoneUserSerializer,
             **errors(
-                e400="invalid (getPhoneNumber code refused: detail.code; wrong or expired sms_code: detail.sms_code)",
+                e400="invalid (getPhoneNumber code refused: detail.code; wrong, expired or too often wrong sms_code: detail.sms_code)",
                 e503="wechat_unavailable",
             ),
         },

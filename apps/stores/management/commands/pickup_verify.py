@@ -9,7 +9,8 @@ from starmall.errors import ShopError
 class Command(BaseCommand):
     help = (
         "Verify a pickup code (自提核销) as staff USERNAME, exactly as the back office's page does "
-        "(same permission and store checks); exits non-zero with the reason when refused."
+        "(same permission and store checks, same PICKUP_VERIFY_FAILURES_PER_HOUR cap of wrong codes); "
+        "exits non-zero with the reason in one line when refused."
     )
 
     def add_arguments(self, parser):
