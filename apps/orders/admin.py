@@ -13,7 +13,7 @@ from django.utils.html import format_html
 
 from apps.catalog.models import Kind
 from apps.logistics import carriers
-from apps.orders import pickup, services
+from apps.orders import pickup, services, shipments
 from apps.orders.models import AfterSale, FollowUp, Order, OrderEvent, OrderLine, OrderStatus, Shipment
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.admin_display import actor_text, address_text, specs_text
@@ -279,7 +279,7 @@ class OrderAdmin(PickupCodeHidden, ReadOnlyModelAdmin):
 
     def _ship(self, request, order: Order, carrier_code: str = "", tracking_no: str = "") -> Outcome:
         try:
-            if services.order_ship(
+            if shipments.order_ship(
                 order=order, actor=staff_actor(request), carrier_code=carrier_code, tracking_no=tracking_no
             ):
                 return Outcome(

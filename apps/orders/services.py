@@ -4,7 +4,7 @@ Phase 1, :func:`order_confirm`, prices the cart and caches a draft in Redis unde
 ``order_key``. Phase 2, :func:`order_create`, turns the draft into an order in ONE transaction:
 order row (UNIQUE order_key), stock, slot, coupon and points — all or nothing. Every status
 change is a conditional UPDATE (``WHERE id = ? AND status = <expected>``) through
-:func:`_transition`, whose row count decides what happens next.
+:func:`order_transition`, whose row count decides what happens next.
 
 The ``order_mark_*`` functions are the bare state changes. Cancelling an order is
 ``apps.payments.order_lifecycle.order_cancel`` (it asks WeChat first); :func:`order_mark_cancelled`
@@ -599,7 +599,9 @@ def order_no_new(now: dt.datetime) -> str:
 
 
 @transaction.atomic(savepoint=False)
-def _transition(order: Order, *, from_statuses: tuple[str, ...], to: str, actor: str, note: str = "", **fields) -> bool:
+def order_transition(
+    order: Order, *, from_statuses: tuple[str, ...], to: str, actor: str, note: str = "", **fields
+) -> bool:
     """``UPDATE order SET status = to WHERE id = ? AND status IN from_statuses``; log it.
 
     Returns False (and changes nothing) when the order was no longer in ``from_statuses``:
@@ -649,7 +651,7 @@ def order_mark_cancelled(*, order: Order, actor: str, reason: str) -> bool:
     restores; everyone else gets False and restores nothing. Joins the caller's transaction
     or opens one (then run once more after a lock conflict, else ``DatabaseBusy``).
     """
-    if not _transition(
+    if not order_transition(
         order,
         from_statuses=(OrderStatus.UNPAID,),
         to=OrderStatus.CANCELLED,
@@ -723,7 +725,7 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     Returns False when the order was not unpaid (already paid, or cancelled: the caller decides
     what a late payment means). Follow-ups are rows here and reach Redis after commit.
     """
-    if not _transition(
+    if not order_transition(
         order, from_statuses=(OrderStatus.UNPAID,), to=OrderStatus.PAID, actor=actor, pay_method=method, paid_at=paid_at
     ):
         return False
@@ -752,7 +754,7 @@ def _pickup_code_assign(order: Order) -> None:
 def order_mark_refunding(*, order: Order, actor: str) -> bool:
     """A full refund was approved: ``paid/shipped/completed -> refunding``, in the approving
     transaction. The points the order earned die now (frozen: void; released: taken back)."""
-    if not _transition(
+    if not order_transition(
         order,
         from_statuses=(OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED),
         to=OrderStatus.REFUNDING,
@@ -773,7 +775,7 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
     shipped, or a consultation not held) the stock and the slot come back as well. (The points
     it earned died at ``refunding``.)
     """
-    if not _transition(
+    if not order_transition(
         order, from_statuses=(OrderStatus.REFUNDING,), to=OrderStatus.REFUNDED, actor=actor, note="已全额退款"
     ):
         return False
@@ -781,53 +783,6 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
     # Last, step 8 of starmall/locking.py: the product rows every paying order counts into.
     stock.product_sales_remove(quantities=_product_units(order))
     return True
-
-
-def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no: str = "") -> bool:
-    """Staff: a paid goods order was handed to the carrier (``paid -> shipped``).
-
-    With ``carrier_code`` (``apps.logistics.carriers``) and ``tracking_no`` the same transaction
-    writes the Shipment and the customer's "shipped" subscription message (an outbox
-    follow-up; ``shipments.shipment_record``); without them (hand delivery) only the status
-    moves. Raises InvalidInput (unknown carrier, bad number: checked before anything changes).
-    False when the order is not a paid goods order (any more). Raises InvalidState (reason in
-    Chinese, ``refund_no`` in detail) while a refund request waits for staff: decide it first
-    (a request approved before shipping returns the stock; one approved after it does not).
-    The order row is locked before that check, as ``refund_request`` and
-    ``after_sale_approve`` lock it, so a request cannot slip in between check and shipment.
-    """
-    from apps.orders import shipments
-
-    carrier = None
-    if carrier_code or tracking_no:
-        carrier, tracking_no = shipments.shipment_check(carrier_code=carrier_code, tracking_no=tracking_no)
-    if order.kind != Kind.GOODS or order.delivery == Delivery.PICKUP:  # pickups are collected, never shipped
-        return False
-    with transaction.atomic():
-        locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
-        if locked != OrderStatus.PAID:
-            return False
-        waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
-        if waiting is not None:
-            raise InvalidState("有进行中的退款申请", refund_no=waiting.refund_no)
-        refusal = group_buys.group_ship_refusal(group_id=order.group_id) if order.group_id else None
-        if refusal is not None:  # a 拼团 order ships once its group is done
-            raise InvalidState(refusal, group_id=order.group_id)
-        now = timezone.now()
-        if not _transition(
-            order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED, actor=actor, shipped_at=now
-        ):
-            return False
-        if carrier is not None:
-            shipments.shipment_record(
-                order=order,
-                carrier_code=carrier_code,
-                carrier=carrier,
-                tracking_no=tracking_no,
-                actor=actor,
-                shipped_at=now,
-            )
-        return True
 
 
 def order_complete(*, order: Order, actor: str) -> bool:
@@ -838,7 +793,7 @@ def order_complete(*, order: Order, actor: str) -> bool:
     allowed = (OrderStatus.SHIPPED,) if order.kind == Kind.GOODS else (OrderStatus.PAID,)
     now = timezone.now()
     with transaction.atomic():
-        if not _transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor, completed_at=now):
+        if not order_transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor, completed_at=now):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
     return True
@@ -882,7 +837,7 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
         if waiting is not None:
             raise InvalidState("该订单有进行中的退款申请，请先处理。", refund_no=waiting.refund_no)
         now = timezone.now()
-        if not _transition(
+        if not order_transition(
             order,
             from_statuses=(OrderStatus.PAID,),
             to=OrderStatus.COMPLETED,

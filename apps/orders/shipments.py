@@ -1,6 +1,6 @@
 """Shipping with a carrier and tracking number, tracking, automatic receipt, buying again.
 
-``order_ship`` (services) is THE shipping: it validates the carrier and number with
+:func:`order_ship` is THE shipping: it validates the carrier and number with
 :func:`shipment_check`, and in its transaction calls :func:`shipment_record` (the Shipment row
 and the "shipped" subscription message, an outbox follow-up). Tracking asks the pluggable
 provider of ``apps.logistics`` (cached; 503 when it is down).
@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from apps.catalog.models import Kind
 from apps.logistics import carriers, providers
-from apps.orders import followups
-from apps.orders.models import AfterSale, FollowUp, Order, OrderStatus, Shipment
+from apps.marketing import group_buys
+from apps.orders import followups, services
+from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderStatus, Shipment
 from starmall.errors import InvalidInput, InvalidState
 
 TRACKING_NO = re.compile(r"[A-Za-z0-9-]{6,40}")
@@ -88,15 +89,58 @@ def auto_receive_at(order: Order) -> dt.datetime | None:
     return order.shipped_at + dt.timedelta(days=settings.AUTO_RECEIVE_DAYS)
 
 
+def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no: str = "") -> bool:
+    """Staff: a paid goods order was handed to the carrier (``paid -> shipped``).
+
+    With ``carrier_code`` (``apps.logistics.carriers``) and ``tracking_no`` the same transaction
+    writes the Shipment and the customer's "shipped" subscription message (an outbox
+    follow-up; ``shipment_record``); without them (hand delivery) only the status
+    moves. Raises InvalidInput (unknown carrier, bad number: checked before anything changes).
+    False when the order is not a paid goods order (any more). Raises InvalidState (reason in
+    Chinese, ``refund_no`` in detail) while a refund request waits for staff: decide it first
+    (a request approved before shipping returns the stock; one approved after it does not).
+    The order row is locked before that check, as ``refund_request`` and
+    ``after_sale_approve`` lock it, so a request cannot slip in between check and shipment.
+    """
+    carrier = None
+    if carrier_code or tracking_no:
+        carrier, tracking_no = shipment_check(carrier_code=carrier_code, tracking_no=tracking_no)
+    if order.kind != Kind.GOODS or order.delivery == Delivery.PICKUP:  # pickups are collected, never shipped
+        return False
+    with transaction.atomic():
+        locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
+        if locked != OrderStatus.PAID:
+            return False
+        waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
+        if waiting is not None:
+            raise InvalidState("有进行中的退款申请", refund_no=waiting.refund_no)
+        refusal = group_buys.group_ship_refusal(group_id=order.group_id) if order.group_id else None
+        if refusal is not None:  # a 拼团 order ships once its group is done
+            raise InvalidState(refusal, group_id=order.group_id)
+        now = timezone.now()
+        if not services.order_transition(
+            order, from_statuses=(OrderStatus.PAID,), to=OrderStatus.SHIPPED, actor=actor, shipped_at=now
+        ):
+            return False
+        if carrier is not None:
+            shipment_record(
+                order=order,
+                carrier_code=carrier_code,
+                carrier=carrier,
+                tracking_no=tracking_no,
+                actor=actor,
+                shipped_at=now,
+            )
+        return True
+
+
 def order_tracking(*, order_no: str, customer_id: int) -> dict:
     """The customer's parcel: ``{"carrier", "carrier_code", "tracking_no", "state", "events"}``.
 
     NotFound (not theirs), InvalidState (not shipped with a tracking number),
     LogisticsUnavailable (503) when the provider cannot answer.
     """
-    from apps.orders.services import order_get
-
-    order = order_get(order_no=order_no, customer_id=customer_id)
+    order = services.order_get(order_no=order_no, customer_id=customer_id)
     shipment = Shipment.objects.filter(order=order).first()
     if shipment is None:
         raise InvalidState("订单尚未发货，暂无物流信息。", status=order.status)
@@ -118,8 +162,6 @@ def orders_auto_receive(*, now: dt.datetime | None = None, limit: int = 500) -> 
     (which starts the points' freeze countdown); returns how many. An order with an open
     after-sale request (requested, return under way) waits for it. Safe to run twice: each
     completion is the conditional ``shipped -> completed``."""
-    from apps.orders.services import order_complete
-
     now = now or timezone.now()
     due = (
         Order.objects.filter(
@@ -130,4 +172,4 @@ def orders_auto_receive(*, now: dt.datetime | None = None, limit: int = 500) -> 
         .exclude(after_sales__status__in=AfterSale.OPEN)
         .order_by("id")
     )
-    return sum(order_complete(order=order, actor="system:auto-receive") for order in due[:limit])
+    return sum(services.order_complete(order=order, actor="system:auto-receive") for order in due[:limit])

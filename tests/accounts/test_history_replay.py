@@ -17,8 +17,7 @@ from apps.marketing.models import SignInRule
 from apps.orders import followups
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order
-from apps.payments import order_lifecycle, recharges, refunds
-from apps.payments import services as payments
+from apps.payments import balance, order_lifecycle, recharges, refunds
 from apps.payments.models import Recharge, Refund
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +78,7 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
     def pay():
         order = pick("unpaid")
         if order and Customer.objects.get(pk=customer.pk).balance_fen >= order.pay_fen:
-            payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+            balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
             for row in FollowUp.objects.filter(order=order, status="pending", kind="points_award"):
                 followups.followup_execute(row.pk)
 

@@ -15,11 +15,10 @@ from apps.accounts import wallet
 from apps.accounts.models import Address, Coupon, Customer, WalletEvent
 from apps.accounts.selectors import points_frozen
 from apps.catalog.models import Product, Sku
-from apps.orders import followups
+from apps.orders import followups, shipments
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order
-from apps.payments import order_lifecycle, refunds
-from apps.payments import services as payments
+from apps.payments import balance, order_lifecycle, refunds
 from apps.payments.models import Refund
 
 pytestmark = pytest.mark.django_db
@@ -93,14 +92,14 @@ def test_earned_points_frozen_until_completion_plus_freeze_days_then_released_on
     settings.POINTS_FREEZE_DAYS = 7
     draft = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])
     order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     run_followups(order.order_no)
     award = WalletEvent.objects.get(kind="points", reason="award", order_no=order.order_no)
     assert (award.amount, award.state, award.available_at) == (120, "frozen", None)
     assert (Customer.objects.get(pk=customer.pk).points, points_frozen(customer_id=customer.pk)) == (500, 120)
     assert wallet.points_release_due(now=timezone.now() + dt.timedelta(days=365)) == 0  # not completed yet
 
-    assert orders.order_ship(order=order, actor="staff:t") and orders.order_complete(order=order, actor="customer")
+    assert shipments.order_ship(order=order, actor="staff:t") and orders.order_complete(order=order, actor="customer")
     completed_at = Order.objects.get(pk=order.pk).completed_at
     award.refresh_from_db()
     assert award.available_at == completed_at + dt.timedelta(days=7)
@@ -121,9 +120,9 @@ def test_points_of_an_order_refunded_after_release_are_taken_back(shop):
     customer, api, sku = shop
     draft = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])
     order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     run_followups(order.order_no)
-    orders.order_ship(order=order, actor="staff:t")
+    shipments.order_ship(order=order, actor="staff:t")
     orders.order_complete(order=order, actor="customer")
     assert wallet.points_release_due(now=timezone.now() + dt.timedelta(days=8)) == 120
     sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="质量问题")
@@ -151,7 +150,7 @@ def test_full_refund_returns_a_valid_coupon_and_takes_sales_back(shop):
     for coupon in (valid, soon):
         draft = orders.order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])
         order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
-        payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+        balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         placed.append(order)
     assert Product.objects.get(pk=sku.product_id).sales == 2
     Coupon.objects.filter(pk=soon.pk).update(valid_until=timezone.now() - dt.timedelta(seconds=1))  # it expired
@@ -185,7 +184,7 @@ def test_balance_ledger_api(shop):
     customer, api, sku = shop
     draft = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
     order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     body = api.get("/api/v1/me/balance").json()
     assert body["balance_fen"] == 10**6 - 7000
     assert body["count"] == 2 and body["next"] is None and body["previous"] is None
@@ -230,7 +229,7 @@ def test_random_operations_keep_the_totals_equal_to_the_ledger(shop, settings, s
 
     def pay():
         if order := pick("unpaid"):
-            payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+            balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
             run_followups(order.order_no)
 
     def cancel():
@@ -246,7 +245,7 @@ def test_random_operations_keep_the_totals_equal_to_the_ledger(shop, settings, s
 
     def complete():
         if order := pick("paid"):
-            orders.order_ship(order=order, actor="staff:t")
+            shipments.order_ship(order=order, actor="staff:t")
             orders.order_complete(order=order, actor="customer")
 
     def release():

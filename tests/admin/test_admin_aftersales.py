@@ -7,6 +7,7 @@ from django.urls import reverse
 from apps.accounts.models import Customer
 from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import AfterSale, Order, Shipment
 from apps.payments import refunds
 from apps.payments.models import Refund
@@ -82,7 +83,7 @@ def test_return_step_in_the_admin_then_refund_restocks(make_staff, buyer, paid_o
     customer, api, _ = buyer
     order, other = paid_orders(2)
     for row in (order, other):
-        assert orders.order_ship(order=row, actor="staff:t", carrier_code="yunda", tracking_no="YD0000000001")
+        assert shipments.order_ship(order=row, actor="staff:t", carrier_code="yunda", tracking_no="YD0000000001")
         request_refund(api, row.order_no)
     sale, other_sale = AfterSale.objects.get(order=order), AfterSale.objects.get(order=other)
     decider = make_staff("orders.decide_aftersale", view_all=True)
@@ -125,7 +126,7 @@ def test_return_step_in_the_admin_then_refund_restocks(make_staff, buyer, paid_o
 def test_reviews_reply_and_hide_need_their_permissions(make_staff, viewer, buyer, paid_orders):
     customer, api, _ = buyer
     (order,) = paid_orders(1)
-    orders.order_ship(order=order, actor="staff:t", carrier_code="jd", tracking_no="JD0001234567")
+    shipments.order_ship(order=order, actor="staff:t", carrier_code="jd", tracking_no="JD0001234567")
     orders.order_complete(order=Order.objects.get(pk=order.pk), actor="customer")
     line = order.lines.get()
     assert (

@@ -21,7 +21,7 @@ from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.appointments.models import Slot
 from apps.catalog.models import Sku
-from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import AfterSale, Order, OrderEvent
 from apps.payments import refunds
 from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refund
@@ -260,7 +260,7 @@ def test_ship_permission_ships_through_the_service(make_staff, shop):
 
 
 def test_complete_permission_completes_a_shipped_order(make_staff, shop):
-    assert orders.order_ship(order=shop["paid"], actor="staff:warehouse")
+    assert shipments.order_ship(order=shop["paid"], actor="staff:warehouse")
     client = make_staff("orders.complete_order", "orders.view_order")
     response = action(client, "orders.order", "mark_completed", [shop["paid"].pk, shop["unpaid"].pk])
     assert Order.objects.get(pk=shop["paid"].pk).status == "completed"

@@ -12,7 +12,7 @@ from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.appointments import slots
 from apps.appointments.models import Slot
 from apps.catalog.models import Product, Sku
-from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import Order, OrderEvent
 from starmall.errors import InvalidInput, InvalidState
 
@@ -246,11 +246,11 @@ def test_order_ship_refuses_an_order_with_a_waiting_refund_request(buyer, paid_o
     (order,) = paid_orders(1)
     sale = request_refund(api, order.order_no)
     with pytest.raises(InvalidState) as refused:
-        orders.order_ship(order=order, actor="staff:warehouse")
+        shipments.order_ship(order=order, actor="staff:warehouse")
     assert (refused.value.message, refused.value.detail) == ("有进行中的退款申请", {"refund_no": sale["refund_no"]})
     assert Order.objects.get(pk=order.pk).status == "paid"
     refunds.after_sale_reject(after_sale_id=AfterSale.objects.get(refund_no=sale["refund_no"]).pk, actor="staff:cs")
-    assert orders.order_ship(order=order, actor="staff:warehouse") is True  # decided: ships
+    assert shipments.order_ship(order=order, actor="staff:warehouse") is True  # decided: ships
 
 
 def test_bulk_messages_are_red_when_nothing_was_done(make_staff, buyer, goods_sku, place_order):

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from apps.orders import shipments
 from apps.orders.models import Order, OrderEvent, OrderStatus
 from apps.payments.models import Payment, PaymentStatus
 
@@ -19,10 +20,8 @@ def _count(html: str, tab: str) -> int:
 
 
 def test_tabs_count_orders_per_status_and_filter_the_list(boss, paid_orders, buyer, goods_sku, place_order):
-    from apps.orders import services
-
     paid = paid_orders(3)
-    services.order_ship(order=paid[0], actor="staff:boss", carrier_code="shunfeng", tracking_no="SF1234567890")
+    shipments.order_ship(order=paid[0], actor="staff:boss", carrier_code="shunfeng", tracking_no="SF1234567890")
     _, api, address = buyer
     unpaid = place_order(api, items=[(goods_sku, 1)], address=address)
     api.post(f"/api/v1/orders/{paid[2].order_no}/refund", {"reason": "不想要了"}, format="json")
@@ -87,7 +86,6 @@ def test_merchant_remark_is_saved_and_logged_by_its_permission(make_staff, paid_
 
 
 def test_address_changes_before_shipping_only(make_staff, paid_orders):
-    from apps.orders import services
 
     [order] = paid_orders(1)
     ops = make_staff("orders.edit_address", "orders.ship_order", view_all=True)
@@ -105,7 +103,7 @@ def test_address_changes_before_shipping_only(make_staff, paid_orders):
     assert order.address == {k: v for k, v in new.items() if k != "reason"}
     event = OrderEvent.objects.filter(order=order, note__startswith="修改收货地址").get()
     assert "李四 13900000000 江苏省南京市鼓楼区中山路1号" in event.note and "顾客来电" in event.note
-    services.order_ship(order=order, actor="staff:x", carrier_code="shunfeng", tracking_no="SF1234567891")
+    shipments.order_ship(order=order, actor="staff:x", carrier_code="shunfeng", tracking_no="SF1234567891")
     ops.post(f"/admin/orders/order/{order.pk}/address/", {**new, "name": "王五"})
     order.refresh_from_db()
     assert order.address["name"] == "李四"  # shipped: refused

@@ -12,9 +12,9 @@ from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
 from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import AfterSale, Order
-from apps.payments import order_lifecycle, refunds
-from apps.payments import services as payments
+from apps.payments import balance, order_lifecycle, refunds
 from apps.payments.models import Payment, Refund
 
 pytestmark = pytest.mark.django_db
@@ -254,7 +254,7 @@ def test_full_refund_of_shipped_order_returns_the_points_spent(paid_with_points)
     shipped order keeps its stock out, but the 300 points the customer spent must come back
     together with the money, as they do for an unshipped order."""
     customer, api, sku, order = paid_with_points
-    assert orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:adv")
+    assert shipments.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:adv")
     assert api.post(f"/api/v1/orders/{order['order_no']}/refund", {"reason": "r"}, format="json").status_code == 202
     _approve_and_run(order["order_no"])
     assert Order.objects.get(order_no=order["order_no"]).status == "refunded"
@@ -364,7 +364,7 @@ def test_journey_conserves_stock_slots_and_money(shopper, make_sku, consultation
     # 4 balance-paid, shipped, partially refunded
     o4 = place_order(api, items=[(sku, 4)], address=address, use_points=True)
     api.post(f"/api/v1/orders/{o4['order_no']}/pay", {"method": "balance"}, format="json")
-    orders.order_ship(order=Order.objects.get(order_no=o4["order_no"]), actor="staff:adv")
+    shipments.order_ship(order=Order.objects.get(order_no=o4["order_no"]), actor="staff:adv")
     api.post(f"/api/v1/orders/{o4['order_no']}/refund", {"reason": "r", "amount_fen": 1000}, format="json")
     _approve_and_run(o4["order_no"])
     # 5 consultation paid by balance and fully refunded (auto)
@@ -459,7 +459,7 @@ def test_unified_order_in_flight_while_the_order_is_cancelled_or_balance_paid(
                     == "cancelled"
                 )
             else:
-                payments.payment_balance_pay(order_no=no, customer_id=customer.pk)
+                balance.payment_balance_pay(order_no=no, customer_id=customer.pk)
         return real(**kwargs)
 
     monkeypatch.setattr(wechat_api, "unified_order", in_flight)

@@ -17,8 +17,9 @@ from apps.accounts.models import Address, Coupon, Customer
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
 from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import AfterSale, Order
-from apps.payments import notifications, order_lifecycle, refunds
+from apps.payments import balance, notifications, order_lifecycle, refunds
 from apps.payments import services as payments
 from apps.payments.models import Payment, Refund
 from starmall.errors import ShopError
@@ -52,7 +53,7 @@ def test_balance_pay_clicked_eight_times_debits_once(make_customer, make_sku, ra
     customer, address = _buyer(make_customer, balance_fen=100000)
     order = _order(customer, address, sku)
 
-    results = race(lambda i: payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk), N)
+    results = race(lambda i: balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk), N)
 
     assert not _unexpected(results), results
     assert sum(isinstance(r, Order) for r in results) == 1, results
@@ -66,7 +67,7 @@ def test_balance_enough_for_one_of_two_orders_pays_exactly_one(make_customer, ma
     customer, address = _buyer(make_customer, balance_fen=20000)
     pair = [_order(customer, address, sku), _order(customer, address, sku)]
 
-    results = race(lambda i: payments.payment_balance_pay(order_no=pair[i % 2].order_no, customer_id=customer.pk), N)
+    results = race(lambda i: balance.payment_balance_pay(order_no=pair[i % 2].order_no, customer_id=customer.pk), N)
 
     assert not _unexpected(results), results
     assert sum(isinstance(r, Order) for r in results) == 1, results
@@ -85,7 +86,7 @@ def test_balance_pay_racing_the_wechat_notification_never_charges_twice(make_cus
 
     def act(i):
         if i == 0:
-            return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+            return balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return notifications.payment_notification_handle(body)
 
     results = race(act, N)
@@ -108,7 +109,7 @@ def test_cancel_racing_balance_pay_has_one_winner(make_customer, make_sku, race)
 
     def act(i):
         if i % 2:
-            return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+            return balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return order_lifecycle.order_cancel(order=Order.objects.get(pk=order.pk), actor="customer", reason="x")
 
     results = race(act, N)
@@ -134,7 +135,7 @@ def test_balance_pay_racing_the_timeout_has_one_winner(make_customer, make_sku, 
 
     def act(i):
         if i % 2:
-            return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+            return balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return order_lifecycle.order_expire(order_id=order.pk, now=later)
 
     results = race(act, N)
@@ -156,7 +157,7 @@ def test_wechat_start_racing_balance_pay_then_user_pays_keeps_one_payment(make_c
 
     def act(i):
         if i % 2:
-            return payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+            return balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
 
     results = race(act, 4)
@@ -178,7 +179,7 @@ def test_refund_requests_of_different_amounts_racing_never_sum_past_paid(make_cu
     sku = make_sku(price_fen=6000, stock=5)
     customer, address = _buyer(make_customer, balance_fen=100000)
     order = _order(customer, address, sku, quantity=2)
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     amounts = [5000, 8000, 12000, 7001]
 
     requests = race(
@@ -267,7 +268,7 @@ def test_refund_approval_racing_shipment_does_not_restock_shipped_goods(make_cus
     sku = make_sku(price_fen=6000, stock=5)
     customer, address = _buyer(make_customer, balance_fen=100000)
     order = _order(customer, address, sku, quantity=2)
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="不要了")
     real = refunds.paying_payment
     shipped, threads = [], []
@@ -277,7 +278,7 @@ def test_refund_approval_racing_shipment_does_not_restock_shipped_goods(make_cus
 
             def ship():
                 try:
-                    shipped.append(orders.order_ship(order=Order.objects.get(pk=order.pk), actor="staff:warehouse"))
+                    shipped.append(shipments.order_ship(order=Order.objects.get(pk=order.pk), actor="staff:warehouse"))
                 finally:
                     connection.close()
 

@@ -112,7 +112,7 @@ def paid_and_refunded(role_client, make_customer, make_api, make_sku, place_orde
     """(finance client, the shipped order's number, the customer's refund reason): one goods order
     shipped by 顺丰 with a merchant remark, another refunded at the customer's request."""
     from apps.accounts.models import Address
-    from apps.orders import services
+    from apps.orders import shipments
     from apps.payments import refunds
 
     customer = make_customer(balance_fen=1_000_000)
@@ -134,7 +134,7 @@ def paid_and_refunded(role_client, make_customer, make_api, make_sku, place_orde
         assert api.post(f"/api/v1/orders/{no}/pay", {"method": "balance"}, format="json").status_code == 200
         nos.append(no)
     shipped = Order.objects.get(order_no=nos[0])
-    assert services.order_ship(order=shipped, actor="staff:t", carrier_code="shunfeng", tracking_no="SF1234567890")
+    assert shipments.order_ship(order=shipped, actor="staff:t", carrier_code="shunfeng", tracking_no="SF1234567890")
     Order.objects.filter(pk=shipped.pk).update(merchant_remark="易碎")
     reason = "尺寸不合适，想换一个"
     assert api.post(f"/api/v1/orders/{nos[1]}/refund", {"reason": reason}, format="json").status_code == 202

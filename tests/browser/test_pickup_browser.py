@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group, Permission
 from apps.backoffice.roles import sync_roles
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus
-from apps.payments import services as payments
+from apps.payments import balance
 from apps.stores.models import Store, StoreStaff
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -29,7 +29,7 @@ def test_store_staff_verify_a_code_once_in_the_browser(page_for, shot, base_url,
         customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}], delivery="pickup", store_id=store.pk
     )["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     code = Order.objects.get(pk=order.pk).pickup_code
 
     page = page_for("clerk", PASSWORD)

@@ -43,11 +43,11 @@ def _paid_shipped(make_customer, make_sku, balance_fen=100_000):
     sku = make_sku(price_fen=5000, stock=10)
     key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
     order, _ = orders.order_create(customer=customer, order_key=key)
-    from apps.payments import services as payments
+    from apps.payments import balance
 
-    payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+    balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     order.refresh_from_db()
-    assert orders.order_ship(order=order, actor="staff:t", carrier_code="ems", tracking_no="EM000111222CN")
+    assert shipments.order_ship(order=order, actor="staff:t", carrier_code="ems", tracking_no="EM000111222CN")
     return customer, sku, Order.objects.get(pk=order.pk)
 
 

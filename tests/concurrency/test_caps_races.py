@@ -83,8 +83,7 @@ def test_points_award_racing_the_refund_approval_always_ends_void(make_customer,
     they look: whichever runs first, the award ends VOID and nothing stays frozen."""
     from apps.orders import followups
     from apps.orders.models import FollowUp
-    from apps.payments import refunds
-    from apps.payments import services as payments
+    from apps.payments import balance, refunds
 
     settings.MAX_UNPAID_ORDERS = 10
     sku = make_sku(price_fen=6000, stock=100)
@@ -101,7 +100,7 @@ def test_points_award_racing_the_refund_approval_always_ends_void(make_customer,
     for _ in range(4):
         key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
         order, _ = orders.order_create(customer=customer, order_key=key)
-        payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+        balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="不要了")
         award = FollowUp.objects.get(order=order, kind="points_award")
 

@@ -14,8 +14,7 @@ from apps.marketing import bargains
 from apps.marketing.models import BargainCampaign, BargainHelp, BargainRecord, Group, GroupBuy, GroupSeat
 from apps.orders import services as orders
 from apps.orders.models import Order
-from apps.payments import group_refunds
-from apps.payments import services as payments
+from apps.payments import balance, group_refunds
 from apps.payments.models import Refund
 from starmall.errors import InvalidState, LimitExceeded
 
@@ -53,7 +52,7 @@ def _order(customer, address, sku, **promo):
 
 
 def _balance_pay(order, now=None):
-    return payments._balance_pay_apply(order_id=order.pk, customer_id=order.customer_id, now=now or timezone.now())
+    return balance._balance_pay_apply(order_id=order.pk, customer_id=order.customer_id, now=now or timezone.now())
 
 
 def _open_paid(make_customer, sku, activity):

@@ -21,8 +21,7 @@ from apps.accounts.models import Address, Customer, WalletEvent
 from apps.catalog.models import Product
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus
-from apps.payments import refunds
-from apps.payments import services as payments
+from apps.payments import balance, refunds
 from apps.payments.models import Refund
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -52,7 +51,7 @@ def _setup(make_customer, make_sku, pairs: int):
     setups = []
     for _ in range(pairs):
         paid = order()
-        payments.payment_balance_pay(order_no=paid.order_no, customer_id=customer.pk)
+        balance.payment_balance_pay(order_no=paid.order_no, customer_id=customer.pk)
         sale = refunds.refund_request(order_no=paid.order_no, customer_id=customer.pk, reason="不想要了")
         refund = refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:cs")
         setups.append((refund, order()))
@@ -121,7 +120,7 @@ def _meet_with_the_refund_held_up(refund: Refund, unpaid: Order, customer: Custo
     refund_thread = threading.Thread(target=run, args=("refund", lambda: refunds.refund_execute(refund_id=refund.pk)))
     pay_thread = threading.Thread(
         target=run,
-        args=("pay", lambda: payments.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)),
+        args=("pay", lambda: balance.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)),
     )
     try:
         refund_thread.start()
@@ -167,7 +166,7 @@ def test_balance_pays_and_refunds_of_one_customer_racing_for_many_rounds(
             lambda i, refund=refund, unpaid=unpaid: (
                 refunds.refund_execute(refund_id=refund.pk)
                 if i == 0
-                else payments.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)
+                else balance.payment_balance_pay(order_no=unpaid.order_no, customer_id=customer.pk)
             ),
             2,
         )

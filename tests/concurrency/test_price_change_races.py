@@ -9,8 +9,7 @@ from apps.accounts.models import Address, Customer, WalletEvent
 from apps.backoffice.roles import sync_roles
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderEvent, OrderStatus
-from apps.payments import price_change
-from apps.payments import services as payments
+from apps.payments import balance, price_change
 from starmall.errors import InvalidState
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -51,7 +50,7 @@ def test_a_price_change_racing_a_balance_payment_charges_what_the_order_says(mak
 
         def act(i, order_no=order.order_no, new_fen=order.pay_fen - 2_000):
             if i == 0:
-                return payments.payment_balance_pay(order_no=order_no, customer_id=customer.pk)
+                return balance.payment_balance_pay(order_no=order_no, customer_id=customer.pk)
             return price_change.order_price_change(
                 order_no=order_no, pay_fen=new_fen, reason="老顾客优惠", user=finance, actor="staff:finance-race"
             )

@@ -7,8 +7,7 @@ from django.contrib.auth.models import Permission
 from apps.accounts.models import Address, Customer
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order
-from apps.payments import refund_batches, refunds
-from apps.payments import services as payments
+from apps.payments import balance, refund_batches, refunds
 from apps.payments.models import Payment, Refund, RefundBatch, RefundBatchItem
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -30,7 +29,7 @@ def _paid_orders(make_customer, make_sku, n: int) -> list[Order]:
     for _ in range(n):
         key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
         order, _ = orders.order_create(customer=customer, order_key=key)
-        payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+        balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         out.append(Order.objects.get(pk=order.pk))
     return out
 

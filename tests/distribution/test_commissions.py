@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from apps.distribution import commissions, referral
 from apps.distribution.models import Commission, CommissionSettings, Distributor, LedgerEntry, ProductCommission
-from apps.orders import followups
+from apps.orders import followups, shipments
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order
 from apps.payments import refunds
@@ -68,7 +68,7 @@ def test_the_whole_timeline_freeze_reverse_release(chain, buy, make_api, deliver
 
     # completed: frozen for COMMISSION_FREEZE_DAYS, then available (the beat job / the command)
     row = Order.objects.get(order_no=order["order_no"])
-    assert orders.order_ship(order=row, actor="staff:t")
+    assert shipments.order_ship(order=row, actor="staff:t")
     assert orders.order_complete(order=Order.objects.get(pk=row.pk), actor="staff:t")
     assert commissions.commissions_release_due() == 0
     frozen = make_api(b).get("/api/v1/me/commissions").json()["results"][0]
@@ -126,7 +126,7 @@ def test_release_command_prints_what_it_did(chain, buy, capsys):
     a, b, c = chain
     order = buy(c)
     row = Order.objects.get(order_no=order["order_no"])
-    orders.order_ship(order=row, actor="t")
+    shipments.order_ship(order=row, actor="t")
     orders.order_complete(order=Order.objects.get(pk=row.pk), actor="t")
     Order.objects.filter(pk=row.pk).update(completed_at=timezone.now() - dt.timedelta(days=8))
     call_command("commissions_release")

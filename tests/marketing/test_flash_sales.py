@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.accounts.models import Address, Coupon, Customer
 from apps.catalog.models import Sku
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import AfterSale, Order, OrderLine
 from apps.payments import refunds
 
@@ -406,7 +406,7 @@ def test_flash_sale_refund_after_shipping_gives_back_the_allowance_not_the_units
     customer, api, address = buyer(make_customer, make_api, balance_fen=50000)
     order = buy(api, sale, 2, address=address)[1].json()
     _pay_and_refund(api, order["order_no"])
-    assert orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:test")
+    assert shipments.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:test")
     with django_capture_on_commit_callbacks(execute=True):  # as after the real commit
         _refund(api, order["order_no"])
     assert redis_quota(sale) == (3, {})  # the allowance is back in Redis too, the units are not

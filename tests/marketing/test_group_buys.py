@@ -58,11 +58,11 @@ def test_two_person_group_completes_in_the_paying_transaction(shopper, group_ord
     refused, _ = group_order(third_api, activity.sku, group_id=group_id)
     assert (refused.status_code, refused.json()["code"]) == (409, "invalid_state")  # full
     # shipping waits for the group
-    from apps.orders import services as orders
+    from apps.orders import shipments
     from starmall.errors import InvalidState
 
     with pytest.raises(InvalidState, match="拼团"):
-        orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:t")
+        shipments.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:t")
 
     wechat_pay(joiner_api, joined["order_no"])
     group.refresh_from_db()
@@ -71,7 +71,7 @@ def test_two_person_group_completes_in_the_paying_transaction(shopper, group_ord
     page = third_api.get(f"/api/v1/groups/{group_id}").json()
     assert page["status"] == "done" and [m["leader"] for m in page["members"]] == [True, False]
     assert leader_api.get(f"/api/v1/orders/{order['order_no']}").json()["group"]["status"] == "done"
-    assert orders.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:t")
+    assert shipments.order_ship(order=Order.objects.get(order_no=order["order_no"]), actor="staff:t")
     assert _state(activity) == (8, 2, 18)
 
 

@@ -73,14 +73,14 @@ def test_order_list_and_detail_only_show_own_orders(api, make_api, make_customer
 
 
 def test_receive_only_from_shipped(api, make_sku, address, place_order):
-    from apps.orders import services
+    from apps.orders import shipments
 
     order = place_order(api, items=[(make_sku(), 1)], address=address)
     assert api.post(f"/api/v1/orders/{order['order_no']}/receive").status_code == 409
     row = Order.objects.get(order_no=order["order_no"])
     Order.objects.filter(pk=row.pk).update(status="paid")
     row.refresh_from_db()
-    assert services.order_ship(order=row, actor="staff:test") is True
+    assert shipments.order_ship(order=row, actor="staff:test") is True
     response = api.post(f"/api/v1/orders/{order['order_no']}/receive")
     assert response.status_code == 200
     assert response.json()["status"] == "completed"

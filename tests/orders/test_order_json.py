@@ -6,7 +6,7 @@ import json
 
 from rest_framework import serializers
 
-from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.models import Order
 from apps.payments import refunds
@@ -52,7 +52,7 @@ def test_unpaid_paid_shipped_and_refund_requested_goods_orders(make_customer, ma
     assert paid.status_code == 200, paid.json()
     assert assert_same(order["order_no"])["pay_method"] == "balance"
 
-    assert orders.order_ship(
+    assert shipments.order_ship(
         order=Order.objects.get(order_no=order["order_no"]),
         actor="staff:test",
         carrier_code="shunfeng",

@@ -8,7 +8,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from apps.accounts.models import WalletEvent
-from apps.orders import followups, services, shipments
+from apps.orders import followups, shipments
 from apps.orders.models import FollowUp, Order, Shipment
 from starmall.errors import InvalidInput
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 def ship(order_no, carrier_code="shunfeng", tracking_no="SF1234567890"):
     order = Order.objects.get(order_no=order_no)
-    return services.order_ship(order=order, actor="staff:t", carrier_code=carrier_code, tracking_no=tracking_no)
+    return shipments.order_ship(order=order, actor="staff:t", carrier_code=carrier_code, tracking_no=tracking_no)
 
 
 def test_ship_writes_shipment_message_and_order_json(buyer, paid, wechat, settings):

@@ -4,7 +4,7 @@ import pytest
 
 from apps.accounts.models import Customer, WalletEvent
 from apps.catalog.models import Product, Sku
-from apps.orders import services
+from apps.orders import shipments
 from apps.orders.models import AfterSale, Order
 from apps.payments import refunds, returns
 from apps.payments.models import Payment, Refund
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def shipped(paid, **kwargs):
     order, sku = paid(**kwargs)
     row = Order.objects.get(order_no=order["order_no"])
-    assert services.order_ship(order=row, actor="staff:t", carrier_code="shunfeng", tracking_no="SF0000111122")
+    assert shipments.order_ship(order=row, actor="staff:t", carrier_code="shunfeng", tracking_no="SF0000111122")
     return order, sku
 
 

@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image
 
 from apps.catalog.models import Product, Sku
-from apps.orders import services
+from apps.orders import services, shipments
 from apps.orders.models import Order
 from apps.reviews import services as reviews
 from apps.reviews.models import Review
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("media")]
 
 def complete(order_no):
     order = Order.objects.get(order_no=order_no)
-    assert services.order_ship(order=order, actor="staff:t", carrier_code="yunda", tracking_no="YD100200300")
+    assert shipments.order_ship(order=order, actor="staff:t", carrier_code="yunda", tracking_no="YD100200300")
     assert services.order_complete(order=Order.objects.get(pk=order.pk), actor="customer")
 
 

@@ -37,7 +37,7 @@ def paid_pickup(make_customer, make_sku, store):
     """``paid_pickup(customer=None, store=store)`` -> a paid pickup order (balance), refreshed."""
     from apps.orders import services as orders
     from apps.orders.models import Order
-    from apps.payments import services as payments
+    from apps.payments import balance
 
     def make(customer=None, at=None):
         customer = customer or make_customer(balance_fen=100_000)
@@ -46,7 +46,7 @@ def paid_pickup(make_customer, make_sku, store):
             customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}], delivery="pickup", store_id=(at or store).pk
         )["order_key"]
         order, _ = orders.order_create(customer=customer, order_key=key)
-        payments.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
+        balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return Order.objects.get(pk=order.pk)
 
     return make

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from apps.orders import services as orders
+from apps.orders import shipments
 from apps.orders.models import Order, OrderStatus
 from apps.stores import services
 from apps.stores.exceptions import AlreadyVerified, Forbidden
@@ -143,8 +143,8 @@ def test_command_verifies_and_exits_nonzero_when_refused(paid_pickup, make_staff
 
 def test_pickup_orders_are_never_shipped(paid_pickup):
     order = paid_pickup()
-    assert orders.order_ship(order=order, actor="staff:t") is False
-    assert orders.order_ship(order=order, actor="staff:t", carrier_code="ems", tracking_no="EM000111222CN") is False
+    assert shipments.order_ship(order=order, actor="staff:t") is False
+    assert shipments.order_ship(order=order, actor="staff:t", carrier_code="ems", tracking_no="EM000111222CN") is False
     assert Order.objects.get(pk=order.pk).status == OrderStatus.PAID
 
 

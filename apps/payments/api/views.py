@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.models import PayMethod
-from apps.payments import notifications, refunds, services
+from apps.payments import balance, notifications, refunds, services
 from apps.payments.api.serializers import (
     PayInSerializer,
     PayOutSerializer,
@@ -48,7 +48,7 @@ class OrderPayView(APIView):
         if data.validated_data["method"] == PayMethod.WECHAT:
             params = services.payment_wechat_start(order_no=order_no, customer_id=request.user.pk)
             return Response({"method": PayMethod.WECHAT, "pay_params": params})
-        order = services.payment_balance_pay(order_no=order_no, customer_id=request.user.pk)
+        order = balance.payment_balance_pay(order_no=order_no, customer_id=request.user.pk)
         return Response({"method": PayMethod.BALANCE, "order": OrderSerializer(order).data})
 
 

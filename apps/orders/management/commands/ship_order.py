@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.logistics import carriers
-from apps.orders import services
+from apps.orders import shipments
 from apps.orders.models import Order
 from starmall.errors import ShopError
 
@@ -9,7 +9,7 @@ from starmall.errors import ShopError
 class Command(BaseCommand):
     help = (
         "Ship a paid goods order with a carrier and tracking number, through the same service as "
-        "the admin (orders.order_ship): ship_order <order_no> --carrier shunfeng --tracking-no SF123456789"
+        "the admin (orders.shipments.order_ship): ship_order <order_no> --carrier shunfeng --tracking-no SF123456789"
     )
 
     def add_arguments(self, parser):
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         if order is None:
             raise CommandError(f"no order {order_no}")
         try:
-            shipped = services.order_ship(order=order, actor=actor, carrier_code=carrier, tracking_no=tracking_no)
+            shipped = shipments.order_ship(order=order, actor=actor, carrier_code=carrier, tracking_no=tracking_no)
         except ShopError as exc:
             raise CommandError(f"not shipped: {exc.message} {exc.detail}") from exc
         if not shipped:
