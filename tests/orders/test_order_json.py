@@ -70,3 +70,19 @@ def test_consultation_order_with_its_slot(api, consultation, place_order):
     order = place_order(api, items=[(consultation.sku, 1)], slot=consultation.slots[0])
     shown = assert_same(order["order_no"])
     assert (shown["kind"], shown["slot"]["id"], shown["address"]) == ("consultation", consultation.slots[0].pk, None)
+
+
+def test_a_consultation_has_no_delivery_in_confirm_or_the_order(api, consultation):
+    """A consultation is booked, not shipped or collected: ``delivery`` is null in confirm's
+    answer and in the order's (goods say express or pickup)."""
+    body = {"items": [{"sku_id": consultation.sku.pk, "quantity": 1}], "slot_id": consultation.slots[0].pk}
+    confirmed = api.post("/api/v1/orders/confirm", body, format="json")
+    assert confirmed.status_code == 200, confirmed.json()
+    assert (confirmed.json()["delivery"], confirmed.json()["address"], confirmed.json()["freight_fen"]) == (
+        None,
+        None,
+        0,
+    )
+    created = api.post("/api/v1/orders", {"order_key": confirmed.json()["order_key"]}, format="json")
+    assert created.status_code == 201 and created.json()["delivery"] is None
+    assert assert_same(created.json()["order_no"])["delivery"] is None

@@ -2,6 +2,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.catalog.models import Kind
 from apps.marketing import group_buys
 from apps.marketing.models import Group
 from apps.orders import shipments
@@ -10,6 +11,11 @@ from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
 from apps.orders.pickup import pickup_json
 from apps.orders.services import slot_json
 from starmall.api.schema import MAX_ID
+
+# A consultation is booked: nothing is shipped or collected, so its delivery is null (API.md:
+# "a consultation takes slot_id instead and no address"; WeChat's shipping record calls it virtual).
+DELIVERY_HELP = "express or pickup (自提); null for a consultation"
+DELIVERY_SCHEMA = {"type": "string", "enum": [Delivery.EXPRESS.value, Delivery.PICKUP.value, None], "nullable": True}
 
 
 class ConfirmItemSerializer(serializers.Serializer):
@@ -140,12 +146,15 @@ class ConfirmOutSerializer(serializers.Serializer):
     usable_coupons = UsableCouponSerializer(
         many=True, required=False, help_text="the caller's coupons for this cart, best first"
     )
-    delivery = serializers.SerializerMethodField(help_text="express or pickup")
+    delivery = serializers.SerializerMethodField(help_text=DELIVERY_HELP)
     pickup_store = serializers.DictField(
         required=False, allow_null=True, help_text="pickup: {id, name, address, phone, hours}; else absent"
     )
 
-    def get_delivery(self, draft) -> str:
+    @extend_schema_field(DELIVERY_SCHEMA)
+    def get_delivery(self, draft) -> str | None:
+        if draft.get("kind") == Kind.CONSULTATION:
+            return None
         return Delivery.PICKUP if draft.get("pickup_store") else Delivery.EXPRESS
 
     group_buy_id = serializers.IntegerField(allow_null=True, required=False, help_text="拼团 opened, or null")
@@ -255,6 +264,11 @@ class OrderSerializer(serializers.ModelSerializer):
         "collected), verified_at}; null for express"
     )
     group = serializers.SerializerMethodField(help_text="拼团: the order's group, or null")
+    adjust_fen = serializers.IntegerField(
+        help_text="fen, signed: staff's 改价 (negative: cheaper), 0 without one; "
+        "goods_fen + freight_fen - coupon_fen - points_fen + adjust_fen = pay_fen"
+    )
+    delivery = serializers.SerializerMethodField(help_text=DELIVERY_HELP)
 
     class Meta:
         model = Order
@@ -267,6 +281,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "freight_fen",
             "coupon_fen",
             "points_fen",
+            "adjust_fen",
             "pay_fen",
             "pay_method",
             "created_at",
@@ -310,6 +325,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "freight_fen": order.freight_fen,
             "coupon_fen": order.coupon_fen,
             "points_fen": order.points_fen,
+            "adjust_fen": order.adjust_fen,
             "pay_fen": order.pay_fen,
             "pay_method": str(order.pay_method),
             "created_at": self.get_created_at(order),
@@ -322,10 +338,14 @@ class OrderSerializer(serializers.ModelSerializer):
             "shipment": self.get_shipment(order),
             "refund_status": self.get_refund_status(order),
             "auto_receive_at": self.get_auto_receive_at(order),
-            "delivery": str(order.delivery),
+            "delivery": self.get_delivery(order),
             "pickup": self.get_pickup(order),
             "group": self.get_group(order),
         }
+
+    @extend_schema_field(DELIVERY_SCHEMA)
+    def get_delivery(self, order) -> str | None:
+        return None if order.kind == Kind.CONSULTATION else str(order.delivery)
 
     @extend_schema_field(PickupOutSerializer(allow_null=True))
     def get_pickup(self, order) -> dict | None:

@@ -29,6 +29,10 @@ from starmall import embedded_redis, supervision
 from starmall.roles import ROLES, roles_from_environ, startup_lock
 
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+# Days of demo slots made at start-up (beat then keeps SLOT_DAYS_AHEAD): the almanac's longest
+# run without a day good for 出行 is 15 days (lunar-python 1.4.8, 2020-2100), so docs/TRY.md's
+# "first 宜出行 day at least 2 days ahead" always has slots, whatever the date.
+DEMO_SLOT_DAYS = 31
 
 
 def sandbox_address() -> tuple[str, int] | None:
@@ -130,7 +134,7 @@ class Command(BaseCommand):
             call_command("seed_demo")
             username, password = self._staff_login()
             roles = self._role_logins()
-            call_command("generate_slots")
+            call_command("generate_slots", days=DEMO_SLOT_DAYS)
             # One year back to three ahead; a rerun on a loaded window returns at once.
             call_command("load_almanac", years_back=1, years_ahead=3, no_progress=True)
         if "web" in machine:
