@@ -1,7 +1,7 @@
 """The secrets this repository makes public, in one place.
 
-base.py takes its development defaults from :func:`default`; production settings refuse to start
-while :func:`refusals` finds one still in use, and ``manage.py check --deploy`` lists them all
+The shared settings (``starmall/settings/wechat.py``) take their development defaults from
+:func:`default`; production settings refuse to start while :func:`refusals` finds one in use, and ``manage.py check --deploy`` lists them all
 (``starmall/checks.py``). A value is public when it is listed here (the WeChat sandbox's demo
 credentials, the test settings' values, WeChat's documentation samples). A key FILE is public
 when its key is one of the sandbox's key pairs (``wechat_sandbox/keys/``, private halves
@@ -33,7 +33,7 @@ MCH = "pay.weixin.qq.com 商户平台 › 账户中心 › API安全"
 @dataclass(frozen=True)
 class Secret:
     """``setting`` (set by the environment variable ``env``) and its public ``values``: the first
-    is base.py's default when ``has_default``. ``key_file``: a PEM path, public by its key."""
+    is the settings' default when ``has_default``. ``key_file``: a PEM path, public by its key."""
 
     setting: str
     values: tuple[str, ...]
@@ -156,7 +156,7 @@ class Refusal:
 
 
 def default(setting: str) -> str:
-    """base.py's development default of ``setting``: its first public value (a key file's as an
+    """The development default of ``setting``: its first public value (a key file's as an
     absolute path into this repository)."""
     value = BY_SETTING[setting].values[0]
     return str(REPO / value) if BY_SETTING[setting].key_file else value

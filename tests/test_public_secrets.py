@@ -71,12 +71,16 @@ def test_a_key_of_ones_own_is_not_public(tmp_path):
     assert public_secrets.refusals({"WECHAT_PAY_V3_MCH_PRIVATE_KEY": str(tmp_path / "absent.pem")}) == []
 
 
-def test_base_takes_every_secret_default_from_the_list():
-    """A secret-looking setting in base.py defaults to "" or to public_secrets.default(its name) (as _public),
-    and each registered default is there: a new public default cannot bypass the list."""
-    tree = ast.parse((BASE_DIR / "starmall" / "settings" / "base.py").read_text())
+def test_the_shared_settings_take_every_secret_default_from_the_list():
+    """A secret-looking setting in the shared settings (base.py and the concern modules it gathers)
+    defaults to "" or to public_secrets.default(its name) (as _public), and each registered default
+    is there: a new public default cannot bypass the list."""
+    shared = [
+        p for p in (BASE_DIR / "starmall" / "settings").glob("*.py") if p.stem not in ("local", "production", "test")
+    ]
+    assert {p.stem for p in shared} >= {"base", "wechat"}
     defaults = {}
-    for node in ast.walk(tree):
+    for node in (n for path in shared for n in ast.walk(ast.parse(path.read_text()))):
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             if SECRET_NAME.search(name) and name not in NOT_SECRET_DEFAULTS:
