@@ -1,8 +1,8 @@
 """The secrets this repository makes public, in one place.
 
 The shared settings (``starmall/settings/wechat.py``) take their development defaults from
-:func:`default`; production settings refuse to start while :func:`refusals` finds one in use, and ``manage.py check --deploy`` lists them all
-(``starmall/checks.py``). A value is public when it is listed here (the WeChat sandbox's demo
+:func:`default`; production settings refuse to start while :func:`refusals` finds one in use,
+and ``manage.py check --deploy`` lists them all (``starmall/checks.py``). A value is public when it is listed here (the WeChat sandbox's demo
 credentials, the test settings' values, WeChat's documentation samples). A key FILE is public
 when its key is one of the sandbox's key pairs (``wechat_sandbox/keys/``, private halves
 included), wherever it was copied and however it is encoded: files are compared by the SHA-256 of
