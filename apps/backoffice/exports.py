@@ -15,10 +15,12 @@ import csv
 import datetime as dt
 import tempfile
 from collections.abc import Iterator
+from operator import attrgetter, methodcaller
 
 from django.db.models import Prefetch
 
 from apps.backoffice import exports_groups
+from apps.backoffice.export_table import Export, yes
 from apps.backoffice.selectors import SHANGHAI
 from apps.catalog.models import Sku
 from apps.orders.models import Order, OrderLine, Shipment
@@ -46,173 +48,124 @@ def _range(start: dt.date, end: dt.date) -> tuple[dt.datetime, dt.datetime]:
 
 def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
     """Header, then rows of ``kind`` (one of :data:`KINDS`) created (orders, payments, refunds) or
-    billed (reconciliation) in the Shanghai days ``start``..``end``. Raises KeyError for another kind."""
+    billed (reconciliation) in the Shanghai days ``start``..``end``; products: the catalogue as it
+    is now, one row per SKU (the dates do not apply). Raises KeyError for another kind."""
     lo, hi = _range(start, end)
-    if kind == "orders":
-        yield [
-            "订单号",
-            "顾客",
-            "类型",
-            "状态",
-            "商品金额（元）",
-            "运费（元）",
-            "优惠券（元）",
-            "积分抵扣（元）",
-            "实付（元）",
-            "支付方式",
-            "下单时间",
-            "支付时间",
-            "发货时间",
-            "收货地址",
-            "商品明细",
-            "快递公司",
-            "快递单号",
-            "改价调整（元）",
-            "顾客备注",
-            "商家备注",
-        ]
-        qs = (
+    export = EXPORTS[kind]
+    yield [header for header, _ in export.columns]
+    for obj in export.objects(lo, hi, start, end).iterator(chunk_size=CHUNK):
+        yield [value(obj) for _, value in export.columns]
+
+
+def _shipment(order: Order) -> Shipment | None:
+    return order.shipment if _has_shipment(order) else None
+
+
+EXPORTS = {
+    "orders": Export(
+        columns=(
+            ("订单号", attrgetter("order_no")),
+            ("顾客", lambda o: str(o.customer)),
+            ("类型", methodcaller("get_kind_display")),
+            ("状态", methodcaller("get_status_display")),
+            ("商品金额（元）", lambda o: yuan_amount(o.goods_fen)),
+            ("运费（元）", lambda o: yuan_amount(o.freight_fen)),
+            ("优惠券（元）", lambda o: yuan_amount(o.coupon_fen)),
+            ("积分抵扣（元）", lambda o: yuan_amount(o.points_fen)),
+            ("实付（元）", lambda o: yuan_amount(o.pay_fen)),
+            ("支付方式", methodcaller("get_pay_method_display")),
+            ("下单时间", lambda o: shanghai(o.created_at)),
+            ("支付时间", lambda o: shanghai(o.paid_at)),
+            ("发货时间", lambda o: shanghai(o.shipped_at)),
+            ("收货地址", lambda o: address_text(o.address)),
+            ("商品明细", lambda o: _lines_text(o)),
+            ("快递公司", lambda o: shipment.carrier if (shipment := _shipment(o)) else ""),
+            ("快递单号", lambda o: shipment.tracking_no if (shipment := _shipment(o)) else ""),
+            ("改价调整（元）", lambda o: yuan_amount(o.adjust_fen)),
+            ("顾客备注", attrgetter("remark")),
+            ("商家备注", attrgetter("merchant_remark")),
+        ),
+        objects=lambda lo, hi, start, end: (
             Order.objects.filter(created_at__gte=lo, created_at__lt=hi)
             .select_related("customer")
             .prefetch_related(Prefetch("lines", queryset=OrderLine.objects.order_by("pk")), "shipment")
             .order_by("id")
-        )
-        for o in qs.iterator(chunk_size=CHUNK):
-            shipment = getattr(o, "shipment", None) if _has_shipment(o) else None
-            yield [
-                o.order_no,
-                str(o.customer),
-                o.get_kind_display(),
-                o.get_status_display(),
-                yuan_amount(o.goods_fen),
-                yuan_amount(o.freight_fen),
-                yuan_amount(o.coupon_fen),
-                yuan_amount(o.points_fen),
-                yuan_amount(o.pay_fen),
-                o.get_pay_method_display(),
-                shanghai(o.created_at),
-                shanghai(o.paid_at),
-                shanghai(o.shipped_at),
-                address_text(o.address),
-                _lines_text(o),
-                shipment.carrier if shipment else "",
-                shipment.tracking_no if shipment else "",
-                yuan_amount(o.adjust_fen),
-                o.remark,
-                o.merchant_remark,
-            ]
-    elif kind == "refunds":
-        yield [
-            "退款单号",
-            "订单号",
-            "类型",
-            "状态",
-            "退款金额（元）",
-            "尝试次数",
-            "最近错误",
-            "创建时间",
-            "退款成功时间",
-            "顾客退款理由",
-        ]
-        qs = (
+        ),
+    ),
+    "refunds": Export(
+        columns=(
+            ("退款单号", attrgetter("out_refund_no")),
+            ("订单号", attrgetter("order.order_no")),
+            ("类型", methodcaller("get_reason_display")),
+            ("状态", methodcaller("get_status_display")),
+            ("退款金额（元）", lambda r: yuan_amount(r.refund_fen)),
+            ("尝试次数", attrgetter("attempts")),
+            ("最近错误", attrgetter("last_error")),
+            ("创建时间", lambda r: shanghai(r.created_at)),
+            ("退款成功时间", lambda r: shanghai(r.succeeded_at)),
+            ("顾客退款理由", lambda r: r.after_sale.reason if r.after_sale_id else ""),
+        ),
+        objects=lambda lo, hi, start, end: (
             Refund.objects.filter(created_at__gte=lo, created_at__lt=hi)
             .select_related("order", "after_sale")
             .order_by("id")
-        )
-        for r in qs.iterator(chunk_size=CHUNK):
-            yield [
-                r.out_refund_no,
-                r.order.order_no,
-                r.get_reason_display(),
-                r.get_status_display(),
-                yuan_amount(r.refund_fen),
-                r.attempts,
-                r.last_error,
-                shanghai(r.created_at),
-                shanghai(r.succeeded_at),
-                r.after_sale.reason if r.after_sale_id else "",
-            ]
-    elif kind == "payments":
-        yield [
-            "商户订单号",
-            "订单号",
-            "方式",
-            "状态",
-            "金额（元）",
-            "已退（元）",
-            "微信支付单号",
-            "创建时间",
-            "支付时间",
-        ]
-        qs = Payment.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
-        for p in qs.iterator(chunk_size=CHUNK):
-            yield [
-                p.out_trade_no or "",
-                p.order.order_no,
-                p.get_method_display(),
-                p.get_status_display(),
-                yuan_amount(p.total_fee),
-                yuan_amount(p.refunded_fen),
-                p.transaction_id or "",
-                shanghai(p.created_at),
-                shanghai(p.paid_at),
-            ]
-    elif kind == "reconciliation":
-        yield ["账单日期", "结果", "微信笔数", "本地笔数", "微信金额（元）", "本地金额（元）", "差异数", "错误"]
-        qs = ReconciliationRun.objects.filter(bill_date__gte=start, bill_date__lte=end).order_by("bill_date")
-        for run in qs.iterator(chunk_size=CHUNK):
-            yield [
-                run.bill_date.isoformat(),
-                run.get_status_display(),
-                run.wechat_count,
-                run.local_count,
-                yuan_amount(run.wechat_fen),
-                yuan_amount(run.local_fen),
-                len(run.differences or []),
-                run.error,
-            ]
-    elif kind in exports_groups.KINDS:  # 拼团 seats, 砍价 records
-        yield from exports_groups.rows(kind, lo, hi)
-    elif kind == "products":  # the catalogue as it is now (the dates do not apply): one row per SKU
-        yield [
-            "商品编号",
-            "商品",
-            "分类",
-            "类型",
-            "上架",
-            "SKU 编号",
-            "规格",
-            "商家编码",
-            "价格（元）",
-            "库存",
-            "重量（克）",
-            "SKU 启用",
-            "销量",
-            "评价数",
-            "创建时间",
-        ]
-        skus = Sku.objects.select_related("product", "product__category").order_by("product_id", "id")
-        for sku in skus.iterator(chunk_size=CHUNK):
-            p = sku.product
-            yield [
-                p.pk,
-                p.name,
-                p.category.name,
-                p.get_kind_display(),
-                "是" if p.is_active else "否",
-                sku.pk,
-                specs_text(sku.specs),
-                sku.code,
-                yuan_amount(sku.price_fen),
-                sku.stock,
-                sku.weight_g,
-                "是" if sku.is_active else "否",
-                p.sales,
-                p.review_count,
-                shanghai(p.created_at),
-            ]
-    else:
-        raise KeyError(kind)
+        ),
+    ),
+    "payments": Export(
+        columns=(
+            ("商户订单号", lambda p: p.out_trade_no or ""),
+            ("订单号", attrgetter("order.order_no")),
+            ("方式", methodcaller("get_method_display")),
+            ("状态", methodcaller("get_status_display")),
+            ("金额（元）", lambda p: yuan_amount(p.total_fee)),
+            ("已退（元）", lambda p: yuan_amount(p.refunded_fen)),
+            ("微信支付单号", lambda p: p.transaction_id or ""),
+            ("创建时间", lambda p: shanghai(p.created_at)),
+            ("支付时间", lambda p: shanghai(p.paid_at)),
+        ),
+        objects=lambda lo, hi, start, end: (
+            Payment.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
+        ),
+    ),
+    "reconciliation": Export(
+        columns=(
+            ("账单日期", lambda run: run.bill_date.isoformat()),
+            ("结果", methodcaller("get_status_display")),
+            ("微信笔数", attrgetter("wechat_count")),
+            ("本地笔数", attrgetter("local_count")),
+            ("微信金额（元）", lambda run: yuan_amount(run.wechat_fen)),
+            ("本地金额（元）", lambda run: yuan_amount(run.local_fen)),
+            ("差异数", lambda run: len(run.differences or [])),
+            ("错误", attrgetter("error")),
+        ),
+        objects=lambda lo, hi, start, end: ReconciliationRun.objects.filter(
+            bill_date__gte=start, bill_date__lte=end
+        ).order_by("bill_date"),
+    ),
+    "products": Export(
+        columns=(
+            ("商品编号", attrgetter("product.pk")),
+            ("商品", attrgetter("product.name")),
+            ("分类", attrgetter("product.category.name")),
+            ("类型", lambda sku: sku.product.get_kind_display()),
+            ("上架", lambda sku: yes(sku.product.is_active)),
+            ("SKU 编号", attrgetter("pk")),
+            ("规格", lambda sku: specs_text(sku.specs)),
+            ("商家编码", attrgetter("code")),
+            ("价格（元）", lambda sku: yuan_amount(sku.price_fen)),
+            ("库存", attrgetter("stock")),
+            ("重量（克）", attrgetter("weight_g")),
+            ("SKU 启用", lambda sku: yes(sku.is_active)),
+            ("销量", attrgetter("product.sales")),
+            ("评价数", attrgetter("product.review_count")),
+            ("创建时间", lambda sku: shanghai(sku.product.created_at)),
+        ),
+        objects=lambda lo, hi, start, end: Sku.objects.select_related("product", "product__category").order_by(
+            "product_id", "id"
+        ),
+    ),
+    **exports_groups.EXPORTS,  # 拼团 seats, 砍价 records
+}
 
 
 def _has_shipment(order: Order) -> bool:

@@ -4,102 +4,74 @@ range; amounts in yuan, times in Shanghai, text cells made safe by :mod:`starmal
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Iterator
+from operator import attrgetter, methodcaller
 
+from django.db.models import OuterRef, Subquery
+
+from apps.backoffice.export_table import Export
 from apps.marketing.models import BargainRecord, GroupSeat
 from apps.orders.models import Order
 from starmall.admin_display import shanghai
 from starmall.admin_money import yuan_amount
 
 KINDS = {"groups": "拼团", "bargains": "砍价记录"}
-CHUNK = 2000
 
 
-def rows(kind: str, lo: dt.datetime, hi: dt.datetime) -> Iterator[list]:
-    """Header, then the rows of ``kind`` (groups: seats of groups opened in [lo, hi); bargains:
-    records started in it)."""
-    if kind == "groups":
-        yield [
-            "拼团 ID",
-            "活动",
-            "拼团状态",
-            "成团人数",
-            "已付款人数",
-            "截止时间",
-            "成团时间",
-            "失败时间",
-            "结束方式",
-            "成员",
-            "团长",
-            "订单号",
-            "订单状态",
-            "实付（元）",
-            "名额状态",
-            "参团时间",
-            "付款时间",
-        ]
-        seats = (
-            GroupSeat.objects.filter(group__created_at__gte=lo, group__created_at__lt=hi)
-            .select_related("group__activity", "customer")
-            .order_by("group_id", "id")
+def _seats(lo, hi, start, end):
+    """Seats of groups opened in ``[lo, hi)``, each with its order's status and pay_fen (one query)."""
+    order = Order.objects.filter(order_no=OuterRef("order_no"))
+    return (
+        GroupSeat.objects.filter(group__created_at__gte=lo, group__created_at__lt=hi)
+        .select_related("group__activity", "customer")
+        .annotate(
+            order_status=Subquery(order.values("status")[:1]), order_pay_fen=Subquery(order.values("pay_fen")[:1])
         )
-        for s in seats.iterator(chunk_size=CHUNK):
-            g = s.group
-            order = Order.objects.filter(order_no=s.order_no).values_list("status", "pay_fen").first()
-            yield [
-                g.pk,
-                g.activity.title,
-                g.get_status_display(),
-                g.group_size,
-                g.members,
-                shanghai(g.expires_at),
-                shanghai(g.done_at),
-                shanghai(g.failed_at),
-                g.ended_by,
-                str(s.customer),
-                "是" if s.leader else "",
-                s.order_no,
-                order[0] if order else "",
-                yuan_amount(order[1]) if order else None,
-                s.get_status_display(),
-                shanghai(s.created_at),
-                shanghai(s.paid_at),
-            ]
-    elif kind == "bargains":
-        yield [
-            "砍价编号",
-            "活动",
-            "发起人",
-            "原价（元）",
-            "当前价（元）",
-            "底价（元）",
-            "已助力",
-            "所需人数",
-            "状态",
-            "截止时间",
-            "订单号",
-            "发起时间",
-        ]
-        records = (
+        .order_by("group_id", "id")
+    )
+
+
+EXPORTS = {
+    "groups": Export(
+        columns=(
+            ("拼团 ID", attrgetter("group.pk")),
+            ("活动", attrgetter("group.activity.title")),
+            ("拼团状态", lambda s: s.group.get_status_display()),
+            ("成团人数", attrgetter("group.group_size")),
+            ("已付款人数", attrgetter("group.members")),
+            ("截止时间", lambda s: shanghai(s.group.expires_at)),
+            ("成团时间", lambda s: shanghai(s.group.done_at)),
+            ("失败时间", lambda s: shanghai(s.group.failed_at)),
+            ("结束方式", attrgetter("group.ended_by")),
+            ("成员", lambda s: str(s.customer)),
+            ("团长", lambda s: "是" if s.leader else ""),
+            ("订单号", attrgetter("order_no")),
+            ("订单状态", lambda s: s.order_status or ""),
+            ("实付（元）", lambda s: yuan_amount(s.order_pay_fen) if s.order_status else None),
+            ("名额状态", methodcaller("get_status_display")),
+            ("参团时间", lambda s: shanghai(s.created_at)),
+            ("付款时间", lambda s: shanghai(s.paid_at)),
+        ),
+        objects=_seats,
+    ),
+    "bargains": Export(
+        columns=(
+            ("砍价编号", attrgetter("bargain_no")),
+            ("活动", attrgetter("campaign.title")),
+            ("发起人", lambda r: str(r.customer)),
+            ("原价（元）", lambda r: yuan_amount(r.campaign.original_price_fen)),
+            ("当前价（元）", lambda r: yuan_amount(r.price_fen)),
+            ("底价（元）", lambda r: yuan_amount(r.floor_price_fen)),
+            ("已助力", attrgetter("helpers")),
+            ("所需人数", attrgetter("helpers_needed")),
+            ("状态", methodcaller("get_status_display")),
+            ("截止时间", lambda r: shanghai(r.expires_at)),
+            ("订单号", attrgetter("order_no")),
+            ("发起时间", lambda r: shanghai(r.created_at)),
+        ),
+        objects=lambda lo, hi, start, end: (
             BargainRecord.objects.filter(created_at__gte=lo, created_at__lt=hi)
             .select_related("campaign", "customer")
             .order_by("id")
-        )
-        for r in records.iterator(chunk_size=CHUNK):
-            yield [
-                r.bargain_no,
-                r.campaign.title,
-                str(r.customer),
-                yuan_amount(r.campaign.original_price_fen),
-                yuan_amount(r.price_fen),
-                yuan_amount(r.floor_price_fen),
-                r.helpers,
-                r.helpers_needed,
-                r.get_status_display(),
-                shanghai(r.expires_at),
-                r.order_no,
-                shanghai(r.created_at),
-            ]
-    else:
-        raise KeyError(kind)
+        ),
+    ),
+}
