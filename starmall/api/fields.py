@@ -27,7 +27,7 @@ from rest_framework import serializers
 #: A mainland mobile number (11 digits): address phones and SMS.
 MOBILE_PHONE = r"^1[3-9][0-9]{9}$"
 
-#: A character ``str.strip`` keeps (nor NUL): a string with one is not blank once DRF trims it.
+#: A character ``str.strip`` keeps, other than NUL: a string with one is not blank once DRF trims it.
 NOT_ONLY_SPACE = r"[^\x00\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 _DATE_TEXT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _INTEGER_TEXT = re.compile(r"-?[0-9]+")

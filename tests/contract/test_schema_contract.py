@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+from django.db import connections
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
 from werkzeug.serving import make_server
@@ -74,7 +75,14 @@ def served_api(db):
     """The WSGI application on a loopback port (one request at a time), as the CLI reaches a shop;
     its base URL. (schemathesis' in-process WSGI transport fails on its own redirect option.)"""
     server = make_server("127.0.0.1", 0, application, threaded=False)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+
+    def serve():
+        try:
+            server.serve_forever()
+        finally:
+            connections.close_all()  # the serving thread's own; the test database is dropped after
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
