@@ -174,6 +174,11 @@ def known_words() -> list[str]:
     return sorted(SYNONYMS) + sorted(TERMS - set(SYNONYMS))
 
 
+def searchable_words() -> list[str]:
+    """The known words :func:`resolve` answers terms for (those not only ever 忌): the schema's enum."""
+    return [word for word in known_words() if not all(term in NEVER_YI for term in SYNONYMS.get(word, (word,)))]
+
+
 def suggestions(word: str, limit: int = 8) -> list[str]:
     """Known words/terms closest to ``word``: those sharing characters, most similar first.
 

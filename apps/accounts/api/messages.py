@@ -11,20 +11,19 @@ from apps.accounts import phones, subscriptions
 from apps.accounts.api.serializers import UserSerializer
 from apps.accounts.authentication import PublicTokenAuthentication
 from apps.accounts.models import Customer, SubscribeTemplate
+from starmall.api import fields
 from starmall.api.middleware import client_ip
 from starmall.api.schema import errors
 
-PHONE = r"^1[3-9][0-9]{9}$"
-
 
 class SubscribeTemplateQuerySerializer(serializers.Serializer):
-    scene = serializers.ChoiceField(choices=SubscribeTemplate.Scene.choices, required=False, allow_blank=True)
+    scene = fields.ChoiceField(choices=SubscribeTemplate.Scene.choices, required=False, allow_blank=True)
 
 
 class SubscribeTemplateSerializer(serializers.Serializer):
-    scene = serializers.ChoiceField(choices=SubscribeTemplate.Scene.choices)
-    kind = serializers.ChoiceField(choices=SubscribeTemplate.Kind.choices)
-    template_id = serializers.CharField(help_text="pass to wx.requestSubscribeMessage({tmplIds})")
+    scene = fields.ChoiceField(choices=SubscribeTemplate.Scene.choices)
+    kind = fields.ChoiceField(choices=SubscribeTemplate.Kind.choices)
+    template_id = fields.CharField(help_text="pass to wx.requestSubscribeMessage({tmplIds})")
 
 
 class SubscribeTemplateListView(APIView):
@@ -51,9 +50,9 @@ class PhoneUserSerializer(UserSerializer):
 
 
 class PhoneInSerializer(serializers.Serializer):
-    code = serializers.CharField(required=False, max_length=128, help_text="from the getPhoneNumber button")
-    phone = serializers.RegexField(PHONE, required=False, help_text="mainland mobile number, 11 digits")
-    sms_code = serializers.RegexField(r"^[0-9]{4,8}$", required=False, help_text="from POST /sms/codes")
+    code = fields.CharField(required=False, max_length=128, help_text="from the getPhoneNumber button")
+    phone = fields.RegexField(fields.MOBILE_PHONE, required=False, help_text="mainland mobile number, 11 digits")
+    sms_code = fields.RegexField(r"^[0-9]{4,8}$", required=False, help_text="from POST /sms/codes")
 
     def validate(self, attrs):
         if attrs.get("code"):
@@ -90,7 +89,7 @@ class MePhoneView(APIView):
 
 
 class SmsCodeInSerializer(serializers.Serializer):
-    phone = serializers.RegexField(PHONE, help_text="mainland mobile number, 11 digits")
+    phone = fields.RegexField(fields.MOBILE_PHONE, help_text="mainland mobile number, 11 digits")
 
 
 class SmsCodeView(APIView):

@@ -1,11 +1,12 @@
 from rest_framework import serializers
 
 from apps.accounts.models import Address, Customer
+from starmall.api import fields
 
 
 class LoginInSerializer(serializers.Serializer):
-    code = serializers.CharField(max_length=128)
-    scene = serializers.CharField(
+    code = fields.CharField(max_length=128)
+    scene = fields.CharField(
         required=False,
         allow_blank=True,
         default="",
@@ -25,20 +26,20 @@ class LoginInSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class UserSerializer(serializers.ModelSerializer):
+class UserSerializer(fields.ModelSerializer):
     class Meta:
         model = Customer
         fields = ["id", "nickname", "avatar_url", "balance_fen", "points"]
 
 
 class LoginOutSerializer(serializers.Serializer):
-    token = serializers.CharField()
-    expires_in = serializers.IntegerField(help_text="seconds")
+    token = fields.CharField()
+    expires_in = fields.IntegerField(help_text="seconds")
     user = UserSerializer()
 
 
-class AddressSerializer(serializers.ModelSerializer):
-    phone = serializers.RegexField(r"^\+?[0-9\- ]{6,20}$", max_length=20)
+class AddressSerializer(fields.ModelSerializer):
+    phone = fields.RegexField(fields.MOBILE_PHONE, help_text="mainland mobile number, 11 digits (for the courier)")
 
     class Meta:
         model = Address
@@ -47,7 +48,7 @@ class AddressSerializer(serializers.ModelSerializer):
 
 
 class ProfileInSerializer(serializers.Serializer):
-    nickname = serializers.CharField(required=False, max_length=64)
-    avatar_url = serializers.CharField(
+    nickname = fields.CharField(required=False, max_length=64)
+    avatar_url = fields.CharField(
         required=False, allow_blank=True, max_length=500, help_text="a URL answered by POST /api/v1/uploads, or empty"
     )

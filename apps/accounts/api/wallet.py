@@ -6,19 +6,15 @@
 """
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.views import APIView
 
 from apps.accounts import selectors
 from apps.accounts.models import WalletEvent
-from starmall.api.pagination import PageNumberPagination
+from starmall.api import fields
+from starmall.api.pagination import PAGE_PARAMETERS, PageNumberPagination
 from starmall.api.schema import errors
-
-PAGE_PARAMETERS = [
-    OpenApiParameter("page", int, description="1, 2, ..."),
-    OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)"),
-]
 
 
 def _time(value):
@@ -26,13 +22,11 @@ def _time(value):
 
 
 class PointsEntrySerializer(serializers.Serializer):
-    change = serializers.IntegerField(source="amount", help_text="points; + earned/returned, - spent/revoked")
-    reason = serializers.CharField(help_text="code: pay, refund, spend, return, award, revoke, adjust")
-    reason_text = serializers.CharField(source="get_reason_display", help_text="Chinese label")
-    state = serializers.CharField(
-        help_text="available, frozen (award not yet spendable), void (order cancelled/refunded)"
-    )
-    order_no = serializers.CharField(allow_blank=True)
+    change = fields.IntegerField(source="amount", help_text="points; + earned/returned, - spent/revoked")
+    reason = fields.CharField(help_text="code: pay, refund, spend, return, award, revoke, adjust")
+    reason_text = fields.CharField(source="get_reason_display", help_text="Chinese label")
+    state = fields.CharField(help_text="available, frozen (award not yet spendable), void (order cancelled/refunded)")
+    order_no = fields.CharField(allow_blank=True)
     created_at = serializers.SerializerMethodField()
     available_at = serializers.SerializerMethodField(
         help_text="when the points became / become spendable; null: frozen until the order completes"
@@ -46,10 +40,10 @@ class PointsEntrySerializer(serializers.Serializer):
 
 
 class BalanceEntrySerializer(serializers.Serializer):
-    change_fen = serializers.IntegerField(source="amount", help_text="fen; + refunded/added, - paid")
-    reason = serializers.CharField(help_text="code: pay, refund, adjust")
-    reason_text = serializers.CharField(source="get_reason_display", help_text="Chinese label")
-    order_no = serializers.CharField(allow_blank=True)
+    change_fen = fields.IntegerField(source="amount", help_text="fen; + refunded/added, - paid")
+    reason = fields.CharField(help_text="code: pay, refund, adjust")
+    reason_text = fields.CharField(source="get_reason_display", help_text="Chinese label")
+    order_no = fields.CharField(allow_blank=True)
     created_at = serializers.SerializerMethodField()
 
     def get_created_at(self, entry) -> str:
@@ -61,7 +55,7 @@ def _page_schema(name: str, totals: dict, entry) -> serializers.Serializer:
         name,
         {
             **totals,
-            "count": serializers.IntegerField(),
+            "count": fields.IntegerField(),
             "next": serializers.URLField(allow_null=True),
             "previous": serializers.URLField(allow_null=True),
             "results": entry(many=True),
@@ -101,7 +95,7 @@ class PointsLedgerView(_LedgerView):
         responses={
             200: _page_schema(
                 "PointsLedger",
-                {"points": serializers.IntegerField(), "frozen": serializers.IntegerField()},
+                {"points": fields.IntegerField(), "frozen": fields.IntegerField()},
                 PointsEntrySerializer,
             ),
             **errors(e401="unauthenticated", e404="not_found (no such page)"),
@@ -124,7 +118,7 @@ class BalanceLedgerView(_LedgerView):
     @extend_schema(
         parameters=PAGE_PARAMETERS,
         responses={
-            200: _page_schema("BalanceLedger", {"balance_fen": serializers.IntegerField()}, BalanceEntrySerializer),
+            200: _page_schema("BalanceLedger", {"balance_fen": fields.IntegerField()}, BalanceEntrySerializer),
             **errors(e401="unauthenticated", e404="not_found (no such page)"),
         },
     )

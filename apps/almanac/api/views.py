@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from apps.almanac import caching, selectors, synonyms
 from apps.almanac.api.serializers import (
+    MONTH_PATTERN,
     ActivitiesSerializer,
     DayPathSerializer,
     DaySerializer,
@@ -47,7 +48,11 @@ class DayView(_Public):
 class MonthView(_Public):
     @extend_schema(
         summary="Every day of a Gregorian month, for calendars",
-        parameters=[OpenApiParameter("month", OpenApiTypes.STR, OpenApiParameter.PATH, description="YYYY-MM")],
+        parameters=[
+            OpenApiParameter(
+                "month", {"type": "string", "pattern": MONTH_PATTERN}, OpenApiParameter.PATH, description="YYYY-MM"
+            )
+        ],
         responses={200: MonthSerializer, **_ERRORS},
         description="404 `not_found` unless the whole month is loaded.",
     )

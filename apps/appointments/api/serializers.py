@@ -3,8 +3,10 @@ import datetime as dt
 from django.utils import timezone
 from rest_framework import serializers
 
+from apps.almanac.api.serializers import GoodForField
 from apps.appointments.models import Slot
 from apps.appointments.slots import booking_open_after
+from starmall.api import fields
 
 MAX_RANGE_DAYS = 62
 MAX_DISTANCE_DAYS = 366
@@ -13,14 +15,9 @@ MAX_DISTANCE_DAYS = 366
 class SlotQuerySerializer(serializers.Serializer):
     """``from``/``to``: dates (Shanghai), inclusive; default today .. today + 7."""
 
-    from_ = serializers.DateField(required=False)
-    to = serializers.DateField(required=False)
-    good_for = serializers.CharField(
-        required=False,
-        max_length=20,
-        allow_blank=True,
-        help_text="only days good (宜, not 忌) for this activity, e.g. 开业",
-    )
+    from_ = fields.DateField(required=False)
+    to = fields.DateField(required=False)
+    good_for = GoodForField(help_text="only days good (宜, not 忌) for this activity, e.g. 开业")
 
     def get_fields(self):
         fields = super().get_fields()
@@ -41,7 +38,7 @@ class SlotQuerySerializer(serializers.Serializer):
         return {"start": start, "end": end, "good_for": attrs.get("good_for") or None}
 
 
-class SlotSerializer(serializers.ModelSerializer):
+class SlotSerializer(fields.ModelSerializer):
     available = serializers.SerializerMethodField()
 
     class Meta:

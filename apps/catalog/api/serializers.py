@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from apps.catalog.models import Category, Kind, Product, Sku, Teacher
 from apps.files.services import public_url
+from starmall.api import fields
 from starmall.api.schema import MAX_ID
 
 
@@ -20,8 +21,8 @@ class PublicUrlListField(serializers.Field):
         return [public_url(v) for v in (value or []) if isinstance(v, str)]
 
 
-class CategorySerializer(serializers.ModelSerializer):
-    parent_id = serializers.IntegerField(allow_null=True)
+class CategorySerializer(fields.ModelSerializer):
+    parent_id = fields.IntegerField(allow_null=True)
 
     class Meta:
         model = Category
@@ -29,46 +30,46 @@ class CategorySerializer(serializers.ModelSerializer):
 
 
 class ProductListQuerySerializer(serializers.Serializer):
-    category = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
-    q = serializers.CharField(required=False, max_length=50, allow_blank=True)
-    kind = serializers.ChoiceField(choices=Kind.choices, required=False)
-    sort = serializers.ChoiceField(
+    category = fields.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    q = fields.CharField(required=False, max_length=50, allow_blank=True)
+    kind = fields.ChoiceField(choices=Kind.choices, required=False)
+    sort = fields.ChoiceField(
         choices=["sales", "price", "-price", "new"],
         required=False,
         help_text="sales: units of paid, not refunded orders, most first; "
         "price / -price: lowest SKU price; new: newest first",
     )
-    tag = serializers.ChoiceField(choices=["hot", "recommended"], required=False)
+    tag = fields.ChoiceField(choices=["hot", "recommended"], required=False)
 
 
-class ProductListSerializer(serializers.ModelSerializer):
+class ProductListSerializer(fields.ModelSerializer):
     cover_url = PublicUrlField()
-    min_price_fen = serializers.IntegerField(allow_null=True, help_text="fen")
+    min_price_fen = fields.IntegerField(allow_null=True, help_text="fen")
 
     class Meta:
         model = Product
         fields = ["id", "name", "kind", "cover_url", "min_price_fen", "sales"]
 
 
-class SkuSerializer(serializers.ModelSerializer):
+class SkuSerializer(fields.ModelSerializer):
     class Meta:
         model = Sku
         fields = ["id", "specs", "price_fen", "stock"]
 
 
-class TeacherBriefSerializer(serializers.ModelSerializer):
+class TeacherBriefSerializer(fields.ModelSerializer):
     class Meta:
         model = Teacher
         fields = ["id", "name", "title"]
 
 
 class SlotBriefSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = fields.IntegerField()
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
 
 
-class ProductDetailSerializer(serializers.ModelSerializer):
+class ProductDetailSerializer(fields.ModelSerializer):
     cover_url = PublicUrlField()
     images = PublicUrlListField()
     rating = serializers.SerializerMethodField(help_text="average of the visible reviews, one decimal; null without")
@@ -109,8 +110,8 @@ class ProductDetailSerializer(serializers.ModelSerializer):
         return None if slots is None else SlotBriefSerializer(slots, many=True).data
 
 
-class TeacherSerializer(serializers.ModelSerializer):
-    product_id = serializers.IntegerField(allow_null=True)
+class TeacherSerializer(fields.ModelSerializer):
+    product_id = fields.IntegerField(allow_null=True)
 
     class Meta:
         model = Teacher

@@ -15,25 +15,26 @@ from apps.catalog.selectors import teacher_for_customer, teacher_get
 from apps.chat import consultations
 from apps.chat.exceptions import Forbidden
 from apps.orders.services import slot_json
+from starmall.api import fields
 from starmall.api.schema import errors
 from starmall.errors import NotFound
 
 
 class ScheduleBookingSerializer(serializers.Serializer):
-    order_no = serializers.CharField()
-    status = serializers.CharField()
+    order_no = fields.CharField()
+    status = fields.CharField()
     customer = serializers.DictField()
-    remark = serializers.CharField()
-    chat_session_id = serializers.IntegerField(allow_null=True)
+    remark = fields.CharField()
+    chat_session_id = fields.IntegerField(allow_null=True)
 
 
 class ScheduleSlotSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = fields.IntegerField()
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
-    capacity = serializers.IntegerField()
-    booked = serializers.IntegerField()
-    is_open = serializers.BooleanField()
+    capacity = fields.IntegerField()
+    booked = fields.IntegerField()
+    is_open = fields.BooleanField()
     bookings = ScheduleBookingSerializer(many=True)
 
 
@@ -66,16 +67,16 @@ class TeacherScheduleView(APIView):
 
 
 class ConsultationQuerySerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["upcoming", "past"], required=False)
+    status = fields.ChoiceField(choices=["upcoming", "past"], required=False)
 
 
 class ConsultationSerializer(serializers.Serializer):
     """API.md: ``{"order_no", "teacher", "slot", "status", "chat_session_id"}``."""
 
-    order_no = serializers.CharField()
+    order_no = fields.CharField()
     teacher = serializers.SerializerMethodField()
     slot = serializers.SerializerMethodField()
-    status = serializers.CharField()
+    status = fields.CharField()
     chat_session_id = serializers.SerializerMethodField()
 
     def get_teacher(self, order) -> dict:
@@ -108,14 +109,14 @@ class ConsultationListView(ListAPIView):
 class TeacherCardSerializer(serializers.Serializer):
     """API.md: ``{"id", "name", "title", "bio", "photo_url", "specialties", "rating", "product_id", "next_slots"}``."""
 
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    title = serializers.CharField()
-    bio = serializers.CharField()
-    photo_url = serializers.CharField()
-    specialties = serializers.ListField(child=serializers.CharField())
-    rating = serializers.FloatField(allow_null=True)
-    product_id = serializers.IntegerField(allow_null=True)
+    id = fields.IntegerField()
+    name = fields.CharField()
+    title = fields.CharField()
+    bio = fields.CharField()
+    photo_url = fields.CharField()
+    specialties = serializers.ListField(child=fields.CharField())
+    rating = fields.FloatField(allow_null=True)
+    product_id = fields.IntegerField(allow_null=True)
     next_slots = SlotSerializer(many=True)
 
 

@@ -3,10 +3,11 @@ from rest_framework import serializers
 from apps.chat import frames
 from apps.chat.models import ChatMessage, ChatSession, ContentType, Side
 from apps.chat.services import session_is_closed
+from starmall.api import fields
 from starmall.api.schema import MAX_ID
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(fields.ModelSerializer):
     """API.md: ``{"id", "sender", "content_type", "content", "duration", "created_at"}`` (+ session_id)."""
 
     class Meta:
@@ -20,11 +21,11 @@ class MessageSerializer(serializers.ModelSerializer):
 class MessageInSerializer(serializers.Serializer):
     """The shape only; the rules (length, our URLs, duration) are the service's, as on the socket."""
 
-    content_type = serializers.ChoiceField(choices=ContentType.choices, help_text="1 text, 2 voice, 3 image")
-    content = serializers.CharField(
+    content_type = fields.ChoiceField(choices=ContentType.choices, help_text="1 text, 2 voice, 3 image")
+    content = fields.CharField(
         max_length=2000, trim_whitespace=False, help_text="text (<= 1000 chars) or our uploaded file's URL"
     )
-    duration = serializers.IntegerField(
+    duration = fields.IntegerField(
         required=False,
         allow_null=True,
         min_value=1,
@@ -34,21 +35,21 @@ class MessageInSerializer(serializers.Serializer):
 
 
 class MessageQuerySerializer(serializers.Serializer):
-    before = serializers.IntegerField(
+    before = fields.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, help_text="only messages with a smaller id (older history)"
     )
 
 
 class ReadInSerializer(serializers.Serializer):
-    up_to = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="id of the newest message read")
+    up_to = fields.IntegerField(min_value=1, max_value=MAX_ID, help_text="id of the newest message read")
 
 
 class PartySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
+    id = fields.IntegerField()
+    name = fields.CharField()
 
 
-class SessionSerializer(serializers.ModelSerializer):
+class SessionSerializer(fields.ModelSerializer):
     """API.md: ``{"id", "teacher", "customer", "order_no", "last_message", "unread"}`` and
     ``side`` (the caller's: ``customer`` or ``teacher``). ``unread`` counts the other side's
     messages after the caller's read mark. ``closed``: the consultation was cancelled or refunded,
@@ -56,7 +57,7 @@ class SessionSerializer(serializers.ModelSerializer):
 
     teacher = serializers.SerializerMethodField()
     customer = serializers.SerializerMethodField()
-    order_no = serializers.CharField(source="order.order_no")
+    order_no = fields.CharField(source="order.order_no")
     last_message = serializers.SerializerMethodField()
     unread = serializers.SerializerMethodField()
     side = serializers.SerializerMethodField()

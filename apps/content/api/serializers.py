@@ -5,38 +5,39 @@ from apps.catalog.api.serializers import ProductListSerializer
 from apps.content.models import Article, ArticleCategory
 from apps.content.sanitize import safe_html
 from apps.files.services import public_url
+from starmall.api import fields
 from starmall.api.schema import MAX_ID
 
 
 class BannerSerializer(serializers.Serializer):
-    image_url = serializers.CharField(help_text="absolute URL")
-    link = serializers.CharField(help_text="mini-program page path or URL; may be empty")
+    image_url = fields.CharField(help_text="absolute URL")
+    link = fields.CharField(help_text="mini-program page path or URL; may be empty")
 
 
 class NavSerializer(serializers.Serializer):
-    title = serializers.CharField()
-    icon_url = serializers.CharField(help_text="absolute URL")
-    link = serializers.CharField()
+    title = fields.CharField()
+    icon_url = fields.CharField(help_text="absolute URL")
+    link = fields.CharField()
 
 
 class HomeSerializer(serializers.Serializer):
     banners = BannerSerializer(many=True)
     nav = NavSerializer(many=True)
-    hot_search = serializers.ListField(child=serializers.CharField())
-    notices = serializers.ListField(child=serializers.CharField())
+    hot_search = serializers.ListField(child=fields.CharField())
+    notices = serializers.ListField(child=fields.CharField())
 
 
-class ArticleCategorySerializer(serializers.ModelSerializer):
+class ArticleCategorySerializer(fields.ModelSerializer):
     class Meta:
         model = ArticleCategory
         fields = ["id", "name"]
 
 
 class ArticleListQuerySerializer(serializers.Serializer):
-    category = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+    category = fields.IntegerField(required=False, min_value=1, max_value=MAX_ID)
 
 
-class ArticleSerializer(serializers.ModelSerializer):
+class ArticleSerializer(fields.ModelSerializer):
     """A listed article; ``views`` = flushed views + those pending in Redis (``context["pending"]``)."""
 
     cover_url = serializers.SerializerMethodField(help_text="absolute URL, empty without a cover")
@@ -71,8 +72,8 @@ class ArticleDetailSerializer(ArticleSerializer):
 
 
 class FavouriteInSerializer(serializers.Serializer):
-    product_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    product_id = fields.IntegerField(min_value=1, max_value=MAX_ID)
 
 
 class FavouriteOutSerializer(serializers.Serializer):
-    product_id = serializers.IntegerField()
+    product_id = fields.IntegerField()

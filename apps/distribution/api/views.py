@@ -6,7 +6,7 @@ import logging
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
@@ -15,20 +15,16 @@ from rest_framework.views import APIView
 
 from apps.distribution import codes, referral, selectors, withdrawals
 from apps.distribution.api import serializers as s
-from apps.distribution.models import Commission
 from apps.payments import notifications
 from apps.payments.models import InvalidNotificationDay
+from starmall.api import fields
 from starmall.api.middleware import content_length
-from starmall.api.pagination import PageNumberPagination
+from starmall.api.pagination import PAGE_PARAMETERS, PageNumberPagination
 from starmall.api.schema import errors
-from starmall.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
-PAGE = [
-    OpenApiParameter("page", int, description="1, 2, ..."),
-    OpenApiParameter("page_size", int, description="rows per page, at most 100 (default 20)"),
-]
+PAGE = PAGE_PARAMETERS
 MAX_NOTIFY_BYTES = 64 * 1024
 
 
@@ -36,7 +32,7 @@ def _page(name: str, entry) -> serializers.Serializer:
     return inline_serializer(
         name,
         {
-            "count": serializers.IntegerField(),
+            "count": fields.IntegerField(),
             "next": serializers.URLField(allow_null=True),
             "previous": serializers.URLField(allow_null=True),
             "results": entry(many=True),
@@ -93,34 +89,34 @@ class DistributionView(APIView):
 
 class CommissionListView(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("status", str, enum=["frozen", "available", "reversed"]), *PAGE],
+        parameters=[s.CommissionQuerySerializer, *PAGE],
         responses={
             200: _page("CommissionPage", s.CommissionSerializer),
             **errors(e400="invalid (unknown status)", e404="not_found (no such page)"),
         },
     )
     def get(self, request):
-        wanted = request.query_params.get("status") or None
-        if wanted is not None and wanted not in Commission.Status.values:
-            raise InvalidInput("状态无效。", status=["frozen、available 或 reversed。"])
+        query = s.CommissionQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        wanted = query.validated_data.get("status")
         me = referral.distributor_for(customer_id=request.user.pk)
         return _paginated(self, request, selectors.commissions(distributor=me, status=wanted), s.CommissionSerializer)
 
 
 class TeamView(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("level", int, enum=[1, 2]), *PAGE],
+        parameters=[s.TeamQuerySerializer, *PAGE],
         responses={
             200: _page("TeamPage", s.TeamMemberSerializer),
             **errors(e400="invalid (level not 1 or 2)", e404="not_found (no such page)"),
         },
     )
     def get(self, request):
-        level = request.query_params.get("level") or "1"
-        if level not in ("1", "2"):
-            raise InvalidInput("level 只能是 1 或 2。", level=["1 或 2。"])
+        query = s.TeamQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        level = query.validated_data["level"]
         me = referral.distributor_for(customer_id=request.user.pk)
-        return _paginated(self, request, selectors.team(distributor=me, level=int(level)), s.TeamMemberSerializer)
+        return _paginated(self, request, selectors.team(distributor=me, level=level), s.TeamMemberSerializer)
 
 
 class CodeView(APIView):

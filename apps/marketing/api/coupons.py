@@ -12,6 +12,7 @@ from apps.accounts import selectors as account_selectors
 from apps.accounts.models import Coupon
 from apps.marketing import coupons, signin
 from apps.marketing.models import CouponTemplate
+from starmall.api import fields
 from starmall.api.pagination import PageNumberPagination
 from starmall.api.schema import MAX_ID, errors
 
@@ -20,15 +21,15 @@ def _time(value):
     return timezone.localtime(value).isoformat() if value else None
 
 
-class CouponTemplateSerializer(serializers.ModelSerializer):
+class CouponTemplateSerializer(fields.ModelSerializer):
     """A template the caller may receive now. Money in fen; ``percent``: % off (PERCENT)."""
 
-    template_id = serializers.IntegerField(source="pk")
+    template_id = fields.IntegerField(source="pk")
     valid_from = serializers.SerializerMethodField()
     valid_to = serializers.SerializerMethodField()
-    remaining = serializers.IntegerField(help_text="coupons left to hand out")
-    max_discount_fen = serializers.IntegerField(allow_null=True)
-    valid_days = serializers.IntegerField(
+    remaining = fields.IntegerField(help_text="coupons left to hand out")
+    max_discount_fen = fields.IntegerField(allow_null=True)
+    valid_days = fields.IntegerField(
         allow_null=True, help_text="valid this many days after receipt; null: the fixed window valid_from..valid_to"
     )
 
@@ -57,13 +58,13 @@ class CouponTemplateSerializer(serializers.ModelSerializer):
         return _time(t.valid_to)
 
 
-class CouponSerializer(serializers.ModelSerializer):
+class CouponSerializer(fields.ModelSerializer):
     """A coupon the caller holds. ``status``: usable, used or expired."""
 
-    name = serializers.CharField(source="title")
-    amount_fen = serializers.IntegerField(source="discount_fen", help_text="fen off (kind amount)")
-    threshold_fen = serializers.IntegerField(source="min_spend_fen", help_text="fen of in-scope goods needed")
-    max_discount_fen = serializers.IntegerField(allow_null=True)
+    name = fields.CharField(source="title")
+    amount_fen = fields.IntegerField(source="discount_fen", help_text="fen off (kind amount)")
+    threshold_fen = fields.IntegerField(source="min_spend_fen", help_text="fen of in-scope goods needed")
+    max_discount_fen = fields.IntegerField(allow_null=True)
     valid_from = serializers.SerializerMethodField()
     valid_to = serializers.SerializerMethodField()
     status = serializers.SerializerMethodField()
@@ -103,11 +104,11 @@ class CouponSerializer(serializers.ModelSerializer):
 
 
 class ReceiveInSerializer(serializers.Serializer):
-    template_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    template_id = fields.IntegerField(min_value=1, max_value=MAX_ID)
 
 
 class MyCouponsQuerySerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["usable", "used", "expired"], required=False, help_text="omitted: all")
+    status = fields.ChoiceField(choices=["usable", "used", "expired"], required=False, help_text="omitted: all")
 
 
 class CouponAvailableView(APIView):
@@ -153,9 +154,9 @@ class MyCouponsView(ListAPIView):
 
 class SignInOutSerializer(serializers.Serializer):
     date = serializers.DateField(help_text="the Shanghai calendar day")
-    points = serializers.IntegerField(help_text="points this day's sign-in earned")
-    streak = serializers.IntegerField(help_text="consecutive days, this one included")
-    already = serializers.BooleanField(help_text="true: signed in before today, nothing credited now")
+    points = fields.IntegerField(help_text="points this day's sign-in earned")
+    streak = fields.IntegerField(help_text="consecutive days, this one included")
+    already = fields.BooleanField(help_text="true: signed in before today, nothing credited now")
 
 
 class SignInView(APIView):

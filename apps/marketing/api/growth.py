@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from apps.marketing import bargains, group_buys
 from apps.marketing.api.serializers import FlashSaleListQuerySerializer
 from apps.marketing.models import BargainCampaign, Group, GroupBuy
+from starmall.api import fields
 from starmall.api.schema import errors
 
 
@@ -19,10 +20,10 @@ def _time(value):
     return timezone.localtime(value).isoformat() if value else None
 
 
-class _ActivitySerializer(serializers.ModelSerializer):
-    sku_id = serializers.IntegerField()
-    product_id = serializers.IntegerField(source="sku.product_id")
-    name = serializers.CharField(source="sku.product.name")
+class _ActivitySerializer(fields.ModelSerializer):
+    sku_id = fields.IntegerField()
+    product_id = fields.IntegerField(source="sku.product_id")
+    name = fields.CharField(source="sku.product.name")
     specs = serializers.DictField(source="sku.specs")
     starts_at = serializers.SerializerMethodField()
     ends_at = serializers.SerializerMethodField()
@@ -43,7 +44,7 @@ class _ActivitySerializer(serializers.ModelSerializer):
 class GroupBuySerializer(_ActivitySerializer):
     """A 拼团 activity (fen, +08:00)."""
 
-    original_price_fen = serializers.IntegerField(source="sku.price_fen", help_text="fen: the SKU's own price")
+    original_price_fen = fields.IntegerField(source="sku.price_fen", help_text="fen: the SKU's own price")
 
     class Meta:
         model = GroupBuy
@@ -89,51 +90,51 @@ class BargainSerializer(_ActivitySerializer):
 
 
 class PersonSerializer(serializers.Serializer):
-    nickname = serializers.CharField()
-    avatar_url = serializers.CharField()
+    nickname = fields.CharField()
+    avatar_url = fields.CharField()
 
 
 class OpenGroupSerializer(serializers.Serializer):
-    group_id = serializers.IntegerField()
+    group_id = fields.IntegerField()
     leader = PersonSerializer()
-    members = serializers.IntegerField(help_text="seats held by paid orders")
-    group_size = serializers.IntegerField()
-    expires_at = serializers.CharField(help_text="ISO 8601, +08:00")
+    members = fields.IntegerField(help_text="seats held by paid orders")
+    group_size = fields.IntegerField()
+    expires_at = fields.CharField(help_text="ISO 8601, +08:00")
 
 
 class GroupMemberSerializer(PersonSerializer):
-    leader = serializers.BooleanField()
+    leader = fields.BooleanField()
 
 
 class GroupDetailSerializer(serializers.Serializer):
-    group_id = serializers.IntegerField()
-    group_buy_id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=Group.Status.choices)
+    group_id = fields.IntegerField()
+    group_buy_id = fields.IntegerField()
+    status = fields.ChoiceField(choices=Group.Status.choices)
     members = GroupMemberSerializer(many=True, help_text="seats held by paid orders")
-    group_size = serializers.IntegerField()
-    expires_at = serializers.CharField(allow_null=True, help_text="leader's payment + hours; null before it")
+    group_size = fields.IntegerField()
+    expires_at = fields.CharField(allow_null=True, help_text="leader's payment + hours; null before it")
 
 
 class BargainHelpOutSerializer(serializers.Serializer):
-    nickname = serializers.CharField()
-    cut_fen = serializers.IntegerField()
+    nickname = fields.CharField()
+    cut_fen = fields.IntegerField()
 
 
 class BargainRecordSerializer(serializers.Serializer):
-    bargain_no = serializers.CharField()
-    bargain_id = serializers.IntegerField()
-    price_fen = serializers.IntegerField(help_text="fen: the price now")
-    floor_price_fen = serializers.IntegerField()
-    helpers = serializers.IntegerField()
-    helpers_needed = serializers.IntegerField()
-    expires_at = serializers.CharField()
-    status = serializers.ChoiceField(choices=["open", "bought", "expired"])
+    bargain_no = fields.CharField()
+    bargain_id = fields.IntegerField()
+    price_fen = fields.IntegerField(help_text="fen: the price now")
+    floor_price_fen = fields.IntegerField()
+    helpers = fields.IntegerField()
+    helpers_needed = fields.IntegerField()
+    expires_at = fields.CharField()
+    status = fields.ChoiceField(choices=["open", "bought", "expired"])
     helps = BargainHelpOutSerializer(many=True)
 
 
 class HelpOutSerializer(serializers.Serializer):
-    cut_fen = serializers.IntegerField()
-    price_fen = serializers.IntegerField()
+    cut_fen = fields.IntegerField()
+    price_fen = fields.IntegerField()
 
 
 class _Public(APIView):

@@ -2,23 +2,24 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.marketing.models import FlashSale
+from starmall.api import fields
 
 
 class FlashSaleListQuerySerializer(serializers.Serializer):
-    status = serializers.ChoiceField(
+    status = fields.ChoiceField(
         choices=["live", "upcoming"],
         required=False,
         help_text="live: selling now; upcoming: not started; omitted: both",
     )
 
 
-class FlashSaleSerializer(serializers.ModelSerializer):
+class FlashSaleSerializer(fields.ModelSerializer):
     """A 秒杀 as the mini-program lists it (API.md "Flash sales"). Money in fen, times +08:00."""
 
-    product_id = serializers.IntegerField(source="sku.product_id")
-    name = serializers.CharField(source="sku.product.name")
+    product_id = fields.IntegerField(source="sku.product_id")
+    name = fields.CharField(source="sku.product.name")
     specs = serializers.DictField(source="sku.specs")
-    original_price_fen = serializers.IntegerField(source="sku.price_fen", help_text="fen: the SKU's own price")
+    original_price_fen = fields.IntegerField(source="sku.price_fen", help_text="fen: the SKU's own price")
     starts_at = serializers.SerializerMethodField()
     ends_at = serializers.SerializerMethodField()
     stock = serializers.SerializerMethodField(

@@ -8,17 +8,19 @@ from rest_framework.views import APIView
 
 from apps.orders import cart
 from apps.orders.models import CartItem
+from starmall.api import fields
 from starmall.api.schema import MAX_ID, errors
+from starmall.errors import NotFound
 
 
 class CartItemSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    sku_id = serializers.IntegerField()
-    product_id = serializers.IntegerField(source="sku.product_id")
-    name = serializers.CharField(source="sku.product.name")
+    id = fields.IntegerField()
+    sku_id = fields.IntegerField()
+    product_id = fields.IntegerField(source="sku.product_id")
+    name = fields.CharField(source="sku.product.name")
     specs = serializers.DictField(source="sku.specs")
-    price_fen = serializers.IntegerField(source="sku.price_fen", help_text="fen, the SKU's price now")
-    quantity = serializers.IntegerField()
+    price_fen = fields.IntegerField(source="sku.price_fen", help_text="fen, the SKU's price now")
+    quantity = fields.IntegerField()
     stock = serializers.SerializerMethodField(help_text="units on hand now (0 when off sale)")
     available = serializers.SerializerMethodField(
         help_text="false when the SKU or product is off sale or has fewer units than quantity"
@@ -34,17 +36,17 @@ class CartItemSerializer(serializers.Serializer):
 
 class CartSerializer(serializers.Serializer):
     items = CartItemSerializer(many=True)
-    count = serializers.IntegerField(help_text="number of lines")
-    quantity_total = serializers.IntegerField(help_text="units in all lines")
+    count = fields.IntegerField(help_text="number of lines")
+    quantity_total = fields.IntegerField(help_text="units in all lines")
 
 
 class CartAddSerializer(serializers.Serializer):
-    sku_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    quantity = serializers.IntegerField(min_value=1, max_value=cart.MAX_QUANTITY)
+    sku_id = fields.IntegerField(min_value=1, max_value=MAX_ID)
+    quantity = fields.IntegerField(min_value=1, max_value=cart.MAX_QUANTITY)
 
 
 class CartQuantitySerializer(serializers.Serializer):
-    quantity = serializers.IntegerField(min_value=1, max_value=cart.MAX_QUANTITY)
+    quantity = fields.IntegerField(min_value=1, max_value=cart.MAX_QUANTITY)
 
 
 class CartView(APIView):
@@ -94,9 +96,14 @@ class CartItemView(APIView):
         },
     )
     def patch(self, request, item_id: int):
-        data = CartQuantitySerializer(data=request.data)
+        data = CartQuantitySerializer(data=request.data, partial=True)  # PATCH: {} changes nothing
         data.is_valid(raise_exception=True)
-        item = cart.cart_item_update(customer_id=request.user.pk, item_id=item_id, **data.validated_data)
+        if "quantity" in data.validated_data:
+            item = cart.cart_item_update(customer_id=request.user.pk, item_id=item_id, **data.validated_data)
+        else:
+            item = cart.cart_list(customer_id=request.user.pk).filter(pk=item_id).first()
+            if item is None:
+                raise NotFound("购物车中没有这一项。", item_id=item_id)
         return Response(CartItemSerializer(item).data)
 
     @extend_schema(responses={204: None, **errors(e404="not_found (no such line of the caller)")})

@@ -63,8 +63,8 @@ _MAX_REMARK = 200  # CreateInSerializer.remark
 
 def create_request(data) -> tuple[str, str] | None:
     """``(order_key, remark)`` for a parsed create body that ``CreateInSerializer`` keeps exactly
-    as it is (strings, no surrounding spaces on the key, a remark of at most 200 characters after
-    DRF trims it); None for anything else, which Django judges."""
+    as it is (strings, no surrounding spaces on the key, a remark of at most 200 characters before
+    it is trimmed: ``starmall.api.fields.CharField``); None for anything else, which Django judges."""
     if not isinstance(data, dict) or "order_key" not in data or not data.keys() <= {"order_key", "remark"}:
         return None
     key, remark = data["order_key"], data.get("remark", "")
@@ -76,8 +76,7 @@ def create_request(data) -> tuple[str, str] | None:
         remark.encode("utf-8")  # a lone surrogate: DRF's validator refuses it
     except UnicodeEncodeError:
         return None
-    remark = remark.strip()
-    return (key, remark) if len(remark) <= _MAX_REMARK else None
+    return (key, remark.strip()) if len(remark) <= _MAX_REMARK else None  # counted before trimming, as DRF
 
 
 def batches(database: gate_db.Database, warn) -> gate_db.Batches:

@@ -5,11 +5,12 @@ from rest_framework.views import APIView
 
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.reschedule import order_reschedule
+from starmall.api import fields
 from starmall.api.schema import MAX_ID, errors
 
 
 class RescheduleInSerializer(serializers.Serializer):
-    slot_id = serializers.IntegerField(min_value=1, max_value=MAX_ID, help_text="the new slot (same teacher)")
+    slot_id = fields.IntegerField(min_value=1, max_value=MAX_ID, help_text="the new slot (same teacher)")
 
 
 class OrderRescheduleView(APIView):

@@ -10,6 +10,7 @@ from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
 from apps.orders.pickup import pickup_json
 from apps.orders.services import slot_json
+from starmall.api import fields
 from starmall.api.schema import MAX_ID
 
 # A consultation is booked: nothing is shipped or collected, so its delivery is null (API.md:
@@ -19,8 +20,8 @@ DELIVERY_SCHEMA = {"type": "string", "enum": [Delivery.EXPRESS.value, Delivery.P
 
 
 class ConfirmItemSerializer(serializers.Serializer):
-    sku_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    quantity = serializers.IntegerField(min_value=1, max_value=MAX_QUANTITY)
+    sku_id = fields.IntegerField(min_value=1, max_value=MAX_ID)
+    quantity = fields.IntegerField(min_value=1, max_value=MAX_QUANTITY)
 
 
 @extend_schema_field({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "boolean"}]})
@@ -47,52 +48,52 @@ class ConfirmInSerializer(serializers.Serializer):
         help_text="exactly one of items and cart_item_ids",
     )
     cart_item_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        child=fields.IntegerField(min_value=1, max_value=MAX_ID),
         allow_empty=False,
         max_length=50,
         required=False,
         help_text="ids of the caller's cart lines (GET /cart), instead of items; "
         "the order removes them from the cart when it is created",
     )
-    slot_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
-    address_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
-    coupon_id = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
+    slot_id = fields.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
+    address_id = fields.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
+    coupon_id = fields.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     use_points = PointsField(required=False, default=0)
-    flash_sale_id = serializers.IntegerField(
+    flash_sale_id = fields.IntegerField(
         required=False,
         allow_null=True,
         min_value=1,
         max_value=MAX_ID,
         help_text="秒杀: exactly one item, the sale's SKU; the sale's price; no coupon",
     )
-    delivery = serializers.ChoiceField(
+    delivery = fields.ChoiceField(
         choices=Delivery.values,
         required=False,
         default=Delivery.EXPRESS,
         help_text="pickup (自提): with store_id, no address, no freight",
     )
-    store_id = serializers.IntegerField(
+    store_id = fields.IntegerField(
         required=False,
         allow_null=True,
         min_value=1,
         max_value=MAX_ID,
         help_text="the pickup store (GET /stores); unknown -> 400 detail.store_id",
     )
-    group_buy_id = serializers.IntegerField(
+    group_buy_id = fields.IntegerField(
         required=False,
         allow_null=True,
         min_value=1,
         max_value=MAX_ID,
         help_text="拼团: open a new group of this activity as its leader; one item of its SKU, its price",
     )
-    group_id = serializers.IntegerField(
+    group_id = fields.IntegerField(
         required=False,
         allow_null=True,
         min_value=1,
         max_value=MAX_ID,
         help_text="拼团: join this group; one item of its activity's SKU, the activity's price",
     )
-    bargain_no = serializers.CharField(
+    bargain_no = fields.CharField(
         required=False,
         allow_null=True,
         max_length=32,
@@ -213,8 +214,8 @@ def _dict(value) -> dict | None:
 
 
 class CreateInSerializer(serializers.Serializer):
-    order_key = serializers.CharField(max_length=64)
-    remark = serializers.CharField(required=False, allow_blank=True, max_length=200, default="")
+    order_key = fields.CharField(max_length=64)
+    remark = fields.CharField(required=False, allow_blank=True, max_length=200, default="")
 
 
 class OrderLineSerializer(serializers.ModelSerializer):
@@ -386,7 +387,7 @@ class OrderSerializer(serializers.ModelSerializer):
 
 
 class OrderListQuerySerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=OrderStatus.choices, required=False)
+    status = fields.ChoiceField(choices=OrderStatus.choices, required=False)
 
 
 class TrackingEventSerializer(serializers.Serializer):

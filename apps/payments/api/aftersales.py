@@ -9,16 +9,17 @@ from rest_framework.views import APIView
 
 from apps.orders.models import AfterSale
 from apps.payments import returns
+from starmall.api import fields
 from starmall.api.schema import errors
 
 
 class ReturnParcelSerializer(serializers.Serializer):
-    carrier = serializers.CharField()
-    tracking_no = serializers.CharField()
+    carrier = fields.CharField()
+    tracking_no = fields.CharField()
 
 
-class AfterSaleSerializer(serializers.ModelSerializer):
-    order_no = serializers.CharField(source="order.order_no")
+class AfterSaleSerializer(fields.ModelSerializer):
+    order_no = fields.CharField(source="order.order_no")
     created_at = serializers.SerializerMethodField()
     reject_reason = serializers.SerializerMethodField(help_text="staff's reason when rejected, else null")
     note = serializers.SerializerMethodField(help_text="staff's note (e.g. where to send the goods), else null")
@@ -50,8 +51,8 @@ class AfterSaleSerializer(serializers.ModelSerializer):
 
 
 class ReturnInSerializer(serializers.Serializer):
-    carrier = serializers.CharField(max_length=32, help_text="the carrier's name, e.g. 顺丰")
-    tracking_no = serializers.CharField(max_length=40)
+    carrier = fields.CharField(max_length=32, help_text="the carrier's name, e.g. 顺丰")
+    tracking_no = fields.CharField(max_length=40)
 
 
 class RefundListView(ListAPIView):

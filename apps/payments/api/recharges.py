@@ -9,20 +9,21 @@ from rest_framework.views import APIView
 from apps.payments import recharges
 from apps.payments.api.serializers import PayParamsSerializer
 from apps.payments.models import Recharge, RechargePackage
+from starmall.api import fields
 from starmall.api.schema import MAX_ID, errors
 
 
-class PackageSerializer(serializers.ModelSerializer):
+class PackageSerializer(fields.ModelSerializer):
     class Meta:
         model = RechargePackage
         fields = ["id", "pay_fen", "bonus_fen"]
 
 
 class RechargeInSerializer(serializers.Serializer):
-    package_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    package_id = fields.IntegerField(min_value=1, max_value=MAX_ID)
 
 
-class RechargeSerializer(serializers.ModelSerializer):
+class RechargeSerializer(fields.ModelSerializer):
     class Meta:
         model = Recharge
         fields = ["recharge_no", "pay_fen", "bonus_fen", "status"]

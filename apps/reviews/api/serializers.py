@@ -2,15 +2,16 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from apps.reviews.models import Review
+from starmall.api import fields
 from starmall.api.schema import MAX_ID
 
 
 class ReviewInSerializer(serializers.Serializer):
-    line_id = serializers.IntegerField(min_value=1, max_value=MAX_ID)
-    rating = serializers.IntegerField(min_value=1, max_value=5)
-    text = serializers.CharField(max_length=500, allow_blank=True, required=False, default="")
+    line_id = fields.IntegerField(min_value=1, max_value=MAX_ID)
+    rating = fields.IntegerField(min_value=1, max_value=5)
+    text = fields.CharField(max_length=500, allow_blank=True, required=False, default="")
     images = serializers.ListField(
-        child=serializers.CharField(max_length=500),
+        child=fields.CharField(max_length=500),
         max_length=Review.MAX_IMAGES,
         required=False,
         default=list,
@@ -18,11 +19,11 @@ class ReviewInSerializer(serializers.Serializer):
     )
 
 
-class ReviewSerializer(serializers.ModelSerializer):
+class ReviewSerializer(fields.ModelSerializer):
     nickname = serializers.SerializerMethodField()
     created_at = serializers.SerializerMethodField()
     reply = serializers.SerializerMethodField()
-    images = serializers.ListField(child=serializers.CharField())
+    images = serializers.ListField(child=fields.CharField())
 
     class Meta:
         model = Review

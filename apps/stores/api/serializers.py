@@ -1,9 +1,11 @@
 from rest_framework import serializers
 
+from starmall.api import fields
+
 
 class StoreListQuerySerializer(serializers.Serializer):
-    lat = serializers.FloatField(required=False, min_value=-90, max_value=90, help_text="WGS-84 degrees")
-    lng = serializers.FloatField(required=False, min_value=-180, max_value=180, help_text="WGS-84 degrees")
+    lat = fields.FloatField(required=False, min_value=-90, max_value=90, help_text="WGS-84 degrees")
+    lng = fields.FloatField(required=False, min_value=-180, max_value=180, help_text="WGS-84 degrees")
 
     def validate(self, data):
         if ("lat" in data) != ("lng" in data):
@@ -13,11 +15,11 @@ class StoreListQuerySerializer(serializers.Serializer):
 
 
 class StoreSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    address = serializers.CharField()
-    phone = serializers.CharField()
-    hours = serializers.CharField()
-    lat = serializers.FloatField()
-    lng = serializers.FloatField()
-    distance_m = serializers.IntegerField(allow_null=True, help_text="metres from lat/lng; null without a position")
+    id = fields.IntegerField()
+    name = fields.CharField()
+    address = fields.CharField()
+    phone = fields.CharField()
+    hours = fields.CharField()
+    lat = fields.FloatField()
+    lng = fields.FloatField()
+    distance_m = fields.IntegerField(allow_null=True, help_text="metres from lat/lng; null without a position")
