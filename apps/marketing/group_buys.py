@@ -35,7 +35,6 @@ from django.utils import timezone
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
-from apps.marketing import selectors
 from apps.marketing.models import Group, GroupBuy, GroupSeat
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
@@ -231,23 +230,18 @@ def group_seat_paid(*, group_id: int, order_no: str, paid_at: dt.datetime) -> st
     fills = Q(members=F("group_size") - 1)
     updates = {
         "members": F("members") + 1,
-        "status": Case(When(fills, then=models_value(Group.Status.DONE)), default=F("status")),
-        "done_at": Case(When(fills, then=models_value(paid_at)), default=F("done_at")),
-        "settled_at": Case(When(fills, then=models_value(paid_at)), default=F("settled_at")),
+        "status": Case(When(fills, then=Value(Group.Status.DONE)), default=F("status")),
+        "done_at": Case(When(fills, then=Value(paid_at)), default=F("done_at")),
+        "settled_at": Case(When(fills, then=Value(paid_at)), default=F("settled_at")),
     }
     qs = Group.objects.filter(pk=group_id, status=Group.Status.FORMING)
     if seat.leader:
         qs = qs.filter(expires_at__isnull=True)
-        updates["expires_at"] = models_value(paid_at + hours)
+        updates["expires_at"] = Value(paid_at + hours)
     else:
         qs = qs.filter(expires_at__gt=paid_at)
     qs.update(**updates)
     return Group.objects.values_list("status", flat=True).get(pk=group_id)
-
-
-def models_value(value):
-    """A constant as a query expression (for Case/When in an UPDATE)."""
-    return Value(value)
 
 
 @transaction.atomic(savepoint=False)
@@ -370,84 +364,6 @@ def group_mark_settled(*, group_id: int, now: dt.datetime | None = None) -> bool
         .update(settled_at=now or timezone.now())
         == 1
     )
-
-
-# --- what the API shows ------------------------------------------------------------------------
-
-
-def _time(value: dt.datetime | None) -> str | None:
-    return timezone.localtime(value).isoformat() if value else None
-
-
-def group_json(group: Group) -> dict:
-    """The ``group`` of an order (API.md): ``{"group_id", "status", "members", "group_size", "expires_at"}``;
-    ``members`` counts seats held by paid orders."""
-    return {
-        "group_id": group.pk,
-        "status": group.status,
-        "members": group.members,
-        "group_size": group.group_size,
-        "expires_at": _time(group.expires_at),
-    }
-
-
-def group_detail(*, group_id: int) -> dict:
-    """The public group page (API.md ``GET /groups/{id}``); members listed are the paid seats,
-    leader first. Raises NotFound."""
-    group = Group.objects.filter(pk=group_id).first()
-    if group is None:
-        raise NotFound("没有这个拼团。", group_id=group_id)
-    seats = (
-        GroupSeat.objects.filter(group=group, status__in=(GroupSeat.Status.PAID,))
-        .select_related("customer")
-        .order_by("-leader", "paid_at", "pk")
-    )
-    if group.status == Group.Status.DONE:  # a completed group shows who bought, even if one refunded later
-        seats = (
-            GroupSeat.objects.filter(group=group, paid_at__isnull=False)
-            .select_related("customer")
-            .order_by("-leader", "paid_at", "pk")
-        )
-    return {
-        "group_id": group.pk,
-        "group_buy_id": group.activity_id,
-        "status": group.status,
-        "members": [
-            {"nickname": s.customer.nickname, "avatar_url": s.customer.avatar_url, "leader": s.leader} for s in seats
-        ],
-        "group_size": group.group_size,
-        "expires_at": _time(group.expires_at),
-    }
-
-
-def groups_open(*, group_buy_id: int, now: dt.datetime | None = None, limit: int = 50) -> list[dict]:
-    """Open groups anyone may join (API.md): forming, the leader paid, not expired, a seat free;
-    closest to its deadline first. Raises NotFound for an unknown activity."""
-    now = now or timezone.now()
-    if not GroupBuy.objects.filter(pk=group_buy_id).exists():
-        raise NotFound("没有这个拼团活动。", group_buy_id=group_buy_id)
-    groups = (
-        Group.objects.filter(
-            activity_id=group_buy_id, status=Group.Status.FORMING, expires_at__gt=now, seats__lt=F("group_size")
-        )
-        .select_related("leader")
-        .order_by("expires_at", "pk")[:limit]
-    )
-    return [
-        {
-            "group_id": g.pk,
-            "leader": {"nickname": g.leader.nickname, "avatar_url": g.leader.avatar_url},
-            "members": g.members,
-            "group_size": g.group_size,
-            "expires_at": _time(g.expires_at),
-        }
-        for g in groups
-    ]
-
-
-def group_buy_list(*, status: str | None = None, now: dt.datetime | None = None):
-    """Active 拼团 activities of SKUs on sale (``live``, ``upcoming`` or both), at most 100 (:func:`apps.marketing.selectors.activities_listed`)."""
-    return selectors.activities_listed(GroupBuy, status=status, now=now)
 
 
 # --- staff (admin) -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.marketing import bargains, group_buys
+from apps.marketing import bargains, selectors
 from apps.marketing.api.serializers import FlashSaleListQuerySerializer
 from apps.marketing.models import BargainCampaign, Group, GroupBuy
 from starmall.api import fields
@@ -152,20 +152,20 @@ class GroupBuyListView(_Public):
         query = FlashSaleListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         return Response(
-            GroupBuySerializer(group_buys.group_buy_list(status=query.validated_data.get("status")), many=True).data
+            GroupBuySerializer(selectors.group_buy_list(status=query.validated_data.get("status")), many=True).data
         )
 
 
 class GroupBuyGroupsView(_Public):
     @extend_schema(auth=[], responses={200: OpenGroupSerializer(many=True), **errors(e404="not_found")})
     def get(self, request, group_buy_id: int):
-        return Response(OpenGroupSerializer(group_buys.groups_open(group_buy_id=group_buy_id), many=True).data)
+        return Response(OpenGroupSerializer(selectors.groups_open(group_buy_id=group_buy_id), many=True).data)
 
 
 class GroupDetailView(_Public):
     @extend_schema(auth=[], responses={200: GroupDetailSerializer, **errors(e404="not_found")})
     def get(self, request, group_id: int):
-        return Response(GroupDetailSerializer(group_buys.group_detail(group_id=group_id)).data)
+        return Response(GroupDetailSerializer(selectors.group_detail(group_id=group_id)).data)
 
 
 class BargainListView(_Public):

@@ -3,7 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.catalog.models import Kind
-from apps.marketing import group_buys
+from apps.marketing import selectors as marketing_selectors
 from apps.marketing.models import Group
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
@@ -354,7 +354,7 @@ class OrderSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OrderGroupSerializer(allow_null=True))
     def get_group(self, order) -> dict | None:
-        return group_buys.group_json(order.group) if order.group_id else None
+        return marketing_selectors.group_json(order.group) if order.group_id else None
 
     @extend_schema_field(ShipmentOutSerializer(allow_null=True))
     def get_shipment(self, order) -> dict | None:

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 from django.utils import timezone
 
 from apps.catalog.models import Sku
-from apps.marketing import bargains, group_buys
+from apps.marketing import bargains, group_buys, selectors
 
 # (SKU code of fixtures/demo.json, title, price in fen, stock, group size, hours, limit per customer)
 GROUP_BUY = ("SM-004-009", "公道杯·两人拼团", 4800, 30, 2, 24, 2)
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         now = timezone.localtime().replace(second=0, microsecond=0)
         code, title, price_fen, stock, size, hours, limit = GROUP_BUY
         sku = Sku.objects.filter(code=code, is_active=True).first()
-        if not group_buys.group_buy_list(status="live").exists() and sku is not None and sku.stock >= stock:
+        if not selectors.group_buy_list(status="live").exists() and sku is not None and sku.stock >= stock:
             activity = group_buys.group_buy_schedule(
                 title=title,
                 sku_id=sku.pk,
