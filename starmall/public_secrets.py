@@ -13,7 +13,9 @@ list equal to the sandbox's constants and files. How to make each real one: docs
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,7 +64,10 @@ SECRETS = (
     ),
     Secret(
         "WECHAT_PAY_API_KEY",
-        ("starmall0sandbox0pay0api0key0032",),
+        (
+            "starmall0sandbox0pay0api0key0032",
+            "0therMerchant0Key000000000000032",
+        ),  # the sandbox's, its "other merchant"'s
         f"the merchant's 32-character APIv2 key ({MCH} › APIv2密钥 设置)",
     ),
     Secret(
@@ -162,25 +167,43 @@ def default(setting: str) -> str:
     return str(REPO / value) if BY_SETTING[setting].key_file else value
 
 
-def key_digest(pem: bytes) -> str:
-    """sha256 (hex) of the public key in a PEM private key, public key or certificate; of the
-    bytes without whitespace when they hold none of these."""
+def key_digest(data: bytes) -> str:
+    """sha256 (hex) of the public key in a private key, public key or certificate — PEM, DER, or
+    PEM's base64 body without its BEGIN/END lines (wechatpayv3 adds them itself); of the bytes
+    without whitespace when they hold none of these."""
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
+    forms = [data]
+    try:
+        forms.append(base64.b64decode(b"".join(re.sub(rb"-----[^-]*-----", b"", data).split()), validate=True))
+    except ValueError:
+        pass
     loaders = (
-        lambda: serialization.load_pem_private_key(pem, password=None).public_key(),
-        lambda: serialization.load_pem_public_key(pem),
-        lambda: x509.load_pem_x509_certificate(pem).public_key(),
+        lambda raw: serialization.load_pem_private_key(raw, password=None).public_key(),
+        lambda raw: serialization.load_pem_public_key(raw),
+        lambda raw: x509.load_pem_x509_certificate(raw).public_key(),
+        lambda raw: serialization.load_der_private_key(raw, password=None).public_key(),
+        lambda raw: serialization.load_der_public_key(raw),
+        lambda raw: x509.load_der_x509_certificate(raw).public_key(),
     )
-    for load in loaders:
-        try:
-            key = load()
-        except (ValueError, TypeError):
-            continue
-        der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-        return hashlib.sha256(der).hexdigest()
-    return hashlib.sha256(b"".join(pem.split())).hexdigest()
+    for raw in forms:
+        for load in loaders:
+            try:
+                key = load(raw)
+            except (ValueError, TypeError):
+                continue
+            der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+            return hashlib.sha256(der).hexdigest()
+    return hashlib.sha256(b"".join(data.split())).hexdigest()
+
+
+def _aes_key_bytes(value: str) -> bytes | None:
+    """The 32 bytes an EncodingAESKey stands for (WeChat: base64 of ``key + "="``), or None."""
+    try:
+        return base64.b64decode(value + "=")
+    except ValueError:
+        return None
 
 
 def _weak_secret_key(value: str) -> bool:
@@ -207,7 +230,11 @@ def _problem(secret: Secret, value: str) -> str:
                 f"{name} ({value}) holds a key of the WeChat sandbox, whose private half is public in this repository"
             )
         return ""
-    if value in secret.values:
+    if value in secret.values or (
+        secret.setting == "WECHAT_OFFICIAL_AES_KEY"
+        and _aes_key_bytes(value) is not None
+        and _aes_key_bytes(value) in {_aes_key_bytes(v) for v in secret.values}
+    ):
         return f"{name} is a public value shipped in this repository"
     if secret.setting == "SECRET_KEY" and _weak_secret_key(value):
         return f"{name} is too short or not random (Django asks for 50+ random characters, not django-insecure-...)"

@@ -96,3 +96,12 @@ def test_weak_django_secret_keys_are_refused():
     assert public_secrets.refusals({"SECRET_KEY": strong}) == []
     for weak in ("django-insecure-" + strong, strong[:49], "ab12" * 15, "test-secret-key"):
         assert [r.variable for r in public_secrets.refusals({"SECRET_KEY": weak})] == ["DJANGO_SECRET_KEY"]
+
+
+def test_the_sandboxs_other_merchant_key_is_public_too():
+    """The sandbox signs with a second merchant's key for wrong-key notifications; it is public as well."""
+    from wechat_sandbox import fixtures
+
+    assert [r.setting for r in public_secrets.refusals({"WECHAT_PAY_API_KEY": fixtures.OTHER_MERCHANT_KEY})] == [
+        "WECHAT_PAY_API_KEY"
+    ]

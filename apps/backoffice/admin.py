@@ -2,6 +2,7 @@
 actions span several apps."""
 
 from apps.backoffice import (
+    admin_axes,  # noqa: F401 - the login-attempt list's action behind the delete permission
     admin_orders,  # noqa: F401 - registers the Order and AfterSale admins
     admin_settings,  # noqa: F401, E402 - registers the shop's settings page (name, logo)
 )

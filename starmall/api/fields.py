@@ -1,8 +1,8 @@
 """Strict request fields: a value is refused unless it is what the served schema says it is.
 
 A JSON body carries JSON types (API.md, "Money and counts in request bodies are JSON
-integers"): an integer field takes a JSON integer only (``{"amount_fen": "100"}``, ``true`` and
-``1.5`` -> 400 ``invalid``), a boolean a JSON boolean only (``"0"``, ``"true"``, ``1`` refused), a
+integers"): an integer field takes a JSON integer only (``{"amount_fen": "100"}``, ``true``,
+``1.5`` and ``1.0`` -> 400 ``invalid``), a boolean a JSON boolean only (``"0"``, ``"true"``, ``1`` refused), a
 string a JSON string only (``0`` refused), a number a JSON number. A query string or a form
 (``QueryDict``) is text: an integer is ``-?[0-9]+``, a number a finite decimal (no ``nan`` or
 ``inf``), a boolean ``true``/``false``; a parameter given empty (``?status=``) is
@@ -48,12 +48,13 @@ class _Strict:
 
 
 class IntegerField(_Strict, serializers.IntegerField):
-    """A JSON integer (a float without a fraction is one too, as in JSON Schema); in a query, digits."""
+    """A JSON integer written as one (``2.0`` is refused like ``2.5``: a mini-program's JSON.stringify
+    never writes a whole number so, and every count reads alike); in a query, digits."""
 
     def to_internal_value(self, data):
         if isinstance(data, str) and self._is_text() and len(data) <= 32 and _INTEGER_TEXT.fullmatch(data):
             return super().to_internal_value(data)
-        if isinstance(data, float) and data.is_integer() or isinstance(data, int) and not isinstance(data, bool):
+        if isinstance(data, int) and not isinstance(data, bool):
             return super().to_internal_value(data)
         self.fail("invalid")
 

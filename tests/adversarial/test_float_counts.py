@@ -24,21 +24,24 @@ def post(api, path, raw: str):
 def test_use_points_float_is_refused_as_the_reference(shopper, make_sku):
     _, api, address = shopper(points=500)
     sku = make_sku()
-    raw = json.dumps({"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": address.pk})[:-1] + ', "use_points": 1.0}'
+    raw = (
+        json.dumps({"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": address.pk})[:-1]
+        + ', "use_points": 1.0}'
+    )
     assert_error(post(api, "/api/v1/orders/confirm", raw), 400, "invalid")
 
 
 def test_cart_quantity_float_is_refused(shopper, make_sku):
     _, api, _ = shopper()
     sku = make_sku()
-    response = post(api, "/api/v1/cart/items", '{"sku_id": %d, "quantity": 1.0}' % sku.pk)
+    response = post(api, "/api/v1/cart/items", f'{{"sku_id": {sku.pk}, "quantity": 1.0}}')
     assert_error(response, 400, "invalid")
 
 
 def test_confirm_quantity_float_is_refused(shopper, make_sku):
     _, api, address = shopper()
     sku = make_sku()
-    raw = '{"items": [{"sku_id": %d, "quantity": 2.0}], "address_id": %d}' % (sku.pk, address.pk)
+    raw = f'{{"items": [{{"sku_id": {sku.pk}, "quantity": 2.0}}], "address_id": {address.pk}}}'
     assert_error(post(api, "/api/v1/orders/confirm", raw), 400, "invalid")
     assert not Order.objects.exists()
     assert Sku.objects.filter(pk=sku.pk).exists()

@@ -27,13 +27,13 @@ def test_money_in_a_body_is_a_json_integer(api, amount):
     _invalid(api.post("/api/v1/withdrawals", {"amount_fen": amount}, format="json"), "amount_fen")
 
 
-@pytest.mark.parametrize("quantity", ["1", "01", True, 1.5])
+@pytest.mark.parametrize("quantity", ["1", "01", True, 1.5, 2.0])
 def test_counts_in_a_body_are_json_integers(api, make_sku, quantity):
     sku = make_sku(price_fen=100, stock=10)
     _invalid(api.post("/api/v1/cart/items", {"sku_id": sku.pk, "quantity": quantity}, format="json"), "quantity")
     _invalid(api.post("/api/v1/cart/items", {"sku_id": str(sku.pk), "quantity": 1}, format="json"), "sku_id")
     assert CartItem.objects.count() == 0
-    ok = api.post("/api/v1/cart/items", {"sku_id": sku.pk, "quantity": 2.0}, format="json")  # JSON Schema: an integer
+    ok = api.post("/api/v1/cart/items", {"sku_id": sku.pk, "quantity": 2}, format="json")
     assert ok.status_code == 201 and CartItem.objects.get().quantity == 2
 
 

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.orders.models import AfterSale
+from apps.orders.shipments import TRACKING_NO
 from apps.payments import returns
 from starmall.api import fields
 from starmall.api.schema import errors
@@ -52,7 +53,9 @@ class AfterSaleSerializer(fields.ModelSerializer):
 
 class ReturnInSerializer(serializers.Serializer):
     carrier = fields.CharField(max_length=32, help_text="the carrier's name, e.g. 顺丰")
-    tracking_no = fields.CharField(max_length=40)
+    tracking_no = fields.RegexField(
+        rf"^{TRACKING_NO.pattern}$", help_text="6-40 letters, digits or dashes (the carrier's waybill number)"
+    )
 
 
 class RefundListView(ListAPIView):
