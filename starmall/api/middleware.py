@@ -1,5 +1,6 @@
 """Request plumbing shared by the API and the admin: the 413 answer for bodies over the limit,
-the 503 answer when Redis is down, and the client address (throttles, admin lockout).
+the 503 answer when Redis is down, the client address (throttles, admin lockout), and JSON for
+what Django itself refuses under ``/api/`` (:class:`ApiRefusalJsonMiddleware`).
 
 Body size: Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads
 it, and then with an HTML 400 (``RequestDataTooBig``). :class:`BodySizeLimitMiddleware` looks at
@@ -19,7 +20,7 @@ from django.http import HttpRequest, JsonResponse
 
 from starmall.errors import DatabaseBusy, ServiceUnavailable, backend_errors
 from starmall.locking import is_lock_conflict
-from starmall.messages import PAYLOAD_TOO_LARGE
+from starmall.messages import FORBIDDEN, INVALID_INPUT, PAYLOAD_TOO_LARGE
 from starmall.proxies import client_address
 
 logger = logging.getLogger(__name__)
@@ -119,3 +120,28 @@ class ClientAddressMiddleware:
     def __call__(self, request: HttpRequest):
         request.META["REMOTE_ADDR"] = client_ip(request)
         return self.get_response(request)
+
+
+class ApiRefusalJsonMiddleware:
+    """Outermost: a 400 or 403 that Django's own machinery answered under ``/api/`` (a ``Host`` not
+    in ALLOWED_HOSTS, another SuspiciousOperation, a CSRF refusal) in HTML — the debug page under
+    ``make run`` — becomes API.md's ``{"code", "message", "detail"}``. WeChat's notification URLs
+    keep their own answers; JSON answers pass as they are."""
+
+    REFUSALS = {400: ("invalid", INVALID_INPUT), 403: ("forbidden", FORBIDDEN)}
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        response = self.get_response(request)
+        refusal = self.REFUSALS.get(response.status_code)
+        if (
+            refusal is None
+            or not request.path.startswith(API_PREFIX)
+            or request.path.startswith(NOTIFY_PREFIX)
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        code, message = refusal
+        return JsonResponse({"code": code, "message": message, "detail": {}}, status=response.status_code)

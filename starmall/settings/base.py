@@ -66,6 +66,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "starmall.api.middleware.ApiRefusalJsonMiddleware",  # Django's own 400/403 under /api/ as JSON
     "starmall.api.middleware.ClientAddressMiddleware",  # REMOTE_ADDR: the client behind TRUSTED_PROXIES
     "django.middleware.security.SecurityMiddleware",
     "starmall.api.middleware.BodySizeLimitMiddleware",  # 413 before anything reads the body
