@@ -54,7 +54,10 @@ class AfterSaleSerializer(fields.ModelSerializer):
 class ReturnInSerializer(serializers.Serializer):
     carrier = fields.CharField(max_length=32, help_text="the carrier's name, e.g. 顺丰")
     tracking_no = fields.RegexField(
-        rf"^{TRACKING_NO.pattern}$", help_text="6-40 letters, digits or dashes (the carrier's waybill number)"
+        rf"^{TRACKING_NO.pattern}$",
+        min_length=6,
+        max_length=40,
+        help_text="6-40 letters, digits or dashes (the carrier's waybill number)",
     )
 
 
