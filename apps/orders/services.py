@@ -598,6 +598,20 @@ def order_no_new(now: dt.datetime) -> str:
 # --- transitions ---------------------------------------------------------------------------
 
 
+def order_lock_for_handover(order: Order, *, waiting: str) -> bool:
+    """Before goods leave the shop (shipped, or collected at a store), in the caller's
+    transaction: lock the order's row (step 1 of ``starmall/locking.py``, as ``refund_request``
+    and ``after_sale_approve`` take it, so no request slips in between); False unless it is
+    paid; InvalidState ``waiting`` (``refund_no`` in detail) while a refund request waits."""
+    locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
+    if locked != OrderStatus.PAID:
+        return False
+    request = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
+    if request is not None:
+        raise InvalidState(waiting, refund_no=request.refund_no)
+    return True
+
+
 @transaction.atomic(savepoint=False)
 def order_transition(
     order: Order, *, from_statuses: tuple[str, ...], to: str, actor: str, note: str = "", **fields
@@ -830,12 +844,8 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
     if order.delivery != Delivery.PICKUP:
         return False
     with transaction.atomic():
-        locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
-        if locked != OrderStatus.PAID:
+        if not order_lock_for_handover(order, waiting="该订单有进行中的退款申请，请先处理。"):
             return False
-        waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
-        if waiting is not None:
-            raise InvalidState("该订单有进行中的退款申请，请先处理。", refund_no=waiting.refund_no)
         now = timezone.now()
         if not order_transition(
             order,

@@ -108,12 +108,8 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
     if order.kind != Kind.GOODS or order.delivery == Delivery.PICKUP:  # pickups are collected, never shipped
         return False
     with transaction.atomic():
-        locked = Order.objects.select_for_update().filter(pk=order.pk).values_list("status", flat=True).first()
-        if locked != OrderStatus.PAID:
+        if not services.order_lock_for_handover(order, waiting="有进行中的退款申请"):
             return False
-        waiting = AfterSale.objects.filter(order_id=order.pk, status=AfterSale.Status.REQUESTED).first()
-        if waiting is not None:
-            raise InvalidState("有进行中的退款申请", refund_no=waiting.refund_no)
         refusal = group_buys.group_ship_refusal(group_id=order.group_id) if order.group_id else None
         if refusal is not None:  # a 拼团 order ships once its group is done
             raise InvalidState(refusal, group_id=order.group_id)
