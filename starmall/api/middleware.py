@@ -144,4 +144,5 @@ class ApiRefusalJsonMiddleware:
         ):
             return response
         code, message = refusal
-        return JsonResponse({"code": code, "message": message, "detail": {}}, status=response.status_code)
+        body = {"code": code, "message": message, "detail": {}}
+        return JsonResponse(body, status=response.status_code, json_dumps_params={"ensure_ascii": False})
