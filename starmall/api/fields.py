@@ -2,11 +2,12 @@
 
 A JSON body carries JSON types (API.md, "Money and counts in request bodies are JSON
 integers"): an integer field takes a JSON integer only (``{"amount_fen": "100"}``, ``true``,
-``1.5`` and ``1.0`` -> 400 ``invalid``), a boolean a JSON boolean only (``"0"``, ``"true"``, ``1`` refused), a
-string a JSON string only (``0`` refused), a number a JSON number. A query string or a form
-(``QueryDict``) is text: an integer is ``-?[0-9]+``, a number a finite decimal (no ``nan`` or
-``inf``), a boolean ``true``/``false``; a parameter given empty (``?status=``) is
-validated as the empty text it is (refused unless the field allows blank), never read as absent.
+``1.5`` and ``1.0`` -> 400 ``invalid``), a boolean a JSON boolean only (``"0"``, ``"true"``, ``1``
+refused), a string a JSON string only (``0`` refused), a number a JSON number. A query string
+or a form (``QueryDict``) is text: an integer is ``-?[0-9]+``, a number a finite decimal (no ``nan`` or
+``inf``), a boolean ``true``/``false``; a parameter given empty is validated as the empty text
+it is (refused unless the field allows blank, as a list's ``?status=`` filter does:
+:class:`FilterChoiceField`), never silently read as absent.
 
 Request serializers (bodies and query parameters) take their fields from here; DRF's own
 coerce ``"100"`` to 100, ``"0"`` to False and ``0`` to ``"0"``. Each class subclasses DRF's, so
@@ -157,6 +158,18 @@ class ChoiceField(_Strict, serializers.ChoiceField):
         if isinstance(data, (str, int)) and not isinstance(data, bool) and data in self.choices:
             return super().to_internal_value(data)
         self.fail("invalid_choice", input=data)
+
+
+class FilterChoiceField(ChoiceField):
+    """An optional list filter (``?status=``): one of the choices, or empty or absent for no
+    filter — the schema's enum includes ``""``, which clients written against ``?status=`` send
+    for "all". Its value is None then."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**{"required": False, "allow_blank": True, **kwargs})
+
+    def to_internal_value(self, data):
+        return None if data == "" else super().to_internal_value(data)
 
 
 class ModelSerializer(serializers.ModelSerializer):

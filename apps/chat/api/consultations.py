@@ -67,7 +67,7 @@ class TeacherScheduleView(APIView):
 
 
 class ConsultationQuerySerializer(serializers.Serializer):
-    status = fields.ChoiceField(choices=["upcoming", "past"], required=False)
+    status = fields.FilterChoiceField(choices=["upcoming", "past"])
 
 
 class ConsultationSerializer(serializers.Serializer):

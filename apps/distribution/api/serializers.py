@@ -75,7 +75,7 @@ class CodeOutSerializer(serializers.Serializer):
 
 
 class CommissionQuerySerializer(serializers.Serializer):
-    status = fields.ChoiceField(choices=Commission.Status.values, required=False)
+    status = fields.FilterChoiceField(choices=Commission.Status.values)
 
 
 class TeamQuerySerializer(serializers.Serializer):

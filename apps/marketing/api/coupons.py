@@ -108,7 +108,7 @@ class ReceiveInSerializer(serializers.Serializer):
 
 
 class MyCouponsQuerySerializer(serializers.Serializer):
-    status = fields.ChoiceField(choices=["usable", "used", "expired"], required=False, help_text="omitted: all")
+    status = fields.FilterChoiceField(choices=["usable", "used", "expired"], help_text="omitted or empty: all")
 
 
 class CouponAvailableView(APIView):

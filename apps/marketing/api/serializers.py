@@ -6,10 +6,8 @@ from starmall.api import fields
 
 
 class FlashSaleListQuerySerializer(serializers.Serializer):
-    status = fields.ChoiceField(
-        choices=["live", "upcoming"],
-        required=False,
-        help_text="live: selling now; upcoming: not started; omitted: both",
+    status = fields.FilterChoiceField(
+        choices=["live", "upcoming"], help_text="live: selling now; upcoming: not started; omitted or empty: both"
     )
 
 

@@ -387,7 +387,7 @@ class OrderSerializer(serializers.ModelSerializer):
 
 
 class OrderListQuerySerializer(serializers.Serializer):
-    status = fields.ChoiceField(choices=OrderStatus.choices, required=False)
+    status = fields.FilterChoiceField(choices=OrderStatus.choices)
 
 
 class TrackingEventSerializer(serializers.Serializer):
