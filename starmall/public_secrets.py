@@ -206,6 +206,10 @@ def _aes_key_bytes(value: str) -> bytes | None:
         return None
 
 
+#: the keys the public EncodingAESKey spellings stand for (several spellings decode to one key)
+PUBLIC_AES_KEYS = frozenset(_aes_key_bytes(v) for v in BY_SETTING["WECHAT_OFFICIAL_AES_KEY"].values) - {None}
+
+
 def _weak_secret_key(value: str) -> bool:
     """Django's own measure (``security.W009``): short, few characters, or ``django-insecure-``."""
     from django.core.checks.security import base
@@ -230,11 +234,8 @@ def _problem(secret: Secret, value: str) -> str:
                 f"{name} ({value}) holds a key of the WeChat sandbox, whose private half is public in this repository"
             )
         return ""
-    if value in secret.values or (
-        secret.setting == "WECHAT_OFFICIAL_AES_KEY"
-        and _aes_key_bytes(value) is not None
-        and _aes_key_bytes(value) in {_aes_key_bytes(v) for v in secret.values}
-    ):
+    same_key = secret.setting == "WECHAT_OFFICIAL_AES_KEY" and _aes_key_bytes(value) in PUBLIC_AES_KEYS
+    if value in secret.values or same_key:
         return f"{name} is a public value shipped in this repository"
     if secret.setting == "SECRET_KEY" and _weak_secret_key(value):
         return f"{name} is too short or not random (Django asks for 50+ random characters, not django-insecure-...)"
