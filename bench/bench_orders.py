@@ -54,7 +54,8 @@ def main() -> None:
 
     from apps.accounts.models import Address, Customer
     from apps.catalog.models import Category, Product, Sku
-    from apps.orders import services as orders
+    from apps.orders.confirm import order_confirm
+    from apps.orders.create import order_create
     from apps.payments import notifications
     from apps.payments.models import Payment
 
@@ -67,10 +68,10 @@ def main() -> None:
     create, notify = [], []
     for i in range(args.orders):
         t0 = time.perf_counter()
-        key = orders.order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
+        key = order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
             "order_key"
         ]
-        order, _ = orders.order_create(customer=customer, order_key=key)
+        order, _ = order_create(customer=customer, order_key=key)
         create.append(time.perf_counter() - t0)
         Payment.objects.create(order=order, method="wechat", out_trade_no=order.order_no, total_fee=order.pay_fen)
         fields = {

@@ -16,7 +16,8 @@ def order_reorder(*, order_no: str, customer: Customer) -> dict:
     order), InvalidState (a consultation — book a new slot instead —, or nothing left to buy),
     and confirm's errors (caps, no address...).
     """
-    from apps.orders.services import order_confirm, order_get
+    from apps.orders.confirm import order_confirm
+    from apps.orders.services import order_get
 
     order = order_get(order_no=order_no, customer_id=customer.pk)
     if order.kind != Kind.GOODS:

@@ -15,7 +15,8 @@ from apps.accounts.models import Address, Customer, WalletEvent
 from apps.marketing import signin
 from apps.marketing.models import SignInRule
 from apps.orders import followups
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import AfterSale, FollowUp, Order
 from apps.payments import balance, order_lifecycle, recharges, refunds
 from apps.payments.models import Recharge, Refund
@@ -66,10 +67,8 @@ def test_random_history_keeps_totals_equal_to_ledger_sums(make_customer, make_sk
     def create():
         fresh = Customer.objects.get(pk=customer.pk)
         use = rnd.choice([0, min(fresh.points, rnd.randint(1, 50))])
-        draft = orders.order_confirm(
-            customer=fresh, use_points=use, items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 2)}]
-        )
-        orders.order_create(customer=fresh, order_key=draft["order_key"])
+        draft = order_confirm(customer=fresh, use_points=use, items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 2)}])
+        order_create(customer=fresh, order_key=draft["order_key"])
 
     def pick(status):
         rows = list(Order.objects.filter(customer=customer, status=status))

@@ -17,6 +17,8 @@ from apps.accounts.selectors import points_frozen
 from apps.catalog.models import Product, Sku
 from apps.orders import followups, shipments
 from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import AfterSale, FollowUp, Order
 from apps.payments import balance, order_lifecycle, refunds
 from apps.payments.models import Refund
@@ -90,8 +92,8 @@ def shop(make_customer, make_api, make_sku):
 def test_earned_points_frozen_until_completion_plus_freeze_days_then_released_once(shop, settings):
     customer, api, sku = shop
     settings.POINTS_FREEZE_DAYS = 7
-    draft = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])
-    order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
+    draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])
+    order, _ = order_create(customer=customer, order_key=draft["order_key"])
     balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     run_followups(order.order_no)
     award = WalletEvent.objects.get(kind="points", reason="award", order_no=order.order_no)
@@ -118,8 +120,8 @@ def test_earned_points_frozen_until_completion_plus_freeze_days_then_released_on
 
 def test_points_of_an_order_refunded_after_release_are_taken_back(shop):
     customer, api, sku = shop
-    draft = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])
-    order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
+    draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])
+    order, _ = order_create(customer=customer, order_key=draft["order_key"])
     balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     run_followups(order.order_no)
     shipments.order_ship(order=order, actor="staff:t")
@@ -148,8 +150,8 @@ def test_full_refund_returns_a_valid_coupon_and_takes_sales_back(shop):
     )
     placed = []
     for coupon in (valid, soon):
-        draft = orders.order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])
-        order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
+        draft = order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])
+        order, _ = order_create(customer=customer, order_key=draft["order_key"])
         balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         placed.append(order)
     assert Product.objects.get(pk=sku.product_id).sales == 2
@@ -182,8 +184,8 @@ def test_sales_never_drop_below_zero(make_sku):
 
 def test_balance_ledger_api(shop):
     customer, api, sku = shop
-    draft = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
-    order, _ = orders.order_create(customer=customer, order_key=draft["order_key"])
+    draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
+    order, _ = order_create(customer=customer, order_key=draft["order_key"])
     balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     body = api.get("/api/v1/me/balance").json()
     assert body["balance_fen"] == 10**6 - 7000
@@ -218,10 +220,8 @@ def test_random_operations_keep_the_totals_equal_to_the_ledger(shop, settings, s
     def create():
         fresh = Customer.objects.get(pk=customer.pk)
         use = rnd.choice([0, 0, min(fresh.points, rnd.randint(1, 300))])
-        draft = orders.order_confirm(
-            customer=fresh, use_points=use, items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 3)}]
-        )
-        orders.order_create(customer=fresh, order_key=draft["order_key"])
+        draft = order_confirm(customer=fresh, use_points=use, items=[{"sku_id": sku.pk, "quantity": rnd.randint(1, 3)}])
+        order_create(customer=fresh, order_key=draft["order_key"])
 
     def pick(status):
         rows = list(Order.objects.filter(customer=customer, status=status))

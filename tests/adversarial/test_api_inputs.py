@@ -17,7 +17,8 @@ from django.utils import timezone
 from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
-from apps.orders import services as order_services
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import AfterSale, Order, OrderLine
 from apps.payments.models import Payment, Refund
 
@@ -70,12 +71,8 @@ def world(shopper, make_sku, consultation, place_order):
     cancelled = place_order(api, items=[(sku, 1)], address=a_addr)
     assert api.post(f"/api/v1/orders/{cancelled['order_no']}/cancel").status_code == 200
     b_order = place_order(b_api, items=[(sku, 1)], address=b_addr)
-    b_key = order_services.order_confirm(customer=b, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=b_addr.pk)[
-        "order_key"
-    ]
-    a_key = order_services.order_confirm(customer=a, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=a_addr.pk)[
-        "order_key"
-    ]
+    b_key = order_confirm(customer=b, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=b_addr.pk)["order_key"]
+    a_key = order_confirm(customer=a, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=a_addr.pk)["order_key"]
     past_slot = Slot.objects.create(
         teacher=consultation.teacher, start=timezone.now() - dt.timedelta(hours=1), end=timezone.now()
     )
@@ -553,7 +550,7 @@ def test_unauthenticated_and_revoked_tokens_are_401(world, safe_api):
 
 def test_other_customers_order_key_cannot_be_used_even_after_it_became_an_order(world):
     """B's key turned into B's order: A presenting it must not get B's order back."""
-    b_order, _ = order_services.order_create(customer=world["b"], order_key=world["b_key"])
+    b_order, _ = order_create(customer=world["b"], order_key=world["b_key"])
     response = world["api"].post("/api/v1/orders", {"order_key": world["b_key"]}, format="json")
     body = assert_error(response, 410, "order_key_expired")
     assert b_order.order_no not in json.dumps(body)

@@ -16,8 +16,9 @@ from django.utils import timezone
 from apps.accounts.models import Address, Coupon, Customer
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
-from apps.orders import services as orders
 from apps.orders import shipments
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import AfterSale, Order
 from apps.payments import balance, notifications, order_lifecycle, refunds
 from apps.payments import services as payments
@@ -38,10 +39,10 @@ def _buyer(make_customer, **kwargs):
 
 
 def _order(customer, address, sku, quantity=1, **extra):
-    key = orders.order_confirm(
+    key = order_confirm(
         customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": quantity}], **extra
     )["order_key"]
-    return orders.order_create(customer=customer, order_key=key)[0]
+    return order_create(customer=customer, order_key=key)[0]
 
 
 def _unexpected(results, allowed=(ShopError,)):
@@ -209,7 +210,7 @@ def test_same_coupon_in_two_drafts_racing_is_used_once(make_customer, make_sku, 
         customer=customer, title="减20", discount_fen=2000, valid_until=timezone.now() + dt.timedelta(days=1)
     )
     keys = [
-        orders.order_confirm(
+        order_confirm(
             customer=customer,
             address_id=address.pk,
             coupon_id=coupon.pk,
@@ -219,7 +220,7 @@ def test_same_coupon_in_two_drafts_racing_is_used_once(make_customer, make_sku, 
         for _ in range(N)
     ]
 
-    results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), N)
+    results = race(lambda i: order_create(customer=customer, order_key=keys[i]), N)
 
     assert not _unexpected(results), results
     assert sum(isinstance(r, tuple) for r in results) == 1, results
@@ -235,7 +236,7 @@ def test_slot_booking_racing_slot_generation_reruns(make_customer, consultation,
     drafts = []
     for i in range(N):
         customer = make_customer()
-        key = orders.order_confirm(
+        key = order_confirm(
             customer=customer, slot_id=slots[i % 4].pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}]
         )["order_key"]
         drafts.append((customer, key))
@@ -243,7 +244,7 @@ def test_slot_booking_racing_slot_generation_reruns(make_customer, consultation,
     def act(i):
         if i % 3 == 2:
             return slots_generate()
-        return orders.order_create(customer=drafts[i][0], order_key=drafts[i][1])
+        return order_create(customer=drafts[i][0], order_key=drafts[i][1])
 
     results = race(act, N)
 

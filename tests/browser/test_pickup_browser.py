@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 
 from apps.backoffice.roles import sync_roles
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order, OrderStatus
 from apps.payments import balance
 from apps.stores.models import Store, StoreStaff
@@ -25,10 +26,10 @@ def test_store_staff_verify_a_code_once_in_the_browser(page_for, shot, base_url,
     StoreStaff.objects.create(user=clerk, store=store)
     customer = make_customer(balance_fen=100_000)
     sku = make_sku(price_fen=5000, stock=5)
-    key = orders.order_confirm(
+    key = order_confirm(
         customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}], delivery="pickup", store_id=store.pk
     )["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
+    order, _ = order_create(customer=customer, order_key=key)
     balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
     code = Order.objects.get(pk=order.pk).pickup_code
 

@@ -12,6 +12,8 @@ from apps.accounts.models import Address
 from apps.catalog.models import Product
 from apps.orders import services as orders
 from apps.orders import shipments
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import AfterSale, Order, OrderEvent
 from apps.payments import refunds, returns
 from apps.payments.models import Refund
@@ -41,8 +43,8 @@ def _paid_shipped(make_customer, make_sku, balance_fen=100_000):
     customer = make_customer(balance_fen=balance_fen)
     Address.objects.create(customer=customer, is_default=True, **FIELDS)
     sku = make_sku(price_fen=5000, stock=10)
-    key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
+    key = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
+    order, _ = order_create(customer=customer, order_key=key)
     from apps.payments import balance
 
     balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)

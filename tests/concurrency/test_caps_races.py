@@ -11,7 +11,8 @@ from apps.accounts import wallet
 from apps.accounts.models import Address, Customer, WalletEvent
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order
 from starmall.errors import LimitExceeded
 
@@ -31,12 +32,9 @@ def test_ten_racing_creates_of_one_customer_make_exactly_max_unpaid_orders(make_
         detail="1号",
         is_default=True,
     )
-    keys = [
-        orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"]
-        for _ in range(10)
-    ]
+    keys = [order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}])["order_key"] for _ in range(10)]
 
-    results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), 10)
+    results = race(lambda i: order_create(customer=customer, order_key=keys[i]), 10)
 
     created = [r for r in results if isinstance(r, tuple)]
     refused = [r for r in results if isinstance(r, LimitExceeded)]
@@ -49,13 +47,13 @@ def test_five_racing_consultation_creates_hold_one_slot(make_customer, consultat
     customer = make_customer()
     chosen = consultation.slots[-5:]
     keys = [
-        orders.order_confirm(
-            customer=customer, slot_id=slot.pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}]
-        )["order_key"]
+        order_confirm(customer=customer, slot_id=slot.pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}])[
+            "order_key"
+        ]
         for slot in chosen
     ]
 
-    results = race(lambda i: orders.order_create(customer=customer, order_key=keys[i]), 5)
+    results = race(lambda i: order_create(customer=customer, order_key=keys[i]), 5)
 
     assert sum(isinstance(r, tuple) for r in results) == 1, results
     assert sum(isinstance(r, LimitExceeded) for r in results) == 4, results
@@ -98,8 +96,8 @@ def test_points_award_racing_the_refund_approval_always_ends_void(make_customer,
         is_default=True,
     )
     for _ in range(4):
-        key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
-        order, _ = orders.order_create(customer=customer, order_key=key)
+        key = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+        order, _ = order_create(customer=customer, order_key=key)
         balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         sale = refunds.refund_request(order_no=order.order_no, customer_id=customer.pk, reason="不要了")
         award = FollowUp.objects.get(order=order, kind="points_award")

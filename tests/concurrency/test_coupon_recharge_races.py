@@ -9,7 +9,8 @@ from apps.accounts.models import Address, Coupon, Customer, WalletEvent
 from apps.marketing import coupons, signin
 from apps.marketing.exceptions import CouponLimitExceeded
 from apps.marketing.models import CouponReceipt, CouponTemplate, SignIn, SignInRule
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.exceptions import CouponUnavailable
 from apps.orders.models import Order
 from apps.payments import notifications, recharges
@@ -75,15 +76,11 @@ def test_one_coupon_raced_by_several_orders_is_used_once(make_customer, make_sku
     )
     coupon = coupons.coupon_receive(template_id=_template(threshold_fen=10000).pk, customer_id=customer.pk)
     keys = [
-        orders.order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
-            "order_key"
-        ]
+        order_confirm(customer=customer, coupon_id=coupon.pk, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
         for _ in range(3)
     ]
 
-    results = race(
-        lambda i: orders.order_create(customer=Customer.objects.get(pk=customer.pk), order_key=keys[i])[0], 3
-    )
+    results = race(lambda i: order_create(customer=Customer.objects.get(pk=customer.pk), order_key=keys[i])[0], 3)
 
     assert sum(isinstance(r, Order) for r in results) == 1, results
     assert sum(isinstance(r, CouponUnavailable) for r in results) == 2, results

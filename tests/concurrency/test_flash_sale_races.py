@@ -11,7 +11,8 @@ from apps.accounts.models import Address
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Sku
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order
 from starmall.errors import LimitExceeded
 
@@ -41,13 +42,13 @@ def _buyer(make_customer):
 
 def _buy(customer, address, sale, quantity=1):
     """Confirm then create, as a buyer pressing "buy": (order, created) or the error raised."""
-    key = orders.order_confirm(
+    key = order_confirm(
         customer=customer,
         address_id=address.pk,
         flash_sale_id=sale.pk,
         items=[{"sku_id": sale.sku_id, "quantity": quantity}],
     )["order_key"]
-    return orders.order_create(customer=customer, order_key=key)
+    return order_create(customer=customer, order_key=key)
 
 
 def _state(sale):

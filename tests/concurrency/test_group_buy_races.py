@@ -12,7 +12,8 @@ from apps.accounts.models import Address
 from apps.catalog.models import Sku
 from apps.marketing import bargains
 from apps.marketing.models import BargainCampaign, BargainHelp, BargainRecord, Group, GroupBuy, GroupSeat
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order
 from apps.payments import balance, group_refunds
 from apps.payments.models import Refund
@@ -45,10 +46,10 @@ def _buyer(make_customer):
 
 
 def _order(customer, address, sku, **promo):
-    key = orders.order_confirm(
-        customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}], **promo
-    )["order_key"]
-    return orders.order_create(customer=customer, order_key=key)[0]
+    key = order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}], **promo)[
+        "order_key"
+    ]
+    return order_create(customer=customer, order_key=key)[0]
 
 
 def _balance_pay(order, now=None):

@@ -19,7 +19,8 @@ from django.db import connection, connections
 
 from apps.accounts.models import Address, Customer, WalletEvent
 from apps.catalog.models import Product
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order, OrderStatus
 from apps.payments import balance, refunds
 from apps.payments.models import Refund
@@ -43,10 +44,10 @@ def _setup(make_customer, make_sku, pairs: int):
     )
 
     def order() -> Order:
-        key = orders.order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
+        key = order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
             "order_key"
         ]
-        return orders.order_create(customer=customer, order_key=key)[0]
+        return order_create(customer=customer, order_key=key)[0]
 
     setups = []
     for _ in range(pairs):

@@ -7,7 +7,8 @@ from django.contrib.auth.models import Group, Permission
 
 from apps.accounts.models import Address, Customer, WalletEvent
 from apps.backoffice.roles import sync_roles
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order, OrderEvent, OrderStatus
 from apps.payments import balance, price_change
 from starmall.errors import InvalidState
@@ -27,8 +28,8 @@ def finance(django_user_model):
 
 
 def _unpaid(customer, sku) -> Order:
-    key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
+    key = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+    order, _ = order_create(customer=customer, order_key=key)
     return order
 
 

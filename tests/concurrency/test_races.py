@@ -10,6 +10,8 @@ from apps.appointments.models import Booking, Slot
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import FollowUp, Order
 from apps.payments import notifications, order_lifecycle
 from apps.payments import services as payments
@@ -38,14 +40,14 @@ def test_buyers_racing_for_fewer_units_get_exactly_the_stock(make_customer, make
     other = make_sku(price_fen=100, stock=100, name="茶巾")
     drafts = []
     for customer, address in _buyers(make_customer, N):
-        draft = orders.order_confirm(
+        draft = order_confirm(
             customer=customer,
             address_id=address.pk,
             items=[{"sku_id": other.pk, "quantity": 1}, {"sku_id": sku.pk, "quantity": 1}],
         )
         drafts.append((customer, draft["order_key"]))
 
-    results = race(lambda i: orders.order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
+    results = race(lambda i: order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
 
     created = [r for r in results if isinstance(r, tuple)]
     refused = [r for r in results if isinstance(r, InsufficientStock)]
@@ -59,12 +61,12 @@ def test_buyers_racing_for_one_slot_make_one_booking(make_customer, consultation
     slot = consultation.slots[2]
     drafts = []
     for customer, _ in _buyers(make_customer, N):
-        draft = orders.order_confirm(
+        draft = order_confirm(
             customer=customer, slot_id=slot.pk, items=[{"sku_id": consultation.sku.pk, "quantity": 1}]
         )
         drafts.append((customer, draft["order_key"]))
 
-    results = race(lambda i: orders.order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
+    results = race(lambda i: order_create(customer=drafts[i][0], order_key=drafts[i][1]), N)
 
     assert sum(isinstance(r, tuple) for r in results) == 1, results
     assert sum(isinstance(r, SlotUnavailable) for r in results) == N - 1
@@ -76,11 +78,11 @@ def test_buyers_racing_for_one_slot_make_one_booking(make_customer, consultation
 def test_same_order_key_racing_makes_one_order(make_customer, make_sku, race):
     sku = make_sku(stock=10)
     ((customer, address),) = _buyers(make_customer, 1)
-    key = orders.order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 2}])[
+    key = order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 2}])[
         "order_key"
     ]
 
-    results = race(lambda i: orders.order_create(customer=customer, order_key=key), N)
+    results = race(lambda i: order_create(customer=customer, order_key=key), N)
 
     assert all(isinstance(r, tuple) for r in results), results
     assert len({r[0].order_no for r in results}) == 1
@@ -120,14 +122,14 @@ def test_customer_cancel_racing_the_timeout_restores_once(make_customer, make_sk
         min_spend_fen=10000,
         valid_until="2099-01-01T00:00:00+08:00",
     )
-    key = orders.order_confirm(
+    key = order_confirm(
         customer=customer,
         address_id=address.pk,
         coupon_id=coupon.pk,
         use_points=300,
         items=[{"sku_id": sku.pk, "quantity": 3}],
     )["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
+    order, _ = order_create(customer=customer, order_key=key)
     assert (Customer.objects.get(pk=customer.pk).points, Coupon.objects.get(pk=coupon.pk).status) == (700, "used")
     later = timezone.now() + dt.timedelta(hours=1)
 
@@ -152,10 +154,10 @@ def _paid_at_wechat(make_customer, make_sku, wechat, *, quantity=1):
     notification (bytes) not delivered yet. Returns (customer, order, sku, notification)."""
     sku = make_sku(price_fen=12800, stock=5)
     ((customer, address),) = _buyers(make_customer, 1)
-    key = orders.order_confirm(
-        customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": quantity}]
-    )["order_key"]
-    order, _ = orders.order_create(customer=customer, order_key=key)
+    key = order_confirm(customer=customer, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": quantity}])[
+        "order_key"
+    ]
+    order, _ = order_create(customer=customer, order_key=key)
     payments.payment_wechat_start(order_no=order.order_no, customer_id=customer.pk)
     wechat.control.pay(order.order_no)
     return customer, order, sku, wechat.control.notifications()[0]["body"].encode()

@@ -5,7 +5,8 @@ import pytest
 from django.contrib.auth.models import Permission
 
 from apps.accounts.models import Address, Customer
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import AfterSale, Order
 from apps.payments import balance, refund_batches, refunds
 from apps.payments.models import Payment, Refund, RefundBatch, RefundBatchItem
@@ -27,8 +28,8 @@ def _paid_orders(make_customer, make_sku, n: int) -> list[Order]:
     sku = make_sku(price_fen=5000, stock=10)
     out = []
     for _ in range(n):
-        key = orders.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
-        order, _ = orders.order_create(customer=customer, order_key=key)
+        key = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+        order, _ = order_create(customer=customer, order_key=key)
         balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         out.append(Order.objects.get(pk=order.pk))
     return out

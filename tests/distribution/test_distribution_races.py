@@ -11,7 +11,8 @@ from apps.accounts.exceptions import InsufficientBalance
 from apps.distribution import commissions, ledger, referral, transfers, withdrawals
 from apps.distribution.models import Commission, Distributor, LedgerEntry, TransferBill
 from apps.orders import followups
-from apps.orders import services as orders
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import FollowUp, Order
 from apps.payments import notifications
 from apps.payments import services as payments
@@ -40,10 +41,8 @@ def test_racing_notifications_and_followups_write_one_commission_per_level(chain
         customer=c, name="买家", phone="13800000000", province="浙江省", city="杭州市", detail="1号"
     )
     sku = make_sku(price_fen=20000, stock=5)
-    key = orders.order_confirm(customer=c, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])[
-        "order_key"
-    ]
-    order, _ = orders.order_create(customer=c, order_key=key)
+    key = order_confirm(customer=c, address_id=address.pk, items=[{"sku_id": sku.pk, "quantity": 1}])["order_key"]
+    order, _ = order_create(customer=c, order_key=key)
     payments.payment_wechat_start(order_no=order.order_no, customer_id=c.pk)
     wechat.control.pay(order.order_no)
     body = wechat.control.notifications()[0]["body"].encode()

@@ -4,7 +4,7 @@ import pytest
 
 from apps.catalog.models import Sku
 from apps.orders import cart as cart_services
-from apps.orders import services as order_services
+from apps.orders.confirm import MAX_LINES, MAX_QUANTITY
 from apps.orders.models import CartItem, Order
 
 pytestmark = pytest.mark.django_db
@@ -306,6 +306,6 @@ def test_remove_bought_touches_only_the_customers_own_lines(make_customer, make_
 
 def test_service_caps_match_confirms():
     assert (cart_services.MAX_LINES, cart_services.MAX_QUANTITY) == (
-        order_services.MAX_LINES,
-        order_services.MAX_QUANTITY,
+        MAX_LINES,
+        MAX_QUANTITY,
     )

@@ -258,7 +258,8 @@ def test_create_replay_after_the_winner_dropped_the_draft_returns_the_order(api,
     """The race the concurrency suite hit, in today's order of reads (draft first):
     the replay finds the draft gone because the first create committed and dropped it, so one
     order lookup must find the winner's order (it was committed before the draft was dropped)."""
-    from apps.orders import drafts, services
+    from apps.orders import create as services
+    from apps.orders import drafts
 
     sku = make_sku()
     key = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=address.pk).json()["order_key"]

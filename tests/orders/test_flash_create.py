@@ -25,8 +25,9 @@ from apps.catalog import soldout
 from apps.catalog.models import Sku
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import drafts, flash_reservations, services
+from apps.orders import drafts, flash_reservations
 from apps.orders.api.soldout_gate import SoldOutGate
+from apps.orders.confirm import order_confirm
 from apps.orders.models import Order, OrderEvent, OrderLine
 from apps.shipping import selectors as freight
 from tests.orders.test_soldout_gate import IGNORED, Inner
@@ -171,10 +172,10 @@ def buyer_with_address(make_customer, i: int):
 
 def _confirm(customer, sale=None, *, sku=None, units=1) -> dict:
     if sale is not None:
-        return services.order_confirm(
+        return order_confirm(
             customer=customer, items=[{"sku_id": sale.sku_id, "quantity": units}], flash_sale_id=sale.pk
         )
-    return services.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": units}])
+    return order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": units}])
 
 
 def _rows(order_no: str) -> dict:
@@ -319,7 +320,7 @@ def test_a_body_drf_would_read_otherwise_reaches_django(customer, ready, sale, b
 def test_drafts_of_another_shape_and_a_replayed_key_reach_django(customer, ready, make_sku, sale):
     headers = _headers(customer)
     sku = make_sku(stock=5)
-    draft = services.order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
+    draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
     stored = drafts.draft_get(draft["order_key"])
     drafts.draft_save(draft["order_key"], {**stored, "points_used": 1, "points_fen": 1})  # points to spend
     gate = SoldOutGate(Inner())

@@ -23,8 +23,9 @@ from django.utils import timezone
 from apps.catalog.models import Sku
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import drafts, flash_create, services
+from apps.orders import drafts, flash_create
 from apps.orders.api.soldout_gate import SoldOutGate
+from apps.orders.create import order_no_new, pay_deadline_of
 from apps.orders.models import Order, OrderEvent, OrderLine
 from apps.shipping import selectors as freight
 from starmall.api import gate_db
@@ -45,9 +46,9 @@ def item(draft: dict) -> flash_create.Create:
     return flash_create.Create(
         draft=stored,
         customer_id=stored.customer_id,
-        order_no=services.order_no_new(now),
+        order_no=order_no_new(now),
         remark="",
-        pay_deadline=services.pay_deadline_of(stored, now),
+        pay_deadline=pay_deadline_of(stored, now),
         now=now,
     )
 

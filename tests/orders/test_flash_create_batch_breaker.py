@@ -31,6 +31,7 @@ from apps.marketing.models import FlashSale, FlashSalePurchase
 from apps.orders import drafts, flash_create, flash_reservations, services
 from apps.orders.api import create_gate
 from apps.orders.api.soldout_gate import SoldOutGate
+from apps.orders.create import order_create
 from apps.orders.models import Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
 from starmall.api import gate_db
@@ -286,7 +287,7 @@ def test_concurrent_batches_django_creates_and_cancels_sell_exactly_the_stock(sa
     def django():
         for buyer, draft in by_django:
             try:
-                order, created = services.order_create(customer=buyer, order_key=draft["order_key"])
+                order, created = order_create(customer=buyer, order_key=draft["order_key"])
                 django_outcomes.append(created)
             except ShopError as exc:
                 django_outcomes.append(exc.code)
@@ -543,7 +544,7 @@ def test_a_connection_lost_between_two_groups_loses_no_order_and_django_answers_
     kept = {o.order_key: o.pk for o in Order.objects.all()}
     assert set(kept) == {d["order_key"] for d in on_sale}  # the first group committed
     for buyer, draft in zip(buyers[2:], plain, strict=True):  # the second group's requests reach Django
-        order, created = services.order_create(customer=buyer, order_key=draft["order_key"])
+        order, created = order_create(customer=buyer, order_key=draft["order_key"])
         assert created is True
     assert Order.objects.count() == 4
     sale.refresh_from_db()
@@ -607,7 +608,7 @@ def test_a_connection_killed_inside_a_groups_transaction_keeps_nothing_of_it(sal
     sale.refresh_from_db()
     assert (sale.stock, sale.sold, Sku.objects.get(pk=sale.sku_id).stock) == (5, 0, 20)
     for buyer, draft in zip(buyers, drafts_, strict=False):
-        assert services.order_create(customer=buyer, order_key=draft["order_key"])[1] is True
+        assert order_create(customer=buyer, order_key=draft["order_key"])[1] is True
     sale.refresh_from_db()
     assert (sale.stock, sale.sold, Order.objects.count()) == (2, 3, 3)
 

@@ -16,8 +16,10 @@ from django_redis import get_redis_connection
 from apps.accounts.models import Address
 from apps.catalog.models import Product, Sku
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import drafts, services
+from apps.orders import drafts
 from apps.orders.api.soldout_gate import SoldOutGate
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.orders.models import Order, OrderLine
 from apps.shipping import selectors as freight
 from starmall.api import gate_db
@@ -301,7 +303,7 @@ def test_forged_zero_quantity_line_django_refuses_gate_creates(customer, ready, 
     draft = _confirm(customer, sku=sku)
     _forge(draft["order_key"], quantity=0, amount_fen=0)
     with pytest.raises(ValueError):
-        services.order_create(customer=customer, order_key=draft["order_key"])
+        order_create(customer=customer, order_key=draft["order_key"])
     assert Order.objects.count() == 0
     [answer] = run(SoldOutGate(Inner()), [(_body(draft), headers)])
     assert answer[2] == b"django" and Order.objects.count() == 0
@@ -312,7 +314,7 @@ def test_forged_zero_units_flash_draft(customer, ready, sale):
     draft = _confirm(customer, sale)
     _forge(draft["order_key"], quantity=0, amount_fen=0)
     with pytest.raises(ValueError):  # flash_sale_take: units must be positive
-        services.order_create(customer=customer, order_key=draft["order_key"])
+        order_create(customer=customer, order_key=draft["order_key"])
     [answer] = run(SoldOutGate(Inner()), [(_body(draft), headers)])
     assert answer[2] == b"django" and Order.objects.count() == 0
 
@@ -352,7 +354,7 @@ def test_multi_sku_draft_second_sku_short_leaves_first_untouched(customer, ready
         a, b = b, a
     headers = _headers(customer)
     items = [{"sku_id": b.pk, "quantity": 2}, {"sku_id": a.pk, "quantity": 3}]  # not in id order
-    draft = services.order_confirm(customer=customer, items=items)
+    draft = order_confirm(customer=customer, items=items)
     Sku.objects.filter(pk=b.pk).update(stock=1)  # the LAST SKU in id order is short
     gate = SoldOutGate(Inner())
     [answer] = run(gate, [(_body(draft), headers)])
@@ -367,7 +369,7 @@ def test_multi_sku_draft_second_sku_short_leaves_first_untouched(customer, ready
     assert answer[2] == b"django" and Sku.objects.get(pk=b.pk).stock == 50
     Product.objects.filter(pk=a.product_id).update(is_active=True)
     Sku.objects.filter(pk=a.pk).update(stock=6)
-    by_django = services.order_confirm(customer=customer, items=items)
+    by_django = order_confirm(customer=customer, items=items)
     [answer] = run(gate, [(_body(draft), headers)])
     django = django_create(_body(by_django), headers)
     assert answer[0] == 201 and _answer(answer) == _answer(django)
@@ -624,7 +626,7 @@ def test_multi_sku_orders_in_both_listing_orders_gate_and_django_no_deadlock(mak
     for i in range(12):
         buyer = buyer_with_address(make_customer, i)
         items = [{"sku_id": a.pk, "quantity": 1}, {"sku_id": b.pk, "quantity": 2}]
-        draft = services.order_confirm(customer=buyer, items=items if i % 2 else items[::-1])
+        draft = order_confirm(customer=buyer, items=items if i % 2 else items[::-1])
         requests.append((_body(draft), _headers(buyer)))
     out = {}
 

@@ -17,8 +17,9 @@ from redis.exceptions import ResponseError
 from apps.accounts import address_cards
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import services
 from apps.orders.api import flash_gate
+from apps.orders.confirm import MAX_ORDER_FEN
+from apps.orders.create import order_create
 from apps.orders.models import Order
 from apps.shipping import selectors as freight
 from tests.orders.test_soldout_gate import IGNORED, call, django_answer
@@ -137,7 +138,7 @@ def test_a_winner_gets_djangos_draft_from_redis_and_creates_the_order(
     assert FlashSale.objects.get(pk=sale.pk).stock == 5  # the database is untouched until create
 
     with django_capture_on_commit_callbacks(execute=True):
-        order, created = services.order_create(customer=customer, order_key=draft["order_key"])
+        order, created = order_create(customer=customer, order_key=draft["order_key"])
     assert created and (order.pay_fen, order.flash_sale_id, order.address) == (
         draft["pay_fen"],
         sale.pk,
@@ -266,7 +267,7 @@ def test_a_restarted_redis_without_the_scripts_loads_them_and_judges_by_flags(ga
 
 
 def test_the_gate_and_services_agree_on_the_largest_order():
-    assert flash_gate.MAX_ORDER_FEN == services.MAX_ORDER_FEN
+    assert flash_gate.MAX_ORDER_FEN == MAX_ORDER_FEN
 
 
 def test_a_confirm_django_answered_leaves_the_address_card_for_the_gate(gate, headers, make_sale, ready, customer):

@@ -17,7 +17,8 @@ from apps.accounts.models import Address
 from apps.accounts.tokens import token_issue
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders import drafts, flash_reservations, services
+from apps.orders import drafts, flash_reservations
+from apps.orders.create import order_create
 from apps.orders.exceptions import OrderKeyExpired
 from apps.orders.models import Order
 from apps.shipping import selectors as freight
@@ -104,7 +105,7 @@ def test_a_draft_never_turned_into_an_order_gives_its_unit_back(sale, buyers):
     assert redis_state(sale) == (5, {}, [])
     assert drafts.draft_get(draft["order_key"]) is None  # the draft cannot make an order any more
     with pytest.raises(OrderKeyExpired):
-        services.order_create(customer=customer, order_key=draft["order_key"])
+        order_create(customer=customer, order_key=draft["order_key"])
     assert flash_reservations.reservations_expire(now=later) == 0  # once, whoever runs it (several machines)
     assert redis_state(sale) == (5, {}, [])
     assert confirm(gate, sale, token)[0] == 200  # the allowance is back too
@@ -115,7 +116,7 @@ def test_a_due_reservation_whose_order_exists_is_settled_not_given_back(sale, bu
 
     ((customer, token),) = buyers(1)
     _, draft = confirm(SoldOutGate(Inner()), sale, token)
-    services.order_create(customer=customer, order_key=draft["order_key"])  # its on_commit settle never ran
+    order_create(customer=customer, order_key=draft["order_key"])  # its on_commit settle never ran
     later = timezone.now() + dt.timedelta(
         seconds=settings.ORDER_DRAFT_TTL_SECONDS + flash_quota.RESERVATION_GRACE_SECONDS + 1
     )
@@ -130,7 +131,7 @@ def test_a_refused_create_gives_the_unit_back_at_once(sale, buyers):
     _, draft = confirm(SoldOutGate(Inner()), sale, token)
     FlashSale.objects.filter(pk=sale.pk).update(ends_at=timezone.now() - dt.timedelta(seconds=1))
     with pytest.raises(Exception) as refused:
-        services.order_create(customer=customer, order_key=draft["order_key"])
+        order_create(customer=customer, order_key=draft["order_key"])
     assert refused.value.code == "invalid_state"
     assert redis_state(sale) == (5, {}, [])
     assert Order.objects.count() == 0
@@ -142,7 +143,7 @@ def test_reconciliation_corrects_the_quota_and_allowances_from_the_database(sale
     gate = SoldOutGate(Inner())
     (a, token_a), (b, token_b), (c, _) = buyers(3)
     _, draft_a = confirm(gate, sale, token_a)
-    services.order_create(customer=a, order_key=draft_a["order_key"])  # committed; settle did not run
+    order_create(customer=a, order_key=draft_a["order_key"])  # committed; settle did not run
     _, draft_b = confirm(gate, sale, token_b)  # a reservation without an order
     assert redis_state(sale) == (3, {a.pk: 1, b.pk: 1}, sorted([draft_a["order_key"], draft_b["order_key"]]))
     assert flash_reservations.quotas_reconcile() == {sale.pk: 0}  # a's order is not counted twice
@@ -216,6 +217,6 @@ def test_two_web_nodes_share_the_quota(sale, buyers, race, monkeypatch):
     keys = {k for k in reserved}
     for customer, _ in winners:
         key = next(k for k in keys if drafts.draft_get(k)["customer_id"] == customer.pk)
-        assert services.order_create(customer=customer, order_key=key)[1]
+        assert order_create(customer=customer, order_key=key)[1]
     sale.refresh_from_db()
     assert (sale.stock, sale.sold, Order.objects.count()) == (0, 5, 5)

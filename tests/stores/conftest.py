@@ -2,6 +2,8 @@ import pytest
 from django.contrib.auth.models import Group, Permission
 
 from apps.backoffice.roles import sync_roles
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from apps.stores.models import Store, StoreStaff
 
 
@@ -35,17 +37,16 @@ def make_staff(db, django_user_model):
 @pytest.fixture
 def paid_pickup(make_customer, make_sku, store):
     """``paid_pickup(customer=None, store=store)`` -> a paid pickup order (balance), refreshed."""
-    from apps.orders import services as orders
     from apps.orders.models import Order
     from apps.payments import balance
 
     def make(customer=None, at=None):
         customer = customer or make_customer(balance_fen=100_000)
         sku = make_sku(price_fen=5000, stock=10)
-        key = orders.order_confirm(
+        key = order_confirm(
             customer=customer, items=[{"sku_id": sku.pk, "quantity": 2}], delivery="pickup", store_id=(at or store).pk
         )["order_key"]
-        order, _ = orders.order_create(customer=customer, order_key=key)
+        order, _ = order_create(customer=customer, order_key=key)
         balance.payment_balance_pay(order_no=order.order_no, customer_id=customer.pk)
         return Order.objects.get(pk=order.pk)
 

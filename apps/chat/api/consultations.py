@@ -14,7 +14,7 @@ from apps.appointments.selectors import slot_next_available
 from apps.catalog.selectors import teacher_for_customer, teacher_get
 from apps.chat import consultations
 from apps.chat.exceptions import Forbidden
-from apps.orders.services import slot_json
+from apps.orders.confirm import slot_json
 from starmall.api import fields
 from starmall.api.schema import errors
 from starmall.errors import NotFound

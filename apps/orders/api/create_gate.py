@@ -46,9 +46,10 @@ from redis.exceptions import NoScriptError
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
 from apps.marketing import flash_quota
-from apps.orders import drafts, flash_create, flash_reservations, services
+from apps.orders import drafts, flash_create, flash_reservations
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.api.views import OrderCreateThrottle
+from apps.orders.create import order_no_new, pay_deadline_of
 from starmall import cache_client
 from starmall.api import gate_db
 
@@ -119,9 +120,9 @@ async def answer(redis, creates: gate_db.Batches, token: str, data) -> dict | No
     item = flash_create.Create(
         draft=draft,
         customer_id=draft.customer_id,
-        order_no=services.order_no_new(now),
+        order_no=order_no_new(now),
         remark=remark,
-        pay_deadline=services.pay_deadline_of(draft, now),
+        pay_deadline=pay_deadline_of(draft, now),
         now=now,
     )
     created = await creates.submit(item, CONNECTION_WAIT_SECONDS)

@@ -7,9 +7,9 @@ from apps.marketing import selectors as marketing_selectors
 from apps.marketing.models import Group
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
+from apps.orders.confirm import slot_json
 from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
 from apps.orders.pickup import pickup_json
-from apps.orders.services import slot_json
 from starmall.api import fields
 from starmall.api.schema import MAX_ID
 

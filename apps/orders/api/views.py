@@ -16,6 +16,8 @@ from apps.orders.api.serializers import (
     ReorderOutSerializer,
     TrackingSerializer,
 )
+from apps.orders.confirm import order_confirm
+from apps.orders.create import order_create
 from starmall.api.schema import errors
 
 
@@ -41,7 +43,7 @@ class OrderConfirmView(APIView):
     def post(self, request):
         data = ConfirmInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        draft = services.order_confirm(customer=request.user, **data.validated_data)
+        draft = order_confirm(customer=request.user, **data.validated_data)
         return Response(ConfirmOutSerializer(draft).data)
 
 
@@ -76,7 +78,7 @@ class OrderListCreateView(ListAPIView):
     def post(self, request):
         data = CreateInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        order, created = services.order_create(customer=request.user, **data.validated_data)
+        order, created = order_create(customer=request.user, **data.validated_data)
         return Response(OrderSerializer(order).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
