@@ -173,18 +173,18 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
 
 
 def _gate(sku_id: int, token: str) -> None:
-    """CPU per sold-out confirm answered by the ASGI gate (``apps.orders.api.soldout_gate``) in
+    """CPU per sold-out confirm answered by the ASGI gate (``starmall.gates.orders``) in
     one event loop: the same request as ``soldout``, which Django answers, for comparison."""
     import asyncio
     import json
 
     from apps.catalog import soldout
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates.orders import OrderGate
 
     async def django(scope, receive, send):
         raise SystemExit("the gate passed a sold-out confirm to Django")
 
-    gate = SoldOutGate(django)
+    gate = OrderGate(django)
     body = json.dumps({"items": [{"sku_id": sku_id, "quantity": 1}]}).encode()
     statuses = []
 
@@ -240,8 +240,8 @@ def _winners(customers: list, sku_id: int, sale_id: int, profile: bool) -> None:
     from pyinstrument import Profiler
 
     from apps.accounts import address_cards
-    from apps.orders.api.soldout_gate import SoldOutGate
     from apps.shipping import selectors as freight
+    from starmall.gates.orders import OrderGate
 
     freight.all_terms()  # what a running shop has in Redis: the freight terms, each buyer's address card
     for c, _a, _token in customers:
@@ -250,7 +250,7 @@ def _winners(customers: list, sku_id: int, sale_id: int, profile: bool) -> None:
     async def django(scope, receive, send):
         raise SystemExit(f"the gate passed {scope['path']} to Django")
 
-    gate = SoldOutGate(django)
+    gate = OrderGate(django)
 
     async def call(path: str, body: bytes, token: str) -> dict:
         return json.loads((await _post(gate, path, body, token))[1])

@@ -8,10 +8,10 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   in a real thread pool (``WEB_THREADS`` threads per process). Django's own ASGI handler runs
   sync views one at a time per process (``thread_sensitive``), which would serialise the
   flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
-  In front of it, ``SoldOutGate`` answers a flash sale's losers (a confirm of a SKU flagged
-  sold out) from Redis in the event loop, before Django (``apps.orders.api.soldout_gate``), and
-  ``NotifyGate`` WeChat's payment notifications: re-sent copies of an applied one from Redis, a
-  first delivery queued for the worker (``apps.payments.api.notify_gate``). Each takes its own
+  In front of it, ``OrderGate`` answers a flash sale's losers (a confirm of a SKU flagged
+  sold out) from Redis in the event loop, before Django (``starmall.gates.orders``), and
+  ``PaymentNotifyGate`` WeChat's payment notifications: re-sent copies of an applied one from Redis, a
+  first delivery queued for the worker (``starmall.gates.payment_notify``). Each takes its own
   paths and passes every other request on untouched, so their order does not matter.
 - ``lifespan``: the gates open their connections at the worker's start and close them at its
   end (:func:`lifespan`).
@@ -35,8 +35,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import re_path  # noqa: E402
 
 from apps.chat.routing import websocket_urlpatterns  # noqa: E402
-from apps.orders.api.soldout_gate import SoldOutGate  # noqa: E402
-from apps.payments.api.notify_gate import NotifyGate  # noqa: E402
+from starmall.gates.orders import OrderGate  # noqa: E402
+from starmall.gates.payment_notify import PaymentNotifyGate  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +54,8 @@ async def websocket_not_found(scope, receive, send):
         await send({"type": "websocket.close", "code": 1008})  # 1008: policy violation
 
 
-http_application = NotifyGate(
-    SoldOutGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
+http_application = PaymentNotifyGate(
+    OrderGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
 )
 gates = (http_application, http_application.app)  # what lifespan warms and closes
 
@@ -63,7 +63,7 @@ gates = (http_application, http_application.app)  # what lifespan warms and clos
 async def lifespan(scope, receive, send):
     """ASGI lifespan: at the worker's start the gates open their Redis and PostgreSQL
     connections (a 秒杀 opening or a notification storm right after a deploy does not wait for
-    connecting; never fails the start: ``RedisGate.warm``, ``gate_db.Database.warm``); at its
+    connecting; never fails the start: ``RedisGate.warm``, ``postgres.Database.warm``); at its
     end they push what is due and close them."""
     while True:
         message = await receive()

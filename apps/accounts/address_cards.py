@@ -1,6 +1,6 @@
 """A customer's delivery address for the next goods order, kept in Redis for the flash-sale gate.
 
-A 秒杀 confirm answered in front of Django (``apps.orders.api.flash_gate``) needs the address
+A 秒杀 confirm answered in front of Django (``starmall.gates.flash_confirm``) needs the address
 ``order_confirm`` would choose — the customer's default, else the newest
 (``selectors.address_default``) — without PostgreSQL. The card is that address as orders
 store it (``{"id", **Address.snapshot()}``, JSON), under :func:`card_key`.

@@ -1,7 +1,7 @@
 """Revoking a deactivated customer's API tokens until Redis confirms it (a small outbox).
 
 Authentication refuses an inactive customer's token anyway (it reads ``is_active``), but the
-sold-out gate in front of Django (``apps.orders.api.soldout_gate``) trusts a token Redis knows.
+sold-out gate in front of Django (``starmall.gates.orders``) trusts a token Redis knows.
 So a deactivation must reach Redis even when Redis is down at that moment:
 
 1. the transaction that deactivates or deletes customers records a :class:`TokenRevocation`

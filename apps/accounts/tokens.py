@@ -5,7 +5,7 @@ customer's token keys are also listed in a set, so that deactivating the custome
 token at once (:func:`tokens_revoke_customer`, driven by ``apps.accounts.revocations`` until
 Redis confirms): a token in Redis then belongs to an active customer, give or take beat's sweep
 interval, which is what the sold-out gate in front of Django relies on
-(``apps.orders.api.soldout_gate``). Authentication still checks ``is_active`` in the database.
+(``starmall.gates.orders``). Authentication still checks ``is_active`` in the database.
 """
 
 import hashlib

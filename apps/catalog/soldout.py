@@ -52,7 +52,7 @@ def refusal(
     asked for is flagged.
 
     One rule for both places that answer a flash sale's losers: ``order_confirm`` and the ASGI
-    gate in front of Django (``apps.orders.api.soldout_gate``), with the detail the database
+    gate in front of Django (``starmall.gates.orders``), with the detail the database
     path gives (``apps.marketing.flash_sales.flash_sale_check``, ``order_confirm``'s stock check).
     The sale's own quota first — only for a cart of exactly the sale's SKU, the flag's value;
     any other cart is the database's to judge (400) — ``flash_sale_id``, ``sku_id``,

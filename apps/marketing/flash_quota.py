@@ -1,7 +1,7 @@
 """A flash sale's (秒杀) quota in Redis: who wins is decided there, PostgreSQL stays the truth.
 
 At confirm, ONE Lua script (:data:`TAKE`, run by EVALSHA from the ASGI gate
-``apps.orders.api.flash_gate`` and from ``order_confirm``) checks the sale's window, takes the
+``starmall.gates.flash_confirm`` and from ``order_confirm``) checks the sale's window, takes the
 units from the sale's quota and from the customer's allowance, records the reservation and
 writes the draft — or answers why not (sold out, over the limit, not live) — atomically. The
 database is still the final guard: ``order_create`` takes the sale's and the SKU's stock with
@@ -137,7 +137,7 @@ end
 return 1
 """
 
-# The gate's read (``apps.orders.api.flash_gate``). KEYS: token, card, quota, freight terms, the
+# The gate's read (``starmall.gates.flash_confirm``). KEYS: token, card, quota, freight terms, the
 # SKU's and the sale's sold-out flags; ARGV: the address card's key without the customer id.
 PEEK = """
 local customer = redis.call('GET', KEYS[1])

@@ -4,7 +4,7 @@
 sale's and the SKU's rows stay locked from their UPDATEs until the application sends COMMIT.
 For the drafts :func:`fits` (goods to an address, nothing but the lines and maybe a 秒杀: no
 coupon, points, slot, cart lines, 拼团, 砍价 or pickup) the ASGI create gate
-(``apps.orders.api.create_gate``) runs the SAME transaction here instead, on an async psycopg
+(``starmall.gates.order_create``) runs the SAME transaction here instead, on an async psycopg
 connection, as ONE query message of three statements, which PostgreSQL runs as one implicit
 transaction: committed after the last, rolled back whole when one fails. The values are bound
 client-side (psycopg's ``AsyncClientCursor``, which quotes them as libpq does), measured cheaper
@@ -173,7 +173,7 @@ async def create(conn: psycopg.AsyncConnection, item: Create) -> Created | None:
 async def create_many(
     conn: psycopg.AsyncConnection, items: list[Create], *, warn: Callable[[str, Exception], None] | None = None
 ) -> list[Created | None]:
-    """Create ``items`` (winners arriving together, ``starmall.api.gate_db.Batches``) with as few
+    """Create ``items`` (winners arriving together, ``starmall.gates.postgres.Batches``) with as few
     transactions as is safe, one result per item in order: a :class:`Created` or None (refused,
     a second order of its key, or an error: Django answers it exactly).
 

@@ -1,7 +1,7 @@
 """A 秒杀 draft is a reservation on the sale's Redis quota (``apps.marketing.flash_quota``).
 
 Every flash-sale draft is written by the quota's TAKE script — from the ASGI gate
-(``apps.orders.api.flash_gate``) or, when the gate passed, from ``order_confirm``
+(``starmall.gates.flash_confirm``) or, when the gate passed, from ``order_confirm``
 (:func:`draft_reserve`) — so the quota counts every draft while it is loaded. This module is
 the orders' side of that bookkeeping:
 

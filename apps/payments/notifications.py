@@ -23,7 +23,7 @@ notification leaves exactly one audit row. SUCCESS for applied, duplicate and la
 keeps sending while staff look at the audit row.
 
 A re-sent copy of a payment result already applied usually never gets here: the ASGI gate
-``apps.payments.api.notify_gate`` answers it in front of Django (the same reader, ``PAY_RESULT``,
+``starmall.gates.payment_notify`` answers it in front of Django (the same reader, ``PAY_RESULT``,
 and :func:`handler_for`; a Redis marker written after the paying commit), and its audit row
 (outcome ``duplicate``) is written by beat from Redis a few seconds later
 (``apps.payments.notify_duplicates``): still one row per notification, not in the same moment.
@@ -314,7 +314,7 @@ def register(name: str, handler: Handler, *, before: str | None = None) -> None:
 
 def handler_for(callback: Callback, fields: dict) -> Handler | None:
     """The first handler in ``HANDLERS`` on ``callback`` that claims the trusted ``fields``;
-    None when none does. The ASGI gate (``apps.payments.api.notify_gate``) asks it too."""
+    None when none does. The ASGI gate (``starmall.gates.payment_notify``) asks it too."""
     return next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
 
 

@@ -5,7 +5,7 @@ WeChat delivers a payment result several times (at-least-once, and again wheneve
 hear SUCCESS in time); under a storm two deliveries in three are of a payment already applied.
 Django answers such a re-sent notification with SUCCESS and an audit row of outcome
 ``duplicate`` (``notifications.notification_handle``), after about a dozen queries. The ASGI
-gate ``apps.payments.api.notify_gate`` answers it in the event loop instead, from this module:
+gate ``starmall.gates.payment_notify`` answers it in the event loop instead, from this module:
 
 - **The marker.** After the commit of the transaction that marked a WeChat payment paid
   (``services.payment_apply_paid``: from a notification or from orderquery),

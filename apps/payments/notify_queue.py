@@ -4,7 +4,7 @@ In a notification storm every first delivery was a whole Django request (a reque
 middleware, about fifteen queries, ~14 ms of CPU) on the cores the worker, PostgreSQL and the
 other requests share, and WeChat waited for it (``docs/PERFORMANCE.md``). WeChat asks only that
 the merchant answers SUCCESS once it holds the result safely, then processes it; the gate
-(``apps.payments.api.notify_gate``) now does that for the common case:
+(``starmall.gates.payment_notify``) now does that for the common case:
 
 - **Accept** (:func:`accept_statement`, in the gate): after the reader Django uses
   (``notifications.PAY_RESULT.read``: safe parse, signature, appid / mch_id / result_code) and
@@ -16,7 +16,7 @@ the merchant answers SUCCESS once it holds the result safely, then processes it;
   already paid without a marker, closed, a recharge) still goes to Django. The row is
   committed before WeChat hears SUCCESS.
 - **Apply** (:func:`queued_drain`): after the commit the gate wakes the worker — one Celery
-  task per web process at most every ``notify_gate.WAKE_SECONDS``, not one per row
+  task per web process at most every ``starmall.gates.payment_notify.WAKE_SECONDS``, not one per row
   (``starmall.dispatch``) — which applies the queued rows oldest first: for each,
   ``notifications.notification_handle`` on the stored body — the same function Django's view
   runs: the same checks again, ``payment_apply_paid``, the audit row — and the row deleted, in
@@ -62,7 +62,7 @@ _QUEUED = QueuedNotification._meta.db_table
 _PAYMENT = Payment._meta.db_table
 
 # ONE statement (its own transaction) for a batch of results (the gate's first deliveries that
-# arrived together, starmall.api.gate_db.Batches): for each, the pending payment with exactly its
+# arrived together, starmall.gates.postgres.Batches): for each, the pending payment with exactly its
 # amount, its row queued unless the same result is queued already — by an earlier statement or
 # by an earlier item of this batch (the copies that raced the queued marker: one row, the
 # others are copies). Answers, one row per item in order: (queued row id or NULL, whether the

@@ -8,7 +8,7 @@ env = environ.Env()
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
 ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
 # PostgreSQL connections per web worker process for creates answered before Django (a 秒杀
-# winner's, apps/orders/api/create_gate.py); 0 turns that path off: Django creates every order.
+# winner's, starmall/gates/creates.py); 0 turns that path off: Django creates every order.
 # 8: measured against 4 with the connections opened at start (docs/PERFORMANCE.md): the 64 winners
 # of a sale's opening wait less for a connection held across an event-loop turn.
 CREATE_GATE_CONNECTIONS = env.int("CREATE_GATE_CONNECTIONS", default=8)

@@ -20,10 +20,10 @@ from apps.accounts.tokens import token_issue
 from apps.catalog.models import Sku
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders.api import soldout_gate
-from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.models import Order
 from apps.shipping import selectors as freight
+from starmall.gates import orders as order_gate
+from starmall.gates.orders import OrderGate
 
 UNITS = 6
 
@@ -83,7 +83,7 @@ def _buy(gate, behind, sale, token) -> str:
 def test_redis_restarted_empty_mid_sale_resumes_and_sells_exactly_the_stock(
     shop_redis, make_customer, make_sku, monkeypatch
 ):
-    monkeypatch.setattr(soldout_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
+    monkeypatch.setattr(order_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
     now = timezone.now()
     sale = FlashSale.objects.create(
         title="限时秒杀",
@@ -113,7 +113,7 @@ def test_redis_restarted_empty_mid_sale_resumes_and_sells_exactly_the_stock(
         people.append(customer)
     tokens = [token_issue(customer_id=c.pk) for c in people]
     behind = Behind()
-    gate = SoldOutGate(behind)
+    gate = OrderGate(behind)
 
     by_gate = 3 if connection.vendor == "postgresql" else 0  # the gate creates on PostgreSQL only
     assert [_buy(gate, behind, sale, t) for t in tokens[:3]] == ["won"] * 3

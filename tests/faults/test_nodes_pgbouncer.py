@@ -160,10 +160,10 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     from apps.accounts import address_cards
     from apps.marketing import flash_quota
     from apps.marketing.models import FlashSale
-    from apps.orders.api.soldout_gate import SoldOutGate
     from apps.orders.models import Order
     from apps.shipping import selectors as freight
-    from starmall.api import gate_db
+    from starmall.gates import postgres
+    from starmall.gates.orders import OrderGate
     from tests.orders.test_flash_create import _body, _confirm, _headers, run
     from tests.orders.test_soldout_gate import Inner
 
@@ -181,13 +181,13 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     flash_quota.quota_load(sale.pk)
     address_cards.card_refresh(customer.pk)
     freight.all_terms()
-    conninfo = gate_db.conninfo
+    conninfo = postgres.conninfo
     monkeypatch.setattr(
-        gate_db, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw)
+        postgres, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw)
     )  # the gates' pools only
     headers = _headers(customer)
     first, second, third = (_confirm(customer, sale) for _ in range(3))
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(first), headers)])[0][0] == 201
     FlashSale.objects.filter(pk=sale.pk).update(stock=0)
     assert run(gate, [(_body(second), headers)])[0][2] == b"django"  # refused: nothing kept, Django answers
@@ -206,19 +206,19 @@ def test_the_notify_gates_queue_works_behind_pgbouncer(
     and applied by the worker's drain."""
     from apps.orders.models import Order
     from apps.payments import notify_queue
-    from apps.payments.api.notify_gate import NOTIFY_PATH, NotifyGate
     from apps.payments.models import QueuedNotification
     from starmall import dispatch
-    from starmall.api import gate_db
+    from starmall.gates import postgres
+    from starmall.gates.payment_notify import NOTIFY_PATH, PaymentNotifyGate
     from tests.orders.test_flash_create import run
     from tests.orders.test_soldout_gate import Inner
 
     headers = {"Host": "127.0.0.1:8000", "Content-Type": "text/xml"}
     settings.MAX_UNPAID_ORDERS = 20
     monkeypatch.setattr(dispatch, "push", lambda *args, **kwargs: True)
-    conninfo = gate_db.conninfo
-    monkeypatch.setattr(gate_db, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw))
-    gate = NotifyGate(Inner())
+    conninfo = postgres.conninfo
+    monkeypatch.setattr(postgres, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw))
+    gate = PaymentNotifyGate(Inner())
     orders = []
     for _ in range(8):
         order = place_order(buyer.api, items=[(make_sku(price_fen=12800, stock=5), 1)])

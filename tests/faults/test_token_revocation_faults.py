@@ -15,7 +15,7 @@ from apps.accounts import revocations
 from apps.accounts.models import TokenRevocation
 from apps.accounts.tokens import token_customer_id, token_issue
 from apps.catalog import soldout
-from apps.orders.api.soldout_gate import SoldOutGate
+from starmall.gates.orders import OrderGate
 from tests.orders.test_soldout_gate import Inner, call, django_answer
 
 
@@ -30,7 +30,7 @@ def test_a_deactivation_while_redis_hangs_is_revoked_by_the_sweep(shop_redis, ma
     }
     body = json.dumps({"items": [{"sku_id": sku.pk, "quantity": 1}]}).encode()
     inner = Inner()
-    assert call(SoldOutGate(inner), body=body, headers=head)[0] == 409
+    assert call(OrderGate(inner), body=body, headers=head)[0] == 409
 
     shop_redis.freeze()  # connections are accepted, nothing is answered
     watchdog = threading.Timer(8, shop_redis.thaw)  # bounds this test if the revocation hangs
@@ -46,11 +46,11 @@ def test_a_deactivation_while_redis_hangs_is_revoked_by_the_sweep(shop_redis, ma
     assert saved_in < 5, f"the deactivation took {saved_in:.1f}s"
     row = TokenRevocation.objects.get(customer_id=customer.pk)
     assert (row.attempts, row.last_error.split(":")[0]) == (1, "TimeoutError")
-    assert call(SoldOutGate(inner), body=body, headers=head)[0] == 409  # until the sweep runs
+    assert call(OrderGate(inner), body=body, headers=head)[0] == 409  # until the sweep runs
 
     assert revocations.token_revocations_sweep() == {"revoked": 1, "tokens": 1, "failed": 0, "found": 0}
     assert token_customer_id(head["Authorization"].split()[1]) is None
-    assert call(SoldOutGate(inner), body=body, headers=head) == (200, {}, b"django")
+    assert call(OrderGate(inner), body=body, headers=head) == (200, {}, b"django")
     assert inner.bodies == [body]
     assert django_answer(body, head)[0] == 401
     assert not TokenRevocation.objects.exists()

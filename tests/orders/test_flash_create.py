@@ -1,4 +1,4 @@
-"""A 秒杀 winner's create answered before Django (``apps.orders.api.create_gate``), its
+"""A 秒杀 winner's create answered before Django (``starmall.gates.order_create``), its
 transaction in one round trip (``apps.orders.flash_create``).
 
 Each order the gate makes is compared with the order Django's ``order_create`` makes from a
@@ -26,10 +26,10 @@ from apps.catalog.models import Sku
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from apps.orders import drafts, flash_reservations
-from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.confirm import order_confirm
 from apps.orders.models import Order, OrderEvent, OrderLine
 from apps.shipping import selectors as freight
+from starmall.gates.orders import OrderGate
 from tests.orders.test_soldout_gate import IGNORED, Inner
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
@@ -40,9 +40,9 @@ FRESH_ORDER = {"id", "order_no", "order_key", "created_at", "pay_deadline"}
 
 @pytest.fixture(autouse=True)
 def _patient_redis(monkeypatch):
-    from apps.orders.api import soldout_gate
+    from starmall.gates import orders as order_gate
 
-    monkeypatch.setattr(soldout_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
+    monkeypatch.setattr(order_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
 
 
 @pytest.fixture(autouse=True)
@@ -214,7 +214,7 @@ def test_a_winners_create_is_djangos_order_and_answer_field_by_field(customer, r
     headers = _headers(customer)
     by_gate, by_django = _confirm(customer, sale), _confirm(customer, sale)
     assert _quota(sale) == (3, {customer.pk: 2}, 2)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
 
     [answer] = run(gate, [(_body(by_gate, remark="  周末送达 "), headers)])
     assert gate.app.bodies == []  # made before Django
@@ -244,7 +244,7 @@ def test_a_plain_sku_create_takes_the_last_unit_and_flags_it(customer, ready, ma
     sku = make_sku(stock=3)
     headers = _headers(customer)
     by_gate, by_django = _confirm(customer, sku=sku, units=2), _confirm(customer, sku=sku, units=1)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(by_gate), headers)])
     django = django_create(_body(by_django), headers)
     assert gate.app.bodies == [] and answer[0] == 201 and django[0] == 201
@@ -264,7 +264,7 @@ def test_a_sale_whose_database_stock_is_gone_leaves_nothing_and_django_answers(c
     headers = _headers(customer)
     draft = _confirm(customer, sale)
     FlashSale.objects.filter(pk=sale.pk).update(stock=0)  # the quota says 4 left: too high, so only refusable
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(draft), headers)])
     assert answer[2] == b"django" and gate.app.bodies == [_body(draft)]  # passed on, body intact
     assert Order.objects.count() == 0 and not FlashSalePurchase.objects.exists()
@@ -281,7 +281,7 @@ def test_the_caps_an_inactive_customer_and_another_customers_draft_reach_django(
     headers = _headers(customer)
     settings.MAX_UNPAID_ORDERS = 1
     first, second = _confirm(customer, sale), _confirm(customer, sale)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(first), headers)])[0][0] == 201
     assert run(gate, [(_body(second), headers)])[0][2] == b"django"  # over the caps: refused, nothing kept
     assert Order.objects.count() == 1 and FlashSalePurchase.objects.get().quantity == 1
@@ -312,7 +312,7 @@ def test_the_caps_an_inactive_customer_and_another_customers_draft_reach_django(
 def test_a_body_drf_would_read_otherwise_reaches_django(customer, ready, sale, body):
     draft = _confirm(customer, sale)
     raw = json.dumps({k: (draft["order_key"] if v == "KEY" else v) for k, v in body.items()}).encode()
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(raw, _headers(customer))])[0][2] == b"django"
     assert gate.app.bodies == [raw] and Order.objects.count() == 0
 
@@ -323,7 +323,7 @@ def test_drafts_of_another_shape_and_a_replayed_key_reach_django(customer, ready
     draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
     stored = drafts.draft_get(draft["order_key"])
     drafts.draft_save(draft["order_key"], {**stored, "points_used": 1, "points_fen": 1})  # points to spend
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(draft), headers)])[0][2] == b"django"
 
     won = _confirm(customer, sale)
@@ -336,7 +336,7 @@ def test_drafts_of_another_shape_and_a_replayed_key_reach_django(customer, ready
 def test_the_same_key_twice_at_once_makes_one_order(customer, ready, sale):
     headers = _headers(customer)
     draft = _confirm(customer, sale)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     answers = run(gate, [(_body(draft), headers)] * 4)
     assert sorted(a[0] for a in answers) == [200, 200, 200, 201]  # three passed to Django (Inner's 200)
     assert Order.objects.filter(order_key=draft["order_key"]).count() == 1
@@ -355,7 +355,7 @@ def test_a_quota_higher_than_the_stock_never_oversells(sale, make_customer, make
     for i in range(10):
         buyer = buyer_with_address(make_customer, i)
         requests.append((_body(_confirm(buyer, sale)), _headers(buyer)))
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     answers = run(gate, requests)
     assert sorted(a[0] for a in answers) == [200] * 5 + [201] * 5
     sale.refresh_from_db()
@@ -376,7 +376,7 @@ def test_redis_failing_after_the_commit_keeps_the_order_and_beat_settles(custome
         raise ConnectionError("Redis went away after the commit")
 
     monkeypatch.setattr(Pipeline, "execute", broken)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(draft), headers)])
     assert answer[0] == 201 and gate.app.bodies == []  # the order is committed: its answer stands
     assert Order.objects.filter(order_key=draft["order_key"]).count() == 1
@@ -390,7 +390,7 @@ def test_the_after_commit_work_reloads_its_script_after_a_redis_restart(customer
     headers = _headers(customer)
     draft = _confirm(customer, sale)
     get_redis_connection("default").script_flush()
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(draft), headers)])[0][0] == 201
     assert _quota(sale) == (4, {customer.pk: 1}, 0)  # settled
 
@@ -398,7 +398,7 @@ def test_the_after_commit_work_reloads_its_script_after_a_redis_restart(customer
 def test_no_connections_means_django_creates(customer, ready, sale, settings):
     settings.CREATE_GATE_CONNECTIONS = 0
     draft = _confirm(customer, sale)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(draft), _headers(customer))])[0][2] == b"django"
     assert Order.objects.count() == 0
 
@@ -415,7 +415,7 @@ def test_two_web_nodes_decide_and_create_on_one_quota(sale, make_customer):
         buyer = buyer_with_address(make_customer, i)
         people.append(_headers(buyer))
     confirm = json.dumps({"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk}).encode()
-    nodes = [SoldOutGate(Inner()), SoldOutGate(Inner())]
+    nodes = [OrderGate(Inner()), OrderGate(Inner())]
     answers: dict[int, list] = {}
 
     def node(n: int, requests: list, path: str) -> None:

@@ -1,5 +1,5 @@
 """Winners' creates arriving together, made in one transaction per sale
-(``apps.orders.flash_create.create_many``, sent by the create gate's ``gate_db.Batches``).
+(``apps.orders.flash_create.create_many``, sent by the create gate's ``postgres.Batches``).
 
 Each order of a batch must equal the order the same customer's lone create makes, field by field
 (the lone create is held equal to Django's ``order_create`` in ``test_flash_create.py``); a
@@ -24,11 +24,11 @@ from apps.catalog.models import Sku
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from apps.orders import drafts, flash_create
-from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.create import order_no_new, pay_deadline_of
 from apps.orders.models import Order, OrderEvent, OrderLine
 from apps.shipping import selectors as freight
-from starmall.api import gate_db
+from starmall.gates import postgres
+from starmall.gates.orders import OrderGate
 from tests.orders import test_flash_create as base
 from tests.orders.test_flash_create import _body, _confirm, _headers, _quota, _rows, buyer_with_address, run
 from tests.orders.test_soldout_gate import Inner
@@ -58,7 +58,7 @@ def on_connection(work):
     them, closed afterwards; returns its result."""
 
     async def main():
-        info = gate_db.conninfo(django_settings.DATABASES["default"], application_name="starmall-test-gate")
+        info = postgres.conninfo(django_settings.DATABASES["default"], application_name="starmall-test-gate")
         async with await psycopg.AsyncConnection.connect(info, autocommit=True) as conn:
             return await work(conn)
 
@@ -190,7 +190,7 @@ def test_batches_on_two_web_nodes_with_one_connection_each_sell_exactly_the_stoc
     flash_quota.quota_load(sale.pk, force=True)
     creates = [(_body(_confirm(buyer, sale)), _headers(buyer)) for buyer in people]
     FlashSale.objects.filter(pk=sale.pk).update(stock=9)  # three winners more than units
-    nodes = [SoldOutGate(Inner()), SoldOutGate(Inner())]
+    nodes = [OrderGate(Inner()), OrderGate(Inner())]
     answers: dict[int, list] = {}
 
     def node(n: int) -> None:

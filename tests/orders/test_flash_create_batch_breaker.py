@@ -1,5 +1,5 @@
 """Adversarial tests of winners' creates made in one transaction per sale
-(``apps.orders.flash_create.create_many`` sent by ``starmall.api.gate_db.Batches``).
+(``apps.orders.flash_create.create_many`` sent by ``starmall.gates.postgres.Batches``).
 
 They pin down what a later change could break: the lock order, conservation under concurrency,
 answers reaching their own requests, a refusal sending only its own item alone, an error in one
@@ -29,13 +29,12 @@ from apps.catalog.models import Sku
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from apps.orders import drafts, flash_create, flash_reservations, services
-from apps.orders.api import create_gate
-from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.create import order_create
 from apps.orders.models import Order, OrderLine, OrderStatus
 from apps.shipping import selectors as freight
-from starmall.api import gate_db
 from starmall.errors import ShopError
+from starmall.gates import creates, postgres
+from starmall.gates.orders import OrderGate
 from tests.orders import test_flash_create as base
 from tests.orders import test_flash_create_batch as batch_base
 from tests.orders.test_flash_create import _body, _confirm, _headers, buyer_with_address, django_create, run
@@ -72,7 +71,7 @@ def failures(monkeypatch) -> list[str]:
 
 
 def _dsn(application_name: str = "starmall-test-probe") -> str:
-    return gate_db.conninfo(django_settings.DATABASES["default"], application_name=application_name)
+    return postgres.conninfo(django_settings.DATABASES["default"], application_name=application_name)
 
 
 def _wait_for_lock_wait(application_name: str, timeout: float = 5.0) -> None:
@@ -132,8 +131,8 @@ def _while_a_row_is_held(name: str, stop: str, lock_sql: str, items: list, warn)
     while another connection holds the row ``lock_sql`` locks; once the gate's statement waits
     for it, ``stop`` (``pg_cancel_backend`` or ``pg_terminate_backend``) that statement. The
     items' results."""
-    database = gate_db.Database(name, "CREATE_GATE_CONNECTIONS")
-    creates = create_gate.batches(database, warn)
+    database = postgres.Database(name, "CREATE_GATE_CONNECTIONS")
+    gate_creates = creates.batches(database, warn)
     locker = psycopg.connect(_dsn())
     locker.execute(lock_sql)
 
@@ -469,7 +468,7 @@ def test_two_batches_of_the_same_keys_on_two_connections_make_each_order_once(sa
 def test_one_capped_winner_does_not_send_every_other_winner_of_its_batch_alone(
     sale, make_customer, make_sku, calls, settings
 ):
-    """The flash gate leaves the unpaid-orders cap to create (apps/orders/api/flash_gate.py), so
+    """The flash gate leaves the unpaid-orders cap to create (apps/orders/api/flash_confirm.py), so
     a winner holding MAX_UNPAID_ORDERS unpaid orders is an ordinary refusal, and anyone can
     arrange one. The refusal names its item: it alone runs again by itself, the other seven go
     out together — three transactions, not one per winner."""
@@ -520,8 +519,8 @@ def test_a_connection_lost_between_two_groups_loses_no_order_and_django_answers_
 
     monkeypatch.setattr(flash_create, "_run", killed_before_the_second)
     warned: list = []
-    database = gate_db.Database("kill-gate", "CREATE_GATE_CONNECTIONS")
-    creates = create_gate.batches(database, lambda what, exc: warned.append(what))
+    database = postgres.Database("kill-gate", "CREATE_GATE_CONNECTIONS")
+    gate_creates = creates.batches(database, lambda what, exc: warned.append(what))
 
     async def main():
         try:
@@ -647,8 +646,8 @@ def test_items_queued_behind_a_blocked_batch_past_the_wait_go_to_django_unwritte
     the first item, already sent, still gets its order once the lock goes."""
     settings.CREATE_GATE_CONNECTIONS = 1
     items = [item(_confirm(buyer, sale)) for buyer in buyers[:3]]
-    database = gate_db.Database("wait-gate", "CREATE_GATE_CONNECTIONS")
-    creates = gate_db.Batches(database, flash_create.create_many, warn=lambda what, exc: None)
+    database = postgres.Database("wait-gate", "CREATE_GATE_CONNECTIONS")
+    creates = postgres.Batches(database, flash_create.create_many, warn=lambda what, exc: None)
     locker = psycopg.connect(_dsn())
     locker.execute("SELECT 1 FROM marketing_flashsale WHERE id = %s FOR UPDATE", [sale.pk])
     threading.Timer(1.5, locker.commit).start()
@@ -699,7 +698,7 @@ def test_each_gate_answer_is_its_own_requests_order(sale, make_customer, make_sk
             expected.append((draft["order_key"], buyer.pk, remark, draft["pay_fen"]))
     order = list(range(len(requests)))
     random.Random(3).shuffle(order)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     answers = run(gate, [requests[i] for i in order])
     assert [a[0] for a in answers] == [201] * len(requests) and gate.app.bodies == []
     assert max(calls) > 1  # batched

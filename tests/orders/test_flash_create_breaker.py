@@ -1,4 +1,4 @@
-"""Adversarial tests of the create gate (apps.orders.api.create_gate / flash_create).
+"""Adversarial tests of the create gate (starmall.gates.order_create / flash_create).
 
 Each test states what Django's ``order_create`` + view would do and checks the gate against it.
 """
@@ -17,12 +17,12 @@ from apps.accounts.models import Address
 from apps.catalog.models import Product, Sku
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from apps.orders import drafts
-from apps.orders.api.soldout_gate import SoldOutGate
 from apps.orders.confirm import order_confirm
 from apps.orders.create import order_create
 from apps.orders.models import Order, OrderLine
 from apps.shipping import selectors as freight
-from starmall.api import gate_db
+from starmall.gates import postgres
+from starmall.gates.orders import OrderGate
 from tests.orders import test_flash_create as base
 from tests.orders.test_flash_create import (
     _answer,
@@ -69,7 +69,7 @@ def test_throttle_django_429_but_gate_creates(customer, ready, make_sku, monkeyp
     assert (status, json.loads(body)["code"]) == (429, "throttled")
     assert Order.objects.count() == 1
     # The gate, for the same kind of request from the same customer in the same window:
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     answers = run(gate, [(_body(second), headers), (_body(third), headers)])
     # Django's answer to both is 429: the gate must not create them (it may pass them on)
     assert [a[2] for a in answers] == [b"django", b"django"]
@@ -83,7 +83,7 @@ def test_gate_creates_are_not_counted_by_djangos_throttle(customer, ready, make_
     settings.MAX_UNPAID_ORDERS = 20
     sku = make_sku(stock=50)
     headers = _headers(customer)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     statuses = [run(gate, [(_body(_confirm(customer, sku=sku)), headers)])[0][0] for _ in range(5)]
     assert statuses.count(201) == 2  # the window's two, then passed on
     # and Django's own throttle sees the gate's creates
@@ -127,7 +127,7 @@ def test_remark_gate_equals_django(customer, ready, make_sku, settings, remark):
     sku = make_sku(stock=50)
     headers = _headers(customer)
     by_gate, by_django = _confirm(customer, sku=sku), _confirm(customer, sku=sku)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(by_gate, remark=remark), headers)])
     django = django_create(_body(by_django, remark=remark), headers)
     if answer[2] == b"django":  # passed on: Django answers this one itself
@@ -167,7 +167,7 @@ def test_evil_strings_in_name_specs_address_round_trip(customer, make_sku, setti
     sku = make_sku(stock=50, name=EVIL[:60], specs=specs)
     headers = _headers(customer)
     by_gate, by_django = _confirm(customer, sku=sku), _confirm(customer, sku=sku)
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(by_gate, remark=EVIL), headers)])
     django = django_create(_body(by_django, remark=EVIL), headers)
     assert answer[0] == 201 and django[0] == 201
@@ -199,7 +199,7 @@ def test_caps_hold_under_concurrent_creates_of_one_customer(customer, ready, mak
     headers = _headers(customer)
     # confirm checks the caps too; with none unpaid every confirm passes
     bodies = [_body(_confirm(customer, sku=skus[i % 3])) for i in range(12)]
-    gates = [SoldOutGate(Inner()) for _ in range(nodes)]
+    gates = [OrderGate(Inner()) for _ in range(nodes)]
     answers = {}
 
     def node(n):
@@ -217,7 +217,7 @@ def test_caps_with_gate_and_django_at_once(customer, ready, make_sku, settings):
     sku = make_sku(stock=50)
     headers = _headers(customer)
     bodies = [_body(_confirm(customer, sku=sku)) for _ in range(6)]
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     out = {}
 
     def via_gate():
@@ -253,7 +253,7 @@ def _real_stack():
         finally:
             connections.close_all()
 
-    return SoldOutGate(WSGIMiddleware(closing, workers=4))
+    return OrderGate(WSGIMiddleware(closing, workers=4))
 
 
 @pytest.mark.parametrize("attempt", range(3))
@@ -305,7 +305,7 @@ def test_forged_zero_quantity_line_django_refuses_gate_creates(customer, ready, 
     with pytest.raises(ValueError):
         order_create(customer=customer, order_key=draft["order_key"])
     assert Order.objects.count() == 0
-    [answer] = run(SoldOutGate(Inner()), [(_body(draft), headers)])
+    [answer] = run(OrderGate(Inner()), [(_body(draft), headers)])
     assert answer[2] == b"django" and Order.objects.count() == 0
 
 
@@ -315,7 +315,7 @@ def test_forged_zero_units_flash_draft(customer, ready, sale):
     _forge(draft["order_key"], quantity=0, amount_fen=0)
     with pytest.raises(ValueError):  # flash_sale_take: units must be positive
         order_create(customer=customer, order_key=draft["order_key"])
-    [answer] = run(SoldOutGate(Inner()), [(_body(draft), headers)])
+    [answer] = run(OrderGate(Inner()), [(_body(draft), headers)])
     assert answer[2] == b"django" and Order.objects.count() == 0
 
 
@@ -327,7 +327,7 @@ def test_forged_negative_quantity_is_stopped_by_the_check_constraints(customer, 
     headers = _headers(customer)
     draft = _confirm(customer, sale) if flash else _confirm(customer, sku=sku)
     _forge(draft["order_key"], quantity=-3)
-    [answer] = run(SoldOutGate(Inner()), [(_body(draft), headers)])
+    [answer] = run(OrderGate(Inner()), [(_body(draft), headers)])
     assert answer[2] == b"django" and Order.objects.count() == 0
     assert Sku.objects.get(pk=sku.pk).stock == 10 and FlashSale.objects.get(pk=sale.pk).stock == 5
 
@@ -340,7 +340,7 @@ def test_draft_whose_inner_key_differs_from_its_redis_key(customer, ready, make_
     d1 = _confirm(customer, sku=sku)
     k2 = "f" * 32
     drafts.draft_save(d1["order_key"], {**drafts.draft_get(d1["order_key"]), "order_key": k2})
-    [answer] = run(SoldOutGate(Inner()), [(_body(d1), headers)])
+    [answer] = run(OrderGate(Inner()), [(_body(d1), headers)])
     assert answer[2] == b"django" and Order.objects.count() == 0
     assert django_create(_body(d1), headers)[0] == 201
     assert list(Order.objects.values_list("order_key", flat=True)) == [k2]
@@ -356,7 +356,7 @@ def test_multi_sku_draft_second_sku_short_leaves_first_untouched(customer, ready
     items = [{"sku_id": b.pk, "quantity": 2}, {"sku_id": a.pk, "quantity": 3}]  # not in id order
     draft = order_confirm(customer=customer, items=items)
     Sku.objects.filter(pk=b.pk).update(stock=1)  # the LAST SKU in id order is short
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(draft), headers)])
     assert answer[2] == b"django"
     assert Sku.objects.get(pk=a.pk).stock == 50 and Order.objects.count() == 0
@@ -389,11 +389,11 @@ def test_multi_sku_draft_second_sku_short_leaves_first_untouched(customer, ready
 def test_postgres_refusing_connections_passes_to_django_in_time(customer, ready, sale, monkeypatch):
     import time
 
-    real = gate_db.conninfo
-    monkeypatch.setattr(gate_db, "conninfo", lambda db, **kw: real({**db, "PORT": 1}, **kw))  # nothing listens there
+    real = postgres.conninfo
+    monkeypatch.setattr(postgres, "conninfo", lambda db, **kw: real({**db, "PORT": 1}, **kw))  # nothing listens there
     headers = _headers(customer)
     drafts_ = [_confirm(customer, sale) for _ in range(2)]
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     t0 = time.monotonic()
     answers = run(gate, [(_body(d), headers) for d in drafts_])
     took = time.monotonic() - t0
@@ -405,7 +405,7 @@ def test_postgres_refusing_connections_passes_to_django_in_time(customer, ready,
 
 
 def test_one_pool_per_loop_even_when_many_first_requests_race(settings):
-    db = gate_db.Database("create-gate", "CREATE_GATE_CONNECTIONS")
+    db = postgres.Database("create-gate", "CREATE_GATE_CONNECTIONS")
 
     async def main():
         pools = await asyncio.gather(*(db.pool() for _ in range(50)))
@@ -501,7 +501,7 @@ def test_line_separator_in_the_address_is_escaped_by_both_gates_as_drf_does(cust
     freight.all_terms()
     headers = _headers(customer)
     confirm = json.dumps({"items": [{"sku_id": sale.sku_id, "quantity": 1}], "flash_sale_id": sale.pk}).encode()
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     [c] = run(gate, [(confirm, headers)], path="/api/v1/orders/confirm")
     assert c[0] == 200 and gate.app.bodies == []
     draft = json.loads(c[2])
@@ -518,7 +518,7 @@ def test_revoked_token_reaches_django(customer, ready, sale):
     headers = _headers(customer)
     draft = _confirm(customer, sale)
     token_revoke(headers["Authorization"].split()[1])
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(draft), headers)])[0][2] == b"django"
     status, _, body = django_create(_body(draft), headers)
     assert status == 401 and Order.objects.count() == 0
@@ -533,7 +533,7 @@ def test_bookkeeping_after_gate_and_django_creates_and_refusals(customer, ready,
     headers = _headers(customer)
     by_gate, by_django = _confirm(customer, sale), _confirm(customer, sale)
     assert r.zcard(flash_quota.due_key()) == 2
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     assert run(gate, [(_body(by_gate), headers)])[0][0] == 201
     assert django_create(_body(by_django), headers)[0] == 201
     assert r.zcard(flash_quota.due_key()) == 0

@@ -1,4 +1,4 @@
-"""A 秒杀 confirm decided in Redis by the gate in front of Django (``apps.orders.api.flash_gate``).
+"""A 秒杀 confirm decided in Redis by the gate in front of Django (``starmall.gates.flash_confirm``).
 
 Every answer the gate gives is compared with the answer Django gives to the same request:
 status, headers and body (a winner's ``order_key`` and ``expires_at`` are fresh each time);
@@ -17,11 +17,11 @@ from redis.exceptions import ResponseError
 from apps.accounts import address_cards
 from apps.marketing import flash_quota
 from apps.marketing.models import FlashSale, FlashSalePurchase
-from apps.orders.api import flash_gate
 from apps.orders.confirm import MAX_ORDER_FEN
 from apps.orders.create import order_create
 from apps.orders.models import Order
 from apps.shipping import selectors as freight
+from starmall.gates import flash_confirm
 from tests.orders.test_soldout_gate import IGNORED, call, django_answer
 
 pytestmark = pytest.mark.django_db
@@ -59,11 +59,11 @@ def ready(customer, address):
 
 @pytest.fixture
 def gate():
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates.orders import OrderGate
     from tests.orders.test_soldout_gate import Inner
 
     inner = Inner()
-    return SoldOutGate(inner), inner
+    return OrderGate(inner), inner
 
 
 def _body(sale, units=1, **extra) -> bytes:
@@ -267,7 +267,7 @@ def test_a_restarted_redis_without_the_scripts_loads_them_and_judges_by_flags(ga
 
 
 def test_the_gate_and_services_agree_on_the_largest_order():
-    assert flash_gate.MAX_ORDER_FEN == MAX_ORDER_FEN
+    assert flash_confirm.MAX_ORDER_FEN == MAX_ORDER_FEN
 
 
 def test_a_confirm_django_answered_leaves_the_address_card_for_the_gate(gate, headers, make_sale, ready, customer):

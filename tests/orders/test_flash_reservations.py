@@ -90,9 +90,9 @@ def redis_state(sale):
 
 
 def test_a_draft_never_turned_into_an_order_gives_its_unit_back(sale, buyers):
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates.orders import OrderGate
 
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     ((customer, token),) = buyers(1)
     status, draft = confirm(gate, sale, token)
     assert status == 200
@@ -112,10 +112,10 @@ def test_a_draft_never_turned_into_an_order_gives_its_unit_back(sale, buyers):
 
 
 def test_a_due_reservation_whose_order_exists_is_settled_not_given_back(sale, buyers):
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates.orders import OrderGate
 
     ((customer, token),) = buyers(1)
-    _, draft = confirm(SoldOutGate(Inner()), sale, token)
+    _, draft = confirm(OrderGate(Inner()), sale, token)
     order_create(customer=customer, order_key=draft["order_key"])  # its on_commit settle never ran
     later = timezone.now() + dt.timedelta(
         seconds=settings.ORDER_DRAFT_TTL_SECONDS + flash_quota.RESERVATION_GRACE_SECONDS + 1
@@ -125,10 +125,10 @@ def test_a_due_reservation_whose_order_exists_is_settled_not_given_back(sale, bu
 
 
 def test_a_refused_create_gives_the_unit_back_at_once(sale, buyers):
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates.orders import OrderGate
 
     ((customer, token),) = buyers(1)
-    _, draft = confirm(SoldOutGate(Inner()), sale, token)
+    _, draft = confirm(OrderGate(Inner()), sale, token)
     FlashSale.objects.filter(pk=sale.pk).update(ends_at=timezone.now() - dt.timedelta(seconds=1))
     with pytest.raises(Exception) as refused:
         order_create(customer=customer, order_key=draft["order_key"])
@@ -138,9 +138,9 @@ def test_a_refused_create_gives_the_unit_back_at_once(sale, buyers):
 
 
 def test_reconciliation_corrects_the_quota_and_allowances_from_the_database(sale, buyers):
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates.orders import OrderGate
 
-    gate = SoldOutGate(Inner())
+    gate = OrderGate(Inner())
     (a, token_a), (b, token_b), (c, _) = buyers(3)
     _, draft_a = confirm(gate, sale, token_a)
     order_create(customer=a, order_key=draft_a["order_key"])  # committed; settle did not run
@@ -191,12 +191,12 @@ def test_reconciliation_prepares_a_sale_before_it_starts(make_sku):
 def test_two_web_nodes_share_the_quota(sale, buyers, race, monkeypatch):
     """Two gates (two web processes' worth: each its own event loop and Redis pool) take
     buyers at the same moment: exactly the sale's 5 units are handed out, once each."""
-    from apps.orders.api import soldout_gate
-    from apps.orders.api.soldout_gate import SoldOutGate
+    from starmall.gates import orders as order_gate
+    from starmall.gates.orders import OrderGate
 
-    monkeypatch.setattr(soldout_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
+    monkeypatch.setattr(order_gate, "REDIS_TIMEOUT_SECONDS", 10)  # a loaded test machine is not a slow Redis
 
-    nodes = [SoldOutGate(Inner()), SoldOutGate(Inner())]
+    nodes = [OrderGate(Inner()), OrderGate(Inner())]
     people = buyers(24)
     lock = threading.Lock()
     answers = []

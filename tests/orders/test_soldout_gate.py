@@ -1,4 +1,4 @@
-"""The sold-out gate in front of Django (``apps.orders.api.soldout_gate``).
+"""The sold-out gate in front of Django (``starmall.gates.orders``).
 
 It may answer a confirm only with the answer Django itself would give: these tests send the
 same request to the gate and, through Django's test client, to the whole Django stack, and
@@ -15,8 +15,8 @@ from django.db import transaction
 from apps.accounts.models import Customer
 from apps.accounts.tokens import token_customer_id, token_issue
 from apps.catalog import soldout
-from apps.orders.api.soldout_gate import MAX_BODY, SoldOutGate, confirm_request
 from apps.orders.models import Order
+from starmall.gates.orders import MAX_BODY, OrderGate, confirm_request
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +116,7 @@ def headers(token):
 @pytest.fixture
 def gate():
     inner = Inner()
-    return SoldOutGate(inner), inner
+    return OrderGate(inner), inner
 
 
 def _body(**data) -> bytes:
@@ -433,7 +433,7 @@ def test_redis_trouble_is_warned_once_per_interval_not_per_buyer(gate, headers, 
         "default": {**settings.CACHES["default"], "LOCATION": "redis://127.0.0.1:9/0"},
     }
     body = _body(items=[{"sku_id": sku.pk, "quantity": 1}])
-    with caplog.at_level("WARNING", logger="apps.orders.api.soldout_gate"):
+    with caplog.at_level("WARNING", logger="starmall.gates.orders"):
         for _ in range(5):
             assert call(app, body=body, headers=headers) == (200, {}, b"django")
     assert len(inner.bodies) == 5

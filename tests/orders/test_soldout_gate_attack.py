@@ -13,7 +13,7 @@ from django.core.cache import cache
 
 from apps.accounts.tokens import token_issue, token_key
 from apps.catalog import soldout
-from apps.orders.api.soldout_gate import SoldOutGate
+from starmall.gates.orders import OrderGate
 from tests.orders.test_soldout_gate import Inner, _same, call, django_answer
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +43,7 @@ def headers(customer):
 
 def through_gate(body, headers, **kw):
     inner = Inner()
-    answer = call(SoldOutGate(inner), body=body, headers=headers, **kw)
+    answer = call(OrderGate(inner), body=body, headers=headers, **kw)
     return answer, inner.bodies == [body]
 
 
@@ -105,7 +105,7 @@ def test_an_underscore_header_goes_to_django(body, headers, settings):
     }
     assert build_environ(scope, None)["HTTP_X_FORWARDED_PROTO"] == "http,https"
     inner = Inner()
-    answer = call(SoldOutGate(inner), body=body, headers=header_list)
+    answer = call(OrderGate(inner), body=body, headers=header_list)
     assert inner.bodies == [body], answer
 
 

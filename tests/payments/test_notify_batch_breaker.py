@@ -1,4 +1,4 @@
-"""Attacks on the batched first deliveries (``gate_db.Batches`` behind ``notify_gate``) and the
+"""Attacks on the batched first deliveries (``postgres.Batches`` behind ``starmall.gates.payment_notify``) and the
 queued marker (``notify_duplicates.queued_key``) against the real PostgreSQL and Redis."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from django.db import connection
 from django_redis import get_redis_connection
 
 from apps.payments import notifications, notify_duplicates
-from apps.payments.api.notify_gate import NotifyGate
 from apps.payments.models import Payment, QueuedNotification
+from starmall.gates.payment_notify import PaymentNotifyGate
 from tests.orders.test_flash_create import _no_gate_connection_left  # noqa: F401 - an autouse fixture
 from tests.orders.test_soldout_gate import Inner
 from tests.payments import test_notify_queue_breaker as _breaker
@@ -40,7 +40,7 @@ def _item(body: bytes):
     return notify_queue.accept_item(notifications.PAY_RESULT.read(body, {})[0], body)
 
 
-class _WorkerBetweenCommitAndMarker(NotifyGate):
+class _WorkerBetweenCommitAndMarker(PaymentNotifyGate):
     """A worker on another process takes the row and refuses it (the amount changed meanwhile)
     in the moment between the statement's commit and this gate's queued-marker SET: the SET task
     is created but the loop has not run it yet (a busy loop in a storm)."""
@@ -90,10 +90,10 @@ def test_a_refused_apply_before_the_queued_marker_is_set_leaves_no_marker(buyer,
     assert queued_marker(payment.out_trade_no) is None
 
 
-def _one_batch_gate(n: int, statements: list[int]) -> NotifyGate:
+def _one_batch_gate(n: int, statements: list[int]) -> PaymentNotifyGate:
     """A gate whose ``n`` submits reach Batches in one loop step each, after the pool exists:
     one connection takes all ``n`` in ONE statement (its size recorded in ``statements``)."""
-    gate = NotifyGate(Inner())
+    gate = PaymentNotifyGate(Inner())
     real_submit, real_run = gate._accepts.submit, gate._accepts.run
     arrived = {"n": 0}
     ready = asyncio.Event()
@@ -224,7 +224,7 @@ def test_two_gates_on_two_loops_racing_one_result_queue_it_once(buyer, make_sku,
     assert Counter(outcomes()) == {"applied": 1, "duplicate": 5}
 
 
-class _RedisDownForMarkers(NotifyGate):
+class _RedisDownForMarkers(PaymentNotifyGate):
     async def _remember_queued(self, markers):
         class Down:
             def pipeline(self, transaction=False):

@@ -1,4 +1,4 @@
-"""The notify gate in front of Django (``apps.payments.api.notify_gate``) and the markers and
+"""The notify gate in front of Django (``starmall.gates.payment_notify``) and the markers and
 audit backlog behind it (``apps.payments.notify_duplicates``).
 
 The gate may answer a payment notification only with the answer Django itself gives: these
@@ -23,8 +23,8 @@ from pay_helpers import pay_result, signed_xml
 
 from apps.orders.models import FollowUp, Order, OrderEvent
 from apps.payments import notifications, notify_duplicates
-from apps.payments.api.notify_gate import MAX_BODY, NOTIFY_PATH, NotifyGate
 from apps.payments.models import Notification, Payment
+from starmall.gates.payment_notify import MAX_BODY, NOTIFY_PATH, PaymentNotifyGate
 from tests.orders.test_flash_create import run
 from tests.orders.test_soldout_gate import Inner, _same, call, django_answer
 
@@ -43,12 +43,12 @@ SUCCESS = b"<xml><return_code><![CDATA[SUCCESS]]></return_code><return_msg><![CD
 HEADERS = {"Host": "127.0.0.1:8000", "Content-Type": "text/xml"}
 
 
-def gate_call(body: bytes, headers=None, gate: NotifyGate | None = None, **kwargs):
-    """One delivery through ``gate`` (by default a new NotifyGate) in front of :class:`Inner`:
+def gate_call(body: bytes, headers=None, gate: PaymentNotifyGate | None = None, **kwargs):
+    """One delivery through ``gate`` (by default a new PaymentNotifyGate) in front of :class:`Inner`:
     (answer, the bodies that reached Django)."""
     inner = Inner()
     if gate is None:
-        gate = NotifyGate(inner)
+        gate = PaymentNotifyGate(inner)
     gate.app = inner
     answer = call(gate, body=body, headers=HEADERS if headers is None else headers, path=NOTIFY_PATH, **kwargs)
     return answer, inner.bodies
@@ -266,7 +266,7 @@ def test_a_duplicate_the_gate_cannot_answer_exactly_goes_to_django(paid, case, s
         settings.DISALLOWED_USER_AGENTS = [re.compile("Mozilla")]
         headers["User-Agent"] = "Mozilla/4.0"
     inner = Inner()
-    gate = NotifyGate(inner)
+    gate = PaymentNotifyGate(inner)
     if case == "twice_host":
         answer = call(gate, body=body, headers=[*headers.items(), ("Host", "evil.example.com")], path=NOTIFY_PATH)
     else:
@@ -320,8 +320,8 @@ def _cache_at(settings, location: str) -> None:
 def test_redis_unreachable_means_django_answers_with_one_warning(paid, settings, caplog):
     _, body = paid
     _cache_at(settings, "redis://127.0.0.1:9/0")
-    gate = NotifyGate(Inner())  # one per worker process
-    with caplog.at_level("WARNING", logger="apps.payments.api.notify_gate"):
+    gate = PaymentNotifyGate(Inner())  # one per worker process
+    with caplog.at_level("WARNING", logger="starmall.gates.payment_notify"):
         for _ in range(5):
             assert gate_call(body, gate=gate)[1] == [body]
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["notify gate: Redis unavailable"]

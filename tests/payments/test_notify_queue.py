@@ -1,5 +1,5 @@
 """A payment result's first delivery queued by the notify gate and applied by the worker
-(``apps.payments.notify_queue``, ``apps.payments.api.notify_gate``).
+(``apps.payments.notify_queue``, ``starmall.gates.payment_notify``).
 
 The gate may answer SUCCESS only for what Django would apply and answer SUCCESS, and only once
 the row is committed; the worker's apply must then do exactly what Django's request did (paid
@@ -22,11 +22,10 @@ from pay_helpers import pay_result, signed_xml
 
 from apps.orders.models import FollowUp, Order, OrderEvent
 from apps.payments import notifications, notify_duplicates, notify_queue, tasks
-from apps.payments.api import notify_gate
-from apps.payments.api.notify_gate import NOTIFY_PATH, NotifyGate
 from apps.payments.models import Notification, Payment, QueuedNotification
 from starmall import dispatch
-from starmall.api import gate_db
+from starmall.gates import payment_notify, postgres
+from starmall.gates.payment_notify import NOTIFY_PATH, PaymentNotifyGate
 from tests.orders.test_flash_create import _no_gate_connection_left, run  # noqa: F401 - an autouse fixture
 from tests.orders.test_soldout_gate import Inner, _same
 from tests.payments.test_notify_gate import HEADERS, SUCCESS, _unpaid_at_wechat, django_notify, marker, outcomes
@@ -60,10 +59,10 @@ def wakes(pushed: list[tuple[str, tuple]]) -> int:
     return sum(1 for name, _args in pushed if name == tasks.notifications_queued_drain.name)
 
 
-def deliver(bodies: list[bytes], gate: NotifyGate | None = None) -> tuple[list[tuple[int, dict, bytes]], Inner]:
-    """``bodies`` through a NotifyGate in front of :class:`Inner`, at once in one event loop."""
+def deliver(bodies: list[bytes], gate: PaymentNotifyGate | None = None) -> tuple[list[tuple[int, dict, bytes]], Inner]:
+    """``bodies`` through a PaymentNotifyGate in front of :class:`Inner`, at once in one event loop."""
     inner = Inner()
-    gate = gate or NotifyGate(inner)
+    gate = gate or PaymentNotifyGate(inner)
     gate.app = inner
     return run(gate, [(body, HEADERS) for body in bodies], path=NOTIFY_PATH), inner
 
@@ -153,12 +152,12 @@ def test_what_the_gate_cannot_queue_goes_to_django(buyer, make_sku, place_order,
 
 def test_postgres_unreachable_means_django_answers_in_time(buyer, make_sku, place_order, wechat, monkeypatch):
     _, body = _unpaid_at_wechat(buyer, make_sku, place_order, wechat)
-    real = gate_db.conninfo
-    monkeypatch.setattr(gate_db, "conninfo", lambda db, **kw: real({**db, "PORT": 1}, **kw))  # nothing listens
+    real = postgres.conninfo
+    monkeypatch.setattr(postgres, "conninfo", lambda db, **kw: real({**db, "PORT": 1}, **kw))  # nothing listens
     t0 = time.monotonic()
     [answer], inner = deliver([body])
     assert (answer, inner.bodies) == ((200, {}, b"django"), [body])
-    assert time.monotonic() - t0 < notify_gate.CONNECTION_WAIT_SECONDS + 3
+    assert time.monotonic() - t0 < payment_notify.CONNECTION_WAIT_SECONDS + 3
     assert not QueuedNotification.objects.exists()
 
 
@@ -432,7 +431,7 @@ def _accept_now(items: list[tuple[str, str, str, str]]) -> list[tuple]:
     import psycopg
     from django.db import connection
 
-    from starmall.api.gate_db import conninfo
+    from starmall.gates.postgres import conninfo
 
     with psycopg.connect(conninfo(connection.settings_dict, application_name="test"), autocommit=True) as conn:
         cursor = psycopg.ClientCursor(conn)
@@ -483,7 +482,7 @@ def test_first_deliveries_arriving_together_share_statements(buyer, make_sku, pl
     settings.MAX_UNPAID_ORDERS = 20
     settings.NOTIFY_GATE_CONNECTIONS = 1
     bodies = [_unpaid_at_wechat(buyer, make_sku, place_order, wechat)[1] for _ in range(12)]
-    gate = NotifyGate(Inner())
+    gate = PaymentNotifyGate(Inner())
     statements = []
     real = gate._accept
 
@@ -509,7 +508,7 @@ def test_a_copy_of_a_queued_result_is_answered_by_the_queued_marker_alone(buyer,
     assert stored.decode() == notify_duplicates.applied_value(fields["transaction_id"], fields["total_fee"])
     assert 0 < get_redis_connection("default").ttl(notify_duplicates.queued_key(no)) <= 3600
 
-    gate = NotifyGate(Inner())
+    gate = PaymentNotifyGate(Inner())
 
     async def no_statement(item, wait_seconds):
         raise AssertionError("a copy with a queued marker needs no statement")

@@ -1,5 +1,5 @@
 """Attacks on the queued first delivery of a WeChat payment result (``apps.payments.notify_queue``
-behind ``apps.payments.api.notify_gate``).
+behind ``starmall.gates.payment_notify``).
 
 The rule under attack: the gate answers SUCCESS to a first delivery only for what Django would
 apply and answer SUCCESS, and only once its row is committed; the worker's later apply gives
@@ -30,10 +30,10 @@ from wechatpy.pay.utils import calculate_signature
 from apps.alerts.models import Alert
 from apps.orders.models import FollowUp, Order, OrderEvent
 from apps.payments import notifications, notify_duplicates, notify_queue, services, wechat
-from apps.payments.api.notify_gate import NotifyGate
 from apps.payments.models import Notification, Payment, QueuedNotification, Refund
 from starmall import dispatch
-from starmall.api import gate_db
+from starmall.gates import postgres
+from starmall.gates.payment_notify import PaymentNotifyGate
 from tests.orders.test_flash_create import _no_gate_connection_left  # noqa: F401 - an autouse fixture
 from tests.orders.test_soldout_gate import Inner
 from tests.payments.test_notify_gate import SUCCESS, marker, outcomes
@@ -124,13 +124,13 @@ def untouched(payment: Payment) -> None:
     assert marker(payment.out_trade_no) is None
 
 
-def queue_off_gate(settings) -> NotifyGate:
+def queue_off_gate(settings) -> PaymentNotifyGate:
     """A second "web node" whose gate does not queue (its pool sized 0), as with
     ``NOTIFY_GATE_CONNECTIONS=0`` on that process only."""
     settings.BREAKER_NOTIFY_GATE_OFF = 0
-    gate = NotifyGate(Inner())
-    gate._database = gate_db.Database("notify-gate", "BREAKER_NOTIFY_GATE_OFF")
-    gate._accepts = gate_db.Batches(gate._database, gate._accept, warn=gate.warn)
+    gate = PaymentNotifyGate(Inner())
+    gate._database = postgres.Database("notify-gate", "BREAKER_NOTIFY_GATE_OFF")
+    gate._accepts = postgres.Batches(gate._database, gate._accept, warn=gate.warn)
     return gate
 
 
@@ -589,7 +589,7 @@ def test_sweeps_on_two_machines_at_once_raise_one_stuck_alert(
 # --- Redis and PostgreSQL failing -------------------------------------------------------------------
 
 
-class _RedisDownForCopies(NotifyGate):
+class _RedisDownForCopies(PaymentNotifyGate):
     """Redis answers the gate's marker script, then goes down before the copy's."""
 
     async def _script(self, script, sha, keys, args):
@@ -634,7 +634,7 @@ def test_a_statement_that_fails_writes_nothing_and_leaves_the_pool_usable(
     good = result(good_payment, good_number)
 
     inner = Inner()
-    gate = NotifyGate(inner)
+    gate = PaymentNotifyGate(inner)
 
     answers = asyncio.run(_sequential(gate, [bad, good]))
     assert [a[2] for a in answers] == [b"django", SUCCESS]
@@ -647,7 +647,7 @@ def test_a_statement_that_fails_writes_nothing_and_leaves_the_pool_usable(
     paid_once(good_payment, good_number)
 
 
-async def _sequential(gate: NotifyGate, bodies: list[bytes]) -> list[tuple[int, dict, bytes]]:
+async def _sequential(gate: PaymentNotifyGate, bodies: list[bytes]) -> list[tuple[int, dict, bytes]]:
     """``bodies`` one after another through ``gate`` in this loop (one pool, one connection)."""
     from tests.payments.test_notify_gate import HEADERS
 

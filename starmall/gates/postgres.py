@@ -1,8 +1,8 @@
 """The ASGI gates' own PostgreSQL connections: a small psycopg_pool per worker process.
 
 Two gates write to PostgreSQL before Django: a 秒杀 winner's create
-(``apps.orders.api.create_gate``) and a WeChat payment result's first delivery, queued for the
-worker (``apps.payments.api.notify_gate``). Each holds a :class:`Database`: one pool per event
+(``starmall.gates.creates``) and a WeChat payment result's first delivery, queued for the
+worker (``starmall.gates.payment_notify``). Each holds a :class:`Database`: one pool per event
 loop, made on first use from ``DATABASES["default"]`` with the libpq options Django passes,
 autocommit (every statement the gates send is one query message, its own transaction), all its
 connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On

@@ -1,9 +1,9 @@
 """A 秒杀 winner's create answered before Django: the ``POST /api/v1/orders`` half of the gate.
 
-A winner of a flash sale holds a draft the confirm gate (``apps.orders.api.flash_gate``) wrote
+A winner of a flash sale holds a draft the confirm gate (``starmall.gates.flash_confirm``) wrote
 in Redis; its create is the only request of the sale that must reach PostgreSQL. Through Django
 it costs a request thread, the middleware, DRF, token auth's query and nine round trips while
-the sale's row is locked (``docs/PERFORMANCE.md``). ``SoldOutGate`` (``apps.orders.api.
+the sale's row is locked (``docs/PERFORMANCE.md``). ``OrderGate`` (``apps.orders.api.
 soldout_gate``) hands this module a create whose request it has checked as it checks a confirm
 (Host, Content-Type, Accept, Content-Length, a bearer token), and :func:`answer`:
 
@@ -51,7 +51,7 @@ from apps.orders.api.serializers import OrderSerializer
 from apps.orders.api.views import OrderCreateThrottle
 from apps.orders.create import order_no_new, pay_deadline_of
 from starmall import cache_client
-from starmall.api import gate_db
+from starmall.gates import postgres
 
 logger = logging.getLogger(__name__)
 
@@ -80,15 +80,15 @@ def create_request(data) -> tuple[str, str] | None:
     return (key, remark.strip()) if len(remark) <= _MAX_REMARK else None  # counted before trimming, as DRF
 
 
-def batches(database: gate_db.Database, warn) -> gate_db.Batches:
+def batches(database: postgres.Database, warn) -> postgres.Batches:
     """The worker's creates of winners arriving together, sent as one transaction per sale
     (``flash_create.create_many``) on ``database``'s connections; ``warn``: the gate's."""
-    return gate_db.Batches(
+    return postgres.Batches(
         database, functools.partial(flash_create.create_many, warn=warn), warn=warn, max_items=BATCH_MAX
     )
 
 
-async def answer(redis, creates: gate_db.Batches, token: str, data) -> dict | None:
+async def answer(redis, creates: postgres.Batches, token: str, data) -> dict | None:
     """The 201 body of the order made from the draft in ``data`` (``OrderSerializer``), or None:
     Django answers. ``redis``: the gate's redis.asyncio client; ``creates``: the worker's
     :func:`batches`; ``token``: the bearer token; ``data``: the parsed JSON body. Redis errors

@@ -4,7 +4,7 @@ In a 秒杀 most buyers arrive after the last unit is gone (``make bench``: abou
 ``order_confirm`` already answers them from the Redis sold-out flags (``apps.catalog.soldout``)
 without PostgreSQL, but each of them still costs a whole request cycle: the hand-off to a
 request thread (a2wsgi), the middleware, DRF's parsing and validation and token auth's customer
-query, CPU that the winners need on a small machine. :class:`SoldOutGate` wraps the HTTP
+query, CPU that the winners need on a small machine. :class:`OrderGate` wraps the HTTP
 application (``starmall/asgi.py``) and answers exactly those requests in the event loop, after
 ONE Redis round trip (MGET of the token and the flags); everything else goes to Django untouched.
 
@@ -29,7 +29,7 @@ It answers only where Django would give the same answer, byte for byte
   ``order_confirm`` uses.
 
 A confirm of this shape that names a ``flash_sale_id`` (one SKU, no coupon, no points) is a
-秒杀's: ``apps.orders.api.flash_gate`` decides it in Redis instead — the flags, then the sale's
+秒杀's: ``starmall.gates.flash_confirm`` decides it in Redis instead — the flags, then the sale's
 quota: the 409 of a loser or an over-limit buyer, or a winner's draft written by one Lua
 script and its 200 — and passes to Django whatever it cannot answer exactly.
 
@@ -48,13 +48,12 @@ from rest_framework.settings import api_settings
 
 from apps.accounts.tokens import token_key
 from apps.catalog import soldout
-from apps.orders.api import create_gate, flash_gate
 from apps.orders.api.views import OrderConfirmView, OrderListCreateView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall import cache_client
-from starmall.api import gate, gate_db
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
+from starmall.gates import creates, flash_confirm, http, postgres
 
 logger = logging.getLogger(__name__)
 
@@ -109,24 +108,24 @@ def _json_body(payload: dict) -> bytes:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").encode()
 
 
-class SoldOutGate(gate.RedisGate):
+class OrderGate(http.RedisGate):
     """ASGI middleware: a sold-out confirm answered from Redis, everything else passed to ``app``.
 
     ``app`` is the shop's HTTP application (Django behind a2wsgi). One Redis connection pool per
     worker process, made on first use in its event loop from the cache's ``LOCATION``
-    (``starmall.api.gate.RedisGate``).
+    (``starmall.gates.http.RedisGate``).
     """
 
-    paths = (CONFIRM_PATH, create_gate.CREATE_PATH)
+    paths = (CONFIRM_PATH, creates.CREATE_PATH)
     label = "sold-out gate"
     logger = logger
 
     def __init__(self, app) -> None:
         super().__init__(app)
-        self._drf_headers = gate.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
-        self._create_headers = gate.view_headers(OrderListCreateView)
-        self._database = gate_db.Database("create-gate", "CREATE_GATE_CONNECTIONS")  # a winner's create (create_gate)
-        self._creates = create_gate.batches(self._database, self.warn)  # winners arriving together: one transaction
+        self._drf_headers = http.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
+        self._create_headers = http.view_headers(OrderListCreateView)
+        self._database = postgres.Database("create-gate", "CREATE_GATE_CONNECTIONS")  # a winner's create (create_gate)
+        self._creates = creates.batches(self._database, self.warn)  # winners arriving together: one transaction
 
     def body_limit(self) -> int:
         return _body_limit()
@@ -141,11 +140,11 @@ class SoldOutGate(gate.RedisGate):
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
         """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
-        headers = gate.plain_headers(scope, body, _body_limit())
+        headers = http.plain_headers(scope, body, _body_limit())
         if headers is None:
             return None
-        secure = gate.is_secure(scope, headers)
-        if not gate.django_passes(headers, secure):
+        secure = http.is_secure(scope, headers)
+        if not http.django_passes(headers, secure):
             return None
         # Spaces only around the ";" (DRF's parse): "application/ json" is Django's 415.
         content_type = ";".join(
@@ -160,26 +159,26 @@ class SoldOutGate(gate.RedisGate):
             data = json.loads(body.decode("utf-8"), parse_constant=_no_constants)
         except (ValueError, RecursionError):
             return None
-        if scope["path"] == create_gate.CREATE_PATH:  # a 秒杀 winner's create (apps.orders.api.create_gate)
-            order = await create_gate.answer(self.client(), self._creates, auth[1], data)
+        if scope["path"] == creates.CREATE_PATH:  # a 秒杀 winner's create (starmall.gates.creates)
+            order = await creates.answer(self.client(), self._creates, auth[1], data)
             if order is None:
                 return None
             payload = _json_body(order)
-            return 201, gate.response_headers(b"application/json", secure, len(payload), self._create_headers), payload
+            return 201, http.response_headers(b"application/json", secure, len(payload), self._create_headers), payload
         parsed = confirm_request(data)
         if parsed is None:
             return None
         quantities, flash_sale_id = parsed
-        decided = flash_gate.FLAGS
-        if flash_gate.flash_shape(data, quantities):  # a 秒杀: decided in Redis (apps.orders.api.flash_gate)
-            decided = await flash_gate.answer(self.client(), data, quantities, auth[1])
+        decided = flash_confirm.FLAGS
+        if flash_confirm.flash_shape(data, quantities):  # a 秒杀: decided in Redis (starmall.gates.flash_confirm)
+            decided = await flash_confirm.answer(self.client(), data, quantities, auth[1])
         if decided is None:
             return None
         if isinstance(decided, ShopError):
             refused = decided
-        elif decided is not flash_gate.FLAGS:
+        elif decided is not flash_confirm.FLAGS:
             payload = _json_body(decided)
-            return 200, gate.response_headers(b"application/json", secure, len(payload), self._drf_headers), payload
+            return 200, http.response_headers(b"application/json", secure, len(payload), self._drf_headers), payload
         else:
             keys = soldout.keys_for(quantities, flash_sale_id)
             values = await self._mget(
@@ -195,7 +194,7 @@ class SoldOutGate(gate.RedisGate):
         payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
         return (
             refused.status,
-            gate.response_headers(b"application/json", secure, len(payload), self._drf_headers),
+            http.response_headers(b"application/json", secure, len(payload), self._drf_headers),
             payload,
         )
 

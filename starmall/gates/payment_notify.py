@@ -5,7 +5,7 @@ WeChat delivers every payment result more than once; in a notification storm (``
 1,000 payments, each delivered 3 times) two deliveries in three are of a payment already
 applied, and Django spent a whole request on each (a request thread, the middleware, the
 payment's queries, an audit row) to answer SUCCESS and change nothing, and a whole request of
-about fifteen queries on each first delivery while WeChat waited. :class:`NotifyGate` wraps the
+about fifteen queries on each first delivery while WeChat waited. :class:`PaymentNotifyGate` wraps the
 HTTP application (``starmall/asgi.py``) and, in the event loop, answers the copies of applied
 payments after ONE Redis round trip, and the first deliveries of pending payments after one
 Redis round trip and one PostgreSQL statement that queues them for the worker; everything else
@@ -16,7 +16,7 @@ It answers only where Django would answer the same, byte for byte
 
 - ``POST`` to exactly :data:`NOTIFY_PATH`, no query string, a Host Django allows, no HTTPS
   redirect due, an ``Accept`` DRF takes as it is, single plain headers, a ``Content-Length``
-  equal to the body of at most :data:`MAX_BODY` bytes (``starmall.api.gate``);
+  equal to the body of at most :data:`MAX_BODY` bytes (``starmall.gates.http``);
 - a body Django's own reader trusts: ``notifications.PAY_RESULT.read`` — defusedxml (no DTD,
   no entities), ``wechat.verify_signature`` over exactly the fields received, return_code /
   appid / mch_id / result_code / transaction_id — claimed by the "payment" handler (not a
@@ -58,7 +58,7 @@ from redis.exceptions import NoScriptError
 from apps.payments import notifications, notify_duplicates, notify_queue, tasks
 from apps.payments.api.views import MAX_NOTIFY_BYTES, wechat_notify
 from starmall import dispatch
-from starmall.api import gate, gate_db
+from starmall.gates import http, postgres
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def duplicate_candidate(body: bytes) -> dict[str, str] | None:
     return fields
 
 
-class NotifyGate(gate.RedisGate):
+class PaymentNotifyGate(http.RedisGate):
     """ASGI middleware: a re-sent payment notification already applied is answered SUCCESS
     from Redis; everything else is passed to ``app`` (Django behind a2wsgi) with its body."""
 
@@ -97,10 +97,10 @@ class NotifyGate(gate.RedisGate):
 
     def __init__(self, app) -> None:
         super().__init__(app)
-        self._drf_headers = gate.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
-        self._database = gate_db.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
+        self._drf_headers = http.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
+        self._database = postgres.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
         # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
-        self._accepts = gate_db.Batches(self._database, self._accept, warn=self.warn)
+        self._accepts = postgres.Batches(self._database, self._accept, warn=self.warn)
         self._later: set[asyncio.Task] = set()  # the queued markers' writes, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
 
@@ -112,11 +112,11 @@ class NotifyGate(gate.RedisGate):
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
         """``(200, headers, SUCCESS)`` for a duplicate of an applied payment, or None: Django answers."""
-        headers = gate.plain_headers(scope, body, self.body_limit())
+        headers = http.plain_headers(scope, body, self.body_limit())
         if headers is None:
             return None
-        secure = gate.is_secure(scope, headers)
-        if not gate.django_passes(headers, secure):
+        secure = http.is_secure(scope, headers)
+        if not http.django_passes(headers, secure):
             return None
         fields = duplicate_candidate(body)
         if fields is None:
@@ -136,7 +136,7 @@ class NotifyGate(gate.RedisGate):
         elif marked != 1:
             return None
         ack = notifications.PAY_RESULT.answer_success()  # what Django's view sends for a duplicate
-        headers = gate.response_headers(ack.content_type.encode(), secure, len(ack.body), self._drf_headers)
+        headers = http.response_headers(ack.content_type.encode(), secure, len(ack.body), self._drf_headers)
         return ack.status, headers, ack.body
 
     async def aclose(self) -> None:

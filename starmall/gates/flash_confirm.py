@@ -1,6 +1,6 @@
 """A 秒杀 confirm decided in Redis, in front of Django: the flash-sale half of the ASGI gate.
 
-``SoldOutGate`` (``apps.orders.api.soldout_gate``) hands it a confirm of the shape it already
+``OrderGate`` (``starmall.gates.orders``) hands it a confirm of the shape it already
 recognises that names a ``flash_sale_id`` (one SKU, no coupon, no points). It answers with two
 Redis round trips at most, in the event loop, and only where Django would give the same answer:
 

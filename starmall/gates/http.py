@@ -2,7 +2,7 @@
 Django would answer the request itself in some other way, and the headers Django puts on an
 answer.
 
-A gate (``apps.orders.api.soldout_gate.SoldOutGate``, ``apps.payments.api.notify_gate.NotifyGate``)
+A gate (``starmall.gates.orders.OrderGate``, ``starmall.gates.payment_notify.PaymentNotifyGate``)
 wraps the shop's HTTP application (``starmall/asgi.py``) and answers one kind of request from
 Redis in the event loop, before a request thread, the middleware and the view: only where
 Django would give the same answer, byte for byte. Everything else, a Redis error, a Redis
@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
-from starmall.api import gate_db
+from starmall.gates import postgres
 
 WARN_EVERY_SECONDS = 10.0  # one warning per interval while Redis fails, not one per request
 # Per gate and worker process. A request waits up to the gate's Redis timeout for a free one, then
@@ -56,7 +56,7 @@ class RedisGate:
     Subclasses set :attr:`paths`, :attr:`label` (the warnings' prefix) and :attr:`logger`, and
     define :meth:`answer`, :meth:`body_limit` (bytes; a longer or chunked body is Django's at
     once) and :meth:`redis_timeout` (seconds; read when the worker's pool is made). A gate that
-    writes to PostgreSQL sets ``_database`` (a ``gate_db.Database``): :meth:`warm` and
+    writes to PostgreSQL sets ``_database`` (a ``postgres.Database``): :meth:`warm` and
     :meth:`aclose` open and close it with the Redis client.
     """
 
@@ -67,7 +67,7 @@ class RedisGate:
     def __init__(self, app) -> None:
         self.app = app
         self._redis: tuple[asyncio.AbstractEventLoop, aioredis.Redis] | None = None
-        self._database: gate_db.Database | None = None
+        self._database: postgres.Database | None = None
         self._quiet_until = 0.0  # time.monotonic() before which Redis failures are not logged again
 
     def body_limit(self) -> int:
