@@ -7,8 +7,7 @@ in this order, and never locks a row of an earlier step after one of a later ste
 already holds may be written again at any time; steps it does not need are skipped):
 
 1. the order (``Order``; one per transaction — a batch handles one order per transaction —
-   except the new orders of a 秒杀's winners created together, ``apps/orders/flash_create.py:
-   create_many``, which inserts them all first, by customer and key, and then takes the later
+   except the new orders created together, ``apps/orders/create.py: orders_create``, which inserts them all first, by customer and key, and then takes the later
    steps for all of them: customers in id order, every allowance, the sale, the SKUs);
 2. that order's own records: its ``Payment``, ``AfterSale``, ``Refund`` and
    ``RefundBatchItem`` rows (a ``Recharge`` stands here: it is the customer's payment record).

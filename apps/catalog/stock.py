@@ -19,18 +19,16 @@ from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Product, Sku
 
 
-def sku_take_sql(extra: str = "") -> str:
+def sku_take_sql() -> str:
     """The conditional UPDATE taking units from one SKU on sale, ``RETURNING stock``; its
-    parameters are ``(units, sku_id, units)``. ``extra``: one more condition, appended as it is
-    (``" AND EXISTS (...)"``: the one-round-trip create, ``apps.orders.flash_create``, chains
-    it after the 秒杀's step). Only the SKU's own row is locked and re-checked: PostgreSQL
-    re-evaluates ``stock >= n`` on the newest row version after waiting for the lock (a join
-    written as ``id IN (SELECT ...)`` would re-check a stale stock: oversold, test_races caught
-    it); the product's flag is read from the statement's snapshot."""
+    parameters are ``(units, sku_id, units)``. Only the SKU's own row is locked and re-checked:
+    PostgreSQL re-evaluates ``stock >= n`` on the newest row version after waiting for the lock
+    (a join written as ``id IN (SELECT ...)`` would re-check a stale stock: oversold, test_races
+    caught it); the product's flag is read from the statement's snapshot."""
     sku, product = Sku._meta.db_table, Product._meta.db_table
     return (
         f"UPDATE {sku} SET stock = stock - %s WHERE id = %s AND is_active AND stock >= %s AND EXISTS ("
-        f"SELECT 1 FROM {product} p WHERE p.id = {sku}.product_id AND p.is_active){extra} RETURNING stock"
+        f"SELECT 1 FROM {product} p WHERE p.id = {sku}.product_id AND p.is_active) RETURNING stock"
     )
 
 

@@ -103,49 +103,48 @@ def flash_sale_check(
 
 @transaction.atomic(savepoint=False)
 def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datetime | None = None) -> None:
-    """Create (phase 2): take the customer's allowance and the sale's stock; joins the
-    caller's (the order's) transaction, whose rollback gives everything back.
+    """Create (phase 2): take the customer's allowance (:func:`allowance_take`), then the sale's
+    stock (:func:`sale_stock_take`), in the caller's (the order's) transaction, whose rollback
+    gives everything back. Call it as late as possible, right before the SKUs' stock: the sale row
+    is the hottest row of a 秒杀 and stays locked until commit. Lock order: the allowance row, the
+    sale, then the SKU — step 6 of ``starmall/locking.py``."""
+    allowance_take(sale_id=sale_id, customer_id=customer_id, units=units)
+    sale_stock_take(sale_id=sale_id, units=units, now=now)
 
-    Call it as late as possible in the order's transaction, right before the SKU's
-    ``sku_stock_decrement``: the sale row is the hottest row of a 秒杀 and stays locked until
-    commit. Lock order: the customer's allowance row, then the sale, then the SKU (every
-    flash-sale order takes them in this order, a plain order takes only SKUs: no deadlock) —
-    step 6 of ``starmall/locking.py``, after the customer's row, before SKUs and product sales.
 
-    1. ``INSERT (sale, customer, n) ... ON CONFLICT DO UPDATE SET quantity = quantity + n
-       WHERE quantity + n <= limit`` (:func:`_allowance_take`, one statement): no row ->
-       FlashSaleLimitExceeded. Racing orders of one customer serialise on that row.
-    2. ``UPDATE sale SET stock = stock - n, sold = sold + n WHERE id = ? AND is_active AND
-       starts_at <= now < ends_at AND stock >= n`` (only the sale's own columns: PostgreSQL
-       re-checks them after waiting for the row lock): 0 rows -> FlashSaleNotLive or
-       InsufficientStock (``detail.flash_sale_id``).
-    """
+def allowance_take(*, sale_id: int, customer_id: int, units: int) -> None:
+    """Add ``units`` to the customer's allowance of the sale, within ``limit_per_customer``: ONE
+    statement (:func:`allowance_take_sql`), whose conflict row serialises racing orders of one
+    customer. Over the limit: FlashSaleLimitExceeded, nothing written. Needs a transaction."""
+    if units <= 0:
+        raise ValueError(f"units must be positive, got {units}")
+    with connection.cursor() as cursor:
+        cursor.execute(allowance_take_sql(), [sale_id, customer_id, units, sale_id, units])
+        if cursor.fetchone() is None:
+            raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
+
+
+def sale_stock_take(*, sale_id: int, units: int, now: dt.datetime | None = None) -> None:
+    """Take ``units`` from a live sale's stock and add them to ``sold``: ONE conditional UPDATE
+    (:func:`sale_take_sql`; the units of several orders at once when a create batches them).
+    0 rows: FlashSaleNotLive, or InsufficientStock (``detail.flash_sale_id``; a sale seen at 0 is
+    flagged sold out). Needs a transaction; ``now``: aware, the window check."""
     if units <= 0:
         raise ValueError(f"units must be positive, got {units}")
     now = now or timezone.now()
-    if not _allowance_take(sale_id, customer_id, units):
-        raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
     moment = connection.ops.adapt_datetimefield_value(now)  # as the ORM writes it (SQLite: naive UTC text)
     with connection.cursor() as cursor:
         cursor.execute(sale_take_sql(), [units, units, sale_id, moment, moment, units])
-        taken = cursor.fetchone() is not None
-    if not taken:
-        sale = FlashSale.objects.get(pk=sale_id)
-        if not flash_sale_is_live(sale, now):
-            raise FlashSaleNotLive(flash_sale_id=sale_id)
-        if sale.stock == 0:
-            soldout.mark(soldout.flash_sale_key(sale_id), value=sale.sku_id)
-        raise InsufficientStock(
-            "秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units, available=sale.stock
-        )
-
-
-def _allowance_take(sale_id: int, customer_id: int, units: int) -> bool:
-    """Step 1 of :func:`flash_sale_take` as ONE statement (:func:`allowance_take_sql`); False
-    (nothing written) when the total would pass the sale's ``limit_per_customer``."""
-    with connection.cursor() as cursor:
-        cursor.execute(allowance_take_sql(), [sale_id, customer_id, units, sale_id, units])
-        return cursor.fetchone() is not None
+        if cursor.fetchone() is not None:
+            return
+    sale = FlashSale.objects.get(pk=sale_id)
+    if not flash_sale_is_live(sale, now):
+        raise FlashSaleNotLive(flash_sale_id=sale_id)
+    if sale.stock == 0:
+        soldout.mark(soldout.flash_sale_key(sale_id), value=sale.sku_id)
+    raise InsufficientStock(
+        "秒杀商品已抢完。", flash_sale_id=sale_id, sku_id=sale.sku_id, requested=units, available=sale.stock
+    )
 
 
 def allowance_take_sql() -> str:
@@ -154,7 +153,7 @@ def allowance_take_sql() -> str:
     row: over the limit). Parameters ``(sale_id, customer_id, units, sale_id, units)``. On a
     conflict the row is locked and its ``quantity`` re-checked on the newest version (``ON
     CONFLICT DO UPDATE ... WHERE``), so racing orders of one customer serialise on it. Run by
-    :func:`flash_sale_take` and, as a step of one statement, by ``apps.orders.flash_create``."""
+    :func:`allowance_take`."""
     purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
     return (
         f"INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
@@ -165,15 +164,14 @@ def allowance_take_sql() -> str:
     )
 
 
-def sale_take_sql(extra: str = "") -> str:
+def sale_take_sql() -> str:
     """Take units from a live sale's stock and add them to ``sold``, ``RETURNING stock`` (no row:
     not live, or not enough left). Parameters ``(units, units, sale_id, now, now, units)``. Only
     the sale's own columns are conditions, so PostgreSQL re-checks them on the newest version
-    after waiting for the row lock. ``extra``: one more condition appended as it is
-    (``apps.orders.flash_create`` chains the step after the allowance's)."""
+    after waiting for the row lock."""
     return (
         f"UPDATE {FlashSale._meta.db_table} SET stock = stock - %s, sold = sold + %s WHERE id = %s "
-        f"AND is_active AND starts_at <= %s AND ends_at > %s AND stock >= %s{extra} RETURNING stock"
+        f"AND is_active AND starts_at <= %s AND ends_at > %s AND stock >= %s RETURNING stock"
     )
 
 

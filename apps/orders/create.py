@@ -1,16 +1,30 @@
-"""Phase 2 of an order: :func:`order_create` turns a draft into an order in ONE transaction.
+"""Phase 2 of an order: drafts turned into orders, batch first. The one create of the shop.
 
-Order row (UNIQUE order_key), stock, slot, coupon and points: all or nothing.
+:func:`orders_create` is called by Django's ``POST /api/v1/orders`` with one request
+(:func:`order_create`) and by the ASGI gate (``starmall.gates.creates``) with the creates that
+arrive together in a 秒杀. Each order is made from its draft (``apps.orders.drafts``) in ONE
+transaction, all or nothing, taking its rows in the lock order of ``starmall/locking.py``:
+the order with its lines and first event (UNIQUE order_key), the slot, the coupon, the
+customer's row (caps, points, cart lines), the 秒杀 allowance and sale or the 拼团/砍价 record,
+the SKUs' stock. Creates of one sale and the same SKUs share one transaction: its hot rows
+(the sale, the SKUs) are taken once for all of them; a refusal rolls it back and the creates
+go on without the one refused (tests/orders/test_create_batch.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import secrets
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.core.cache import cache
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from apps.accounts import wallet
@@ -20,85 +34,261 @@ from apps.catalog import stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.marketing import bargains, flash_sales, group_buys
 from apps.orders import caps, cart, drafts, flash_reservations, order_rows
-from apps.orders.exceptions import CouponUnavailable, OrderKeyExpired
+from apps.orders.exceptions import CouponUnavailable, CustomerInactive, OrderKeyExpired
 from apps.orders.models import Delivery, Order
-from starmall.errors import InvalidState, LimitExceeded
+from starmall.errors import InvalidState, LimitExceeded, ShopError
+from starmall.locking import is_lock_conflict
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    """One create: the customer's ``order_key`` (from confirm) and ``remark`` (trimmed, at most
+    200 characters: ``CreateInSerializer``)."""
+
+    customer_id: int
+    order_key: str
+    remark: str = ""
+
+
+@dataclass
+class Created:
+    """An order of a request: made by this create (``created``), or the key's order that already
+    existed (a replay, or a racing create of the same key that committed first)."""
+
+    order: Order
+    created: bool
 
 
 def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tuple[Order, bool]:
-    """Turn the draft ``order_key`` into an order; return ``(order, created)``.
+    """Turn the draft ``order_key`` into an order: :func:`orders_create` of one request.
 
-    The same key again returns the existing order with ``created=False`` — also when two
-    requests race: the loser's INSERT hits UNIQUE(order_key), its whole transaction (stock,
-    slot, coupon, points) rolls back and it returns the winner's order. In one transaction:
-    insert the order with its lines and first event (``order_rows``: one statement on PostgreSQL),
-    book the slot, take the coupon and points, enforce the per-customer caps, remove the cart
-    lines it bought (``cart_item_ids`` at confirm), and last (hot rows locked briefly) a flash sale's
-    allowance and stock (``flash_sale_take``) and the SKUs' stock (conditional UPDATEs, SKU id
-    order). After commit: drop the draft and schedule the unpaid timeout. A consultation's
-    ``pay_deadline`` is ``min(now + ORDER_PAY_TIMEOUT_MINUTES, slot start -
-    BOOKING_MIN_NOTICE_MINUTES)``. Raises OrderKeyExpired, InsufficientStock, SlotUnavailable,
-    CouponUnavailable, InvalidState (points changed; a flash sale no longer live), LimitExceeded
-    (caps, flash-sale limit); on any of them nothing is kept.
+    Returns ``(order, created)``; the same key again returns the existing order with
+    ``created=False``. Raises what :func:`orders_create` answers for it.
     """
-    draft = _draft_take(order_key, customer)
-    if draft is None:  # replayed key (its order committed and dropped the draft), or expired
-        existing = _order_of_key(order_key, customer)
-        if existing is None:
-            raise OrderKeyExpired()
-        return existing, False
-    now = timezone.now()
+    (result,) = orders_create([CreateRequest(customer.pk, order_key, remark)])
+    if isinstance(result, Exception):
+        raise result
+    return result.order, result.created
+
+
+def orders_create(requests: list[CreateRequest]) -> list[Created | Exception]:
+    """Create the orders of ``requests``; one result per request, in order.
+
+    A result is :class:`Created`, or the error answering that request, with nothing kept for
+    it: OrderKeyExpired (no draft of the customer's, no order of the key), InsufficientStock,
+    SlotUnavailable, CouponUnavailable, InvalidState (points changed; a 秒杀, 拼团 or 砍价 no
+    longer live), LimitExceeded (the unpaid caps, a 秒杀's limit), CustomerInactive; another
+    error (the database gone) for every request of the transaction it broke. A 秒杀 create
+    refused gives its reserved units back to the sale's quota at once; after a commit the drafts
+    are dropped and the reservations settled. A consultation's ``pay_deadline`` is ``min(now +
+    ORDER_PAY_TIMEOUT_MINUTES, slot start - BOOKING_MIN_NOTICE_MINUTES)``.
+    """
+    results: list[Created | Exception | None] = [None] * len(requests)
+    items = []
+    found = cache.get_many([drafts.draft_key(r.order_key) for r in requests])
+    for i, request in enumerate(requests):
+        data = found.get(drafts.draft_key(request.order_key))
+        if data is None or data["customer_id"] != request.customer_id or data["order_key"] != request.order_key:
+            results[i] = _replay(request)  # its order committed and dropped the draft, or expired
+        else:
+            items.append(_Item(i, request, drafts.OrderDraft.from_json(data)))
+    for group in _groups(items):
+        try:
+            _create_together(group, results)
+        except Exception as exc:  # noqa: BLE001 - the database or Redis failed: this group's answer
+            logger.warning("order create failed for %d requests", len(group), exc_info=True)
+            for item in group:
+                if results[item.index] is None:
+                    results[item.index] = exc
+    return results
+
+
+@dataclass(frozen=True)
+class _Item:
+    """A request with its draft; ``index``: its place in the requests."""
+
+    index: int
+    request: CreateRequest
+    draft: drafts.OrderDraft
+
+    @property
+    def lock_key(self) -> tuple[int, str]:
+        """Where its rows come in a shared transaction (by customer, then key)."""
+        return self.request.customer_id, self.request.order_key
+
+
+def _groups(items: list[_Item]) -> list[list[_Item]]:
+    """Items that may share a transaction: a 秒杀's (or plain goods') creates of the same SKUs
+    with nothing but the customer's rows besides; a slot, coupon, 拼团 or 砍价 goes alone."""
+    groups: dict[tuple, list[_Item]] = {}
+    for item in items:
+        draft = item.draft
+        alone = draft.slot or draft.coupon_id or draft.group_buy_id or draft.group_id or draft.bargain_no
+        key = ("alone", item.index) if alone else (draft.flash_sale_id, tuple(sorted(draft.quantities)))
+        groups.setdefault(key, []).append(item)
+    return list(groups.values())
+
+
+class _Refused(Exception):
+    """The shared transaction was refused at ``item``'s own rows (``mine``: its caps, points,
+    allowance...: the others are unaffected), or at the rows all share (the sale's or SKUs'
+    stock, the window: ``mine`` False)."""
+
+    def __init__(self, item: _Item | None, error: ShopError, *, mine: bool) -> None:
+        super().__init__(str(error))
+        self.item, self.error, self.mine = item, error, mine
+
+
+def _create_together(group: list[_Item], results: list) -> None:
+    """Create ``group`` in as few transactions as is safe (module docstring): the refused item
+    is answered alone; after a refusal of its own rows the others go on together, after the
+    shared rows ran out each goes alone (some may still fit), and so after a UNIQUE conflict."""
+    pending = sorted(group, key=lambda item: item.lock_key)
+    while len(pending) > 1:
+        try:
+            made = _transaction(pending)
+        except _Refused as refused:
+            if not refused.mine:
+                break
+            pending.remove(refused.item)
+            results[refused.item.index] = _create_alone(refused.item)
+            continue
+        except DatabaseError as exc:  # a second order of a key, a deadlock: each alone
+            if not isinstance(exc, IntegrityError) and not is_lock_conflict(exc):
+                raise
+            break
+        for item, order in zip(pending, made, strict=True):
+            results[item.index] = Created(order, True)
+        return
+    for item in pending:
+        results[item.index] = _create_alone(item)
+
+
+def _create_alone(item: _Item) -> Created | ShopError:
+    """One item in a transaction of its own: its order, or the exact refusal (a 秒杀's reserved
+    units given back); the key's order when a racing create of the key committed first."""
     try:
-        with transaction.atomic():
-            # The lock order of starmall/locking.py: order, slot, coupon, customer, sale, SKUs.
-            # The order, its lines and its "created" event: one statement on PostgreSQL (order_rows).
-            order, lines = order_rows.order_rows_insert(
-                draft,
-                customer_id=customer.pk,
-                order_no=order_no_new(now),
-                remark=remark,
-                pay_deadline=pay_deadline_of(draft, now),
-                now=now,
-                extra=_pickup_fields(draft),
-            )
-            order.customer = customer
-            _slot_book(draft, order)
-            _coupon_take(draft, order)
-            caps.caps_enforce(customer_id=customer.pk, kind=draft.kind)
-            _points_take(draft, order)
-            _cart_lines_remove(draft, customer)
-            # The hot rows last, right before commit, so their locks are held briefly: the 秒杀
-            # allowance and sale (marketing), then the SKUs (in id order).
-            _flash_sale_take(draft, customer, now)
-            _group_or_bargain_take(draft, customer, order, now)
-            _stock_take(draft)
-            transaction.on_commit(partial(drafts.draft_delete, order_key))
-            if draft.flash_sale_id:  # the reservation's units are the database's now
-                transaction.on_commit(partial(flash_reservations.reservation_settle, draft.flash_sale_id, order_key))
-        order_rows.lines_cache(order, lines)
-    except (InsufficientStock, InvalidState, LimitExceeded):
-        if draft.flash_sale_id:  # refused, nothing kept: the reserved units go back to the quota now
-            flash_reservations.reservation_give_back(draft.flash_sale_id, order_key)
-        raise
+        (order,) = _transaction([item])
+    except _Refused as refused:
+        if item.draft.flash_sale_id and isinstance(refused.error, (InsufficientStock, InvalidState, LimitExceeded)):
+            flash_reservations.reservation_give_back(item.draft.flash_sale_id, item.request.order_key)
+        return refused.error
     except IntegrityError:
-        winner = Order.objects.filter(order_key=order_key, customer=customer).first()
+        winner = Order.objects.filter(order_key=item.request.order_key, customer_id=item.request.customer_id).first()
         if winner is None:
             raise
-        return winner, False
-    return order, True
+        return Created(winner, False)
+    return Created(order, True)
 
 
-def _draft_take(order_key: str, customer: Customer) -> drafts.OrderDraft | None:
-    """The customer's draft ``order_key``, or None (gone, or another customer's).
+@contextmanager
+def _refusing(item: _Item | None, *, mine: bool = True) -> Iterator[None]:
+    """A ShopError raised inside becomes the :class:`_Refused` of ``item``."""
+    try:
+        yield
+    except ShopError as exc:
+        raise _Refused(item, exc, mine=mine) from exc
 
-    The draft first: while it exists the key has no committed order (the draft is dropped
-    after that commit), and a create racing that commit meets UNIQUE(order_key) in
-    ``order_rows.order_rows_insert``. Saves the order lookup on every first create.
-    """
-    data = drafts.draft_get(order_key)
-    if data is None or data["customer_id"] != customer.pk:
-        return None
-    return drafts.OrderDraft.from_json(data)
+
+def _transaction(items: list[_Item]) -> list[Order]:
+    """ONE transaction making the orders of ``items`` (sorted by :attr:`_Item.lock_key`), every
+    row in the lock order of ``starmall/locking.py``; raises :class:`_Refused` (rolled back)."""
+    now = timezone.now()
+    with transaction.atomic():
+        made = [_rows_insert(item, now) for item in items]  # step 1
+        for item, (order, _lines) in zip(items, made, strict=True):
+            with _refusing(item):
+                _slot_book(item.draft, order)  # step 3
+                _coupon_take(item.draft, order)  # step 4
+        _customers_lock(items)  # step 5
+        for item, (order, _lines) in zip(items, made, strict=True):
+            with _refusing(item):
+                caps.caps_check(customer_id=item.request.customer_id, kind=item.draft.kind, new=0)
+                _points_take(item.draft, order)
+                _cart_lines_remove(item.draft, item.request.customer_id)
+        _promotions_take(items, [order for order, _lines in made], now)  # step 6
+        with _refusing(items[0] if len(items) == 1 else None, mine=False):
+            stock.sku_stock_decrement(quantities=_units(items))  # step 7
+        transaction.on_commit(partial(_after_commit, [item.draft for item in items]))
+    for order, lines in made:
+        order_rows.lines_cache(order, lines)
+    return [order for order, _lines in made]
+
+
+def _rows_insert(item: _Item, now: dt.datetime) -> tuple[Order, list]:
+    """The order, its lines and its "created" event (``order_rows``: one statement on PostgreSQL)."""
+    return order_rows.order_rows_insert(
+        item.draft,
+        customer_id=item.request.customer_id,
+        order_no=order_no_new(now),
+        remark=item.request.remark,
+        pay_deadline=pay_deadline_of(item.draft, now),
+        now=now,
+        extra=_pickup_fields(item.draft),
+    )
+
+
+def _customers_lock(items: list[_Item]) -> None:
+    """Lock the customers' rows in id order (the caps' and the wallet's serialization point);
+    a customer deactivated since the token was read: CustomerInactive."""
+    wanted = sorted({item.request.customer_id for item in items})
+    active = set(
+        Customer.objects.select_for_update()
+        .filter(pk__in=wanted, is_active=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    for item in items:
+        if item.request.customer_id not in active:
+            raise _Refused(item, CustomerInactive(), mine=True)
+
+
+def _promotions_take(items: list[_Item], orders: list[Order], now: dt.datetime) -> None:
+    """Step 6: each 秒杀 allowance, then the sale's stock for all at once; a 拼团 seat or a 砍价
+    record (such items are alone in their transaction)."""
+    for item in items:
+        if item.draft.flash_sale_id:
+            with _refusing(item):
+                flash_sales.allowance_take(
+                    sale_id=item.draft.flash_sale_id, customer_id=item.request.customer_id, units=item.draft.units
+                )
+    sale_id = items[0].draft.flash_sale_id  # one sale per transaction (_groups)
+    if sale_id:
+        with _refusing(items[0] if len(items) == 1 else None, mine=False):
+            flash_sales.sale_stock_take(sale_id=sale_id, units=sum(item.draft.units for item in items), now=now)
+    for item, order in zip(items, orders, strict=True):
+        with _refusing(item):
+            _group_or_bargain_take(item.draft, item.request.customer_id, order, now)
+
+
+def _units(items: list[_Item]) -> Counter:
+    """``{sku_id: units}`` of all the items' lines together."""
+    units: Counter = Counter()
+    for item in items:
+        units.update(item.draft.quantities)
+    return units
+
+
+def _after_commit(committed: list[drafts.OrderDraft]) -> None:
+    """The drafts go (their orders exist) and the 秒杀 reservations are settled (their units are
+    the database's now). Redis errors are logged: a draft expires by itself, beat's sweep settles."""
+    try:
+        cache.delete_many([drafts.draft_key(draft.order_key) for draft in committed])
+    except Exception:  # noqa: BLE001 - bookkeeping after the commit
+        logger.warning("could not drop %d drafts", len(committed), exc_info=True)
+    for draft in committed:
+        if draft.flash_sale_id:
+            flash_reservations.reservation_settle(draft.flash_sale_id, draft.order_key)
+
+
+def _replay(request: CreateRequest) -> Created | ShopError:
+    """The key's order when it exists (a replay): OrderKeyExpired when none, or another's."""
+    order = Order.objects.filter(order_key=request.order_key).first()
+    if order is None or order.customer_id != request.customer_id:
+        return OrderKeyExpired()
+    return Created(order, False)
 
 
 def pay_deadline_of(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
@@ -146,25 +336,19 @@ def _points_take(draft: drafts.OrderDraft, order: Order) -> None:
         raise InvalidState("您的积分已变化，请重新确认订单。")
 
 
-def _cart_lines_remove(draft: drafts.OrderDraft, customer: Customer) -> None:
+def _cart_lines_remove(draft: drafts.OrderDraft, customer_id: int) -> None:
     """Remove the cart lines bought; after the customer's row lock, as cart adds take it."""
     if draft.cart_items:
-        cart.cart_items_remove_bought(customer_id=customer.pk, bought=draft.cart_items)
+        cart.cart_items_remove_bought(customer_id=customer_id, bought=draft.cart_items)
 
 
-def _flash_sale_take(draft: drafts.OrderDraft, customer: Customer, now: dt.datetime) -> None:
-    """A 秒杀's allowance, then the sale's stock (lock step 6)."""
-    if draft.flash_sale_id:
-        flash_sales.flash_sale_take(sale_id=draft.flash_sale_id, customer_id=customer.pk, units=draft.units, now=now)
-
-
-def _group_or_bargain_take(draft: drafts.OrderDraft, customer: Customer, order: Order, now: dt.datetime) -> None:
+def _group_or_bargain_take(draft: drafts.OrderDraft, customer_id: int, order: Order, now: dt.datetime) -> None:
     """A 拼团 seat and the activity's units, or a 砍价 record bought and its unit (lock step 6,
     ``apps.marketing.group_buys.group_take`` / ``bargains.bargain_take``); the order row (ours,
     step 1) records which."""
     if draft.group_buy_id or draft.group_id:
         order.group_id = group_buys.group_take(
-            customer_id=customer.pk,
+            customer_id=customer_id,
             order_no=order.order_no,
             units=draft.units,
             group_buy_id=draft.group_buy_id,
@@ -174,22 +358,9 @@ def _group_or_bargain_take(draft: drafts.OrderDraft, customer: Customer, order: 
         Order.objects.filter(pk=order.pk).update(group_id=order.group_id)
     elif draft.bargain_no:
         order.bargain_id = bargains.bargain_take(
-            bargain_no=draft.bargain_no, customer_id=customer.pk, order_no=order.order_no, now=now
+            bargain_no=draft.bargain_no, customer_id=customer_id, order_no=order.order_no, now=now
         )
         Order.objects.filter(pk=order.pk).update(bargain_id=order.bargain_id)
-
-
-def _stock_take(draft: drafts.OrderDraft) -> None:
-    """Take the lines' units from SKU stock (lock step 7: conditional UPDATEs in SKU id order)."""
-    stock.sku_stock_decrement(quantities=draft.quantities)
-
-
-def _order_of_key(order_key: str, customer: Customer) -> Order | None:
-    """The order made from ``order_key``; another customer's key is OrderKeyExpired."""
-    order = Order.objects.filter(order_key=order_key).first()
-    if order is not None and order.customer_id != customer.pk:
-        raise OrderKeyExpired()
-    return order
 
 
 def order_no_new(now: dt.datetime) -> str:

@@ -1,3 +1,4 @@
+from starmall import messages
 from starmall.errors import ShopError
 
 
@@ -15,3 +16,11 @@ class CouponUnavailable(ShopError):
     code = "coupon_unavailable"
     status = 409
     message = "该优惠券不可用于此订单。"
+
+
+class CustomerInactive(ShopError):
+    """The customer was deactivated after the token was read (401, as token auth answers)."""
+
+    code = "unauthenticated"
+    status = 401
+    message = messages.UNAUTHENTICATED

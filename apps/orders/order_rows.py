@@ -124,7 +124,13 @@ def _orm_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tup
             for line in draft.lines
         ]
     )
-    OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=CREATED_ACTOR, note=CREATED_NOTE)
+    event = OrderEvent.objects.create(
+        order=order, to_status=OrderStatus.UNPAID, actor=CREATED_ACTOR, note=CREATED_NOTE
+    )
+    # auto_now_add wrote the clock of each save: the rows take ``now``, as the PostgreSQL statement writes them
+    Order.objects.filter(pk=order.pk).update(created_at=now)
+    OrderEvent.objects.filter(pk=event.pk).update(created_at=now)
+    order.created_at = now
     return order, lines
 
 
@@ -140,7 +146,7 @@ def pg_statement(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tu
     """The PostgreSQL statement inserting the order (``fields``: :func:`order_fields`), the
     draft's lines and the "created" event at ``now``, and its parameters (``%s`` style, for
     Django's cursor and psycopg alike). It returns one row: the order's id and its lines' ids
-    in the draft's order. Also run by ``apps.orders.flash_create`` on its own connection."""
+    in the draft's order."""
     json_columns = {field.attname for field in Order._meta.concrete_fields if field.get_internal_type() == "JSONField"}
     columns = list(fields)
     values = [

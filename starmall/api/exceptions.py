@@ -30,9 +30,14 @@ _DRF_CODES = {
 }
 
 
+def error_body(code: str, message: str, detail: dict | None = None) -> dict:
+    """API.md's error format (the ASGI gates answer refusals with it too)."""
+    return {"code": code, "message": message, "detail": detail or {}}
+
+
 def error_response(code: str, status: int, message: str, detail: dict | None = None) -> Response:
     """A response in API.md's error format."""
-    return Response({"code": code, "message": message, "detail": detail or {}}, status=status)
+    return Response(error_body(code, message, detail), status=status)
 
 
 def exception_handler(exc, context):

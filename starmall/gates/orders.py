@@ -51,9 +51,10 @@ from apps.catalog import soldout
 from apps.orders.api.views import OrderConfirmView, OrderListCreateView
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
 from starmall import cache_client
+from starmall.api.exceptions import error_body
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
-from starmall.gates import creates, flash_confirm, http, postgres
+from starmall.gates import creates, flash_confirm, http
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +125,8 @@ class OrderGate(http.RedisGate):
         super().__init__(app)
         self._drf_headers = http.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
         self._create_headers = http.view_headers(OrderListCreateView)
-        self._database = postgres.Database("create-gate", "CREATE_GATE_CONNECTIONS")  # a winner's create (create_gate)
-        self._creates = creates.batches(self._database, self.warn)  # winners arriving together: one transaction
+        self._database = creates.CreateThreads()  # where orders_create runs (opened and closed with the gate)
+        self._creates = creates.batches(self._database, self.warn)  # creates arriving together: one call
 
     def body_limit(self) -> int:
         return _body_limit()
@@ -159,12 +160,13 @@ class OrderGate(http.RedisGate):
             data = json.loads(body.decode("utf-8"), parse_constant=_no_constants)
         except (ValueError, RecursionError):
             return None
-        if scope["path"] == creates.CREATE_PATH:  # a 秒杀 winner's create (starmall.gates.creates)
-            order = await creates.answer(self.client(), self._creates, auth[1], data)
-            if order is None:
+        if scope["path"] == creates.CREATE_PATH:  # handed to the one create (starmall.gates.creates)
+            made = await creates.answer(self.client(), self._creates, auth[1], data)
+            if made is None:
                 return None
-            payload = _json_body(order)
-            return 201, http.response_headers(b"application/json", secure, len(payload), self._create_headers), payload
+            status, payload = (made.status, _error_body(made)) if isinstance(made, ShopError) else made
+            body = _json_body(payload)
+            return status, http.response_headers(b"application/json", secure, len(body), self._create_headers), body
         parsed = confirm_request(data)
         if parsed is None:
             return None
@@ -191,7 +193,7 @@ class OrderGate(http.RedisGate):
             )
             if refused is None:
                 return None
-        payload = _json_body({"code": refused.code, "message": refused.message, "detail": refused.detail})
+        payload = _json_body(_error_body(refused))
         return (
             refused.status,
             http.response_headers(b"application/json", secure, len(payload), self._drf_headers),
@@ -204,6 +206,10 @@ class OrderGate(http.RedisGate):
         except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
             self.warn("Redis unavailable", exc)
             return None
+
+
+def _error_body(error: ShopError) -> dict:
+    return error_body(error.code, error.message, error.detail)
 
 
 def _body_limit() -> int:

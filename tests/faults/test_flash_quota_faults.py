@@ -64,7 +64,7 @@ def _buy(gate, behind, sale, token) -> str:
     status, draft = _confirm(gate, behind, sale, token)
     if status != 200:
         return f"confirm {status} {draft['code']}"
-    from tests.orders.test_flash_create import run
+    from tests.orders.test_create_gate import run
 
     body = json.dumps({"order_key": draft["order_key"]}).encode()
     headers = {"Host": "127.0.0.1:8000", "Content-Type": "application/json", "Authorization": f"Bearer {token}"}

@@ -164,7 +164,7 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     from apps.shipping import selectors as freight
     from starmall.gates import postgres
     from starmall.gates.orders import OrderGate
-    from tests.orders.test_flash_create import _body, _confirm, _headers, run
+    from tests.orders.test_create_gate import _body, _confirm, _headers, run
     from tests.orders.test_soldout_gate import Inner
 
     now = timezone.now()
@@ -210,7 +210,7 @@ def test_the_notify_gates_queue_works_behind_pgbouncer(
     from starmall import dispatch
     from starmall.gates import postgres
     from starmall.gates.payment_notify import NOTIFY_PATH, PaymentNotifyGate
-    from tests.orders.test_flash_create import run
+    from tests.orders.test_create_gate import run
     from tests.orders.test_soldout_gate import Inner
 
     headers = {"Host": "127.0.0.1:8000", "Content-Type": "text/xml"}

@@ -258,21 +258,20 @@ def test_create_replay_after_the_winner_dropped_the_draft_returns_the_order(api,
     """The race the concurrency suite hit, in today's order of reads (draft first):
     the replay finds the draft gone because the first create committed and dropped it, so one
     order lookup must find the winner's order (it was committed before the draft was dropped)."""
-    from apps.orders import create as services
-    from apps.orders import drafts
+    from apps.orders import create, drafts
 
     sku = make_sku()
     key = confirm(api, items=[{"sku_id": sku.pk, "quantity": 1}], address_id=address.pk).json()["order_key"]
     winner = api.post("/api/v1/orders", {"order_key": key}, format="json").json()
     drafts.draft_delete(key)
-    real = services._order_of_key
+    real = create._replay
     calls = []
 
-    def counted(order_key, customer):
-        calls.append(order_key)
-        return real(order_key, customer)
+    def counted(request):
+        calls.append(request.order_key)
+        return real(request)
 
-    monkeypatch.setattr(services, "_order_of_key", counted)
+    monkeypatch.setattr(create, "_replay", counted)
     replay = api.post("/api/v1/orders", {"order_key": key}, format="json")
     assert replay.status_code == 200
     assert replay.json()["order_no"] == winner["order_no"]

@@ -14,7 +14,7 @@ from django_redis import get_redis_connection
 from apps.payments import notifications, notify_duplicates
 from apps.payments.models import Payment, QueuedNotification
 from starmall.gates.payment_notify import PaymentNotifyGate
-from tests.orders.test_flash_create import _no_gate_connection_left  # noqa: F401 - an autouse fixture
+from tests.orders.test_create_gate import _no_gate_connection_left  # noqa: F401 - an autouse fixture
 from tests.orders.test_soldout_gate import Inner
 from tests.payments import test_notify_queue_breaker as _breaker
 from tests.payments.test_notify_gate import SUCCESS, outcomes

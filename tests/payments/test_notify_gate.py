@@ -25,7 +25,7 @@ from apps.orders.models import FollowUp, Order, OrderEvent
 from apps.payments import notifications, notify_duplicates
 from apps.payments.models import Notification, Payment
 from starmall.gates.payment_notify import MAX_BODY, NOTIFY_PATH, PaymentNotifyGate
-from tests.orders.test_flash_create import run
+from tests.orders.test_create_gate import run
 from tests.orders.test_soldout_gate import Inner, _same, call, django_answer
 
 pytestmark = pytest.mark.django_db

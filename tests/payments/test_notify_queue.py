@@ -26,7 +26,7 @@ from apps.payments.models import Notification, Payment, QueuedNotification
 from starmall import dispatch
 from starmall.gates import payment_notify, postgres
 from starmall.gates.payment_notify import NOTIFY_PATH, PaymentNotifyGate
-from tests.orders.test_flash_create import _no_gate_connection_left, run  # noqa: F401 - an autouse fixture
+from tests.orders.test_create_gate import _no_gate_connection_left, run  # noqa: F401 - an autouse fixture
 from tests.orders.test_soldout_gate import Inner, _same
 from tests.payments.test_notify_gate import HEADERS, SUCCESS, _unpaid_at_wechat, django_notify, marker, outcomes
 

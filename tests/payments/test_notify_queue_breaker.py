@@ -34,7 +34,7 @@ from apps.payments.models import Notification, Payment, QueuedNotification, Refu
 from starmall import dispatch
 from starmall.gates import postgres
 from starmall.gates.payment_notify import PaymentNotifyGate
-from tests.orders.test_flash_create import _no_gate_connection_left  # noqa: F401 - an autouse fixture
+from tests.orders.test_create_gate import _no_gate_connection_left  # noqa: F401 - an autouse fixture
 from tests.orders.test_soldout_gate import Inner
 from tests.payments.test_notify_gate import SUCCESS, marker, outcomes
 from tests.payments.test_notify_queue import deliver, work

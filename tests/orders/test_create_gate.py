@@ -1,11 +1,10 @@
-"""A 秒杀 winner's create answered before Django (``starmall.gates.order_create``), its
-transaction in one round trip (``apps.orders.flash_create``).
+"""A create answered before Django (``starmall.gates.creates``) by THE create, ``orders_create``.
 
-Each order the gate makes is compared with the order Django's ``order_create`` makes from a
-draft of the same shape: the answer (status, headers, body) and every column of the order, its
-lines and its event, the allowance, the sale, the SKU and the Redis quota. What PostgreSQL
-refuses must leave nothing and reach Django with its body intact. The gate's own connection
-sees only committed rows, hence ``transaction=True``.
+Each order the gate makes is compared with the order Django's view makes from a draft of the
+same shape: the answer (status, headers, body) and every column of the order, its lines and
+its event, the allowance, the sale, the SKU and the Redis quota; a refusal is Django's answer
+byte for byte, with nothing kept. The gate's create threads see only committed rows, hence
+``transaction=True``. Runs on SQLite and PostgreSQL alike.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from apps.shipping import selectors as freight
 from starmall.gates.orders import OrderGate
 from tests.orders.test_soldout_gate import IGNORED, Inner
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 CREATE = "/api/v1/orders"
 FRESH_ORDER = {"id", "order_no", "order_key", "created_at", "pay_deadline"}
@@ -47,24 +46,26 @@ def _patient_redis(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_gate_connection_left():
-    """Every test closes the gate pools it made: a connection left open would hold the test
-    database at its teardown (and in a worker, is a leak)."""
+    """Every test closes the gate it made (``run``): a create thread's connection left open would
+    hold the test database at its teardown (and in a worker, is a leak)."""
     yield
     import time
 
     from django.db import connection
 
+    if connection.vendor != "postgresql":
+        return
     for _ in range(40):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND application_name LIKE 'starmall-%%-gate'"
+                "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
             )
             left = cursor.fetchone()[0]
         if not left:
             return
         time.sleep(0.05)
-    pytest.fail(f"{left} gate connections left open")
+    pytest.fail(f"{left} connections left open")
 
 
 def run(gate, requests: list[tuple[bytes, dict]], path: str = CREATE) -> list[tuple[int, dict, bytes]]:
@@ -260,40 +261,48 @@ def _flag(sku_id: int) -> str:
     return cache.make_key(soldout.sku_key(sku_id))
 
 
-def test_a_sale_whose_database_stock_is_gone_leaves_nothing_and_django_answers(customer, ready, sale):
+def test_a_sale_whose_database_stock_is_gone_is_refused_as_django_refuses_it(customer, ready, sale):
     headers = _headers(customer)
-    draft = _confirm(customer, sale)
-    FlashSale.objects.filter(pk=sale.pk).update(stock=0)  # the quota says 4 left: too high, so only refusable
+    by_gate, by_django = _confirm(customer, sale), _confirm(customer, sale)
+    FlashSale.objects.filter(pk=sale.pk).update(stock=0)  # the quota says 3 left: too high, so only refusable
     gate = OrderGate(Inner())
-    [answer] = run(gate, [(_body(draft), headers)])
-    assert answer[2] == b"django" and gate.app.bodies == [_body(draft)]  # passed on, body intact
+    [answer] = run(gate, [(_body(by_gate), headers)])
+    django = django_create(_body(by_django), headers)
+    assert gate.app.bodies == [] and (answer[0], json.loads(answer[2])["code"]) == (409, "insufficient_stock")
+    assert (answer[0], _plain(answer[1]), answer[2]) == (django[0], _plain(django[1]), django[2])
     assert Order.objects.count() == 0 and not FlashSalePurchase.objects.exists()
     assert Sku.objects.get(pk=sale.sku_id).stock == 20
-
-    status, _, body = django_create(_body(draft), headers)  # what Django answers to the request passed on
-    assert (status, json.loads(body)["code"]) == (409, "insufficient_stock")
-    assert _quota(sale) == (5, {}, 0)  # Django gave the reservation back
+    assert _quota(sale) == (5, {}, 0)  # both reservations given back
 
 
-def test_the_caps_an_inactive_customer_and_another_customers_draft_reach_django(
-    customer, ready, sale, make_customer, make_sku, settings
+def _plain(headers: dict) -> dict:
+    return {k: v for k, v in headers.items() if k not in IGNORED}
+
+
+def test_the_caps_and_another_customers_key_are_answered_as_django_and_an_inactive_customer_reaches_it(
+    customer, ready, sale, make_customer, settings
 ):
     headers = _headers(customer)
     settings.MAX_UNPAID_ORDERS = 1
     first, second = _confirm(customer, sale), _confirm(customer, sale)
     gate = OrderGate(Inner())
     assert run(gate, [(_body(first), headers)])[0][0] == 201
-    assert run(gate, [(_body(second), headers)])[0][2] == b"django"  # over the caps: refused, nothing kept
+    status, _, body = run(gate, [(_body(second), headers)])[0]
+    assert (status, json.loads(body)["code"]) == (409, "limit_exceeded")  # over the caps, nothing kept
+    assert body == django_create(_body(second), headers)[2]
     assert Order.objects.count() == 1 and FlashSalePurchase.objects.get().quantity == 1
 
     settings.MAX_UNPAID_ORDERS = 3
-    other = make_customer()
-    assert run(gate, [(_body(second), _headers(other))])[0][2] == b"django"  # not the customer's draft
+    second = _confirm(customer, sale)
+    other = _headers(make_customer())
+    status, _, body = run(gate, [(_body(second), other)])[0]  # not the customer's draft
+    assert (status, json.loads(body)["code"]) == (410, "order_key_expired")
+    assert body == django_create(_body(second), other)[2]
 
     type(customer).objects.filter(pk=customer.pk).update(is_active=False)  # the token not yet revoked
     assert run(gate, [(_body(second), headers)])[0][2] == b"django"
     assert Order.objects.count() == 1 and FlashSale.objects.get(pk=sale.pk).stock == 4
-    assert len(gate.app.bodies) == 3
+    assert gate.app.bodies == [_body(second)]
 
 
 @pytest.mark.parametrize(
@@ -317,20 +326,32 @@ def test_a_body_drf_would_read_otherwise_reaches_django(customer, ready, sale, b
     assert gate.app.bodies == [raw] and Order.objects.count() == 0
 
 
-def test_drafts_of_another_shape_and_a_replayed_key_reach_django(customer, ready, make_sku, sale):
+def test_any_draft_is_created_by_the_one_create_and_a_replayed_key_reaches_django(customer, ready, make_sku, sale):
+    """Points, coupons, slots: the gate hands every draft to ``orders_create``, the same rules as
+    Django's; a replay (the draft gone, the order there) is Django's 200."""
+    from apps.accounts.models import Customer
+
     headers = _headers(customer)
     sku = make_sku(stock=5)
-    draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}])
-    stored = drafts.draft_get(draft["order_key"])
-    drafts.draft_save(draft["order_key"], {**stored, "points_used": 1, "points_fen": 1})  # points to spend
+    Customer.objects.filter(pk=customer.pk).update(points=300)
+    customer.refresh_from_db()
+    draft = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}], use_points=200)
     gate = OrderGate(Inner())
-    assert run(gate, [(_body(draft), headers)])[0][2] == b"django"
+    status, _, body = run(gate, [(_body(draft), headers)])[0]
+    assert status == 201 and json.loads(body)["points_fen"] == draft["points_fen"] > 0
+    assert Customer.objects.get(pk=customer.pk).points == 100
+
+    spent = order_confirm(customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}], use_points=100)
+    Customer.objects.filter(pk=customer.pk).update(points=0)  # spent elsewhere since confirm
+    status, _, body = run(gate, [(_body(spent), headers)])[0]
+    assert (status, json.loads(body)["code"]) == (409, "invalid_state")
 
     won = _confirm(customer, sale)
     assert run(gate, [(_body(won), headers)])[0][0] == 201
     assert run(gate, [(_body(won), headers)])[0][2] == b"django"  # the draft is gone: Django returns the order
     status, _, body = django_create(_body(won), headers)
     assert status == 200 and Order.objects.filter(order_key=won["order_key"]).count() == 1
+    assert Sku.objects.get(pk=sku.pk).stock == 4
 
 
 def test_the_same_key_twice_at_once_makes_one_order(customer, ready, sale):
@@ -345,8 +366,8 @@ def test_the_same_key_twice_at_once_makes_one_order(customer, ready, sale):
 
 
 def test_a_quota_higher_than_the_stock_never_oversells(sale, make_customer, make_sku):
-    """Ten winners in Redis for five units in PostgreSQL, all creating at once through one worker's
-    pool: the conditional UPDATEs sell exactly five; the others leave nothing and go to Django."""
+    """Ten winners in Redis for five units in the database, all creating at once through one
+    worker: the conditional UPDATEs sell exactly five; the other five are refused, nothing kept."""
     freight.all_terms()
     flash_quota.quota_load(sale.pk, force=True)
     get_redis_connection("default").set(flash_quota.key(sale.pk, "quota"), 10)
@@ -357,30 +378,29 @@ def test_a_quota_higher_than_the_stock_never_oversells(sale, make_customer, make
         requests.append((_body(_confirm(buyer, sale)), _headers(buyer)))
     gate = OrderGate(Inner())
     answers = run(gate, requests)
-    assert sorted(a[0] for a in answers) == [200] * 5 + [201] * 5
+    assert sorted(a[0] for a in answers) == [201] * 5 + [409] * 5
     sale.refresh_from_db()
     assert (sale.stock, sale.sold) == (0, 5)
     assert Order.objects.filter(flash_sale=sale).count() == 5
     assert sum(FlashSalePurchase.objects.values_list("quantity", flat=True)) == 5
     assert Sku.objects.get(pk=sale.sku_id).stock == 15
-    assert len(gate.app.bodies) == 5
+    assert gate.app.bodies == []
 
 
 def test_redis_failing_after_the_commit_keeps_the_order_and_beat_settles(customer, ready, sale, monkeypatch):
-    from redis.asyncio.client import Pipeline
-
     headers = _headers(customer)
     draft = _confirm(customer, sale)
 
-    async def broken(self, raise_on_error=True):
+    def broken(*args, **kwargs):
         raise ConnectionError("Redis went away after the commit")
 
-    monkeypatch.setattr(Pipeline, "execute", broken)
+    monkeypatch.setattr(flash_quota, "reservation_end", broken)
     gate = OrderGate(Inner())
     [answer] = run(gate, [(_body(draft), headers)])
     assert answer[0] == 201 and gate.app.bodies == []  # the order is committed: its answer stands
     assert Order.objects.filter(order_key=draft["order_key"]).count() == 1
     assert _quota(sale) == (4, {customer.pk: 1}, 1)  # the reservation is still recorded
+    monkeypatch.undo()
     # Beat's sweep settles it (its order exists): the unit is not given back.
     assert flash_reservations.reservations_expire(now=timezone.now() + dt.timedelta(days=1)) == 0
     assert _quota(sale) == (4, {customer.pk: 1}, 0)
@@ -395,12 +415,32 @@ def test_the_after_commit_work_reloads_its_script_after_a_redis_restart(customer
     assert _quota(sale) == (4, {customer.pk: 1}, 0)  # settled
 
 
-def test_no_connections_means_django_creates(customer, ready, sale, settings):
+def test_no_create_threads_means_django_creates(customer, ready, sale, settings):
     settings.CREATE_GATE_CONNECTIONS = 0
     draft = _confirm(customer, sale)
     gate = OrderGate(Inner())
     assert run(gate, [(_body(draft), _headers(customer))])[0][2] == b"django"
     assert Order.objects.count() == 0
+
+
+def test_the_create_throttle_is_drfs_own_history(customer, ready, make_sku, monkeypatch):
+    """A create the gate makes is counted in DRF's history for the view; over the rate, the
+    gate hands the request to Django (whose 429 it is) and creates nothing."""
+    from django.core.cache import cache
+
+    from apps.orders.api.views import OrderCreateThrottle
+
+    monkeypatch.setattr(OrderCreateThrottle, "THROTTLE_RATES", {"order_create": "2/min"})
+    cache.delete(OrderCreateThrottle.cache_format % {"scope": "order_create", "ident": customer.pk})
+    sku = make_sku(stock=5)
+    headers = _headers(customer)
+    keys = [_confirm(customer, sku=sku) for _ in range(3)]
+    gate = OrderGate(Inner())
+    answers = [run(gate, [(_body(k), headers)])[0] for k in keys]
+    assert [a[0] for a in answers[:2]] == [201, 201] and answers[2][2] == b"django"
+    assert Order.objects.count() == 2
+    history = cache.get(OrderCreateThrottle.cache_format % {"scope": "order_create", "ident": customer.pk})
+    assert len(history) == 2
 
 
 def test_two_web_nodes_decide_and_create_on_one_quota(sale, make_customer):
