@@ -79,46 +79,18 @@ def tabs_context(request) -> list[dict]:
 def summary_context(request, order: Order) -> dict:
     """What the compact order page shows above the form: customer, lines, money, shipment,
     refunds, log, and which workbench forms this user may use."""
-    user = request.user
     shipment = Shipment.objects.filter(order=order).first()
-    lines = [
-        {
-            "name": line.name,
-            "specs": specs_text(line.specs),
-            "price": yuan(line.price_fen),
-            "quantity": line.quantity,
-            "amount": yuan(line.amount_fen),
-            "sku_code": getattr(line.sku, "code", ""),
-        }
-        for line in order.lines.select_related("sku").order_by("pk")
-    ]
+    lines = _lines(order)
     refunds = list(Refund.objects.filter(order=order).select_related("after_sale").order_by("pk"))
     sales = list(order.after_sales.order_by("pk"))
-    events = [
-        {
-            "at": timezone.localtime(e.created_at),
-            "status": e.get_to_status_display() or "-",
-            "actor": actor_text(e.actor),
-            "note": e.note,
-        }
-        for e in order.events.order_by("-pk")[:12]
-    ]
-    address = order.address or {}
+    events = _events(order)
     return {
         "order": order,
         "customer": order.customer,
         "address_text": address_text(order.address),
-        "address": address,
+        "address": order.address or {},
         "lines": lines,
-        "money": {
-            "goods": yuan(order.goods_fen),
-            "freight": yuan(order.freight_fen),
-            "coupon": yuan(order.coupon_fen),
-            "points": yuan(order.points_fen),
-            "adjust": yuan(order.adjust_fen),
-            "pay": yuan(order.pay_fen),
-            "adjusted": order.adjust_fen != 0,
-        },
+        "money": _money(order),
         "shipment": shipment,
         "sales": [
             {
@@ -139,6 +111,58 @@ def summary_context(request, order: Order) -> dict:
             for r in refunds
         ],
         "events": events,
+        **_permissions(request.user, order),
+        "urls": {
+            name: reverse(f"admin:orders_order_{name}", args=[order.pk])
+            for name in ("remark", "price", "address", "slip", "ship")
+        },
+    }
+
+
+def _lines(order: Order) -> list[dict]:
+    """The order's lines, in order, with prices in yuan."""
+    return [
+        {
+            "name": line.name,
+            "specs": specs_text(line.specs),
+            "price": yuan(line.price_fen),
+            "quantity": line.quantity,
+            "amount": yuan(line.amount_fen),
+            "sku_code": getattr(line.sku, "code", ""),
+        }
+        for line in order.lines.select_related("sku").order_by("pk")
+    ]
+
+
+def _events(order: Order) -> list[dict]:
+    """The order's last 12 events, newest first, in local time."""
+    return [
+        {
+            "at": timezone.localtime(e.created_at),
+            "status": e.get_to_status_display() or "-",
+            "actor": actor_text(e.actor),
+            "note": e.note,
+        }
+        for e in order.events.order_by("-pk")[:12]
+    ]
+
+
+def _money(order: Order) -> dict:
+    """The order's amounts in yuan; ``adjusted``: its price was changed (改价)."""
+    return {
+        "goods": yuan(order.goods_fen),
+        "freight": yuan(order.freight_fen),
+        "coupon": yuan(order.coupon_fen),
+        "points": yuan(order.points_fen),
+        "adjust": yuan(order.adjust_fen),
+        "pay": yuan(order.pay_fen),
+        "adjusted": order.adjust_fen != 0,
+    }
+
+
+def _permissions(user, order: Order) -> dict[str, bool]:
+    """Which workbench forms ``user`` may use on ``order`` (its permission and the order's state)."""
+    return {
         "can_remark": user.has_perm("orders.edit_merchant_remark"),
         "can_price": user.has_perm(price_change.PERMISSION) and order.status == OrderStatus.UNPAID,
         "can_address": (
@@ -149,10 +173,6 @@ def summary_context(request, order: Order) -> dict:
         "can_ship": (
             user.has_perm("orders.ship_order") and order.kind == Kind.GOODS and order.status == OrderStatus.PAID
         ),
-        "urls": {
-            name: reverse(f"admin:orders_order_{name}", args=[order.pk])
-            for name in ("remark", "price", "address", "slip", "ship")
-        },
     }
 
 

@@ -93,41 +93,10 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
         return Status.SKIPPED
     from apps.accounts import subscriptions
 
-    start = timezone.localtime(order.slot.start)
     try:
-        outcome = subscriptions.subscribe_send(
-            customer=order.customer,
-            kind=subscriptions.Kind.CONSULTATION_REMINDER,
-            page=f"pages/order/detail?order_no={order.order_no}",
-            values={
-                "teacher": order.slot.teacher.name[:20],
-                "start": start.strftime("%Y-%m-%d %H:%M"),
-                "note": f"咨询将在{reminder.hours}小时内开始",
-                "order_no": order.order_no,
-            },
-        )
+        outcome = _subscribe_send(reminder)
     except Exception as exc:  # noqa: BLE001 - recorded; the next scan retries until MAX_ATTEMPTS
-        failed, error = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS, f"{type(exc).__name__}: {exc}"
-        alert_on_failure(  # FAILED and its one alert together
-            lambda: _finish(reminder_id, Status.FAILED if failed else Status.PENDING, error),
-            (
-                lambda: dict(
-                    key=f"reminder:{reminder_id}:failed",
-                    kind=Alert.Kind.REMINDER_FAILED,
-                    title=f"订单 {order.order_no} 的咨询提醒发送失败",
-                    text=(
-                        f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
-                        f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
-                        f"{error}。请联系顾客确认咨询时间。"
-                    ),
-                )
-            )
-            if failed
-            else None,
-        )
-        if failed:
-            logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)
-        return Status.FAILED if failed else Status.PENDING
+        return _send_failed(reminder, exc)
     if outcome != subscriptions.SENT:  # switched off, or the customer refused it (43101): not retried
         _finish(reminder_id, Status.SKIPPED, f"subscription message {outcome}")
         return Status.SKIPPED
@@ -135,6 +104,53 @@ def reminder_send(*, reminder_id: int, now: dt.datetime | None = None) -> str:
         status=Status.SENT, sent_at=timezone.now(), locked_until=None, last_error=""
     )
     return Status.SENT
+
+
+def _subscribe_send(reminder: ConsultationReminder) -> str:
+    """Send the reminder's subscription message to the order's customer; returns the outcome
+    of ``subscriptions.subscribe_send`` (raises whatever it raises)."""
+    from apps.accounts import subscriptions
+
+    order = reminder.order
+    return subscriptions.subscribe_send(
+        customer=order.customer,
+        kind=subscriptions.Kind.CONSULTATION_REMINDER,
+        page=f"pages/order/detail?order_no={order.order_no}",
+        values={
+            "teacher": order.slot.teacher.name[:20],
+            "start": timezone.localtime(order.slot.start).strftime("%Y-%m-%d %H:%M"),
+            "note": f"咨询将在{reminder.hours}小时内开始",
+            "order_no": order.order_no,
+        },
+    )
+
+
+def _send_failed(reminder: ConsultationReminder, exc: Exception) -> str:
+    """Record a failed send: back to PENDING (lease released) for the next scan, or FAILED with
+    its one alert once ``MAX_ATTEMPTS`` are used. Returns the status written."""
+    order, reminder_id = reminder.order, reminder.pk
+    start = timezone.localtime(order.slot.start)
+    failed, error = reminder.attempts >= ConsultationReminder.MAX_ATTEMPTS, f"{type(exc).__name__}: {exc}"
+    alert_on_failure(  # FAILED and its one alert together
+        lambda: _finish(reminder_id, Status.FAILED if failed else Status.PENDING, error),
+        (
+            lambda: dict(
+                key=f"reminder:{reminder_id}:failed",
+                kind=Alert.Kind.REMINDER_FAILED,
+                title=f"订单 {order.order_no} 的咨询提醒发送失败",
+                text=(
+                    f"订单 {order.order_no}（{order.slot.teacher.name}，{start:%Y-%m-%d %H:%M}）的"
+                    f"{reminder.hours}小时前咨询提醒尝试 {reminder.attempts} 次后仍发送失败："
+                    f"{error}。请联系顾客确认咨询时间。"
+                ),
+            )
+        )
+        if failed
+        else None,
+    )
+    if failed:
+        logger.error("ALERT consultation reminder %s FAILED: %s", reminder_id, exc)
+    return Status.FAILED if failed else Status.PENDING
 
 
 def _finish(reminder_id: int, status: str, error: str) -> int:

@@ -166,40 +166,51 @@ def transfer_apply(*, out_bill_no: str, answer: dict) -> str:
             return "missing"
         if bill.state in TransferBill.FINAL:
             return bill.state  # settled before (a duplicate notification, a late query)
-        withdrawal = bill.withdrawal
         if state in TransferBill.FINAL:
             extra.update(finished_at=now, fail_reason=str(answer.get("fail_reason") or "")[:200])
         TransferBill.objects.filter(pk=bill.pk).update(state=state, updated_at=now, **extra)
-        if state == TransferBill.State.WAIT_CONFIRM:
-            Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.APPROVED).update(
-                status=Withdrawal.Status.WAIT_CONFIRM
-            )
-        elif state == TransferBill.State.SUCCESS:
-            if Withdrawal.objects.filter(pk=withdrawal.pk, status__in=Withdrawal.UNSETTLED).update(
-                status=Withdrawal.Status.PAID, settled_at=now
-            ):
-                ledger.ledger_book(
-                    distributor_id=withdrawal.distributor_id,
-                    reason=LedgerEntry.Reason.WITHDRAW_PAID,
-                    ref=withdrawal.withdrawal_no,
-                    withdrawn=withdrawal.amount_fen,
-                )
-        elif state in (TransferBill.State.FAIL, TransferBill.State.CANCELLED):
-            reason = (
-                "用户未确认收款，已撤销"
-                if state == TransferBill.State.CANCELLED
-                else (f"转账失败：{answer.get('fail_reason') or '微信未说明'}")
-            )
-            if Withdrawal.objects.filter(pk=withdrawal.pk, status__in=Withdrawal.UNSETTLED).update(
-                status=Withdrawal.Status.FAILED, settled_at=now, reason=reason[:200]
-            ):
-                ledger.ledger_book(
-                    distributor_id=withdrawal.distributor_id,
-                    reason=LedgerEntry.Reason.WITHDRAW_RETURN,
-                    ref=withdrawal.withdrawal_no,
-                    available=withdrawal.amount_fen,
-                )
+        _withdrawal_follow(bill.withdrawal, state=state, answer=answer, now=now)
     return state
+
+
+def _withdrawal_follow(withdrawal: Withdrawal, *, state: str, answer: dict, now: dt.datetime) -> None:
+    """Move the bill's withdrawal to match the bill's new ``state`` (conditional UPDATEs; the
+    ledger is booked only by the UPDATE that settles it). The caller holds the bill's lock in
+    its transaction.
+
+    ``WAIT_CONFIRM``: approved -> wait_confirm. ``SUCCESS``: unsettled -> paid, withdrawn total
+    + amount. ``FAIL``/``CANCELLED``: unsettled -> failed with the reason, amount back to
+    available. Other states leave the withdrawal alone.
+    """
+    if state == TransferBill.State.WAIT_CONFIRM:
+        Withdrawal.objects.filter(pk=withdrawal.pk, status=Withdrawal.Status.APPROVED).update(
+            status=Withdrawal.Status.WAIT_CONFIRM
+        )
+    elif state == TransferBill.State.SUCCESS:
+        if Withdrawal.objects.filter(pk=withdrawal.pk, status__in=Withdrawal.UNSETTLED).update(
+            status=Withdrawal.Status.PAID, settled_at=now
+        ):
+            ledger.ledger_book(
+                distributor_id=withdrawal.distributor_id,
+                reason=LedgerEntry.Reason.WITHDRAW_PAID,
+                ref=withdrawal.withdrawal_no,
+                withdrawn=withdrawal.amount_fen,
+            )
+    elif state in (TransferBill.State.FAIL, TransferBill.State.CANCELLED):
+        reason = (
+            "用户未确认收款，已撤销"
+            if state == TransferBill.State.CANCELLED
+            else (f"转账失败：{answer.get('fail_reason') or '微信未说明'}")
+        )
+        if Withdrawal.objects.filter(pk=withdrawal.pk, status__in=Withdrawal.UNSETTLED).update(
+            status=Withdrawal.Status.FAILED, settled_at=now, reason=reason[:200]
+        ):
+            ledger.ledger_book(
+                distributor_id=withdrawal.distributor_id,
+                reason=LedgerEntry.Reason.WITHDRAW_RETURN,
+                ref=withdrawal.withdrawal_no,
+                available=withdrawal.amount_fen,
+            )
 
 
 def _notified_apply(bill: TransferBill, fields: dict) -> str:

@@ -1,10 +1,10 @@
 """Daily reconciliation: WeChat Pay's bill of a day against our payments and refunds.
 
 The bill comes from ``pay/downloadbill`` (WeChat Pay API v2, "下载对账单", bill_type ALL; see
-docs WECHAT.md and ``wechat_sandbox/bill.py``): a header line of column names, one
-line per trade or refund with every field prefixed by a backtick, then a summary header
-(总交易单数,应结订单总金额,退款总金额,...) and one summary line. Amounts are yuan with two
-decimals, times Beijing time. A payment is on the bill of the day it was paid; a refund on
+docs WECHAT.md and ``wechat_sandbox/bill.py``), parsed by ``apps/payments/wechat_bill.py``: a
+header line of column names, one line per trade or refund with every field prefixed by a
+backtick, then a summary header (总交易单数,应结订单总金额,退款总金额,...) and one summary
+line. Amounts are yuan with two decimals, times Beijing time. A payment is on the bill of the day it was paid; a refund on
 the bill of the day it was applied for.
 
 Everything here is integer fen (yuan strings go through ``Decimal``, never float) and Beijing
@@ -47,7 +47,6 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
@@ -59,6 +58,8 @@ from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
 from apps.payments import wechat
 from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
+from apps.payments.wechat_bill import Bill, BillFormatError, BillRefund, BillTrade, parse_bill
+from apps.payments.wechat_bill import yuan_to_fen as yuan_to_fen  # re-exported: the parser's API stays here too
 from starmall.admin_money import yuan
 
 logger = logging.getLogger(__name__)
@@ -86,163 +87,6 @@ _REFUND_AGREES = {
     "REFUNDCLOSE": {Refund.Status.FAILED},
     "CHANGE": {Refund.Status.FAILED},  # refund to a closed card: WeChat needs a manual step
 }
-
-# Summary column -> the per-row column it totals (WeChat's bill layout).
-_SUMMARY_OF = {
-    "应结订单总金额": "应结订单金额",
-    "退款总金额": "退款金额",
-    "充值券退款总金额": "充值券退款金额",
-    "手续费总金额": "手续费",
-    "订单总金额": "订单金额",
-    "申请退款总金额": "申请退款金额",
-}
-_REQUIRED_COLUMNS = ("交易状态", "微信订单号", "商户订单号", "商户退款单号", "应结订单金额", "退款金额")
-
-
-class BillFormatError(ValueError):
-    """The bill text is not WeChat's layout, or does not add up to its own summary line."""
-
-
-@dataclass(frozen=True)
-class BillTrade:
-    """A payment line of the bill. ``total_fen``: the order amount (订单金额, i.e. WeChat's
-    total_fee) in fen; older bills without that column give 应结订单金额."""
-
-    out_trade_no: str
-    transaction_id: str
-    trade_state: str  # SUCCESS (paid that day); REVOKED... for other trade types
-    total_fen: int
-    traded_at: str  # "yyyy-MM-dd HH:mm:ss", Beijing
-
-
-@dataclass(frozen=True)
-class BillRefund:
-    """A refund line of the bill (交易状态 REFUND). ``refund_fen``: the refund asked for
-    (申请退款金额) in fen; older bills without that column give 退款金额."""
-
-    out_trade_no: str
-    transaction_id: str
-    out_refund_no: str
-    refund_id: str
-    refund_fen: int
-    refund_status: str  # SUCCESS, PROCESSING, REFUNDCLOSE, CHANGE
-    trade_state: str  # "REFUND"
-
-
-@dataclass(frozen=True)
-class Bill:
-    """A parsed bill: its lines, in bill order, and the summary as read (amounts in fen)."""
-
-    trades: tuple[BillTrade, ...] = ()
-    refunds: tuple[BillRefund, ...] = ()
-    summary: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def row_count(self) -> int:
-        return len(self.trades) + len(self.refunds)
-
-
-def yuan_to_fen(text: str) -> int:
-    """``"1234.56"`` -> ``123456``, exactly (Decimal); ``""`` -> 0; negative allowed (fees).
-
-    Raises BillFormatError for anything that is not a yuan amount with at most 2 decimals.
-    """
-    text = text.strip()
-    if not text:
-        return 0
-    try:
-        fen = Decimal(text) * 100
-    except InvalidOperation as exc:
-        raise BillFormatError(f"not an amount in yuan: {text!r}") from exc
-    if not fen.is_finite() or fen != fen.to_integral_value():
-        raise BillFormatError(f"not an amount in yuan with 2 decimals: {text!r}")
-    return int(fen)
-
-
-def _cells(line: str) -> list[str]:
-    """The fields of a bill line. Each field starts with a backtick, so fields are split on
-    ",`" (a comma inside a product name stays in its field)."""
-    if not line.startswith("`"):
-        raise BillFormatError(f"bill line without the backtick prefix: {line[:80]!r}")
-    return line[1:].split(",`")
-
-
-def parse_bill(text: str) -> Bill:
-    """Parse WeChat's ALL bill (``pay/downloadbill`` text) into payment and refund lines in fen.
-
-    ``""`` (WeChat has no bill: no trade that day) is an empty Bill. The lines must add up to
-    the summary line to the fen (count and every amount column), so a truncated or garbled
-    download is refused rather than compared. Raises BillFormatError.
-    """
-    lines = [ln for ln in text.lstrip("\ufeff").replace("\r\n", "\n").split("\n") if ln.strip()]
-    if not lines:
-        return Bill()
-    header = [c.lstrip("`").strip() for c in lines[0].split(",")]
-    missing = [c for c in _REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise BillFormatError(f"bill header lacks {', '.join(missing)}")
-    try:
-        summary_at = next(i for i, ln in enumerate(lines) if ln.lstrip("`").startswith("总交易单数"))
-    except StopIteration:
-        raise BillFormatError("bill has no summary (总交易单数) line: truncated?") from None
-    if summary_at + 1 >= len(lines):
-        raise BillFormatError("bill summary header without its summary line")
-    summary_header = [c.strip() for c in lines[summary_at].split(",")]
-    summary_cells = _cells(lines[summary_at + 1])
-    if len(summary_cells) != len(summary_header):
-        raise BillFormatError("bill summary line does not match its header")
-
-    rows = []
-    for line in lines[1:summary_at]:
-        cells = _cells(line)
-        if len(cells) != len(header):
-            raise BillFormatError(f"bill line has {len(cells)} fields, header {len(header)}: {line[:80]!r}")
-        rows.append(dict(zip(header, (c.strip() for c in cells))))
-
-    summary: dict[str, int] = {}
-    for name, value in zip(summary_header, summary_cells):
-        if name == "总交易单数":
-            if not value.strip().isdigit():
-                raise BillFormatError(f"bad 总交易单数: {value!r}")
-            summary[name] = int(value)
-        else:
-            summary[name] = yuan_to_fen(value)
-    if summary.get("总交易单数") != len(rows):
-        raise BillFormatError(f"bill has {len(rows)} lines, its summary says {summary.get('总交易单数')}")
-    for total_name, column in _SUMMARY_OF.items():
-        if total_name in summary and column in header:
-            added = sum(yuan_to_fen(row[column]) for row in rows)
-            if added != summary[total_name]:
-                raise BillFormatError(f"{column} lines add up to {added} fen, {total_name} says {summary[total_name]}")
-
-    trade_amount = "订单金额" if "订单金额" in header else "应结订单金额"
-    refund_amount = "申请退款金额" if "申请退款金额" in header else "退款金额"
-    trades, refunds = [], []
-    for row in rows:
-        out_refund_no = row["商户退款单号"]
-        if row["交易状态"] == "REFUND" or out_refund_no not in ("", "0"):
-            refunds.append(
-                BillRefund(
-                    out_trade_no=row["商户订单号"],
-                    transaction_id=row["微信订单号"],
-                    out_refund_no=out_refund_no,
-                    refund_id=row.get("微信退款单号", ""),
-                    refund_fen=yuan_to_fen(row[refund_amount]),
-                    refund_status=row.get("退款状态", ""),
-                    trade_state=row["交易状态"],
-                )
-            )
-        else:
-            trades.append(
-                BillTrade(
-                    out_trade_no=row["商户订单号"],
-                    transaction_id=row["微信订单号"],
-                    trade_state=row["交易状态"],
-                    total_fen=yuan_to_fen(row[trade_amount]),
-                    traded_at=row.get("交易时间", ""),
-                )
-            )
-    return Bill(trades=tuple(trades), refunds=tuple(refunds), summary=summary)
 
 
 # --- comparison ------------------------------------------------------------------------------
@@ -304,9 +148,16 @@ def compare(
     ``others``: ``{out_trade_no: status}`` of our not-paid payments the bill names (context
     for ``missing_local``). Amounts in fen.
     """
-    others = others or {}
     result = Comparison(wechat_count=bill.row_count, local_count=len(payments) + len(refunds))
-    trades = _by_key(bill.trades, "out_trade_no")
+    _compare_trades(result, _by_key(bill.trades, "out_trade_no"), payments, others or {})
+    _compare_refunds(result, _by_key(bill.refunds, "out_refund_no"), refunds)
+    return result
+
+
+def _compare_trades(
+    result: Comparison, trades: dict[str, BillTrade], payments: dict[str, dict], others: dict[str, str]
+) -> None:
+    """Add the payments' totals and differences to ``result``, in ``out_trade_no`` order."""
     for no in sorted(trades.keys() | payments.keys()):
         line, ours = trades.get(no), payments.get(no)
         result.wechat_fen += line.total_fen if line and line.trade_state == "SUCCESS" else 0
@@ -331,26 +182,22 @@ def compare(
                     local_status=others.get(no, ""),
                 )
         else:
+            both = {
+                "out_trade_no": no,
+                "wechat_fen": line.total_fen,
+                "local_fen": ours["total_fee"],
+                "wechat_status": line.trade_state,
+                "local_status": ours["status"],
+            }
             if line.trade_state != "SUCCESS":
-                result.add(
-                    STATUS,
-                    out_trade_no=no,
-                    wechat_fen=line.total_fen,
-                    local_fen=ours["total_fee"],
-                    wechat_status=line.trade_state,
-                    local_status=ours["status"],
-                )
+                result.add(STATUS, **both)
             if line.total_fen != ours["total_fee"]:
-                result.add(
-                    AMOUNT,
-                    out_trade_no=no,
-                    wechat_fen=line.total_fen,
-                    local_fen=ours["total_fee"],
-                    wechat_status=line.trade_state,
-                    local_status=ours["status"],
-                )
+                result.add(AMOUNT, **both)
 
-    bill_refunds = _by_key(bill.refunds, "out_refund_no")
+
+def _compare_refunds(result: Comparison, bill_refunds: dict[str, BillRefund], refunds: dict[str, dict]) -> None:
+    """Add the refunds' totals (subtracted) and differences to ``result``, in ``out_refund_no``
+    order."""
     for no in sorted(bill_refunds.keys() | refunds.keys()):
         line, ours = bill_refunds.get(no), refunds.get(no)
         result.wechat_fen -= line.refund_fen if line and line.refund_status in _WECHAT_REFUND_LIVE else 0
@@ -371,7 +218,6 @@ def compare(
                 result.add(AMOUNT, wechat_fen=line.refund_fen, local_fen=ours["refund_fen"], **common)
             if ours["status"] not in _REFUND_AGREES.get(line.refund_status, ()):
                 result.add(STATUS, wechat_fen=line.refund_fen, local_fen=ours["refund_fen"], **common)
-    return result
 
 
 def _chunks(keys: Iterable[str]) -> Iterator[list[str]]:

@@ -59,8 +59,20 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         _clear_uncertainty_or_raise(payment)
     if payment.prepay_id and payment.prepay_expires_at > now + PREPAY_REUSE_MARGIN:
         return wechat.jsapi_params(payment.prepay_id)
+    prepay = _unified_order(order, payment, now)
+    _prepay_store(payment, prepay)
+    return wechat.jsapi_params(prepay.prepay_id)
+
+
+def _unified_order(order: Order, payment: Payment, now: dt.datetime) -> wechat.Prepay:
+    """WeChat's prepay for ``payment`` (unifiedorder; no transaction open).
+
+    No answer: the payment turns UNKNOWN (queried from ``now`` on) and WechatUnavailable is
+    raised. ORDERPAID: the payment is synced, InvalidState. ORDERCLOSED: InvalidState. Any other
+    refusal: WechatUnavailable with WeChat's err_code.
+    """
     try:
-        prepay = wechat.unified_order(
+        return wechat.unified_order(
             out_trade_no=payment.out_trade_no,
             total_fee=payment.total_fee,
             body=_body(order),
@@ -82,6 +94,12 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             raise InvalidState("该笔支付已关闭，订单无法再支付。") from exc
         logger.error("unifiedorder %s rejected: %s", payment.out_trade_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
+
+
+def _prepay_store(payment: Payment, prepay: wechat.Prepay) -> None:
+    """Keep ``prepay`` on the payment if it is still open and its order still unpaid at the same
+    amount (one conditional UPDATE); otherwise close the trade at WeChat, close the payment and
+    raise InvalidState."""
     if (
         Payment.objects.filter(
             pk=payment.pk, status__in=OPEN_STATUSES, order__status=OrderStatus.UNPAID, order__pay_fen=payment.total_fee
@@ -99,7 +117,6 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
             logger.warning("closeorder %s after a raced prepay failed: %s", payment.out_trade_no, exc)
         Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES).update(status=PaymentStatus.CLOSED)
         raise InvalidState("该订单已不是待支付状态。")
-    return wechat.jsapi_params(prepay.prepay_id)
 
 
 def _wechat_payment(order: Order) -> Payment:
