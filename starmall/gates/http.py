@@ -1,19 +1,13 @@
-"""What the ASGI gates in front of Django share: reading a small POST body, telling whether
-Django would answer the request itself in some other way, and the headers Django puts on an
-answer.
+"""What the ASGI gates in front of Django share: the ASGI plumbing (:class:`RedisGate`), the
+checks a gate makes before it may answer, and the headers Django's stack puts on an answer.
 
-A gate (``starmall.gates.orders.OrderGate``, ``starmall.gates.payment_notify.PaymentNotifyGate``)
-wraps the shop's HTTP application (``starmall/asgi.py``) and answers one kind of request from
-Redis in the event loop, before a request thread, the middleware and the view: only where
-Django would give the same answer, byte for byte. Everything else, a Redis error, a Redis
-answer slower than the gate's timeout or a full connection pool, goes to Django untouched (the
-body it read is replayed), with one warning per :data:`WARN_EVERY_SECONDS`, not one per request.
-
-:class:`RedisGate` is the ASGI plumbing (path and method, the body up to a limit, the replay,
-one Redis pool per worker process and event loop); the functions below are the checks a gate
-makes before it may answer at all: no query string, single plain headers, an allowed Host, no
-HTTPS redirect due, an ``Accept`` DRF's JSON renderer satisfies, no user-agent or ``www.``
-rule of ``CommonMiddleware`` in force.
+A gate answers a request from Redis only where Django would give the same answer byte for byte;
+anything else (and any Redis trouble) goes to Django with its body replayed. Where the answer
+depends on Django's settings, Django's own code decides, not a copy of it: the Host check and
+HTTPS are ``WSGIRequest.get_host()`` and ``is_secure()`` on an environ built from the scope, and
+the response headers are those the header-adding middleware named in ``settings.MIDDLEWARE``
+(SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware) put on an ``HttpResponse``,
+computed once per shape and forgotten when a setting changes.
 """
 
 from __future__ import annotations
@@ -24,7 +18,13 @@ import time
 
 import redis.asyncio as aioredis
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
+from django.core.exceptions import DisallowedHost
+from django.core.signals import setting_changed
+from django.http import HttpRequest, HttpResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.utils.module_loading import import_string
 
 from starmall.gates import postgres
 
@@ -46,6 +46,11 @@ _SINGLE = (
     b"content-length",
     b"user-agent",
 )
+# The middleware whose process_response adds headers to a view's answer (response_headers).
+_HEADER_MIDDLEWARE = (SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware)
+_SHAPES: dict[tuple, tuple[list[tuple[bytes, bytes]], int | None]] = {}  # response_headers' cache
+# A header's name in the WSGI environ (a2wsgi's spelling), for _request.
+_META_NAMES = {b"content-type": "CONTENT_TYPE", b"content-length": "CONTENT_LENGTH"}
 
 
 class RedisGate:
@@ -208,40 +213,54 @@ def plain_headers(scope, body: bytes, limit: int) -> dict[bytes, bytes] | None:
 
 def django_passes(headers: dict[bytes, bytes], secure: bool) -> bool:
     """True when Django's middleware lets the request through to the view unchanged: the Host
-    is allowed (else its 400), no HTTPS redirect is due (``SECURE_SSL_REDIRECT``), no
-    ``CommonMiddleware`` rule applies (``DISALLOWED_USER_AGENTS``' 403, ``PREPEND_WWW``'s
-    redirect), and DRF's content negotiation takes the ``Accept`` as it is (else its 406)."""
-    if not _host_allowed(headers) or (settings.SECURE_SSL_REDIRECT and not secure):
+    is allowed (``get_host()`` raises no DisallowedHost, else its 400), no HTTPS redirect is due
+    (``SECURE_SSL_REDIRECT``), no ``CommonMiddleware`` rule applies (``DISALLOWED_USER_AGENTS``'
+    403, ``PREPEND_WWW``'s redirect), and DRF's content negotiation takes the ``Accept`` as it is
+    (else its 406). A request without ``Host`` is Django's (it would name the server instead)."""
+    if settings.SECURE_SSL_REDIRECT and not secure:
         return False
     if settings.DISALLOWED_USER_AGENTS or settings.PREPEND_WWW:
+        return False
+    try:
+        _request(headers.items(), "https" if secure else "http").get_host()
+    except DisallowedHost:
         return False
     accept = headers.get(b"accept")
     return accept is None or accept.decode("latin-1").strip().lower() in _ACCEPTS
 
 
 def is_secure(scope, headers: dict[bytes, bytes]) -> bool:
-    """``HttpRequest.is_secure()``: ``SECURE_PROXY_SSL_HEADER`` when set and sent, else the scheme."""
-    if settings.SECURE_PROXY_SSL_HEADER:
-        header, secure_value = settings.SECURE_PROXY_SSL_HEADER
-        name = header.removeprefix("HTTP_").lower().replace("_", "-").encode("latin-1")
-        if name in headers:
-            return headers[name].decode("latin-1").split(",", 1)[0].strip() == secure_value
-    return scope.get("scheme") == "https"
+    """``WSGIRequest.is_secure()`` of the request Django would see (``SECURE_PROXY_SSL_HEADER``
+    when set and sent, else the scope's scheme). ``headers`` is :func:`plain_headers`' answer;
+    the scope's own headers are read, a repeated one joined as a2wsgi joins it."""
+    return _request(scope["headers"], scope.get("scheme", "http")).is_secure()
 
 
-def _host_allowed(headers: dict[bytes, bytes]) -> bool:
-    """``HttpRequest.get_host()`` would not raise DisallowedHost (else Django's 400 answers)."""
-    raw = None
-    if settings.USE_X_FORWARDED_HOST:
-        raw = headers.get(b"x-forwarded-host")
-    raw = raw if raw is not None else headers.get(b"host")
-    if not raw:
-        return False
-    domain, _port = split_domain_port(raw.decode("latin-1"))
-    allowed = settings.ALLOWED_HOSTS
-    if settings.DEBUG and not allowed:
-        allowed = [".localhost", "127.0.0.1", "[::1]"]
-    return bool(domain) and validate_host(domain, allowed)
+def _request(headers, scheme: str) -> _Request:
+    """The request whose ``get_host()`` and ``is_secure()`` Django would call: the ``(name,
+    value)`` byte pairs as a2wsgi puts them in its environ. The server's name is not known
+    here, so a request without ``Host`` is a DisallowedHost."""
+    meta = {"wsgi.url_scheme": scheme, "SERVER_NAME": "", "SERVER_PORT": ""}
+    for name, value in headers:
+        key = _META_NAMES.get(name)
+        if key is None:
+            key = "HTTP_" + name.decode("latin-1").upper().replace("-", "_")
+            if len(_META_NAMES) < 256:  # the usual few; not every name a client makes up
+                _META_NAMES[name] = key
+        value = value.decode("latin-1")
+        meta[key] = meta[key] + "," + value if key in meta else value
+    return _Request(meta)
+
+
+class _Request(HttpRequest):
+    """``HttpRequest`` over a WSGI environ as ``WSGIRequest`` makes it, less what ``get_host()``
+    and ``is_secure()`` never read (path, body, query): its ``__init__`` costs 4-7 us, this 0.3."""
+
+    def __init__(self, meta: dict[str, str]) -> None:  # as WSGIRequest: not HttpRequest.__init__
+        self.META = meta
+
+    def _get_scheme(self) -> str:
+        return self.META["wsgi.url_scheme"]  # WSGIRequest's
 
 
 def view_headers(view_class) -> list[tuple[bytes, bytes]]:
@@ -258,25 +277,45 @@ def view_headers(view_class) -> list[tuple[bytes, bytes]]:
 def response_headers(
     content_type: bytes, secure: bool, length: int, drf: list[tuple[bytes, bytes]]
 ) -> list[tuple[bytes, bytes]]:
-    """The headers Django's stack puts on a DRF view's answer of ``length`` bytes: ``drf``
-    (:func:`view_headers`), then SecurityMiddleware's and X-Frame-Options."""
-    headers = [(b"content-type", content_type), *drf]
-    if settings.X_FRAME_OPTIONS:
-        headers.append((b"x-frame-options", settings.X_FRAME_OPTIONS.encode()))
-    headers.append((b"content-length", str(length).encode()))
-    if secure and settings.SECURE_HSTS_SECONDS:
-        value = f"max-age={settings.SECURE_HSTS_SECONDS}"
-        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
-            value += "; includeSubDomains"
-        if settings.SECURE_HSTS_PRELOAD:
-            value += "; preload"
-        headers.append((b"strict-transport-security", value.encode()))
-    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
-        headers.append((b"x-content-type-options", b"nosniff"))
-    if settings.SECURE_REFERRER_POLICY:
-        policy = settings.SECURE_REFERRER_POLICY
-        values = [v.strip() for v in policy.split(",")] if isinstance(policy, str) else policy
-        headers.append((b"referrer-policy", ",".join(values).encode()))
-    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
-        headers.append((b"cross-origin-opener-policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY.encode()))
-    return headers
+    """The headers Django's stack puts on a DRF view's answer (not a 404) of ``length`` bytes:
+    ``content_type``, ``drf`` (:func:`view_headers`), then what the header-adding middleware of
+    ``settings.MIDDLEWARE`` adds (X-Frame-Options, Content-Length, SecurityMiddleware's), in
+    Django's order. Computed by that middleware once per ``(content_type, secure, drf)``."""
+    key = (content_type, secure, tuple(drf))
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _SHAPES[key] = _shape(content_type, secure, drf)
+    headers, at = shape
+    if at is None:
+        return list(headers)
+    return [*headers[:at], (b"content-length", str(length).encode()), *headers[at + 1 :]]
+
+
+def _shape(content_type: bytes, secure: bool, drf) -> tuple[list[tuple[bytes, bytes]], int | None]:
+    """``(headers, index of Content-Length or None)`` of an ``HttpResponse`` with ``content_type``
+    and ``drf`` after the ``process_response`` of each middleware in ``settings.MIDDLEWARE``
+    that is one of :data:`_HEADER_MIDDLEWARE` (or a subclass), last first as Django runs them,
+    for a request that is or is not ``secure``."""
+    response = HttpResponse(content_type=content_type.decode("latin-1"))
+    for name, value in drf:
+        response.headers[name.decode("latin-1")] = value.decode("latin-1")
+    request = _request((), "https" if secure else "http")  # no proxy header: the scheme decides
+    for path in reversed(settings.MIDDLEWARE):
+        middleware = import_string(path)
+        if issubclass(middleware, _HEADER_MIDDLEWARE):
+            response = middleware(_no_view).process_response(request, response)
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+    names = [name for name, _value in headers]
+    return headers, names.index(b"content-length") if b"content-length" in names else None
+
+
+def _no_view(request):
+    raise AssertionError("only process_response is called")
+
+
+def _forget_shapes(**kwargs) -> None:
+    """Settings changed (tests): the middleware would add other headers."""
+    _SHAPES.clear()
+
+
+setting_changed.connect(_forget_shapes)
