@@ -232,8 +232,8 @@ async def _post(app, path: str, body: bytes, token: str) -> tuple[int, bytes]:
 
 
 def _winners(customers: list, sku_id: int, sale_id: int, profile: bool) -> None:
-    """CPU per 秒杀 winner whose confirm and create the ASGI gate answers (flash_gate,
-    create_gate), in one event loop as in a worker; PostgreSQL's and Redis's CPU not counted."""
+    """CPU per 秒杀 winner whose confirm and create the ASGI gate answers (flash_confirm,
+    creates), in one event loop as in a worker; PostgreSQL's and Redis's CPU not counted."""
     import asyncio
     import json
 

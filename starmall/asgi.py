@@ -8,11 +8,12 @@ uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
   in a real thread pool (``WEB_THREADS`` threads per process). Django's own ASGI handler runs
   sync views one at a time per process (``thread_sensitive``), which would serialise the
   flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
-  In front of it, ``OrderGate`` answers a flash sale's losers (a confirm of a SKU flagged
-  sold out) from Redis in the event loop, before Django (``starmall.gates.orders``), and
-  ``PaymentNotifyGate`` WeChat's payment notifications: re-sent copies of an applied one from Redis, a
-  first delivery queued for the worker (``starmall.gates.payment_notify``). Each takes its own
-  paths and passes every other request on untouched, so their order does not matter.
+  In front of it, ``OrderGate`` answers confirms of a SKU flagged sold out and a 秒杀's confirms
+  from Redis in the event loop, and creates by ``orders_create`` on its create threads, before
+  Django (``starmall.gates.orders``); ``PaymentNotifyGate`` answers WeChat's payment
+  notifications: re-sent copies of an applied one from Redis, a first delivery queued for the
+  worker (``starmall.gates.payment_notify``). Each takes its own paths and passes every other
+  request on untouched, so their order does not matter (docs/GATES.md).
 - ``lifespan``: the gates open their connections at the worker's start and close them at its
   end (:func:`lifespan`).
 - ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.

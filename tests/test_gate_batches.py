@@ -160,8 +160,8 @@ def test_a_failed_statement_gives_none_to_its_items_and_to_those_waiting_and_the
 
 
 def test_a_connection_broken_under_a_run_that_answered_is_given_back_and_the_rest_take_another():
-    """A ``run`` that reports its own errors (the creates' ``create_many``) answers even when its
-    connection broke: its results stand, and the items still waiting go out on a fresh
+    """A ``run`` that reports its own errors (the creates': ``orders_create`` answers each
+    request's error) answers even when its connection broke: its results stand, and the items still waiting go out on a fresh
     connection instead of failing one after another on the dead one."""
     pool, used = FakePool(max_size=1), []
 

@@ -25,7 +25,7 @@ CATEGORY: the product's category or its parent is listed; PRODUCT: the product i
 Below ``threshold_fen`` (``Coupon.min_spend_fen``) of in-scope goods the coupon does not apply.
 AMOUNT: ``min(amount, in_scope)``; PERCENT: ``floor(in_scope * percent / 100)``, at most
 ``max_discount_fen``. The order then caps it at the goods total and so that at least 1 fen is
-left to pay (``apps.orders.services.order_confirm``).
+left to pay (``apps.orders.confirm.order_confirm``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from django.core.cache import cache
 
 
 class DraftSlot(TypedDict):
-    """A consultation's slot as shown at confirm (``apps.orders.services.slot_json``)."""
+    """A consultation's slot as shown at confirm (``apps.orders.confirm.slot_json``)."""
 
     id: int
     teacher_id: int

@@ -9,7 +9,7 @@ from starmall.errors import InvalidState
 
 
 def order_reorder(*, order_no: str, customer: Customer) -> dict:
-    """Confirm (``services.order_confirm``) the same SKUs and quantities again, at today's prices,
+    """Confirm (``apps.orders.confirm.order_confirm``) the same SKUs and quantities again, at today's prices,
     to the customer's default address; return confirm's answer plus ``"missing"``: the lines
     left out, ``[{"sku_id", "name", "specs", "quantity", "reason": "off_sale" | "sold_out"}]``.
     A quantity above today's stock is lowered to it. Raises NotFound (not the customer's

@@ -1,18 +1,14 @@
-"""Where an order is created and changes state.
+"""Where an order changes state.
 
-Phase 1, :func:`order_confirm`, prices the cart and caches a draft in Redis under a fresh
-``order_key``. Phase 2, :func:`order_create`, turns the draft into an order in ONE transaction:
-order row (UNIQUE order_key), stock, slot, coupon and points — all or nothing. Every status
-change is a conditional UPDATE (``WHERE id = ? AND status = <expected>``) through
-:func:`order_transition`, whose row count decides what happens next.
+An order is made in two phases elsewhere: ``apps.orders.confirm.order_confirm`` (the draft) and
+``apps.orders.create.orders_create`` (the order, in ONE transaction); the per-customer caps are
+``apps.orders.caps``. Every status change here is a conditional UPDATE (``WHERE id = ? AND
+status = <expected>``) through :func:`order_transition`, whose row count decides what happens
+next.
 
 The ``order_mark_*`` functions are the bare state changes. Cancelling an order is
 ``apps.payments.order_lifecycle.order_cancel`` (it asks WeChat first); :func:`order_mark_cancelled`
 is only its last step.
-
-Per-customer caps (API.md Additions): at most ``MAX_UNPAID_ORDERS`` unpaid orders and
-``MAX_UNPAID_CONSULTATIONS`` (1) unpaid consultation at once, checked at confirm and enforced
-in create's transaction under a lock of the customer's row (:func:`_caps_enforce`).
 """
 
 from __future__ import annotations

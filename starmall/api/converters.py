@@ -15,7 +15,7 @@ from starmall.api.schema import MAX_ID
 class OrderNoConverter:
     """``<order_no:...>``: letters, digits, ``_`` and ``-``, 1 to 32 characters (out_trade_no <= 32).
 
-    Our order numbers are 22 digits (``apps.orders.services._new_order_no``).
+    Our order numbers are 22 digits (``apps.orders.create.order_no_new``).
     """
 
     regex = r"[0-9A-Za-z_-]{1,32}"

@@ -1,14 +1,15 @@
-"""The ASGI gates' own PostgreSQL connections: a small psycopg_pool per worker process.
+"""The ASGI gates' own PostgreSQL connections, and the batches both gates send through.
 
-Two gates write to PostgreSQL before Django: a 秒杀 winner's create
-(``starmall.gates.creates``) and a WeChat payment result's first delivery, queued for the
-worker (``starmall.gates.payment_notify``). Each holds a :class:`Database`: one pool per event
-loop, made on first use from ``DATABASES["default"]`` with the libpq options Django passes,
-autocommit (every statement the gates send is one query message, its own transaction), all its
-connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On
+A WeChat payment result's first delivery, queued for the worker before Django
+(``starmall.gates.payment_notify``), is written on a :class:`Database`: one small psycopg_pool
+per event loop, made on first use from ``DATABASES["default"]`` with the libpq options Django
+passes, autocommit (every statement it sends is one query message, its own transaction), all
+its connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On
 another database than PostgreSQL, or with its size setting at 0, there is no pool and Django
-answers everything the gate would have written. Both gates send through :class:`Batches`:
-what arrives while every connection is busy goes out together on the next free one.
+answers everything the gate would have written. :class:`Batches` sends what arrives while every
+connection is busy together on the next free one: the notify gate's statements, and the creates
+handed to ``orders_create`` on the create threads (``starmall.gates.creates.CreateThreads``, a
+pool of threads shaped as one of connections).
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ env = environ.Env()
 # --- Shop rules -----------------------------------------------------------------------------
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
 ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
-# PostgreSQL connections per web worker process for creates answered before Django (a 秒杀
-# winner's, starmall/gates/creates.py); 0 turns that path off: Django creates every order.
-# 8: measured against 4 with the connections opened at start (docs/PERFORMANCE.md): the 64 winners
-# of a sale's opening wait less for a connection held across an event-loop turn.
+# Create threads per web worker process for creates answered before Django (a 秒杀 winner's and
+# any other draft's, starmall/gates/creates.py), each with its own database connection; 0 turns
+# that path off: Django creates every order. 8: measured against 4 (docs/PERFORMANCE.md).
 CREATE_GATE_CONNECTIONS = env.int("CREATE_GATE_CONNECTIONS", default=8)
 # PostgreSQL connections per web worker process for queuing a payment result's first delivery
 # before Django (apps/payments/notify_queue.py); 0 turns that off: Django applies it in the request.
