@@ -28,7 +28,7 @@ MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fe
 
 
 class DraftSlot(TypedDict):
-    """A consultation's slot as shown at confirm (``apps.orders.services.slot_json``)."""
+    """A consultation's slot as shown at confirm (``apps.orders.confirm.slot_json``)."""
 
     id: int
     teacher_id: int
