@@ -6,15 +6,15 @@ an order by ``apps.orders.create``. Nothing here writes to the database.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter
+from typing import NamedTuple
 
 from django.conf import settings
 from django.utils import timezone
 
 from apps.accounts import address_cards
 from apps.accounts import selectors as account_selectors
-from apps.accounts.models import Customer
+from apps.accounts.models import Address, Customer
 from apps.appointments import slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Slot
@@ -29,7 +29,15 @@ from starmall.errors import InvalidInput, NotFound
 
 MAX_LINES = cart.MAX_LINES  # distinct SKUs in one order (the API's and the cart's limit)
 MAX_QUANTITY = cart.MAX_QUANTITY  # units of one SKU
-MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fee and our columns
+MAX_ORDER_FEN = drafts.MAX_ORDER_FEN  # the largest goods + freight of one order, fen
+
+
+class _Destination(NamedTuple):
+    """Where the order goes: one of a consultation's slot, a delivery address, a pickup store."""
+
+    slot: dict | None  # :func:`slot_json`
+    address: Address | None  # the customer's, for goods delivered
+    pickup_store: dict | None  # ``pickup.pickup_store_choose``'s snapshot, for goods picked up
 
 
 def order_confirm(
@@ -48,84 +56,47 @@ def order_confirm(
     group_id: int | None = None,
     bargain_no: str | None = None,
 ) -> dict:
-    """Price a cart and store it as a draft; return the draft with its ``order_key``.
+    """Price a cart and store it as a draft; return the draft's dict (``OrderDraft.to_json``)
+    with its ``order_key``. Writes nothing to the database.
 
-    ``items``: ``[{"sku_id": int, "quantity": int}]``. A consultation order is one SKU of a
-    consultation product, quantity 1, with ``slot_id`` of that product's teacher (bookable
-    until ``BOOKING_MIN_NOTICE_MINUTES`` before it starts); a goods order is delivered to
-    ``address_id``, or to the customer's default address when it is omitted (API.md
-    Additions; the answer's ``address`` is the one used). ``use_points``: a number of points,
-    or ``true`` for as many as the order can take. Amounts are fen; ``pay_fen`` never drops
-    below 1 fen (WeChat's minimum). ``usable_coupons``: the customer's coupons that apply to
-    this cart with the fen each takes off (capped at the goods total and so that 1 fen is left),
-    best first; ``coupon_id`` must be one of them (else CouponUnavailable). ``flash_sale_id`` (秒杀): exactly one item, the sale's SKU,
-    at the sale's price, no coupon (-> CouponUnavailable; points are allowed); the sale's rules
-    are ``apps.marketing.flash_sales.flash_sale_check`` (invalid_state, limit_exceeded,
-    insufficient_stock). ``group_buy_id`` (open a 拼团 group as its leader) or ``group_id`` (join
-    one), or ``bargain_no`` (buy a 砍价 record): the same way, one item of the activity's SKU at
-    its price (the record's current price), no coupon; the rules are
-    ``apps.marketing.group_buys.group_check`` and ``apps.marketing.bargains.bargain_check``.
-    ``cart_item_ids`` instead of ``items``: those of the customer's cart
-    lines (another's or a gone line -> NotFound); the draft records them and create removes
-    them (``apps.orders.cart``). Freight: ``apps.shipping`` for the address's province and
-    city (consultations: none). ``delivery="pickup"`` with ``store_id`` (自提, goods only): no
-    address, no freight, the store kept in the draft (``apps.orders.pickup.pickup_store_choose``;
-    unknown store -> InvalidInput ``detail.store_id``). Raises InvalidInput (no address: ``detail.address_id``),
-    NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded (caps,
-    flash-sale limit), InvalidState. Writes nothing to the database. The answer is the stored
-    draft's dict (``apps.orders.drafts.OrderDraft.to_json``).
+    ``items``: ``[{"sku_id": int, "quantity": int}]``; or ``cart_item_ids``, the customer's cart
+    lines (another's or a gone line -> NotFound), recorded in the draft for create to remove. A
+    consultation is one SKU, quantity 1, with ``slot_id`` (:func:`_slot_check`); goods go to
+    ``address_id``, else the default address (the answer's ``address`` is the one used), or with
+    ``delivery="pickup"`` to ``store_id`` (自提: no address, no freight). ``coupon_id``: one of
+    the answer's ``usable_coupons`` (:func:`_coupon_choose`). ``use_points``: a number of points,
+    or ``true`` for as many as the order can take. At most one activity, each one item of its SKU
+    at its price and no coupon (CouponUnavailable): ``flash_sale_id`` (秒杀, its rules
+    ``flash_sales.flash_sale_check``), ``group_buy_id`` / ``group_id`` (open / join a 拼团,
+    ``group_buys.group_check``), ``bargain_no`` (砍价, ``bargains.bargain_check``). Amounts are
+    fen: freight is ``apps.shipping``'s for the address; ``pay_fen`` is at least 1 fen (WeChat's
+    minimum). Raises InvalidInput (``detail`` names the field), NotFound, InsufficientStock,
+    SlotUnavailable, CouponUnavailable, LimitExceeded (caps, flash-sale limit), InvalidState.
     """
+    activity = dict(flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no)
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
-    _soldout_refuse(quantities, flash_sale_id)
-    _one_promotion_check(
-        flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no
-    )
-    sale = _flash_sale_apply(customer, flash_sale_id, coupon_id, quantities)
-    promo = _group_or_bargain_apply(
-        customer, coupon_id, quantities, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no
-    )
+    sale, promo = _activity_apply(customer, quantities, coupon_id, **activity)
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     caps.caps_check(customer_id=customer.pk, kind=kind)
-    pickup_store = pickup.pickup_store_choose(kind=kind, delivery=delivery, store_id=store_id)
-    slot_data, address = (
-        (None, None) if pickup_store else _destination_choose(customer, kind, lines, skus, slot_id, address_id)
+    where = _destination_choose(
+        customer, kind, lines, skus, delivery=delivery, store_id=store_id, slot_id=slot_id, address_id=address_id
     )
-    if sale is not None and address is not None and address.is_default:
-        address_cards.card_offer(address)  # the next 秒杀 confirm is decided in front of Django
-    goods_fen = sum(line.amount_fen for line in lines)
-    freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
-    _total_check(goods_fen + freight_fen)
-    usable, coupon_fen = _coupon_choose(customer, sale or promo, lines, goods_fen, freight_fen, coupon_id)
-    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
-    return _draft_store(
-        drafts.OrderDraft(
-            order_key=drafts.draft_new_key(),
-            customer_id=customer.pk,
-            kind=kind,
-            expires_at=timezone.localtime(
-                timezone.now() + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)
-            ).isoformat(),
-            lines=lines,
-            goods_fen=goods_fen,
-            freight_fen=freight_fen,
-            coupon_id=coupon_id,
-            coupon_fen=coupon_fen,
-            points_used=points_used,
-            points_fen=points_fen,
-            pay_fen=goods_fen + freight_fen - coupon_fen - points_fen,
-            slot=slot_data,
-            address={"id": address.pk, **address.snapshot()} if address else None,
-            flash_sale_id=sale.pk if sale else None,
-            cart_items=cart_items,
-            usable_coupons=usable,
-            pickup_store=pickup_store,
-            group_buy_id=group_buy_id,
-            group_id=group_id,
-            bargain_no=bargain_no,
-        ),
-        sale,
+    if sale is not None and where.address is not None and where.address.is_default:
+        address_cards.card_offer(where.address)  # the next 秒杀 confirm is decided in front of Django
+    draft = _draft_price(
+        customer,
+        kind,
+        lines,
+        skus,
+        where,
+        offer=sale or promo,
+        coupon_id=coupon_id,
+        use_points=use_points,
+        cart_items=cart_items,
+        activity=activity,
     )
+    return _draft_store(draft, sale)
 
 
 def _items_resolve(
@@ -142,6 +113,25 @@ def _items_resolve(
     if not quantities or len(quantities) > MAX_LINES:
         raise InvalidInput("商品种类数量不正确。", items=[f"请选择 1 到 {MAX_LINES} 种商品"])
     return quantities, cart_items
+
+
+def _activity_apply(customer: Customer, quantities: Counter, coupon_id: int | None, **activity) -> tuple:
+    """``(flash sale, 拼团 activity or 砍价 record)`` the cart buys in, either or both None, in
+    this order: the sold-out flags (:func:`_soldout_refuse`), one activity at most
+    (:func:`_one_promotion_check`), then the activity's own rules."""
+    flash_sale_id = activity["flash_sale_id"]
+    _soldout_refuse(quantities, flash_sale_id)
+    _one_promotion_check(**activity)
+    sale = _flash_sale_apply(customer, flash_sale_id, coupon_id, quantities)
+    promo = _group_or_bargain_apply(
+        customer,
+        coupon_id,
+        quantities,
+        group_buy_id=activity["group_buy_id"],
+        group_id=activity["group_id"],
+        bargain_no=activity["bargain_no"],
+    )
+    return sale, promo
 
 
 def _soldout_refuse(quantities: Counter, flash_sale_id: int | None) -> None:
@@ -206,16 +196,14 @@ def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], d
             if sku.stock == 0:
                 soldout.mark(soldout.sku_key(sku_id))  # committed stock seen at 0
             raise InsufficientStock(sku_id=sku_id, requested=quantity, available=sku.stock)
-        price_fen = sale.price_fen if sale else sku.price_fen
         lines.append(
-            drafts.DraftLine(
+            drafts.DraftLine.priced(
                 sku_id=sku.pk,
                 product_id=sku.product_id,
                 name=sku.product.name,
                 specs=sku.specs,
-                price_fen=price_fen,
+                price_fen=sale.price_fen if sale else sku.price_fen,
                 quantity=quantity,
-                amount_fen=price_fen * quantity,
             )
         )
     return lines, skus
@@ -234,13 +222,20 @@ def _destination_choose(
     kind: str,
     lines: list[drafts.DraftLine],
     skus: dict[int, Sku],
+    *,
+    delivery: str,
+    store_id: int | None,
     slot_id: int | None,
     address_id: int | None,
-):
-    """``(slot dict, None)`` for a consultation (:func:`_slot_check`); ``(None, address)`` for
-    goods: ``address_id`` of the customer's, else the default one (InvalidInput when none)."""
+) -> _Destination:
+    """Where the order goes, checked in this order: a pickup store (``pickup.pickup_store_choose``:
+    goods only, a known store); else a consultation's slot (:func:`_slot_check`); else goods'
+    address: ``address_id`` of the customer's, or the default one (InvalidInput when none)."""
+    pickup_store = pickup.pickup_store_choose(kind=kind, delivery=delivery, store_id=store_id)
+    if pickup_store:
+        return _Destination(slot=None, address=None, pickup_store=pickup_store)
     if kind == Kind.CONSULTATION:
-        return _slot_check(lines, skus, slot_id), None
+        return _Destination(slot=_slot_check(lines, skus, slot_id), address=None, pickup_store=None)
     if slot_id is not None:
         raise InvalidInput("只有咨询订单需要选择时段。", slot_id=["只有咨询订单需要选择时段"])
     if address_id is None:
@@ -251,15 +246,50 @@ def _destination_choose(
         address = account_selectors.address_get(customer=customer, address_id=address_id)
         if address is None:
             raise InvalidInput("收货地址不存在，请重新选择。", address_id=["请选择您自己的收货地址"])
-    return None, address
+    return _Destination(slot=None, address=address, pickup_store=None)
 
 
-def _total_check(total_fen: int) -> None:
-    """Goods plus freight (fen) between 1 fen (WeChat's minimum) and MAX_ORDER_FEN."""
-    if total_fen < 1:
-        raise InvalidInput("订单金额至少为 0.01 元。", items=["订单金额至少为 0.01 元（微信支付的最低金额）"])
-    if total_fen > MAX_ORDER_FEN:
-        raise InvalidInput("订单金额过大。", items=[f"单笔订单最多 {MAX_ORDER_FEN // 100} 元"])
+def _draft_price(
+    customer: Customer,
+    kind: str,
+    lines: list[drafts.DraftLine],
+    skus: dict[int, Sku],
+    where: _Destination,
+    *,
+    offer,
+    coupon_id: int | None,
+    use_points: int | bool,
+    cart_items: list[list[int]] | None,
+    activity: dict,
+) -> drafts.OrderDraft:
+    """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
+    address (none for a pickup or a consultation), goods plus freight within the order's bounds
+    (``drafts.total_check``), then the coupon (:func:`_coupon_choose`; none when ``offer``, the
+    activity the cart buys in, is set) and the points that take the rest down to 1 fen at least.
+    ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``, ``bargain_no``."""
+    address = where.address
+    goods_fen = sum(line.amount_fen for line in lines)
+    freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
+    drafts.total_check(goods_fen + freight_fen)
+    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen, freight_fen, coupon_id)
+    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
+    return drafts.draft_build(
+        customer_id=customer.pk,
+        kind=kind,
+        lines=lines,
+        freight_fen=freight_fen,
+        address={"id": address.pk, **address.snapshot()} if address else None,
+        coupon_id=coupon_id,
+        coupon_fen=coupon_fen,
+        points_used=points_used,
+        points_fen=points_fen,
+        slot=where.slot,
+        cart_items=cart_items,
+        usable_coupons=usable,
+        pickup_store=where.pickup_store,
+        now=timezone.now(),
+        **activity,
+    )
 
 
 def _coupon_choose(

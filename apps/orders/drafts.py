@@ -20,6 +20,11 @@ from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
+
+from starmall.errors import InvalidInput
+
+MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fee and our columns
 
 
 class DraftSlot(TypedDict):
@@ -63,6 +68,19 @@ class DraftLine:
             "quantity": self.quantity,
             "amount_fen": self.amount_fen,
         }
+
+    @classmethod
+    def priced(cls, *, sku_id: int, product_id: int, name: str, specs: Any, price_fen: int, quantity: int) -> DraftLine:
+        """The line of ``quantity`` units at ``price_fen`` each (its amount: their product, fen)."""
+        return cls(
+            sku_id=sku_id,
+            product_id=product_id,
+            name=name,
+            specs=specs,
+            price_fen=price_fen,
+            quantity=quantity,
+            amount_fen=price_fen * quantity,
+        )
 
     @classmethod
     def from_json(cls, data: dict) -> DraftLine:
@@ -185,6 +203,67 @@ class OrderDraft:
             group_id=data.get("group_id"),
             bargain_no=data.get("bargain_no"),
         )
+
+
+def total_check(total_fen: int) -> None:
+    """Goods plus freight (fen) between 1 fen (WeChat's minimum) and MAX_ORDER_FEN, else InvalidInput."""
+    if total_fen < 1:
+        raise InvalidInput("订单金额至少为 0.01 元。", items=["订单金额至少为 0.01 元（微信支付的最低金额）"])
+    if total_fen > MAX_ORDER_FEN:
+        raise InvalidInput("订单金额过大。", items=[f"单笔订单最多 {MAX_ORDER_FEN // 100} 元"])
+
+
+def draft_build(
+    *,
+    customer_id: int,
+    kind: str,
+    lines: list[DraftLine],
+    freight_fen: int,
+    address: dict | None,
+    now: dt.datetime,
+    coupon_id: int | None = None,
+    coupon_fen: int = 0,
+    points_used: int = 0,
+    points_fen: int = 0,
+    slot: DraftSlot | None = None,
+    flash_sale_id: int | None = None,
+    cart_items: list[list[int]] | None = None,
+    usable_coupons: list[UsableCoupon] | tuple = (),
+    pickup_store: dict | None = None,
+    group_buy_id: int | None = None,
+    group_id: int | None = None,
+    bargain_no: str | None = None,
+) -> OrderDraft:
+    """A new draft (fresh ``order_key``) of priced ``lines``: the goods total, what is left to pay
+    after ``coupon_fen`` and ``points_fen``, expiring ``ORDER_DRAFT_TTL_SECONDS`` after ``now``
+    (Shanghai offset). Goods plus freight outside 1 fen .. MAX_ORDER_FEN -> InvalidInput
+    (:func:`total_check`). The one builder of both confirms: Django's ``order_confirm`` and the
+    gate's ``starmall.gates.flash_confirm``."""
+    goods_fen = sum(line.amount_fen for line in lines)
+    total_check(goods_fen + freight_fen)
+    return OrderDraft(
+        order_key=draft_new_key(),
+        customer_id=customer_id,
+        kind=kind,
+        expires_at=timezone.localtime(now + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)).isoformat(),
+        lines=list(lines),
+        goods_fen=goods_fen,
+        freight_fen=freight_fen,
+        coupon_id=coupon_id,
+        coupon_fen=coupon_fen,
+        points_used=points_used,
+        points_fen=points_fen,
+        pay_fen=goods_fen + freight_fen - coupon_fen - points_fen,
+        slot=slot,
+        address=address,
+        flash_sale_id=flash_sale_id,
+        cart_items=cart_items,
+        usable_coupons=list(usable_coupons),
+        pickup_store=pickup_store,
+        group_buy_id=group_buy_id,
+        group_id=group_id,
+        bargain_no=bargain_no,
+    )
 
 
 def draft_key(order_key: str) -> str:

@@ -1,33 +1,13 @@
-"""A 秒杀 confirm decided in Redis, in front of Django: the flash-sale half of the ASGI gate.
+"""A 秒杀 confirm answered in Redis, in front of Django (for ``starmall.gates.orders.OrderGate``).
 
-``OrderGate`` (``starmall.gates.orders``) hands it a confirm of the shape it already
-recognises that names a ``flash_sale_id`` (one SKU, no coupon, no points). It answers with two
-Redis round trips at most, in the event loop, and only where Django would give the same answer:
-
-1. ``flash_quota.PEEK`` (EVALSHA, read only): the token's customer, the sold-out flags, the sale's card
-   and quota (``apps.marketing.flash_quota``), the customer's address card
-   (``apps.accounts.address_cards``) and the freight terms (``apps.shipping.selectors``). A
-   flag, a closed window or a quota below the units asked is the 409 at once: most buyers of a
-   sale end here.
-2. The draft is built exactly as ``order_confirm`` builds it (the sale's price and line, the
-   default or chosen address, freight by ``apps.shipping.calculator.freight_quote``) and
-   stored by the quota's TAKE script, which checks the window, takes the units from the sale's
-   quota and the customer's allowance and writes the draft in the cache's own serialisation
-   (``order_create`` reads it as any other) — or answers sold out / over the limit / not live
-   in the same round trip. Answers: ``ConfirmOutSerializer``'s 200, or the shop's 409 with the
-   detail ``flash_reservations.refusal`` gives Django's path too.
-
-Anything it cannot answer exactly goes to Django: an unknown token, no card or quota loaded
-(Django loads them), no address card or freight terms cached, an address other than the
-card's, a SKU that is not the sale's, points or a coupon asked for, a total outside 1 fen ..
-``MAX_ORDER_FEN``, a TAKE script Redis does not know (NOSCRIPT after a restart: both scripts are loaded again)
-and any Redis error or slowness. A PEEK Redis does not know leaves the request to the sold-out
-flags alone (:data:`FLAGS`), as any other confirm.
-
-What the gate does not check that Django's confirm does: the per-customer cap of unpaid
-orders (``order_create`` enforces it: a capped buyer is refused there and the reservation is
-given back at once) and the SKU's own stock (create's conditional UPDATE; the sale's quota
-never exceeds what the SKU held when it was scheduled).
+Most buyers of a sale lose; here neither they nor the winners' confirms cost a Django request.
+A confirm of :func:`flash_shape` costs two Redis round trips at most: ``flash_quota.PEEK``
+(token, sold-out flags, the sale's card and quota, the address card, freight terms) refuses a
+flag, a closed window or a short quota with Django's 409; else the draft (``drafts.draft_build``,
+as ``order_confirm`` builds it) is stored by ``flash_quota.TAKE``, which takes the units or refuses
+in the same trip. Whatever it cannot answer exactly as Django would (nothing cached, another
+address or SKU, a total Django refuses, NOSCRIPT, a Redis error) is Django's: :func:`answer`
+returns None. Left to create, as for any order: the unpaid-orders cap and the SKU's own stock.
 """
 
 from __future__ import annotations
@@ -36,7 +16,6 @@ import datetime as dt
 import json
 import logging
 
-from django.conf import settings
 from django.utils import timezone
 from redis.exceptions import NoScriptError
 
@@ -50,10 +29,11 @@ from apps.orders.api.serializers import ConfirmOutSerializer
 from apps.shipping.calculator import FreightLine, freight_quote
 from apps.shipping.selectors import TERMS_CACHE_KEY
 from starmall import cache_client
+from starmall.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
-MAX_ORDER_FEN = 100_000_000  # apps.orders.services.MAX_ORDER_FEN (held equal by a test)
+MAX_ORDER_FEN = drafts.MAX_ORDER_FEN  # the largest total the gate answers; above it Django refuses
 
 FLAGS = object()
 """What :func:`answer` returns when Redis did not know PEEK (restarted): the gate then judges the
@@ -85,31 +65,20 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
 
     ``client``: the gate's redis.asyncio client; ``data``: the parsed body (:func:`flash_shape`);
     ``quantities``: ``{sku_id: units}``; ``token``: the bearer token. Redis errors propagate
-    (the gate then passes to Django); a NOSCRIPT loads the scripts again and passes.
+    (the gate then passes to Django); a NOSCRIPT loads the scripts again and passes
+    (:data:`FLAGS` when it was PEEK's).
     """
     sale_id = data["flash_sale_id"]
     ((sku_id, units),) = quantities.items()
-    keys = [
-        cache_client.make_key(token_key(token)),
-        flash_quota.key(sale_id, "card"),
-        flash_quota.key(sale_id, "quota"),
-        cache_client.make_key(TERMS_CACHE_KEY),
-        cache_client.make_key(soldout.sku_key(sku_id)),
-        cache_client.make_key(soldout.flash_sale_key(sale_id)),
-    ]
     try:
-        peeked = await client.evalsha(flash_quota.sha("PEEK"), len(keys), *keys, address_cards.card_key(0)[:-1])
+        peeked = await _peek(client, token, sale_id, sku_id)
     except NoScriptError:
         await _load_quietly(client)
         return FLAGS
     customer = _text(peeked[0])
     if customer is None:
         return None  # unknown token: Django's 401
-    flags = {}
-    for flag_key, value in ((soldout.sku_key(sku_id), peeked[1]), (soldout.flash_sale_key(sale_id), peeked[2])):
-        if value is not None:
-            flags[flag_key] = int(value)
-    refused = soldout.refusal(flags, quantities, sale_id)
+    refused = _flags_refusal(peeked[1], peeked[2], quantities, sale_id, sku_id)
     if refused is not None:
         return refused
     card_sku, starts_ms, ends_ms, active, info_raw, quota, address_raw, terms_raw = peeked[3:11]
@@ -117,33 +86,15 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
         return None  # not loaded, or not the sale's SKU (Django's 400): Django answers and loads
     info = json.loads(info_raw)
     now = timezone.now()
-    now_ms = flash_quota.epoch_ms(now)
-    if _text(active) != "1" or not int(starts_ms) <= now_ms < int(ends_ms):
-        if not info["goods"]:
-            return None  # a SKU off sale: Django's 404
-        return flash_reservations.refusal(
-            ["notlive"],
-            sale_id=sale_id,
-            sku_id=sku_id,
-            units=units,
-            starts_at=info["starts_at"],
-            ends_at=info["ends_at"],
-        )
+    if _text(active) != "1" or not int(starts_ms) <= flash_quota.epoch_ms(now) < int(ends_ms):
+        return _refusal(["notlive"], info, sale_id, sku_id, units) if info["goods"] else None  # else Django's 404
     if int(quota) < units:
-        return flash_reservations.refusal(
-            ["soldout", int(quota)],
-            sale_id=sale_id,
-            sku_id=sku_id,
-            units=units,
-            starts_at=info["starts_at"],
-            ends_at=info["ends_at"],
-        )
+        return _refusal(["soldout", int(quota)], info, sale_id, sku_id, units)
     address = address_cards.card_read(address_raw)
     if address is None or terms_raw is None or data.get("address_id") not in (None, address["id"]):
         return None
-    draft = _draft(
-        int(customer), sale_id, sku_id, units, info, address, cache_client.default().client.decode(terms_raw), now
-    )
+    terms = cache_client.default().client.decode(terms_raw)
+    draft = _draft(int(customer), sale_id, sku_id, units, info, address, terms, now)
     if draft is None:
         return None
     args = flash_reservations.take_args(
@@ -157,25 +108,54 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
         return None
     if _text(taken[0]) == "ok":
         return ConfirmOutSerializer(draft).data
+    return _refusal(taken, info, sale_id, sku_id, units)
+
+
+async def _peek(client, token: str, sale_id: int, sku_id: int) -> list:
+    """PEEK's answer: the token's customer, the SKU's and the sale's sold-out flags, then the
+    sale's card (SKU, start and end in epoch ms, active, info JSON), its quota, the customer's
+    address card and the freight terms (``apps.marketing.flash_quota.PEEK``). Raises
+    NoScriptError when Redis does not know the script."""
+    keys = [
+        cache_client.make_key(token_key(token)),
+        flash_quota.key(sale_id, "card"),
+        flash_quota.key(sale_id, "quota"),
+        cache_client.make_key(TERMS_CACHE_KEY),
+        cache_client.make_key(soldout.sku_key(sku_id)),
+        cache_client.make_key(soldout.flash_sale_key(sale_id)),
+    ]
+    return await client.evalsha(flash_quota.sha("PEEK"), len(keys), *keys, address_cards.card_key(0)[:-1])
+
+
+def _flags_refusal(sku_flag, sale_flag, quantities: dict[int, int], sale_id: int, sku_id: int):
+    """Django's 409 for the sold-out flags PEEK read (``soldout.refusal``), or None."""
+    flags = {}
+    for flag_key, value in ((soldout.sku_key(sku_id), sku_flag), (soldout.flash_sale_key(sale_id), sale_flag)):
+        if value is not None:
+            flags[flag_key] = int(value)
+    return soldout.refusal(flags, quantities, sale_id)
+
+
+def _refusal(reason: list, info: dict, sale_id: int, sku_id: int, units: int):
+    """Django's 409 for a sale not live, sold out or over the limit (``flash_reservations.refusal``);
+    ``reason``: TAKE's answer, or the same shape."""
     return flash_reservations.refusal(
-        taken, sale_id=sale_id, sku_id=sku_id, units=units, starts_at=info["starts_at"], ends_at=info["ends_at"]
+        reason, sale_id=sale_id, sku_id=sku_id, units=units, starts_at=info["starts_at"], ends_at=info["ends_at"]
     )
 
 
 def _draft(
     customer_id: int, sale_id: int, sku_id: int, units: int, info: dict, address: dict, terms: dict, now: dt.datetime
 ) -> dict | None:
-    """The draft ``order_confirm`` would store (``OrderDraft.to_json``), or None when its total
-    is one Django refuses."""
-    price = info["price_fen"]
-    line = drafts.DraftLine(
+    """The draft ``order_confirm`` would store (``OrderDraft.to_json``) from the sale's card
+    ``info``, the address card and the freight ``terms``; None when Django refuses its total."""
+    line = drafts.DraftLine.priced(
         sku_id=sku_id,
         product_id=info["product_id"],
         name=info["name"],
         specs=info["specs"],
-        price_fen=price,
+        price_fen=info["price_fen"],
         quantity=units,
-        amount_fen=price * units,
     )
     freight_fen = freight_quote(
         [
@@ -190,28 +170,19 @@ def _draft(
         address["province"],
         address["city"],
     )
-    goods_fen = line.amount_fen
-    if not 1 <= goods_fen + freight_fen <= MAX_ORDER_FEN:
+    try:
+        draft = drafts.draft_build(
+            customer_id=customer_id,
+            kind=Kind.GOODS.value,
+            lines=[line],
+            freight_fen=freight_fen,
+            address=address,
+            flash_sale_id=sale_id,
+            now=now,
+        )
+    except InvalidInput:  # goods + freight outside 1 fen .. MAX_ORDER_FEN: Django's 400
         return None
-    return drafts.OrderDraft(
-        order_key=drafts.draft_new_key(),
-        customer_id=customer_id,
-        kind=Kind.GOODS.value,
-        expires_at=timezone.localtime(now + dt.timedelta(seconds=settings.ORDER_DRAFT_TTL_SECONDS)).isoformat(),
-        lines=[line],
-        goods_fen=goods_fen,
-        freight_fen=freight_fen,
-        coupon_id=None,
-        coupon_fen=0,
-        points_used=0,
-        points_fen=0,
-        pay_fen=goods_fen + freight_fen,
-        slot=None,
-        address=address,
-        flash_sale_id=sale_id,
-        cart_items=None,
-        usable_coupons=[],
-    ).to_json()
+    return draft.to_json()
 
 
 async def _load_quietly(client) -> None:
