@@ -76,6 +76,7 @@ def order_confirm(
     activity = dict(flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no)
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     sale, promo = _activity_apply(customer, quantities, coupon_id, **activity)
+    activity["flash_sale_id"] = sale.pk if sale else None  # the sale's own id, as the order keeps it
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     caps.caps_check(customer_id=customer.pk, kind=kind)

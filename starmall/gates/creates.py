@@ -91,25 +91,42 @@ class CreateThreads:
         """``_in_thread(items)`` on a create thread (``Batches``' ``run``)."""
         return await asyncio.get_running_loop().run_in_executor(self.executor(), _in_thread, items)
 
-    async def warm(self) -> None:
-        """Nothing to open ahead: a thread connects on its first create."""
+    async def warm(self, timeout: float = postgres.WARM_TIMEOUT_SECONDS) -> None:
+        """Connect every thread now (the worker's start): a 秒杀's first burst must not wait for
+        connecting. The database down or slow: logged; the threads connect on first use."""
+        if self.max_size <= 0:
+            return
+        await self._each_thread(_connect, timeout)
+
+    async def _each_thread(self, work, timeout: float) -> None:
+        """Run ``work()`` once on each create thread (a barrier keeps each at one task)."""
+        executor = self.executor()
+        size = executor._max_workers
+        barrier = threading.Barrier(size, timeout=timeout)
+
+        def once() -> None:
+            try:
+                work()
+            finally:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait()
+
+        loop = asyncio.get_running_loop()
+        done = await asyncio.gather(
+            *(loop.run_in_executor(executor, once) for _ in range(size)), return_exceptions=True
+        )
+        for result in done:
+            if isinstance(result, Exception):
+                logger.warning("create threads: %s (%s: %s)", work.__name__, type(result).__name__, result)
+                break
 
     async def close(self) -> None:
         """Close every thread's database connection, then the threads (the worker's end; tests)."""
+        if self._executor is None:
+            return
+        await self._each_thread(connections.close_all, CLOSE_TIMEOUT_SECONDS)
         with self._lock:
             executor, self._executor = self._executor, None
-        if executor is None:
-            return
-        size = executor._max_workers
-        barrier = threading.Barrier(size, timeout=CLOSE_TIMEOUT_SECONDS)
-
-        def close_mine() -> None:
-            connections.close_all()
-            with contextlib.suppress(threading.BrokenBarrierError):
-                barrier.wait()  # one task per thread: each closes its own
-
-        loop = asyncio.get_running_loop()
-        await asyncio.gather(*(loop.run_in_executor(executor, close_mine) for _ in range(size)))
         executor.shutdown(wait=False)
 
 
@@ -123,6 +140,7 @@ def _in_thread(requests: list[CreateRequest]) -> list:
     it lets through, each answered as ``(status, body)``, a ShopError, or None (Django answers:
     throttled, a replay, an inactive customer, an error)."""
     close_old_connections()  # as at a request's start: an unusable or too old connection goes
+    _connect()
     allowed = [i for i, request in enumerate(requests) if _throttle_allows(request.customer_id)]
     answers: list = [None] * len(requests)
     with _SQLITE_WRITER if connections["default"].vendor == "sqlite" else contextlib.nullcontext():
@@ -133,6 +151,20 @@ def _in_thread(requests: list[CreateRequest]) -> list:
         elif isinstance(result, ShopError) and not isinstance(result, CustomerInactive):
             answers[i] = result
     return answers
+
+
+_named = threading.local()
+
+
+def _connect() -> None:
+    """Open this thread's database connection, named ``starmall-create-gate`` on PostgreSQL
+    (what ``pg_stat_activity`` shows); again after Django replaced it (too old, broken)."""
+    connection = connections["default"]
+    connection.ensure_connection()
+    if connection.vendor == "postgresql" and getattr(_named, "raw", None) is not connection.connection:
+        with connection.cursor() as cursor:
+            cursor.execute("SET application_name = 'starmall-create-gate'")
+        _named.raw = connection.connection
 
 
 def _throttle_allows(customer_id: int) -> bool:
