@@ -113,15 +113,27 @@ def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datet
 
 
 def allowance_take(*, sale_id: int, customer_id: int, units: int) -> None:
-    """Add ``units`` to the customer's allowance of the sale, within ``limit_per_customer``: ONE
-    statement (:func:`allowance_take_sql`), whose conflict row serialises racing orders of one
-    customer. Over the limit: FlashSaleLimitExceeded, nothing written. Needs a transaction."""
-    if units <= 0:
+    """Add ``units`` to the customer's allowance of the sale (:func:`allowances_take` of one);
+    over ``limit_per_customer``: FlashSaleLimitExceeded, nothing written."""
+    if allowances_take(sale_id=sale_id, units={customer_id: units}):
+        raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
+
+
+def allowances_take(*, sale_id: int, units: dict[int, int]) -> list[int]:
+    """Add ``units`` (``{customer_id: units > 0}``) to each customer's allowance of the sale, within
+    ``limit_per_customer``, in ONE statement (:func:`allowance_take_sql`; rows in customer id
+    order, whose conflict rows serialise racing orders of one customer). Returns the customers
+    refused (over the limit: nothing written for them). Needs a transaction."""
+    if not units or min(units.values()) <= 0:
         raise ValueError(f"units must be positive, got {units}")
+    customers = sorted(units)
+    params = []
+    for customer_id in customers:
+        params += [customer_id, units[customer_id]]
     with connection.cursor() as cursor:
-        cursor.execute(allowance_take_sql(), [sale_id, customer_id, units, sale_id, units])
-        if cursor.fetchone() is None:
-            raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
+        cursor.execute(allowance_take_sql(len(customers)), [*params, sale_id])
+        taken = {row[0] for row in cursor.fetchall()}
+    return [customer_id for customer_id in customers if customer_id not in taken]
 
 
 def sale_stock_take(*, sale_id: int, units: int, now: dt.datetime | None = None) -> None:
@@ -147,20 +159,21 @@ def sale_stock_take(*, sale_id: int, units: int, now: dt.datetime | None = None)
     )
 
 
-def allowance_take_sql() -> str:
-    """Insert the (sale, customer) row with ``units``, or add them to the existing row, only
-    while the total stays within the sale's ``limit_per_customer``; ``RETURNING quantity`` (no
-    row: over the limit). Parameters ``(sale_id, customer_id, units, sale_id, units)``. On a
-    conflict the row is locked and its ``quantity`` re-checked on the newest version (``ON
-    CONFLICT DO UPDATE ... WHERE``), so racing orders of one customer serialise on it. Run by
-    :func:`allowance_take`."""
+def allowance_take_sql(customers: int = 1) -> str:
+    """Insert each (sale, customer) row with its units, or add them to the existing row, only
+    while the total stays within the sale's ``limit_per_customer``; ``RETURNING customer_id`` (a
+    customer missing: over the limit). Parameters: ``customer_id, units`` for each of
+    ``customers``, then ``sale_id``. On a conflict the row is locked and its ``quantity``
+    re-checked on the newest version (``ON CONFLICT DO UPDATE ... WHERE``)."""
     purchase, sale = FlashSalePurchase._meta.db_table, FlashSale._meta.db_table
+    values = ", ".join(["(%s, %s)"] * customers)
     return (
-        f"INSERT INTO {purchase} (sale_id, customer_id, quantity) SELECT %s, %s, %s FROM {sale} "
-        f"WHERE id = %s AND limit_per_customer >= %s "
+        f"INSERT INTO {purchase} (sale_id, customer_id, quantity) "
+        f"SELECT s.id, v.column1, v.column2 FROM (VALUES {values}) AS v, {sale} s "
+        f"WHERE s.id = %s AND s.limit_per_customer >= v.column2 ORDER BY v.column1 "
         f"ON CONFLICT (sale_id, customer_id) DO UPDATE SET quantity = {purchase}.quantity + excluded.quantity "
         f"WHERE {purchase}.quantity + excluded.quantity <= "
-        f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING quantity"
+        f"(SELECT limit_per_customer FROM {sale} WHERE id = excluded.sale_id) RETURNING customer_id"
     )
 
 

@@ -33,6 +33,7 @@ from apps.appointments import slots
 from apps.catalog import stock
 from apps.catalog.exceptions import InsufficientStock
 from apps.marketing import bargains, flash_sales, group_buys
+from apps.marketing.exceptions import FlashSaleLimitExceeded
 from apps.orders import caps, cart, drafts, flash_reservations, order_rows
 from apps.orders.exceptions import CouponUnavailable, CustomerInactive, OrderKeyExpired
 from apps.orders.models import Delivery, Order
@@ -143,15 +144,18 @@ class _Refused(Exception):
 
 def _create_together(group: list[_Item], results: list) -> None:
     """Create ``group`` in as few transactions as is safe (module docstring): the refused item
-    is answered alone; after a refusal of its own rows the others go on together, after the
-    shared rows ran out each goes alone (some may still fit), and so after a UNIQUE conflict."""
+    is answered alone and the others go on together; when the shared rows ran out, each half
+    goes on together (the first ones may still fit); after a UNIQUE or lock conflict each alone."""
     pending = sorted(group, key=lambda item: item.lock_key)
     while len(pending) > 1:
         try:
             made = _transaction(pending)
         except _Refused as refused:
-            if not refused.mine:
-                break
+            if not refused.mine:  # the shared stock ran out within: each half again, the first first
+                half = len(pending) // 2
+                _create_together(pending[:half], results)
+                _create_together(pending[half:], results)
+                return
             pending.remove(refused.item)
             results[refused.item.index] = _create_alone(refused.item)
             continue
@@ -197,30 +201,30 @@ def _transaction(items: list[_Item]) -> list[Order]:
     row in the lock order of ``starmall/locking.py``; raises :class:`_Refused` (rolled back)."""
     now = timezone.now()
     with transaction.atomic():
-        made = [_rows_insert(item, now) for item in items]  # step 1
+        made = order_rows.orders_rows_insert([_rows_of(item, now) for item in items])  # step 1
         for item, (order, _lines) in zip(items, made, strict=True):
             with _refusing(item):
                 _slot_book(item.draft, order)  # step 3
                 _coupon_take(item.draft, order)  # step 4
         _customers_lock(items)  # step 5
+        _caps_enforce(items)
         for item, (order, _lines) in zip(items, made, strict=True):
             with _refusing(item):
-                caps.caps_check(customer_id=item.request.customer_id, kind=item.draft.kind, new=0)
                 _points_take(item.draft, order)
                 _cart_lines_remove(item.draft, item.request.customer_id)
         _promotions_take(items, [order for order, _lines in made], now)  # step 6
         with _refusing(items[0] if len(items) == 1 else None, mine=False):
             stock.sku_stock_decrement(quantities=_units(items))  # step 7
-        transaction.on_commit(partial(_after_commit, [item.draft for item in items]))
+        transaction.on_commit(partial(flash_reservations.drafts_done, [item.draft for item in items]))
     for order, lines in made:
         order_rows.lines_cache(order, lines)
     return [order for order, _lines in made]
 
 
-def _rows_insert(item: _Item, now: dt.datetime) -> tuple[Order, list]:
-    """The order, its lines and its "created" event (``order_rows``: one statement on PostgreSQL)."""
-    return order_rows.order_rows_insert(
-        item.draft,
+def _rows_of(item: _Item, now: dt.datetime) -> dict:
+    """The order, its lines and its "created" event to insert (``order_rows``)."""
+    return dict(
+        draft=item.draft,
         customer_id=item.request.customer_id,
         order_no=order_no_new(now),
         remark=item.request.remark,
@@ -245,17 +249,28 @@ def _customers_lock(items: list[_Item]) -> None:
             raise _Refused(item, CustomerInactive(), mine=True)
 
 
+def _caps_enforce(items: list[_Item]) -> None:
+    """The unpaid caps counted after the customers' locks, the new orders included
+    (``caps.caps_refusals``: one query for all)."""
+    refused = caps.caps_refusals([(item.request.customer_id, item.draft.kind) for item in items], new=0)
+    for item in items:
+        if item.request.customer_id in refused:
+            raise _Refused(item, refused[item.request.customer_id], mine=True)
+
+
 def _promotions_take(items: list[_Item], orders: list[Order], now: dt.datetime) -> None:
     """Step 6: each 秒杀 allowance, then the sale's stock for all at once; a 拼团 seat or a 砍价
     record (such items are alone in their transaction)."""
-    for item in items:
-        if item.draft.flash_sale_id:
-            with _refusing(item):
-                flash_sales.allowance_take(
-                    sale_id=item.draft.flash_sale_id, customer_id=item.request.customer_id, units=item.draft.units
-                )
     sale_id = items[0].draft.flash_sale_id  # one sale per transaction (_groups)
     if sale_id:
+        units = Counter()
+        for item in items:
+            units[item.request.customer_id] += item.draft.units
+        for customer_id in flash_sales.allowances_take(sale_id=sale_id, units=dict(units)):
+            blamed = next(item for item in items if item.request.customer_id == customer_id)
+            raise _Refused(
+                blamed, FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=blamed.draft.units), mine=True
+            )
         with _refusing(items[0] if len(items) == 1 else None, mine=False):
             flash_sales.sale_stock_take(sale_id=sale_id, units=sum(item.draft.units for item in items), now=now)
     for item, order in zip(items, orders, strict=True):
@@ -269,18 +284,6 @@ def _units(items: list[_Item]) -> Counter:
     for item in items:
         units.update(item.draft.quantities)
     return units
-
-
-def _after_commit(committed: list[drafts.OrderDraft]) -> None:
-    """The drafts go (their orders exist) and the 秒杀 reservations are settled (their units are
-    the database's now). Redis errors are logged: a draft expires by itself, beat's sweep settles."""
-    try:
-        cache.delete_many([drafts.draft_key(draft.order_key) for draft in committed])
-    except Exception:  # noqa: BLE001 - bookkeeping after the commit
-        logger.warning("could not drop %d drafts", len(committed), exc_info=True)
-    for draft in committed:
-        if draft.flash_sale_id:
-            flash_reservations.reservation_settle(draft.flash_sale_id, draft.order_key)
 
 
 def _replay(request: CreateRequest) -> Created | ShopError:

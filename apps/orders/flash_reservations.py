@@ -136,6 +136,24 @@ def draft_reserve(draft: dict, sale: FlashSale) -> dict:
     raise refused
 
 
+def drafts_done(committed: list[drafts.OrderDraft]) -> None:
+    """After the orders of ``committed`` drafts committed, in ONE Redis round trip: the drafts
+    go, and each 秒杀 reservation is settled (its units are the database's now). Redis errors are
+    logged: a draft expires by itself, beat's sweep settles a reservation whose order exists."""
+    try:
+        conn = get_redis_connection("default")
+        pipe = conn.pipeline(transaction=False)
+        pipe.delete(*[draft_key(draft.order_key) for draft in committed])
+        end = flash_quota.script("END")
+        for draft in committed:
+            if draft.flash_sale_id:
+                keys, args = flash_quota.end_call(draft.flash_sale_id, draft.order_key, give_back=False)
+                end(keys=keys, args=args, client=pipe)
+        pipe.execute()
+    except Exception:  # noqa: BLE001 - bookkeeping after the commit
+        logger.warning("could not drop %d drafts and settle their reservations", len(committed), exc_info=True)
+
+
 def reservation_settle(sale_id: int, order_key: str) -> None:
     """After the order of ``order_key`` committed: its reservation's record goes (its units are
     the database's now). Redis errors are logged (the expiry sweep settles it later)."""

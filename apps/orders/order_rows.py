@@ -103,7 +103,22 @@ def order_rows_insert(
     )
     if connection.vendor != "postgresql":
         return _orm_insert(draft, fields, now)
-    return _pg_insert(draft, fields, now)
+    return _pg_insert([(draft, fields)], now)[0]
+
+
+def orders_rows_insert(entries: list[dict]) -> list[tuple[Order, list[OrderLine]]]:
+    """:func:`order_rows_insert` for several orders (``entries``: its keyword arguments, one dict
+    per order, all with the same ``now``), in the order given: on PostgreSQL their statements go
+    in ONE round trip; elsewhere the ORM writes them one after another."""
+    if connection.vendor != "postgresql":
+        return [order_rows_insert(**entry) for entry in entries]
+    now = entries[0]["now"]
+    made = []
+    for entry in entries:
+        fields = {name: value for name, value in entry.items() if name != "draft"}
+        fields["extra"] = fields.get("extra") or {}
+        made.append((entry["draft"], order_fields(entry["draft"], **fields)))
+    return _pg_insert(made, now)
 
 
 def _orm_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tuple[Order, list[OrderLine]]:
@@ -128,12 +143,21 @@ def _orm_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tup
     return order, lines
 
 
-def _pg_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tuple[Order, list[OrderLine]]:
-    sql, params = pg_statement(draft, fields, now)
+def _pg_insert(made: list[tuple[drafts.OrderDraft, dict]], now: dt.datetime) -> list[tuple[Order, list[OrderLine]]]:
+    """The statements of ``made`` (``(draft, fields)`` pairs) sent together: one round trip."""
+    statements, params = [], []
+    for draft, fields in made:
+        sql, values = pg_statement(draft, fields, now)
+        statements.append(sql)
+        params += values
+    saved_rows = []
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        order_id, line_ids = cursor.fetchone()
-    return saved(draft, fields, order_id, line_ids, connection.alias)
+        cursor.execute("; ".join(statements), params)
+        for draft, fields in made:
+            order_id, line_ids = cursor.fetchone()
+            saved_rows.append(saved(draft, fields, order_id, line_ids, connection.alias))
+            cursor.nextset()
+    return saved_rows
 
 
 def pg_statement(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tuple[str, list]:

@@ -121,7 +121,11 @@ def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, mak
         }
     deadline = NOW + dt.timedelta(minutes=15)
     made = {}
-    for path, insert in (("orm", order_rows._orm_insert), ("sql", order_rows._pg_insert)):
+
+    def pg_insert(draft, fields, now):
+        return order_rows._pg_insert([(draft, fields)], now)[0]
+
+    for path, insert in (("orm", order_rows._orm_insert), ("sql", pg_insert)):
         draft = _draft(f"key-{path}", skus, **extra)
         fields = order_rows.order_fields(
             draft,
@@ -143,3 +147,33 @@ def test_the_statement_writes_and_returns_what_the_orm_does(shape, customer, mak
     assert events == [
         {"from_status": "", "to_status": "unpaid", "actor": "customer", "note": "下单", "created_at": NOW}
     ]
+
+
+@pytest.mark.postgres
+def test_several_orders_rows_go_in_one_round_trip_each_as_alone(customer, make_sku):
+    """``orders_rows_insert``: the statements of three orders sent together give the rows and
+    instances each would have alone (ids aside), in the order given."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    skus = [make_sku(stock=10) for _ in range(2)]
+    entries = [
+        dict(
+            draft=_draft(f"key-many-{i}", skus[: i % 2 + 1]),
+            customer_id=customer.pk,
+            order_no=f"no-many-{i}",
+            remark="",
+            pay_deadline=NOW + dt.timedelta(minutes=15),
+            now=NOW,
+        )
+        for i in range(3)
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        made = order_rows.orders_rows_insert(entries)
+    assert len(queries.captured_queries) == 1
+    assert [order.order_no for order, _ in made] == ["no-many-0", "no-many-1", "no-many-2"]
+    assert [len(lines) for _, lines in made] == [1, 2, 1]
+    for order, lines in made:
+        assert Order.objects.values_list("order_key", flat=True).get(pk=order.pk) == order.order_key
+        assert _rows(order.pk)[0]["customer"] == customer.pk
+        assert [line.order_id for line in lines] == [order.pk] * len(lines)
