@@ -54,7 +54,7 @@ from starmall import cache_client
 from starmall.api.exceptions import error_body
 from starmall.api.schema import MAX_ID
 from starmall.errors import ShopError
-from starmall.gates import creates, flash_confirm, http
+from starmall.gates import confirms, creates, flash_confirm, http, threads
 
 logger = logging.getLogger(__name__)
 
@@ -125,8 +125,9 @@ class OrderGate(http.RedisGate):
         super().__init__(app)
         self._drf_headers = http.view_headers(OrderConfirmView)  # DRF's Allow, as Django sends it
         self._create_headers = http.view_headers(OrderListCreateView)
-        self._database = creates.CreateThreads()  # where orders_create runs (opened and closed with the gate)
+        self._database = threads.OrderThreads()  # where the order services run (opened and closed with the gate)
         self._creates = creates.batches(self._database, self.warn)  # creates arriving together: one call
+        self._confirms = confirms.batches(self._database, self.warn)
 
     def body_limit(self) -> int:
         return _body_limit()
@@ -134,6 +135,7 @@ class OrderGate(http.RedisGate):
     async def aclose(self) -> None:
         """Finish the creates under way, then close the worker's pool and Redis client."""
         await self._creates.drain()
+        await self._confirms.drain()
         await super().aclose()
 
     def redis_timeout(self) -> float:
@@ -162,43 +164,38 @@ class OrderGate(http.RedisGate):
             return None
         if scope["path"] == creates.CREATE_PATH:  # handed to the one create (starmall.gates.creates)
             made = await creates.answer(self.client(), self._creates, auth[1], data)
-            if made is None:
-                return None
-            status, payload = (made.status, _error_body(made)) if isinstance(made, ShopError) else made
-            body = _json_body(payload)
-            return status, http.response_headers(b"application/json", secure, len(body), self._create_headers), body
+            return self._answer(made, secure, self._create_headers)
+        return self._answer(await self._confirm(data, auth[1]), secure, self._drf_headers)
+
+    async def _confirm(self, data, token: str):
+        """A confirm's ``(200, body)``, its refusal (a ShopError), or None (Django): a 秒杀 decided
+        in Redis (``flash_confirm``), a sold-out flag's 409, else ``order_confirm`` itself on the
+        order threads (``confirms``)."""
         parsed = confirm_request(data)
         if parsed is None:
             return None
         quantities, flash_sale_id = parsed
-        decided = flash_confirm.FLAGS
-        if flash_confirm.flash_shape(data, quantities):  # a 秒杀: decided in Redis (starmall.gates.flash_confirm)
-            decided = await flash_confirm.answer(self.client(), data, quantities, auth[1])
-        if decided is None:
+        if flash_confirm.flash_shape(data, quantities):
+            decided = await flash_confirm.answer(self.client(), data, quantities, token)
+            if decided is not flash_confirm.FLAGS:
+                return decided if decided is None or isinstance(decided, ShopError) else (200, decided)
+        keys = soldout.keys_for(quantities, flash_sale_id)
+        values = await self._mget([cache_client.make_key(token_key(token))] + [cache_client.make_key(k) for k in keys])
+        if values is None or values[0] is None:
+            return None  # unknown token (or Redis trouble): Django's 401 / 503
+        flags = {k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None}
+        refused = soldout.refusal(flags, quantities, flash_sale_id)
+        if refused is not None:
+            return refused
+        return await confirms.answer(self._confirms, int(values[0]), data)
+
+    def _answer(self, made, secure: bool, view_headers: list) -> tuple[int, list, bytes] | None:
+        """``made`` (``(status, body dict)`` or a ShopError) as Django's stack sends it, or None."""
+        if made is None:
             return None
-        if isinstance(decided, ShopError):
-            refused = decided
-        elif decided is not flash_confirm.FLAGS:
-            payload = _json_body(decided)
-            return 200, http.response_headers(b"application/json", secure, len(payload), self._drf_headers), payload
-        else:
-            keys = soldout.keys_for(quantities, flash_sale_id)
-            values = await self._mget(
-                [cache_client.make_key(token_key(auth[1]))] + [cache_client.make_key(k) for k in keys]
-            )
-            if values is None or values[0] is None:
-                return None  # unknown token (or Redis trouble): Django's 401 / 503
-            refused = soldout.refusal(
-                {k: int(v) for k, v in zip(keys, values[1:], strict=True) if v is not None}, quantities, flash_sale_id
-            )
-            if refused is None:
-                return None
-        payload = _json_body(_error_body(refused))
-        return (
-            refused.status,
-            http.response_headers(b"application/json", secure, len(payload), self._drf_headers),
-            payload,
-        )
+        status, payload = (made.status, _error_body(made)) if isinstance(made, ShopError) else made
+        body = _json_body(payload)
+        return status, http.response_headers(b"application/json", secure, len(body), view_headers), body
 
     async def _mget(self, keys: list[str]) -> list | None:
         try:

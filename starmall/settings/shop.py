@@ -7,10 +7,11 @@ env = environ.Env()
 # --- Shop rules -----------------------------------------------------------------------------
 ORDER_PAY_TIMEOUT_MINUTES = env.int("ORDER_PAY_TIMEOUT_MINUTES", default=30)
 ORDER_DRAFT_TTL_SECONDS = env.int("ORDER_DRAFT_TTL_SECONDS", default=3600)
-# Create threads per web worker process for creates answered before Django (a 秒杀 winner's and
-# any other draft's, starmall/gates/creates.py), each with its own database connection; 0 turns
-# that path off: Django creates every order. 8: measured against 4 (docs/PERFORMANCE.md).
-CREATE_GATE_CONNECTIONS = env.int("CREATE_GATE_CONNECTIONS", default=8)
+# Order threads per web worker process, where the gate calls order_confirm and orders_create
+# itself (starmall/gates/threads.py), each with its own database connection; 0 turns that path
+# off: Django answers every confirm Redis cannot and creates every order. 2: fewer threads batch
+# more creates per transaction and wait less for the GIL; measured against 1 and 8 (docs/PERFORMANCE.md).
+CREATE_GATE_CONNECTIONS = env.int("CREATE_GATE_CONNECTIONS", default=2)
 # PostgreSQL connections per web worker process for queuing a payment result's first delivery
 # before Django (apps/payments/notify_queue.py); 0 turns that off: Django applies it in the request.
 NOTIFY_GATE_CONNECTIONS = env.int("NOTIFY_GATE_CONNECTIONS", default=2)

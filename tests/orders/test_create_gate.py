@@ -494,3 +494,44 @@ def test_two_web_nodes_decide_and_create_on_one_quota(sale, make_customer):
     assert (sale.stock, sale.sold, Order.objects.filter(flash_sale=sale).count()) == (0, 5, 5)
     assert Sku.objects.get(pk=sale.sku_id).stock == 15
     assert _quota(sale) == (0, {c: 1 for c in _quota(sale)[1]}, 0) and len(_quota(sale)[1]) == 5
+
+
+def test_a_plain_confirm_is_order_confirm_called_by_the_gate(customer, ready, make_sku):
+    """A confirm no Redis flag decides is priced by ``order_confirm`` on the order threads: the
+    answer equals the view's (fresh key and expiry aside), the draft is stored; a refusal is
+    Django's bytes; a body the view's serializer refuses reaches Django."""
+    sku = make_sku(stock=3, price_fen=4200)
+    headers = _headers(customer)
+    gate = OrderGate(Inner())
+    body = json.dumps({"items": [{"sku_id": sku.pk, "quantity": 2}]}).encode()
+    [(status, answer_headers, payload)] = run(gate, [(body, headers)], path=CONFIRM)
+    assert status == 200 and gate.app.bodies == []
+    django = _django_confirm(body, headers)
+    mine, theirs = json.loads(payload), json.loads(django[2])
+    for fresh in ("order_key", "expires_at"):
+        mine.pop(fresh), theirs.pop(fresh)
+    assert mine == theirs and mine["goods_fen"] == 8400 and mine["address"]["id"] == ready.pk
+    assert _plain(answer_headers) == _plain(django[1])
+    assert drafts.draft_get(json.loads(payload)["order_key"])["pay_fen"] == mine["pay_fen"]
+
+    too_many = json.dumps({"items": [{"sku_id": sku.pk, "quantity": 4}]}).encode()
+    [(status, _, payload)] = run(OrderGate(Inner()), [(too_many, headers)], path=CONFIRM)
+    assert (status, payload) == _django_confirm(too_many, headers)[::2]
+    assert json.loads(payload)["code"] == "insufficient_stock"
+
+    unknown = json.dumps({"items": [{"sku_id": sku.pk, "quantity": 1}], "address_id": 999999}).encode()
+    [(status, _, payload)] = run(OrderGate(Inner()), [(unknown, headers)], path=CONFIRM)
+    assert (status, payload) == _django_confirm(unknown, headers)[::2]
+    assert Order.objects.count() == 0
+
+
+CONFIRM = "/api/v1/orders/confirm"
+
+
+def _django_confirm(body: bytes, headers: dict) -> tuple[int, dict, bytes]:
+    from django.test import Client
+
+    response = Client(HTTP_HOST=headers["Host"]).generic(
+        "POST", CONFIRM, body, content_type="application/json", HTTP_AUTHORIZATION=headers["Authorization"]
+    )
+    return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
