@@ -124,9 +124,7 @@ def _orm_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tup
             for line in draft.lines
         ]
     )
-    event = OrderEvent.objects.create(
-        order=order, to_status=OrderStatus.UNPAID, actor=CREATED_ACTOR, note=CREATED_NOTE
-    )
+    event = OrderEvent.objects.create(order=order, to_status=OrderStatus.UNPAID, actor=CREATED_ACTOR, note=CREATED_NOTE)
     # auto_now_add wrote the clock of each save: the rows take ``now``, as the PostgreSQL statement writes them
     Order.objects.filter(pk=order.pk).update(created_at=now)
     OrderEvent.objects.filter(pk=event.pk).update(created_at=now)
