@@ -31,13 +31,12 @@ from apps.accounts import wallet
 from apps.accounts.models import Customer
 from apps.appointments import slots
 from apps.catalog import stock
-from apps.catalog.exceptions import InsufficientStock
 from apps.marketing import bargains, flash_sales, group_buys
 from apps.marketing.exceptions import FlashSaleLimitExceeded
 from apps.orders import caps, cart, drafts, flash_reservations, order_rows
 from apps.orders.exceptions import CouponUnavailable, CustomerInactive, OrderKeyExpired
 from apps.orders.models import Delivery, Order
-from starmall.errors import InvalidState, LimitExceeded, ShopError
+from starmall.errors import InvalidState, ShopError
 from starmall.locking import is_lock_conflict
 
 logger = logging.getLogger(__name__)
@@ -176,7 +175,7 @@ def _create_alone(item: _Item) -> Created | ShopError:
     try:
         (order,) = _transaction([item])
     except _Refused as refused:
-        if item.draft.flash_sale_id and isinstance(refused.error, (InsufficientStock, InvalidState, LimitExceeded)):
+        if item.draft.flash_sale_id:  # nothing kept (an inactive customer's too): the units go back now
             flash_reservations.reservation_give_back(item.draft.flash_sale_id, item.request.order_key)
         return refused.error
     except IntegrityError:
