@@ -7,6 +7,7 @@ set, and with it set the exports read every row."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 import signal
@@ -150,11 +151,13 @@ def test_the_setting_follows_the_environment():
 def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     transactional_db, pgbouncer, monkeypatch, customer, address, make_sku
 ):
-    """The create gate's own pool through PgBouncer in transaction mode (2 server connections):
-    its one query message is one transaction there too. A winner is created; a refusal (stock
-    gone in the database) rolls back whole and leaves the server connection clean for the next."""
+    """The gate's order threads through PgBouncer in transaction mode (2 server connections):
+    ``orders_create``'s transaction is one there too. A winner is created; a refusal (stock gone
+    in the database) rolls back whole, is answered as Django answers it, and leaves the server
+    connection clean for the next."""
     import datetime as dt
 
+    from django.db import connections
     from django.utils import timezone
 
     from apps.accounts import address_cards
@@ -162,7 +165,6 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     from apps.marketing.models import FlashSale
     from apps.orders.models import Order
     from apps.shipping import selectors as freight
-    from starmall.gates import postgres
     from starmall.gates.orders import OrderGate
     from tests.orders.test_create_gate import _body, _confirm, _headers, run
     from tests.orders.test_soldout_gate import Inner
@@ -181,16 +183,15 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     flash_quota.quota_load(sale.pk)
     address_cards.card_refresh(customer.pk)
     freight.all_terms()
-    conninfo = postgres.conninfo
-    monkeypatch.setattr(
-        postgres, "conninfo", lambda db, **kw: conninfo({**db, "PORT": pgbouncer}, **kw)
-    )  # the gates' pools only
+    # the order threads' connections only (made from these settings when a thread first connects)
+    monkeypatch.setitem(connections.settings, "default", {**connections.settings["default"], "PORT": pgbouncer})
     headers = _headers(customer)
     first, second, third = (_confirm(customer, sale) for _ in range(3))
     gate = OrderGate(Inner())
     assert run(gate, [(_body(first), headers)])[0][0] == 201
     FlashSale.objects.filter(pk=sale.pk).update(stock=0)
-    assert run(gate, [(_body(second), headers)])[0][2] == b"django"  # refused: nothing kept, Django answers
+    status, _, body = run(gate, [(_body(second), headers)])[0]  # refused: nothing kept
+    assert (status, json.loads(body)["code"]) == (409, "insufficient_stock")
     FlashSale.objects.filter(pk=sale.pk).update(stock=2)
     assert run(gate, [(_body(third), headers)])[0][0] == 201
     assert Order.objects.filter(flash_sale=sale).count() == 2
