@@ -1,4 +1,4 @@
-"""``starmall.gates.postgres.Batches``: what requests submit while a connection is busy goes out
+"""``starmall.gates.postgres.BatchQueue``: what requests submit while a connection is busy goes out
 as ONE statement, every item gets its own result (or None, and then nothing was written for
 it), and no item is ever left waiting.
 
@@ -41,7 +41,7 @@ class FakePool:
 
 
 class Warnings(list):
-    """The ``warn`` of a Batches: records (what, the exception's class name)."""
+    """The ``warn`` of a BatchQueue: records (what, the exception's class name)."""
 
     def __call__(self, what: str, exc: Exception) -> None:
         self.append((what, type(exc).__name__))
@@ -68,7 +68,7 @@ class FakeDatabase:
 
 
 class Statements:
-    """The ``run`` of a Batches: records each statement's items; answers ``item * 10`` after
+    """The ``run`` of a BatchQueue: records each statement's items; answers ``item * 10`` after
     ``seconds``, or raises for an item in ``fail``, or answers one result short for ``short``."""
 
     def __init__(self, seconds: float = 0.01, fail: set | None = None, short: set | None = None) -> None:
@@ -84,7 +84,7 @@ class Statements:
         return results[:-1] if self.short & set(items) else results
 
 
-def submit_all(batches: postgres.Batches, items: list[int], wait: float = 1.0, spacing: float = 0.0) -> list:
+def submit_all(batches: postgres.BatchQueue, items: list[int], wait: float = 1.0, spacing: float = 0.0) -> list:
     """Submit ``items`` at once (or ``spacing`` seconds apart) in one event loop; their results."""
 
     async def main():
@@ -102,7 +102,7 @@ def submit_all(batches: postgres.Batches, items: list[int], wait: float = 1.0, s
 
 def test_items_arriving_together_go_out_in_few_statements_each_with_its_own_result():
     pool, run = FakePool(max_size=2), Statements(seconds=0.02)
-    batches = postgres.Batches(FakeDatabase(pool), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(pool), run, warn=WARNED)
 
     results = submit_all(batches, list(range(1, 41)))
 
@@ -114,7 +114,7 @@ def test_items_arriving_together_go_out_in_few_statements_each_with_its_own_resu
 
 def test_a_batch_never_exceeds_max_items():
     run = Statements(seconds=0.02)
-    batches = postgres.Batches(FakeDatabase(FakePool(max_size=1)), run, max_items=5, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(FakePool(max_size=1)), run, max_items=5, warn=WARNED)
     assert submit_all(batches, list(range(1, 18))) == [item * 10 for item in range(1, 18)]
     assert max(len(sent) for sent in run.sent) == 5
     assert sorted(item for sent in run.sent for item in sent) == list(range(1, 18))
@@ -122,7 +122,7 @@ def test_a_batch_never_exceeds_max_items():
 
 def test_a_lone_item_goes_out_at_once():
     run = Statements(seconds=0.0)
-    batches = postgres.Batches(FakeDatabase(FakePool(max_size=2)), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(FakePool(max_size=2)), run, warn=WARNED)
     assert submit_all(batches, [7, 8, 9], spacing=0.05) == [70, 80, 90]
     assert run.sent == [[7], [8], [9]]
 
@@ -137,7 +137,7 @@ def test_a_failed_statement_gives_none_to_its_items_and_to_those_waiting_and_the
         raise RuntimeError("the statement failed")
 
     warned = Warnings()
-    batches = postgres.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=warned)
+    batches = postgres.BatchQueue(FakeDatabase(FakePool(max_size=1)), run, warn=warned)
 
     async def main():
         nonlocal release
@@ -173,7 +173,7 @@ def test_a_connection_broken_under_a_run_that_answered_is_given_back_and_the_res
             return [None for _ in items]  # its own error: these items to Django
         return [item * 10 for item in items]
 
-    batches = postgres.Batches(FakeDatabase(pool), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(pool), run, warn=WARNED)
     before = len(WARNED)
     assert submit_all(batches, [1, 2, 3, 4], spacing=0.005) == [None, 20, 30, 40]
     assert [items for _, items in used] == [[1], [2, 3, 4]]
@@ -183,14 +183,14 @@ def test_a_connection_broken_under_a_run_that_answered_is_given_back_and_the_res
 
 def test_a_wrong_number_of_results_gives_none_to_every_item_of_the_statement():
     run = Statements(seconds=0.0, short={2})
-    batches = postgres.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
     assert submit_all(batches, [2]) == [None]
 
 
 def test_an_item_no_connection_took_in_time_is_never_sent():
     """No connection (PostgreSQL down): each waiting item gets None, nothing is sent."""
     run = Statements()
-    batches = postgres.Batches(
+    batches = postgres.BatchQueue(
         FakeDatabase(FakePool(max_size=2, refuse=TimeoutError("no connection"))), run, warn=WARNED
     )
     assert submit_all(batches, [1, 2, 3], wait=0.2) == [None, None, None]
@@ -202,7 +202,7 @@ def test_an_item_waiting_past_its_limit_leaves_the_queue_and_an_item_in_flight_g
     a slow statement gets its result after the limit; one still queued behind it leaves at the
     limit, is never sent, and gets None."""
     run = Statements(seconds=0.3)
-    batches = postgres.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
 
     async def main():
         first = asyncio.ensure_future(batches.submit(1, 0.1))
@@ -217,13 +217,13 @@ def test_an_item_waiting_past_its_limit_leaves_the_queue_and_an_item_in_flight_g
 
 
 def test_no_pool_means_none():
-    assert submit_all(postgres.Batches(FakeDatabase(None), Statements(), warn=WARNED), [1]) == [None]
+    assert submit_all(postgres.BatchQueue(FakeDatabase(None), Statements(), warn=WARNED), [1]) == [None]
 
 
 @pytest.mark.parametrize("loops", [2])
 def test_each_event_loop_has_its_own_queue(loops):
     run = Statements(seconds=0.0)
-    batches = postgres.Batches(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(FakePool(max_size=1)), run, warn=WARNED)
     for n in range(loops):
         assert submit_all(batches, [n + 1]) == [(n + 1) * 10]
     assert run.sent == [[1], [2]]

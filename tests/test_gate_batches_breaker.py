@@ -1,6 +1,6 @@
-"""Attacks on ``starmall.gates.postgres.Batches`` with the stand-in pool of tests/test_gate_batches.py:
+"""Attacks on ``starmall.gates.postgres.BatchQueue`` with the stand-in pool of tests/test_gate_batches.py:
 items stranded, cancelled waiters, senders failing with a BaseException, timeouts while the
-connection is late, two loops sharing one Batches."""
+connection is late, two loops sharing one BatchQueue."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def test_requests_submitting_again_as_soon_as_answered_are_never_stranded():
     """Each answer immediately submits the next item (a sender finishing its batch while a
     new submit arrives, over and over): all 200 answered, every sender gone at the end."""
     pool = FakePool(1)
-    batches = postgres.Batches(FakeDatabase(pool), Statements(seconds=0), warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(pool), Statements(seconds=0), warn=WARNED)
 
     async def main():
         async def chain(start: int):
@@ -47,7 +47,7 @@ def test_a_cancelled_waiter_does_not_strand_the_others_and_is_still_sent():
         await gate_open["event"].wait()
         return await statements(conn, items)
 
-    batches = postgres.Batches(FakeDatabase(pool), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(pool), run, warn=WARNED)
 
     async def main():
         gate_open["event"] = release()
@@ -83,7 +83,7 @@ def test_an_item_timed_out_while_the_connection_is_late_is_never_sent():
 
     pool = LatePool(1)
     statements = Statements(seconds=0)
-    batches = postgres.Batches(FakeDatabase(pool), statements, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(pool), statements, warn=WARNED)
 
     async def main():
         come["event"] = asyncio.Event()
@@ -115,7 +115,7 @@ def test_a_sender_dying_of_a_base_exception_leaves_no_item_waiting_forever():
             raise asyncio.CancelledError()
         return [item * 10 for item in items]
 
-    batches = postgres.Batches(FakeDatabase(pool), run, warn=WARNED)
+    batches = postgres.BatchQueue(FakeDatabase(pool), run, warn=WARNED)
 
     async def main():
         events["started"], events["proceed"] = asyncio.Event(), asyncio.Event()
@@ -137,7 +137,7 @@ def test_a_sender_dying_of_a_base_exception_leaves_no_item_waiting_forever():
     assert (pending.running, pending.entries, pool.in_use) == (0, [], 0)
 
 
-class _RacyState(postgres.Batches):
+class _RacyState(postgres.BatchQueue):
     """Makes the two threads' first submits store their loop's state one right after the other
     (what a thread switch between ``_pending``'s store and its read does)."""
 
@@ -158,7 +158,7 @@ class _RacyState(postgres.Batches):
 
 
 def test_two_loops_in_two_threads_sharing_one_batches_each_get_their_own_results():
-    """Two event loops in two threads (how the tests run gates) submit to one Batches at once:
+    """Two event loops in two threads (how the tests run gates) submit to one BatchQueue at once:
     each statement holds one loop's items, each item gets its own result."""
     sent_by: list[tuple[int, list]] = []
     go = threading.Barrier(2)

@@ -88,7 +88,7 @@ def _count_column(status: str):
 
 @admin.register(RefundBatch)
 class RefundBatchAdmin(admin.ModelAdmin):
-    """Batches are records of what staff asked: created on the add page (or from the order
+    """BatchQueue are records of what staff asked: created on the add page (or from the order
     list), never edited; each order's progress is on the batch page."""
 
     form = RefundBatchForm

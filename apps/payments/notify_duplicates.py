@@ -203,7 +203,7 @@ def resume() -> None:
 def notify_duplicates_record() -> int:
     """Beat: write the audit rows of the duplicates the gate answered; returns the rows written.
 
-    Batches of :data:`FLUSH_BATCH`, each taken from Redis atomically and inserted in one
+    BatchQueue of :data:`FLUSH_BATCH`, each taken from Redis atomically and inserted in one
     transaction; a batch the database refused goes back to the front of the backlog and the
     error propagates (the next run tries again). Safe to run twice, also at once.
     """

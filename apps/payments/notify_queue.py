@@ -62,7 +62,7 @@ _QUEUED = QueuedNotification._meta.db_table
 _PAYMENT = Payment._meta.db_table
 
 # ONE statement (its own transaction) for a batch of results (the gate's first deliveries that
-# arrived together, starmall.gates.postgres.Batches): for each, the pending payment with exactly its
+# arrived together, starmall.gates.postgres.BatchQueue): for each, the pending payment with exactly its
 # amount, its row queued unless the same result is queued already — by an earlier statement or
 # by an earlier item of this batch (the copies that raced the queued marker: one row, the
 # others are copies). Answers, one row per item in order: (queued row id or NULL, whether the

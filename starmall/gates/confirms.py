@@ -31,9 +31,9 @@ class ConfirmRequest:
     data: dict
 
 
-def batches(pool: OrderThreads, warn) -> postgres.Batches:
+def batches(pool: OrderThreads, warn) -> postgres.BatchQueue:
     """The worker's confirms, handed to the order threads (several at once while all are busy)."""
-    return postgres.Batches(pool, pool.runner(_in_thread), warn=warn, max_items=8)
+    return postgres.BatchQueue(pool, pool.runner(_in_thread), warn=warn, max_items=8)
 
 
 def _in_thread(requests: list[ConfirmRequest]) -> list:
@@ -61,6 +61,6 @@ def _one(request: ConfirmRequest):
     return 200, ConfirmOutSerializer(draft).data
 
 
-async def answer(confirms: postgres.Batches, customer_id: int, data: dict):
+async def answer(confirms: postgres.BatchQueue, customer_id: int, data: dict):
     """``(200, body)`` of the draft, the refusal (a ShopError), or None: Django answers."""
     return await confirms.submit(ConfirmRequest(customer_id, data), CONNECTION_WAIT_SECONDS)

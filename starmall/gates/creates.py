@@ -3,7 +3,7 @@
 ``OrderGate`` (``starmall.gates.orders``) hands :func:`answer` a create whose request it checked
 as Django would. The order itself is made by ``apps.orders.create.orders_create``, the function
 Django's view calls, on one of the worker's order threads (``starmall.gates.threads``); creates
-arriving while those are busy go to it together (``postgres.Batches``), so a 秒杀's winners
+arriving while those are busy go to it together (``postgres.BatchQueue``), so a 秒杀's winners
 share one transaction per sale. What stays here is HTTP: the body, the token's customer (one
 Redis GET), DRF's own create throttle, and the answer — 201 with ``OrderSerializer``'s body, or a
 refusal as Django's exception handler writes it. Anything else goes to Django (docs/GATES.md).
@@ -29,7 +29,7 @@ from starmall.gates.threads import OrderThreads
 logger = logging.getLogger(__name__)
 
 CREATE_PATH = "/api/v1/orders"
-CONNECTION_WAIT_SECONDS = 1.0  # no free create thread by then: Django creates the order
+CONNECTION_WAIT_SECONDS = 1.0  # no free order thread by then: Django creates the order
 BATCH_MAX = 32  # creates handed to orders_create at once, at most
 _MAX_KEY = 64  # CreateInSerializer.order_key
 _MAX_REMARK = 200  # CreateInSerializer.remark
@@ -53,9 +53,9 @@ def create_request(data) -> tuple[str, str] | None:
     return (key, remark.strip()) if len(remark) <= _MAX_REMARK else None  # counted before trimming, as DRF
 
 
-def batches(pool: OrderThreads, warn) -> postgres.Batches:
+def batches(pool: OrderThreads, warn) -> postgres.BatchQueue:
     """The worker's creates, handed to ``orders_create`` together while the threads are busy."""
-    return postgres.Batches(pool, pool.runner(_in_thread), warn=warn, max_items=BATCH_MAX)
+    return postgres.BatchQueue(pool, pool.runner(_in_thread), warn=warn, max_items=BATCH_MAX)
 
 
 def _in_thread(requests: list[CreateRequest]) -> list:
@@ -114,7 +114,7 @@ class _Histories:
             cache.set_many(self._written, timeout=self._timeout)
 
 
-async def answer(redis, creates: postgres.Batches, token: str, data) -> tuple[int, dict] | ShopError | None:
+async def answer(redis, creates: postgres.BatchQueue, token: str, data) -> tuple[int, dict] | ShopError | None:
     """``(201, body)`` of the order made, the refusal (a ShopError, rendered as Django's handler
     renders it), or None: Django answers. ``redis``: the gate's redis.asyncio client;
     ``creates``: the worker's :func:`batches`; ``token``: the bearer token; ``data``: the parsed

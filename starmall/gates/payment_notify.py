@@ -100,7 +100,7 @@ class PaymentNotifyGate(http.RedisGate):
         self._drf_headers = http.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
         self._database = postgres.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
         # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
-        self._accepts = postgres.Batches(self._database, self._accept, warn=self.warn)
+        self._accepts = postgres.BatchQueue(self._database, self._accept, warn=self.warn)
         self._later: set[asyncio.Task] = set()  # the queued markers' writes, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
 

@@ -6,9 +6,9 @@ per event loop, made on first use from ``DATABASES["default"]`` with the libpq o
 passes, autocommit (every statement it sends is one query message, its own transaction), all
 its connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On
 another database than PostgreSQL, or with its size setting at 0, there is no pool and Django
-answers everything the gate would have written. :class:`Batches` sends what arrives while every
+answers everything the gate would have written. :class:`BatchQueue` sends what arrives while every
 connection is busy together on the next free one: the notify gate's statements, and the creates
-handed to ``orders_create`` on the create threads (``starmall.gates.creates.CreateThreads``, a
+handed to ``orders_create`` on the order threads (``starmall.gates.threads.OrderThreads``, a
 pool of threads shaped as one of connections).
 """
 
@@ -81,7 +81,7 @@ class Database:
                 await pool.close()
 
 
-class Batches:
+class BatchQueue:
     """Statements of many requests sent as one: what requests hand to :meth:`submit` while the
     pool's connections are busy waits, and the next free connection runs all of it (up to
     ``max_items``) in ONE statement — the application's own group commit.

@@ -4,7 +4,7 @@ A gate reads a request in the event loop; the service it hands it to (``order_co
 ``orders_create``, the functions Django's views call) is sync Django code, so it runs on one of
 ``CREATE_GATE_CONNECTIONS`` threads per worker, each with its own database connection (opened
 at the worker's start, named ``starmall-create-gate`` in ``pg_stat_activity``). Shaped as the
-pool ``postgres.Batches`` sends on: a free thread is a free "connection".
+pool ``postgres.BatchQueue`` sends on: a free thread is a free "connection".
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class OrderThreads:
         yield SimpleNamespace(broken=False)
 
     def runner(self, work):
-        """``Batches``' ``run`` calling ``work(items)`` on one of the threads."""
+        """``BatchQueue``' ``run`` calling ``work(items)`` on one of the threads."""
 
         async def run(_slot, items: list) -> list:
             return await asyncio.get_running_loop().run_in_executor(self.executor(), work, items)
@@ -69,7 +69,7 @@ class OrderThreads:
         await self._each_thread(connect, timeout)
 
     async def _each_thread(self, work, timeout: float) -> None:
-        """Run ``work()`` once on each create thread (a barrier keeps each at one task)."""
+        """Run ``work()`` once on each order thread (a barrier keeps each at one task)."""
         executor = self.executor()
         size = executor._max_workers
         barrier = threading.Barrier(size, timeout=timeout)
@@ -87,7 +87,7 @@ class OrderThreads:
         )
         for result in done:
             if isinstance(result, Exception):
-                logger.warning("create threads: %s (%s: %s)", work.__name__, type(result).__name__, result)
+                logger.warning("order threads: %s (%s: %s)", work.__name__, type(result).__name__, result)
                 break
 
     async def close(self) -> None:

@@ -1,4 +1,4 @@
-"""Attacks on the batched first deliveries (``postgres.Batches`` behind ``starmall.gates.payment_notify``) and the
+"""Attacks on the batched first deliveries (``postgres.BatchQueue`` behind ``starmall.gates.payment_notify``) and the
 queued marker (``notify_duplicates.queued_key``) against the real PostgreSQL and Redis."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_a_refused_apply_before_the_queued_marker_is_set_leaves_no_marker(buyer,
 
 
 def _one_batch_gate(n: int, statements: list[int]) -> PaymentNotifyGate:
-    """A gate whose ``n`` submits reach Batches in one loop step each, after the pool exists:
+    """A gate whose ``n`` submits reach BatchQueue in one loop step each, after the pool exists:
     one connection takes all ``n`` in ONE statement (its size recorded in ``statements``)."""
     gate = PaymentNotifyGate(Inner())
     real_submit, real_run = gate._accepts.submit, gate._accepts.run

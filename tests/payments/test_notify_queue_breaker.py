@@ -130,7 +130,7 @@ def queue_off_gate(settings) -> PaymentNotifyGate:
     settings.BREAKER_NOTIFY_GATE_OFF = 0
     gate = PaymentNotifyGate(Inner())
     gate._database = postgres.Database("notify-gate", "BREAKER_NOTIFY_GATE_OFF")
-    gate._accepts = postgres.Batches(gate._database, gate._accept, warn=gate.warn)
+    gate._accepts = postgres.BatchQueue(gate._database, gate._accept, warn=gate.warn)
     return gate
 
 
