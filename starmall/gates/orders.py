@@ -1,41 +1,14 @@
-"""The flash sale's losers answered before Django: an ASGI gate on ``POST /api/v1/orders/confirm``.
+"""Orders answered before Django: an ASGI gate on ``POST /api/v1/orders/confirm`` and ``/orders``.
 
-In a 秒杀 most buyers arrive after the last unit is gone (``make bench``: about 1,460 of 2,000).
-``order_confirm`` already answers them from the Redis sold-out flags (``apps.catalog.soldout``)
-without PostgreSQL, but each of them still costs a whole request cycle: the hand-off to a
-request thread (a2wsgi), the middleware, DRF's parsing and validation and token auth's customer
-query, CPU that the winners need on a small machine. :class:`OrderGate` wraps the HTTP
-application (``starmall/asgi.py``) and answers exactly those requests in the event loop, after
-ONE Redis round trip (MGET of the token and the flags); everything else goes to Django untouched.
-
-It answers only where Django would give the same answer, byte for byte
-(``tests/orders/test_soldout_gate.py`` compares the two):
-
-- ``POST`` to exactly :data:`CONFIRM_PATH` with no query string (DRF reads ``?format=``); a
-  Host Django allows; no HTTPS redirect due (``SECURE_SSL_REDIRECT``); ``Content-Type:
-  application/json`` (utf-8); an ``Accept`` the JSON renderer satisfies without parameters; no
-  header name with ``_`` (a2wsgi reads it as the one with ``-``); a ``Content-Length`` equal to
-  the body (without one, chunked, Django reads an empty body) of at most :data:`MAX_BODY` bytes
-  and ``API_MAX_BODY_BYTES`` (beyond it, Django's 413);
-- a body in the shape a mini-program sends, each value one the serializer accepts as it is
-  (:func:`confirm_request`: JSON integers, not the strings DRF would also coerce);
-- ``Authorization: Bearer <token>`` that Redis maps to a customer. Tokens of a deactivated
-  customer are revoked (``apps.accounts.tokens.tokens_revoke_customer``) after commit, and
-  retried from a ``TokenRevocation`` row by beat's sweep until Redis confirms
-  (``apps.accounts.revocations``, which also finds deactivations done by SQL), so that is an
-  active customer, or one deactivated less than ``BEAT_SWEEP_SECONDS`` ago whom the gate can
-  only tell "sold out" (it never lets an order through);
-- a flag for what is asked, judged by ``apps.catalog.soldout.refusal``, the same function
-  ``order_confirm`` uses.
-
-A confirm of this shape that names a ``flash_sale_id`` (one SKU, no coupon, no points) is a
-秒杀's: ``starmall.gates.flash_confirm`` decides it in Redis instead — the flags, then the sale's
-quota: the 409 of a loser or an over-limit buyer, or a winner's draft written by one Lua
-script and its 200 — and passes to Django whatever it cannot answer exactly.
-
-Anything else — another shape, no flag, a Redis error or a Redis answer slower than
-:data:`REDIS_TIMEOUT_SECONDS` — goes to Django, which answers it as before. The gate never
-lets an order through; it only turns away buyers the shop would turn away anyway.
+In a 秒杀 most buyers arrive after the last unit is gone, and each cost Django a whole request
+cycle (a thread, the middleware, DRF, token auth's query). :class:`OrderGate` reads these two
+requests in the event loop and answers from Redis what Redis decides — a sold-out flag's 409
+(``apps.catalog.soldout.refusal``, the rule ``order_confirm`` uses), a 秒杀's confirm
+(``flash_confirm``) — and hands the rest to the order services themselves, the functions Django's
+views call, on the worker's order threads: ``order_confirm`` (``confirms``) and ``orders_create``
+(``creates``). It answers only where Django would answer the same, byte for byte; anything else
+(another body shape, an unknown token, Redis trouble) goes to Django. The list and its tests:
+docs/GATES.md.
 """
 
 from __future__ import annotations
@@ -110,7 +83,7 @@ def _json_body(payload: dict) -> bytes:
 
 
 class OrderGate(http.RedisGate):
-    """ASGI middleware: a sold-out confirm answered from Redis, everything else passed to ``app``.
+    """ASGI middleware: confirms and creates answered before Django (module), the rest passed to ``app``.
 
     ``app`` is the shop's HTTP application (Django behind a2wsgi). One Redis connection pool per
     worker process, made on first use in its event loop from the cache's ``LOCATION``
@@ -142,7 +115,7 @@ class OrderGate(http.RedisGate):
         return REDIS_TIMEOUT_SECONDS
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
-        """``(status, headers, body)`` of the sold-out answer, or None: Django answers."""
+        """``(status, headers, body)`` of the answer Django would give, or None: Django answers."""
         headers = http.plain_headers(scope, body, _body_limit())
         if headers is None:
             return None

@@ -1,49 +1,13 @@
-"""WeChat Pay's payment notifications answered before Django: an ASGI gate on
-``POST /api/v1/payments/wechat/notify``.
+"""WeChat Pay's payment notifications answered before Django (``POST /api/v1/payments/wechat/notify``).
 
-WeChat delivers every payment result more than once; in a notification storm (``make bench``:
-1,000 payments, each delivered 3 times) two deliveries in three are of a payment already
-applied, and Django spent a whole request on each (a request thread, the middleware, the
-payment's queries, an audit row) to answer SUCCESS and change nothing, and a whole request of
-about fifteen queries on each first delivery while WeChat waited. :class:`PaymentNotifyGate` wraps the
-HTTP application (``starmall/asgi.py``) and, in the event loop, answers the copies of applied
-payments after ONE Redis round trip, and the first deliveries of pending payments after one
-Redis round trip and one PostgreSQL statement that queues them for the worker; everything else
-goes to Django untouched.
-
-It answers only where Django would answer the same, byte for byte
-(``tests/payments/test_notify_gate.py`` compares the two):
-
-- ``POST`` to exactly :data:`NOTIFY_PATH`, no query string, a Host Django allows, no HTTPS
-  redirect due, an ``Accept`` DRF takes as it is, single plain headers, a ``Content-Length``
-  equal to the body of at most :data:`MAX_BODY` bytes (``starmall.gates.http``);
-- a body Django's own reader trusts: ``notifications.PAY_RESULT.read`` — defusedxml (no DTD,
-  no entities), ``wechat.verify_signature`` over exactly the fields received, return_code /
-  appid / mch_id / result_code / transaction_id — claimed by the "payment" handler (not a
-  recharge's ``R...`` number, not a handler registered before it);
-- the marker ``apps.payments.notify_duplicates`` wrote after the commit that paid this
-  out_trade_no says: paid with this transaction_id, ``total_fee`` equal to this one as text.
-  Django then finds the payment paid with that transaction_id and that amount and answers
-  SUCCESS (outcome ``duplicate``): the gate sends the same bytes, status and headers.
-
-The script that compares the marker also appends the delivery to the audit backlog, from which
-beat writes its ``Notification`` row (outcome ``duplicate``): every notification still leaves
-one row (``notify_duplicates.notify_duplicates_record``).
-
-No marker: the first delivery. The gate queues it for the worker (``apps.payments.notify_queue``,
-one statement on the worker's small pool, ``NOTIFY_GATE_CONNECTIONS``) when a pending WeChat
-payment of that out_trade_no carries exactly that ``total_fee``, and answers SUCCESS once the
-row is committed; the worker applies it as Django would. The gate then stores the queued marker
-(``notify_duplicates.queued_key``): a copy of a result queued and not yet applied is answered by
-the same one script, SUCCESS and the audit backlog like the copies above (one that raced the
-marker by the queue's statement, then the backlog).
-
-No payment that qualifies (unknown, another amount, paid but the marker lost, closed), another
-transaction_id or amount in the marker, a bad signature, malformed or oversized XML, a full
-backlog, a Redis or PostgreSQL error or an answer slower than its timeout, SQLite or
-``NOTIFY_GATE_CONNECTIONS=0``: Django answers, as before.
-What the gate does not do that Django would: look at the database, which for a duplicate of a
-paid payment changes nothing (a paid payment stays paid with its transaction_id and amount).
+WeChat delivers every result more than once; in a storm two deliveries in three are of a payment
+already applied. :class:`PaymentNotifyGate` answers, in the event loop, a copy of an applied (or
+queued) result after ONE Redis script — which also appends the delivery to the audit backlog
+beat writes as ``Notification`` rows — and a first delivery of a pending payment of exactly that
+``total_fee`` by queueing it for the worker in one statement (``apps.payments.notify_queue``). It
+trusts only what Django's own reader trusts (``notifications.PAY_RESULT.read``: defusedxml, the
+signature, appid / mch_id / result_code) and answers only where Django would answer the same,
+byte for byte; anything else goes to Django. The list and its tests: docs/GATES.md.
 """
 
 from __future__ import annotations
