@@ -124,4 +124,4 @@ class FlashSalePurchaseAdmin(ReadOnlyModelAdmin):
 
 
 # Coupons and the daily sign-in; 拼团 and 砍价: registered on import.
-from apps.marketing import admin_coupons, admin_growth  # noqa: E402,F401
+from apps.marketing import admin_coupons, admin_group_bargain  # noqa: E402,F401

@@ -274,7 +274,7 @@ class SignIn(models.Model):
 
 
 # 拼团 and 砍价 live in their own module (registered with this app by the import).
-from apps.marketing.models_growth import (  # noqa: E402,F401
+from apps.marketing.models_group_bargain import (  # noqa: E402,F401
     BargainCampaign,
     BargainHelp,
     BargainHelperDay,

@@ -206,7 +206,7 @@ SPECTACULAR_SETTINGS = {
         "CouponKindEnum": "apps.marketing.models.CouponTemplate.Kind",  # = accounts Coupon.Kind
         "CouponScopeEnum": "apps.marketing.models.CouponTemplate.Scope",
         "RechargeStatusEnum": "apps.payments.models.Recharge.Status",
-        "GroupStatusEnum": "apps.marketing.models_growth.Group.Status",  # a 拼团 group: forming / done / failed
+        "GroupStatusEnum": "apps.marketing.models_group_bargain.Group.Status",  # a 拼团 group: forming / done / failed
     },
     # The strict path converters of starmall/api/converters.py, as the schema states them.
     "PATH_CONVERTER_OVERRIDES": {
