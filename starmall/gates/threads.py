@@ -13,11 +13,12 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import connections
 
 from starmall.gates import postgres
 
@@ -104,11 +105,15 @@ _named = threading.local()
 
 
 def connect() -> None:
-    """As at a request's start (an unusable or too old connection goes), then open this thread's
-    database connection, named ``starmall-create-gate`` on PostgreSQL
-    (what ``pg_stat_activity`` shows); again after Django replaced it (too old, broken)."""
-    close_old_connections()
+    """As at a request's start a connection that errored (and is unusable) or grew too old goes —
+    checked only then, not with a ``SELECT 1`` before every call as ``close_old_connections()``
+    would arrange — then open this thread's database connection, named ``starmall-create-gate``
+    on PostgreSQL (what ``pg_stat_activity`` shows); again after it was replaced."""
     connection = connections["default"]
+    if connection.connection is not None and (
+        connection.errors_occurred or (connection.close_at is not None and time.monotonic() >= connection.close_at)
+    ):
+        connection.close_if_unusable_or_obsolete()
     connection.ensure_connection()
     if connection.vendor == "postgresql" and getattr(_named, "raw", None) is not connection.connection:
         with connection.cursor() as cursor:
