@@ -5,7 +5,7 @@ At confirm, ONE Lua script (:data:`TAKE`, run by EVALSHA from the ASGI gate
 units from the sale's quota and from the customer's allowance, records the reservation and
 writes the draft — or answers why not (sold out, over the limit, not live) — atomically. The
 database is still the final guard: ``order_create`` takes the sale's and the SKU's stock with
-their conditional UPDATEs (``flash_sales.flash_sale_take``), so a quota that is too high can only
+their conditional UPDATEs (``flash_sales.allowances_take`` / ``sale_stock_take``), so a quota that is too high can only
 let a buyer reach create and be refused there, never sell a unit the database does not hold.
 
 Keys per sale ``s`` (all under the cache's KEY_PREFIX):

@@ -1,8 +1,8 @@
 """Flash sales (秒杀): scheduling by staff, and the units orders take and give back.
 
 Orders ask marketing, never the reverse: ``order_confirm`` calls :func:`flash_sale_check`,
-``order_create`` calls :func:`flash_sale_take` inside the order's transaction, and the order's
-restore path (cancel, refund) calls :func:`flash_sale_give_back`.
+``apps.orders.create`` calls :func:`allowances_take` and :func:`sale_stock_take` inside the
+order's transaction, and the order's restore path (cancel, refund) calls :func:`flash_sale_give_back`.
 
 Conservation (each rule has a test in tests/marketing/):
 
@@ -99,24 +99,6 @@ def flash_sale_check(
             flash_sale_id=sale.pk, limit_per_customer=sale.limit_per_customer, held=held, requested=units
         )
     return sale
-
-
-@transaction.atomic(savepoint=False)
-def flash_sale_take(*, sale_id: int, customer_id: int, units: int, now: dt.datetime | None = None) -> None:
-    """Create (phase 2): take the customer's allowance (:func:`allowance_take`), then the sale's
-    stock (:func:`sale_stock_take`), in the caller's (the order's) transaction, whose rollback
-    gives everything back. Call it as late as possible, right before the SKUs' stock: the sale row
-    is the hottest row of a 秒杀 and stays locked until commit. Lock order: the allowance row, the
-    sale, then the SKU — step 6 of ``starmall/locking.py``."""
-    allowance_take(sale_id=sale_id, customer_id=customer_id, units=units)
-    sale_stock_take(sale_id=sale_id, units=units, now=now)
-
-
-def allowance_take(*, sale_id: int, customer_id: int, units: int) -> None:
-    """Add ``units`` to the customer's allowance of the sale (:func:`allowances_take` of one);
-    over ``limit_per_customer``: FlashSaleLimitExceeded, nothing written."""
-    if allowances_take(sale_id=sale_id, units={customer_id: units}):
-        raise FlashSaleLimitExceeded(flash_sale_id=sale_id, requested=units)
 
 
 def allowances_take(*, sale_id: int, units: dict[int, int]) -> list[int]:

@@ -9,7 +9,7 @@ the orders' side of that bookkeeping:
   places, so the gate's 409 is byte for byte Django's;
 - :func:`draft_reserve`: ``order_confirm``'s store of a flash-sale draft (loading the card and
   the quota on demand; plain ``draft_save`` when Redis fails: PostgreSQL decides at create);
-- :func:`reservation_settle` after the order's commit, :func:`reservation_give_back` when
+- :func:`drafts_done` after the orders' commit, :func:`reservation_give_back` when
   create is refused (the unit goes back at once instead of when the draft expires);
 - :func:`reservations_expire` (beat): reservations whose draft expired unused give their
   units back; one whose order exists is settled instead;
@@ -152,15 +152,6 @@ def drafts_done(committed: list[drafts.OrderDraft]) -> None:
         pipe.execute()
     except Exception:  # noqa: BLE001 - bookkeeping after the commit
         logger.warning("could not drop %d drafts and settle their reservations", len(committed), exc_info=True)
-
-
-def reservation_settle(sale_id: int, order_key: str) -> None:
-    """After the order of ``order_key`` committed: its reservation's record goes (its units are
-    the database's now). Redis errors are logged (the expiry sweep settles it later)."""
-    try:
-        flash_quota.reservation_end(sale_id, order_key, give_back=False)
-    except Exception:  # noqa: BLE001
-        logger.warning("could not settle the reservation %s of flash sale %s", order_key, sale_id, exc_info=True)
 
 
 def reservation_give_back(sale_id: int, order_key: str) -> None:
