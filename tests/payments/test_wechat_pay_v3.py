@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def order(api, make_sku, address, place_order):
-    return place_order(api, items=[(make_sku(price_fen=3600, stock=10, name="青瓷盖碗" * 30), 3)], address=address)
+    return place_order(api, items=[(make_sku(price_fen=3600, stock=10, name="青瓷盖碗" * 25), 3)], address=address)
 
 
 def pay(api, order_no):
@@ -171,3 +171,24 @@ def test_v3_notify_answers_json_for_a_body_that_is_not_json(client, v3pay):
     response = client.post(V3_NOTIFY, data=b"<xml/>", content_type="application/json")
     assert response.status_code == 400 and response.json()["code"] == "FAIL"
     assert Notification.objects.get().outcome == "bad_signature"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_racing_v3_notifications_are_applied_once(api, order, wechat, v3pay, race):
+    from apps.payments import notifications
+
+    pay(api, order["order_no"])
+    wechat.control.pay(order["order_no"])
+    note = v3pay.state.pending[0]  # the same delivery arriving from several WeChat servers at once
+    body, headers = note["body"].encode(), dict(note["headers"])
+    answers = race(lambda i: notifications.notification_handle(notifications.PAY_RESULT_V3, body, headers), 8)
+    assert [(a.status, a.body) for a in answers] == [(204, b"")] * 8
+    row = Order.objects.get(order_no=order["order_no"])
+    assert row.status == "paid"
+    assert Payment.objects.get(out_trade_no=order["order_no"]).status == "paid"
+    assert Product.objects.get(pk=row.lines.get().product_id).sales == 3
+    assert FollowUp.objects.filter(order=row).count() == 3
+    assert OrderEvent.objects.filter(order=row, to_status="paid").count() == 1
+    outcomes = sorted(Notification.objects.values_list("outcome", flat=True))
+    assert outcomes == ["applied"] + ["duplicate"] * 7
