@@ -310,7 +310,7 @@ def _tradebill(state: SandboxState, request: Request) -> Response:
 # --- notifications ---------------------------------------------------------------------------
 
 
-def _note(url: str, event_type: str, summary: str, original_type: str, resource: dict, **keys: str) -> dict:
+def notice(url: str, event_type: str, summary: str, original_type: str, resource: dict, **keys: str) -> dict:
     """A signed notice with its resource AES-256-GCM encrypted under the APIv3 key."""
     nonce = secrets.token_hex(6)
     cipher = AESGCM(apiv3_key().encode()).encrypt(
@@ -350,7 +350,7 @@ def _queue(state: SandboxState, note: dict) -> None:
 
 def queue_paid(state: SandboxState, trade: Trade) -> None:
     """Queue the ``TRANSACTION.SUCCESS`` notice of a v3 trade just paid (caller holds the lock)."""
-    note = _note(
+    note = notice(
         trade.notify_url, "TRANSACTION.SUCCESS", "支付成功", "transaction", transaction(state, trade),
         out_trade_no=trade.out_trade_no,
     )  # fmt: skip
@@ -361,7 +361,7 @@ def queue_refund(state: SandboxState, refund: Refund, url: str) -> None:
     """Queue the ``REFUND.*`` notice of a v3 refund that reached a final state (lock held)."""
     event = {"SUCCESS": "REFUND.SUCCESS", "CHANGE": "REFUND.ABNORMAL"}.get(refund.status, "REFUND.CLOSED")
     summary = {"REFUND.SUCCESS": "退款成功", "REFUND.ABNORMAL": "退款异常"}.get(event, "退款关闭")
-    note = _note(
+    note = notice(
         url, event, summary, "refund", refund_resource(state, refund),
         out_trade_no=refund.out_trade_no, out_refund_no=refund.out_refund_no,
     )  # fmt: skip
