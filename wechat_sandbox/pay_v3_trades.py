@@ -39,7 +39,7 @@ from werkzeug.wrappers import Request, Response
 
 from . import bill, pay, wire
 from .models import CLOSED, REFUND, SUCCESS, TRADE_STATE_DESC, Refund, Trade
-from .pay_v3 import _answer, _error, apiv3_key, signed_headers, v3
+from .pay_v3 import _answer, _error, _take_fault, apiv3_key, signed_headers, v3
 from .state import SandboxState
 
 _OUT_TRADE_NO = re.compile(r"^[0-9A-Za-z_\-|*]{6,32}$")
@@ -296,7 +296,7 @@ def _tradebill(state: SandboxState, request: Request) -> Response:
     token = secrets.token_urlsafe(16)
     with state.lock:
         v3(state).files[token] = text
-    corrupt = v3(state).faults.get("tradebill") and v3(state).faults["tradebill"].pop(0) == "bad_hash"
+    corrupt = _take_fault(state, "tradebill") == "bad_hash"
     digest = hashlib.sha1((text + ("x" if corrupt else "")).encode("utf-8")).hexdigest()
     return _answer(
         {

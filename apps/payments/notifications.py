@@ -1,9 +1,13 @@
 """WeChat Pay's notifications (its callbacks): one table of handlers, the shared checks once.
 
-WeChat calls three URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
+WeChat calls these URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
 an order's payment and for a balance recharge alike), ``payments/wechat/refund-notify``
-(an XML whose ``req_info`` is encrypted) and ``payments/wechat/transfer-notify`` (Pay API v3's
-merchant-transfer result: JSON signed in the ``Wechatpay-*`` headers, an AES-GCM ``resource``).
+(an XML whose ``req_info`` is encrypted), ``payments/wechat/transfer-notify`` (Pay API v3's
+merchant-transfer result: JSON signed in the ``Wechatpay-*`` headers, an AES-GCM ``resource``)
+and, for payments made under Pay API v3, ``payments/wechat/v3/notify`` and
+``payments/wechat/v3/refund-notify`` (:data:`PAY_RESULT_V3`, :data:`REFUND_RESULT_V3`: read into
+the v2 fields — ``total_fee`` = ``amount.total`` — and taken by the same "payment", "recharge"
+and "refund" handlers).
 Each URL is a :class:`Callback`: how its body is read and trusted (safe parse, signature or
 decryption, appid / mch_id / result_code) and the answers WeChat understands (XML SUCCESS /
 FAIL with HTTP 200; v3: 204, or 400 with ``{"code": "FAIL", "message": ...}``). What a

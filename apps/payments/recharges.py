@@ -1,8 +1,9 @@
 """Recharge (top up the balance) through WeChat Pay, with a package's bonus.
 
 Why here (``apps.payments``) and not an app of its own: a recharge is a WeChat payment like an
-order's. It uses the same unified order (``apps/payments/wechat.py``), arrives on the SAME
-notification URL and passes the same checks (signature over exactly the fields received,
+order's. It uses the same gateway (``apps/payments/gateway.py``: the api of ``WECHAT_PAY_API``
+when made, kept on the recharge), arrives on the SAME notification URL (v2's or v3's) and passes
+the same checks (signature over exactly the fields received,
 appid / mch_id / result_code, ``total_fee`` == ``pay_fen``) in
 ``apps/payments/notifications.py``, whose "recharge" handler claims it by its ``out_trade_no``
 (``R...``, order numbers are digits only) and calls :func:`recharge_apply_paid`; and it

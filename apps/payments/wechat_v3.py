@@ -1,5 +1,6 @@
-"""The one place that talks to WeChat Pay API v3 (merchant transfers, 商家转账) — the only
-importer of ``wechatpayv3`` (its RSA signing, verifying and AES-GCM helpers).
+"""WeChat Pay API v3: signing, verifying, decrypting, and merchant transfers (商家转账); with
+``wechat_v3_pay.py`` (payments, refunds, bills) the only importers of ``wechatpayv3`` (its RSA
+signing, verifying and AES-GCM helpers).
 
 Every call goes to ``settings.WECHAT_PAY_V3_API_BASE`` (the local sandbox by default,
 ``https://api.mch.weixin.qq.com`` in production) with ``settings.WECHAT_TIMEOUT_SECONDS``.

@@ -192,3 +192,27 @@ def test_racing_v3_notifications_are_applied_once(api, order, wechat, v3pay, rac
     assert OrderEvent.objects.filter(order=row, to_status="paid").count() == 1
     outcomes = sorted(Notification.objects.values_list("outcome", flat=True))
     assert outcomes == ["applied"] + ["duplicate"] * 7
+
+
+def test_v3_pay_status_finds_a_lost_notification_by_query(api, order, wechat, v3pay):
+    pay(api, order["order_no"])
+    wechat.control.pay(order["order_no"])  # the notification never arrives
+    answer = api.get(f"/api/v1/orders/{order['order_no']}/pay-status").json()
+    assert (answer["order_status"], answer["payment_status"]) == ("paid", "paid")
+    assert wechat.state.api_calls["v3/pay/transactions/out-trade-no/{no}"] == 1
+    assert "pay/orderquery" not in wechat.state.api_calls
+
+
+def test_v3_unanswered_prepay_is_unknown_then_checked_through_v3(api, order, wechat, v3pay, settings):
+    from apps.payments import services
+
+    settings.WECHAT_PAY_V3_API_BASE = "http://127.0.0.1:9"  # nothing listens: no answer
+    response = api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    assert response.status_code == 503 and response.json()["code"] == "wechat_unavailable"
+    payment = Payment.objects.get(out_trade_no=order["order_no"])
+    assert (payment.status, payment.api) == ("unknown", "v3")
+    settings.WECHAT_PAY_V3_API_BASE = wechat.url.rstrip("/")  # WeChat answers again: it never saw it
+    assert services.payment_check_uncertain(payment=payment) == "clear"
+    assert Payment.objects.get(pk=payment.pk).status == "pending"
+    assert wechat.state.api_calls["v3/pay/transactions/out-trade-no/{no}"] == 1
+    assert pay(api, order["order_no"])["signType"] == "RSA"  # a new prepay after the clear answer
