@@ -216,3 +216,14 @@ def test_v3_unanswered_prepay_is_unknown_then_checked_through_v3(api, order, wec
     assert Payment.objects.get(pk=payment.pk).status == "pending"
     assert wechat.state.api_calls["v3/pay/transactions/out-trade-no/{no}"] == 1
     assert pay(api, order["order_no"])["signType"] == "RSA"  # a new prepay after the clear answer
+
+
+def test_the_schema_serves_the_v3_notify_urls_and_oversized_bodies_are_413(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for path in (V3_NOTIFY, "/api/v1/payments/wechat/v3/refund-notify"):
+        assert {"204", "400", "413"} <= set(schema["paths"][path]["post"]["responses"]), path
+        assert schema["paths"][path]["post"].get("security", [{}]) == [{}]  # no token: WeChat signs
+        big = client.post(path, data=b"{" + b" " * (64 * 1024) + b"}", content_type="application/json")
+        assert big.status_code == 413 and big.json() == {"code": "FAIL", "message": "通知内容过大", "detail": {}}
+        assert client.get(path).status_code == 405
+    assert Notification.objects.count() == 0  # an oversized body is only counted
