@@ -26,13 +26,13 @@ from this separate process: threads, each with one keep-alive ``http.client`` co
    signing code) delivered 3 times, shuffled, concurrency 64; every order paid exactly once
    and 1,000 follow-ups of each kind, all finished by the Celery worker.
 4. browse: product list and detail.
+5. ``flash100x`` (not in the default run): a 秒杀 of 200 units for 20,000 buyers (the 2,000
+   logged in plus 18,000 written straight to the database with an address and a token),
+   exactly 200 sold.
 6. ``storm_v3`` (not in the default run): the storm under Pay API v3 — 1,000 orders whose
    payments were made under v3, each signed, AES-GCM encrypted ``TRANSACTION.SUCCESS``
    delivered 3 times to ``payments/wechat/v3/notify`` (Django; the notify gate serves v2 only);
    the same audit.
-5. ``flash100x`` (not in the default run): a 秒杀 of 200 units for 20,000 buyers (the 2,000
-   logged in plus 18,000 written straight to the database with an address and a token),
-   exactly 200 sold.
 
 Prints a table and writes ``bench/results/<UTC time>.json`` (machine, versions, git sha, load).
 Exit status 1 when a count is wrong.
