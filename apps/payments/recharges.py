@@ -83,8 +83,9 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
 
     The row is committed first (unpaid, ``expires_at`` = now + RECHARGE_PAY_MINUTES), then
     WeChat's prepay is made outside any transaction through ``WECHAT_PAY_API`` (recorded as the
-    recharge's ``api``; ``out_trade_no`` = recharge_no, ``total_fee`` = pay_fen). Raises NotFound (no such active package), WechatUnavailable
-    (WeChat did not answer or refused: the recharge stays unpaid and expires; make a new one).
+    recharge's ``api``; ``out_trade_no`` = recharge_no, ``total_fee`` = pay_fen). Raises
+    NotFound (no such active package), WechatUnavailable (WeChat did not answer or refused: the
+    recharge stays unpaid and expires; make a new one).
     """
     now = now or timezone.now()
     package = RechargePackage.objects.filter(pk=package_id, is_active=True).first()

@@ -44,8 +44,9 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
     """``wx.requestPayment`` parameters for the customer's unpaid order.
 
     One Payment per order with ``out_trade_no = order_no``, made with ``WECHAT_PAY_API`` (v2
-    or v3) and kept on that api; a prepay_id still valid for 5 minutes is reused. Raises NotFound, InvalidState (not unpaid, past deadline, already paid
-    at WeChat) or WechatUnavailable (WeChat did not answer: nothing changed, try again).
+    or v3) and kept on that api; a prepay_id still valid for 5 minutes is reused. Raises
+    NotFound, InvalidState (not unpaid, past deadline, already paid at WeChat) or
+    WechatUnavailable (WeChat did not answer: nothing changed, try again).
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     now = timezone.now()
