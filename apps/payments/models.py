@@ -22,8 +22,8 @@ class PaymentStatus(models.TextChoices):
 class PayApi(models.TextChoices):
     """The WeChat Pay API a payment (or recharge) was made with (``apps/payments/gateway.py``)."""
 
-    V2 = "v2", "API v2"
-    V3 = "v3", "API v3"
+    V2 = "v2", "v2 接口"
+    V3 = "v3", "v3 接口"
 
 
 class Payment(models.Model):

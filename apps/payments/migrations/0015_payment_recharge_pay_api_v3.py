@@ -13,11 +13,11 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='payment',
             name='api',
-            field=models.CharField(choices=[('v2', 'API v2'), ('v3', 'API v3')], default='v2', max_length=2, verbose_name='支付接口'),
+            field=models.CharField(choices=[('v2', 'v2 接口'), ('v3', 'v3 接口')], default='v2', max_length=2, verbose_name='支付接口'),
         ),
         migrations.AddField(
             model_name='recharge',
             name='api',
-            field=models.CharField(choices=[('v2', 'API v2'), ('v3', 'API v3')], default='v2', max_length=2, verbose_name='支付接口'),
+            field=models.CharField(choices=[('v2', 'v2 接口'), ('v3', 'v3 接口')], default='v2', max_length=2, verbose_name='支付接口'),
         ),
     ]
