@@ -227,3 +227,15 @@ def test_the_schema_serves_the_v3_notify_urls_and_oversized_bodies_are_413(clien
         assert big.status_code == 413 and big.json() == {"code": "FAIL", "message": "通知内容过大", "detail": {}}
         assert client.get(path).status_code == 405
     assert Notification.objects.count() == 0  # an oversized body is only counted
+
+
+@pytest.mark.parametrize("path", [V3_NOTIFY, "/api/v1/payments/wechat/v3/refund-notify"])
+def test_the_notify_gate_leaves_v3_notifications_to_django(path):
+    from starmall.gates.payment_notify import PaymentNotifyGate
+    from tests.orders.test_soldout_gate import Inner, call
+
+    body = envelope(transaction("2026120600000000001", 10800))
+    inner = Inner()
+    headers = {"Host": "127.0.0.1:8000", "Content-Type": "application/json", **headers_for(body)}
+    call(PaymentNotifyGate(inner), body=body.encode(), headers=headers, path=path)
+    assert inner.bodies == [body.encode()]  # passed on untouched: Django answers it
