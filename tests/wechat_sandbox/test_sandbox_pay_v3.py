@@ -167,3 +167,26 @@ def test_refund_once_per_out_refund_no_and_the_trade_bill(sandbox):
 def test_an_unsigned_v3_request_is_401(sandbox):
     response = requests.get(sandbox.url.rstrip("/") + "/v3/pay/transactions/out-trade-no/SM1?mchid=1", timeout=5)
     assert (response.status_code, response.json()["code"]) == (401, "SIGN_ERROR")
+
+
+def test_the_notifier_thread_delivers_v3_notices_and_retries_on_the_schedule():
+    from wechat_sandbox import SandboxConfig, SandboxServer
+
+    answers = [(500, "busy"), (204, "")]  # the shop fails once, then acknowledges
+    seen = []
+
+    def transport(url, body, headers):
+        seen.append(time.monotonic())
+        return answers.pop(0) if answers else (204, "")
+
+    with SandboxServer(config=SandboxConfig(retry_scale=0.01), auto_notify=True) as server:
+        pay_v3.v3(server.state).transport = transport
+        assert prepay(server).status_code == 200
+        server.control.pay("SM20261206001")
+        deadline = time.monotonic() + 10
+        while pay_v3.v3(server.state).pending and time.monotonic() < deadline:
+            time.sleep(0.05)
+        notes = pay_v3.v3(server.state).notes
+    assert len(seen) == 2 and seen[1] - seen[0] >= 0.15 * 0.9  # the first retry waits 15 s x 0.01
+    assert [a["status"] for a in notes[0]["answers"]] == [500, 204]
+    assert notes[0]["event_type"] == "TRANSACTION.SUCCESS"
