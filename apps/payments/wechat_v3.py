@@ -58,11 +58,22 @@ def _pem(path: str) -> str:
 
 
 def _private_key():
-    return load_private_key(_pem(settings.WECHAT_PAY_V3_MCH_PRIVATE_KEY))
+    return _private_key_of(settings.WECHAT_PAY_V3_MCH_PRIVATE_KEY)
 
 
 def _public_key():
-    return load_public_key(_pem(settings.WECHAT_PAY_V3_PUBLIC_KEY))
+    return _public_key_of(settings.WECHAT_PAY_V3_PUBLIC_KEY)
+
+
+@functools.lru_cache(maxsize=4)
+def _private_key_of(path: str):
+    """The merchant's key, parsed once per file (parsing checks the RSA key: milliseconds)."""
+    return load_private_key(_pem(path))
+
+
+@functools.lru_cache(maxsize=4)
+def _public_key_of(path: str):
+    return load_public_key(_pem(path))
 
 
 def authorization(
