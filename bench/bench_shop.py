@@ -31,7 +31,7 @@ from this separate process: threads, each with one keep-alive ``http.client`` co
    exactly 200 sold.
 6. ``storm_v3`` (not in the default run): the storm under Pay API v3 — 1,000 orders whose
    payments were made under v3, each signed, AES-GCM encrypted ``TRANSACTION.SUCCESS``
-   delivered 3 times to ``payments/wechat/v3/notify`` (Django; the notify gate serves v2 only);
+   delivered 3 times to ``payments/wechat/v3/notify`` (the notify gate, as v2's);
    the same audit.
 
 Prints a table and writes ``bench/results/<UTC time>.json`` (machine, versions, git sha, load).
@@ -679,7 +679,7 @@ def storm(notices: list[bytes]) -> dict:
 
 def storm_v3(notices: list[tuple[bytes, dict]]) -> dict:
     """The Pay API v3 storm: each signed, encrypted notice :data:`STORM_COPIES` times, shuffled,
-    to ``payments/wechat/v3/notify`` (served by Django: the notify gate reads v2 only); outcomes
+    to ``payments/wechat/v3/notify`` (the notify gate: copies from Redis, first deliveries queued); outcomes
     ``204 first`` / ``204 copy``."""
     deliveries = [note for note in notices for _ in range(STORM_COPIES)]
     random.shuffle(deliveries)

@@ -208,7 +208,8 @@ class Notification(models.Model):
 
 class QueuedNotification(models.Model):
     """A WeChat payment result's first delivery, answered SUCCESS by the notify gate and waiting
-    for a worker to apply it (``apps.payments.notify_queue``).
+    for a worker to apply it (``apps.payments.notify_queue``). A Pay API v2 result (XML) or,
+    with ``headers``, a Pay API v3 one (JSON; its ``Wechatpay-*`` headers kept to verify again).
 
     The gate writes one only for a signed result of a pending WeChat payment whose ``total_fee``
     equals ours, so the apply (``notifications.notification_handle`` on ``body``, exactly what
@@ -219,7 +220,9 @@ class QueuedNotification(models.Model):
 
     out_trade_no = models.CharField(verbose_name="商户订单号", max_length=32)
     transaction_id = models.CharField(verbose_name="微信支付单号", max_length=32)
-    body = models.TextField(verbose_name="原文")  # the raw XML as received (UTF-8), signature included
+    body = models.TextField(verbose_name="原文")  # the raw XML (v2) or JSON (v3) as received (UTF-8)
+    # Pay API v3: the four Wechatpay-* headers ({name: value}) the body is signed in; {} for v2.
+    headers = models.JSONField(verbose_name="签名头（API v3）", default=dict, blank=True)
     received_at = models.DateTimeField(verbose_name="收到时间", default=timezone.now, db_index=True)
 
     class Meta:

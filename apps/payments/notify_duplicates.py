@@ -27,7 +27,8 @@ gate ``starmall.gates.payment_notify`` answers it in the event loop instead, fro
   :data:`FORGET`): its later copies go to Django again.
 - **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the markers and,
   when one matches, appends the delivery to the audit backlog, a Redis list of
-  ``"<epoch seconds>\\n<raw body>"`` entries; answers 1 (the gate sends SUCCESS), 0 (no or
+  ``"<epoch seconds>\\n<raw body>"`` entries (a Pay API v3 result: its decrypted resource as
+  JSON, what Django's own audit row keeps); answers 1 (the gate sends SUCCESS), 0 (no or
   another marker: Django) or -1 (the backlog holds :data:`BACKLOG_MAX` entries: Django, which
   writes its own row — a stopped beat never turns into lost audit rows).
 - **The audit rows.** Every notification still leaves one ``Notification`` row: beat's
@@ -223,16 +224,33 @@ def notify_duplicates_record() -> int:
     return written
 
 
+def _entry_fields(body: bytes) -> dict:
+    """The fields an audit row takes from a backlog entry's body (verified by the gate before
+    it answered): a v2 result's XML fields, or a v3 result's decrypted resource (JSON) as
+    ``notifications.PAY_RESULT_V3`` reads it (``total_fee`` = ``amount.total``); {} for neither."""
+    if body.startswith(b"{"):
+        try:
+            resource = json.loads(body)
+        except ValueError:
+            return {}
+        amount = resource.get("amount") if isinstance(resource, dict) else None
+        if not isinstance(amount, dict):
+            return {}
+        fields = {key: str(resource.get(key) or "") for key in ("out_trade_no", "transaction_id")}
+        return {**fields, "total_fee": str(amount.get("total", ""))}
+    try:
+        return wechat.parse_xml(body)
+    except ValueError:
+        return {}
+
+
 @transaction.atomic
 def _insert(entries: list[bytes]) -> None:
     """One batch's rows, ``received_at`` the time the gate answered (not the time of the flush)."""
     rows = []
     for entry in entries:
         stamp, _, body = entry.partition(b"\n")
-        try:
-            fields = wechat.parse_xml(body)  # verified by the gate before it was answered
-        except ValueError:
-            fields = {}
+        fields = _entry_fields(body)
         try:
             received_at = dt.datetime.fromtimestamp(float(stamp), tz=dt.UTC)
         except (ValueError, OverflowError, OSError):  # not the gate's entry: never block the backlog on it

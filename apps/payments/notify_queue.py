@@ -31,6 +31,10 @@ stored after the commit (``notify_duplicates.queued_key``): the gate's one Redis
 SUCCESS and puts the copy in the duplicates' audit backlog, as for a copy of an applied payment
 (one that raced the marker finds the row instead: ``ON CONFLICT``, then the same backlog). A
 result the apply refuses loses its queued marker, so its later copies go to Django again.
+A Pay API v3 result (``/v3/notify``, read by ``notifications.PAY_RESULT_V3``) is queued by the
+same statement with its four ``Wechatpay-*`` headers (``QueuedNotification.headers``) and
+applied through ``notification_handle(PAY_RESULT_V3, body, headers)``; the signature's 5-minute
+window is measured from the row's arrival (``wechat_v3.judged_at``), when the gate verified it.
 What a customer sees: the order turns paid when the worker applies the row (milliseconds
 when the worker is idle; ``make bench`` reports the drain under a storm), and
 ``GET /api/v1/orders/{order_no}/pay-status`` still asks WeChat itself while the payment is pending.
@@ -39,6 +43,7 @@ when the worker is idle; ``make bench`` reports the drain under a storm), and
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 
 from django.db import transaction
@@ -47,7 +52,7 @@ from django.utils import timezone
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
-from apps.payments import notifications, notify_duplicates
+from apps.payments import notifications, notify_duplicates, wechat_v3
 from apps.payments.models import Payment, PaymentStatus, QueuedNotification
 from starmall.locking import retry_on_lock_conflict
 
@@ -70,8 +75,9 @@ _PAYMENT = Payment._meta.db_table
 ACCEPT = f"""
 WITH item AS (
     SELECT * FROM unnest(
-        %(out_trade_no)s::text[], %(transaction_id)s::text[], %(total_fee)s::text[], %(body)s::text[]
-    ) WITH ORDINALITY AS item(out_trade_no, transaction_id, total_fee, body, n)
+        %(out_trade_no)s::text[], %(transaction_id)s::text[], %(total_fee)s::text[], %(body)s::text[],
+        %(headers)s::text[]
+    ) WITH ORDINALITY AS item(out_trade_no, transaction_id, total_fee, body, headers, n)
 ), qualified AS (
     SELECT item.* FROM item
     WHERE EXISTS (
@@ -85,8 +91,8 @@ WITH item AS (
 ), first AS (
     SELECT DISTINCT ON (out_trade_no, transaction_id) * FROM qualified ORDER BY out_trade_no, transaction_id, n
 ), queued AS (
-    INSERT INTO {_QUEUED} (out_trade_no, transaction_id, body, received_at)
-    SELECT out_trade_no, transaction_id, body, now() FROM first ORDER BY n
+    INSERT INTO {_QUEUED} (out_trade_no, transaction_id, body, headers, received_at)
+    SELECT out_trade_no, transaction_id, body, headers::jsonb, now() FROM first ORDER BY n
     ON CONFLICT (out_trade_no, transaction_id) DO NOTHING
     RETURNING id, out_trade_no, transaction_id
 )
@@ -100,29 +106,34 @@ ORDER BY item.n
 """
 
 
-def accept_item(fields: dict[str, str], body: bytes) -> tuple[str, str, str, str] | None:
+def accept_item(
+    fields: dict[str, str], body: bytes, headers: dict[str, str] | None = None
+) -> tuple[str, str, str, str, str] | None:
     """What :data:`ACCEPT` takes of one trusted payment result (``fields`` as
-    ``PAY_RESULT.read`` returns them; ``body`` the raw XML): (out_trade_no, transaction_id,
-    total_fee, the body as text); None when the body is not UTF-8 text PostgreSQL can keep, or
-    the transaction_id is longer than WeChat's (and the column's) 32 characters: Django answers
-    it, and the statement it would have failed still carries the others."""
+    ``PAY_RESULT.read`` or ``PAY_RESULT_V3.read`` return them; ``body`` the raw XML or v3 JSON;
+    ``headers`` a v3 result's ``Wechatpay-*`` headers, None for v2): (out_trade_no,
+    transaction_id, total_fee, the body as text, the headers as JSON text); None when the body
+    is not UTF-8 text PostgreSQL can keep, or the transaction_id is longer than WeChat's (and
+    the column's) 32 characters: Django answers it, and the statement it would have failed
+    still carries the others."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return None
     if "\x00" in text or len(fields["transaction_id"]) > MAX_TRANSACTION_ID:
         return None
-    return fields["out_trade_no"], fields["transaction_id"], fields["total_fee"], text
+    return fields["out_trade_no"], fields["transaction_id"], fields["total_fee"], text, json.dumps(headers or {})
 
 
-def accept_statement(items: list[tuple[str, str, str, str]]) -> tuple[str, dict]:
+def accept_statement(items: list[tuple[str, ...]]) -> tuple[str, dict]:
     """:data:`ACCEPT` and its parameters for ``items`` (:func:`accept_item`'s, at least one)."""
-    out_trade_no, transaction_id, total_fee, body = (list(column) for column in zip(*items, strict=True))
+    out_trade_no, transaction_id, total_fee, body, headers = (list(column) for column in zip(*items, strict=True))
     return ACCEPT, {
         "out_trade_no": out_trade_no,
         "transaction_id": transaction_id,
         "total_fee": total_fee,
         "body": body,
+        "headers": headers,
         "method": PayMethod.WECHAT.value,
         "pending": PaymentStatus.PENDING.value,
     }
@@ -203,10 +214,14 @@ def _apply(row: QueuedNotification) -> None:
     """``notification_handle`` on the row's body, then the row deleted, in the caller's
     transaction. The row is locked first but never waited for (SKIP LOCKED; the gate's INSERT
     ... ON CONFLICT DO NOTHING takes no row lock): outside starmall.locking's order."""
-    answer = notifications.notification_handle(
-        notifications.PAY_RESULT, row.body.encode("utf-8"), received_at=row.received_at
-    )
-    if answer.body != notifications.PAY_RESULT.success:
+    callback = notifications.PAY_RESULT_V3 if row.headers else notifications.PAY_RESULT
+    # A v3 result's timestamp is judged at its arrival, as the gate judged it: a row the sweep
+    # applies minutes later is still WeChat's.
+    with wechat_v3.judged_at(row.received_at.timestamp()):
+        answer = notifications.notification_handle(
+            callback, row.body.encode("utf-8"), row.headers, received_at=row.received_at
+        )
+    if answer != callback.answer_success():
         # Changed since the gate accepted it (e.g. the amount): WeChat already heard SUCCESS and
         # will not send it again, so staff must look (the audit row says what Django refused).
         logger.error(

@@ -17,6 +17,8 @@ signature: the request may or may not have taken effect — query before sending
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import json
 import time
@@ -30,6 +32,22 @@ from wechatpayv3.utils import aes_decrypt, load_private_key, load_public_key, rs
 AUTH_SCHEMA = "WECHATPAY2-SHA256-RSA2048"
 MAX_SKEW_SECONDS = 300
 TRANSFER_SCENE_COMMISSION = "1005"  # 佣金报酬
+
+
+# The moment a notification is judged at (epoch seconds), when not now: :func:`judged_at`.
+_judged_at: contextvars.ContextVar[float | None] = contextvars.ContextVar("wechat_v3_judged_at", default=None)
+
+
+@contextlib.contextmanager
+def judged_at(moment: float):
+    """Notifications verified inside this block have their 5-minute timestamp window measured
+    from ``moment`` (epoch seconds) instead of now: the worker applying a result the notify gate
+    verified and queued at ``moment`` (``apps.payments.notify_queue``), however late it runs."""
+    token = _judged_at.set(moment)
+    try:
+        yield
+    finally:
+        _judged_at.reset(token)
 
 
 class V3Unavailable(Exception):
@@ -97,13 +115,15 @@ def _header(headers, name: str) -> str:
 
 def signature_valid(headers, body: str) -> bool:
     """True if ``Wechatpay-Signature`` over ``TIMESTAMP\\nNONCE\\nBODY\\n`` verifies with
-    WeChat Pay's public key, the serial is its id, and the timestamp is within 5 minutes."""
+    WeChat Pay's public key, the serial is its id, and the timestamp is within 5 minutes (of
+    now, or of :func:`judged_at`'s moment)."""
     timestamp, nonce = _header(headers, "Wechatpay-Timestamp"), _header(headers, "Wechatpay-Nonce")
     signature, serial = _header(headers, "Wechatpay-Signature"), _header(headers, "Wechatpay-Serial")
     if not (timestamp and nonce and signature) or serial != settings.WECHAT_PAY_V3_PUBLIC_KEY_ID:
         return False
     try:
-        if abs(time.time() - int(timestamp)) > MAX_SKEW_SECONDS:
+        now = _judged_at.get()
+        if abs((time.time() if now is None else now) - int(timestamp)) > MAX_SKEW_SECONDS:
             return False
     except ValueError:
         return False

@@ -1,4 +1,5 @@
-"""WeChat Pay's payment notifications answered before Django (``POST /api/v1/payments/wechat/notify``).
+"""WeChat Pay's payment notifications answered before Django (``POST /api/v1/payments/wechat/notify``,
+and Pay API v3's ``POST /api/v1/payments/wechat/v3/notify``).
 
 WeChat delivers every result more than once; in a storm two deliveries in three are of a payment
 already applied. :class:`PaymentNotifyGate` answers, in the event loop, a copy of an applied (or
@@ -7,7 +8,10 @@ beat writes as ``Notification`` rows — and a first delivery of a pending payme
 ``total_fee`` by queueing it for the worker in one statement (``apps.payments.notify_queue``). It
 trusts only what Django's own reader trusts (``notifications.PAY_RESULT.read``: defusedxml, the
 signature, appid / mch_id / result_code) and answers only where Django would answer the same,
-byte for byte; anything else goes to Django. The list and its tests: docs/GATES.md.
+byte for byte; anything else goes to Django. A Pay API v3 payment result is served alike: read
+by ``notifications.PAY_RESULT_V3.read`` (the ``Wechatpay-*`` signature with WeChat Pay's public
+key, its serial, the 5-minute window, the AES-GCM resource), answered 204 as Django answers it,
+its first delivery queued with its signed headers. The list and its tests: docs/GATES.md.
 """
 
 from __future__ import annotations
@@ -20,13 +24,19 @@ import psycopg
 from redis.exceptions import NoScriptError
 
 from apps.payments import notifications, notify_duplicates, notify_queue, tasks
-from apps.payments.api.views import MAX_NOTIFY_BYTES, wechat_notify
+from apps.payments.api.views import MAX_NOTIFY_BYTES, wechat_notify, wechat_v3_notify
 from starmall import dispatch
 from starmall.gates import http, postgres
 
 logger = logging.getLogger(__name__)
 
 NOTIFY_PATH = "/api/v1/payments/wechat/notify"  # urls: "wechat-notify" (held equal by a test)
+V3_NOTIFY_PATH = "/api/v1/payments/wechat/v3/notify"  # urls: "wechat-v3-notify" (held equal by a test)
+# The headers a v3 result is signed in, as wechat_v3.signature_valid reads them.
+V3_HEADERS = {
+    name.lower().encode(): name
+    for name in ("Wechatpay-Timestamp", "Wechatpay-Nonce", "Wechatpay-Signature", "Wechatpay-Serial")
+}
 MAX_BODY = 8192  # bytes; WeChat's payment result is about 1 KB
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
 MAX_OUT_TRADE_NO = 32  # WeChat's limit; a longer one is not ours (Django: unknown out_trade_no)
@@ -44,24 +54,48 @@ def duplicate_candidate(body: bytes) -> dict[str, str] | None:
         fields, _kept = notifications.PAY_RESULT.read(body, {})
     except notifications.Untrusted:
         return None
-    if notifications.handler_for(notifications.PAY_RESULT, fields) is not notifications.HANDLERS.get("payment"):
-        return None  # a recharge (or another handler's): never marked
-    if not 0 < len(fields.get("out_trade_no", "")) <= MAX_OUT_TRADE_NO or not fields.get("total_fee"):
+    return fields if _payments(notifications.PAY_RESULT, fields) else None
+
+
+def v3_candidate(body: bytes, scope) -> tuple[dict[str, str], str, dict[str, str]] | None:
+    """A Pay API v3 payment result Django would trust and give to the "payment" handler:
+    ``(fields, the audit row's text, the Wechatpay-* headers)``, or None (Django judges it). CPU
+    only: ``PAY_RESULT_V3.read`` (RSA verification, AES-GCM decryption). A ``Wechatpay-*``
+    header sent twice is Django's (a2wsgi joins the values)."""
+    signed: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        if name in V3_HEADERS:
+            if V3_HEADERS[name] in signed:
+                return None
+            signed[V3_HEADERS[name]] = value.decode("latin-1")  # as WSGI's environ holds it
+    try:
+        fields, kept = notifications.PAY_RESULT_V3.read(body, signed)
+    except notifications.Untrusted:
         return None
-    return fields
+    return (fields, kept, signed) if _payments(notifications.PAY_RESULT_V3, fields) else None
+
+
+def _payments(callback: notifications.Callback, fields: dict[str, str]) -> bool:
+    """True when the "payment" handler takes ``fields`` (never a recharge's) with an
+    out_trade_no of WeChat's length and an amount."""
+    if notifications.handler_for(callback, fields) is not notifications.HANDLERS.get("payment"):
+        return False  # a recharge (or another handler's): never marked
+    return 0 < len(fields.get("out_trade_no", "")) <= MAX_OUT_TRADE_NO and bool(fields.get("total_fee"))
 
 
 class PaymentNotifyGate(http.RedisGate):
     """ASGI middleware: a re-sent payment notification already applied is answered SUCCESS
-    from Redis; everything else is passed to ``app`` (Django behind a2wsgi) with its body."""
+    from Redis (v3: 204), a first delivery queued; everything else is passed to ``app`` (Django
+    behind a2wsgi) with its body."""
 
-    paths = (NOTIFY_PATH,)
+    paths = (NOTIFY_PATH, V3_NOTIFY_PATH)
     label = "notify gate"
     logger = logger
 
     def __init__(self, app) -> None:
         super().__init__(app)
         self._drf_headers = http.view_headers(wechat_notify.cls)  # this process's Allow, as Django sends it
+        self._v3_drf_headers = http.view_headers(wechat_v3_notify.cls)
         self._database = postgres.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
         # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
         self._accepts = postgres.BatchQueue(self._database, self._accept, warn=self.warn)
@@ -75,33 +109,44 @@ class PaymentNotifyGate(http.RedisGate):
         return REDIS_TIMEOUT_SECONDS
 
     async def answer(self, scope, body: bytes) -> tuple[int, list, bytes] | None:
-        """``(200, headers, SUCCESS)`` for a duplicate of an applied payment, or None: Django answers."""
+        """``(200, headers, SUCCESS)`` (v3: ``(204, headers, b"")``) for a copy of an applied or
+        queued payment or a first delivery now queued, or None: Django answers."""
         headers = http.plain_headers(scope, body, self.body_limit())
         if headers is None:
             return None
         secure = http.is_secure(scope, headers)
         if not http.django_passes(headers, secure):
             return None
-        fields = duplicate_candidate(body)
-        if fields is None:
+        if scope["path"] == V3_NOTIFY_PATH:
+            trusted = v3_candidate(body, scope)
+            callback, drf = notifications.PAY_RESULT_V3, self._v3_drf_headers
+        else:
+            fields = duplicate_candidate(body)
+            trusted = None if fields is None else (fields, body, None)
+            callback, drf = notifications.PAY_RESULT, self._drf_headers
+        if trusted is None or not await self._hold(body, *trusted):
             return None
+        ack = callback.answer_success()  # what Django's view sends for a duplicate
+        headers = http.response_headers(ack.content_type.encode(), secure, len(ack.body), drf)
+        return ack.status, headers, ack.body
+
+    async def _hold(self, body: bytes, fields: dict[str, str], kept: bytes | str, signed: dict | None) -> bool:
+        """True once the result is held as Django would hold it: a copy matching the applied or
+        queued marker (recorded in the audit backlog as ``kept``, the text Django's audit row
+        keeps), or a first delivery queued (its copy racing the row: recorded too)."""
         no = fields["out_trade_no"]
+        kept = kept.encode() if isinstance(kept, str) else kept
         keys = [notify_duplicates.applied_key(no), notify_duplicates.backlog_key(), notify_duplicates.queued_key(no)]
         args = [
             notify_duplicates.applied_value(fields["transaction_id"], fields["total_fee"]),
-            notify_duplicates.backlog_entry(body, time.time()),
+            notify_duplicates.backlog_entry(kept, time.time()),
             notify_duplicates.BACKLOG_MAX,
         ]
         marked = await self._duplicate(keys, args)
         if marked == 0:  # no marker: a first delivery, or a copy racing its queued marker
-            queued = await self._queue(fields, body)
-            if queued is None or (queued == COPY and await self._copy(body) != 1):
-                return None
-        elif marked != 1:
-            return None
-        ack = notifications.PAY_RESULT.answer_success()  # what Django's view sends for a duplicate
-        headers = http.response_headers(ack.content_type.encode(), secure, len(ack.body), self._drf_headers)
-        return ack.status, headers, ack.body
+            queued = await self._queue(fields, body, signed)
+            return queued == QUEUED or (queued == COPY and await self._copy(kept) == 1)
+        return marked == 1
 
     async def aclose(self) -> None:
         """Finish the statements under way, push a wake-up still due, then close the worker's
@@ -114,13 +159,13 @@ class PaymentNotifyGate(http.RedisGate):
             await self._push()
         await super().aclose()
 
-    async def _queue(self, fields: dict[str, str], body: bytes) -> str | None:
+    async def _queue(self, fields: dict[str, str], body: bytes, signed: dict[str, str] | None) -> str | None:
         """Queue a first delivery (``notify_queue.ACCEPT``, with the others arriving meanwhile):
         :data:`QUEUED` (committed; the worker's wake-up due, the sweep's if that is lost),
         :data:`COPY` (the same result is queued already) or None (no pool, no qualifying
         payment, a database error or no connection within :data:`CONNECTION_WAIT_SECONDS`:
         Django)."""
-        item = notify_queue.accept_item(fields, body)
+        item = notify_queue.accept_item(fields, body, signed)
         if item is None:
             return None
         answer = await self._accepts.submit(item, CONNECTION_WAIT_SECONDS)
@@ -145,7 +190,7 @@ class PaymentNotifyGate(http.RedisGate):
         self._wake = None
         return asyncio.get_running_loop().run_in_executor(None, dispatch.push, tasks.notifications_queued_drain)
 
-    async def _accept(self, conn: psycopg.AsyncConnection, items: list[tuple[str, str, str, str]]) -> list[tuple]:
+    async def _accept(self, conn: psycopg.AsyncConnection, items: list[tuple[str, ...]]) -> list[tuple]:
         """Run ``notify_queue.ACCEPT`` for ``items`` on ``conn`` (autocommit: committed when it
         returns); ``(queued row id or None, qualified)`` per item, in order. Bound client-side,
         one simple query message: nothing prepared that a transaction-pooling PgBouncer could
@@ -156,7 +201,7 @@ class PaymentNotifyGate(http.RedisGate):
         rows = await cursor.fetchall()
         markers = [
             (no, txn, notify_duplicates.applied_value(txn, fee))
-            for (no, txn, fee, _body), (queued_id, _qualified) in zip(items, rows, strict=False)
+            for (no, txn, fee, *_body), (queued_id, _qualified) in zip(items, rows, strict=False)
             if queued_id is not None
         ]
         if markers:
@@ -181,7 +226,8 @@ class PaymentNotifyGate(http.RedisGate):
             self.warn("Redis unavailable", exc)
 
     async def _copy(self, body: bytes) -> int | None:
-        """``notify_duplicates.COPY``'s answer (1: recorded), or None when Redis failed."""
+        """``notify_duplicates.COPY``'s answer (1: recorded ``body``, the audit row's text), or
+        None when Redis failed."""
         entry = notify_duplicates.backlog_entry(body, time.time())
         return await self._script(
             notify_duplicates.COPY,
