@@ -545,3 +545,6 @@ class RefundBatchItem(models.Model):
         }
         expected, changes = moves[status]
         return cls.objects.filter(refund_id=refund_id, status=expected).update(**changes)
+
+
+from apps.payments.models_shipping import ShippingInfo, WechatJumpPath  # noqa: E402,F401  (Django finds them here)
