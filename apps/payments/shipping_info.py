@@ -59,12 +59,13 @@ def delivered_hook(*, order: Order, how: str) -> ShippingInfo | None:
     """``followups.DELIVERED`` entry, in the caller's transaction: the order's ShippingInfo
     (UNIQUE order; a repeat — a corrected tracking number — is the next version) and its
     follow-up. None when the order was not paid by WeChat (balance)."""
-    if order.pay_method != PayMethod.WECHAT:
+    # as the order row says now (the caller's copy may predate the payment)
+    if Order.objects.filter(pk=order.pk).values_list("pay_method", flat=True).get() != PayMethod.WECHAT:
         return None
-    payment = (
+    payment = (  # the payment that paid it (a later duplicate is refunded, never reported)
         Payment.objects.filter(order_id=order.pk, method=PayMethod.WECHAT, status=PaymentStatus.PAID)
         .exclude(out_trade_no=None)
-        .order_by("-id")
+        .order_by("paid_at", "id")
         .first()
     )
     if payment is None:
