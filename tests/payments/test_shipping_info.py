@@ -82,10 +82,12 @@ def test_every_carrier_has_a_wechat_delivery_id():
     assert set(carriers.WECHAT_DELIVERY_IDS) == set(carriers.CARRIERS)
 
 
-def test_item_desc_is_cut_to_120_characters(paid_by_wechat, wechat):
-    order = paid_by_wechat(name="很长的商品名" * 30)
+def test_item_desc_is_cut_to_120_characters(buyer, wechat, deliver, place_order, make_sku):
+    skus = [make_sku(name="很长的商品名" * 15), make_sku(name="另一件长名字的商品" * 10)]  # 90 characters each
+    order = wechat_paid(buyer, wechat, deliver, place_order, items=[(skus[0], 1), (skus[1], 2)])
     desc = shipping_info.item_desc(order)
     assert len(desc) == 120 and desc.endswith("等")
+    assert desc.startswith("很长的商品名" * 15 + "*1、另一件长名字的商品")
     ship(order)
     assert run_shipping_followups(order) == ["done"]
     assert uploads(wechat)[0]["body"]["shipping_list"][0]["item_desc"] == desc
