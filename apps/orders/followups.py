@@ -11,6 +11,8 @@ row: the conditional ``pending -> done`` UPDATE lets one effect count.
 A kind is either one outside send (:data:`SENDS`: a WeChat subscription message, an SMS) or
 database work (:data:`HANDLERS`: points, the chat), never both: work that has to follow a
 send is a follow-up of its own, so the send is recorded done the moment its provider answers.
+A kind may bring its own :data:`RETRY_POLICIES` (tries and backoff). Apps above orders add
+kinds to a paid order (:data:`PAID_KINDS`) and hear of deliveries (:data:`DELIVERED`).
 """
 
 from __future__ import annotations

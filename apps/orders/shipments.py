@@ -2,8 +2,10 @@
 
 :func:`order_ship` is THE shipping: it validates the carrier and number with
 :func:`shipment_check`, and in its transaction calls :func:`shipment_record` (the Shipment row
-and the "shipped" subscription message, an outbox follow-up). Tracking asks the pluggable
-provider of ``apps.logistics`` (cached; 503 when it is down).
+and the "shipped" subscription message, an outbox follow-up). :func:`shipment_correct` changes
+a shipped order's tracking number. Both tell the ``followups.DELIVERED`` hooks (the shipping
+information to WeChat, ``apps.payments.shipping_info``). Tracking asks the pluggable provider of
+``apps.logistics`` (cached; 503 when it is down).
 """
 
 from __future__ import annotations
