@@ -1,6 +1,6 @@
 """Benchmark: the running shop under a flash sale, a notification storm and browsing.
 
-Usage: ``python bench/bench_shop.py [--only floor,flash,flash100x,sql,storm,browse] [--no-save]`` (``make bench``
+Usage: ``python bench/bench_shop.py [--only floor,flash,flash100x,sql,storm,storm_v3,browse] [--no-save]`` (``make bench``
 runs it). It needs PostgreSQL and Redis: the server of ``DATABASE_URL`` (default
 ``postgres://postgres@127.0.0.1:5432/``) with its own database ``starmall_bench``, created
 empty and dropped at the end, and the server of ``REDIS_URL`` (default
@@ -29,6 +29,10 @@ from this separate process: threads, each with one keep-alive ``http.client`` co
 5. ``flash100x`` (not in the default run): a 秒杀 of 200 units for 20,000 buyers (the 2,000
    logged in plus 18,000 written straight to the database with an address and a token),
    exactly 200 sold.
+6. ``storm_v3`` (not in the default run): the storm under Pay API v3 — 1,000 orders whose
+   payments were made under v3, each signed, AES-GCM encrypted ``TRANSACTION.SUCCESS``
+   delivered 3 times to ``payments/wechat/v3/notify`` (Django; the notify gate serves v2 only);
+   the same audit.
 
 Prints a table and writes ``bench/results/<UTC time>.json`` (machine, versions, git sha, load).
 Exit status 1 when a count is wrong.
@@ -108,9 +112,15 @@ class Client:
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 
     def request(
-        self, method: str, path: str, body=None, token: str | None = None, content_type: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body=None,
+        token: str | None = None,
+        content_type: str = "application/json",
+        headers: dict | None = None,
     ) -> tuple[int, bytes]:
-        headers = {"Content-Type": content_type}
+        headers = {"Content-Type": content_type, **(headers or {})}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         if body is not None and not isinstance(body, bytes):
@@ -592,25 +602,26 @@ def floor(procs: Processes) -> dict:
 # --- 3. notification storm -------------------------------------------------------------------
 
 
-def storm_orders(customer: dict, n: int) -> list[dict]:
-    """``n`` unpaid goods orders of one customer, each with a pending WeChat payment (made
-    directly in the database: set-up, not measured). Returns their signed "paid" notifications."""
+def storm_orders(customer: dict, n: int, api: str = "v2") -> list:
+    """``n`` unpaid goods orders of one customer, each with a pending WeChat payment made under
+    Pay API ``api`` (made directly in the database: set-up, not measured). Returns their signed
+    "paid" notifications (v2: XML bodies; v3: ``(body, headers)`` pairs)."""
     from django.utils import timezone
 
     from apps.accounts.models import Customer
     from apps.orders.models import Order, OrderEvent, OrderLine, OrderStatus
     from apps.payments.models import Payment
-    from bench.notices import paid_notices
+    from bench.notices import paid_notices, paid_notices_v3
 
-    product_id, sku_id = new_sku("storm", stock=0, price_fen=12800)
+    product_id, sku_id = new_sku(f"storm {api}", stock=0, price_fen=12800)
     owner = Customer.objects.get(openid=customer["openid"])
     now = timezone.now()
     stamp = timezone.localtime(now).strftime("%Y%m%d%H%M%S")
     orders = Order.objects.bulk_create(
         [
             Order(
-                order_no=f"{stamp}9{i:07d}",
-                order_key=f"bench-storm-{stamp}-{i}",
+                order_no=f"{stamp}{9 if api == 'v2' else 8}{i:07d}",
+                order_key=f"bench-storm-{api}-{stamp}-{i}",
                 customer=owner,
                 kind="goods",
                 goods_fen=12800,
@@ -641,9 +652,9 @@ def storm_orders(customer: dict, n: int) -> list[dict]:
         [OrderEvent(order=o, to_status=OrderStatus.UNPAID, actor="customer", note="created") for o in orders]
     )
     Payment.objects.bulk_create(
-        [Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen) for o in orders]
+        [Payment(order=o, method="wechat", out_trade_no=o.order_no, total_fee=o.pay_fen, api=api) for o in orders]
     )
-    return paid_notices(orders, stamp=stamp)
+    return (paid_notices_v3 if api == "v3" else paid_notices)(orders, stamp=stamp)
 
 
 def storm(notices: list[bytes]) -> dict:
@@ -662,6 +673,26 @@ def storm(notices: list[bytes]) -> dict:
         body, kind = task
         status, raw = client.request("POST", "/api/v1/payments/wechat/notify", body, content_type="text/xml")
         return f"SUCCESS {kind}" if status == 200 and b"SUCCESS" in raw else f"{status} {raw[:60]!r}"
+
+    return stats(run_load(tasks, deliver))
+
+
+def storm_v3(notices: list[tuple[bytes, dict]]) -> dict:
+    """The Pay API v3 storm: each signed, encrypted notice :data:`STORM_COPIES` times, shuffled,
+    to ``payments/wechat/v3/notify`` (served by Django: the notify gate reads v2 only); outcomes
+    ``204 first`` / ``204 copy``."""
+    deliveries = [note for note in notices for _ in range(STORM_COPIES)]
+    random.shuffle(deliveries)
+    seen: set[bytes] = set()
+    tasks = []
+    for body, headers in deliveries:
+        tasks.append((body, headers, "first" if body not in seen else "copy"))
+        seen.add(body)
+
+    def deliver(client: Client, task: tuple[bytes, dict, str]) -> str:
+        body, headers, kind = task
+        status, raw = client.request("POST", "/api/v1/payments/wechat/v3/notify", body, headers=headers)
+        return f"204 {kind}" if status == 204 else f"{status} {raw[:60]!r}"
 
     return stats(run_load(tasks, deliver))
 
@@ -906,6 +937,15 @@ def main() -> int:
             run["audit"] = storm_audit(order_nos)
             results["runs"]["notification storm (1,000 x 3)"] = run
             failed |= not run["audit"]["ok"] or not set(run["outcomes"]) <= {"SUCCESS first", "SUCCESS copy"}
+        if "storm_v3" in only:  # signed now: delivered within WeChat's 5-minute window
+            notices = storm_orders(customers[0], STORM_ORDERS, api="v3")
+            from apps.payments.models import Payment
+
+            order_nos = list(Payment.objects.filter(api="v3").values_list("out_trade_no", flat=True))
+            run = storm_v3(notices)
+            run["audit"] = storm_audit(order_nos)
+            results["runs"]["notification storm, Pay API v3 (1,000 x 3)"] = run
+            failed |= not run["audit"]["ok"] or not set(run["outcomes"]) <= {"204 first", "204 copy"}
         if "browse" in only:
             results["runs"]["browse (product list + detail)"] = browse()
         results["bench_seconds"] = round(time.monotonic() - started)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -93,6 +94,38 @@ def _fresh_channel_layer():
     channel_layers.backends.clear()
     yield
     channel_layers.backends.clear()
+
+
+_ORDER_THREADS: weakref.WeakSet = weakref.WeakSet()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _order_threads_tracked():
+    """Remember every gate's order threads (``starmall.gates.threads.OrderThreads``)."""
+    from starmall.gates.threads import OrderThreads
+
+    init = OrderThreads.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        _ORDER_THREADS.add(self)
+
+    OrderThreads.__init__ = tracked
+    yield
+    OrderThreads.__init__ = init
+
+
+@pytest.fixture(autouse=True)
+def _order_threads_closed(_order_threads_tracked):
+    """After each test, close the order threads a gate it made left running, as a worker closes
+    them at its end: their database connections (named ``starmall-create-gate``) would
+    otherwise outlive the test and hold its database."""
+    import asyncio
+
+    yield
+    for threads in list(_ORDER_THREADS):
+        if threads._executor is not None:
+            asyncio.run(threads.close())
 
 
 @pytest.fixture(autouse=True)

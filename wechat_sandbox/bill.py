@@ -131,8 +131,10 @@ def _line(values: list) -> str:
     return ",".join("`" + (wire.yuan(v) if isinstance(v, int) else str(v or "")) for v in values)
 
 
-def render(state: SandboxState, bill_date: str, bill_type: str = "ALL") -> str:
-    """The bill text of ``bill_date`` (``yyyyMMdd``, Beijing) for ``bill_type``.
+def render(state: SandboxState, bill_date: str, bill_type: str = "ALL", api: str | None = None) -> str:
+    """The bill text of ``bill_date`` (``yyyyMMdd``, Beijing) for ``bill_type``; ``api`` ("v2"
+    or "v3"): only the trades made through that Pay API and their refunds (the sandbox keeps
+    each api's bill apart; real WeChat's is the merchant's whole day, which the shop also reads).
 
     Raises:
         BillError: bad date or type (error_code 20001), no trade that day (20002 No Bill Exist).
@@ -146,7 +148,7 @@ def render(state: SandboxState, bill_date: str, bill_type: str = "ALL") -> str:
     if bill_type not in BILL_TYPES:
         raise BillError("invalid bill_type", "20001")
     with state.lock:
-        trades = sorted(state.trades.values(), key=lambda t: t.paid_at or 0)
+        trades = sorted((t for t in state.trades.values() if api is None or t.api == api), key=lambda t: t.paid_at or 0)
         rows: list[dict] = []
         if bill_type in ("ALL", "SUCCESS"):
             rows += [_payment_row(state, t) for t in trades if t.paid_at is not None and _day(t.paid_at) == bill_date]
@@ -154,7 +156,7 @@ def render(state: SandboxState, bill_date: str, bill_type: str = "ALL") -> str:
             rows += [
                 _refund_row(state, state.trades[r.out_trade_no], r, bill_type)
                 for r in state.refunds.values()
-                if _day(r.created_at) == bill_date
+                if _day(r.created_at) == bill_date and (api is None or state.trades[r.out_trade_no].api == api)
             ]
     if not rows:
         raise BillError("No Bill Exist", "20002")

@@ -85,7 +85,7 @@ def pay(state: SandboxState, request: Request) -> dict:
         bank_type=_str(data, "bank_type"),
     )
     with state.lock:
-        return {**trade.to_dict(), "notification_id": notification.id}
+        return {**trade.to_dict(), "notification_id": notification.id if notification else None}
 
 
 def _user_action(action):

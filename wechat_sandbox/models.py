@@ -85,6 +85,7 @@ class Trade:
     coupon_fee: int = 0  # fen
     coupon_id: str | None = None
     events: list = field(default_factory=list)
+    api: str = "v2"  # the Pay API that created it: "v3" trades are notified in v3's JSON (pay_v3_trades.py)
 
     @property
     def attach(self) -> str | None:
@@ -112,6 +113,7 @@ class Trade:
             "created_at": wire.beijing(self.created_at).isoformat(),
             "events": list(self.events),
             "params": dict(self.params),
+            "api": self.api,
         }
 
 
@@ -130,6 +132,7 @@ class Refund:
     settle_at: float  # when PROCESSING turns SUCCESS by itself
     status: str = R_PROCESSING
     success_at: float | None = None
+    api: str = "v2"  # "v3": applied for through /v3/refund/domestic/refunds, notified in v3's JSON
 
     def to_dict(self) -> dict:
         return {

@@ -195,6 +195,9 @@ class Notifier:
                 except Exception:  # never let a bad record kill delivery
                     log.exception("sandbox tick failed")
                 due = state.claim_notifications(due_only=True)
+                if self._v3_due():
+                    self._v3_running = True  # one v3 round at a time
+                    self._executor.submit(self._deliver_v3)
                 if not due:
                     wait = state.seconds_to_next_due()
                     state.changed.wait(1.0 if wait is None else min(max(wait, 0.001), 1.0))
@@ -205,6 +208,24 @@ class Notifier:
                 except RuntimeError:  # executor shut down while stopping
                     with state.lock:
                         notification.in_flight = False
+
+    def _v3_due(self) -> bool:
+        """Pay API v3 notices (pay_v3's queue: payments, refunds, transfers) due now."""
+        store = getattr(self.state, "pay_v3", None)
+        if store is None or getattr(self, "_v3_running", False):
+            return False
+        now = time.monotonic()
+        return any(n.get("due", 0) <= now for n in store.pending)
+
+    def _deliver_v3(self) -> None:
+        from .pay_v3 import deliver
+
+        try:
+            deliver(self.state, due_only=True)
+        except Exception:  # never let a bad notice kill delivery
+            log.exception("sandbox v3 delivery failed")
+        finally:
+            self._v3_running = False
 
     def _deliver(self, notification: Notification) -> None:
         made: list[dict] = []

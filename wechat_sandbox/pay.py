@@ -268,6 +268,7 @@ def refund(state: SandboxState, p: dict) -> dict:
             refund_desc=p.get("refund_desc", ""),
             created_at=now,
             settle_at=now + state.config.refund_delay_seconds,
+            api=p.get("_api", "v2"),  # pay_v3_trades.refund_create passes "v3"
         )
         state.refunds[new.out_refund_no] = new
         trade.trade_state = REFUND
@@ -330,7 +331,7 @@ def refundquery(state: SandboxState, p: dict) -> dict:
 def downloadbill(state: SandboxState, p: dict) -> str:
     """The day's bill as WeChat's text format; errors are ``return_code`` FAIL XML."""
     try:
-        return bill.render(state, p.get("bill_date", ""), p.get("bill_type") or "ALL")
+        return bill.render(state, p.get("bill_date", ""), p.get("bill_type") or "ALL", api="v2")
     except bill.BillError as exc:
         raise ReturnFail(exc.message, error_code=exc.error_code) from exc
 

@@ -93,6 +93,8 @@ class V3State:
     delivered: list[dict] = field(default_factory=list)
     transport: object = None  # (url, body, headers) -> (status, text); None: HTTP POST (tests swap it)
     codes: list[dict] = field(default_factory=list)  # getwxacodeunlimit calls
+    files: dict[str, str] = field(default_factory=dict)  # bill download token -> text (pay_v3_trades.py)
+    notes: list[dict] = field(default_factory=list)  # every notification queued, with its attempts
 
 
 def v3(state: SandboxState) -> V3State:
@@ -206,10 +208,18 @@ def dispatch(state: SandboxState, request: Request) -> Response:
     if path == "/wxa/getwxacodeunlimit":
         return wxacode_unlimit(state, request)
     with state.lock:
-        state.api_calls["v3" + path[len("/v3") :].split("/out-bill-no/")[0]] += 1
+        # one count per API: numbers in a path become {no} (v3/pay/transactions/out-trade-no/{no}/close)
+        name = re.sub(
+            r"(/out-trade-no|/domestic/refunds)/[^/]+", r"\1/{no}", path[len("/v3") :].split("/out-bill-no/")[0]
+        )
+        state.api_calls["v3" + name] += 1
     why = check_signature(state, request)
     if why:
         return _error(401, "SIGN_ERROR", why)
+    from . import pay_v3_trades  # JSAPI payments, refunds and bills; imports this module
+
+    if pay_v3_trades.owns(path):
+        return pay_v3_trades.dispatch(state, request, path)
     if path == BILLS and request.method == "POST":
         return _create(state, request)
     match = re.fullmatch(BILLS + r"/out-bill-no/([A-Za-z0-9]+)(/cancel)?", path)
@@ -362,11 +372,15 @@ def _http(url: str, body: bytes, headers: dict) -> tuple[int, str]:
     return response.status_code, response.text
 
 
-def deliver(state: SandboxState) -> list[dict]:
-    """POST every pending notification once; acknowledged (HTTP 200/204) ones leave the queue."""
+def deliver(state: SandboxState, due_only: bool = False) -> list[dict]:
+    """POST every pending notification once (``due_only``: those whose retry is due, as the
+    notifier thread does); acknowledged (HTTP 200/204) ones leave the queue, the others wait
+    for the next retry on WeChat's (scaled) schedule, given up after the last."""
     store = v3(state)
+    now = time.monotonic()
     with state.lock:
-        pending, store.pending = store.pending, []
+        pending = [n for n in store.pending if not due_only or n.get("due", 0) <= now]
+        store.pending = [n for n in store.pending if n not in pending]
     results, again = [], []
     for note in pending:
         note["attempts"] += 1
@@ -375,8 +389,15 @@ def deliver(state: SandboxState) -> list[dict]:
         except Exception as exc:  # a failed attempt, as at WeChat
             status, text = 0, f"{type(exc).__name__}: {exc}"
         ok = status in (200, 204)
-        results.append({"out_bill_no": note["out_bill_no"], "status": status, "ok": ok, "response": text[:500]})
-        (store.delivered if ok else again).append(note)
+        keys = {k: note[k] for k in ("out_bill_no", "out_trade_no", "out_refund_no", "event_type") if k in note}
+        results.append({**keys, "status": status, "ok": ok, "response": text[:500]})
+        note.setdefault("answers", []).append({"status": status, "ok": ok, "response": text[:500]})
+        delays = state.config.retry_delays()
+        if ok:
+            store.delivered.append(note)
+        elif note["attempts"] <= len(delays):
+            note["due"] = time.monotonic() + delays[note["attempts"] - 1]
+            again.append(note)
     with state.lock:
         store.pending[:0] = again
     return results
@@ -431,6 +452,9 @@ def _control(state: SandboxState, request: Request, tail: str) -> Response:
                     continue
                 store.faults.setdefault(target, []).extend([kind] * int(data.get("times", 1)))
             return _answer({"faults": store.faults}, signed=False)
+    if tail == "notifications" and request.method == "GET":
+        with state.lock:
+            return _answer({"notifications": [{k: v for k, v in n.items() if k != "headers"} for n in store.notes]})
     if tail == "notifications/deliver" and request.method == "POST":
         return _answer({"attempts": deliver(state)}, signed=False)
     match = re.fullmatch(r"transfers/([A-Za-z0-9]+)/confirm", tail)

@@ -47,8 +47,9 @@ def _payable_trade(state: SandboxState, out_trade_no: str) -> Trade:
 
 def pay(
     state: SandboxState, out_trade_no: str, coupon_fee: int = 0, bank_type: str | None = None
-) -> tuple[Trade, Notification]:
-    """The user pays: the trade turns SUCCESS and a signed notice is queued for its notify_url.
+) -> tuple[Trade, Notification | None]:
+    """The user pays: the trade turns SUCCESS and a signed notice is queued for its notify_url
+    (a v3 trade's in v3's format, on pay_v3's queue: the Notification is then None).
 
     Args:
         coupon_fee: fen paid by a WeChat coupon (0 <= coupon_fee < total_fee); the user pays
@@ -74,6 +75,11 @@ def pay(
         trade.cash_fee = trade.total_fee - coupon_fee
         trade.events.append({"event": "paid", "at": wire.beijing(now).isoformat()})
         state.trades_by_transaction[trade.transaction_id] = trade
+        if trade.api == "v3":  # a v3 trade's notice: signed JSON, AES-GCM resource (pay_v3_trades.py)
+            from .pay_v3_trades import queue_paid
+
+            queue_paid(state, trade)
+            return trade, None
         body = payloads.payment_notification_xml(state.config, trade)
         notification = state.queue_notification("payment", trade.notify_url, body, trade.out_trade_no)
         return trade, notification
@@ -113,7 +119,11 @@ def _finish_refund(state: SandboxState, refund: Refund, status: str) -> None:
     if status == R_SUCCESS:
         refund.success_at = state.clock()
     url = refund.notify_url or state.config.refund_notify_url
-    if url:
+    if url and refund.api == "v3":
+        from .pay_v3_trades import queue_refund
+
+        queue_refund(state, refund, url)
+    elif url:
         body = payloads.refund_notification_xml(state.config, refund)
         state.queue_notification("refund", url, body, refund.out_trade_no, refund.out_refund_no)
 

@@ -2,9 +2,10 @@
 
 These three INSERTs are the hottest write of the shop (every winner of a 秒杀 makes them while
 the sale's and the SKU's rows wait at the end of the same transaction). On PostgreSQL they are
-ONE hand-written statement (:data:`_PG_INSERT`, data-modifying CTEs): one round trip and no
-per-row ORM work (compiling three INSERTs, building the instances). Elsewhere (SQLite) the ORM
-writes them. Both paths take the same values and give back equal objects:
+ONE statement of fixed text for any number of orders (:func:`pg_statement`: data-modifying
+CTEs reading the orders and their lines from one JSON parameter): one round trip, no per-row
+ORM work, and a query text psycopg parses once per process. Elsewhere (SQLite) the ORM writes
+them. Both paths take the same values and give back equal objects:
 ``tests/orders/test_order_rows.py`` holds every field of the rows and of the returned
 instances equal between the two.
 
@@ -16,6 +17,7 @@ transaction (FOR NO KEY UPDATE) do not conflict with.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 
 from django.db import connection
@@ -27,6 +29,7 @@ CREATED_ACTOR = "customer"
 CREATED_NOTE = "下单"
 
 _LINE_COLUMNS = ("sku_id", "product_id", "name", "specs", "price_fen", "quantity", "amount_fen")
+_COLUMNS = {field.attname: field.column for field in Order._meta.concrete_fields}  # attribute -> column
 
 
 def order_fields(
@@ -144,55 +147,70 @@ def _orm_insert(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tup
 
 
 def _pg_insert(made: list[tuple[drafts.OrderDraft, dict]], now: dt.datetime) -> list[tuple[Order, list[OrderLine]]]:
-    """The statements of ``made`` (``(draft, fields)`` pairs) sent together: one round trip."""
-    statements, params = [], []
-    for draft, fields in made:
-        sql, values = pg_statement(draft, fields, now)
-        statements.append(sql)
-        params += values
-    saved_rows = []
+    """The rows of ``made`` (``(draft, fields)`` pairs) in ONE statement of fixed text
+    (:func:`pg_statement`), the orders and their lines passed as one JSON parameter: one round
+    trip, and a query psycopg parses once per process rather than once per batch."""
+    sql, param = pg_statement(made, now)
     with connection.cursor() as cursor:
-        cursor.execute("; ".join(statements), params)
-        for draft, fields in made:
-            order_id, line_ids = cursor.fetchone()
-            saved_rows.append(saved(draft, fields, order_id, line_ids, connection.alias))
-            cursor.nextset()
-    return saved_rows
+        cursor.execute(sql, [param, OrderStatus.UNPAID.value, CREATED_ACTOR, CREATED_NOTE, now])
+        ids = {n: (order_id, line_ids) for n, order_id, line_ids in cursor.fetchall()}
+    return [saved(draft, fields, *ids[n], connection.alias) for n, (draft, fields) in enumerate(made)]
 
 
-def pg_statement(draft: drafts.OrderDraft, fields: dict, now: dt.datetime) -> tuple[str, list]:
-    """The PostgreSQL statement inserting the order (``fields``: :func:`order_fields`), the
-    draft's lines and the "created" event at ``now``, and its parameters (``%s`` style, for
-    Django's cursor and psycopg alike). It returns one row: the order's id and its lines' ids
-    in the draft's order."""
-    json_columns = {field.attname for field in Order._meta.concrete_fields if field.get_internal_type() == "JSONField"}
-    columns = list(fields)
-    values = [
-        json.dumps(v, ensure_ascii=False) if name in json_columns and v is not None else v for name, v in fields.items()
-    ]
-    line_rows = ", ".join(["(%s, %s, %s, %s::jsonb, %s, %s, %s)"] * len(draft.lines))
-    line_values = []
-    for line in draft.lines:
-        line_values += [
-            line.sku_id,
-            line.product_id,
-            line.name,
-            json.dumps(line.specs, ensure_ascii=False),
-            line.price_fen,
-            line.quantity,
-            line.amount_fen,
+def _json_default(value):
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON: add it to order_rows._json_default")
+
+
+def pg_statement(made: list[tuple[drafts.OrderDraft, dict]], now: dt.datetime) -> tuple[str, str]:
+    """The PostgreSQL statement inserting the orders of ``made`` (``fields``: :func:`order_fields`),
+    each draft's lines and a "created" event at ``now``, and its first parameter: the orders as
+    a JSON array (``n`` = position in ``made``, ``lines`` = the draft's lines in order). The
+    other parameters are the event's status, actor, note and time. One row per order comes
+    back: ``n``, the order's id, its lines' ids in the draft's order."""
+    rows = []
+    for n, (draft, fields) in enumerate(made):
+        row = {_COLUMNS[name]: value for name, value in fields.items()}
+        row["n"] = n
+        row["lines"] = [
+            {
+                "i": i,
+                "sku_id": line.sku_id,
+                "product_id": line.product_id,
+                "name": line.name,
+                "specs": line.specs,
+                "price_fen": line.price_fen,
+                "quantity": line.quantity,
+                "amount_fen": line.amount_fen,
+            }
+            for i, line in enumerate(draft.lines)
         ]
-    order_table, line_table, event_table = Order._meta.db_table, OrderLine._meta.db_table, OrderEvent._meta.db_table
-    marks = ", ".join("%s::jsonb" if name in json_columns else "%s" for name in columns)
-    sql = (
-        f"WITH o AS (INSERT INTO {order_table} ({', '.join(columns)}) VALUES ({marks}) RETURNING id), "
-        f"l AS (INSERT INTO {line_table} (order_id, {', '.join(_LINE_COLUMNS)}) "
-        f"SELECT o.id, v.* FROM o, (VALUES {line_rows}) AS v({', '.join(_LINE_COLUMNS)}) RETURNING id), "
+        rows.append(row)
+    return _pg_sql(), json.dumps(rows, ensure_ascii=False, default=_json_default)
+
+
+@functools.cache
+def _pg_sql() -> str:
+    """The statement's text: the same for every batch (the model's columns, in its order)."""
+    quote = connection.ops.quote_name
+    fields = [field for field in Order._meta.concrete_fields if not field.primary_key]
+    columns = ", ".join(quote(field.column) for field in fields)
+    record = ", ".join(f"{quote(field.column)} {field.db_type(connection)}" for field in fields)
+    line_fields = [OrderLine._meta.get_field(name) for name in _LINE_COLUMNS]
+    line_columns = ", ".join(quote(field.column) for field in line_fields)
+    line_record = ", ".join(f"{quote(field.column)} {field.db_type(connection)}" for field in line_fields)
+    order_table, line_table, event_table = (quote(m._meta.db_table) for m in (Order, OrderLine, OrderEvent))
+    return (
+        f"WITH r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset(%s::jsonb) AS r(n int, lines jsonb, {record})), "
+        f"o AS (INSERT INTO {order_table} ({columns}) SELECT {columns} FROM r ORDER BY n RETURNING id, order_key), "
+        f"ro AS MATERIALIZED (SELECT r.n, o.id, r.lines FROM r JOIN o USING (order_key)), "
+        f"l AS (INSERT INTO {line_table} (order_id, {line_columns}) SELECT ro.id, {line_columns} "
+        f"FROM ro, jsonb_to_recordset(ro.lines) AS x(i int, {line_record}) ORDER BY ro.n, x.i RETURNING id, order_id), "
         f"e AS (INSERT INTO {event_table} (order_id, from_status, to_status, actor, note, created_at) "
-        f"SELECT o.id, '', %s, %s, %s, %s FROM o) "
-        f"SELECT o.id, ARRAY(SELECT id FROM l ORDER BY id) FROM o"
+        f"SELECT id, '', %s, %s, %s, %s FROM o) "
+        f"SELECT ro.n, ro.id, ARRAY(SELECT l.id FROM l WHERE l.order_id = ro.id ORDER BY l.id) FROM ro ORDER BY ro.n"
     )
-    return sql, [*values, *line_values, OrderStatus.UNPAID.value, CREATED_ACTOR, CREATED_NOTE, now]
 
 
 def saved(

@@ -15,8 +15,18 @@ CHECK_OUTCOMES = {  # payment_check_uncertain's answer -> (level, what staff rea
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyModelAdmin):
     # The order column is the out_trade_no of a WeChat payment (the order number).
-    list_display = ["order", "method", "total_fee", "refunded_fen", "status", "transaction_id", "paid_at", "checks"]
-    list_filter = ["status", "method"]  # status = MANUAL: payments staff must resolve
+    list_display = [
+        "order",
+        "method",
+        "api",
+        "total_fee",
+        "refunded_fen",
+        "status",
+        "transaction_id",
+        "paid_at",
+        "checks",
+    ]
+    list_filter = ["status", "method", "api"]  # status = MANUAL: payments staff must resolve
     search_fields = ["out_trade_no", "transaction_id", "order__order_no"]
     actions = ["check_with_wechat"]
 

@@ -40,6 +40,6 @@ class RechargeAdmin(ReadOnlyModelAdmin):
         "paid_at",
         "transaction_id",
     ]
-    list_filter = ["status"]
+    list_filter = ["status", "api"]
     search_fields = ["recharge_no", "transaction_id", "customer__openid", "customer__nickname"]
     list_select_related = ["customer"]

@@ -19,6 +19,13 @@ class PaymentStatus(models.TextChoices):
     MANUAL = "manual", "人工处理"  # checks ran out; staff decide
 
 
+class PayApi(models.TextChoices):
+    """The WeChat Pay API a payment (or recharge) was made with (``apps/payments/gateway.py``)."""
+
+    V2 = "v2", "v2 接口"
+    V3 = "v3", "v3 接口"
+
+
 class Payment(models.Model):
     """One payment attempt of an order. ``out_trade_no`` (UNIQUE) is what WeChat knows.
 
@@ -50,6 +57,8 @@ class Payment(models.Model):
         unique=True,
     )
     paid_at = models.DateTimeField(verbose_name="支付时间", null=True, blank=True)
+    # The WeChat Pay API it was made with (WECHAT_PAY_API then); its queries, close and refunds use it.
+    api = models.CharField(verbose_name="支付接口", max_length=2, choices=PayApi.choices, default=PayApi.V2)
     # Payment uncertainty (DESIGN.md flow 8): checks made while UNKNOWN and when the next is due.
     checks = models.PositiveSmallIntegerField(verbose_name="查询次数", default=0)
     next_check_at = models.DateTimeField(verbose_name="下次查询", null=True, blank=True)
@@ -423,6 +432,7 @@ class Recharge(models.Model):
     )
     expires_at = models.DateTimeField(verbose_name="支付截止")
     paid_at = models.DateTimeField(verbose_name="到账时间", null=True, blank=True)
+    api = models.CharField(verbose_name="支付接口", max_length=2, choices=PayApi.choices, default=PayApi.V2)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:

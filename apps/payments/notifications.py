@@ -1,9 +1,13 @@
 """WeChat Pay's notifications (its callbacks): one table of handlers, the shared checks once.
 
-WeChat calls three URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
+WeChat calls these URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
 an order's payment and for a balance recharge alike), ``payments/wechat/refund-notify``
-(an XML whose ``req_info`` is encrypted) and ``payments/wechat/transfer-notify`` (Pay API v3's
-merchant-transfer result: JSON signed in the ``Wechatpay-*`` headers, an AES-GCM ``resource``).
+(an XML whose ``req_info`` is encrypted), ``payments/wechat/transfer-notify`` (Pay API v3's
+merchant-transfer result: JSON signed in the ``Wechatpay-*`` headers, an AES-GCM ``resource``)
+and, for payments made under Pay API v3, ``payments/wechat/v3/notify`` and
+``payments/wechat/v3/refund-notify`` (:data:`PAY_RESULT_V3`, :data:`REFUND_RESULT_V3`: read into
+the v2 fields — ``total_fee`` = ``amount.total`` — and taken by the same "payment", "recharge"
+and "refund" handlers).
 Each URL is a :class:`Callback`: how its body is read and trusted (safe parse, signature or
 decryption, appid / mch_id / result_code) and the answers WeChat understands (XML SUCCESS /
 FAIL with HTTP 200; v3: 204, or 400 with ``{"code": "FAIL", "message": ...}``). What a
@@ -57,7 +61,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.orders.models import PayMethod
-from apps.payments import recharges, refunds, services, wechat, wechat_v3
+from apps.payments import recharges, refunds, services, wechat, wechat_v3, wechat_v3_pay
 from apps.payments.models import Notification, Payment, PaymentStatus, Recharge, Refund
 from starmall.locking import retry_on_lock_conflict
 
@@ -132,6 +136,12 @@ class Handler:
     expected_fen: Callable[[Any], int]
     apply: Callable[[Any, dict], str]
     applied_before: Callable[[Any, dict], bool] = field(default=lambda row, fields: False)
+    #: Further callbacks it takes notifications from (Pay API v3's URLs, read into the same fields).
+    also: tuple[Callback, ...] = ()
+
+    def takes(self, callback: Callback) -> bool:
+        """True when notifications arriving on ``callback`` may be this handler's."""
+        return self.callback is callback or any(c is callback for c in self.also)
 
 
 # --- the two callbacks: reading and trusting a body -----------------------------------------
@@ -190,6 +200,86 @@ def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
     return fields, json.dumps(resource, ensure_ascii=False, sort_keys=True)
 
 
+def _v3_resource(body: bytes, headers: Mapping[str, str]) -> tuple[str, dict]:
+    """A Pay API v3 payment or refund notification verified (signature with WeChat Pay's public
+    key, serial = its id, 5-minute timestamp window) and decrypted (AES-256-GCM, APIv3 key):
+    ``(event_type, resource)``; Untrusted for anything else."""
+    try:
+        parsed = wechat_v3.notification_parse(headers, body)
+    except wechat_v3.V3BadSignature as exc:
+        raise Untrusted(Notification.Outcome.BAD_SIGNATURE, "bad signature") from exc
+    except wechat_v3.V3BadNotification as exc:
+        logger.warning("v3 notification rejected: %s", exc)
+        raise Untrusted(Notification.Outcome.MALFORMED, "cannot read the resource") from exc
+    resource = parsed["resource"] if isinstance(parsed["resource"], dict) else {}
+    return str(parsed.get("event_type") or ""), resource
+
+
+def _v3_fields(event_type: str, resource: dict, amounts: dict[str, str]) -> dict[str, str]:
+    """The decrypted resource's text and integer fields, ``event_type``, ``openid`` (payer) and
+    ``amounts`` (our field name -> key of ``resource["amount"]``, integers only: never
+    ``payer_total`` for ``total_fee``), in the XML callbacks' shape (numbers as text)."""
+    fields = {k: str(v) for k, v in resource.items() if isinstance(v, str | int) and not isinstance(v, bool)}
+    amount = resource.get("amount") if isinstance(resource.get("amount"), dict) else {}
+    payer = resource.get("payer") if isinstance(resource.get("payer"), dict) else {}
+    for name, key in amounts.items():
+        value = amount.get(key)
+        fields[name] = str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
+    fields["openid"] = str(payer.get("openid") or "")
+    fields["event_type"] = event_type
+    return fields
+
+
+def _read_v3_pay(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
+    """A Pay API v3 payment result (orders and recharges): verified and decrypted
+    (:func:`_v3_resource`), then ``TRANSACTION.SUCCESS``, appid / mchid, ``trade_state``
+    SUCCESS and a transaction_id. ``total_fee`` = ``amount.total``; the audit row keeps the
+    decrypted resource as JSON."""
+    event_type, resource = _v3_resource(body, headers)
+    fields = _v3_fields(event_type, resource, {"total_fee": "total", "payer_total": "payer_total"})
+    if (
+        event_type != "TRANSACTION.SUCCESS"
+        or fields.get("appid") != settings.WECHAT_APPID
+        or fields.get("mchid") != settings.WECHAT_MCH_ID
+        or fields.get("trade_state") != "SUCCESS"
+        or not fields.get("transaction_id")
+    ):
+        raise Untrusted(Notification.Outcome.BAD_FIELDS, "unexpected appid, mchid or result", fields)
+    return fields, json.dumps(resource, ensure_ascii=False, sort_keys=True)
+
+
+def _read_v3_refund(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
+    """A Pay API v3 refund result (``REFUND.SUCCESS`` / ``ABNORMAL`` / ``CLOSED``): verified,
+    decrypted, mchid checked; ``refund_fee`` = ``amount.refund``, ``total_fee`` = ``amount.total``."""
+    event_type, resource = _v3_resource(body, headers)
+    fields = _v3_fields(event_type, resource, {"refund_fee": "refund", "total_fee": "total"})
+    if not event_type.startswith("REFUND.") or fields.get("mchid") != settings.WECHAT_MCH_ID:
+        raise Untrusted(Notification.Outcome.BAD_FIELDS, "unexpected mchid or event", fields)
+    return fields, json.dumps(resource, ensure_ascii=False, sort_keys=True)
+
+
+# The v3 payment and refund callbacks answer in Chinese (API.md); the reasons are the handle's.
+_V3_REASONS_ZH = {
+    "bad signature": "签名验证失败",
+    "cannot read the resource": "通知内容无法解密",
+    "unexpected appid, mchid or result": "通知的 appid、商户号或支付结果不符",
+    "unexpected mchid or event": "通知的商户号或事件类型不符",
+    "unknown notification": "无法识别的通知",
+    "unknown out_trade_no": "商户订单号不存在",
+    "unknown out_refund_no": "商户退款单号不存在",
+    "total_fee does not match": "订单金额不符",
+    "refund_fee does not match": "退款金额不符",
+    "body too large": "通知内容过大",
+}
+
+
+def _v3_fail_zh(reason: str) -> bytes:
+    """Pay API v3's failure answer with a Chinese ``message`` (``{"code": "FAIL", "message",
+    "detail": {}}``, sent with a 4xx status): WeChat sends the notification again."""
+    message = _V3_REASONS_ZH.get(reason, "通知无法处理")
+    return json.dumps({"code": "FAIL", "message": message, "detail": {}}, ensure_ascii=False).encode()
+
+
 def _v3_fail(reason: str) -> bytes:
     """Pay API v3's failure answer ``{"code": "FAIL", "message": reason}`` (with a 4xx status),
     plus an empty ``detail`` so that it is also the shop's error body (API.md, the schema)."""
@@ -212,12 +302,41 @@ TRANSFER_RESULT = Callback(
 )
 
 
+#: Pay API v3's payment result (``TRANSACTION.SUCCESS``, orders and recharges) on
+#: ``payments/wechat/v3/notify`` and refund result on ``payments/wechat/v3/refund-notify``:
+#: 204 handled, 400 + ``{"code": "FAIL", "message": Chinese}`` to be sent again. Their
+#: handlers are the v2 ones ("recharge", "payment", "refund": ``Handler.also``).
+PAY_RESULT_V3 = Callback(
+    kind=Notification.Kind.PAYMENT,
+    read=_read_v3_pay,
+    success=b"",
+    fail=_v3_fail_zh,
+    success_status=204,
+    fail_status=400,
+    content_type="application/json",
+)
+REFUND_RESULT_V3 = Callback(
+    kind=Notification.Kind.REFUND,
+    read=_read_v3_refund,
+    success=b"",
+    fail=_v3_fail_zh,
+    success_status=204,
+    fail_status=400,
+    content_type="application/json",
+)
+
+
 # --- the handlers: which row, which amount, which apply function ------------------------------
 
 
 def _paid_at(fields: dict) -> dt.datetime:
-    """WeChat's ``time_end`` (Shanghai), or now when it is missing or unreadable."""
-    return wechat.parse_time_end(fields.get("time_end", "")) or timezone.now()
+    """WeChat's ``time_end`` (v2, Shanghai) or ``success_time`` (v3, RFC 3339), or now when it
+    is missing or unreadable."""
+    return (
+        wechat.parse_time_end(fields.get("time_end", ""))
+        or wechat_v3_pay.parse_rfc3339(fields.get("success_time", ""))
+        or timezone.now()
+    )
 
 
 def _payment_find(fields: dict) -> Payment | None:
@@ -248,13 +367,14 @@ def _recharge_apply(recharge: Recharge, fields: dict) -> str:
 
 
 def _refund_apply(refund: Refund, fields: dict) -> str:
-    """SUCCESS confirms the refund once; CHANGE / REFUNDCLOSE mark it FAILED (one alert); any
-    other refund_status is recorded as unexpected and answered SUCCESS (nothing to retry)."""
+    """SUCCESS confirms the refund once; CHANGE / REFUNDCLOSE (v3: ABNORMAL / CLOSED) mark it
+    FAILED (one alert); any other refund_status is recorded as unexpected and answered SUCCESS
+    (nothing to retry)."""
     status = fields.get("refund_status")
     if status == "SUCCESS":
         done = refunds.refund_succeeded(refund=refund)
         return Notification.Outcome.APPLIED if done else Notification.Outcome.DUPLICATE
-    if status in ("CHANGE", "REFUNDCLOSE"):
+    if status in ("CHANGE", "REFUNDCLOSE", "ABNORMAL", "CLOSED"):
         refunds.refund_mark_failed(refund, f"WeChat refund_status {status}")
         return Notification.Outcome.REFUND_CLOSED
     return Notification.Outcome.BAD_FIELDS
@@ -271,6 +391,7 @@ HANDLERS: dict[str, Handler] = {
         amount="total_fee",
         expected_fen=lambda recharge: recharge.pay_fen,
         apply=_recharge_apply,
+        also=(PAY_RESULT_V3,),
     ),
     "payment": Handler(
         callback=PAY_RESULT,
@@ -281,6 +402,7 @@ HANDLERS: dict[str, Handler] = {
         expected_fen=lambda payment: payment.total_fee,
         apply=_payment_apply,
         applied_before=_payment_applied_before,
+        also=(PAY_RESULT_V3,),
     ),
     "refund": Handler(
         callback=REFUND_RESULT,
@@ -290,6 +412,7 @@ HANDLERS: dict[str, Handler] = {
         amount="refund_fee",
         expected_fen=lambda refund: refund.refund_fen,
         apply=_refund_apply,
+        also=(REFUND_RESULT_V3,),
     ),
 }
 
@@ -315,7 +438,7 @@ def register(name: str, handler: Handler, *, before: str | None = None) -> None:
 def handler_for(callback: Callback, fields: dict) -> Handler | None:
     """The first handler in ``HANDLERS`` on ``callback`` that claims the trusted ``fields``;
     None when none does. The ASGI gate (``starmall.gates.payment_notify``) asks it too."""
-    return next((h for h in HANDLERS.values() if h.callback is callback and h.claims(fields)), None)
+    return next((h for h in HANDLERS.values() if h.takes(callback) and h.claims(fields)), None)
 
 
 def notification_handle(

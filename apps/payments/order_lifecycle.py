@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
-from apps.payments import services, wechat
+from apps.payments import gateway, services
 from apps.payments.exceptions import CancelUnconfirmed, OrderNotCancelled
 from apps.payments.models import Payment, PaymentStatus
 
@@ -37,8 +37,9 @@ class Settle(str, Enum):
 def wechat_settle_before_cancel(*, order: Order) -> Settle:
     """Make sure WeChat will not take money for ``order`` any more (DESIGN.md flow 6).
 
-    orderquery; SUCCESS -> apply it (PAID); USERPAYING -> PAYING; NOTPAY -> closeorder (if
-    WeChat then says ORDERPAID, query and apply); CLOSED/closed -> mark the payment closed.
+    Each open payment through its own api (v2 or v3, ``gateway``): query; SUCCESS -> apply it
+    (PAID); USERPAYING -> PAYING; NOTPAY -> close (if WeChat then says ORDERPAID, query and
+    apply); CLOSED/closed -> mark the payment closed.
     """
     if Payment.objects.filter(order=order, status=PaymentStatus.PAID).exists():
         return Settle.PAID
@@ -62,11 +63,11 @@ def _settle_one(payment: Payment) -> Settle:
         return Settle.UNKNOWN
     if state in ("NOTPAY", "PAYERROR", "NOTEXIST"):
         try:
-            closed = wechat.close_order(out_trade_no=payment.out_trade_no)
-        except wechat.PayUnavailable as exc:
+            closed = gateway.gateway_for(payment.api).close(out_trade_no=payment.out_trade_no)
+        except gateway.PayUnavailable as exc:
             logger.warning("closeorder %s unanswered: %s", payment.out_trade_no, exc)
             return Settle.UNKNOWN
-        except wechat.PayRejected as exc:
+        except gateway.PayRejected as exc:
             # WeChat just said NOTPAY but will not close yet (it wants 5 minutes between create
             # and close). Going on is money-safe: the trade lapses at its time_expire, and a
             # payment made before that arrives as a late payment and is refunded exactly once.

@@ -1,8 +1,9 @@
 """Recharge (top up the balance) through WeChat Pay, with a package's bonus.
 
 Why here (``apps.payments``) and not an app of its own: a recharge is a WeChat payment like an
-order's. It uses the same unified order (``apps/payments/wechat.py``), arrives on the SAME
-notification URL and passes the same checks (signature over exactly the fields received,
+order's. It uses the same gateway (``apps/payments/gateway.py``: the api of ``WECHAT_PAY_API``
+when made, kept on the recharge), arrives on the SAME notification URL (v2's or v3's) and passes
+the same checks (signature over exactly the fields received,
 appid / mch_id / result_code, ``total_fee`` == ``pay_fen``) in
 ``apps/payments/notifications.py``, whose "recharge" handler claims it by its ``out_trade_no``
 (``R...``, order numbers are digits only) and calls :func:`recharge_apply_paid`; and it
@@ -35,7 +36,7 @@ from django.utils import timezone
 
 from apps.accounts import wallet
 from apps.accounts.models import Customer, WalletEvent
-from apps.payments import wechat
+from apps.payments import gateway, wechat
 from apps.payments.applied import Applied
 from apps.payments.models import Recharge, RechargePackage
 from starmall.admin_money import yuan
@@ -81,9 +82,10 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
     """``POST /recharges``: a recharge of the package and its ``wx.requestPayment`` parameters.
 
     The row is committed first (unpaid, ``expires_at`` = now + RECHARGE_PAY_MINUTES), then
-    WeChat's unified order is made outside any transaction (``out_trade_no`` = recharge_no,
-    ``total_fee`` = pay_fen). Raises NotFound (no such active package), WechatUnavailable
-    (WeChat did not answer or refused: the recharge stays unpaid and expires; make a new one).
+    WeChat's prepay is made outside any transaction through ``WECHAT_PAY_API`` (recorded as the
+    recharge's ``api``; ``out_trade_no`` = recharge_no, ``total_fee`` = pay_fen). Raises
+    NotFound (no such active package), WechatUnavailable (WeChat did not answer or refused: the
+    recharge stays unpaid and expires; make a new one).
     """
     now = now or timezone.now()
     package = RechargePackage.objects.filter(pk=package_id, is_active=True).first()
@@ -96,22 +98,24 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
         pay_fen=package.pay_fen,
         bonus_fen=package.bonus_fen,
         expires_at=now + dt.timedelta(minutes=settings.RECHARGE_PAY_MINUTES),
+        api=gateway.api_new(),
     )
+    pay = gateway.gateway_for(recharge.api)
     try:
-        prepay = wechat.unified_order(
+        prepay = pay.prepay(
             out_trade_no=recharge.recharge_no,
             total_fee=recharge.pay_fen,
-            body=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元",
+            description=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元",
             openid=customer.openid,
             starts_at=now,
             expires_at=recharge.expires_at,
         )
-    except (wechat.PayUnavailable, wechat.PayRejected) as exc:
-        logger.warning("unifiedorder for recharge %s failed: %s", recharge.recharge_no, exc)
+    except (gateway.PayUnavailable, gateway.PayRejected) as exc:
+        logger.warning("prepay for recharge %s failed: %s", recharge.recharge_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。") from exc
     Recharge.objects.filter(pk=recharge.pk).update(prepay_id=prepay.prepay_id)
     recharge.prepay_id = prepay.prepay_id
-    return recharge, wechat.jsapi_params(prepay.prepay_id)
+    return recharge, pay.pay_params(prepay.prepay_id)
 
 
 def recharge_get(*, recharge_no: str, customer_id: int) -> Recharge:
@@ -158,16 +162,18 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
 
 
 def recharge_sync(*, recharge: Recharge) -> str:
-    """Ask WeChat (orderquery) about a recharge and apply a SUCCESS; return trade_state ("" if
-    WeChat could not be asked or the amount does not match)."""
-    state = wechat.order_query_checked(out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen)
+    """Ask WeChat about a recharge through its own api (v2 orderquery, v3 query) and apply a
+    SUCCESS; return trade_state ("" if WeChat could not be asked or the amount does not match)."""
+    state = gateway.gateway_for(recharge.api).query_checked(
+        out_trade_no=recharge.recharge_no, total_fee=recharge.pay_fen
+    )
     if state is None:
         return ""
     if state.state in ("SUCCESS", "REFUND"):
         recharge_apply_paid(
             recharge=recharge,
             transaction_id=state.transaction_id,
-            paid_at=wechat.parse_time_end(state.time_end) or timezone.now(),
+            paid_at=state.paid_at or timezone.now(),
         )
     return state.state
 

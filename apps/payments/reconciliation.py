@@ -1,7 +1,14 @@
 """Daily reconciliation: WeChat Pay's bill of a day against our payments and refunds.
 
-The bill comes from ``pay/downloadbill`` (WeChat Pay API v2, "下载对账单", bill_type ALL; see
-docs WECHAT.md and ``wechat_sandbox/bill.py``), parsed by ``apps/payments/wechat_bill.py``: a
+Each api's payments against its own bill: the payments (and recharges) made under Pay API v2
+against ``pay/downloadbill`` (WeChat Pay API v2, "下载对账单", bill_type ALL), those made under
+v3 against ``GET /v3/bill/tradebill`` (its download, hash checked: the same CSV), through
+``apps/payments/gateway.py``. A day is read from every api that has rows that day, and from
+``WECHAT_PAY_API``; a bill line naming a payment of the other api is left to that api's bill
+(real WeChat's bill is the merchant's whole day whichever api fetches it). The day's one run
+holds both; a difference found on the v3 bill carries ``"api": "v3"``. A v3 day without trades
+(``NO_STATEMENT_EXIST``) is an empty bill. See docs WECHAT.md and ``wechat_sandbox/bill.py``.
+The bill is parsed by ``apps/payments/wechat_bill.py``: a
 header line of column names, one line per trade or refund with every field prefixed by a
 backtick, then a summary header (总交易单数,应结订单总金额,退款总金额,...) and one summary
 line. Amounts are yuan with two decimals, times Beijing time. A payment is on the bill of the day it was paid; a refund on
@@ -56,7 +63,7 @@ from django.utils import timezone
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
-from apps.payments import wechat
+from apps.payments import gateway
 from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
 from apps.payments.wechat_bill import Bill, BillFormatError, BillRefund, BillTrade, parse_bill
 from apps.payments.wechat_bill import yuan_to_fen as yuan_to_fen  # re-exported: the parser's API stays here too
@@ -232,15 +239,17 @@ def beijing_day(bill_date: dt.date) -> tuple[dt.datetime, dt.datetime]:
     return start, dt.datetime.combine(bill_date + dt.timedelta(days=1), dt.time.min, tzinfo=BEIJING)
 
 
-def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
+def local_rows(bill_date: dt.date, bill: Bill, api: str | None = None) -> tuple[dict, dict, dict]:
     """Our side of ``bill_date`` (Beijing) for :func:`compare`: (payments, refunds, others).
 
     Payments: WeChat payments ``paid`` with ``paid_at`` (WeChat's time_end) that day, plus our
     paid ones the bill names. Refunds: of WeChat payments, ``submitted``/``success`` and created
-    that day, plus any the bill names. Others: our not-paid payments the bill names.
+    that day, plus any the bill names. Others: our not-paid payments the bill names. ``api``:
+    only the day's payments (recharges, refunds of payments) made under that Pay API.
     """
     start, end = beijing_day(bill_date)
     fields = ("out_trade_no", "total_fee", "status")
+    of_api = {"api": api} if api else {}
     payments = {
         p["out_trade_no"]: p
         for p in Payment.objects.filter(
@@ -248,6 +257,7 @@ def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
             status=PaymentStatus.PAID,
             paid_at__gte=start,
             paid_at__lt=end,
+            **of_api,
         ).values(*fields)
     }
     others: dict[str, str] = {}
@@ -265,6 +275,7 @@ def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
             status__in=_LOCAL_REFUND_LIVE,
             created_at__gte=start,
             created_at__lt=end,
+            **({"payment__api": api} if api else {}),
         ).values(*refund_fields)
     )
     for keys in _chunks({r.out_refund_no for r in bill.refunds} - {r["out_refund_no"] for r in found}):
@@ -278,18 +289,22 @@ def local_rows(bill_date: dt.date, bill: Bill) -> tuple[dict, dict, dict]:
         for r in found
     }
     payments = {k: {"total_fee": v["total_fee"], "status": v["status"]} for k, v in payments.items()}
-    _recharge_rows(start, end, bill, payments, others)
+    _recharge_rows(start, end, bill, payments, others, of_api)
     return payments, refunds, others
 
 
-def _recharge_rows(start: dt.datetime, end: dt.datetime, bill: Bill, payments: dict, others: dict) -> None:
+def _recharge_rows(
+    start: dt.datetime, end: dt.datetime, bill: Bill, payments: dict, others: dict, of_api: dict
+) -> None:
     """Recharges are WeChat trades too (``out_trade_no`` = recharge_no, ``R...``): the paid ones
     of the day, plus our paid ones the bill names, join ``payments`` (``total_fee`` = pay_fen);
     unpaid / expired ones the bill names go to ``others``. A bill trade with no such recharge
     (or not paid here) is then a ``missing_local`` difference, an amount that differs ``amount``."""
     fields = ("recharge_no", "pay_fen", "status")
     found = list(
-        Recharge.objects.filter(status=Recharge.Status.PAID, paid_at__gte=start, paid_at__lt=end).values(*fields)
+        Recharge.objects.filter(status=Recharge.Status.PAID, paid_at__gte=start, paid_at__lt=end, **of_api).values(
+            *fields
+        )
     )
     named = {t.out_trade_no for t in bill.trades if t.out_trade_no.startswith("R")} - {r["recharge_no"] for r in found}
     for keys in _chunks(named):
@@ -313,14 +328,23 @@ def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
     raises for WeChat's failures. Alerts (one ``ALERT reconciliation`` error log line) when the
     day turns ``differences`` or ``error``, once: ``alerted`` flips False -> True with a
     conditional UPDATE; a rerun with the same status keeps it, a change of status clears it.
-    Calls WeChat outside any transaction.
+    Calls WeChat outside any transaction; each api of the day (:func:`apis_of_day`) against its
+    own bill, the two comparisons added up.
     """
-    try:
-        bill = parse_bill(wechat.download_bill(bill_date=bill_date))
-    except (wechat.PayUnavailable, wechat.PayRejected, BillFormatError) as exc:
-        return _store(bill_date, status=ReconciliationRun.Status.ERROR, error=f"{type(exc).__name__}: {exc}"[:2000])
-    payments, refunds, others = local_rows(bill_date, bill)
-    found = compare(bill, payments, refunds, others)
+    found = Comparison()
+    for api in apis_of_day(bill_date):
+        try:
+            bill = parse_bill(gateway.gateway_for(api).download_bill(bill_date=bill_date))
+        except (gateway.PayUnavailable, gateway.PayRejected, BillFormatError) as exc:
+            error = f"{type(exc).__name__}: {exc}" + ("" if api == gateway.API_V2 else f" (Pay API {api} bill)")
+            return _store(bill_date, status=ReconciliationRun.Status.ERROR, error=error[:2000])
+        bill = _bill_of_api(bill, api)
+        one = compare(bill, *local_rows(bill_date, bill, api))
+        found.differences += [d if api == gateway.API_V2 else {**d, "api": api} for d in one.differences]
+        found.wechat_count += one.wechat_count
+        found.local_count += one.local_count
+        found.wechat_fen += one.wechat_fen
+        found.local_fen += one.local_fen
     return _store(
         bill_date,
         status=ReconciliationRun.Status.DIFFERENCES if found.differences else ReconciliationRun.Status.OK,
@@ -329,6 +353,43 @@ def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
         wechat_fen=found.wechat_fen,
         local_fen=found.local_fen,
         differences=found.differences,
+    )
+
+
+def apis_of_day(bill_date: dt.date) -> list[str]:
+    """The Pay APIs whose bill of ``bill_date`` is read: ``WECHAT_PAY_API``, and the api of every
+    WeChat payment or recharge paid that (Beijing) day and of every refund of one made that day."""
+    start, end = beijing_day(bill_date)
+    day = {"paid_at__gte": start, "paid_at__lt": end}
+    apis = {gateway.api_new()}
+    apis |= set(Payment.objects.filter(method=PayMethod.WECHAT, **day).values_list("api", flat=True).distinct())
+    apis |= set(Recharge.objects.filter(**day).values_list("api", flat=True).distinct())
+    apis |= set(
+        Refund.objects.filter(payment__method=PayMethod.WECHAT, created_at__gte=start, created_at__lt=end)
+        .values_list("payment__api", flat=True)
+        .distinct()
+    )
+    return sorted(apis)
+
+
+def _bill_of_api(bill: Bill, api: str) -> Bill:
+    """``bill`` without the lines of payments (and recharges, and their refunds) we made under
+    another api: those are compared on that api's bill. Lines of numbers we do not know stay."""
+    named = {t.out_trade_no for t in bill.trades} | {r.out_trade_no for r in bill.refunds}
+    other: set[str] = set()
+    for keys in _chunks(named):
+        other |= set(
+            Payment.objects.filter(out_trade_no__in=keys).exclude(api=api).values_list("out_trade_no", flat=True)
+        )
+        other |= set(
+            Recharge.objects.filter(recharge_no__in=keys).exclude(api=api).values_list("recharge_no", flat=True)
+        )
+    if not other:
+        return bill
+    return replace(
+        bill,
+        trades=tuple(t for t in bill.trades if t.out_trade_no not in other),
+        refunds=tuple(r for r in bill.refunds if r.out_trade_no not in other),
     )
 
 

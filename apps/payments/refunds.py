@@ -4,7 +4,8 @@ Each refund is a row with its own UNIQUE ``out_refund_no`` (DESIGN.md flow 7). A
 reserves the amount on the payment with a conditional UPDATE (``refunded_fen + n <=
 total_fee``), so the sum of refunds can never exceed what was paid. A worker claims a refund
 (``pending -> processing``), calls WeChat — or credits the balance for a balance payment —
-and retries with the SAME out_refund_no (3 tries with back-off, then FAILED and visible);
+and retries with the SAME out_refund_no (3 tries with back-off, then FAILED and visible), through
+the api the payment was made with (``apps/payments/gateway.py``: v2 or v3);
 WeChat's refund notification (``apps/payments/notifications.py``, which calls
 :func:`refund_succeeded`) or refundquery confirms it. A full refund returns the stock (when
 not shipped), the slot, the points spent and the coupon (if still valid); the points the order
@@ -29,7 +30,7 @@ from apps.alerts.services import alert_on_failure
 from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
-from apps.payments import hooks, wechat
+from apps.payments import gateway, hooks
 from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.admin_money import yuan
@@ -261,15 +262,15 @@ def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
         refund_succeeded(refund=refund, credit_balance=True)
         return Refund.Status.SUCCESS
     try:
-        refund_id_wx = wechat.refund_apply(
+        refund_id_wx = gateway.gateway_for(refund.payment.api).refund(
             out_trade_no=refund.payment.out_trade_no,
             out_refund_no=refund.out_refund_no,
             total_fee=refund.payment.total_fee,
             refund_fee=refund.refund_fen,
             reason=refund.get_reason_display(),
         )
-    except (wechat.PayUnavailable, wechat.PayRejected) as exc:
-        retryable = isinstance(exc, wechat.PayUnavailable) or exc.err_code in _RETRYABLE
+    except (gateway.PayUnavailable, gateway.PayRejected) as exc:
+        retryable = isinstance(exc, gateway.PayUnavailable) or exc.err_code in _RETRYABLE
         return _attempt_failed(refund, now, f"{type(exc).__name__}: {exc}", retryable)
     Refund.objects.filter(pk=refund.pk, status=Refund.Status.PROCESSING).update(
         status=Refund.Status.SUBMITTED, refund_id=refund_id_wx, last_error="", next_attempt_at=now + CONFIRM_AFTER
@@ -386,10 +387,11 @@ def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
     for refund_id in list(due[:200]):
         status = refund_execute(refund_id=refund_id, now=now)
         counts[status] = counts.get(status, 0) + 1
-    for refund in Refund.objects.filter(status=Refund.Status.SUBMITTED, next_attempt_at__lte=now)[:200]:
-        try:
-            state = wechat.refund_query(out_refund_no=refund.out_refund_no)
-        except (wechat.PayUnavailable, wechat.PayRejected, wechat.BadSignature) as exc:
+    submitted = Refund.objects.filter(status=Refund.Status.SUBMITTED, next_attempt_at__lte=now)
+    for refund in submitted.select_related("payment")[:200]:
+        try:  # through the api its payment was made with (a v2 payment stays v2 after a switch)
+            state = gateway.gateway_for(refund.payment.api).refund_query(out_refund_no=refund.out_refund_no)
+        except (gateway.PayUnavailable, gateway.PayRejected, gateway.BadSignature) as exc:
             logger.warning("refundquery %s failed: %s", refund.out_refund_no, exc)
             continue
         if state == "SUCCESS":

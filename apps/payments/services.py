@@ -1,7 +1,8 @@
 """Payments: start a WeChat payment, apply a confirmed payment, ask WeChat (the balance: ``balance.py``).
 
-Money moves here and nowhere else. The WeChat call itself is in ``apps/payments/wechat.py``
-and always runs outside a database transaction; what it returns is applied by conditional
+Money moves here and nowhere else. The WeChat call itself goes through the payment's own api
+(``apps/payments/gateway.py``: v2 or v3, recorded on the Payment) and always runs outside a
+database transaction; what it returns is applied by conditional
 UPDATEs (``payment pending -> paid``, ``order unpaid -> paid``) whose row counts make every
 notification, query and admin click idempotent. WeChat's notifications are checked in
 ``apps/payments/notifications.py``, which calls :func:`payment_apply_paid`.
@@ -20,7 +21,7 @@ from apps.alerts.services import alert_on_failure
 from apps.orders import events
 from apps.orders import services as orders
 from apps.orders.models import Order, OrderStatus, PayMethod
-from apps.payments import notify_duplicates, refunds, wechat
+from apps.payments import gateway, notify_duplicates, refunds
 from apps.payments.applied import Applied
 from apps.payments.models import Payment, PaymentStatus, Refund
 from starmall.admin_money import yuan
@@ -42,9 +43,10 @@ OPEN_STATUSES = (PaymentStatus.PENDING, PaymentStatus.UNKNOWN, PaymentStatus.MAN
 def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
     """``wx.requestPayment`` parameters for the customer's unpaid order.
 
-    One Payment per order with ``out_trade_no = order_no``; a prepay_id still valid for 5
-    minutes is reused. Raises NotFound, InvalidState (not unpaid, past deadline, already paid
-    at WeChat) or WechatUnavailable (WeChat did not answer: nothing changed, try again).
+    One Payment per order with ``out_trade_no = order_no``, made with ``WECHAT_PAY_API`` (v2
+    or v3) and kept on that api; a prepay_id still valid for 5 minutes is reused. Raises
+    NotFound, InvalidState (not unpaid, past deadline, already paid at WeChat) or
+    WechatUnavailable (WeChat did not answer: nothing changed, try again).
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     now = timezone.now()
@@ -57,36 +59,38 @@ def payment_wechat_start(*, order_no: str, customer_id: int) -> dict:
         raise InvalidState("该订单已支付。", status="paid")
     if payment.status in (PaymentStatus.UNKNOWN, PaymentStatus.MANUAL):
         _clear_uncertainty_or_raise(payment)
+    pay = gateway.gateway_for(payment.api)
     if payment.prepay_id and payment.prepay_expires_at > now + PREPAY_REUSE_MARGIN:
-        return wechat.jsapi_params(payment.prepay_id)
+        return pay.pay_params(payment.prepay_id)
     prepay = _unified_order(order, payment, now)
     _prepay_store(payment, prepay)
-    return wechat.jsapi_params(prepay.prepay_id)
+    return pay.pay_params(prepay.prepay_id)
 
 
-def _unified_order(order: Order, payment: Payment, now: dt.datetime) -> wechat.Prepay:
-    """WeChat's prepay for ``payment`` (unifiedorder; no transaction open).
+def _unified_order(order: Order, payment: Payment, now: dt.datetime) -> gateway.Prepay:
+    """WeChat's prepay for ``payment`` through its api (v2 unifiedorder, v3 JSAPI prepay; no
+    transaction open).
 
     No answer: the payment turns UNKNOWN (queried from ``now`` on) and WechatUnavailable is
     raised. ORDERPAID: the payment is synced, InvalidState. ORDERCLOSED: InvalidState. Any other
     refusal: WechatUnavailable with WeChat's err_code.
     """
     try:
-        return wechat.unified_order(
+        return gateway.gateway_for(payment.api).prepay(
             out_trade_no=payment.out_trade_no,
             total_fee=payment.total_fee,
-            body=_body(order),
+            description=_body(order),
             openid=order.customer.openid,
             starts_at=order.created_at,
             expires_at=order.pay_deadline,
         )
-    except wechat.PayUnavailable as exc:
+    except gateway.PayUnavailable as exc:
         # WeChat may or may not have created the trade: UNKNOWN until a query says (flow 8).
         Payment.objects.filter(pk=payment.pk, status=PaymentStatus.PENDING).update(
             status=PaymentStatus.UNKNOWN, checks=0, next_check_at=now + UNCERTAIN_CHECK_WAITS[0]
         )
         raise WechatUnavailable("微信支付暂时无法连接，请稍后再试。") from exc
-    except wechat.PayRejected as exc:
+    except gateway.PayRejected as exc:
         if exc.err_code == "ORDERPAID":
             payment_sync(payment=payment)
             raise InvalidState("该订单已支付。", status="paid") from exc
@@ -96,7 +100,7 @@ def _unified_order(order: Order, payment: Payment, now: dt.datetime) -> wechat.P
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。", wechat_err_code=exc.err_code) from exc
 
 
-def _prepay_store(payment: Payment, prepay: wechat.Prepay) -> None:
+def _prepay_store(payment: Payment, prepay: gateway.Prepay) -> None:
     """Keep ``prepay`` on the payment if it is still open and its order still unpaid at the same
     amount (one conditional UPDATE); otherwise close the trade at WeChat, close the payment and
     raise InvalidState."""
@@ -112,8 +116,8 @@ def _prepay_store(payment: Payment, prepay: wechat.Prepay) -> None:
         # it there so the customer cannot pay it (if they already did, the notification or
         # the sweep finds a late payment and refunds it).
         try:
-            wechat.close_order(out_trade_no=payment.out_trade_no)
-        except (wechat.PayUnavailable, wechat.PayRejected) as exc:
+            gateway.gateway_for(payment.api).close(out_trade_no=payment.out_trade_no)
+        except (gateway.PayUnavailable, gateway.PayRejected) as exc:
             logger.warning("closeorder %s after a raced prepay failed: %s", payment.out_trade_no, exc)
         Payment.objects.filter(pk=payment.pk, status__in=OPEN_STATUSES).update(status=PaymentStatus.CLOSED)
         raise InvalidState("该订单已不是待支付状态。")
@@ -134,7 +138,7 @@ def _wechat_payment(order: Order) -> Payment:
     out_trade_no = order.order_no if tried == 0 else f"{order.order_no}P{tried + 1}"
     payment, _ = Payment.objects.get_or_create(
         out_trade_no=out_trade_no,
-        defaults={"order": order, "method": PayMethod.WECHAT, "total_fee": order.pay_fen},
+        defaults={"order": order, "method": PayMethod.WECHAT, "total_fee": order.pay_fen, "api": gateway.api_new()},
     )
     return payment
 
@@ -217,15 +221,18 @@ def payment_apply_paid(*, payment: Payment, transaction_id: str, paid_at: dt.dat
 
 
 def payment_sync(*, payment: Payment) -> str:
-    """Ask WeChat (orderquery) about an open payment and apply a SUCCESS; return trade_state.
+    """Ask WeChat about an open payment through its own api (v2 orderquery, v3 query by
+    out_trade_no) and apply a SUCCESS; return trade_state.
 
     Returns "" when WeChat could not be asked (unreachable, error, bad signature).
     """
-    state = wechat.order_query_checked(out_trade_no=payment.out_trade_no, total_fee=payment.total_fee)
+    state = gateway.gateway_for(payment.api).query_checked(
+        out_trade_no=payment.out_trade_no, total_fee=payment.total_fee
+    )
     if state is None:
         return ""
     if state.state in ("SUCCESS", "REFUND"):
-        paid_at = wechat.parse_time_end(state.time_end) or timezone.now()
+        paid_at = state.paid_at or timezone.now()
         payment_apply_paid(
             payment=payment, transaction_id=state.transaction_id, paid_at=paid_at, actor="wechat:orderquery"
         )

@@ -1,5 +1,6 @@
-"""The one place that talks to WeChat Pay API v3 (merchant transfers, 商家转账) — the only
-importer of ``wechatpayv3`` (its RSA signing, verifying and AES-GCM helpers).
+"""WeChat Pay API v3: signing, verifying, decrypting, and merchant transfers (商家转账); with
+``wechat_v3_pay.py`` (payments, refunds, bills) the only importers of ``wechatpayv3`` (its RSA
+signing, verifying and AES-GCM helpers).
 
 Every call goes to ``settings.WECHAT_PAY_V3_API_BASE`` (the local sandbox by default,
 ``https://api.mch.weixin.qq.com`` in production) with ``settings.WECHAT_TIMEOUT_SECONDS``.
@@ -57,11 +58,22 @@ def _pem(path: str) -> str:
 
 
 def _private_key():
-    return load_private_key(_pem(settings.WECHAT_PAY_V3_MCH_PRIVATE_KEY))
+    return _private_key_of(settings.WECHAT_PAY_V3_MCH_PRIVATE_KEY)
 
 
 def _public_key():
-    return load_public_key(_pem(settings.WECHAT_PAY_V3_PUBLIC_KEY))
+    return _public_key_of(settings.WECHAT_PAY_V3_PUBLIC_KEY)
+
+
+@functools.lru_cache(maxsize=4)
+def _private_key_of(path: str):
+    """The merchant's key, parsed once per file (parsing checks the RSA key: milliseconds)."""
+    return load_private_key(_pem(path))
+
+
+@functools.lru_cache(maxsize=4)
+def _public_key_of(path: str):
+    return load_public_key(_pem(path))
 
 
 def authorization(
@@ -98,12 +110,9 @@ def signature_valid(headers, body: str) -> bool:
     return rsa_verify(timestamp, nonce, body, signature, _public_key())
 
 
-def request(method: str, path: str, data: dict | None = None) -> dict:
-    """Send one signed v3 request; the verified JSON answer (``{}`` for an empty 2xx body).
-
-    Raises V3Refused (4xx, definite) or V3Unavailable (anything uncertain).
-    """
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data is not None else ""
+def _send(method: str, path: str, body: str) -> requests.Response:
+    """Send one signed v3 request (``path`` with its query); raises V3Refused for a 4xx answer,
+    V3Unavailable for no answer or anything but 2xx."""
     headers = {
         "Authorization": authorization(method, path, body),
         "Accept": "application/json",
@@ -131,12 +140,30 @@ def request(method: str, path: str, data: dict | None = None) -> dict:
         raise V3Refused(response.status_code, str(answer.get("code", "")), str(answer.get("message", text[:200])))
     if not 200 <= response.status_code < 300:
         raise V3Unavailable(f"HTTP {response.status_code}: {text[:200]}")
+    return response
+
+
+def request(method: str, path: str, data: dict | None = None) -> dict:
+    """Send one signed v3 request; the verified JSON answer (``{}`` for an empty 2xx body).
+
+    Raises V3Refused (4xx, definite) or V3Unavailable (anything uncertain).
+    """
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data is not None else ""
+    response = _send(method, path, body)
+    text = response.text
     if not signature_valid(response.headers, text):
         raise V3Unavailable("the answer's signature does not verify")
     try:
         return json.loads(text) if text.strip() else {}
     except ValueError as exc:
         raise V3Unavailable(f"unparsable answer: {text[:200]}") from exc
+
+
+def download(path_with_query: str) -> bytes:
+    """A signed GET of a file WeChat offers (a bill's ``download_url``, its path and query sent
+    to ``WECHAT_PAY_V3_API_BASE``): the raw bytes. WeChat does not sign a file's answer; the
+    caller checks the hash it was given. Raises V3Refused / V3Unavailable."""
+    return _send("GET", path_with_query, "").content
 
 
 def transfer_create(*, out_bill_no: str, openid: str, amount_fen: int, remark: str, notify_url: str) -> dict:

@@ -307,6 +307,8 @@ def _check() -> None:
         raise ImproperlyConfigured("ORDER_PAY_TIMEOUT_MINUTES must be a positive number of minutes")
     if AUTH_TOKEN_TTL_SECONDS <= 0:
         raise ImproperlyConfigured("AUTH_TOKEN_TTL_SECONDS must be a positive number of seconds")
+    if WECHAT_PAY_API not in ("v2", "v3"):
+        raise ImproperlyConfigured(f"WECHAT_PAY_API must be v2 or v3, not {WECHAT_PAY_API!r}")
     if WECHAT_TIMEOUT_SECONDS <= 0:
         raise ImproperlyConfigured("WECHAT_TIMEOUT_SECONDS must be positive (wechatpy has no timeout by default)")
     if REFUND_AUTO_APPROVE_HOURS < 0:

@@ -31,6 +31,9 @@ WECHAT_TIMEOUT_SECONDS = env.float("WECHAT_TIMEOUT_SECONDS", default=5.0)
 WECHAT_SUBSCRIBE_TEMPLATE_PAID = env.str("WECHAT_SUBSCRIBE_TEMPLATE_PAID", default="order-paid")
 WECHAT_SUBSCRIBE_TEMPLATE_CHAT = env.str("WECHAT_SUBSCRIBE_TEMPLATE_CHAT", default="chat-message")
 WECHAT_SUBSCRIBE_TEMPLATE_REMINDER = env.str("WECHAT_SUBSCRIBE_TEMPLATE_REMINDER", default="consultation-reminder")
+# Which WeChat Pay API makes NEW payments and refunds of them (apps/payments/gateway.py): "v2"
+# (default: outside clients rely on it) or "v3". A payment keeps the api it was made with.
+WECHAT_PAY_API = env.str("WECHAT_PAY_API", default="v2")
 # The server's own address, sent as spbill_create_ip (WECHAT.md: always pass client_ip).
 WECHAT_SPBILL_CREATE_IP = env.str("WECHAT_SPBILL_CREATE_IP", default="127.0.0.1")
 

@@ -247,3 +247,20 @@ def test_jump_path_set_once(wechat, settings, db):
     assert wechat.control.shipping()["jump_path"] == "pages/order/detail"
     assert wechat.state.api_calls["wxa/sec/order/set_msg_jump_path"] == 2
     assert list(WechatJumpPath.objects.values_list("path", flat=True)) == ["pages/order/detail"]
+
+
+def test_a_v3_payment_is_reported_like_a_v2_one(buyer, wechat, v3pay, place_order, make_sku):
+    """The sandbox knows v3 trades from the shared trade store: a v3-paid order ships and uploads."""
+    created = place_order(buyer.api, items=[(make_sku(price_fen=5000), 1)])
+    started = buyer.api.post(f"/api/v1/orders/{created['order_no']}/pay", {"method": "wechat"}, format="json")
+    assert started.status_code == 200, started.json()
+    wechat.control.pay(created["order_no"])
+    assert [a["ok"] for a in v3pay.deliver()] == [True]
+    order = Order.objects.get(order_no=created["order_no"])
+    assert (order.status, order.payments.get().api) == ("paid", "v3")
+    ship(order, carrier_code="yuantong", tracking_no="YT7700012345")
+    assert run_shipping_followups(order) == ["done"]
+    [upload] = uploads(wechat)
+    assert upload["body"]["order_key"]["out_trade_no"] == order.order_no
+    assert upload["body"]["shipping_list"][0]["express_company"] == "YTO"
+    assert ShippingInfo.objects.get(order=order).state == "uploaded"

@@ -15,4 +15,6 @@ urlpatterns = [
     path("recharges/<plain:recharge_no>", recharges.RechargeDetailView.as_view(), name="recharge-detail"),
     path("payments/wechat/notify", views.wechat_notify, name="wechat-notify"),
     path("payments/wechat/refund-notify", views.wechat_refund_notify, name="wechat-refund-notify"),
+    path("payments/wechat/v3/notify", views.wechat_v3_notify, name="wechat-v3-notify"),
+    path("payments/wechat/v3/refund-notify", views.wechat_v3_refund_notify, name="wechat-v3-refund-notify"),
 ]

@@ -127,3 +127,47 @@ wechat_refund_notify = _xml_view(
     "WeChat Pay refund notification (called by WeChat)",
     Notification.Kind.REFUND,
 )
+
+
+def _v3_view(callback: notifications.Callback, summary: str):
+    """A Pay API v3 callback (JSON signed in the ``Wechatpay-*`` headers, an AES-GCM
+    ``resource``): POST only, no token or CSRF. 204 once handled (applied or a duplicate); 4xx
+    ``{"code": "FAIL", "message"}`` (Chinese) for anything refused, nothing changed; a body
+    over ``MAX_NOTIFY_BYTES`` 413. Checked and applied through the one table of handlers."""
+
+    @extend_schema(
+        summary=summary,
+        description=(
+            "Checked and applied through payments' table of WeChat callbacks "
+            "(apps.payments.notifications, the same handlers as the v2 callbacks): one audit row "
+            "(微信通知) per delivery."
+        ),
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses={
+            204: OpenApiResponse(description="handled (applied, or a duplicate of one applied before)"),
+            **errors(
+                e400="FAIL (WeChat v3's code; message in Chinese): bad signature, serial or timestamp, an "
+                "undecryptable resource, a number that is not ours or a wrong amount (WeChat sends again)",
+                e413="FAIL: body too large",
+                e503="service_unavailable (the database gave the transaction up twice; WeChat sends again)",
+            ),
+        },
+        auth=[],
+    )
+    @api_view(["POST"])
+    @authentication_classes([])
+    @permission_classes([AllowAny])
+    def view(request):
+        if content_length(request) > MAX_NOTIFY_BYTES or len(request.body) > MAX_NOTIFY_BYTES:
+            InvalidNotificationDay.count_one(kind=callback.kind)
+            return HttpResponse(callback.fail("body too large"), status=413, content_type=callback.content_type)
+        answer = notifications.notification_handle(callback, request.body, request.headers)
+        return HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
+
+    return view
+
+
+wechat_v3_notify = _v3_view(notifications.PAY_RESULT_V3, "WeChat Pay API v3 payment notification (called by WeChat)")
+wechat_v3_refund_notify = _v3_view(
+    notifications.REFUND_RESULT_V3, "WeChat Pay API v3 refund notification (called by WeChat)"
+)

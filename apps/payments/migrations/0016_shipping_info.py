@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('orders', '0019_followup_kind_shipping_info'),
-        ('payments', '0014_notification_received_at_default'),
+        ('payments', '0015_payment_recharge_pay_api_v3'),
     ]
 
     operations = [
