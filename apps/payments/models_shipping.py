@@ -6,6 +6,8 @@ Imported by ``apps.payments.models`` (Django finds models there); written only b
 
 from django.db import models
 
+from starmall.querysets import AutoNowQuerySet
+
 
 class ShippingInfo(models.Model):
     """How a WeChat-paid order was delivered, as reported to WeChat: one row per order (UNIQUE),
@@ -46,6 +48,8 @@ class ShippingInfo(models.Model):
     uploaded_at = models.DateTimeField(verbose_name="上传时间", null=True, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
+
+    objects = AutoNowQuerySet.as_manager()
 
     class Meta:
         verbose_name = "发货信息"

@@ -99,7 +99,7 @@ def groups_end_due() -> dict:
 
 @shared_task
 def shipping_jump_path_ensure() -> bool:
-    """Beat, hourly: the order-detail path set with WeChat once (``shipping_info.jump_path_ensure``)."""
+    """Beat, every sweep: the order-detail path set with WeChat once (``shipping_info.jump_path_ensure``)."""
     from apps.payments import shipping_info
 
     return shipping_info.jump_path_ensure()
