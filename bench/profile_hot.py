@@ -37,15 +37,29 @@ os.environ.update(
 )
 N = 200
 DB_NAME = os.environ.get("PROFILE_DB_NAME", "starmall_profile")
+_ADMIN = urllib.parse.urlunsplit(("postgresql", PG.netloc, "/postgres", "", ""))
+
+
+def database_create() -> None:
+    """The profile's own database, created anew (the server of ``DATABASE_URL``)."""
+    import psycopg
+
+    with psycopg.connect(_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+
+
+def database_drop() -> None:
+    import psycopg
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
 
 
 def main() -> None:
-    import psycopg
-
-    admin = urllib.parse.urlunsplit(("postgresql", PG.netloc, "/postgres", "", ""))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    database_create()
     try:
         args = [a for a in sys.argv[1:] if a not in ("--cpu", "--flash")]
         run(
@@ -54,11 +68,7 @@ def main() -> None:
             flash="--flash" in sys.argv,
         )
     finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        database_drop()
 
 
 def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:

@@ -141,7 +141,7 @@ def _broker_not_paused():
 
 @pytest.fixture(autouse=True)
 def _clean_redis():
-    """Forget the suite's Redis keys (cache, tokens, drafts, test queues) around each test."""
+    """Forget the suite's Redis keys (cache, tokens, drafts, test queues, WeChat's access token) around each test."""
     from django_redis import get_redis_connection
 
     r = get_redis_connection("default")
@@ -149,6 +149,7 @@ def _clean_redis():
     def clean():
         keys = list(r.scan_iter(f"{django_settings.CACHES['default']['KEY_PREFIX']}:*", count=1000))
         keys += [q for q in queue_names()]
+        keys += list(r.scan_iter("wechatpy*", count=1000))  # the access token: the reset sandbox forgot it
         if keys:
             r.delete(*keys)
 

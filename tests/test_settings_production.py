@@ -349,3 +349,29 @@ def test_check_deploy_lists_every_public_default_under_other_settings(prod_env, 
     assert sorted(listed) == sorted(secret.variable for secret in public_secrets.SECRETS)
     assert result.stderr.count("HINT: ") >= len(listed)
     assert "HINT: the mini-program's AppSecret (mp.weixin.qq.com" in result.stderr
+
+
+def test_every_v3_key_shipped_with_the_sandbox_refuses_start_up_together(prod_env, tmp_path):
+    """The v3 values set to the sandbox's, and copies of its key files (by content, under names
+    an owner would use) as the merchant's private key and WeChat Pay's public key: one start-up
+    names all five."""
+    from wechat_sandbox import pay_v3
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "apiclient_key.pem").write_bytes((SANDBOX_KEYS / "merchant_private.pem").read_bytes())
+    (etc / "pub_key.pem").write_bytes((SANDBOX_KEYS / "merchant_public.pem").read_bytes())
+    env = {
+        **prod_env,
+        "WECHAT_PAY_V3_KEY": pay_v3.DEMO_APIV3_KEY,
+        "WECHAT_PAY_V3_MCH_PRIVATE_KEY": str(etc / "apiclient_key.pem"),
+        "WECHAT_PAY_V3_MCH_SERIAL": pay_v3.DEMO_MCH_SERIAL,
+        "WECHAT_PAY_V3_PUBLIC_KEY": str(etc / "pub_key.pem"),
+        "WECHAT_PAY_V3_PUBLIC_KEY_ID": pay_v3.DEMO_PUBLIC_KEY_ID,
+    }
+    line = refusal(manage(env, "check"))
+    assert line.startswith("Starmall configuration error: WECHAT_PAY_V3_KEY is a public value"), line
+    assert line.endswith(
+        "; also public: WECHAT_PAY_V3_MCH_PRIVATE_KEY, WECHAT_PAY_V3_MCH_SERIAL, WECHAT_PAY_V3_PUBLIC_KEY, "
+        "WECHAT_PAY_V3_PUBLIC_KEY_ID"
+    ), line

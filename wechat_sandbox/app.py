@@ -16,14 +16,14 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from . import control, logistics, miniprogram, official, pay, pay_v3, phone, robot, sms
+from . import control, logistics, miniprogram, official, pay, pay_v3, phone, robot, shipping, sms
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
 log = logging.getLogger("wechat_sandbox")
 
 PAY_ENDPOINTS = tuple(pay.ENDPOINTS)
-EXTRA_MODULES = {"official": official, "sms": sms, "phone": phone}
+EXTRA_MODULES = {"official": official, "sms": sms, "phone": phone, "shipping": shipping}
 MAX_BODY_BYTES = 1024 * 1024
 XML = "text/xml; charset=utf-8"
 JSON = "application/json; charset=utf-8"
@@ -40,7 +40,8 @@ class SandboxApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         rules = [Rule("/" + name, endpoint=name) for name in API_ENDPOINTS]
-        extra = official.rules() + sms.rules() + phone.rules()  # official account, Tencent SMS, phone numbers
+        # official account, Tencent SMS, phone numbers, the shipping information's control API
+        extra = official.rules() + sms.rules() + phone.rules() + shipping.rules()
         self.url_map = Map(rules + control.rules() + logistics.rules() + extra, strict_slashes=False)
 
     def __call__(self, environ, start_response):
@@ -135,6 +136,8 @@ class SandboxApp:
             )
         if fault.get("system_error") or fault.get("err_code"):
             return json_response(miniprogram.error(-1, "system error"))
+        if fault.get("errcode"):
+            return json_response(miniprogram.error(int(fault["errcode"]), "sandbox fault"))
         args = request.args.to_dict()
         self.state.tick()
         if name == "sns/jscode2session":
@@ -145,4 +148,6 @@ class SandboxApp:
             return json_response(miniprogram.token(self.state, args))
         if request.method != "POST":
             return json_response(miniprogram.error(43002, "require POST method"))
+        if name in shipping.ENDPOINTS:  # 小程序发货信息管理 (shipping.py)
+            return json_response(shipping.api(self.state, name, args.get("access_token"), request.get_data()))
         return json_response(miniprogram.subscribe_send(self.state, args.get("access_token"), request.get_data()))

@@ -160,3 +160,13 @@ class SandboxControl:
     def phone_code(self, phone: str, country_code: str = "86") -> str:
         """A getPhoneNumber code for ``phone`` (single use, 5 minutes)."""
         return self._call("POST", "phone-codes", json={"phone": phone, "country_code": country_code})["code"]
+
+    # --- shipping information (shipping.py) ------------------------------------------------------
+
+    def shipping(self) -> dict:
+        """``{"orders": {out_trade_no: {"order_state", "uploads", "shipping", ...}}, "uploads":
+        [every accepted upload, oldest first], "jump_path", "trade_managed"}``."""
+        return self._call("GET", "shipping")
+
+    def clear_shipping(self) -> dict:
+        return self._call("DELETE", "shipping")

@@ -5,8 +5,9 @@ calls (or notifications), then clears itself; without ``count`` it stays until c
 
 API endpoint faults (``pay/unifiedorder``, ``pay/orderquery``, ``pay/closeorder``,
 ``secapi/pay/refund``, ``pay/refundquery``, ``pay/downloadbill``, ``sns/jscode2session``,
-``cgi-bin/token``, ``cgi-bin/message/subscribe/send``, the group robot's ``cgi-bin/webhook/send``;
-short aliases ``unifiedorder``, ..., ``robot``):
+``cgi-bin/token``, ``cgi-bin/message/subscribe/send``, the group robot's ``cgi-bin/webhook/send``,
+the shipping-information ``wxa/sec/order/*`` (shipping.py); short aliases ``unifiedorder``, ...,
+``robot``, ``upload_shipping_info``, ``set_msg_jump_path``):
 
 - ``delay_seconds`` (float): the call is processed, then answered that late (client timeouts).
 - ``drop`` (``true``/``"close"`` or ``"500"``): the call is processed, then the connection is
@@ -15,6 +16,8 @@ short aliases ``unifiedorder``, ..., ``robot``):
   (mini-program endpoints and the robot: errcode -1 "system error").
 - ``err_code`` (str): like ``system_error`` with another code, e.g. ``BIZERR_NEED_RETRY``.
 - ``rate_limit`` (bool, mini-program endpoints): not processed; errcode 45011 (the robot: 45009).
+- ``errcode`` (int, mini-program endpoints): not processed; that errcode is answered (e.g.
+  10060001 on ``upload_shipping_info``: WeChat does not know the payment yet).
 
 Notification faults (``notify`` for payment notices, ``refund_notify`` for refund notices),
 taken when a notice is created:
@@ -39,6 +42,10 @@ API_ENDPOINTS = (
     "cgi-bin/token",
     "cgi-bin/message/subscribe/send",
     "cgi-bin/webhook/send",
+    "wxa/sec/order/upload_shipping_info",
+    "wxa/sec/order/is_trade_managed",
+    "wxa/sec/order/set_msg_jump_path",
+    "wxa/sec/order/get_order",
 )
 NOTIFY_KINDS = ("notify", "refund_notify")
 
@@ -54,9 +61,11 @@ ALIASES = {
     "subscribe_send": "cgi-bin/message/subscribe/send",
     "robot": "cgi-bin/webhook/send",
     "payment_notify": "notify",
+    "upload_shipping_info": "wxa/sec/order/upload_shipping_info",
+    "set_msg_jump_path": "wxa/sec/order/set_msg_jump_path",
 }
 
-API_KEYS = {"delay_seconds", "drop", "system_error", "err_code", "rate_limit", "count"}
+API_KEYS = {"delay_seconds", "drop", "system_error", "err_code", "errcode", "rate_limit", "count"}
 NOTIFY_KEYS = {"duplicate", "late_seconds", "count"}
 
 
@@ -88,6 +97,8 @@ def _validate(name: str, spec: dict) -> dict:
         if key in out:
             if not isinstance(out[key], (int, float)) or out[key] < 0:
                 raise FaultError(f"{key} must be a number >= 0")
+    if "errcode" in out and (not isinstance(out["errcode"], int) or isinstance(out["errcode"], bool)):
+        raise FaultError("errcode must be an integer")
     if "drop" in out and out["drop"] not in (True, False, "close", "500", 500):
         raise FaultError('drop must be true, "close" or "500"')
     return out

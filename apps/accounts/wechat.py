@@ -131,3 +131,19 @@ def phone_number(code: str) -> str:
     if not pure:
         raise WechatUnavailable("微信未返回手机号，请稍后再试。")
     return pure if country == "86" else f"+{country} {pure}"
+
+
+def shipping_info_upload(body: dict) -> dict:
+    """Report how a paid order is delivered (``wxa/sec/order/upload_shipping_info``, WECHAT.md
+    "Shipping information"); ``body`` is WeChat's JSON as is. Returns WeChat's answer
+    (errcode 0). Raises ``WeChatClientException`` (``errcode``: 10060001 no such payment,
+    10060003 not paid, 10060012 express company, 10060014 / 10060019 parameters, -1 busy) or
+    ``requests.RequestException``: the follow-up decides what to retry. The access token is
+    refreshed and the call repeated once by wechatpy on 40001 / 42001."""
+    return client().wxa._post("wxa/sec/order/upload_shipping_info", data=body)
+
+
+def msg_jump_path_set(path: str) -> dict:
+    """Where the buyer's "confirm receipt" message opens (``wxa/sec/order/set_msg_jump_path``,
+    ``{"path"}``). Raises as :func:`shipping_info_upload`."""
+    return client().wxa._post("wxa/sec/order/set_msg_jump_path", data={"path": path})

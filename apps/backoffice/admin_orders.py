@@ -16,11 +16,11 @@ from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
-from apps.backoffice import order_workbench
+from apps.backoffice import order_shipping_info, order_workbench
 from apps.orders import admin as orders_admin
 from apps.orders.admin import staff_actor, status_now
 from apps.orders.models import AfterSale, Order, OrderStatus
-from apps.payments import order_lifecycle, refund_batches, refunds, returns
+from apps.payments import order_lifecycle, refund_batches, refunds, returns, shipping_info
 from apps.payments.admin_refund_batches import message_created
 from apps.payments.exceptions import OrderNotCancelled
 from apps.payments.models import Payment, PaymentStatus
@@ -49,11 +49,25 @@ class OrderAdmin(orders_admin.OrderAdmin):
         "pay_fen",
         "pay_method",
         "paid_at",
+        "shipping_info_state",
         "after_sale_status",
         "created_at",
     ]
-    actions = ["ship_with_tracking", "mark_shipped", "mark_completed", "cancel_unpaid", "batch_refund"]
-    list_filter = [order_workbench.OrderTabFilter, "status", "kind", "pay_method"]
+    actions = [
+        "ship_with_tracking",
+        "mark_shipped",
+        "mark_completed",
+        "cancel_unpaid",
+        "batch_refund",
+        "reupload_shipping_info",
+    ]
+    list_filter = [
+        order_workbench.OrderTabFilter,
+        "status",
+        "kind",
+        "pay_method",
+        order_shipping_info.ShippingInfoFilter,
+    ]
     # order number, the customer's phone / nickname / openid, the receiver's phone, the tracking number
     search_fields = ["order_no", "customer__nickname", "customer__openid", "customer__phone", "shipment__tracking_no"]
     search_help_text = "订单号、顾客手机号、昵称或快递单号"
@@ -110,7 +124,10 @@ class OrderAdmin(orders_admin.OrderAdmin):
         extra = dict(extra_context or {})
         order = self.get_object(request, object_id)
         if order is not None and self.has_view_or_change_permission(request, order):
-            extra["order_summary"] = order_workbench.summary_context(request, order)
+            extra["order_summary"] = {
+                **order_workbench.summary_context(request, order),
+                **order_shipping_info.summary(request.user, order),
+            }
         return super().change_view(request, object_id, form_url, extra)
 
     def get_urls(self):
@@ -121,6 +138,12 @@ class OrderAdmin(orders_admin.OrderAdmin):
             path("<int:object_id>/price/", wrap(order_workbench.price_view), name="orders_order_price"),
             path("<int:object_id>/address/", wrap(order_workbench.address_view), name="orders_order_address"),
             path(
+                "<int:object_id>/shipping-info/",
+                wrap(order_shipping_info.reupload_view),
+                name="orders_order_shipping_info",
+            ),
+            path("<int:object_id>/shipment/", wrap(order_shipping_info.shipment_view), name="orders_order_shipment"),
+            path(
                 "<int:object_id>/slip/",
                 wrap(lambda request, object_id: order_workbench.slip_view(request, object_id, site)),
                 name="orders_order_slip",
@@ -129,7 +152,28 @@ class OrderAdmin(orders_admin.OrderAdmin):
 
     def get_queryset(self, request):
         latest = Payment.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
-        return super().get_queryset(request).annotate(latest_pay_status=Subquery(latest))
+        return (
+            super().get_queryset(request).annotate(latest_pay_status=Subquery(latest)).select_related("shipping_info")
+        )
+
+    @admin.display(description="发货信息")
+    def shipping_info_state(self, order):
+        """WeChat's shipping information: 已上传 / 未上传 / 上传失败 with the last error; "-"
+        when there is nothing to report (balance payment, not delivered yet)."""
+        return order_shipping_info.state_text(getattr(order, "shipping_info", None))
+
+    def has_upload_shipping_info_permission(self, request):
+        return request.user.has_perm(shipping_info.PERMISSION)
+
+    @admin.action(description="重新上传发货信息（微信发货信息管理）", permissions=["upload_shipping_info"])
+    def reupload_shipping_info(self, request, queryset):
+        """THE re-upload service per selected order (a new version each, uploaded by the worker)."""
+        require_perm(request, shipping_info.PERMISSION)
+        report(
+            request,
+            "重新上传发货信息",
+            [order_shipping_info.reupload(request, order) for order in queryset.order_by("pk")],
+        )
 
     @admin.display(description="支付状态")
     def pay_status(self, order):

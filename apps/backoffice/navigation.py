@@ -39,6 +39,7 @@ MODEL_GROUPS: dict[str, str] = {
     "catalog.teacher": "咨询",
     "orders.followup": "系统",
     "payments.invalidnotificationday": "系统",
+    "payments.shippinginfo": "订单",  # WeChat's 发货信息: how each order was delivered
     "reviews.review": "商品",
     "shipping.freighttemplate": "商品",
     "distribution.withdrawal": "财务",  # finance approves withdrawals and watches the transfers

@@ -37,6 +37,8 @@ ROLES: dict[str, list[str]] = {
         "orders.view_orderevent",
         "orders.view_aftersale",
         "orders.ship_order",
+        "payments.upload_shipping_info",  # 重新上传发货信息 (WeChat's shipping information)
+        "payments.view_shippinginfo",
         "orders.complete_order",  # lines: what to pack
         "orders.edit_address",
         "orders.edit_merchant_remark",  # the order workbench, before shipping

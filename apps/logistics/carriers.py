@@ -16,6 +16,26 @@ CARRIERS: dict[str, str] = {
 }
 
 
+# our code -> WeChat's delivery id (``express_company`` of wxa/sec/order/upload_shipping_info,
+# WECHAT.md "Shipping information"; WeChat's list: 获取运力 id 列表 get_delivery_list).
+WECHAT_DELIVERY_IDS: dict[str, str] = {
+    "shunfeng": "SF",
+    "zhongtong": "ZTO",
+    "yuantong": "YTO",
+    "shentong": "STO",
+    "yunda": "YD",
+    "ems": "EMS",
+    "jd": "JD",
+    "youzhengguonei": "YZPY",
+    "jtexpress": "JTSD",
+}
+
+
+def wechat_delivery_id(code: str) -> str | None:
+    """WeChat's ``express_company`` for carrier ``code`` (``"shunfeng"`` -> ``"SF"``), or None."""
+    return WECHAT_DELIVERY_IDS.get(code)
+
+
 def carrier_name(code: str) -> str | None:
     """The shown name of carrier ``code``, or None when the shop does not ship with it."""
     return CARRIERS.get(code)

@@ -50,3 +50,14 @@ def order_rescheduled_event(*, order: Order, from_slot, to_slot, actor: str) -> 
         actor=actor,
         note=f"改约 {when(from_slot)} → {when(to_slot)}"[:255],
     )
+
+
+def order_shipment_corrected_event(*, order: Order, actor: str, before: str, after: str) -> OrderEvent:
+    """Staff corrected the carrier / tracking number of a shipped order (status unchanged)."""
+    return OrderEvent.objects.create(
+        order=order,
+        from_status=order.status,
+        to_status=order.status,
+        actor=actor,
+        note=f"修改快递单号：{before} → {after}"[:255],
+    )

@@ -11,6 +11,8 @@ row: the conditional ``pending -> done`` UPDATE lets one effect count.
 A kind is either one outside send (:data:`SENDS`: a WeChat subscription message, an SMS) or
 database work (:data:`HANDLERS`: points, the chat), never both: work that has to follow a
 send is a follow-up of its own, so the send is recorded done the moment its provider answers.
+A kind may bring its own :data:`RETRY_POLICIES` (tries and backoff). Apps above orders add
+kinds to a paid order (:data:`PAID_KINDS`) and hear of deliveries (:data:`DELIVERED`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 from django.db import IntegrityError, transaction
@@ -37,14 +40,16 @@ REDISPATCH_AFTER = dt.timedelta(minutes=2)
 
 
 @transaction.atomic(savepoint=False)
-def followup_record(*, order: Order, kind: str) -> FollowUp | None:
+def followup_record(*, order: Order, kind: str, key: str | None = None) -> FollowUp | None:
     """Insert the follow-up ``kind`` for ``order`` once and push it after commit.
 
-    Joins the caller's (business) transaction. Returns None if it was already recorded (UNIQUE key).
+    ``key`` (default ``kind:order_no``) is the UNIQUE key: a kind that happens more than once
+    per order (a corrected shipping information: one per version) names each. Joins the
+    caller's (business) transaction. Returns None if it was already recorded (UNIQUE key).
     """
     try:
         with transaction.atomic():  # savepoint: a duplicate must not spoil the caller's transaction
-            followup = FollowUp.objects.create(key=f"{kind}:{order.order_no}", kind=kind, order=order)
+            followup = FollowUp.objects.create(key=key or f"{kind}:{order.order_no}", kind=kind, order=order)
     except IntegrityError:
         return None
     _push_after_commit([followup.pk])
@@ -136,7 +141,8 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
     A send (:data:`SENDS`) is recorded done by the first statement after its provider answers
     (:func:`_send`): at least once, and twice only if the worker dies in the milliseconds
     between that answer and that UPDATE's commit. A failed attempt stays pending until
-    ``FollowUp.MAX_ATTEMPTS``, then becomes FAILED with its error (visible in the admin).
+    ``FollowUp.MAX_ATTEMPTS`` (or its kind's :data:`RETRY_POLICIES`, which also spaces the
+    tries), then becomes FAILED with its error (visible in the admin) and one alert.
     Called by the worker outside any transaction (a send inside one would wait for its commit).
     """
     now = now or timezone.now()
@@ -157,11 +163,14 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
                 HANDLERS[followup.kind](followup)
                 _mark_done(followup)
     except Exception as exc:  # any handler error: record it and let the sweep retry
-        status = FollowUp.Status.FAILED if followup.attempts >= FollowUp.MAX_ATTEMPTS else FollowUp.Status.PENDING
+        status = FollowUp.Status.FAILED if followup_gives_up(followup) else FollowUp.Status.PENDING
         error = f"{type(exc).__name__}: {exc}"
+        policy = RETRY_POLICIES.get(followup.kind)
+        # a kind with a policy waits its backoff (the sweep skips a leased row); others: the next sweep
+        wait = now + policy.backoff(followup.attempts) if policy and status == FollowUp.Status.PENDING else None
         alert_on_failure(  # FAILED and its one alert together
             lambda: FollowUp.objects.filter(pk=followup.pk, status=FollowUp.Status.PENDING).update(
-                last_error=error[:2000], status=status, locked_until=None
+                last_error=error[:2000], status=status, locked_until=wait
             ),
             partial(_alert_failed, followup, exc) if status == FollowUp.Status.FAILED else None,
         )
@@ -171,6 +180,26 @@ def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str
             logger.warning("follow-up %s failed (attempt %s): %s", followup.key, followup.attempts, exc)
         return status
     return FollowUp.Status.DONE
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a kind retries: ``max_attempts`` tries in all, ``backoff(attempts)`` the wait after
+    the ``attempts``-th failed one (its lease: the sweep re-pushes it only after that)."""
+
+    max_attempts: int
+    backoff: Callable[[int], dt.timedelta]
+
+
+#: kind -> its :class:`RetryPolicy` (registered by the app that owns the kind); other kinds try
+#: ``FollowUp.MAX_ATTEMPTS`` times, one sweep apart.
+RETRY_POLICIES: dict[str, RetryPolicy] = {}
+
+
+def followup_gives_up(followup: FollowUp) -> bool:
+    """True when the attempt ``followup.attempts`` (just claimed) is its kind's last."""
+    policy = RETRY_POLICIES.get(followup.kind)
+    return followup.attempts >= (policy.max_attempts if policy else FollowUp.MAX_ATTEMPTS)
 
 
 def _send(followup: FollowUp) -> None:
@@ -334,3 +363,18 @@ HANDLERS: dict[str, Callable[[FollowUp], None]] = {
 #: (their handlers registered in :data:`HANDLERS`), e.g. distribution's commission award when
 #: the buyer has a referrer. Appended from the app's ``AppConfig.ready``.
 PAID_KINDS: list[Callable[[Order], list[str]]] = []
+
+#: Apps above orders hear, in the same transaction, that an order reached its buyer's hands
+#: (or is on its way): ``hook(order=, how=)`` with ``how`` one of :data:`DELIVERY_HOWS`.
+#: ``"express"`` is called again when staff correct the tracking number. Appended from the
+#: app's ``AppConfig.ready`` (payments: the shipping information to WeChat); a hook records
+#: rows (follow-ups), never calls out, and must be idempotent.
+DELIVERED: list[Callable[..., None]] = []
+DELIVERY_HOWS = ("express", "hand", "virtual", "pickup")
+
+
+def delivered_run(*, order: Order, how: str) -> None:
+    """Call every :data:`DELIVERED` hook (errors roll the caller's transaction back)."""
+    assert how in DELIVERY_HOWS, how
+    for hook in DELIVERED:
+        hook(order=order, how=how)

@@ -267,6 +267,7 @@ class FollowUp(models.Model):
         SHIPPED_MESSAGE = "shipped_message", "发货通知"  # "order shipped" subscription message
         CHAT_OPEN = "chat_open", "开启咨询聊天"  # a paid consultation's chat session (apps.chat)
         COMMISSION_AWARD = "commission_award", "分销佣金"  # the referrers' frozen commissions (apps.distribution)
+        SHIPPING_INFO = "shipping_info", "上传发货信息"  # WeChat's 发货信息管理, one per version (apps.payments)
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

@@ -173,7 +173,8 @@ def _status(order: Order) -> str:
 @transaction.atomic(savepoint=False)
 def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: str) -> bool:
     """``unpaid -> paid``, count sales and record the follow-ups (message, SMS, the points award,
-    which is frozen: see ``followups._award_points``), in the paying transaction.
+    which is frozen: see ``followups._award_points``), in the paying transaction; a
+    consultation is delivered as it is paid (``followups.DELIVERED`` hooks, ``"virtual"``).
 
     Returns False when the order was not unpaid (already paid, or cancelled: the caller decides
     what a late payment means). Follow-ups are rows here and reach Redis after commit.
@@ -188,6 +189,8 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
     if order.kind == Kind.CONSULTATION:
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
     followups.followup_record_many(order=order, kinds=kinds)
+    if order.kind == Kind.CONSULTATION:  # delivered as it is paid (WeChat: virtual goods)
+        followups.delivered_run(order=order, how="virtual")
     _pickup_code_assign(order)
     if order.group_id:  # the 拼团 seat is paid; the payment filling the last seat completes the group (step 6)
         group_buys.group_seat_paid(group_id=order.group_id, order_no=order.order_no, paid_at=paid_at)
@@ -272,7 +275,8 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
     """A store's staff handed a paid pickup order over (自提核销): ``paid -> completed``, with
     the verification's time and ``verifier`` (a staff username) written by the same
     conditional UPDATE — whoever wins it completes the order; everyone else gets False and
-    changes nothing. The points the order earned become due ``POINTS_FREEZE_DAYS`` from now.
+    changes nothing. The points the order earned become due ``POINTS_FREEZE_DAYS`` from now,
+    and the ``followups.DELIVERED`` hooks hear ``"pickup"`` (shipping information to WeChat).
 
     The order row is locked first (step 1 of ``starmall/locking.py``), as ``order_ship`` does,
     so that a refund request cannot slip in between the check and the hand-over; a request
@@ -298,4 +302,5 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
         ):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+        followups.delivered_run(order=order, how="pickup")
     return True

@@ -2,8 +2,10 @@
 
 :func:`order_ship` is THE shipping: it validates the carrier and number with
 :func:`shipment_check`, and in its transaction calls :func:`shipment_record` (the Shipment row
-and the "shipped" subscription message, an outbox follow-up). Tracking asks the pluggable
-provider of ``apps.logistics`` (cached; 503 when it is down).
+and the "shipped" subscription message, an outbox follow-up). :func:`shipment_correct` changes
+a shipped order's tracking number. Both tell the ``followups.DELIVERED`` hooks (the shipping
+information to WeChat, ``apps.payments.shipping_info``). Tracking asks the pluggable provider of
+``apps.logistics`` (cached; 503 when it is down).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from django.utils import timezone
 from apps.catalog.models import Kind
 from apps.logistics import carriers, providers
 from apps.marketing import group_buys
-from apps.orders import followups, services
+from apps.orders import events, followups, services
 from apps.orders.models import AfterSale, Delivery, FollowUp, Order, OrderStatus, Shipment
 from starmall.errors import InvalidInput, InvalidState
 
@@ -43,7 +45,8 @@ def shipment_record(
     *, order: Order, carrier_code: str, carrier: str, tracking_no: str, actor: str, shipped_at: dt.datetime
 ) -> Shipment:
     """In the shipping transaction (after ``paid -> shipped`` won): the Shipment row (UNIQUE
-    order) and the "shipped" subscription message follow-up."""
+    order), the "shipped" subscription message follow-up and the ``followups.DELIVERED`` hooks
+    (``"express"``: the shipping information to WeChat)."""
     shipment = Shipment.objects.create(
         order=order,
         carrier_code=carrier_code,
@@ -53,7 +56,49 @@ def shipment_record(
         shipped_at=shipped_at,
     )
     followups.followup_record(order=order, kind=FollowUp.Kind.SHIPPED_MESSAGE)
+    followups.delivered_run(order=order, how="express")
     return shipment
+
+
+def shipment_correct(*, order: Order, actor: str, carrier_code: str, tracking_no: str) -> bool:
+    """Staff: correct the carrier and tracking number of a shipped goods order (a mistyped
+    number, a parcel re-sent); True when it changed.
+
+    Checked as :func:`order_ship` checks (InvalidInput before anything changes). In one
+    transaction, the order row locked: the Shipment is updated (written when the order was
+    shipped by hand), the change logged on the order, and the ``followups.DELIVERED`` hooks
+    hear ``"express"`` again (the shipping information is uploaded again: WeChat takes a
+    re-upload as a correction). False when the order is not ``shipped`` or nothing differs.
+    """
+    carrier, tracking_no = shipment_check(carrier_code=carrier_code, tracking_no=tracking_no)
+    with transaction.atomic():
+        locked = services.order_lock(order_id=order.pk)
+        if locked.status != OrderStatus.SHIPPED or locked.kind != Kind.GOODS:
+            return False
+        shipment = Shipment.objects.filter(order=locked).first()
+        if shipment is None:
+            shipment_record(
+                order=locked,
+                carrier_code=carrier_code,
+                carrier=carrier,
+                tracking_no=tracking_no,
+                actor=actor,
+                shipped_at=locked.shipped_at or timezone.now(),
+            )
+            return True
+        if (shipment.carrier_code, shipment.tracking_no) == (carrier_code, tracking_no):
+            return False
+        Shipment.objects.filter(pk=shipment.pk).update(
+            carrier_code=carrier_code, carrier=carrier, tracking_no=tracking_no
+        )
+        events.order_shipment_corrected_event(
+            order=locked,
+            actor=actor,
+            before=f"{shipment.carrier} {shipment.tracking_no}",
+            after=f"{carrier} {tracking_no}",
+        )
+        followups.delivered_run(order=locked, how="express")
+        return True
 
 
 def shipment_json(order: Order) -> dict | None:
@@ -127,6 +172,8 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
                 actor=actor,
                 shipped_at=now,
             )
+        else:  # handed over by the shop itself
+            followups.delivered_run(order=order, how="hand")
         return True
 
 

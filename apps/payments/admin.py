@@ -114,4 +114,5 @@ from apps.payments import (  # noqa: E402,F401
     admin_recharges,
     admin_reconciliation,
     admin_refund_batches,
+    admin_shipping,  # shipping information reported to WeChat (发货信息)
 )

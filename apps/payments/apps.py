@@ -5,3 +5,14 @@ class PaymentsConfig(AppConfig):
     verbose_name = "支付与退款"
     name = "apps.payments"
     label = "payments"
+
+    def ready(self):
+        """Shipping information to WeChat: a follow-up of every delivered WeChat-paid order."""
+        from apps.orders import followups
+        from apps.orders.models import FollowUp
+        from apps.payments import shipping_info
+
+        followups.SENDS[FollowUp.Kind.SHIPPING_INFO] = shipping_info.followup_send
+        followups.RETRY_POLICIES[FollowUp.Kind.SHIPPING_INFO] = shipping_info.RETRY
+        if shipping_info.delivered_hook not in followups.DELIVERED:
+            followups.DELIVERED.append(shipping_info.delivered_hook)

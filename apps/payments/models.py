@@ -9,6 +9,7 @@ from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from apps.orders.models import PayMethod
+from starmall.querysets import AutoNowQuerySet
 
 
 class PaymentStatus(models.TextChoices):
@@ -66,6 +67,8 @@ class Payment(models.Model):
     status_queried_at = models.DateTimeField(verbose_name="最近查单", null=True, blank=True)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
+
+    objects = AutoNowQuerySet.as_manager()
 
     class Meta:
         verbose_name = "支付"
@@ -518,6 +521,8 @@ class RefundBatchItem(models.Model):
     updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
     finished_at = models.DateTimeField(verbose_name="完成时间", null=True, blank=True)
 
+    objects = AutoNowQuerySet.as_manager()
+
     class Meta:
         verbose_name = "批量退款条目"
         verbose_name_plural = "批量退款条目"
@@ -558,3 +563,6 @@ class RefundBatchItem(models.Model):
         }
         expected, changes = moves[status]
         return cls.objects.filter(refund_id=refund_id, status=expected).update(**changes)
+
+
+from apps.payments.models_shipping import ShippingInfo, WechatJumpPath  # noqa: E402,F401  (Django finds them here)

@@ -200,10 +200,11 @@ def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
     return fields, json.dumps(resource, ensure_ascii=False, sort_keys=True)
 
 
-def _v3_resource(body: bytes, headers: Mapping[str, str]) -> tuple[str, dict]:
+def _v3_resource(body: bytes, headers: Mapping[str, str], original_type: str) -> tuple[str, dict]:
     """A Pay API v3 payment or refund notification verified (signature with WeChat Pay's public
-    key, serial = its id, 5-minute timestamp window) and decrypted (AES-256-GCM, APIv3 key):
-    ``(event_type, resource)``; Untrusted for anything else."""
+    key, serial = its id, 5-minute timestamp window), decrypted (AES-256-GCM, APIv3 key) and of
+    ``original_type`` (``transaction`` or ``refund``: the resource's ``original_type`` and
+    ``associated_data``, WECHAT.md): ``(event_type, resource)``; Untrusted for anything else."""
     try:
         parsed = wechat_v3.notification_parse(headers, body)
     except wechat_v3.V3BadSignature as exc:
@@ -212,6 +213,8 @@ def _v3_resource(body: bytes, headers: Mapping[str, str]) -> tuple[str, dict]:
         logger.warning("v3 notification rejected: %s", exc)
         raise Untrusted(Notification.Outcome.MALFORMED, "cannot read the resource") from exc
     resource = parsed["resource"] if isinstance(parsed["resource"], dict) else {}
+    if parsed["original_type"] != original_type or parsed["associated_data"] != original_type:
+        raise Untrusted(Notification.Outcome.BAD_FIELDS, "unknown notification")
     return str(parsed.get("event_type") or ""), resource
 
 
@@ -235,7 +238,7 @@ def _read_v3_pay(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
     (:func:`_v3_resource`), then ``TRANSACTION.SUCCESS``, appid / mchid, ``trade_state``
     SUCCESS and a transaction_id. ``total_fee`` = ``amount.total``; the audit row keeps the
     decrypted resource as JSON."""
-    event_type, resource = _v3_resource(body, headers)
+    event_type, resource = _v3_resource(body, headers, "transaction")
     fields = _v3_fields(event_type, resource, {"total_fee": "total", "payer_total": "payer_total"})
     if (
         event_type != "TRANSACTION.SUCCESS"
@@ -251,7 +254,7 @@ def _read_v3_pay(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
 def _read_v3_refund(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
     """A Pay API v3 refund result (``REFUND.SUCCESS`` / ``ABNORMAL`` / ``CLOSED``): verified,
     decrypted, mchid checked; ``refund_fee`` = ``amount.refund``, ``total_fee`` = ``amount.total``."""
-    event_type, resource = _v3_resource(body, headers)
+    event_type, resource = _v3_resource(body, headers, "refund")
     fields = _v3_fields(event_type, resource, {"refund_fee": "refund", "total_fee": "total"})
     if not event_type.startswith("REFUND.") or fields.get("mchid") != settings.WECHAT_MCH_ID:
         raise Untrusted(Notification.Outcome.BAD_FIELDS, "unexpected mchid or event", fields)

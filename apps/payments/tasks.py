@@ -95,3 +95,11 @@ def groups_end_due() -> dict:
     from apps.payments import group_refunds
 
     return group_refunds.groups_end_due()
+
+
+@shared_task
+def shipping_jump_path_ensure() -> bool:
+    """Beat, every sweep: the order-detail path set with WeChat once (``shipping_info.jump_path_ensure``)."""
+    from apps.payments import shipping_info
+
+    return shipping_info.jump_path_ensure()

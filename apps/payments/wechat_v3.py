@@ -227,8 +227,8 @@ def transfer_cancel(*, out_bill_no: str) -> dict:
 
 
 def notification_parse(headers, body: bytes) -> dict:
-    """Verify a v3 notification and decrypt its resource; returns ``{"event_type", "resource":
-    {...decrypted...}}``. Raises V3BadSignature (signature, serial, timestamp) or
+    """Verify a v3 notification and decrypt its resource; returns ``{"event_type",
+    "original_type", "associated_data", "resource": {...decrypted...}}``. Raises V3BadSignature (signature, serial, timestamp) or
     V3BadNotification (unparsable, undecryptable)."""
     text = body.decode("utf-8", errors="replace")
     if not signature_valid(headers, text):
@@ -249,6 +249,11 @@ def notification_parse(headers, body: bytes) -> dict:
     if plain is None:
         raise V3BadNotification("the resource does not decrypt with the APIv3 key")
     try:
-        return {"event_type": envelope.get("event_type", ""), "resource": json.loads(plain)}
+        return {
+            "event_type": envelope.get("event_type", ""),
+            "original_type": resource.get("original_type") or "",
+            "associated_data": resource.get("associated_data") or "",
+            "resource": json.loads(plain),
+        }
     except ValueError as exc:
         raise V3BadNotification("decrypted resource is not JSON") from exc

@@ -54,6 +54,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.payments.tasks.reconcile_daily",
         "schedule": crontab(hour=10, minute=30),
     },
+    "shipping-jump-path": {  # set once per shop (a row): within a sweep of the start, then one EXISTS a sweep
+        "task": "apps.payments.tasks.shipping_jump_path_ensure",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "followups-redispatch": {
         "task": "apps.orders.tasks.followups_redispatch",
         "schedule": 2 * BEAT_SWEEP_SECONDS,

@@ -101,5 +101,8 @@ WECHAT_PAY_V3_MCH_SERIAL = env.str("WECHAT_PAY_V3_MCH_SERIAL", default=_public("
 WECHAT_PAY_V3_KEY = env.str("WECHAT_PAY_V3_KEY", default=_public("WECHAT_PAY_V3_KEY"))
 WECHAT_PAY_V3_PUBLIC_KEY = env.str("WECHAT_PAY_V3_PUBLIC_KEY", default=_public("WECHAT_PAY_V3_PUBLIC_KEY"))
 WECHAT_PAY_V3_PUBLIC_KEY_ID = env.str("WECHAT_PAY_V3_PUBLIC_KEY_ID", default=_public("WECHAT_PAY_V3_PUBLIC_KEY_ID"))
+# Shipping information (小程序发货信息管理): the page WeChat's "confirm receipt" message opens,
+# set once with wxa/sec/order/set_msg_jump_path (the order number is appended by WeChat).
+WECHAT_ORDER_DETAIL_PATH = env.str("WECHAT_ORDER_DETAIL_PATH", default="pages/order/detail")
 # The mini-program page a promotion code opens (getwxacodeunlimit ``page``; empty: the home page).
 PROMOTION_CODE_PAGE = env.str("PROMOTION_CODE_PAGE", default="")

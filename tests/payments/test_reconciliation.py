@@ -519,11 +519,14 @@ def test_reconcile_daily_task_reconciles_yesterday():
 
 def test_reconcile_command(pay):
     lost = pay(15900, notify=False)
-    out = io.StringIO()
-    call_command("reconcile", "--date", today().isoformat(), stdout=out)
-    text = out.getvalue()
-    assert text.startswith(f"{today()}: differences; WeChat 1 lines 15900 fen, local 0 rows 0 fen, 1 differences")
-    assert f"missing_local  {lost['order_no']} - WeChat 15900 fen SUCCESS / local - fen pending" in text
+    out, err = io.StringIO(), io.StringIO()
+    call_command("reconcile", "--date", today().isoformat(), stdout=out, stderr=err)
+    assert out.getvalue().splitlines() == [
+        f"{today()}: differences; WeChat 1 lines 15900 fen, local 0 rows 0 fen, 1 differences"
+    ]  # one line on stdout, for scripts; the differences on stderr
+    assert err.getvalue().splitlines() == [
+        f"  missing_local  {lost['order_no']} - WeChat 15900 fen SUCCESS / local - fen pending"
+    ]
     with pytest.raises(CommandError, match="not a date"):
         call_command("reconcile", "--date", "30/11/2026")
 

@@ -61,6 +61,7 @@ def test_v3_notification_pays_once_and_copies_answer_204(api, order, wechat, v3p
     assert row.status == "paid" and row.pay_method == "wechat"
     assert payment.status == "paid" and payment.transaction_id == trade.transaction_id
     assert timezone.localtime(payment.paid_at).strftime("%Y%m%d%H%M%S") == trade.time_end
+    assert payment.updated_at > payment.created_at  # the conditional UPDATE that paid it moved 更新时间
     assert Product.objects.get(pk=row.lines.get().product_id).sales == 3
     assert FollowUp.objects.filter(order=row).count() == 3
     note = v3pay.state.delivered[0]
@@ -96,6 +97,7 @@ def _refused(client, body, headers):
         ("payer_total", "订单金额不符", "amount_mismatch"),
         ("appid", "通知的 appid、商户号或支付结果不符", "bad_fields"),
         ("unknown", "商户订单号不存在", "unknown_order"),
+        ("refund_type", "无法识别的通知", "bad_fields"),
     ],
 )
 def test_v3_notification_refused_changes_nothing(api, order, v3pay, client, case, message, outcome):
@@ -109,7 +111,7 @@ def test_v3_notification_refused_changes_nothing(api, order, v3pay, client, case
         "appid": transaction(no, total, appid="wx0000000000000000"),
         "unknown": transaction("20990101000000000", total),
     }.get(case, transaction(no, total))
-    body = envelope(resource)
+    body = envelope(resource, original_type="refund" if case == "refund_type" else "transaction")
     headers = headers_for(body)
     if case == "forged":
         headers = headers_for(body, key=rsa.generate_private_key(public_exponent=65537, key_size=2048))

@@ -3,8 +3,9 @@
     python manage.py reconcile                     # yesterday (Beijing), as the daily beat task
     python manage.py reconcile --date 2026-11-29   # any Beijing date; replaces that day's result
 
-Stores the day's ReconciliationRun (seen in the admin) and prints it. Exit status 1 when the
-bill could not be fetched or read; differences are printed and exit 0.
+Stores the day's ReconciliationRun (seen in the admin) and prints one line ending in
+``N differences``; each difference goes to stderr, one line each. Exit status 1 when the bill
+could not be fetched or read; differences exit 0.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Command(BaseCommand):
             f"local {run.local_count} rows {run.local_fen} fen, {len(run.differences)} differences"
         )
         for d in run.differences:
-            self.stdout.write(
+            self.stderr.write(
                 f"  {d['kind']:<14} {d['out_trade_no']} {d['out_refund_no'] or '-'} "
                 f"WeChat {d['wechat_fen'] if d['wechat_fen'] is not None else '-'} fen {d['wechat_status'] or '-'} / "
                 f"local {d['local_fen'] if d['local_fen'] is not None else '-'} fen {d['local_status'] or '-'}"

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('payments', '0015_payment_recharge_pay_api_v3'),
+        ('payments', '0016_shipping_info'),
     ]
 
     operations = [
