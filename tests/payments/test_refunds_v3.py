@@ -59,6 +59,28 @@ def test_v3_refund_is_final_on_its_notification_once(api, paid_v3, sku, wechat, 
     assert "secapi/pay/refund" not in wechat.state.api_calls
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_racing_v3_refund_notifications_are_applied_once(api, paid_v3, sku, wechat, v3pay, race):
+    """The same REFUND.SUCCESS arriving from several WeChat servers at once: one refund made
+    final, its stock given back once, one applied audit row and the rest duplicates."""
+    from apps.payments import notifications
+
+    refund = _approved_refund(api, paid_v3["order_no"])
+    assert refunds.refund_execute(refund_id=refund.pk) == "submitted"
+    note = v3pay.state.pending[0]
+    body, headers = note["body"].encode(), dict(note["headers"])
+    answers = race(lambda i: notifications.notification_handle(notifications.REFUND_RESULT_V3, body, headers), 8)
+    assert [(a.status, a.body) for a in answers] == [(204, b"")] * 8
+    refund.refresh_from_db()
+    assert refund.status == "success"
+    assert Order.objects.get(order_no=paid_v3["order_no"]).status == "refunded"
+    assert Sku.objects.get(pk=sku.pk).stock == 10  # the 2 units back once
+    assert Payment.objects.get(out_trade_no=refund.payment.out_trade_no).refunded_fen == 12000
+    outcomes = sorted(Notification.objects.filter(kind="refund").values_list("outcome", flat=True))
+    assert outcomes == ["applied"] + ["duplicate"] * 7
+
+
 def test_v3_refund_without_notification_is_final_by_query(api, paid_v3, wechat, v3pay):
     import datetime as dt
 
