@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
 import pstats
 import sys
 import time
@@ -44,32 +43,18 @@ def run(*, plain: bool, batch: int, profile: bool) -> None:
     from django.core.management import call_command
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-    from django.utils import timezone
     from django_redis import get_redis_connection
 
     call_command("migrate", verbosity=0)
     get_redis_connection("default").flushdb()
     from apps.accounts.models import Address, Customer
     from apps.catalog.models import Category, Product, Sku
-    from apps.marketing import flash_sales
     from apps.orders.confirm import order_confirm
     from apps.orders.create import CreateRequest, orders_create
 
     product = Product.objects.create(category=Category.objects.create(name="p"), name="秒杀")
     sku = Sku.objects.create(product=product, price_fen=990, stock=N)
-    extra = {}
-    if not plain:
-        now = timezone.now()
-        sale = flash_sales.flash_sale_schedule(
-            title="profile",
-            sku_id=sku.pk,
-            price_fen=500,
-            stock=N,
-            starts_at=now - dt.timedelta(minutes=1),
-            ends_at=now + dt.timedelta(hours=1),
-            limit_per_customer=1,
-        )
-        extra = {"flash_sale_id": sale.pk}
+    extra = {} if plain else {"flash_sale_id": profile_hot.sale_live(sku.pk, N).pk}
     requests = []
     for i in range(N):
         customer = Customer.objects.create(openid=f"oProfileCreate{i:08d}")

@@ -13,6 +13,7 @@ network. Prints the queries each request runs and a pyinstrument tree per path.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 import time
@@ -38,6 +39,24 @@ os.environ.update(
 N = 200
 DB_NAME = os.environ.get("PROFILE_DB_NAME", "starmall_profile")
 _ADMIN = urllib.parse.urlunsplit(("postgresql", PG.netloc, "/postgres", "", ""))
+
+
+def sale_live(sku_id: int, units: int):
+    """A 秒杀 of ``units`` of the SKU at 5.00 yuan, one per customer, live for the next hour."""
+    from django.utils import timezone
+
+    from apps.marketing import flash_sales
+
+    now = timezone.now()
+    return flash_sales.flash_sale_schedule(
+        title="profile",
+        sku_id=sku_id,
+        price_fen=500,
+        stock=units,
+        starts_at=now - dt.timedelta(minutes=1),
+        ends_at=now + dt.timedelta(hours=1),
+        limit_per_customer=1,
+    )
 
 
 def database_create() -> None:
@@ -101,23 +120,7 @@ def run(paths: list[str], profile: bool = True, flash: bool = False) -> None:
     client = Client(SERVER_NAME="127.0.0.1")
     extra = {}
     if flash:  # a live 秒杀 of the whole stock, one per customer, its quota loaded into Redis
-        import datetime as dt
-
-        from django.utils import timezone
-
-        from apps.marketing import flash_sales
-
-        now = timezone.now()
-        sale = flash_sales.flash_sale_schedule(
-            title="profile",
-            sku_id=sku.pk,
-            price_fen=500,
-            stock=N,
-            starts_at=now - dt.timedelta(minutes=1),
-            ends_at=now + dt.timedelta(hours=1),
-            limit_per_customer=1,
-        )
-        extra = {"flash_sale_id": sale.pk}
+        extra = {"flash_sale_id": sale_live(sku.pk, N).pk}
 
     def post(path, body, token):
         return client.post(path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")

@@ -291,42 +291,34 @@ def _v3_fail(reason: str) -> bytes:
 
 PAY_RESULT = Callback(kind=Notification.Kind.PAYMENT, read=_read_pay_result)
 REFUND_RESULT = Callback(kind=Notification.Kind.REFUND, read=_read_refund_result)
+
+
+def _v3_callback(kind: str, read, fail) -> Callback:
+    """A Pay API v3 callback: 204 with an empty body when handled, 400 + ``fail``'s JSON to be
+    sent again."""
+    return Callback(
+        kind=kind,
+        read=read,
+        success=b"",
+        fail=fail,
+        success_status=204,
+        fail_status=400,
+        content_type="application/json",
+    )
+
+
 #: WeChat Pay v3's merchant-transfer result (``MCHTRANSFER.BILL.FINISHED``) on
 #: ``payments/wechat/transfer-notify``: 204 handled, 400 + FAIL JSON to be sent again. Its
 #: handler is distribution's (registered from its AppConfig.ready()).
-TRANSFER_RESULT = Callback(
-    kind=Notification.Kind.TRANSFER,
-    read=_read_v3,
-    success=b"",
-    fail=_v3_fail,
-    success_status=204,
-    fail_status=400,
-    content_type="application/json",
-)
+TRANSFER_RESULT = _v3_callback(Notification.Kind.TRANSFER, _read_v3, _v3_fail)
 
 
 #: Pay API v3's payment result (``TRANSACTION.SUCCESS``, orders and recharges) on
-#: ``payments/wechat/v3/notify`` and refund result on ``payments/wechat/v3/refund-notify``:
-#: 204 handled, 400 + ``{"code": "FAIL", "message": Chinese}`` to be sent again. Their
-#: handlers are the v2 ones ("recharge", "payment", "refund": ``Handler.also``).
-PAY_RESULT_V3 = Callback(
-    kind=Notification.Kind.PAYMENT,
-    read=_read_v3_pay,
-    success=b"",
-    fail=_v3_fail_zh,
-    success_status=204,
-    fail_status=400,
-    content_type="application/json",
-)
-REFUND_RESULT_V3 = Callback(
-    kind=Notification.Kind.REFUND,
-    read=_read_v3_refund,
-    success=b"",
-    fail=_v3_fail_zh,
-    success_status=204,
-    fail_status=400,
-    content_type="application/json",
-)
+#: ``payments/wechat/v3/notify`` and refund result on ``payments/wechat/v3/refund-notify``,
+#: failures answered ``{"code": "FAIL", "message": Chinese}``. Their handlers are the v2 ones
+#: ("recharge", "payment", "refund": ``Handler.also``).
+PAY_RESULT_V3 = _v3_callback(Notification.Kind.PAYMENT, _read_v3_pay, _v3_fail_zh)
+REFUND_RESULT_V3 = _v3_callback(Notification.Kind.REFUND, _read_v3_refund, _v3_fail_zh)
 
 
 # --- the handlers: which row, which amount, which apply function ------------------------------
