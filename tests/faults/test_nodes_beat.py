@@ -99,7 +99,9 @@ def test_one_beat_sends_and_another_takes_over_when_its_machine_dies(shop_redis,
         # The jobs continue, and the handover doubled none: at most one send per second of the window.
         assert after - at_kill >= 5
         assert after - at_kill <= window + 1, (after - at_kill, window)
-        assert queued(shop_redis) == leader.sent() + follower.sent()
+        # Beat logs "Sending due task" before it publishes: a SIGKILL between the two loses that one
+        # tick of the killed leader (the next tick sends it); never a message more than was logged.
+        assert leader.sent() + follower.sent() - 1 <= queued(shop_redis) <= leader.sent() + follower.sent()
     finally:
         for beat in beats:
             beat.kill()
