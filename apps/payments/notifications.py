@@ -178,11 +178,9 @@ def _read_refund_result(body: bytes, headers: Mapping[str, str]) -> tuple[dict, 
     return fields, "\n".join(f"{k}={v}" for k, v in sorted(fields.items()))
 
 
-def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
-    """A Pay API v3 notification (JSON): ``Wechatpay-*`` signature, serial and timestamp, then
-    the AES-256-GCM ``resource`` decrypted with the APIv3 key (``wechat_v3.notification_parse``).
-    The fields are the decrypted resource's (numbers as text, like the XML fields) plus
-    ``event_type``; the audit row keeps the decrypted resource as JSON."""
+def _v3_parsed(body: bytes, headers: Mapping[str, str]) -> dict:
+    """``wechat_v3.notification_parse`` with its refusals as Untrusted (bad signature, or a
+    resource that cannot be read)."""
     try:
         parsed = wechat_v3.notification_parse(headers, body)
     except wechat_v3.V3BadSignature as exc:
@@ -190,6 +188,15 @@ def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
     except wechat_v3.V3BadNotification as exc:
         logger.warning("v3 notification rejected: %s", exc)
         raise Untrusted(Notification.Outcome.MALFORMED, "cannot read the resource") from exc
+    return parsed
+
+
+def _read_v3(body: bytes, headers: Mapping[str, str]) -> tuple[dict, str]:
+    """A Pay API v3 notification (JSON): ``Wechatpay-*`` signature, serial and timestamp, then
+    the AES-256-GCM ``resource`` decrypted with the APIv3 key (``wechat_v3.notification_parse``).
+    The fields are the decrypted resource's (numbers as text, like the XML fields) plus
+    ``event_type``; the audit row keeps the decrypted resource as JSON."""
+    parsed = _v3_parsed(body, headers)
     resource = parsed["resource"] if isinstance(parsed["resource"], dict) else {}
     fields = {
         key: str(value)
@@ -205,13 +212,7 @@ def _v3_resource(body: bytes, headers: Mapping[str, str], original_type: str) ->
     key, serial = its id, 5-minute timestamp window), decrypted (AES-256-GCM, APIv3 key) and of
     ``original_type`` (``transaction`` or ``refund``: the resource's ``original_type`` and
     ``associated_data``, WECHAT.md): ``(event_type, resource)``; Untrusted for anything else."""
-    try:
-        parsed = wechat_v3.notification_parse(headers, body)
-    except wechat_v3.V3BadSignature as exc:
-        raise Untrusted(Notification.Outcome.BAD_SIGNATURE, "bad signature") from exc
-    except wechat_v3.V3BadNotification as exc:
-        logger.warning("v3 notification rejected: %s", exc)
-        raise Untrusted(Notification.Outcome.MALFORMED, "cannot read the resource") from exc
+    parsed = _v3_parsed(body, headers)
     resource = parsed["resource"] if isinstance(parsed["resource"], dict) else {}
     if parsed["original_type"] != original_type or parsed["associated_data"] != original_type:
         raise Untrusted(Notification.Outcome.BAD_FIELDS, "unknown notification")
