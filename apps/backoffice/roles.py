@@ -212,3 +212,22 @@ def permission_names_sync(app_config, using: str = DEFAULT_DB_ALIAS, apps=global
         if new and new[:255] != name:
             renamed += permission_model.objects.using(using).filter(pk=pk).update(name=new[:255])
     return renamed
+
+
+def roles_holding(permission: str) -> list[str]:
+    """The roles of :data:`ROLES` that hold ``permission`` ("app_label.codename"), directly or by
+    a wildcard entry ("content.add_*"); ``[]`` when none does (the 403 page names them)."""
+    app_label, _, codename = permission.partition(".")
+    return [
+        name
+        for name, specs in ROLES.items()
+        if any(
+            spec == permission
+            or (
+                spec.endswith("*")
+                and spec.startswith(f"{app_label}.")
+                and codename.startswith(spec.split(".", 1)[1][:-1])
+            )
+            for spec in specs
+        )
+    ]
