@@ -12,6 +12,8 @@ permission whose name changed in ``Meta.permissions``.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from django.apps import apps as global_apps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
@@ -217,17 +219,4 @@ def permission_names_sync(app_config, using: str = DEFAULT_DB_ALIAS, apps=global
 def roles_holding(permission: str) -> list[str]:
     """The roles of :data:`ROLES` that hold ``permission`` ("app_label.codename"), directly or by
     a wildcard entry ("content.add_*"); ``[]`` when none does (the 403 page names them)."""
-    app_label, _, codename = permission.partition(".")
-    return [
-        name
-        for name, specs in ROLES.items()
-        if any(
-            spec == permission
-            or (
-                spec.endswith("*")
-                and spec.startswith(f"{app_label}.")
-                and codename.startswith(spec.split(".", 1)[1][:-1])
-            )
-            for spec in specs
-        )
-    ]
+    return [name for name, specs in ROLES.items() if any(fnmatchcase(permission, spec) for spec in specs)]
