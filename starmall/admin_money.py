@@ -7,6 +7,7 @@ registered ModelAdmin and inline, ``apps.backoffice.site``), so no admin formats
 
 from __future__ import annotations
 
+import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import forms
@@ -28,11 +29,24 @@ def yuan_amount(fen: int | None) -> Decimal | None:
     return None if fen is None else Decimal(int(fen)).scaleb(-2)
 
 
+#: what staff may type as an amount: ASCII digits, an optional sign and decimal point ("12.34", "-5")
+_AMOUNT_TEXT = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)", re.ASCII)
+#: full-width digits and signs (０-９, ．, －, ＋): Decimal() would read them, a typo we refuse instead
+_FULL_WIDTH = re.compile(r"[\uff10-\uff19\uff0e\uff0b\uff0d]")
+FULL_WIDTH_ERROR = "请用半角数字填写金额（元），例如 12.34：不能使用全角数字（０-９）"
+
+
 def fen_from_yuan(value) -> int:
-    """``"12.34"`` / ``Decimal("12.3")`` (yuan) -> ``1234`` (fen). Raises ValidationError for more
-    than two decimals or a value that is not a number."""
+    """``"12.34"`` / ``Decimal("12.3")`` (yuan) -> ``1234`` (fen). Raises ValidationError (Chinese)
+    for full-width digits (``"１２.３４"``, code ``full_width``), more than two decimals, or text
+    that is not an amount in ASCII digits."""
+    text = str(value).strip()
+    if _FULL_WIDTH.search(text):
+        raise ValidationError(FULL_WIDTH_ERROR, code="full_width")
+    if not isinstance(value, Decimal) and not _AMOUNT_TEXT.fullmatch(text):
+        raise ValidationError("请输入金额（元），例如 12.34", code="invalid")
     try:
-        amount = Decimal(str(value).strip())
+        amount = Decimal(text)
     except (InvalidOperation, ValueError) as exc:
         raise ValidationError("请输入金额（元），例如 12.34", code="invalid") from exc
     if not amount.is_finite():

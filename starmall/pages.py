@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import MiddlewareNotUsed
+from django.http import HttpResponseRedirect
 from django.shortcuts import render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
@@ -58,3 +60,13 @@ class NotFoundPageMiddleware:
         ):
             return render(request, NOT_FOUND_TEMPLATE, status=404)
         return response
+
+
+FAVICON = "backoffice/favicon.ico"  # the admin's <link rel=icon> (UNFOLD["SITE_FAVICONS"]) names it too
+
+
+@require_safe
+def favicon(request):
+    """``GET /favicon.ico``: a redirect to the shop's icon among the static files (browsers ask
+    for it on every page that names none). A 302: the static file's address may change."""
+    return HttpResponseRedirect(static(FAVICON))

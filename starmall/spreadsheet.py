@@ -15,6 +15,14 @@ Excel files need the same rule, so the one function here serves both.)
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from django.utils import timezone
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")  # Beijing time, whatever TIME_ZONE says
+
 #: First characters that make a spreadsheet read a cell as a formula (OWASP).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -29,30 +37,70 @@ def safe_text(value):
 
 
 def safe_row(row) -> list:
-    """:func:`safe_text` applied to each cell of ``row`` (an iterable)."""
-    return [safe_text(value) for value in row]
+    """:func:`csv_cell` applied to each cell of ``row`` (an iterable): neutralised text, empty
+    for nothing, Beijing times."""
+    return [csv_cell(value) for value in row]
+
+
+#: Excel number formats: yuan (``Decimal``), Beijing times and dates
+YUAN_FORMAT = "0.00"
+DATETIME_FORMAT = "yyyy-mm-dd hh:mm"
+DATE_FORMAT = "yyyy-mm-dd"
+
+
+def beijing_naive(value: dt.datetime) -> dt.datetime:
+    """An aware datetime as Beijing (Asia/Shanghai) wall time without a zone, as an Excel cell
+    holds it (Excel has no time zones; openpyxl refuses aware values). A naive one is returned as it is."""
+    if timezone.is_aware(value):
+        return timezone.localtime(value, SHANGHAI).replace(tzinfo=None)
+    return value
+
+
+def csv_cell(value) -> str:
+    """``value`` as CSV text: ``None`` and ``""`` empty (never "-"), a datetime as Beijing
+    "2026-12-01 20:00", a date as "2026-12-01", a ``Decimal`` (yuan) as "12.34", text through
+    :func:`safe_text`."""
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return beijing_naive(value).strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        return safe_text(value)
+    return str(value)
 
 
 def excel_cell(sheet, value):
-    """``value`` as a cell of the write-only openpyxl ``sheet``.
+    """``value`` as a cell of the write-only openpyxl ``sheet``, typed:
 
-    Text goes through :func:`safe_text` and is stored as a string (``data_type`` ``"s"``: never
-    a formula, whatever it starts with), without the control characters an XLSX file cannot
-    hold (openpyxl would raise ``IllegalCharacterError`` for a nickname with one). A ``Decimal``
-    (yuan) is a number shown with two decimals. Other values (ints, ``None``) are returned for
-    openpyxl to write as they are.
+    - text goes through :func:`safe_text` and is stored as a string (``data_type`` ``"s"``: never
+      a formula, whatever it starts with), without the control characters an XLSX file cannot
+      hold (openpyxl would raise ``IllegalCharacterError`` for a nickname with one);
+    - ``None`` and ``""`` are empty cells;
+    - a ``Decimal`` (yuan) is a number shown ``0.00``; an ``int`` (counts, ids, fen) a number;
+    - a datetime is a real Excel date-time in Beijing time (``yyyy-mm-dd hh:mm``), a date an
+      Excel date (``yyyy-mm-dd``).
     """
-    from decimal import Decimal
-
     from openpyxl.cell import WriteOnlyCell
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
+    if value is None or value == "":
+        return None
     if isinstance(value, str):
         cell = WriteOnlyCell(sheet, value=safe_text(ILLEGAL_CHARACTERS_RE.sub("", value)))
         cell.data_type = "s"
         return cell
     if isinstance(value, Decimal):
         cell = WriteOnlyCell(sheet, value=value)
-        cell.number_format = "0.00"
+        cell.number_format = YUAN_FORMAT
+        return cell
+    if isinstance(value, dt.datetime):
+        cell = WriteOnlyCell(sheet, value=beijing_naive(value))
+        cell.number_format = DATETIME_FORMAT
+        return cell
+    if isinstance(value, dt.date):
+        cell = WriteOnlyCell(sheet, value=value)
+        cell.number_format = DATE_FORMAT
         return cell
     return value

@@ -8,7 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from starmall.api import converters  # noqa: F401 - registers the path converters first
 from starmall.api.health import api_not_found, healthz
-from starmall.pages import home
+from starmall.pages import favicon, home
 
 api_v1 = [
     path("", include("apps.files.api.urls")),
@@ -31,6 +31,7 @@ api_v1 = [
 urlpatterns = [
     path("", home, name="home"),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
@@ -45,3 +46,6 @@ if settings.MEDIA_SERVE and settings.MEDIA_URL.startswith("/"):  # development; 
         return serve(request, path, document_root=settings.MEDIA_ROOT)
 
     urlpatterns.append(re_path(r"^" + settings.MEDIA_URL.strip("/") + r"/(?P<path>.*)$", media))
+
+# A Chinese 403 naming the missing permission and the roles that hold it (JSON under /api/).
+handler403 = "apps.backoffice.views_denied.permission_denied"

@@ -1,9 +1,13 @@
 """Exports for finance: orders, refunds, payments and reconciliation runs of a Shanghai date
 range, as CSV (streamed row by row) or Excel (openpyxl write-only workbook: rows are written
-as they are read, never held as cells). Amounts in yuan with two decimals, times in Shanghai.
-Every text cell goes through :mod:`starmall.spreadsheet` (a cell starting with ``=``, ``+``,
-``-``, ``@``, tab or CR gets a leading ``'``: customers' nicknames and addresses never run as
-formulas); amounts stay numbers.
+as they are read, never held as cells).
+
+Cells are typed (:mod:`starmall.spreadsheet`): amounts are yuan as ``Decimal`` (headers say
+"（元）"; Excel: numbers shown ``0.00``), counts and ids integers, times aware datetimes (headers
+say "（北京时间）"; Excel: real date-times in Beijing time, CSV: "2026-12-01 20:00"), dates dates;
+nothing (no payment time, no address) is ``None``: an empty cell. Every text cell starting with
+``=``, ``+``, ``-``, ``@``, tab or CR gets a leading ``'`` (customers' nicknames and addresses
+never run as formulas); numbers and dates stay what they are.
 
 ``rows(kind, start, end)`` yields the header then one list per row (``.iterator()``: constant
 memory however large the range).
@@ -25,7 +29,7 @@ from apps.backoffice.selectors import SHANGHAI
 from apps.catalog.models import Sku
 from apps.orders.models import Order, OrderLine, Shipment
 from apps.payments.models import Payment, ReconciliationRun, Refund
-from starmall.admin_display import address_text, shanghai, specs_text
+from starmall.admin_display import address_text, specs_text
 from starmall.admin_money import yuan_amount
 from starmall.spreadsheet import excel_cell, safe_row
 
@@ -74,10 +78,10 @@ EXPORTS = {
             ("积分抵扣（元）", lambda o: yuan_amount(o.points_fen)),
             ("实付（元）", lambda o: yuan_amount(o.pay_fen)),
             ("支付方式", methodcaller("get_pay_method_display")),
-            ("下单时间", lambda o: shanghai(o.created_at)),
-            ("支付时间", lambda o: shanghai(o.paid_at)),
-            ("发货时间", lambda o: shanghai(o.shipped_at)),
-            ("收货地址", lambda o: address_text(o.address)),
+            ("下单时间（北京时间）", attrgetter("created_at")),
+            ("支付时间（北京时间）", attrgetter("paid_at")),
+            ("发货时间（北京时间）", attrgetter("shipped_at")),
+            ("收货地址", lambda o: address_text(o.address) if o.address else None),
             ("商品明细", lambda o: _lines_text(o)),
             ("快递公司", lambda o: shipment.carrier if (shipment := _shipment(o)) else ""),
             ("快递单号", lambda o: shipment.tracking_no if (shipment := _shipment(o)) else ""),
@@ -101,8 +105,8 @@ EXPORTS = {
             ("退款金额（元）", lambda r: yuan_amount(r.refund_fen)),
             ("尝试次数", attrgetter("attempts")),
             ("最近错误", attrgetter("last_error")),
-            ("创建时间", lambda r: shanghai(r.created_at)),
-            ("退款成功时间", lambda r: shanghai(r.succeeded_at)),
+            ("创建时间（北京时间）", attrgetter("created_at")),
+            ("退款成功时间（北京时间）", attrgetter("succeeded_at")),
             ("顾客退款理由", lambda r: r.after_sale.reason if r.after_sale_id else ""),
         ),
         objects=lambda lo, hi, start, end: (
@@ -120,8 +124,8 @@ EXPORTS = {
             ("金额（元）", lambda p: yuan_amount(p.total_fee)),
             ("已退（元）", lambda p: yuan_amount(p.refunded_fen)),
             ("微信支付单号", lambda p: p.transaction_id or ""),
-            ("创建时间", lambda p: shanghai(p.created_at)),
-            ("支付时间", lambda p: shanghai(p.paid_at)),
+            ("创建时间（北京时间）", attrgetter("created_at")),
+            ("支付时间（北京时间）", attrgetter("paid_at")),
         ),
         objects=lambda lo, hi, start, end: (
             Payment.objects.filter(created_at__gte=lo, created_at__lt=hi).select_related("order").order_by("id")
@@ -129,7 +133,7 @@ EXPORTS = {
     ),
     "reconciliation": Export(
         columns=(
-            ("账单日期", lambda run: run.bill_date.isoformat()),
+            ("账单日期", attrgetter("bill_date")),
             ("结果", methodcaller("get_status_display")),
             ("微信笔数", attrgetter("wechat_count")),
             ("本地笔数", attrgetter("local_count")),
@@ -150,7 +154,7 @@ EXPORTS = {
             ("类型", lambda sku: sku.product.get_kind_display()),
             ("上架", lambda sku: yes(sku.product.is_active)),
             ("SKU 编号", attrgetter("pk")),
-            ("规格", lambda sku: specs_text(sku.specs)),
+            ("规格", lambda sku: specs_text(sku.specs) if sku.specs else None),
             ("商家编码", attrgetter("code")),
             ("价格（元）", lambda sku: yuan_amount(sku.price_fen)),
             ("库存", attrgetter("stock")),
@@ -158,7 +162,7 @@ EXPORTS = {
             ("SKU 启用", lambda sku: yes(sku.is_active)),
             ("销量", attrgetter("product.sales")),
             ("评价数", attrgetter("product.review_count")),
-            ("创建时间", lambda sku: shanghai(sku.product.created_at)),
+            ("创建时间（北京时间）", attrgetter("product.created_at")),
         ),
         objects=lambda lo, hi, start, end: Sku.objects.select_related("product", "product__category").order_by(
             "product_id", "id"
@@ -193,7 +197,7 @@ class _Echo:
 
 def csv_lines(source: Iterator[list]) -> Iterator[str]:
     """CSV text line by line, starting with a UTF-8 BOM so Excel opens the Chinese correctly;
-    text cells neutralised (:func:`starmall.spreadsheet.safe_row`)."""
+    text cells neutralised, nothing empty, times in Beijing (:func:`starmall.spreadsheet.safe_row`)."""
     writer = csv.writer(_Echo())
     yield "\ufeff"
     for row in source:
@@ -203,7 +207,7 @@ def csv_lines(source: Iterator[list]) -> Iterator[str]:
 def xlsx_file(source: Iterator[list], title: str):
     """An Excel file (opened temporary file, at position 0) from a write-only openpyxl workbook;
     each cell made by :func:`starmall.spreadsheet.excel_cell` (text as neutralised strings, yuan
-    as numbers)."""
+    as numbers ``0.00``, times as Beijing date-times, nothing as an empty cell)."""
     from openpyxl import Workbook
 
     workbook = Workbook(write_only=True)

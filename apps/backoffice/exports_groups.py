@@ -1,5 +1,5 @@
 """Exports of 拼团 groups (one row per member seat) and 砍价 records created in a Shanghai date
-range; amounts in yuan, times in Shanghai, text cells made safe by :mod:`starmall.spreadsheet`
+range; amounts in yuan, times in Beijing (typed cells), text cells made safe by :mod:`starmall.spreadsheet`
 (through ``apps.backoffice.exports``)."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from django.db.models import OuterRef, Subquery
 from apps.backoffice.export_table import Export
 from apps.marketing.models import BargainRecord, GroupSeat
 from apps.orders.models import Order
-from starmall.admin_display import shanghai
 from starmall.admin_money import yuan_amount
 
 KINDS = {"groups": "拼团", "bargains": "砍价记录"}
@@ -38,9 +37,9 @@ EXPORTS = {
             ("拼团状态", lambda s: s.group.get_status_display()),
             ("成团人数", attrgetter("group.group_size")),
             ("已付款人数", attrgetter("group.members")),
-            ("截止时间", lambda s: shanghai(s.group.expires_at)),
-            ("成团时间", lambda s: shanghai(s.group.done_at)),
-            ("失败时间", lambda s: shanghai(s.group.failed_at)),
+            ("截止时间（北京时间）", attrgetter("group.expires_at")),
+            ("成团时间（北京时间）", attrgetter("group.done_at")),
+            ("失败时间（北京时间）", attrgetter("group.failed_at")),
             ("结束方式", attrgetter("group.ended_by")),
             ("成员", lambda s: str(s.customer)),
             ("团长", lambda s: "是" if s.leader else ""),
@@ -48,8 +47,8 @@ EXPORTS = {
             ("订单状态", lambda s: s.order_status or ""),
             ("实付（元）", lambda s: yuan_amount(s.order_pay_fen) if s.order_status else None),
             ("名额状态", methodcaller("get_status_display")),
-            ("参团时间", lambda s: shanghai(s.created_at)),
-            ("付款时间", lambda s: shanghai(s.paid_at)),
+            ("参团时间（北京时间）", attrgetter("created_at")),
+            ("付款时间（北京时间）", attrgetter("paid_at")),
         ),
         objects=_seats,
     ),
@@ -64,9 +63,9 @@ EXPORTS = {
             ("已助力", attrgetter("helpers")),
             ("所需人数", attrgetter("helpers_needed")),
             ("状态", methodcaller("get_status_display")),
-            ("截止时间", lambda r: shanghai(r.expires_at)),
+            ("截止时间（北京时间）", attrgetter("expires_at")),
             ("订单号", attrgetter("order_no")),
-            ("发起时间", lambda r: shanghai(r.created_at)),
+            ("发起时间（北京时间）", attrgetter("created_at")),
         ),
         objects=lambda lo, hi, start, end: (
             BargainRecord.objects.filter(created_at__gte=lo, created_at__lt=hi)

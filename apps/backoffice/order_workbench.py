@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from apps.catalog.models import Kind
 from apps.orders import workbench
-from apps.orders.models import AfterSale, Order, OrderStatus, Shipment
+from apps.orders.models import AfterSale, Delivery, Order, OrderStatus, Shipment
 from apps.payments import price_change
 from apps.payments.models import Refund
 from starmall.admin_display import actor_text, address_text, specs_text
@@ -28,7 +28,8 @@ _OPEN_SALE = AfterSale.objects.filter(order=OuterRef("pk"), status__in=AfterSale
 #: tab key -> (label, filter on Order)
 TABS: dict[str, tuple[str, Q]] = {
     "unpaid": ("待付款", Q(status=OrderStatus.UNPAID)),
-    "to_ship": ("待发货", Q(status=OrderStatus.PAID, kind=Kind.GOODS)),
+    # pickup orders are collected, never shipped: their own list (自提订单) and to-do
+    "to_ship": ("待发货", Q(status=OrderStatus.PAID, kind=Kind.GOODS) & ~Q(delivery=Delivery.PICKUP)),
     "shipped": ("待收货", Q(status=OrderStatus.SHIPPED)),
     "refunding": ("退款中", Q(status=OrderStatus.REFUNDING) | Q(open_sale=True)),
     "completed": ("已完成", Q(status=OrderStatus.COMPLETED)),
@@ -113,8 +114,11 @@ def summary_context(request, order: Order) -> dict:
         "events": events,
         **_permissions(request.user, order),
         "urls": {
-            name: reverse(f"admin:orders_order_{name}", args=[order.pk])
-            for name in ("remark", "price", "address", "slip", "ship")
+            **{
+                name: reverse(f"admin:orders_order_{name}", args=[order.pk])
+                for name in ("remark", "price", "address", "slip", "ship")
+            },
+            "verify": reverse("admin:stores_pickup_verify"),
         },
     }
 
@@ -152,8 +156,8 @@ def _money(order: Order) -> dict:
     return {
         "goods": yuan(order.goods_fen),
         "freight": yuan(order.freight_fen),
-        "coupon": yuan(order.coupon_fen),
-        "points": yuan(order.points_fen),
+        "coupon": yuan(-order.coupon_fen),  # deductions shown negative; none is "0.00", never "-0.00"
+        "points": yuan(-order.points_fen),
         "adjust": yuan(order.adjust_fen),
         "pay": yuan(order.pay_fen),
         "adjusted": order.adjust_fen != 0,
@@ -171,7 +175,16 @@ def _permissions(user, order: Order) -> dict[str, bool]:
             and order.status in workbench.ADDRESS_EDITABLE
         ),
         "can_ship": (
-            user.has_perm("orders.ship_order") and order.kind == Kind.GOODS and order.status == OrderStatus.PAID
+            user.has_perm("orders.ship_order")
+            and order.kind == Kind.GOODS
+            and order.status == OrderStatus.PAID
+            and order.delivery != Delivery.PICKUP
+        ),
+        # a pickup order is verified with the code the customer shows, on the 核销 page
+        "can_verify": (
+            user.has_perm("stores.verify_pickup")
+            and order.delivery == Delivery.PICKUP
+            and order.status == OrderStatus.PAID
         ),
     }
 

@@ -12,6 +12,8 @@ permission whose name changed in ``Meta.permissions``.
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 from django.apps import apps as global_apps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
@@ -212,3 +214,9 @@ def permission_names_sync(app_config, using: str = DEFAULT_DB_ALIAS, apps=global
         if new and new[:255] != name:
             renamed += permission_model.objects.using(using).filter(pk=pk).update(name=new[:255])
     return renamed
+
+
+def roles_holding(permission: str) -> list[str]:
+    """The roles of :data:`ROLES` that hold ``permission`` ("app_label.codename"), directly or by
+    a wildcard entry ("content.add_*"); ``[]`` when none does (the 403 page names them)."""
+    return [name for name, specs in ROLES.items() if any(fnmatchcase(permission, spec) for spec in specs)]

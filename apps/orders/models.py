@@ -2,6 +2,7 @@
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.json import KT
 
 from apps.catalog.models import Kind
 
@@ -108,6 +109,14 @@ class Order(models.Model):
     pickup_code = models.CharField(verbose_name="核销码", max_length=16, blank=True)
     pickup_verified_at = models.DateTimeField(verbose_name="核销时间", null=True, blank=True)
     pickup_verified_by = models.CharField(verbose_name="核销人", max_length=150, blank=True)
+    # The receiver, read from the address snapshot by the database (stored generated columns, never
+    # written by code): the back office's search finds an order by them through an index.
+    receiver_name = models.GeneratedField(
+        verbose_name="收货人", expression=KT("address__name"), output_field=models.TextField(), db_persist=True
+    )
+    receiver_phone = models.GeneratedField(
+        verbose_name="收货人电话", expression=KT("address__phone"), output_field=models.TextField(), db_persist=True
+    )
 
     class Meta:
         verbose_name = "订单"
@@ -150,6 +159,10 @@ class Order(models.Model):
             models.Index(
                 fields=["pickup_store_id", "status"], name="order_pickup_store_idx", condition=Q(delivery="pickup")
             ),
+            # The back office's search: the receiver's phone exactly, the name by its start
+            # (text_pattern_ops: LIKE 'x%' on PostgreSQL whatever the collation; ignored by SQLite).
+            models.Index(fields=["receiver_phone"], name="order_receiver_phone_idx"),
+            models.Index(fields=["receiver_name"], name="order_receiver_name_idx", opclasses=["text_pattern_ops"]),
         ]
 
     def __str__(self) -> str:

@@ -29,7 +29,9 @@ CREATED_ACTOR = "customer"
 CREATED_NOTE = "下单"
 
 _LINE_COLUMNS = ("sku_id", "product_id", "name", "specs", "price_fen", "quantity", "amount_fen")
-_COLUMNS = {field.attname: field.column for field in Order._meta.concrete_fields}  # attribute -> column
+#: the columns an insert writes: not the generated ones (receiver_name / receiver_phone), the database's
+_WRITTEN = [field for field in Order._meta.concrete_fields if not field.generated]
+_COLUMNS = {field.attname: field.column for field in _WRITTEN}  # attribute -> column
 
 
 def order_fields(
@@ -72,7 +74,7 @@ def order_fields(
         "cancel_reason": "",
     }
     fields.update(extra or {})
-    for field in Order._meta.concrete_fields:
+    for field in _WRITTEN:
         if not field.primary_key and field.attname not in fields:
             default = field.get_default()
             fields[field.attname] = getattr(default, "value", default)  # a choices enum as its stored value
@@ -194,7 +196,7 @@ def pg_statement(made: list[tuple[drafts.OrderDraft, dict]], now: dt.datetime) -
 def _pg_sql() -> str:
     """The statement's text: the same for every batch (the model's columns, in its order)."""
     quote = connection.ops.quote_name
-    fields = [field for field in Order._meta.concrete_fields if not field.primary_key]
+    fields = [field for field in _WRITTEN if not field.primary_key]
     columns = ", ".join(quote(field.column) for field in fields)
     record = ", ".join(f"{quote(field.column)} {field.db_type(connection)}" for field in fields)
     line_fields = [OrderLine._meta.get_field(name) for name in _LINE_COLUMNS]

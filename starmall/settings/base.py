@@ -266,6 +266,10 @@ UNFOLD = {
         "navigation": "apps.backoffice.navigation.sidebar",
     },  # grouped by staff task
     "STYLES": [lambda request: static("backoffice/admin.css")],  # list cells: whole Chinese words
+    # the <link rel=icon> of every admin page (also served at /favicon.ico: starmall.pages.favicon)
+    "SITE_FAVICONS": [
+        {"rel": "icon", "type": "image/x-icon", "href": lambda request: static("backoffice/favicon.ico")}
+    ],
 }
 
 STATIC_URL = "static/"

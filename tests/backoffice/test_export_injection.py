@@ -33,7 +33,7 @@ def _export(client, kind: str, fmt: str, day: dt.date | None = None):
     return load_workbook(io.BytesIO(body)).active
 
 
-def _row(sheet, first: str) -> list:
+def _row(sheet, first) -> list:
     """The cells (openpyxl Cell objects) of the row whose first cell is ``first``."""
     return next(row for row in sheet.iter_rows() if row[0].value == first)
 
@@ -157,7 +157,8 @@ def test_reconciliation_export_keeps_negative_amounts_numbers(role_client, fmt):
     if fmt == "csv":
         assert sheet[1][:8] == ["2026-11-30", "有差异", "2", "1", "-12.34", "-10.00", "0", "'-ERR 账单缺行"]
     else:
-        row = _row(sheet, "2026-11-30")
+        row = _row(sheet, dt.datetime(2026, 11, 30))  # the bill date: an Excel date, not text
+        assert row[0].is_date and row[0].number_format == "yyyy-mm-dd"
         assert [c.value for c in row[4:6]] == [-12.34, -10] and {c.data_type for c in row[4:6]} == {"n"}
         assert row[7].value == "'-ERR 账单缺行" and row[7].data_type == "s"
 
