@@ -471,9 +471,14 @@ def _summary(status: str, values: dict) -> str:
     )
 
 
+def beijing_today() -> dt.date:
+    """Today's date in Beijing."""
+    return timezone.now().astimezone(BEIJING).date()
+
+
 def previous_day(today: dt.date | None = None) -> dt.date:
-    """Yesterday as a Beijing date (``today`` defaults to now in Beijing)."""
-    return (today or timezone.now().astimezone(BEIJING).date()) - dt.timedelta(days=1)
+    """Yesterday as a Beijing date (``today`` defaults to :func:`beijing_today`)."""
+    return (today or beijing_today()) - dt.timedelta(days=1)
 
 
 def reconcile_previous_day(*, today: dt.date | None = None) -> ReconciliationRun:
@@ -503,7 +508,7 @@ def reconcile_start(*, bill_date: dt.date, user) -> ReconciliationRun:
     replaces the row). Raises StaffForbidden (no ``payments.run_reconciliation``), InvalidInput."""
     if user is None or not user.is_active or not user.has_perm(PERMISSION):
         raise staff_limits.StaffForbidden(f"没有对账的权限，需{staff_limits.roles_text(PERMISSION)}操作。")
-    if bill_date >= timezone.now().astimezone(BEIJING).date():
+    if bill_date >= beijing_today():
         raise InvalidInput("只能对账今天以前的日期（微信账单次日 10 点后生成）。", date=["须早于今天"])
     now, by = timezone.now(), user.get_username()
     with transaction.atomic():

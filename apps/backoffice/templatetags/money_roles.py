@@ -16,7 +16,7 @@ register = template.Library()
 
 @register.simple_tag(takes_context=True)
 def money_hints(context, given=None) -> list[dict]:
-    if given is not None:
+    if isinstance(given, list):  # an undefined variable arrives as ""
         return given
     request = context.get("request")
     cl, adminform = context.get("cl"), context.get("adminform")
