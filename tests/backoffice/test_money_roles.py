@@ -28,23 +28,6 @@ def messages_of(response) -> list[str]:
     return [m.message for m in response.context["messages"]]
 
 
-@pytest.fixture
-def requested(buyer, paid):
-    """``requested(amount_fen)`` -> an AfterSale of that amount on a paid 300.00 yuan order."""
-
-    def make(amount_fen: int) -> AfterSale:
-        order, _ = paid(price_fen=30000, quantity=1)
-        response = buyer.api.post(
-            f"/api/v1/orders/{order['order_no']}/refund",
-            {"reason": "不想要了", "amount_fen": amount_fen},
-            format="json",
-        )
-        assert response.status_code == 202, response.json()
-        return AfterSale.objects.get(refund_no=response.json()["refund_no"])
-
-    return make
-
-
 def test_who_may_is_read_from_the_roles():
     sync_roles(Group, Permission)
     assert who_may("price") == "改价：运营（±10 % 以内）、财务"
@@ -75,10 +58,10 @@ def test_hints_name_who_may_for_each_role(role_client):
 
 
 def test_service_approves_at_the_limit_in_the_admin_and_is_told_who_may_above(
-    role_client, requested, django_capture_on_commit_callbacks
+    role_client, requested_refund, django_capture_on_commit_callbacks
 ):
     service, finance = role_client("客服"), role_client("财务")
-    at_limit, over = requested(20000), requested(20001)
+    at_limit, over = requested_refund(20000), requested_refund(20001)
     page = service.get(SALES).content.decode()
     assert 'value="approve"' in page and 'value="reject"' not in page
     assert "同意退款：客服（¥200.00 以内）、财务" in page and "拒绝退款：财务" in page and "disabled" in page
@@ -99,8 +82,8 @@ def test_service_approves_at_the_limit_in_the_admin_and_is_told_who_may_above(
     assert sorted(Refund.objects.values_list("refund_fen", flat=True)) == [20000, 20001]
 
 
-def test_operations_cannot_approve_a_refund_from_the_admin(role_client, requested):
-    sale = requested(100)
+def test_operations_cannot_approve_a_refund_from_the_admin(role_client, requested_refund):
+    sale = requested_refund(100)
     ops = role_client("运营")
     assert 'value="approve"' not in ops.get(SALES).content.decode()
     ops.post(SALES, {"action": "approve", "_selected_action": [sale.pk]}, follow=True)

@@ -19,26 +19,11 @@ def role_user(role_client):
     return lambda role: role_client(role).user
 
 
-@pytest.fixture
-def requested(buyer, paid):
-    """``requested(amount_fen)`` -> an AfterSale of that amount on a paid 300.00 yuan order."""
-
-    def make(amount_fen: int) -> AfterSale:
-        order, _ = paid(price_fen=30000, quantity=1)
-        response = buyer.api.post(
-            f"/api/v1/orders/{order['order_no']}/refund",
-            {"reason": "不想要了", "amount_fen": amount_fen},
-            format="json",
-        )
-        assert response.status_code == 202, response.json()
-        return AfterSale.objects.get(refund_no=response.json()["refund_no"])
-
-    return make
-
-
-def test_service_approves_up_to_the_limit_and_finance_above(requested, role_user, django_capture_on_commit_callbacks):
+def test_service_approves_up_to_the_limit_and_finance_above(
+    requested_refund, role_user, django_capture_on_commit_callbacks
+):
     service, finance = role_user("客服"), role_user("财务")
-    at_limit, over = requested(20000), requested(20001)
+    at_limit, over = requested_refund(20000), requested_refund(20001)
 
     with django_capture_on_commit_callbacks(execute=False):
         refund = refunds.after_sale_approve(after_sale_id=at_limit.pk, actor="staff:service", user=service)
@@ -58,8 +43,8 @@ def test_service_approves_up_to_the_limit_and_finance_above(requested, role_user
     assert refund.refund_fen == 20001 and Refund.objects.filter(after_sale=over).count() == 1
 
 
-def test_roles_without_refund_permission_are_refused_with_who_may(requested, role_user):
-    sale = requested(100)
+def test_roles_without_refund_permission_are_refused_with_who_may(requested_refund, role_user):
+    sale = requested_refund(100)
     for role in ("运营", "老师"):
         with pytest.raises(StaffForbidden) as refused:
             refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:x", user=role_user(role))
@@ -67,21 +52,21 @@ def test_roles_without_refund_permission_are_refused_with_who_may(requested, rol
     assert AfterSale.objects.get(pk=sale.pk).status == "requested" and Refund.objects.count() == 0
 
 
-def test_the_refund_limit_is_the_setting(requested, role_user, settings):
+def test_the_refund_limit_is_the_setting(requested_refund, role_user, settings):
     settings.SERVICE_REFUND_LIMIT_FEN = 5000
-    sale = requested(5001)
+    sale = requested_refund(5001)
     with pytest.raises(StaffForbidden, match=r"^超过 ¥50\.00 的退款需财务审核。$"):
         refunds.after_sale_approve(after_sale_id=sale.pk, actor="staff:service", user=role_user("客服"))
 
 
-def test_system_approvals_have_no_staff_limit(requested, django_capture_on_commit_callbacks):
-    sale = requested(25000)  # a batch (already checked by payments.batch_refund) or the shop's own rule
+def test_system_approvals_have_no_staff_limit(requested_refund, django_capture_on_commit_callbacks):
+    sale = requested_refund(25000)  # a batch (already checked by payments.batch_refund) or the shop's own rule
     with django_capture_on_commit_callbacks(execute=False):
         assert refunds.after_sale_approve(after_sale_id=sale.pk, actor="system:auto").refund_fen == 25000
 
 
-def test_approving_a_return_has_the_same_limit(requested, role_user):
-    sale = requested(20001)
+def test_approving_a_return_has_the_same_limit(requested_refund, role_user):
+    sale = requested_refund(20001)
     Order.objects.filter(pk=sale.order_id).update(status="shipped")  # shipped goods: return first
     with pytest.raises(StaffForbidden, match="需财务审核"):
         returns.after_sale_approve_return(after_sale_id=sale.pk, actor="staff:service", user=role_user("客服"))
