@@ -54,6 +54,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
@@ -517,7 +518,7 @@ def reconcile_start(*, bill_date: dt.date, user) -> ReconciliationRun:
             create_defaults={"status": ReconciliationRun.Status.RUNNING, "running_since": now, "started_by": by},
             defaults={"running_since": now, "started_by": by},
         )
-        transaction.on_commit(lambda: _dispatch_day(bill_date))
+        transaction.on_commit(partial(_dispatch_day, bill_date))
     return run
 
 
