@@ -65,6 +65,8 @@ def test_service_approves_at_the_limit_in_the_admin_and_is_told_who_may_above(
     page = service.get(SALES).content.decode()
     assert 'value="approve"' in page and 'value="reject"' not in page
     assert "同意退款：客服（¥200.00 以内）、财务" in page and "拒绝退款：财务" in page and "disabled" in page
+    one = service.get(reverse("admin:orders_aftersale_change", args=[over.pk])).content.decode()
+    assert 'id="role-hints"' in one and "同意退款：客服（¥200.00 以内）、财务" in one  # the request's own page too
 
     with django_capture_on_commit_callbacks(execute=False):
         done = service.post(SALES, {"action": "approve", "_selected_action": [at_limit.pk, over.pk]}, follow=True)
