@@ -256,3 +256,13 @@ def test_reconcile_start_service_keeps_the_last_result_while_running(role_client
 
     with pytest.raises(StaffForbidden, match="^没有对账的权限，需财务操作。$"):
         reconciliation.reconcile_start(bill_date=day, user=role_client("客服").user)
+
+
+def test_withdrawal_service_names_who_may(role_client, pending_withdrawal):
+    for role in ("运营", "客服"):
+        with pytest.raises(withdrawals.PermissionDenied) as refused:
+            withdrawals.withdrawal_approve(withdrawal_no=pending_withdrawal.withdrawal_no, user=role_client(role).user)
+        assert (refused.value.message, refused.value.status) == ("没有审核提现的权限，需财务审核。", 403)
+    assert Withdrawal.objects.get(pk=pending_withdrawal.pk).status == "pending" and not TransferBill.objects.exists()
+    done = withdrawals.withdrawal_approve(withdrawal_no=pending_withdrawal.withdrawal_no, user=role_client("财务").user)
+    assert done.status == "approved" and TransferBill.objects.get().amount_fen == 4321
