@@ -504,6 +504,25 @@ def paid(buyer, make_sku, place_order):
 
 
 @pytest.fixture
+def requested_refund(buyer, paid):
+    """``requested_refund(amount_fen)`` -> an AfterSale (``requested``) of that amount on a paid
+    300.00 yuan goods order of ``buyer``'s (the money-limit tests)."""
+    from apps.orders.models import AfterSale
+
+    def make(amount_fen: int):
+        order, _ = paid(price_fen=30000, quantity=1)
+        response = buyer.api.post(
+            f"/api/v1/orders/{order['order_no']}/refund",
+            {"reason": "不想要了", "amount_fen": amount_fen},
+            format="json",
+        )
+        assert response.status_code == 202, response.json()
+        return AfterSale.objects.get(refund_no=response.json()["refund_no"])
+
+    return make
+
+
+@pytest.fixture
 def safe_api(make_api):
     """``safe_api(customer=None)``: an APIClient that answers a 500 instead of raising it (what
     a mini-program sees)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -20,7 +21,7 @@ from apps.backoffice import order_search, order_shipping_info, order_workbench
 from apps.orders import admin as orders_admin
 from apps.orders.admin import staff_actor, status_now
 from apps.orders.models import AfterSale, Order, OrderStatus
-from apps.payments import order_lifecycle, refund_batches, refunds, returns, shipping_info
+from apps.payments import order_lifecycle, refund_batches, refunds, returns, shipping_info, staff_limits
 from apps.payments.admin_refund_batches import message_created
 from apps.payments.exceptions import OrderNotCancelled
 from apps.payments.models import Payment, PaymentStatus
@@ -254,6 +255,12 @@ class OrderAdmin(orders_admin.OrderAdmin):
         return Outcome(order.order_no, messages.SUCCESS, "已取消")
 
 
+def _require_approve(request) -> None:
+    """PermissionDenied (a hand-made POST) unless the user may approve some refund request."""
+    if not staff_limits.may_approve_refund(request.user):
+        raise PermissionDenied(f"需要权限 {staff_limits.REFUND_ANY} 或 {staff_limits.REFUND_LIMITED}")
+
+
 def _sale_refused(sale: AfterSale, verb: str, rule: str) -> Outcome:
     """A refund request the service left alone: "未<verb>：申请状态为「<status now>」，<rule>"
     (the status read again: the action's copy may be stale)."""
@@ -298,10 +305,16 @@ class AfterSaleAdmin(orders_admin.AfterSaleAdmin):
     """Refund requests with the decisions, each calling the payments service that owns it."""
 
     actions = ["approve", "approve_return", "confirm_return_received", "reject_with_reason", "reject"]
+    money_actions = ["refund", "reject_refund"]  # who may: roles.MONEY_ACTIONS, shown by role_hints.html
+    list_before_template = change_form_outer_before_template = "admin/starmall/role_hints.html"
 
-    @admin.action(description="同意退货（已发货的实物：顾客先寄回）", permissions=["decide"])
+    def has_approve_permission(self, request):
+        """Any amount (财务) or up to SERVICE_REFUND_LIMIT_FEN (客服): the service checks the amount."""
+        return staff_limits.may_approve_refund(request.user)
+
+    @admin.action(description="同意退货（已发货的实物：顾客先寄回）", permissions=["approve"])
     def approve_return(self, request, queryset):
-        require_perm(request, "orders.decide_aftersale")
+        _require_approve(request)
         if not request.POST.get("apply"):
             return self._text_form(
                 request,
@@ -317,7 +330,7 @@ class AfterSaleAdmin(orders_admin.AfterSaleAdmin):
             queryset,
             title="同意退货",
             run=lambda sale: returns.after_sale_approve_return(
-                after_sale_id=sale.pk, actor=staff_actor(request), note=note
+                after_sale_id=sale.pk, actor=staff_actor(request), note=note, user=request.user
             ),
             done=lambda _: "已同意退货，等待顾客寄回",
             refused=("同意退货", PENDING_ONLY),
@@ -363,14 +376,16 @@ class AfterSaleAdmin(orders_admin.AfterSaleAdmin):
         )
         return None
 
-    @admin.action(description="同意退款（原路退回微信或余额）", permissions=["decide"])
+    @admin.action(description="同意退款（原路退回微信或余额）", permissions=["approve"])
     def approve(self, request, queryset):
-        require_perm(request, "orders.decide_aftersale")
+        _require_approve(request)
         _decide_each(
             request,
             queryset,
             title="同意退款",
-            run=lambda sale: refunds.after_sale_approve(after_sale_id=sale.pk, actor=staff_actor(request)),
+            run=lambda sale: refunds.after_sale_approve(
+                after_sale_id=sale.pk, actor=staff_actor(request), user=request.user
+            ),
             done=lambda refund: f"已同意，退款 {yuan(refund.refund_fen)} 元已提交",
             refused=("同意", PENDING_ONLY),
             failed=(messages.ERROR, "未同意"),

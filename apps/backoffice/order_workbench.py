@@ -14,14 +14,17 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.backoffice import roles
 from apps.catalog.models import Kind
 from apps.orders import workbench
 from apps.orders.models import AfterSale, Delivery, Order, OrderStatus, Shipment
-from apps.payments import price_change
+from apps.payments import price_change, staff_limits
 from apps.payments.models import Refund
 from starmall.admin_display import actor_text, address_text, specs_text
 from starmall.admin_money import fen_from_yuan, yuan
 from starmall.errors import ShopError
+
+ORDER_MONEY_ACTIONS = ["price", "refund", "batch_refund"]  # the "who may" lines of the order page
 
 _OPEN_SALE = AfterSale.objects.filter(order=OuterRef("pk"), status__in=AfterSale.OPEN)
 
@@ -113,6 +116,7 @@ def summary_context(request, order: Order) -> dict:
         ],
         "events": events,
         **_permissions(request.user, order),
+        "role_hints": roles.role_hints(request.user, ORDER_MONEY_ACTIONS),
         "urls": {
             **{
                 name: reverse(f"admin:orders_order_{name}", args=[order.pk])
@@ -168,7 +172,7 @@ def _permissions(user, order: Order) -> dict[str, bool]:
     """Which workbench forms ``user`` may use on ``order`` (its permission and the order's state)."""
     return {
         "can_remark": user.has_perm("orders.edit_merchant_remark"),
-        "can_price": user.has_perm(price_change.PERMISSION) and order.status == OrderStatus.UNPAID,
+        "can_price": staff_limits.may_change_price(user) and order.status == OrderStatus.UNPAID,
         "can_address": (
             user.has_perm("orders.edit_address")
             and order.address is not None
@@ -214,21 +218,21 @@ def remark_view(request, object_id: int):
 
 
 def price_view(request, object_id: int):
-    """POST ``pay_yuan`` and ``reason``: 改价 (``orders.change_price``, WeChat's trade closed first)."""
+    """POST ``pay_yuan`` and ``reason``: a confirmation page (old and new amount); POST again with
+    ``confirm``: 改价 through the service (its permission and limit: ``staff_limits``)."""
     order = get_object_or_404(Order, pk=object_id)
     if request.method != "POST":
         return _back(order)
-    if not request.user.has_perm(price_change.PERMISSION):
-        raise PermissionDenied(f"需要权限 {price_change.PERMISSION}")
+    if not staff_limits.may_change_price(request.user):
+        raise PermissionDenied(f"需要权限 {staff_limits.PRICE_ANY} 或 {staff_limits.PRICE_LIMITED}")
+    reason = request.POST.get("reason", "").strip()
     try:
         pay_fen = fen_from_yuan(request.POST.get("pay_yuan", ""))
+        if not request.POST.get("confirm"):
+            return _price_confirm(request, order, pay_fen, reason)
         old = order.pay_fen
         order = price_change.order_price_change(
-            order_no=order.order_no,
-            pay_fen=pay_fen,
-            reason=request.POST.get("reason", ""),
-            user=request.user,
-            actor=_staff_actor(request),
+            order_no=order.order_no, pay_fen=pay_fen, reason=reason, user=request.user, actor=_staff_actor(request)
         )
     except ValidationError as exc:
         messages.error(request, f"{order.order_no}：未改价：{'；'.join(exc.messages)}")
@@ -237,6 +241,27 @@ def price_view(request, object_id: int):
     else:
         messages.success(request, f"{order.order_no}：已改价 {yuan(old)} 元 → {yuan(order.pay_fen)} 元")
     return _back(order)
+
+
+def _price_confirm(request, order: Order, pay_fen: int, reason: str):
+    """The confirmation page of 改价; the limit is checked first, so a refusal shows before it."""
+    adjust = order.adjust_fen + pay_fen - order.pay_fen
+    staff_limits.price_change_check(user=request.user, goods_fen=order.goods_fen, adjust_fen=adjust)
+    return render(
+        request,
+        "admin/starmall/money_confirm.html",
+        {
+            **admin.site.each_context(request),
+            "title": f"确认改价 {order.order_no}",
+            "intro": "确认后先关闭顾客已发起的微信支付单，顾客再次支付时按新金额下单。",
+            "headers": ["订单号", "商品金额（元）", "原实付（元）", "改后实付（元）", "改价调整（元）", "原因"],
+            "rows": [[order.order_no, yuan(order.goods_fen), yuan(order.pay_fen), yuan(pay_fen), yuan(adjust), reason]],
+            "form_action": reverse("admin:orders_order_price", args=[order.pk]),
+            "hidden": [("pay_yuan", yuan(pay_fen)), ("reason", reason)],
+            "confirm_label": "确认改价",
+            "back_url": reverse("admin:orders_order_change", args=[order.pk]),
+        },
+    )
 
 
 def address_view(request, object_id: int):

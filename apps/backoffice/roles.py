@@ -12,12 +12,17 @@ permission whose name changed in ``Meta.permissions``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fnmatch import fnmatchcase
 
 from django.apps import apps as global_apps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.utils import translation
+
+from apps.payments import staff_limits
+from starmall.admin_money import yuan
+from starmall.staff_roles import role_names
 
 #: Django's default permissions (``Meta.default_permissions``) -> the verb shown
 BUILTIN_VERBS = {"add": "添加", "change": "修改", "delete": "删除", "view": "查看"}
@@ -45,6 +50,7 @@ ROLES: dict[str, list[str]] = {
         "orders.edit_address",
         "orders.edit_merchant_remark",  # the order workbench, before shipping
         "orders.receive_return",  # operations receive the parcels, returns included: confirming one refunds it
+        "orders.change_price_limited",  # 改价 within OPS_PRICE_CHANGE_PERCENT of the goods (MONEY_ACTIONS)
         "marketing.view_*",
         "marketing.add_flashsale",
         "marketing.change_flashsale",
@@ -90,6 +96,7 @@ ROLES: dict[str, list[str]] = {
         "accounts.view_customer",
         "accounts.view_address",
         "payments.view_refund",
+        "orders.approve_small_refund",  # refunds up to SERVICE_REFUND_LIMIT_FEN (MONEY_ACTIONS)
         "chat.view_*",
         "alerts.view_*",
     ],
@@ -158,6 +165,54 @@ DEMO_LOGINS = {
     "门店店员": "store",
     "公众号": "official",
 }
+
+
+def _refund_limit() -> str:
+    return f"¥{yuan(settings.SERVICE_REFUND_LIMIT_FEN)} 以内"
+
+
+def _price_limit() -> str:
+    return f"±{settings.OPS_PRICE_CHANGE_PERCENT} % 以内"
+
+
+#: the actions that move money -> (label, tiers narrowest first: (permission, its limit or None)).
+#: The one table behind every "who may" line of the order, refund, withdrawal and reconciliation
+#: pages (:func:`role_hints`) and BACKOFFICE.md's table; the limits themselves are enforced by
+#: the services (``apps.payments.staff_limits``, ``withdrawals``, ``reconciliation``).
+MONEY_ACTIONS: dict[str, tuple[str, list[tuple[str, Callable[[], str] | None]]]] = {
+    "price": ("改价", [(staff_limits.PRICE_LIMITED, _price_limit), (staff_limits.PRICE_ANY, None)]),
+    "refund": ("同意退款", [(staff_limits.REFUND_LIMITED, _refund_limit), (staff_limits.REFUND_ANY, None)]),
+    "reject_refund": ("拒绝退款", [("orders.decide_aftersale", None)]),
+    "batch_refund": ("批量退款", [("payments.batch_refund", None)]),
+    "withdrawal": ("审核提现", [("distribution.decide_withdrawal", None)]),
+    "reconcile": ("立即对账", [("payments.run_reconciliation", None)]),
+}
+
+
+def who_may(key: str) -> str:
+    """ "改价：运营（±10 % 以内）、财务": the roles holding each tier of ``MONEY_ACTIONS[key]``
+    (read from the groups), narrowest first; a role holding a wider tier is named there only."""
+    label, tiers = MONEY_ACTIONS[key]
+    named: set[str] = set()
+    parts: list[str] = []
+    for perm, limit in reversed(tiers):
+        names = [name for name in role_names(perm) if name not in named]
+        named.update(names)
+        parts[:0] = [f"{name}（{limit()}）" if limit else name for name in names]
+    return f"{label}：{'、'.join(parts) or '管理员'}"
+
+
+def role_hints(user, keys: list[str]) -> list[dict]:
+    """For each of ``keys`` the user cannot do without a limit: ``{"key", "label", "text": who_may,
+    "allowed": holds some tier (then the page offers it, within the limit)}``."""
+    hints = []
+    for key in keys:
+        label, tiers = MONEY_ACTIONS[key]
+        if user.has_perm(tiers[-1][0]):
+            continue
+        allowed = any(user.has_perm(perm) for perm, _ in tiers)
+        hints.append({"key": key, "label": label, "text": who_may(key), "allowed": allowed})
+    return hints
 
 
 def _resolve(permission_model, spec: str) -> list:

@@ -12,6 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.distribution import codes, transfers, withdrawals
@@ -29,7 +30,7 @@ from apps.distribution.models import (
 from apps.files.services import media_url
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.admin_display import shanghai
-from starmall.admin_money import yuan_amount
+from starmall.admin_money import yuan, yuan_amount
 from starmall.errors import ShopError
 from starmall.spreadsheet import safe_row
 
@@ -243,6 +244,8 @@ class WithdrawalAdmin(ReadOnlyModelAdmin):
     date_hierarchy = "created_at"
     inlines = [TransferInline]
     actions = ["approve", "reject", "query_transfer", "export_csv"]
+    money_actions = ["withdrawal"]  # who may: apps/backoffice/roles.py MONEY_ACTIONS (role_hints.html)
+    list_before_template = change_form_outer_before_template = "admin/starmall/role_hints.html"
 
     @admin.display(description="转账状态")
     def transfer_state(self, obj) -> str:
@@ -254,7 +257,10 @@ class WithdrawalAdmin(ReadOnlyModelAdmin):
 
     @admin.action(description="批准所选提现（发起微信商家转账）", permissions=["decide"])
     def approve(self, request, queryset):
+        """A confirmation page (amount, payee, channel of each); only its confirm button approves."""
         require_perm(request, withdrawals.PERMISSION)
+        if not request.POST.get("confirm"):
+            return self._approve_confirm(request, list(queryset.select_related("distributor__customer").order_by("pk")))
         outcomes = []
         for w in queryset.order_by("pk"):
             try:
@@ -263,6 +269,35 @@ class WithdrawalAdmin(ReadOnlyModelAdmin):
             except ShopError as exc:
                 outcomes.append(Outcome(w.withdrawal_no, messages.WARNING, f"未批准：{exc.message}"))
         report(request, "批准提现", outcomes)
+
+    def _approve_confirm(self, request, selected: list[Withdrawal]):
+        pending = [w for w in selected if w.status == Withdrawal.Status.PENDING]
+        return render(
+            request,
+            "admin/starmall/money_confirm.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "确认批准提现",
+                "intro": "批准后立即向微信发起商家转账（转到收款人的微信零钱），钱一经转出不能撤回。不是待审核的提现不会转账。",
+                "headers": ["提现单号", "状态", "收款人", "收款 openid", "金额（元）", "渠道"],
+                "rows": [
+                    [
+                        w.withdrawal_no,
+                        w.get_status_display(),
+                        w.distributor.customer.nickname or "-",
+                        w.distributor.customer.openid,
+                        yuan(w.amount_fen),
+                        "微信商家转账到零钱",
+                    ]
+                    for w in selected
+                ],
+                "total": f"共 {len(selected)} 笔，待审核 {len(pending)} 笔，合计转出 {yuan(sum(w.amount_fen for w in pending))} 元。",
+                "form_action": "",
+                "hidden": [("action", "approve")] + [("_selected_action", w.pk) for w in selected],
+                "confirm_label": "确认批准并转账",
+                "back_url": reverse("admin:distribution_withdrawal_changelist"),
+            },
+        )
 
     @admin.action(description="驳回所选提现（填写原因，佣金退回）", permissions=["decide"])
     def reject(self, request, queryset):

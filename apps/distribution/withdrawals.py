@@ -21,6 +21,7 @@ from django.utils import timezone
 from apps.distribution import ledger, referral
 from apps.distribution.models import LedgerEntry, TransferBill, Withdrawal
 from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound, ShopError
+from starmall.staff_roles import roles_text
 
 PERMISSION = "distribution.decide_withdrawal"
 #: WeChat needs the payee's encrypted real name from 2,000 yuan up (WECHAT.md); the shop has none
@@ -37,7 +38,7 @@ class PermissionDenied(ShopError):
 
 def _check(user) -> str:
     if user is None or not user.is_active or not user.has_perm(PERMISSION):
-        raise PermissionDenied()
+        raise PermissionDenied(f"没有审核提现的权限，需{roles_text(PERMISSION)}审核。")
     return user.get_username()
 
 

@@ -127,6 +127,7 @@ class Order(models.Model):
             ("complete_order", "可以将订单标记为已完成"),
             ("cancel_order", "可以取消待支付订单（先向微信确认）"),
             ("change_price", "可以给待支付订单改价（先关闭微信的支付单）"),
+            ("change_price_limited", "可以给待支付订单改价（商品金额的 ±OPS_PRICE_CHANGE_PERCENT % 以内）"),
             ("edit_address", "可以修改未发货订单的收货地址"),
             ("edit_merchant_remark", "可以填写订单的商家备注"),
         ]
@@ -257,6 +258,7 @@ class AfterSale(models.Model):
         ordering = ["-id"]
         permissions = [
             ("decide_aftersale", "可以同意或拒绝退款申请"),
+            ("approve_small_refund", "可以同意限额以内的退款申请（SERVICE_REFUND_LIMIT_FEN）"),
             ("receive_return", "可以确认收到退货（随后退款）"),
         ]
         indexes = [models.Index(fields=["order", "status"], name="aftersale_order_status_idx")]

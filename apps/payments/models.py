@@ -349,6 +349,7 @@ class ReconciliationRun(models.Model):
         OK = "ok", "一致"
         DIFFERENCES = "differences", "有差异"
         ERROR = "error", "下载失败"  # the bill could not be fetched; retried by the next run
+        RUNNING = "running", "对账中"  # started from the back office, no result of the day yet
 
     bill_date = models.DateField(verbose_name="账单日期", unique=True)  # Beijing date of the bill
     status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices)
@@ -360,6 +361,9 @@ class ReconciliationRun(models.Model):
     error = models.TextField(verbose_name="错误", blank=True)
     alerted = models.BooleanField(verbose_name="已告警", default=False)
     checked_at = models.DateTimeField(verbose_name="对账时间", auto_now=True)
+    # set when staff start a run from the back office ("立即对账"), cleared when its result is stored
+    running_since = models.DateTimeField(verbose_name="对账开始于", null=True, blank=True)
+    started_by = models.CharField(verbose_name="发起人", max_length=150, blank=True)
 
     class Meta:
         verbose_name = "对账"

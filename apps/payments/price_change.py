@@ -14,30 +14,30 @@ points + adjust`` holds), refused if a WeChat payment opened meanwhile. The cust
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from apps.orders.models import Order, OrderEvent, OrderStatus, PayMethod
-from apps.payments import order_lifecycle
+from apps.payments import order_lifecycle, staff_limits
 from apps.payments.models import Payment
 from apps.payments.services import OPEN_STATUSES
 from starmall.admin_money import yuan
 from starmall.errors import InvalidInput, InvalidState, WechatUnavailable
 
-PERMISSION = "orders.change_price"
+PERMISSION = staff_limits.PRICE_ANY  # any amount (财务); PRICE_LIMITED: within a percentage (运营)
 MAX_PAY_FEN = 10_000_000  # 100,000 yuan: far above any order of the shop; a typo guard
 
 
 def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor: str) -> Order:
     """Set an unpaid order's amount to ``pay_fen`` (fen, 1..10,000,000) with a reason, logged.
 
-    ``user`` must hold ``orders.change_price`` (PermissionDenied); ``actor`` is "staff:<name>".
+    ``user`` must hold ``orders.change_price``, or ``orders.change_price_limited`` with the new
+    total adjustment within ``OPS_PRICE_CHANGE_PERCENT`` % of the goods total
+    (``staff_limits.price_change_check``; StaffForbidden names who may). ``actor`` is "staff:<name>".
     Raises InvalidInput (amount, empty reason), InvalidState (not unpaid / paid at WeChat / the
     order changed meanwhile), WechatUnavailable (WeChat could not confirm the trade is closed, or
     the customer is paying right now: nothing changed, try again), ``Order.DoesNotExist``.
     """
-    if user is None or not user.has_perm(PERMISSION):
-        raise PermissionDenied(f"需要权限 {PERMISSION}")
+    staff_limits.require_price_change(user)
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput("请填写改价原因。")
@@ -50,6 +50,9 @@ def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor:
         )
     if order.pay_fen == pay_fen:
         return order
+    # pay_fen - adjust_fen is fixed once the order exists, so the guard ``pay_fen = <as read>``
+    # below also keeps the adjustment checked here
+    staff_limits.price_change_check(user=user, goods_fen=order.goods_fen, adjust_fen=_adjust_after(order, pay_fen))
     settle = order_lifecycle.wechat_settle_before_cancel(order=order)  # orderquery + closeorder, outside a transaction
     if settle == order_lifecycle.Settle.PAID:
         raise InvalidState("微信显示该订单已支付，不能改价。", status="paid")
@@ -60,7 +63,7 @@ def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor:
         locked = Order.objects.select_for_update().get(pk=order.pk)  # lock order: the order first
         if Payment.objects.filter(order=locked, method=PayMethod.WECHAT, status__in=OPEN_STATUSES).exists():
             raise WechatUnavailable("顾客刚发起了支付，请稍后再试。")
-        adjust = locked.adjust_fen + (pay_fen - locked.pay_fen)
+        adjust = _adjust_after(locked, pay_fen)
         if (
             Order.objects.filter(pk=locked.pk, status=OrderStatus.UNPAID, pay_fen=old).update(
                 pay_fen=pay_fen, adjust_fen=adjust
@@ -77,3 +80,8 @@ def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor:
         )
     order.refresh_from_db()
     return order
+
+
+def _adjust_after(order: Order, pay_fen: int) -> int:
+    """The order's ``adjust_fen`` once its amount is ``pay_fen`` (fen)."""
+    return order.adjust_fen + (pay_fen - order.pay_fen)

@@ -54,6 +54,7 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
@@ -63,14 +64,17 @@ from django.utils import timezone
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
 from apps.orders.models import PayMethod
-from apps.payments import gateway
+from apps.payments import gateway, staff_limits
 from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
 from apps.payments.wechat_bill import Bill, BillFormatError, BillRefund, BillTrade, parse_bill
 from apps.payments.wechat_bill import yuan_to_fen as yuan_to_fen  # re-exported: the parser's API stays here too
+from starmall import dispatch
 from starmall.admin_money import yuan
+from starmall.errors import InvalidInput
 
 logger = logging.getLogger(__name__)
 
+PERMISSION = "payments.run_reconciliation"
 BEIJING = ZoneInfo("Asia/Shanghai")  # WeChat's bill days are Beijing days
 ERROR_RETRY_DAYS = 7  # reconcile_previous_day retries days that failed to download this far back
 _CHUNK = 500  # keys per IN (...) query (SQLite caps bound parameters)
@@ -401,6 +405,7 @@ def _store(bill_date: dt.date, *, status: str, **values) -> ReconciliationRun:
     cannot both see "not alerted yet" for the same status.
     """
     values = {
+        "running_since": None,  # a run the back office started is over
         "wechat_count": 0,
         "local_count": 0,
         "wechat_fen": 0,
@@ -467,9 +472,14 @@ def _summary(status: str, values: dict) -> str:
     )
 
 
+def beijing_today() -> dt.date:
+    """Today's date in Beijing."""
+    return timezone.now().astimezone(BEIJING).date()
+
+
 def previous_day(today: dt.date | None = None) -> dt.date:
-    """Yesterday as a Beijing date (``today`` defaults to now in Beijing)."""
-    return (today or timezone.now().astimezone(BEIJING).date()) - dt.timedelta(days=1)
+    """Yesterday as a Beijing date (``today`` defaults to :func:`beijing_today`)."""
+    return (today or beijing_today()) - dt.timedelta(days=1)
 
 
 def reconcile_previous_day(*, today: dt.date | None = None) -> ReconciliationRun:
@@ -489,3 +499,31 @@ def reconcile_previous_day(*, today: dt.date | None = None) -> ReconciliationRun
     for bill_date in list(failed):
         reconcile(bill_date=bill_date)
     return run
+
+
+def reconcile_start(*, bill_date: dt.date, user) -> ReconciliationRun:
+    """Staff start the reconciliation of ``bill_date`` (a Beijing day before today) from the back
+    office: the day's row gets ``running_since`` (a day without a result yet: status ``running``),
+    and after commit the worker runs :func:`reconcile` (task ``reconcile_day``), which stores the
+    result and clears ``running_since``. Starting again while it runs is harmless (a rerun
+    replaces the row). Raises StaffForbidden (no ``payments.run_reconciliation``), InvalidInput."""
+    if user is None or not user.is_active or not user.has_perm(PERMISSION):
+        raise staff_limits.StaffForbidden(f"没有对账的权限，需{staff_limits.roles_text(PERMISSION)}操作。")
+    if bill_date >= beijing_today():
+        raise InvalidInput("只能对账今天以前的日期（微信账单次日 10 点后生成）。", date=["须早于今天"])
+    now, by = timezone.now(), user.get_username()
+    with transaction.atomic():
+        run, _ = ReconciliationRun.objects.update_or_create(
+            bill_date=bill_date,
+            create_defaults={"status": ReconciliationRun.Status.RUNNING, "running_since": now, "started_by": by},
+            defaults={"running_since": now, "started_by": by},
+        )
+        transaction.on_commit(partial(_dispatch_day, bill_date))
+    return run
+
+
+def _dispatch_day(bill_date: dt.date) -> None:
+    from apps.payments.tasks import reconcile_day
+
+    # if Redis is down the row stays "running": staff start it again, or the daily run replaces it
+    dispatch.push(reconcile_day, bill_date.isoformat())

@@ -30,7 +30,7 @@ from apps.alerts.services import alert_on_failure
 from apps.catalog.models import Kind
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
-from apps.payments import gateway, hooks
+from apps.payments import gateway, hooks, staff_limits
 from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.admin_money import yuan
@@ -128,8 +128,13 @@ def _auto_approvable(order: Order, amount_fen: int, payment: Payment | None) -> 
     return order.slot.start - timezone.now() > dt.timedelta(hours=hours)
 
 
-def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False) -> Refund | None:
+def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False, user=None) -> Refund | None:
     """Approve a requested refund: reserve the amount, create the Refund, dispatch after commit.
+
+    ``user``: the staff user deciding (the back office passes it, always): StaffForbidden
+    unless they may approve this amount (``staff_limits.refund_approval_check``: 客服 up to
+    ``SERVICE_REFUND_LIMIT_FEN``, 财务 any). None: the shop's own rules (auto-approval, failed
+    groups, a batch already checked by ``payments.batch_refund``).
 
     ``returned=True`` is the last step of "return first" (``apps.payments.returns``): staff
     received the goods of a ``returning`` request; a full refund then puts the units back in
@@ -143,6 +148,8 @@ def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False
         request = AfterSale.objects.filter(pk=after_sale_id).first()
         if request is None:
             return None
+        if user is not None:  # the amount never changes once requested: checked before any lock
+            staff_limits.refund_approval_check(user=user, amount_fen=request.amount_fen)
         # Lock the order: shipping it now must wait, so "restock" is decided on its real state.
         # It comes before the request's own row (steps 1 and 2 of starmall/locking.py), then the
         # payment's reservation (2) and the customer's points (5, order_mark_refunding).

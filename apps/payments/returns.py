@@ -14,13 +14,16 @@ from django.utils import timezone
 
 from apps.orders.models import AfterSale, Order, OrderStatus
 from apps.orders.shipments import TRACKING_NO
-from apps.payments import refunds
+from apps.payments import refunds, staff_limits
 from apps.payments.models import Refund
 from starmall.errors import InvalidInput, InvalidState, NotFound
 
 
-def after_sale_approve_return(*, after_sale_id: int, actor: str, note: str = "") -> bool:
+def after_sale_approve_return(*, after_sale_id: int, actor: str, note: str = "", user=None) -> bool:
     """Staff agree to refund once the goods are back: ``requested -> approved_return``.
+
+    ``user`` (the back office passes it): StaffForbidden unless they may approve a refund of
+    the request's amount (``staff_limits.refund_approval_check``), as for a direct approval.
 
     Only for an order that was shipped (``shipped`` or ``completed``): InvalidState otherwise
     (a paid, unshipped order is refunded at once with ``after_sale_approve``). False when the
@@ -30,6 +33,8 @@ def after_sale_approve_return(*, after_sale_id: int, actor: str, note: str = "")
         request = AfterSale.objects.filter(pk=after_sale_id).select_related("order").first()
         if request is None:
             return False
+        if user is not None:
+            staff_limits.refund_approval_check(user=user, amount_fen=request.amount_fen)
         order = Order.objects.select_for_update().get(pk=request.order_id)
         if order.status not in (OrderStatus.SHIPPED, OrderStatus.COMPLETED):
             raise InvalidState("只有已发货的订单需要先退货。", status=order.status)

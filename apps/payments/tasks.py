@@ -1,5 +1,7 @@
 """Celery tasks of payments (queue ``payments``): thin wrappers around the services."""
 
+import datetime as dt
+
 from celery import shared_task
 
 from apps.payments import order_lifecycle, recharges, reconciliation, refund_batches, refunds, services
@@ -27,6 +29,13 @@ def payments_check_uncertain() -> dict:
 def reconcile_daily() -> str:
     """Beat, daily 10:30 Beijing (WeChat's bill is ready after 10:00): yesterday vs our rows."""
     return reconciliation.reconcile_previous_day().status
+
+
+@shared_task
+def reconcile_day(bill_date: str) -> str:
+    """A day's reconciliation staff started in the back office (``reconciliation.reconcile_start``);
+    ``bill_date`` is ``YYYY-MM-DD`` (Beijing). Returns the stored status."""
+    return reconciliation.reconcile(bill_date=dt.date.fromisoformat(bill_date)).status
 
 
 @shared_task

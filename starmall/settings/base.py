@@ -315,6 +315,8 @@ def _check() -> None:
         raise ImproperlyConfigured(f"WECHAT_PAY_API must be v2 or v3, not {WECHAT_PAY_API!r}")
     if WECHAT_TIMEOUT_SECONDS <= 0:
         raise ImproperlyConfigured("WECHAT_TIMEOUT_SECONDS must be positive (wechatpy has no timeout by default)")
+    if SERVICE_REFUND_LIMIT_FEN < 0 or not 0 <= OPS_PRICE_CHANGE_PERCENT <= 100:
+        raise ImproperlyConfigured("SERVICE_REFUND_LIMIT_FEN must be >= 0 fen, OPS_PRICE_CHANGE_PERCENT 0..100")
     if REFUND_AUTO_APPROVE_HOURS < 0:
         raise ImproperlyConfigured("REFUND_AUTO_APPROVE_HOURS must be 0 (off) or a number of hours")
     if POINTS_FREEZE_DAYS < 0 or BOOKING_MIN_NOTICE_MINUTES < 0:

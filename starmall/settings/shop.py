@@ -21,6 +21,11 @@ RECHARGE_PAY_MINUTES = env.int("RECHARGE_PAY_MINUTES", default=30)
 # Full refunds of paid consultations whose slot is more than this many hours away are
 # approved without staff (0: every refund waits for staff).
 REFUND_AUTO_APPROVE_HOURS = env.int("REFUND_AUTO_APPROVE_HOURS", default=24)
+# Back-office money limits (apps/payments/staff_limits.py): customer service (客服) approve refund
+# requests up to this many fen (20000 = 200.00 yuan), finance (财务) any; operations (运营) 改价
+# an unpaid order within this percentage of its goods total either way, finance any.
+SERVICE_REFUND_LIMIT_FEN = env.int("SERVICE_REFUND_LIMIT_FEN", default=20000)
+OPS_PRICE_CHANGE_PERCENT = env.int("OPS_PRICE_CHANGE_PERCENT", default=10)
 SMS_BACKEND = env.str("SMS_BACKEND", default="apps.orders.sms.LogSmsBackend")
 # Points an order earns stay frozen until it completes plus this many days (API.md Additions).
 POINTS_FREEZE_DAYS = env.int("POINTS_FREEZE_DAYS", default=7)

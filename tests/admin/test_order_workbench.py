@@ -122,7 +122,12 @@ def test_price_change_closes_the_wechat_trade_and_the_next_pay_uses_a_new_out_tr
     finance = make_staff("orders.change_price", view_all=True)
     order = Order.objects.get(order_no=no)
     assert 'id="price-form"' in finance.get(f"/admin/orders/order/{order.pk}/change/").content.decode()
-    finance.post(f"/admin/orders/order/{order.pk}/price/", {"pay_yuan": "50.00", "reason": "老顾客优惠"})
+    confirm = finance.post(f"/admin/orders/order/{order.pk}/price/", {"pay_yuan": "50.00", "reason": "老顾客优惠"})
+    assert confirm.status_code == 200 and "确认改价" in confirm.content.decode()  # the confirmation page first
+    assert Order.objects.get(pk=order.pk).pay_fen == before and wechat.state.trades[no].total_fee == before
+    finance.post(
+        f"/admin/orders/order/{order.pk}/price/", {"pay_yuan": "50.00", "reason": "老顾客优惠", "confirm": "1"}
+    )
     order.refresh_from_db()
     assert (order.status, order.pay_fen, order.adjust_fen, order.goods_fen) == (
         OrderStatus.UNPAID,
@@ -152,13 +157,13 @@ def test_price_change_needs_its_permission_a_reason_and_an_unpaid_order(
         viewer.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "1.00", "reason": "x"}).status_code == 403
     )
     finance = make_staff("orders.change_price", view_all=True)
-    finance.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "1.00", "reason": ""})
-    finance.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "0.001", "reason": "x"})
+    finance.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "1.00", "reason": "", "confirm": "1"})
+    finance.post(f"/admin/orders/order/{unpaid.pk}/price/", {"pay_yuan": "0.001", "reason": "x", "confirm": "1"})
     before = unpaid.pay_fen
     unpaid.refresh_from_db()
     assert (unpaid.pay_fen, unpaid.adjust_fen) == (before, 0)
     [paid] = paid_orders(1)
-    finance.post(f"/admin/orders/order/{paid.pk}/price/", {"pay_yuan": "1.00", "reason": "x"})
+    finance.post(f"/admin/orders/order/{paid.pk}/price/", {"pay_yuan": "1.00", "reason": "x", "confirm": "1"})
     before = paid.pay_fen
     paid.refresh_from_db()
     assert (paid.pay_fen, paid.adjust_fen) == (before, 0)

@@ -41,6 +41,10 @@ def test_finance_approves_and_rejects_withdrawals_in_the_browser(page_for, shot,
     finance.select_option("select[name=action]", "approve")
     finance.click("button[name=index]")
     finance.wait_for_load_state("networkidle")
+    assert finance.locator("#money-confirm >> text=微信商家转账到零钱").count() == 1  # the confirmation page
+    assert Withdrawal.objects.get(pk=approve.pk).status == "pending"
+    finance.click("input[type=submit][value=确认批准并转账]")
+    finance.wait_for_load_state("networkidle")
     assert Withdrawal.objects.get(pk=approve.pk).status in ("approved", "wait_confirm")
     assert TransferBill.objects.filter(out_bill_no=approve.withdrawal_no).count() == 1
 

@@ -39,8 +39,10 @@ def test_finance_approves_and_rejects_from_the_queue(earner, django_capture_on_c
     denied = viewer.post(URL, {"action": "approve", "_selected_action": [wa.pk]})
     assert Withdrawal.objects.get(pk=wa.pk).status == "pending" and denied.status_code in (200, 302, 403)
 
+    confirm = finance.post(URL, {"action": "approve", "_selected_action": [wa.pk]})  # the confirmation page first
+    assert "确认批准并转账" in confirm.content.decode() and Withdrawal.objects.get(pk=wa.pk).status == "pending"
     with django_capture_on_commit_callbacks(execute=False):
-        finance.post(URL, {"action": "approve", "_selected_action": [wa.pk]})
+        finance.post(URL, {"action": "approve", "_selected_action": [wa.pk], "confirm": "1"})
     assert Withdrawal.objects.get(pk=wa.pk).status == "approved"
     assert TransferBill.objects.filter(out_bill_no=wa.withdrawal_no).count() == 1
 
