@@ -12,7 +12,7 @@ _roles = importlib.import_module("apps.backoffice.migrations.0002_roles")
 class Migration(migrations.Migration):
     dependencies = [
         ("backoffice", "0006_revenue_permission_and_workbench_roles"),
-        ("orders", "0020_limited_refund_and_price_permissions"),
+        ("orders", "0021_limited_refund_and_price_permissions"),
     ]
 
     operations = [migrations.RunPython(_roles.create_roles, migrations.RunPython.noop)]

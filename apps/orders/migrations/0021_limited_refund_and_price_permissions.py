@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orders', '0019_followup_kind_shipping_info'),
+        ('orders', '0020_order_receiver_search'),
     ]
 
     operations = [
