@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("apps.files.api.urls")),
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.catalog.api.urls")),
+    path("", include("apps.members.api.urls")),
     path("", include("apps.appointments.api.urls")),
     path("", include("apps.marketing.api.urls")),
     path("", include("apps.orders.api.urls")),

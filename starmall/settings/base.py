@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "apps.files",
     "apps.accounts",
     "apps.catalog",
+    "apps.members",  # levels, growth, paid membership (SVIP), member prices; above catalog, below orders
     "apps.appointments",
     "apps.marketing",
     "apps.shipping",
