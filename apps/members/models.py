@@ -181,3 +181,7 @@ class CardPurchase(models.Model):
 
     def __str__(self) -> str:
         return self.purchase_no
+
+
+# Customer tags and their rules live in their own module (registered with this app by the import).
+from apps.members.models_tags import CustomerTag, Tag  # noqa: E402,F401
