@@ -68,7 +68,7 @@ class CouponTemplateForm(forms.ModelForm):
             "is_active",
         ]
         help_texts = {
-            "occasion": "新人券：顾客首次登录时自动赠送一张；生日券：顾客生日当天自动赠送，每年一张。二者顾客不能自行领取",
+            "occasion": "新人券：首次登录自动赠送；生日券：生日当天自动赠送（每年一张）；积分商城兑换券：只能用积分兑换。三者顾客都不能直接领取",
             "valid_from": "北京时间；空 = 领取即可用",
             "valid_to": "北京时间；设置“领取后有效天数”时只截止领取",
             "valid_days": "领取后有效天数（优先于固定有效期）",

@@ -109,6 +109,7 @@ class CouponTemplate(models.Model):
         NONE = "", "领取或后台发放"
         NEW_CUSTOMER = "new_customer", "新人券（首次登录赠送）"
         BIRTHDAY = "birthday", "生日券（每年生日赠送）"
+        POINTS_MALL = "points_mall", "积分商城兑换券"  # given only by a points-mall exchange
 
     class Scope(models.TextChoices):
         ALL = "all", "全场"
@@ -149,7 +150,7 @@ class CouponTemplate(models.Model):
     total = models.PositiveIntegerField(verbose_name="发放总量")
     issued = models.PositiveIntegerField(verbose_name="已发放", default=0)
     per_customer = models.PositiveIntegerField(verbose_name="每人限领", default=1)
-    # new_customer / birthday: given by the shop (gifts), never listed or received by customers
+    # new_customer / birthday / points_mall: given by the shop (gifts, exchanges), never listed or received
     occasion = models.CharField(
         verbose_name="发放场景", max_length=16, choices=Occasion.choices, default=Occasion.NONE, blank=True
     )

@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='coupontemplate',
             name='occasion',
-            field=models.CharField(blank=True, choices=[('', '领取或后台发放'), ('new_customer', '新人券（首次登录赠送）'), ('birthday', '生日券（每年生日赠送）')], default='', max_length=16, verbose_name='发放场景'),
+            field=models.CharField(blank=True, choices=[('', '领取或后台发放'), ('new_customer', '新人券（首次登录赠送）'), ('birthday', '生日券（每年生日赠送）'), ('points_mall', '积分商城兑换券')], default='', max_length=16, verbose_name='发放场景'),
         ),
         migrations.CreateModel(
             name='CouponGift',
