@@ -8,7 +8,7 @@ from django.db.models import Sum
 from apps.accounts import services as accounts
 from apps.accounts import wallet
 from apps.accounts.exceptions import InsufficientBalance
-from apps.accounts.models import Address, Coupon, Customer, WalletEvent
+from apps.accounts.models import Coupon, Customer, WalletEvent
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Sku
 from apps.crm import tag_coupons
@@ -32,19 +32,17 @@ def _template(**terms) -> CouponTemplate:
     )
 
 
-def _customer(make_customer, points: int) -> Customer:
-    customer = make_customer()
-    wallet.points_adjust(customer_id=customer.pk, points=points, ref=f"race:{customer.pk}")
-    Address.objects.create(
-        customer=customer,
-        name="买家",
-        phone="13800000000",
-        province="浙江省",
-        city="杭州市",
-        detail="1号",
-        is_default=True,
-    )
-    return customer
+@pytest.fixture
+def holder(make_customer, address_of):
+    """``holder(points)`` -> a customer with that many spendable points (a ledger row) and an address."""
+
+    def make(points: int) -> Customer:
+        customer = make_customer()
+        wallet.points_adjust(customer_id=customer.pk, points=points, ref=f"race:{customer.pk}")
+        address_of(customer)
+        return customer
+
+    return make
 
 
 def _ledger_matches(customer_id: int) -> bool:
@@ -54,10 +52,10 @@ def _ledger_matches(customer_id: int) -> bool:
     return Customer.objects.get(pk=customer_id).points == (total or 0)
 
 
-def test_many_customers_race_for_the_last_goods(make_customer, make_sku, race):
+def test_many_customers_race_for_the_last_goods(holder, make_sku, race):
     sku = make_sku(price_fen=9900, stock=10)
     item = Item.objects.create(name="茶杯", kind="goods", sku=sku, points=100, stock=3, limit_per_customer=1)
-    customers = [_customer(make_customer, 100) for _ in range(N)]
+    customers = [holder(100) for _ in range(N)]
 
     results = race(lambda i: services.item_exchange(item_id=item.pk, customer_id=customers[i].pk), N)
 
@@ -73,11 +71,11 @@ def test_many_customers_race_for_the_last_goods(make_customer, make_sku, race):
     assert all(_ledger_matches(c.pk) for c in customers)
 
 
-def test_one_customer_racing_never_spends_more_points_than_they_have(make_customer, race):
+def test_one_customer_racing_never_spends_more_points_than_they_have(holder, race):
     item = Item.objects.create(
         name="10 元券", kind="coupon", coupon_template=_template(), points=100, stock=50, limit_per_customer=0
     )
-    customer = _customer(make_customer, 250)
+    customer = holder(250)
 
     results = race(lambda i: services.item_exchange(item_id=item.pk, customer_id=customer.pk), N)
 
@@ -88,11 +86,11 @@ def test_one_customer_racing_never_spends_more_points_than_they_have(make_custom
     assert Coupon.objects.filter(customer=customer).count() == 2
 
 
-def test_one_customer_racing_never_passes_the_limit(make_customer, race):
+def test_one_customer_racing_never_passes_the_limit(holder, race):
     item = Item.objects.create(
         name="10 元券", kind="coupon", coupon_template=_template(), points=10, stock=50, limit_per_customer=2
     )
-    customer = _customer(make_customer, 1000)
+    customer = holder(1000)
 
     results = race(lambda i: services.item_exchange(item_id=item.pk, customer_id=customer.pk), N)
 

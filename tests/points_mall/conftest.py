@@ -40,23 +40,3 @@ def goods_item(make_sku):
         )
 
     return make
-
-
-@pytest.fixture
-def address_of():
-    """``address_of(customer)`` -> the customer's default address."""
-    from apps.accounts.models import Address
-
-    def make(customer):
-        return Address.objects.create(
-            customer=customer,
-            name="张三",
-            phone="13800000000",
-            province="浙江省",
-            city="杭州市",
-            district="西湖区",
-            detail="文三路100号",
-            is_default=True,
-        )
-
-    return make
