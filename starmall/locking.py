@@ -18,7 +18,7 @@ already holds may be written again at any time; steps it does not need are skipp
 5. the customer (``Customer``: balance, points, the per-customer caps and address and cart
    limits), then the customer's own rows: ledger (``WalletEvent``), cart lines, addresses;
 6. the flash sale: the customer's allowance (``FlashSalePurchase``), then the sale
-   (``FlashSale``);
+   (``FlashSale``); a points-mall item's stock stands here (``apps/points_mall/services.py``);
 7. SKU stock (``Sku``) in id order;
 8. product sales counters (``Product.sales``) in id order.
 

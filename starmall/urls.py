@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("apps.files.api.urls")),
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.catalog.api.urls")),
+    path("", include("apps.members.api.urls")),
     path("", include("apps.appointments.api.urls")),
     path("", include("apps.marketing.api.urls")),
     path("", include("apps.orders.api.urls")),
@@ -24,6 +25,7 @@ api_v1 = [
     path("", include("apps.content.api.urls")),
     path("", include("apps.stores.api.urls")),
     path("", include("apps.distribution.api.urls")),
+    path("", include("apps.points_mall.api.urls")),
     # Anything else under /api/v1/ is a JSON 404 in the API's error format (also with DEBUG on).
     re_path(r"^[\s\S]*$", api_not_found),  # any path, also one with a newline in it
 ]

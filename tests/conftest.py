@@ -285,19 +285,28 @@ def make_upload(db):
 
 
 @pytest.fixture
-def address(customer):
+def address_of(db):
+    """``address_of(customer)`` -> a new default address of that customer (浙江省杭州市)."""
     from apps.accounts.models import Address
 
-    return Address.objects.create(
-        customer=customer,
-        name="张三",
-        phone="13800000000",
-        province="浙江省",
-        city="杭州市",
-        district="西湖区",
-        detail="文三路100号",
-        is_default=True,
-    )
+    def make(customer):
+        return Address.objects.create(
+            customer=customer,
+            name="张三",
+            phone="13800000000",
+            province="浙江省",
+            city="杭州市",
+            district="西湖区",
+            detail="文三路100号",
+            is_default=True,
+        )
+
+    return make
+
+
+@pytest.fixture
+def address(customer, address_of):
+    return address_of(customer)
 
 
 @pytest.fixture

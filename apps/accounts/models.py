@@ -20,6 +20,7 @@ class Customer(models.Model):
     balance_fen = models.BigIntegerField(verbose_name="余额", default=0)  # fen; changed only by conditional UPDATEs
     points = models.BigIntegerField(verbose_name="积分", default=0)  # one point is worth settings.POINT_VALUE_FEN fen
     is_active = models.BooleanField(verbose_name="启用", default=True)
+    birthday = models.DateField(verbose_name="生日", null=True, blank=True)  # set by the customer (PATCH /me)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
@@ -82,6 +83,7 @@ class WalletEvent(models.Model):
         RECHARGE = "recharge", "充值"  # balance paid in by a recharge (ref: recharge_no)
         BONUS = "bonus", "充值赠送"  # the bonus of a recharge package (ref: recharge_no)
         SIGN_IN = "sign_in", "签到"  # daily sign-in points (ref: sign-in date / customer)
+        EXCHANGE = "exchange", "积分兑换"  # points spent in the points mall (ref: exchange_no)
 
     class State(models.TextChoices):
         AVAILABLE = "available", "可用"  # counted in the customer's balance / spendable points

@@ -17,8 +17,9 @@ from starmall.errors import InvalidInput, NotFound
 
 
 def customer_update_profile(*, customer: Customer, **fields) -> Customer:
-    """Change ``nickname`` (1-64 characters) and/or ``avatar_url`` (an image uploaded through
-    POST /uploads, or "" to clear it); other keys are ignored. Raises InvalidInput
+    """Change ``nickname`` (1-64 characters), ``avatar_url`` (an image uploaded through
+    POST /uploads, or "" to clear it) and/or ``birthday`` (a date, None to clear it; birthday
+    coupons: apps.marketing.gifts); other keys are ignored. Raises InvalidInput
     (``detail.avatar_url``) for any other URL. Writes only the given columns."""
     changed = {}
     if "nickname" in fields:
@@ -30,6 +31,8 @@ def customer_update_profile(*, customer: Customer, **fields) -> Customer:
         if url and not is_our_upload_url(url, family="image"):
             raise InvalidInput("头像须先通过上传接口上传。", avatar_url=["请使用 POST /api/v1/uploads 返回的图片地址"])
         changed["avatar_url"] = url
+    if "birthday" in fields:
+        changed["birthday"] = fields["birthday"]
     if changed:
         Customer.objects.filter(pk=customer.pk).update(**changed)
         for name, value in changed.items():

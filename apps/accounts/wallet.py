@@ -158,6 +158,19 @@ def points_reward(*, customer_id: int, points: int, reason: str, ref: str) -> bo
     return True
 
 
+@transaction.atomic(savepoint=False)
+def points_exchange_debit(*, customer_id: int, points: int, ref: str, order_no: str = "") -> None:
+    """Take ``points`` (> 0) for points-mall exchange ``ref`` (its exchange_no; ``order_no``: the
+    goods order it made), with its ledger row (reason EXCHANGE); joins the exchange's
+    transaction. Raises InsufficientBalance (409 ``insufficient_balance``, nothing changed)
+    when the customer has fewer spendable points."""
+    assert points > 0
+    if Customer.objects.filter(pk=customer_id, points__gte=points).update(points=F("points") - points) != 1:
+        raise InsufficientBalance("积分不足，无法兑换。", points=points)
+    if not _event(customer_id, WalletEvent.Kind.POINTS, WalletEvent.Reason.EXCHANGE, -points, ref, order_no=order_no):
+        raise RuntimeError(f"points were already taken for exchange {ref}")  # rolls back
+
+
 def customer_lock(*, customer_id: int) -> None:
     """``SELECT ... FOR UPDATE`` the customer's row: the wallet's serialization point (awards
     and their voiding; the per-customer order caps). Needs a transaction. Step 5 of the lock

@@ -49,6 +49,8 @@ MODEL_GROUPS: dict[str, str] = {
     "accounts.subscribetemplate": "公众号",  # the WeChat messages staff manage together
     "accounts.subscriberefusal": "公众号",
     "accounts.smscode": "系统",
+    "members.tag": "营销",  # customer tags: who a campaign (coupons to a tag) reaches
+    "members.customertag": "营销",
 }
 
 #: app_label -> group (every model of the app unless MODEL_GROUPS says otherwise)
@@ -56,6 +58,8 @@ APP_GROUPS: dict[str, str] = {
     "orders": "订单",
     "catalog": "商品",
     "marketing": "营销",  # coupons, flash sales, sign-in, group buys, bargains
+    "points_mall": "营销",  # items for points, exchanges
+    "crm": "营销",  # coupons issued to a tag
     "distribution": "分销",
     "content": "店铺内容",
     "stores": "自提",

@@ -86,6 +86,18 @@ ROLES: dict[str, list[str]] = {
         "distribution.change_productcommission",
         "distribution.add_channel",
         "distribution.change_channel",
+        # the points mall (items; exchanges to look at) and customer tags (rules, tagging by hand)
+        "points_mall.view_*",
+        "points_mall.add_item",
+        "points_mall.change_item",
+        "members.view_tag",
+        "members.add_tag",
+        "members.change_tag",
+        "members.view_customertag",
+        "members.add_customertag",
+        "members.delete_customertag",
+        "crm.view_*",
+        "accounts.view_customer",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
         "orders.view_order",

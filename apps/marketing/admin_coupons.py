@@ -64,9 +64,11 @@ class CouponTemplateForm(forms.ModelForm):
             "valid_days",
             "total",
             "per_customer",
+            "occasion",
             "is_active",
         ]
         help_texts = {
+            "occasion": "新人券：首次登录自动赠送；生日券：生日当天自动赠送（每年一张）；积分商城兑换券：只能用积分兑换。三者顾客都不能直接领取",
             "valid_from": "北京时间；空 = 领取即可用",
             "valid_to": "北京时间；设置“领取后有效天数”时只截止领取",
             "valid_days": "领取后有效天数（优先于固定有效期）",
@@ -104,7 +106,7 @@ class CouponTemplateForm(forms.ModelForm):
 class CouponTemplateAdmin(ChangedFieldsAdmin):
     form = CouponTemplateForm
     list_display = ["name", "terms", "scope", "issued_of_total", "per_customer", "validity", "is_active"]
-    list_filter = ["kind", "scope", "is_active"]
+    list_filter = ["kind", "scope", "occasion", "is_active"]
     search_fields = ["name"]
     filter_horizontal = ["categories", "products"]
     readonly_fields = ["issued", "created_at"]

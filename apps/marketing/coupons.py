@@ -135,6 +135,7 @@ def templates_receivable(*, customer_id: int | None, now: dt.datetime | None = N
             Q(valid_to__isnull=True) | Q(valid_to__gt=now),
             is_active=True,
             issued__lt=F("total"),
+            occasion=CouponTemplate.Occasion.NONE,  # new-customer and birthday coupons are given, not received
         ).order_by("-id")[:100]
     )
     if customer_id is None:
@@ -199,11 +200,13 @@ def coupon_receive(*, template_id: int, customer_id: int, now: dt.datetime | Non
 
     One transaction: the customer's receipt counter (per-customer limit), then the template's
     ``issued`` counter (total), then the coupon row. Raises NotFound (no such template, or
-    not active), InvalidState (its receiving window has ended), CouponLimitExceeded (409
+    not active, or a new-customer / birthday template: those are given), InvalidState (its receiving window has ended), CouponLimitExceeded (409
     ``limit_exceeded``: the customer's limit reached, or none left).
     """
     now = now or timezone.now()
-    template = CouponTemplate.objects.filter(pk=template_id, is_active=True).first()
+    template = CouponTemplate.objects.filter(
+        pk=template_id, is_active=True, occasion=CouponTemplate.Occasion.NONE
+    ).first()
     if template is None:
         raise NotFound("没有这个优惠券活动。", template_id=template_id)
     if template.valid_to is not None and template.valid_to <= now:
@@ -218,6 +221,16 @@ def coupon_receive(*, template_id: int, customer_id: int, now: dt.datetime | Non
         if not _take_one(template.pk):
             raise CouponLimitExceeded("优惠券已领完。", template_id=template_id, remaining=0)
         return _coupon_row(template, customer_id, now, None)
+
+
+def coupon_grant(*, template: CouponTemplate, customer_id: int, now: dt.datetime | None = None) -> Coupon | None:
+    """The shop gives the customer one coupon of ``template`` (a gift, a points-mall exchange,
+    an issue to a tag), in the caller's transaction: ``issued`` + 1 (conditional, the template
+    still active) and the coupon row; None when none is left (nothing written). Counted against
+    ``total``, not ``per_customer``; the caller's own UNIQUE key makes it once per customer."""
+    if not _take_one(template.pk):
+        return None
+    return _coupon_row(template, customer_id, now or timezone.now(), None)
 
 
 # --- staff issue ---------------------------------------------------------------------------

@@ -102,6 +102,15 @@ class CouponTemplate(models.Model):
         AMOUNT = "amount", "满减"
         PERCENT = "percent", "折扣"
 
+    class Occasion(models.TextChoices):
+        """How customers get it: received / issued by staff, or given by the shop once
+        (``apps.marketing.gifts``: at the first login; on the birthday, once a year)."""
+
+        NONE = "", "领取或后台发放"
+        NEW_CUSTOMER = "new_customer", "新人券（首次登录赠送）"
+        BIRTHDAY = "birthday", "生日券（每年生日赠送）"
+        POINTS_MALL = "points_mall", "积分商城兑换券"  # given only by a points-mall exchange
+
     class Scope(models.TextChoices):
         ALL = "all", "全场"
         CATEGORY = "category", "指定分类"
@@ -141,6 +150,10 @@ class CouponTemplate(models.Model):
     total = models.PositiveIntegerField(verbose_name="发放总量")
     issued = models.PositiveIntegerField(verbose_name="已发放", default=0)
     per_customer = models.PositiveIntegerField(verbose_name="每人限领", default=1)
+    # new_customer / birthday / points_mall: given by the shop (gifts, exchanges), never listed or received
+    occasion = models.CharField(
+        verbose_name="发放场景", max_length=16, choices=Occasion.choices, default=Occasion.NONE, blank=True
+    )
     is_active = models.BooleanField(verbose_name="启用", default=True)  # off: not listed, not receivable, not issuable
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
@@ -272,6 +285,9 @@ class SignIn(models.Model):
     def __str__(self) -> str:
         return f"{self.customer_id} {self.date} ({self.streak})"
 
+
+# Coupons the shop gives (new customer, birthday) in their own module.
+from apps.marketing.models_gifts import CouponGift  # noqa: E402,F401
 
 # 拼团 and 砍价 live in their own module (registered with this app by the import).
 from apps.marketing.models_group_bargain import (  # noqa: E402,F401

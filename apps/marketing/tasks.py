@@ -23,3 +23,11 @@ def bargains_expire_due() -> int:
     from apps.marketing import bargains
 
     return bargains.bargains_expire_due()
+
+
+@shared_task
+def birthday_gifts_give() -> int:
+    """Beat (daily): birthday coupons to today's birthdays, once per customer and year."""
+    from apps.marketing import gifts
+
+    return gifts.birthday_gifts_give()

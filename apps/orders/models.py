@@ -25,6 +25,7 @@ class Delivery(models.TextChoices):
 class PayMethod(models.TextChoices):
     WECHAT = "wechat", "微信支付"
     BALANCE = "balance", "余额支付"
+    POINTS = "points", "积分兑换"  # a 0-fen points-mall order (apps.points_mall), paid as it is made
 
 
 def pickup_code_masked(code: str | None) -> str:

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "apps.files",
     "apps.accounts",
     "apps.catalog",
+    "apps.members",  # levels, growth, paid membership (SVIP), member prices; above catalog, below orders
     "apps.appointments",
     "apps.marketing",
     "apps.shipping",
@@ -56,6 +57,8 @@ INSTALLED_APPS = [
     "apps.orders",
     "apps.payments",
     "apps.stores",  # self-pickup stores, their staff, pickup verification
+    "apps.points_mall",  # 积分商城: above orders (an exchange makes an order), beside payments
+    "apps.crm",  # 顾客运营: tag rules evaluated over orders, coupons issued to a tag; above orders
     "apps.almanac",
     "apps.reviews",
     "apps.backoffice",

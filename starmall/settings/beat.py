@@ -84,6 +84,21 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.marketing.tasks.coupon_issues_redispatch",
         "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
+    # Birthday coupons (apps.marketing.gifts): hourly, so a missed run is caught the same day;
+    # UNIQUE (template, customer, year) makes every later run of the day give nothing.
+    "birthday-gifts-give": {
+        "task": "apps.marketing.tasks.birthday_gifts_give",
+        "schedule": crontab(minute=5),
+    },
+    # Customer tags' rules (apps.crm.tag_rules) and coupons issued to a tag (the rows are the outbox).
+    "tag-rules-evaluate": {
+        "task": "apps.crm.tasks.tag_rules_evaluate",
+        "schedule": env.int("TAG_RULES_EVALUATE_SECONDS", default=3600),
+    },
+    "tag-coupon-issues-redispatch": {
+        "task": "apps.crm.tasks.tag_coupon_issues_redispatch",
+        "schedule": 2 * BEAT_SWEEP_SECONDS,
+    },
     "consultation-reminders": {
         "task": "apps.chat.tasks.consultation_reminders",
         "schedule": BEAT_SWEEP_SECONDS,

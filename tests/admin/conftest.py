@@ -64,25 +64,6 @@ def buyer(make_customer, make_api, address_of):
 
 
 @pytest.fixture
-def address_of():
-    from apps.accounts.models import Address
-
-    def make(customer):
-        return Address.objects.create(
-            customer=customer,
-            name="张三",
-            phone="13800000000",
-            province="浙江省",
-            city="杭州市",
-            district="西湖区",
-            detail="文三路100号",
-            is_default=True,
-        )
-
-    return make
-
-
-@pytest.fixture
 def goods_sku(make_sku):
     return make_sku(price_fen=6000, stock=10)
 

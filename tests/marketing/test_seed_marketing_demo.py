@@ -14,10 +14,13 @@ pytestmark = pytest.mark.django_db
 def test_seed_demo_adds_templates_packages_rules_and_a_received_coupon(make_api, wechat, deliver):
     call_command("seed_demo", stdout=open("/dev/null", "w"))
     call_command("seed_demo", stdout=open("/dev/null", "w"))  # again: nothing more
-    assert sorted(CouponTemplate.objects.values_list("name", "kind", "scope")) == [
-        ("新人满100减20", "amount", "all"),
-        ("满200享9折 最高减30元", "percent", "all"),
-        ("香道满150减30", "amount", "category"),
+    assert sorted(CouponTemplate.objects.values_list("name", "kind", "scope", "occasion")) == [
+        ("新人满100减20", "amount", "all", ""),
+        ("新人礼 满30减10", "amount", "all", "new_customer"),  # given at the first login, not listed
+        ("满200享9折 最高减30元", "percent", "all", ""),
+        ("生日礼 9折券", "percent", "all", "birthday"),
+        ("积分兑换 满50减5", "amount", "all", "points_mall"),  # the points mall's coupon item
+        ("香道满150减30", "amount", "category", ""),
     ]
     assert list(RechargePackage.objects.values_list("pay_fen", "bonus_fen")) == [(10000, 1000), (50000, 6000)]
     assert list(SignInRule.objects.values_list("points", flat=True)) == [5, 5, 10, 10, 15, 15, 30]

@@ -29,7 +29,7 @@ class LoginInSerializer(serializers.Serializer):
 class UserSerializer(fields.ModelSerializer):
     class Meta:
         model = Customer
-        fields = ["id", "nickname", "avatar_url", "balance_fen", "points"]
+        fields = ["id", "nickname", "avatar_url", "balance_fen", "points", "birthday"]
 
 
 class LoginOutSerializer(serializers.Serializer):
@@ -51,4 +51,7 @@ class ProfileInSerializer(serializers.Serializer):
     nickname = fields.CharField(required=False, max_length=64)
     avatar_url = fields.CharField(
         required=False, allow_blank=True, max_length=500, help_text="a URL answered by POST /api/v1/uploads, or empty"
+    )
+    birthday = fields.DateField(
+        required=False, allow_null=True, help_text="YYYY-MM-DD; null clears it (birthday coupons)"
     )

@@ -49,6 +49,8 @@ class Command(BaseCommand):
         call_command("seed_subscribe_templates")  # subscription templates of both scenes (accounts)
         call_command("seed_official")  # official-account reply rules and a menu (wechat_official)
         call_command("seed_distribution")  # commission rates 10 %/5 %, a channel code (distribution)
+        call_command("seed_points_mall")  # a coupon and a goods item for points (points_mall)
+        call_command("seed_crm")  # customer tags: a rule (高消费) and one by hand (crm, members)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into

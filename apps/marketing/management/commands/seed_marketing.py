@@ -61,9 +61,34 @@ class Command(BaseCommand):
             if customer is not None and not Coupon.objects.filter(customer=customer, template__isnull=False).exists():
                 coupon = coupons.coupon_receive(template_id=newcomer.pk, customer_id=customer.pk)
                 self.stdout.write(f"demo data: the demo customer received coupon {coupon.pk} ({coupon.title})")
+        self._given_templates()
         if not SignInRule.objects.exists():
             SignInRule.objects.bulk_create(
                 SignInRule(day=day, points=points) for day, points in enumerate(SIGN_IN_POINTS, start=1)
             )
             self.stdout.write("demo data: sign-in rules " + ", ".join(map(str, SIGN_IN_POINTS)))
         call_command("seed_group_buys")  # a live 2-person 拼团 and a live 砍价 (API.md growth demo data)
+
+    def _given_templates(self) -> None:
+        """A new-customer and a birthday template (apps.marketing.gifts), when there is none."""
+        if CouponTemplate.objects.filter(occasion=CouponTemplate.Occasion.NEW_CUSTOMER).exists():
+            return
+        CouponTemplate.objects.create(  # given once at a customer's first login (apps.marketing.gifts)
+            name="新人礼 满30减10",
+            kind="amount",
+            amount_fen=1000,
+            threshold_fen=3000,
+            valid_days=14,
+            total=10000,
+            occasion=CouponTemplate.Occasion.NEW_CUSTOMER,
+        )
+        CouponTemplate.objects.create(  # given on the customer's birthday, once a year
+            name="生日礼 9折券",
+            kind="percent",
+            percent=10,
+            max_discount_fen=5000,
+            valid_days=7,
+            total=10000,
+            occasion=CouponTemplate.Occasion.BIRTHDAY,
+        )
+        self.stdout.write("demo data: a new-customer and a birthday coupon template")
