@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0011_customer_birthday_points_exchange'),
+        ('accounts', '0012_customer_birthday_points_exchange'),
         ('marketing', '0005_group_buys_and_bargains'),
     ]
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0011_customer_birthday_points_exchange'),
+        ('accounts', '0012_customer_birthday_points_exchange'),
         ('catalog', '0009_product_storefront_tags_and_sort_indexes'),
         ('members', '0001_levels_growth_cards'),
     ]

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('accounts', '0011_customer_birthday_points_exchange'),
+        ('accounts', '0012_customer_birthday_points_exchange'),
         ('catalog', '0009_product_storefront_tags_and_sort_indexes'),
         ('marketing', '0006_coupon_occasion_gifts'),
     ]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounts', '0010_subscribe_templates_refusals_sms_codes'),
+        ('accounts', '0011_customer_search_indexes'),
     ]
 
     operations = [
