@@ -134,13 +134,16 @@ def availability(
     lo = dt.datetime.combine(start, dt.time.min, tzinfo=tz)
     hi = dt.datetime.combine(end + dt.timedelta(days=2), dt.time.min, tzinfo=tz)
     rules = rules_of(teacher.pk)
+    buffer = dt.timedelta(minutes=rules.buffer_minutes)
     weekly = weekly_of(teacher.pk)
     overrides = {o.date: o for o in DateOverride.objects.filter(teacher_id=teacher.pk, date__gte=start, date__lte=end)}
     live = list(
         Booking.objects.filter(
             live_q(now), teacher_id=teacher.pk, start__lt=hi, blocked_until__gt=lo - dt.timedelta(days=1)
-        ).values_list("start", "blocked_until")
+        ).values_list("start", "end", "blocked_until")
     )
+    # The buffer after a booking as stored, or the teacher's current one if that is longer.
+    live = [(s, max(until, end + buffer)) for s, end, until in live]
     closed = set(
         Slot.objects.filter(teacher_id=teacher.pk, is_open=False, start__gte=lo, start__lt=hi).values_list(
             "start", flat=True
