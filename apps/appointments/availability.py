@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.appointments.bookings import live_q, teacher_rules
+from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, DateOverride, Service, Slot, WeeklyHours
 from apps.catalog.models import Teacher
 from starmall.errors import InvalidInput, NotFound
@@ -179,3 +180,36 @@ def teacher_or_404(teacher_id: int) -> Teacher:
     if teacher is None:
         raise NotFound("老师不存在。", teacher_id=teacher_id)
     return teacher
+
+
+def has_hours(teacher_id: int) -> bool:
+    """Whether the teacher's weekly hours are set (else the legacy grid's default hours)."""
+    return WeeklyHours.objects.filter(teacher_id=teacher_id).exists()
+
+
+def teacher_of_product(product_id: int) -> Teacher | None:
+    """The teacher whose service ``product_id`` is (a Service row, else ``Teacher.product``)."""
+    service = Service.objects.select_related("teacher").filter(product_id=product_id).first()
+    if service is not None:
+        return service.teacher
+    return Teacher.objects.filter(product_id=product_id).first()
+
+
+def start_check(*, product_id: int, start: dt.datetime, now: dt.datetime | None = None) -> dict:
+    """``start`` of the consultation ``product_id``, if availability lists it right now:
+    ``{"teacher_id", "teacher_name", "product_id", "start", "end"}`` (aware datetimes).
+    Raises SlotUnavailable (not listed, or not a teacher's service)."""
+    teacher = teacher_of_product(product_id)
+    if teacher is None or not teacher.is_active:
+        raise SlotUnavailable("该咨询服务暂时不能预约。")
+    service = service_for(teacher=teacher, product_id=product_id)
+    if not is_available(teacher=teacher, service=service, start=start, now=now):
+        raise SlotUnavailable("这个时间已不能预约，请选择其他时间。", start=timezone.localtime(start).isoformat())
+    end = start + dt.timedelta(minutes=service.duration_minutes)
+    return {
+        "teacher_id": teacher.pk,
+        "teacher_name": teacher.name,
+        "product_id": product_id,
+        "start": start,
+        "end": end,
+    }

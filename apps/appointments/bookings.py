@@ -52,14 +52,13 @@ def _serialise(teacher_id: int) -> None:
 
 
 def _clear_range(*, teacher_id: int, start: dt.datetime, blocked_until: dt.datetime, exclude_pk=None) -> None:
-    """Refuse (SlotUnavailable) when a live booking meets the range; unpaid holds past their
-    deadline there are released first (nobody can pay them any more)."""
-    now = timezone.now()
+    """Refuse (SlotUnavailable) when a booking still holding its time meets the range. An
+    unpaid hold past its deadline keeps it until the unpaid timeout cancels its order (which
+    asks WeChat first: a payment may still be on its way), so the database agrees."""
     meeting = Booking.objects.filter(teacher_id=teacher_id, live=True, start__lt=blocked_until, blocked_until__gt=start)
     if exclude_pk is not None:
         meeting = meeting.exclude(pk=exclude_pk)
-    meeting.filter(hold_until__lte=now).update(live=False, released_at=now)
-    if meeting.filter(live=True).exists():
+    if meeting.exists():
         raise SlotUnavailable()
 
 

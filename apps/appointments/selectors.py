@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from apps.almanac.selectors import good_dates
 from apps.appointments import availability
-from apps.appointments.models import DateOverride, Slot
+from apps.appointments.models import Booking, DateOverride, Slot
 
 
 def day_bounds(start: dt.date, end: dt.date) -> tuple[dt.datetime, dt.datetime]:
@@ -90,4 +90,20 @@ def teacher_hours(teacher, *, today: dt.date | None = None) -> dict:
         "horizon_days": rules.horizon_days,
         "step_minutes": rules.step_minutes,
         "daily_max": rules.daily_max,
+    }
+
+
+def booking_json(*, order_no: str) -> dict | None:
+    """API.md: an order's ``"booking": {"teacher_id", "product_id", "start", "end", "attendance",
+    "reschedules"}`` (times ISO 8601, +08:00), or None when the order booked nothing."""
+    booking = Booking.objects.filter(order_no=order_no).first()
+    if booking is None:
+        return None
+    return {
+        "teacher_id": booking.teacher_id,
+        "product_id": booking.product_id,
+        "start": timezone.localtime(booking.start).isoformat(),
+        "end": timezone.localtime(booking.end).isoformat(),
+        "attendance": booking.attendance,
+        "reschedules": booking.reschedules,
     }

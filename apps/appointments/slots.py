@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.appointments import bookings
+from apps.appointments import availability, bookings
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, DayOff, Slot
 from apps.catalog.models import Teacher
@@ -77,6 +77,42 @@ def slot_book(
         slot_id=slot_id,
     )
     return slot
+
+
+@transaction.atomic(savepoint=False)
+def slot_book_start(
+    *,
+    product_id: int,
+    start: dt.datetime,
+    order_no: str,
+    customer_id: int,
+    hold_until: dt.datetime | None = None,
+) -> Slot:
+    """Book the consultation ``product_id`` at ``start`` for ``order_no``, in the caller's
+    transaction; returns the legacy grid row of that start (made if missing), which the order
+    points at. Availability is asked again (``availability.start_check``), then the Booking row
+    is written (the database refuses an overlap under a race) and the grid row takes the place
+    (``booked + 1`` WHERE open and with room, ``end`` set to the service's). SlotUnavailable when
+    any of it refuses.
+    """
+    wanted = availability.start_check(product_id=product_id, start=start)
+    booking = bookings.booking_create(
+        teacher_id=wanted["teacher_id"],
+        product_id=product_id,
+        start=start,
+        end=wanted["end"],
+        order_no=order_no,
+        customer_id=customer_id,
+        hold_until=hold_until,
+    )
+    slot = bookings.slot_for(teacher_id=wanted["teacher_id"], start=start, end=wanted["end"])
+    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
+        booked=F("booked") + 1, end=wanted["end"]
+    )
+    if taken != 1:
+        raise SlotUnavailable(slot_id=slot.pk)
+    Booking.objects.filter(pk=booking.pk).update(slot_id=slot.pk)
+    return Slot.objects.select_related("teacher").get(pk=slot.pk)
 
 
 @transaction.atomic(savepoint=False)
