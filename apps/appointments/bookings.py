@@ -2,10 +2,10 @@
 
 Two live bookings of one teacher never overlap, buffers included: the stored range is
 ``[start, blocked_until)`` with ``blocked_until = end + buffer_minutes``, so two ranges that do
-not overlap are ``buffer_minutes`` apart. On PostgreSQL the exclusion constraint
-``booking_no_overlap`` (migration 0009) refuses the second of two racing inserts; on SQLite the
-write starts by bumping the teacher's rules row (the database's write lock: writers queue),
-then checks and inserts. Either way the loser gets SlotUnavailable and its transaction writes
+not overlap are ``buffer_minutes`` apart. Every write first takes the teacher's booking lock
+(:func:`teacher_lock`: racing writers queue), checks, then inserts; on PostgreSQL the exclusion
+constraint ``booking_no_overlap`` (migration 0009) refuses an overlapping live row whatever
+gets past the check. Either way the loser gets SlotUnavailable and its transaction writes
 nothing.
 """
 
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, Service, Slot, TeacherRules
+from apps.catalog.models import Teacher
 
 
 def teacher_rules(teacher_id: int) -> TeacherRules:
@@ -43,11 +44,15 @@ def live_between(*, teacher_id: int, lo: dt.datetime, hi: dt.datetime, now: dt.d
     )
 
 
-def _serialise(teacher_id: int) -> None:
-    """Take the write lock before the check: on SQLite an UPDATE makes this transaction the
-    database's writer (even when it matches no row), so a racing create waits and then sees
-    this one's row. PostgreSQL relies on its exclusion constraint instead."""
-    if connection.vendor != "postgresql":
+def teacher_lock(teacher_id: int) -> None:
+    """Take the teacher's booking lock before the check, so racing writers queue instead of
+    both passing it: on PostgreSQL the teacher's row FOR UPDATE (without it, concurrent inserts
+    checking the exclusion constraint against each other's uncommitted rows deadlock; the
+    constraint still refuses whatever gets past), on SQLite an UPDATE, which makes this
+    transaction the database's writer (even when it matches no row)."""
+    if connection.vendor == "postgresql":
+        list(Teacher.objects.select_for_update().filter(pk=teacher_id).values_list("pk", flat=True))
+    else:
         TeacherRules.objects.filter(teacher_id=teacher_id).update(version=F("version") + 1)
 
 
@@ -79,7 +84,7 @@ def booking_create(
     Raises SlotUnavailable when a live booking is within the teacher's ``buffer_minutes``
     (checked, and on PostgreSQL refused by the database under a race). UNIQUE ``order_no``.
     """
-    _serialise(teacher_id)
+    teacher_lock(teacher_id)
     blocked_until = end + dt.timedelta(minutes=teacher_rules(teacher_id).buffer_minutes)
     _clear_range(teacher_id=teacher_id, start=start, blocked_until=blocked_until)
     try:
@@ -123,7 +128,7 @@ def booking_move(*, order_no: str, start: dt.datetime, end: dt.datetime, slot_id
     booking = Booking.objects.filter(order_no=order_no, live=True).first()
     if booking is None:
         raise SlotUnavailable("该订单没有有效的预约。")
-    _serialise(booking.teacher_id)
+    teacher_lock(booking.teacher_id)
     blocked_until = end + dt.timedelta(minutes=teacher_rules(booking.teacher_id).buffer_minutes)
     _clear_range(teacher_id=booking.teacher_id, start=start, blocked_until=blocked_until, exclude_pk=booking.pk)
     try:

@@ -54,6 +54,7 @@ def slot_book(
     ``hold_until``) refuses an overlap with another live booking of the teacher and, by its
     UNIQUE ``order_no``, a second booking for the same order.
     """
+    bookings.teacher_lock(teacher_id)  # first: racing bookings of the teacher queue here
     same_time = {"start": start} if start is not None else {}
     updated = Slot.objects.filter(
         pk=slot_id,
@@ -95,7 +96,7 @@ def slot_book_start(
     (``booked + 1`` WHERE open and with room, ``end`` set to the service's). SlotUnavailable when
     any of it refuses.
     """
-    wanted = availability.start_check(product_id=product_id, start=start)
+    wanted = availability.start_check(product_id=product_id, start=start)  # a read; booking_create locks
     booking = bookings.booking_create(
         teacher_id=wanted["teacher_id"],
         product_id=product_id,
@@ -294,6 +295,7 @@ def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
     (``bookings.booking_move``: refused when it would overlap another live booking). Racing movers
     for the last place: one UPDATE wins, the other sees 0 rows.
     """
+    bookings.teacher_lock(teacher_id)  # first, as every booking write
     booking = Booking.objects.select_for_update().filter(order_no=order_no, live=True).first()
     if booking is None:
         raise InvalidState("该订单没有预约时段。", order_no=order_no)
