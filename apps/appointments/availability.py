@@ -122,10 +122,17 @@ def service_for(*, teacher: Teacher, product_id: int | None) -> Service:
 
 
 def availability(
-    *, teacher: Teacher, service: Service, start: dt.date, end: dt.date, now: dt.datetime | None = None
+    *,
+    teacher: Teacher,
+    service: Service,
+    start: dt.date,
+    end: dt.date,
+    now: dt.datetime | None = None,
+    moving: str | None = None,
 ) -> list[tuple[dt.date, list[dt.datetime]]]:
     """Every date from ``start`` to ``end`` (inclusive, Shanghai) with its bookable starts of
-    ``service`` (:func:`day_starts`). Raises InvalidInput for a reversed or too long range."""
+    ``service`` (:func:`day_starts`); ``moving``: an order_no whose own booking does not count
+    (a reschedule). Raises InvalidInput for a reversed or too long range."""
     if end < start:
         raise InvalidInput("结束日期不能早于开始日期。", to=["不能早于 from"])
     if (end - start).days + 1 > MAX_DAYS:
@@ -139,9 +146,9 @@ def availability(
     weekly = weekly_of(teacher.pk)
     overrides = {o.date: o for o in DateOverride.objects.filter(teacher_id=teacher.pk, date__gte=start, date__lte=end)}
     live = list(
-        Booking.objects.filter(
-            live_q(now), teacher_id=teacher.pk, start__lt=hi, blocked_until__gt=lo - dt.timedelta(days=1)
-        ).values_list("start", "end", "blocked_until")
+        Booking.objects.exclude(order_no=moving or "")
+        .filter(live_q(now), teacher_id=teacher.pk, start__lt=hi, blocked_until__gt=lo - dt.timedelta(days=1))
+        .values_list("start", "end", "blocked_until")
     )
     # The buffer after a booking as stored, or the teacher's current one if that is longer.
     live = [(s, max(until, end + buffer)) for s, end, until in live]
@@ -168,10 +175,12 @@ def availability(
     return days
 
 
-def is_available(*, teacher: Teacher, service: Service, start: dt.datetime, now: dt.datetime | None = None) -> bool:
+def is_available(
+    *, teacher: Teacher, service: Service, start: dt.datetime, now: dt.datetime | None = None, moving: str | None = None
+) -> bool:
     """Whether ``start`` is listed by :func:`availability` for ``service`` right now."""
     date = timezone.localtime(start).date()
-    listed = availability(teacher=teacher, service=service, start=date, end=date, now=now)[0][1]
+    listed = availability(teacher=teacher, service=service, start=date, end=date, now=now, moving=moving)[0][1]
     return start in listed
 
 
@@ -195,7 +204,9 @@ def teacher_of_product(product_id: int) -> Teacher | None:
     return Teacher.objects.filter(product_id=product_id).first()
 
 
-def start_check(*, product_id: int, start: dt.datetime, now: dt.datetime | None = None) -> dict:
+def start_check(
+    *, product_id: int, start: dt.datetime, now: dt.datetime | None = None, moving: str | None = None
+) -> dict:
     """``start`` of the consultation ``product_id``, if availability lists it right now:
     ``{"teacher_id", "teacher_name", "product_id", "start", "end"}`` (aware datetimes).
     Raises SlotUnavailable (not listed, or not a teacher's service)."""
@@ -203,7 +214,7 @@ def start_check(*, product_id: int, start: dt.datetime, now: dt.datetime | None 
     if teacher is None or not teacher.is_active:
         raise SlotUnavailable("该咨询服务暂时不能预约。")
     service = service_for(teacher=teacher, product_id=product_id)
-    if not is_available(teacher=teacher, service=service, start=start, now=now):
+    if not is_available(teacher=teacher, service=service, start=start, now=now, moving=moving):
         raise SlotUnavailable("这个时间已不能预约，请选择其他时间。", start=timezone.localtime(start).isoformat())
     end = start + dt.timedelta(minutes=service.duration_minutes)
     return {

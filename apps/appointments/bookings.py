@@ -113,6 +113,11 @@ def booking_release(*, order_no: str) -> Booking | None:
     return Booking.objects.get(order_no=order_no)
 
 
+def booking_reschedules(*, order_no: str) -> int:
+    """How many times the order's booking has been moved (0 without one)."""
+    return Booking.objects.filter(order_no=order_no).values_list("reschedules", flat=True).first() or 0
+
+
 def booking_paid(*, order_no: str) -> int:
     """The order is paid: its booking is held for good (no deadline). Returns rows changed."""
     return Booking.objects.filter(order_no=order_no, live=True).update(hold_until=None)

@@ -117,6 +117,30 @@ def slot_book_start(
 
 
 @transaction.atomic(savepoint=False)
+def slot_move_start(*, order_no: str, start: dt.datetime) -> Slot:
+    """Move the order's live booking to ``start`` (its own service, listed by availability with
+    its own booking not counting), in the caller's transaction; returns the new grid row.
+    The booking moves (``bookings.booking_move``: refused on an overlap, ``reschedules + 1``),
+    the new grid row takes the place (open, with room) and the old one gives it back.
+    Raises SlotUnavailable, InvalidState (no live booking)."""
+    booking = Booking.objects.filter(order_no=order_no, live=True).first()
+    if booking is None or booking.product_id is None:
+        raise InvalidState("该订单没有预约时段。", order_no=order_no)
+    bookings.teacher_lock(booking.teacher_id)
+    wanted = availability.start_check(product_id=booking.product_id, start=start, moving=order_no)
+    slot = bookings.slot_for(teacher_id=booking.teacher_id, start=start, end=wanted["end"])
+    bookings.booking_move(order_no=order_no, start=start, end=wanted["end"], slot_id=slot.pk)
+    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
+        booked=F("booked") + 1, end=wanted["end"]
+    )
+    if taken != 1:
+        raise SlotUnavailable(slot_id=slot.pk)
+    if booking.slot_id is not None:
+        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
+    return Slot.objects.select_related("teacher").get(pk=slot.pk)
+
+
+@transaction.atomic(savepoint=False)
 def slot_release(*, order_no: str) -> bool:
     """Give the order's place back; True if released now, False if it held none (or already did).
 
