@@ -83,17 +83,8 @@ def order_confirm(
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     caps.caps_check(customer_id=customer.pk, kind=kind)
-    where = _destination_choose(
-        customer,
-        kind,
-        lines,
-        skus,
-        delivery=delivery,
-        store_id=store_id,
-        slot_id=slot_id,
-        start=start,
-        address_id=address_id,
-    )
+    choice = dict(delivery=delivery, store_id=store_id, slot_id=slot_id, start=start, address_id=address_id)
+    where = _destination_choose(customer, kind, lines, skus, **choice)
     if sale is not None and where.address is not None and where.address.is_default:
         address_cards.card_offer(where.address)  # the next 秒杀 confirm is decided in front of Django
     draft = _draft_price(
