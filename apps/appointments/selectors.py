@@ -29,17 +29,49 @@ def slot_list(*, teacher_id: int, start: dt.date, end: dt.date, good_for: str | 
     the almanac's errors for an unknown activity or dates outside the loaded almanac.
     """
     lo, hi = day_bounds(start, end)
-    slots = list(Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start"))
+    if availability.has_hours(teacher_id):
+        slots = _derived_slots(teacher_id, start, end)
+    else:
+        slots = list(Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start"))
     if good_for:
         good = good_dates(activity=good_for, start=start, end=end)
         slots = [s for s in slots if timezone.localtime(s.start).date() in good]
     return slots
 
 
+def _derived_slots(teacher_id: int, start: dt.date, end: dt.date) -> list[Slot]:
+    """A teacher with hours: the grid is derived from availability of their first service —
+    a row per listed start (made once, UNIQUE (teacher, start)), plus the booked rows."""
+    teacher = availability.teacher_or_404(teacher_id)
+    services = availability.services_of(teacher)
+    listed: list[dt.datetime] = []
+    day = start
+    while services and day <= end:
+        last = min(end, day + dt.timedelta(days=availability.MAX_DAYS - 1))
+        days = availability.availability(teacher=teacher, service=services[0], start=day, end=last)
+        listed += [s for _, starts in days for s in starts]
+        day = last + dt.timedelta(days=1)
+    if listed:
+        length = dt.timedelta(minutes=services[0].duration_minutes)
+        Slot.objects.bulk_create(
+            [Slot(teacher_id=teacher_id, start=s, end=s + length) for s in listed], ignore_conflicts=True
+        )
+    lo, hi = day_bounds(start, end)
+    rows = Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start")
+    free = set(listed)
+    return [s for s in rows if s.booked > 0 or (s.start in free and s.is_open)]
+
+
 def slot_next_available(
     *, teacher_id: int, limit: int = 5, good_for: str | None = None, horizon_days: int = 31
 ) -> list[Slot]:
     """The next ``limit`` bookable slots of the teacher, optionally on days good for ``good_for``."""
+    if availability.has_hours(teacher_id):
+        today = timezone.localdate()
+        found = slot_list(
+            teacher_id=teacher_id, start=today, end=today + dt.timedelta(days=horizon_days), good_for=good_for
+        )
+        return [s for s in found if s.available][:limit]
     now = timezone.now() + dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)  # booking closes then
     qs = Slot.objects.filter(teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=now).order_by(
         "start"

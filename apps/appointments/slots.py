@@ -175,7 +175,10 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
     tz = timezone.get_current_timezone()
     length = dt.timedelta(minutes=settings.SLOT_LENGTH_MINUTES)
     wanted = []
-    teachers = list(Teacher.objects.filter(is_active=True).values_list("pk", flat=True))
+    # Teachers with weekly hours have their grid derived from availability (selectors.slot_list).
+    teachers = list(
+        Teacher.objects.filter(is_active=True).exclude(weekly_hours__isnull=False).values_list("pk", flat=True)
+    )
     for offset in range(days):
         day = now.date() + dt.timedelta(days=offset)
         for hour in settings.SLOT_HOURS:

@@ -165,3 +165,23 @@ def test_the_database_refuses_overlapping_live_bookings_without_the_check(custom
         )
     assert sorted(Booking.objects.values_list("order_no", flat=True)) == ["D1", "D3"]
     assert timezone.localtime(Booking.objects.get(order_no="D3").blocked_until).hour == 11
+
+
+def test_the_legacy_slot_list_is_derived_from_availability_of_the_first_service(api, client, hours_teacher):
+    h = hours_teacher
+    day = h.monday.isoformat()
+    listed = client.get(f"/api/v1/teachers/{h.teacher.pk}/slots", {"from": day, "to": day}).json()
+    starts = [s["start"][11:16] for s in listed]
+    assert starts[:3] == ["09:00", "09:30", "10:00"] and len(starts) == 6 + 8  # 30 minutes, step 30
+    assert all(s["available"] for s in listed) and listed[0]["end"][11:16] == "09:30"
+    first = listed[0]["id"]
+    body = {"items": [{"sku_id": h.short_sku.pk, "quantity": 1}], "slot_id": first}
+    confirmed = api.post("/api/v1/orders/confirm", body, format="json")
+    order = create(api, confirmed).json()
+    assert order["booking"]["start"] == h.at(9).isoformat() and order["slot"]["id"] == first
+    again = client.get(f"/api/v1/teachers/{h.teacher.pk}/slots", {"from": day, "to": day}).json()
+    assert [(s["start"][11:16], s["available"]) for s in again][:3] == [
+        ("09:00", False),
+        ("10:00", True),
+        ("10:30", True),
+    ]
