@@ -13,7 +13,8 @@ already holds may be written again at any time; steps it does not need are skipp
    ``RefundBatchItem`` rows (a ``Recharge`` stands here: it is the customer's payment record).
    Paths that hold the order's lock may take them in any order; the refund worker's paths that
    do not (``refund_mark_failed``, ``refund_retry``) take Refund, then AfterSale, then RefundBatchItem;
-3. places: the order's ``Booking``, then ``Slot`` rows in id order;
+3. places: the teacher's row (``bookings.teacher_lock``: every booking write of the teacher
+   queues there first), the order's ``Booking``, then ``Slot`` rows in id order;
 4. the customer's ``Coupon``;
 5. the customer (``Customer``: balance, points, the per-customer caps and address and cart
    limits), then the customer's own rows: ledger (``WalletEvent``), cart lines, addresses;

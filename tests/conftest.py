@@ -347,6 +347,48 @@ def consultation(db):
 
 
 @pytest.fixture
+def hours_teacher(db):
+    """A teacher with weekly hours (Mon-Fri 09:00-12:00 and 14:00-18:00, Sat 10:00-16:00),
+    a 30- and a 60-minute service (SKUs 3000 and 6000 fen), buffer 15, step 30, no notice.
+    ``.teacher``, ``.short``/``.long`` (products), ``.short_sku``/``.long_sku``, ``.monday``:
+    the next Monday at least a day away (Shanghai date)."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from apps.appointments.models import Service, TeacherRules, WeeklyHours
+    from apps.catalog.models import Category, Kind, Product, Sku, Teacher
+
+    category = Category.objects.create(name="咨询", kind=Kind.CONSULTATION)
+    teacher = Teacher.objects.create(name="王")
+    made = {}
+    for minutes in (30, 60):
+        product = Product.objects.create(category=category, name=f"{minutes}分钟", kind=Kind.CONSULTATION)
+        made[minutes] = (product, Sku.objects.create(product=product, price_fen=100 * minutes, stock=1000))
+        Service.objects.create(teacher=teacher, product=product, duration_minutes=minutes, sort=minutes)
+    teacher.product = made[30][0]
+    teacher.save()
+    for weekday in range(1, 6):
+        WeeklyHours.objects.create(teacher=teacher, weekday=weekday, windows=[["09:00", "12:00"], ["14:00", "18:00"]])
+    WeeklyHours.objects.create(teacher=teacher, weekday=6, windows=[["10:00", "16:00"]])
+    TeacherRules.objects.create(teacher=teacher, buffer_minutes=15, step_minutes=30, min_notice_minutes=0)
+    monday = timezone.localdate() + dt.timedelta(days=1)
+    while monday.isoweekday() != 1:
+        monday += dt.timedelta(days=1)
+
+    class HoursTeacher:
+        pass
+
+    h = HoursTeacher()
+    h.teacher, h.monday = teacher, monday
+    (h.short, h.short_sku), (h.long, h.long_sku) = made[30], made[60]
+    h.at = lambda hour, minute=0, day=monday: dt.datetime.combine(
+        day, dt.time(hour, minute), tzinfo=timezone.get_current_timezone()
+    )
+    return h
+
+
+@pytest.fixture
 def deliver(wechat, django_capture_on_commit_callbacks):
     """``deliver()``: the sandbox sends its pending notifications through Django's test client.
 

@@ -13,7 +13,8 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from apps.appointments import slots
-from apps.appointments.models import Booking, DayOff, Slot
+from apps.appointments.availability import parse_windows
+from apps.appointments.models import Booking, DateOverride, DayOff, Service, Slot, TeacherRules, WeeklyHours
 from apps.catalog.selectors import teacher_for_user
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.errors import ShopError
@@ -188,9 +189,47 @@ class SlotAdmin(admin.ModelAdmin):
 
 @admin.register(Booking)
 class BookingAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "slot", "order_no", "customer", "created_at"]
+    list_display = ["id", "teacher", "start", "end", "order_no", "customer", "live", "attendance", "reschedules"]
     search_fields = ["order_no", "customer__openid"]
-    list_filter = ["slot__teacher"]
+    list_filter = ["teacher", "live", "attendance"]
+
+
+class WindowsForm(forms.ModelForm):
+    """``windows``: ``[["09:00", "12:00"], ...]`` (HH:MM, end after start; "24:00" = midnight)."""
+
+    def clean_windows(self):
+        windows = self.cleaned_data["windows"] or []
+        try:
+            parse_windows(windows)
+        except (TypeError, ValueError):
+            raise forms.ValidationError('时段格式：[["09:00", "12:00"], ["14:00", "18:00"]]') from None
+        return windows
+
+
+@admin.register(WeeklyHours)
+class WeeklyHoursAdmin(admin.ModelAdmin):
+    form = WindowsForm
+    list_display = ["id", "teacher", "weekday", "windows"]
+    list_filter = ["teacher"]
+
+
+@admin.register(DateOverride)
+class DateOverrideAdmin(admin.ModelAdmin):
+    form = WindowsForm
+    list_display = ["id", "teacher", "date", "off", "windows"]
+    list_filter = ["teacher", "off"]
+
+
+@admin.register(TeacherRules)
+class TeacherRulesAdmin(admin.ModelAdmin):
+    list_display = ["teacher", "buffer_minutes", "min_notice_minutes", "horizon_days", "step_minutes", "daily_max"]
+    exclude = ["version"]
+
+
+@admin.register(Service)
+class ServiceAdmin(admin.ModelAdmin):
+    list_display = ["id", "teacher", "product", "duration_minutes", "sort"]
+    list_filter = ["teacher"]
 
 
 class DayOffForm(forms.ModelForm):

@@ -1,5 +1,6 @@
-"""Slots of a teacher's time and the bookings that fill them."""
+"""A teacher's hours, rules and services, the bookings of their time, and the legacy slot grid."""
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
@@ -39,22 +40,159 @@ class Slot(models.Model):
         return self.is_open and self.booked < self.capacity
 
 
-class Booking(models.Model):
-    """A slot taken by an order; UNIQUE ``order_no`` makes book and release happen once."""
+def default_min_notice_minutes() -> int:
+    """A new teacher's ``min_notice_minutes``: ``settings.BOOKING_MIN_NOTICE_MINUTES``."""
+    return settings.BOOKING_MIN_NOTICE_MINUTES
 
-    slot = models.ForeignKey(Slot, verbose_name="时段", on_delete=models.PROTECT, related_name="bookings")
+
+class Attendance(models.TextChoices):
+    UNMARKED = "", "未标记"  # counts as attended when the consultation completes
+    ATTENDED = "attended", "已到"
+    NO_SHOW = "no_show", "顾客爽约"  # the money is kept
+    TEACHER_ABSENT = "teacher_absent", "老师缺席"  # refunded in full at once
+
+
+class Booking(models.Model):
+    """A teacher's time taken by an order: ``[start, end)`` of one service (aware datetimes).
+
+    ``live`` (unpaid within its ``hold_until``, paid, completed) is cleared once, by a conditional
+    UPDATE, when the order is cancelled, expires or is refunded. The database refuses two live
+    bookings of a teacher whose ``[start, blocked_until)`` ranges overlap (``blocked_until`` =
+    ``end`` + the teacher's ``buffer_minutes`` when booked): on PostgreSQL an exclusion constraint
+    (migration 0007), on SQLite the serialised write of ``apps.appointments.bookings``.
+    UNIQUE ``order_no``: an order books once. ``slot`` is the legacy grid row, when there is one.
+    """
+
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.PROTECT, related_name="bookings"
+    )
+    product = models.ForeignKey(
+        "catalog.Product", verbose_name="咨询服务", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    start = models.DateTimeField(verbose_name="开始")
+    end = models.DateTimeField(verbose_name="结束")
+    blocked_until = models.DateTimeField(verbose_name="占用至")  # end + buffer: the range the database keeps apart
+    slot = models.ForeignKey(
+        Slot, verbose_name="时段", null=True, blank=True, on_delete=models.PROTECT, related_name="bookings"
+    )
     order_no = models.CharField(verbose_name="订单号", max_length=32, unique=True)
     customer = models.ForeignKey(
         "accounts.Customer", verbose_name="顾客", on_delete=models.PROTECT, related_name="bookings"
     )
+    live = models.BooleanField(verbose_name="有效", default=True)
+    hold_until = models.DateTimeField(verbose_name="保留至", null=True, blank=True)  # unpaid: the pay deadline
+    released_at = models.DateTimeField(verbose_name="释放时间", null=True, blank=True)
+    attendance = models.CharField(
+        verbose_name="到场", max_length=16, choices=Attendance.choices, default=Attendance.UNMARKED, blank=True
+    )
+    reschedules = models.PositiveSmallIntegerField(verbose_name="改约次数", default=0)
     created_at = models.DateTimeField(verbose_name="创建时间", auto_now_add=True)
 
     class Meta:
         verbose_name = "预约"
         verbose_name_plural = "预约"
+        ordering = ["start", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=F("start")), name="booking_end_after_start"),
+            models.CheckConstraint(condition=Q(blocked_until__gte=F("end")), name="booking_blocked_after_end"),
+        ]
+        indexes = [models.Index(fields=["teacher", "start"], name="booking_teacher_start_idx")]
 
     def __str__(self) -> str:
-        return f"{self.slot} ← {self.order_no}"
+        return f"{self.teacher_id} {timezone.localtime(self.start):%Y-%m-%d %H:%M} ← {self.order_no}"
+
+
+class Service(models.Model):
+    """A consultation product of a teacher and how long it lasts; a teacher's first service
+    (lowest ``sort``, then id) is the one the legacy slot list is for."""
+
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="services"
+    )
+    product = models.OneToOneField(
+        "catalog.Product", verbose_name="咨询商品", on_delete=models.CASCADE, related_name="service"
+    )
+    duration_minutes = models.PositiveSmallIntegerField(verbose_name="时长（分钟）", default=60)
+    sort = models.IntegerField(verbose_name="排序", default=0)
+
+    class Meta:
+        verbose_name = "咨询服务"
+        verbose_name_plural = "咨询服务"
+        ordering = ["teacher_id", "sort", "id"]
+        constraints = [models.CheckConstraint(condition=Q(duration_minutes__gt=0), name="service_duration_positive")]
+
+    def __str__(self) -> str:
+        return f"{self.product_id} {self.duration_minutes} 分钟"
+
+
+class TeacherRules(models.Model):
+    """A teacher's booking rules. ``version`` is bumped first by every booking write on SQLite:
+    the UPDATE takes the database's write lock, so check-and-insert is serialised."""
+
+    teacher = models.OneToOneField(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="booking_rules"
+    )
+    buffer_minutes = models.PositiveSmallIntegerField(verbose_name="前后间隔（分钟）", default=0)
+    min_notice_minutes = models.PositiveIntegerField(
+        verbose_name="最少提前（分钟）", default=default_min_notice_minutes
+    )
+    horizon_days = models.PositiveSmallIntegerField(verbose_name="可约天数", default=30)
+    step_minutes = models.PositiveSmallIntegerField(verbose_name="开始时间间隔（分钟）", default=30)
+    daily_max = models.PositiveSmallIntegerField(verbose_name="每日上限", null=True, blank=True)
+    version = models.PositiveBigIntegerField(verbose_name="写入版本", default=0)
+
+    class Meta:
+        verbose_name = "预约规则"
+        verbose_name_plural = "预约规则"
+        constraints = [models.CheckConstraint(condition=Q(step_minutes__gt=0), name="rules_step_positive")]
+
+    def __str__(self) -> str:
+        return f"{self.teacher_id} 预约规则"
+
+
+class WeeklyHours(models.Model):
+    """The teacher's working windows on one weekday (1 = Monday .. 7 = Sunday), Beijing time:
+    ``windows`` = ``[["09:00", "12:00"], ["14:00", "18:00"]]`` (sorted, not overlapping).
+    No row (or no windows) = not working that weekday. UNIQUE (teacher, weekday)."""
+
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="weekly_hours"
+    )
+    weekday = models.PositiveSmallIntegerField(verbose_name="星期")
+    windows = models.JSONField(verbose_name="时段", default=list, blank=True)
+
+    class Meta:
+        verbose_name = "每周工作时间"
+        verbose_name_plural = "每周工作时间"
+        ordering = ["teacher_id", "weekday"]
+        constraints = [
+            models.UniqueConstraint(fields=["teacher", "weekday"], name="weeklyhours_teacher_weekday_unique"),
+            models.CheckConstraint(condition=Q(weekday__gte=1, weekday__lte=7), name="weeklyhours_weekday_1_7"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.teacher_id} 周{self.weekday}"
+
+
+class DateOverride(models.Model):
+    """One date's hours instead of the weekly ones: ``off`` (not working) or its own ``windows``
+    (same shape as :class:`WeeklyHours`). UNIQUE (teacher, date); Beijing dates."""
+
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="date_overrides"
+    )
+    date = models.DateField(verbose_name="日期")
+    off = models.BooleanField(verbose_name="休息", default=False)
+    windows = models.JSONField(verbose_name="时段", default=list, blank=True)
+
+    class Meta:
+        verbose_name = "特殊日期"
+        verbose_name_plural = "特殊日期"
+        ordering = ["teacher_id", "date"]
+        constraints = [models.UniqueConstraint(fields=["teacher", "date"], name="dateoverride_teacher_date_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.teacher_id} {self.date:%Y-%m-%d}"
 
 
 class DayOff(models.Model):

@@ -9,7 +9,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from apps.almanac.selectors import good_dates
-from apps.appointments.models import Slot
+from apps.appointments import availability
+from apps.appointments.models import Booking, DateOverride, Slot
 
 
 def day_bounds(start: dt.date, end: dt.date) -> tuple[dt.datetime, dt.datetime]:
@@ -28,17 +29,49 @@ def slot_list(*, teacher_id: int, start: dt.date, end: dt.date, good_for: str | 
     the almanac's errors for an unknown activity or dates outside the loaded almanac.
     """
     lo, hi = day_bounds(start, end)
-    slots = list(Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start"))
+    if availability.has_hours(teacher_id):
+        slots = _derived_slots(teacher_id, start, end)
+    else:
+        slots = list(Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start"))
     if good_for:
         good = good_dates(activity=good_for, start=start, end=end)
         slots = [s for s in slots if timezone.localtime(s.start).date() in good]
     return slots
 
 
+def _derived_slots(teacher_id: int, start: dt.date, end: dt.date) -> list[Slot]:
+    """A teacher with hours: the grid is derived from availability of their first service —
+    a row per listed start (made once, UNIQUE (teacher, start)), plus the booked rows."""
+    teacher = availability.teacher_or_404(teacher_id)
+    services = availability.services_of(teacher)
+    listed: list[dt.datetime] = []
+    day = start
+    while services and day <= end:
+        last = min(end, day + dt.timedelta(days=availability.MAX_DAYS - 1))
+        days = availability.availability(teacher=teacher, service=services[0], start=day, end=last)
+        listed += [s for _, starts in days for s in starts]
+        day = last + dt.timedelta(days=1)
+    if listed:
+        length = dt.timedelta(minutes=services[0].duration_minutes)
+        Slot.objects.bulk_create(
+            [Slot(teacher_id=teacher_id, start=s, end=s + length) for s in listed], ignore_conflicts=True
+        )
+    lo, hi = day_bounds(start, end)
+    rows = Slot.objects.filter(teacher_id=teacher_id, start__gte=lo, start__lt=hi).order_by("start")
+    free = set(listed)
+    return [s for s in rows if s.booked > 0 or (s.start in free and s.is_open)]
+
+
 def slot_next_available(
     *, teacher_id: int, limit: int = 5, good_for: str | None = None, horizon_days: int = 31
 ) -> list[Slot]:
     """The next ``limit`` bookable slots of the teacher, optionally on days good for ``good_for``."""
+    if availability.has_hours(teacher_id):
+        today = timezone.localdate()
+        found = slot_list(
+            teacher_id=teacher_id, start=today, end=today + dt.timedelta(days=horizon_days), good_for=good_for
+        )
+        return [s for s in found if s.available][:limit]
     now = timezone.now() + dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)  # booking closes then
     qs = Slot.objects.filter(teacher_id=teacher_id, is_open=True, booked__lt=F("capacity"), start__gt=now).order_by(
         "start"
@@ -49,3 +82,60 @@ def slot_next_available(
     good = good_dates(activity=good_for, start=today, end=today + dt.timedelta(days=horizon_days))
     _, hi = day_bounds(today, today + dt.timedelta(days=horizon_days))
     return [s for s in qs.filter(start__lt=hi) if timezone.localtime(s.start).date() in good][:limit]
+
+
+def teacher_services(teacher) -> list[dict]:
+    """API.md ``services``: ``[{"product_id", "sku_id", "name", "duration_minutes", "price_fen"}]``,
+    the first service first; ``sku_id``/``price_fen`` of the product's first active SKU (or None)."""
+    rows = []
+    for service in availability.services_of(teacher):
+        sku = service.product.skus.filter(is_active=True).order_by("pk").first()
+        rows.append(
+            {
+                "product_id": service.product_id,
+                "sku_id": sku.pk if sku else None,
+                "name": service.product.name,
+                "duration_minutes": service.duration_minutes,
+                "price_fen": sku.price_fen if sku else None,
+            }
+        )
+    return rows
+
+
+def teacher_hours(teacher, *, today: dt.date | None = None) -> dict:
+    """API.md ``hours``: weekly windows by weekday ("1" = Monday .. "7"), the overrides of the
+    next ``horizon_days`` days, and the rules."""
+    rules = availability.rules_of(teacher.pk)
+    today = today or timezone.localdate()
+    overrides = DateOverride.objects.filter(
+        teacher_id=teacher.pk, date__gte=today, date__lt=today + dt.timedelta(days=rules.horizon_days)
+    ).order_by("date")
+    weekly = availability.weekly_of(teacher.pk)
+    return {
+        "weekly": {str(day): [list(w) for w in weekly.get(day, [])] for day in range(1, 8)},
+        "overrides": [
+            {"date": o.date.isoformat(), "off": o.off, "hours": [] if o.off else [list(w) for w in o.windows]}
+            for o in overrides
+        ],
+        "buffer_minutes": rules.buffer_minutes,
+        "min_notice_minutes": rules.min_notice_minutes,
+        "horizon_days": rules.horizon_days,
+        "step_minutes": rules.step_minutes,
+        "daily_max": rules.daily_max,
+    }
+
+
+def booking_json(*, order_no: str) -> dict | None:
+    """API.md: an order's ``"booking": {"teacher_id", "product_id", "start", "end", "attendance",
+    "reschedules"}`` (times ISO 8601, +08:00), or None when the order booked nothing."""
+    booking = Booking.objects.filter(order_no=order_no).first()
+    if booking is None:
+        return None
+    return {
+        "teacher_id": booking.teacher_id,
+        "product_id": booking.product_id,
+        "start": timezone.localtime(booking.start).isoformat(),
+        "end": timezone.localtime(booking.end).isoformat(),
+        "attendance": booking.attendance,
+        "reschedules": booking.reschedules,
+    }

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.appointments import availability, bookings
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Booking, DayOff, Slot
 from apps.catalog.models import Teacher
@@ -33,7 +34,14 @@ def booking_open_after() -> dt.datetime:
 
 @transaction.atomic(savepoint=False)
 def slot_book(
-    *, slot_id: int, teacher_id: int, order_no: str, customer_id: int, start: dt.datetime | None = None
+    *,
+    slot_id: int,
+    teacher_id: int,
+    order_no: str,
+    customer_id: int,
+    start: dt.datetime | None = None,
+    product_id: int | None = None,
+    hold_until: dt.datetime | None = None,
 ) -> Slot:
     """Book one place of the slot for ``order_no``, in the caller's transaction (the order's).
     The slot is step 3 of the lock order (``starmall/locking.py``): after the order, before
@@ -42,8 +50,11 @@ def slot_book(
     ``UPDATE slot SET booked = booked + 1 WHERE id = ? AND booked < capacity AND is_open AND
     start > now + BOOKING_MIN_NOTICE_MINUTES AND teacher = ? [AND start = ?]``: 0 rows raises
     SlotUnavailable. ``start`` (the time the customer confirmed) refuses a slot moved since.
-    The Booking row's UNIQUE ``order_no`` makes a second booking for the same order impossible.
+    The Booking row (``bookings.booking_create``: the slot's range, ``product_id``, held until
+    ``hold_until``) refuses an overlap with another live booking of the teacher and, by its
+    UNIQUE ``order_no``, a second booking for the same order.
     """
+    bookings.teacher_lock(teacher_id)  # first: racing bookings of the teacher queue here
     same_time = {"start": start} if start is not None else {}
     updated = Slot.objects.filter(
         pk=slot_id,
@@ -55,25 +66,93 @@ def slot_book(
     ).update(booked=F("booked") + 1)
     if updated != 1:
         raise SlotUnavailable(slot_id=slot_id)
-    Booking.objects.create(slot_id=slot_id, order_no=order_no, customer_id=customer_id)
-    return Slot.objects.get(pk=slot_id)
+    slot = Slot.objects.get(pk=slot_id)
+    bookings.booking_create(
+        teacher_id=teacher_id,
+        product_id=product_id,
+        start=slot.start,
+        end=slot.end,
+        order_no=order_no,
+        customer_id=customer_id,
+        hold_until=hold_until,
+        slot_id=slot_id,
+    )
+    return slot
+
+
+@transaction.atomic(savepoint=False)
+def slot_book_start(
+    *,
+    product_id: int,
+    start: dt.datetime,
+    order_no: str,
+    customer_id: int,
+    hold_until: dt.datetime | None = None,
+) -> Slot:
+    """Book the consultation ``product_id`` at ``start`` for ``order_no``, in the caller's
+    transaction; returns the legacy grid row of that start (made if missing), which the order
+    points at. Availability is asked again (``availability.start_check``), then the Booking row
+    is written (the database refuses an overlap under a race) and the grid row takes the place
+    (``booked + 1`` WHERE open and with room, ``end`` set to the service's). SlotUnavailable when
+    any of it refuses.
+    """
+    wanted = availability.start_check(product_id=product_id, start=start)  # a read; booking_create locks
+    booking = bookings.booking_create(
+        teacher_id=wanted["teacher_id"],
+        product_id=product_id,
+        start=start,
+        end=wanted["end"],
+        order_no=order_no,
+        customer_id=customer_id,
+        hold_until=hold_until,
+    )
+    slot = bookings.slot_for(teacher_id=wanted["teacher_id"], start=start, end=wanted["end"])
+    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
+        booked=F("booked") + 1, end=wanted["end"]
+    )
+    if taken != 1:
+        raise SlotUnavailable(slot_id=slot.pk)
+    Booking.objects.filter(pk=booking.pk).update(slot_id=slot.pk)
+    return Slot.objects.select_related("teacher").get(pk=slot.pk)
+
+
+@transaction.atomic(savepoint=False)
+def slot_move_start(*, order_no: str, start: dt.datetime) -> Slot:
+    """Move the order's live booking to ``start`` (its own service, listed by availability with
+    its own booking not counting), in the caller's transaction; returns the new grid row.
+    The booking moves (``bookings.booking_move``: refused on an overlap, ``reschedules + 1``),
+    the new grid row takes the place (open, with room) and the old one gives it back.
+    Raises SlotUnavailable, InvalidState (no live booking)."""
+    booking = Booking.objects.filter(order_no=order_no, live=True).first()
+    if booking is None or booking.product_id is None:
+        raise InvalidState("该订单没有预约时段。", order_no=order_no)
+    bookings.teacher_lock(booking.teacher_id)
+    wanted = availability.start_check(product_id=booking.product_id, start=start, moving=order_no)
+    slot = bookings.slot_for(teacher_id=booking.teacher_id, start=start, end=wanted["end"])
+    bookings.booking_move(order_no=order_no, start=start, end=wanted["end"], slot_id=slot.pk)
+    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
+        booked=F("booked") + 1, end=wanted["end"]
+    )
+    if taken != 1:
+        raise SlotUnavailable(slot_id=slot.pk)
+    if booking.slot_id is not None:
+        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
+    return Slot.objects.select_related("teacher").get(pk=slot.pk)
 
 
 @transaction.atomic(savepoint=False)
 def slot_release(*, order_no: str) -> bool:
     """Give the order's place back; True if released now, False if it held none (or already did).
 
-    Deleting the Booking row is the once-only guard: only the caller that deletes it
-    decrements ``booked``. Joins the caller's transaction (cancel, refund) or opens one.
-    Booking, then slot: step 3 of ``starmall/locking.py``, first of what an order gives back.
+    Clearing the booking's ``live`` flag (``bookings.booking_release``, a conditional UPDATE) is
+    the once-only guard: only the caller that clears it decrements its legacy slot's ``booked``.
+    Joins the caller's transaction (cancel, refund) or opens one. Step 3 of ``starmall/locking.py``.
     """
-    booking = Booking.objects.filter(order_no=order_no).first()
+    booking = bookings.booking_release(order_no=order_no)
     if booking is None:
         return False
-    deleted, _ = Booking.objects.filter(pk=booking.pk).delete()
-    if deleted != 1:
-        return False
-    Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
+    if booking.slot_id is not None:
+        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
     return True
 
 
@@ -96,7 +175,10 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
     tz = timezone.get_current_timezone()
     length = dt.timedelta(minutes=settings.SLOT_LENGTH_MINUTES)
     wanted = []
-    teachers = list(Teacher.objects.filter(is_active=True).values_list("pk", flat=True))
+    # Teachers with weekly hours have their grid derived from availability (selectors.slot_list).
+    teachers = list(
+        Teacher.objects.filter(is_active=True).exclude(weekly_hours__isnull=False).values_list("pk", flat=True)
+    )
     for offset in range(days):
         day = now.date() + dt.timedelta(days=offset)
         for hour in settings.SLOT_HOURS:
@@ -236,10 +318,12 @@ def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
     the order row the caller locked). Then the new place is taken with the same capacity-checked conditional UPDATE as
     :func:`slot_book` (open, ``booked < capacity``, the teacher's, bookable: starts after now +
     BOOKING_MIN_NOTICE_MINUTES) — 0 rows raises SlotUnavailable and the caller rolls back —
-    and the old place is given back (``booked - 1``); the Booking row follows. Racing movers
+    and the old place is given back (``booked - 1``); the Booking row follows
+    (``bookings.booking_move``: refused when it would overlap another live booking). Racing movers
     for the last place: one UPDATE wins, the other sees 0 rows.
     """
-    booking = Booking.objects.select_for_update().filter(order_no=order_no).first()
+    bookings.teacher_lock(teacher_id)  # first, as every booking write
+    booking = Booking.objects.select_for_update().filter(order_no=order_no, live=True).first()
     if booking is None:
         raise InvalidState("该订单没有预约时段。", order_no=order_no)
     if booking.slot_id == to_slot_id:
@@ -255,5 +339,6 @@ def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
     if taken != 1:
         raise SlotUnavailable(slot_id=to_slot_id)
     Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
-    Booking.objects.filter(pk=booking.pk).update(slot_id=to_slot_id)
-    return Slot.objects.select_related("teacher").get(pk=to_slot_id)
+    new = Slot.objects.select_related("teacher").get(pk=to_slot_id)
+    bookings.booking_move(order_no=order_no, start=new.start, end=new.end, slot_id=new.pk)
+    return new

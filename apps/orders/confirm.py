@@ -6,6 +6,7 @@ an order by ``apps.orders.create``. Nothing here writes to the database.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from typing import NamedTuple
 
@@ -15,7 +16,7 @@ from django.utils import timezone
 from apps.accounts import address_cards
 from apps.accounts import selectors as account_selectors
 from apps.accounts.models import Address, Customer
-from apps.appointments import slots
+from apps.appointments import availability, slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Slot
 from apps.catalog import soldout
@@ -46,6 +47,7 @@ def order_confirm(
     items: list[dict] | None = None,
     cart_item_ids: list[int] | None = None,
     slot_id: int | None = None,
+    start: dt.datetime | None = None,
     address_id: int | None = None,
     coupon_id: int | None = None,
     use_points: int | bool = 0,
@@ -61,7 +63,8 @@ def order_confirm(
 
     ``items``: ``[{"sku_id": int, "quantity": int}]``; or ``cart_item_ids``, the customer's cart
     lines (another's or a gone line -> NotFound), recorded in the draft for create to remove. A
-    consultation is one SKU, quantity 1, with ``slot_id`` (:func:`_slot_check`); goods go to
+    consultation is one SKU, quantity 1, with ``start`` (aware; one availability lists) or the
+    legacy ``slot_id`` (:func:`_slot_check`); goods go to
     ``address_id``, else the default address (the answer's ``address`` is the one used), or with
     ``delivery="pickup"`` to ``store_id`` (自提: no address, no freight). ``coupon_id``: one of
     the answer's ``usable_coupons`` (:func:`_coupon_choose`). ``use_points``: a number of points,
@@ -80,9 +83,8 @@ def order_confirm(
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
     caps.caps_check(customer_id=customer.pk, kind=kind)
-    where = _destination_choose(
-        customer, kind, lines, skus, delivery=delivery, store_id=store_id, slot_id=slot_id, address_id=address_id
-    )
+    choice = dict(delivery=delivery, store_id=store_id, slot_id=slot_id, start=start, address_id=address_id)
+    where = _destination_choose(customer, kind, lines, skus, **choice)
     if sale is not None and where.address is not None and where.address.is_default:
         address_cards.card_offer(where.address)  # the next 秒杀 confirm is decided in front of Django
     draft = _draft_price(
@@ -228,6 +230,7 @@ def _destination_choose(
     store_id: int | None,
     slot_id: int | None,
     address_id: int | None,
+    start: dt.datetime | None = None,
 ) -> _Destination:
     """Where the order goes, checked in this order: a pickup store (``pickup.pickup_store_choose``:
     goods only, a known store); else a consultation's slot (:func:`_slot_check`); else goods'
@@ -236,8 +239,8 @@ def _destination_choose(
     if pickup_store:
         return _Destination(slot=None, address=None, pickup_store=pickup_store)
     if kind == Kind.CONSULTATION:
-        return _Destination(slot=_slot_check(lines, skus, slot_id), address=None, pickup_store=None)
-    if slot_id is not None:
+        return _Destination(slot=_slot_check(lines, skus, slot_id, start), address=None, pickup_store=None)
+    if slot_id is not None or start is not None:
         raise InvalidInput("只有咨询订单需要选择时段。", slot_id=["只有咨询订单需要选择时段"])
     if address_id is None:
         address = account_selectors.address_default(customer=customer)
@@ -346,24 +349,40 @@ def _freight_quote(lines: list[drafts.DraftLine], skus: dict[int, Sku], address)
     )
 
 
-def _slot_check(lines: list[drafts.DraftLine], skus: dict[int, Sku], slot_id: int | None) -> dict:
-    """The consultation's slot (:func:`slot_json`): one line of quantity 1, a slot of the
-    product's teacher, still available and bookable (else InvalidInput / SlotUnavailable)."""
+def _slot_check(
+    lines: list[drafts.DraftLine], skus: dict[int, Sku], slot_id: int | None, start: dt.datetime | None = None
+) -> dict:
+    """The consultation's time (:func:`slot_json`): one line of quantity 1 and either ``start``,
+    listed by availability for the product (``id`` None: create books it), or a legacy slot of
+    the product's teacher, still available and bookable (else InvalidInput / SlotUnavailable)."""
     if len(lines) != 1 or lines[0].quantity != 1:
         raise InvalidInput("咨询订单只能预约一个时段。", items=["咨询订单只能包含一项服务，数量为 1"])
+    product_id = skus[lines[0].sku_id].product_id
+    if start is not None:
+        wanted = availability.start_check(product_id=product_id, start=start)
+        return {
+            "id": None,
+            "teacher_id": wanted["teacher_id"],
+            "teacher_name": wanted["teacher_name"],
+            "start": timezone.localtime(start).isoformat(),
+            "end": timezone.localtime(wanted["end"]).isoformat(),
+            "product_id": product_id,
+        }
     if slot_id is None:
-        raise InvalidInput("请选择咨询时段。", slot_id=["请选择咨询时段"])
-    teacher = getattr(skus[lines[0].sku_id].product, "teacher", None)
+        raise InvalidInput("请选择咨询时间。", start=["请选择咨询时间"])
+    teacher = availability.teacher_of_product(product_id)
     slot = Slot.objects.select_related("teacher").filter(pk=slot_id).first()
     if slot is None or teacher is None or slot.teacher_id != teacher.pk:
         raise SlotUnavailable("该时段不属于此咨询服务。", slot_id=slot_id)
+    if availability.has_hours(teacher.pk):  # the grid is derived from availability: ask it
+        availability.start_check(product_id=product_id, start=slot.start)
     if not slot.available:
         raise SlotUnavailable(slot_id=slot_id)
     if slot.start <= slots.booking_open_after():
         raise SlotUnavailable(
             f"该时段已截止预约（需提前 {settings.BOOKING_MIN_NOTICE_MINUTES} 分钟预约）。", slot_id=slot_id
         )
-    return slot_json(slot)
+    return {**slot_json(slot), "product_id": product_id}
 
 
 def slot_json(slot: Slot) -> dict:

@@ -314,13 +314,25 @@ def _pickup_fields(draft: drafts.OrderDraft) -> dict:
 
 def _slot_book(draft: drafts.OrderDraft, order: Order) -> None:
     """Book a consultation's slot for the order (lock step 3; SlotUnavailable when taken)."""
-    if draft.slot:
+    if draft.slot and draft.slot["id"] is None:  # confirmed by start: book it, point at its grid row
+        slot = slots.slot_book_start(
+            product_id=draft.slot["product_id"],
+            start=draft.slot_start,
+            order_no=order.order_no,
+            customer_id=order.customer_id,
+            hold_until=order.pay_deadline,
+        )
+        Order.objects.filter(pk=order.pk, slot__isnull=True).update(slot=slot)
+        order.slot = slot
+    elif draft.slot:
         slots.slot_book(
             slot_id=draft.slot["id"],
             teacher_id=draft.slot["teacher_id"],
             order_no=order.order_no,
             customer_id=order.customer_id,
             start=draft.slot_start,
+            product_id=draft.slot.get("product_id"),
+            hold_until=order.pay_deadline,
         )
 
 

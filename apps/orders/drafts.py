@@ -30,7 +30,7 @@ MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fe
 class DraftSlot(TypedDict):
     """A consultation's slot as shown at confirm (``apps.orders.confirm.slot_json``)."""
 
-    id: int
+    id: int | None  # None when confirmed by ``start``: create books the start
     teacher_id: int
     teacher_name: str
     start: str  # ISO 8601, Asia/Shanghai offset

@@ -8,18 +8,25 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.appointments import slots
+from apps.appointments import bookings, slots
 from apps.catalog.models import Kind
 from apps.orders import events
 from apps.orders.models import Order, OrderStatus
-from starmall.errors import InvalidState, NotFound
+from starmall.errors import InvalidState, LimitExceeded, NotFound
 
 
 @transaction.atomic
 def order_reschedule(
-    *, order_no: str, slot_id: int, actor: str, customer_id: int | None = None, now: dt.datetime | None = None
+    *,
+    order_no: str,
+    slot_id: int | None = None,
+    actor: str,
+    customer_id: int | None = None,
+    now: dt.datetime | None = None,
+    start: dt.datetime | None = None,
 ) -> Order:
-    """Move the paid consultation ``order_no`` to slot ``slot_id``; returns the order.
+    """Move the paid consultation ``order_no`` to ``start`` (one availability lists for its
+    service, its own booking not counting) or to the legacy slot ``slot_id``; returns the order.
 
     Rules (API.md): a paid consultation; the old slot at least ``RESCHEDULE_MIN_NOTICE_HOURS``
     away; the new slot the same teacher's, open, with room and bookable (after now +
@@ -27,6 +34,7 @@ def order_reschedule(
     second move waits), the places move with ``slots.slot_move`` (capacity-checked conditional
     UPDATE), the order's slot changes under its status guard, and the status log records it.
     ``customer_id`` limits the search to the caller's orders (API); staff pass None.
+    At most ``RESCHEDULE_MAX`` moves (the booking's ``reschedules``), else LimitExceeded.
     Raises NotFound, InvalidState (not paid, not a consultation, too late), SlotUnavailable.
     """
     now = now or timezone.now()
@@ -40,7 +48,13 @@ def order_reschedule(
     hours = settings.RESCHEDULE_MIN_NOTICE_HOURS
     if old.start - now < dt.timedelta(hours=hours):
         raise InvalidState(f"距离预约开始不足 {hours} 小时，不能改约。", hours=hours)
-    new = slots.slot_move(order_no=order.order_no, to_slot_id=slot_id, teacher_id=old.teacher_id)
+    if bookings.booking_reschedules(order_no=order.order_no) >= settings.RESCHEDULE_MAX:
+        limit = settings.RESCHEDULE_MAX
+        raise LimitExceeded(f"每个预约最多改约 {limit} 次。", reschedule_max=limit)
+    if start is not None:
+        new = slots.slot_move_start(order_no=order.order_no, start=start)
+    else:
+        new = slots.slot_move(order_no=order.order_no, to_slot_id=slot_id, teacher_id=old.teacher_id)
     moved = Order.objects.filter(pk=order.pk, status=OrderStatus.PAID, slot_id=old.pk).update(slot_id=new.pk)
     if moved != 1:  # cannot happen under the row lock; refuse rather than leave a half move
         raise InvalidState("订单状态已变化，请刷新后重试。")

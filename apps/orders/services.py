@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from apps.accounts import wallet
 from apps.accounts.models import WalletEvent
-from apps.appointments import slots
+from apps.appointments import bookings, slots
 from apps.catalog import stock
 from apps.catalog.models import Kind
 from apps.marketing import bargains, flash_sales, group_buys
@@ -190,6 +190,7 @@ def order_mark_paid(*, order: Order, method: str, paid_at: dt.datetime, actor: s
         kinds.append(FollowUp.Kind.CHAT_OPEN)  # the chat with the teacher (apps.chat registers it)
     followups.followup_record_many(order=order, kinds=kinds)
     if order.kind == Kind.CONSULTATION:  # delivered as it is paid (WeChat: virtual goods)
+        bookings.booking_paid(order_no=order.order_no)  # held for good, no deadline
         followups.delivered_run(order=order, how="virtual")
     _pickup_code_assign(order)
     if order.group_id:  # the 拼团 seat is paid; the payment filling the last seat completes the group (step 6)

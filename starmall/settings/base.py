@@ -326,6 +326,10 @@ def _check() -> None:
         raise ImproperlyConfigured("POINTS_FREEZE_DAYS and BOOKING_MIN_NOTICE_MINUTES must be >= 0")
     if CHAT_MESSAGES_PER_MINUTE < 1 or CHAT_NOTICE_QUIET_MINUTES < 1:
         raise ImproperlyConfigured("CHAT_MESSAGES_PER_MINUTE and CHAT_NOTICE_QUIET_MINUTES must be at least 1")
+    if RESCHEDULE_MAX < 0 or CANCEL_FULL_REFUND_HOURS < 0 or not 0 <= LATE_CANCEL_REFUND_PERCENT <= 100:
+        raise ImproperlyConfigured(
+            "RESCHEDULE_MAX and CANCEL_FULL_REFUND_HOURS must be >= 0, LATE_CANCEL_REFUND_PERCENT 0..100"
+        )
     if any(h < 1 for h in REMINDER_HOURS) or RESCHEDULE_MIN_NOTICE_HOURS < 0:
         raise ImproperlyConfigured(
             "REMINDER_HOURS must be whole hours >= 1 (e.g. 24,1); RESCHEDULE_MIN_NOTICE_HOURS >= 0"

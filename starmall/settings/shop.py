@@ -50,6 +50,12 @@ except ValueError:
     REMINDER_HOURS = [0]  # refused by _check with a clear message
 # A paid consultation can be moved to another slot until this many hours before the old one.
 RESCHEDULE_MIN_NOTICE_HOURS = env.int("RESCHEDULE_MIN_NOTICE_HOURS", default=24)
+RESCHEDULE_MAX = env.int("RESCHEDULE_MAX", default=2)  # moves per consultation (API.md "Booking")
+# The cancellation policy of a paid consultation (API.md "Booking"): a refund asked at least
+# CANCEL_FULL_REFUND_HOURS before the start is approved in full; later, before the start, for
+# LATE_CANCEL_REFUND_PERCENT % of pay_fen.
+CANCEL_FULL_REFUND_HOURS = env.int("CANCEL_FULL_REFUND_HOURS", default=24)
+LATE_CANCEL_REFUND_PERCENT = env.int("LATE_CANCEL_REFUND_PERCENT", default=50)
 
 
 # --- Distribution (分销): commissions, withdrawals, WeChat Pay API v3 merchant transfers -------

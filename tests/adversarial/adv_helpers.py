@@ -124,7 +124,7 @@ def assert_conserved(initial_stock: dict[int, int]) -> None:
         assert stock + held[sku_id] == initial, f"SKU {sku_id}: stock {stock} + held {held[sku_id]} != {initial}"
 
     for slot in Slot.objects.all():
-        bookings = list(Booking.objects.filter(slot=slot).values_list("order_no", flat=True))
+        bookings = list(Booking.objects.filter(slot=slot, live=True).values_list("order_no", flat=True))
         assert slot.booked == len(bookings) <= slot.capacity, (slot.pk, slot.booked, bookings)
         for order_no in bookings:
             order = Order.objects.get(order_no=order_no)

@@ -54,7 +54,8 @@ def test_book_respects_capacity_and_release_happens_once(customer):
     assert slots.slot_release(order_no="A1") is True
     assert slots.slot_release(order_no="A1") is False
     assert Slot.objects.get(pk=slot.pk).booked == 0
-    assert Booking.objects.count() == 0
+    assert Booking.objects.filter(live=True).count() == 0  # kept, released once
+    assert Booking.objects.get(order_no="A1").released_at is not None
 
 
 def test_book_refuses_a_slot_within_the_minimum_notice(customer, settings):

@@ -10,7 +10,17 @@ from starmall.api.schema import MAX_ID, errors
 
 
 class RescheduleInSerializer(serializers.Serializer):
-    slot_id = fields.IntegerField(min_value=1, max_value=MAX_ID, help_text="the new slot (same teacher)")
+    start = serializers.DateTimeField(
+        required=False, help_text="the new start, one GET /teachers/{id}/availability lists (ISO 8601)"
+    )
+    slot_id = fields.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="or the new legacy slot (same teacher)"
+    )
+
+    def validate(self, data):
+        if ("start" in data) == ("slot_id" in data):
+            raise serializers.ValidationError({"start": ["start 和 slot_id 须提供其一"]})
+        return data
 
 
 class OrderRescheduleView(APIView):
@@ -24,7 +34,8 @@ class OrderRescheduleView(APIView):
                 e400="invalid",
                 e404="not_found",
                 e409="slot_unavailable (full, closed, too soon, another teacher's), "
-                "invalid_state (not a paid consultation, or the old slot is less than RESCHEDULE_MIN_NOTICE_HOURS away)",
+                "invalid_state (not a paid consultation, or the old slot is less than RESCHEDULE_MIN_NOTICE_HOURS away), "
+                "limit_exceeded (moved RESCHEDULE_MAX times already)",
             ),
         },
     )
@@ -32,6 +43,10 @@ class OrderRescheduleView(APIView):
         data = RescheduleInSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         order = order_reschedule(
-            order_no=order_no, slot_id=data.validated_data["slot_id"], actor="customer", customer_id=request.user.pk
+            order_no=order_no,
+            slot_id=data.validated_data.get("slot_id"),
+            start=data.validated_data.get("start"),
+            actor="customer",
+            customer_id=request.user.pk,
         )
         return Response(OrderSerializer(order).data)

@@ -2,6 +2,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.appointments.selectors import booking_json
 from apps.catalog.models import Kind
 from apps.marketing import selectors as marketing_selectors
 from apps.marketing.models import Group
@@ -56,6 +57,11 @@ class ConfirmInSerializer(serializers.Serializer):
         "the order removes them from the cart when it is created",
     )
     slot_id = fields.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
+    start = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="a consultation's start, one listed by GET /teachers/{id}/availability (ISO 8601)",
+    )
     address_id = fields.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     coupon_id = fields.IntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID)
     use_points = PointsField(required=False, default=0)
@@ -105,6 +111,8 @@ class ConfirmInSerializer(serializers.Serializer):
             raise serializers.ValidationError({"items": [self.fields["items"].error_messages["required"]]})
         if "items" in data and "cart_item_ids" in data:
             raise serializers.ValidationError({"cart_item_ids": ["items 和 cart_item_ids 只能提供其一"]})
+        if data.get("start") is not None and data.get("slot_id") is not None:
+            raise serializers.ValidationError({"start": ["start 和 slot_id 只能提供其一"]})
         return data
 
 
@@ -118,7 +126,9 @@ class DraftLineSerializer(serializers.Serializer):
 
 
 class SlotOutSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+    id = serializers.IntegerField(
+        allow_null=True, help_text="null at confirm by start (the grid row is made at create)"
+    )
     teacher_id = serializers.IntegerField()
     teacher_name = serializers.CharField()
     start = serializers.CharField(help_text="ISO 8601, +08:00")
@@ -248,9 +258,19 @@ class OrderGroupSerializer(serializers.Serializer):
     expires_at = serializers.CharField(allow_null=True, help_text="ISO 8601, +08:00: leader's payment + hours")
 
 
+class BookingOutSerializer(serializers.Serializer):
+    teacher_id = serializers.IntegerField()
+    product_id = serializers.IntegerField(allow_null=True)
+    start = serializers.CharField(help_text="ISO 8601, +08:00")
+    end = serializers.CharField(help_text="ISO 8601, +08:00")
+    attendance = serializers.CharField(help_text='"" (unmarked), attended, no_show or teacher_absent')
+    reschedules = serializers.IntegerField()
+
+
 class OrderSerializer(serializers.ModelSerializer):
     lines = OrderLineSerializer(many=True, read_only=True)
     slot = serializers.SerializerMethodField()
+    booking = serializers.SerializerMethodField(help_text="a consultation's booking, null for goods")
     created_at = serializers.SerializerMethodField()
     pay_deadline = serializers.SerializerMethodField()
     paid_at = serializers.SerializerMethodField()
@@ -289,6 +309,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "pay_deadline",
             "paid_at",
             "slot",
+            "booking",
             "address",
             "remark",
             "flash_sale_id",
@@ -333,6 +354,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "pay_deadline": self.get_pay_deadline(order),
             "paid_at": self.get_paid_at(order),
             "slot": self.get_slot(order),
+            "booking": self.get_booking(order),
             "address": order.address,
             "remark": order.remark,
             "flash_sale_id": order.flash_sale_id,
@@ -371,6 +393,10 @@ class OrderSerializer(serializers.ModelSerializer):
 
     def get_slot(self, order) -> dict | None:
         return slot_json(order.slot) if order.slot_id else None
+
+    @extend_schema_field(BookingOutSerializer(allow_null=True))
+    def get_booking(self, order) -> dict | None:
+        return booking_json(order_no=order.order_no) if order.kind == Kind.CONSULTATION else None
 
     @staticmethod
     def _time(value):
