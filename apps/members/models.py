@@ -82,6 +82,8 @@ class GrowthEvent(models.Model):
     reason = models.CharField(verbose_name="原因", max_length=20, choices=Reason.choices)
     order_no = models.CharField(verbose_name="订单号", max_length=32, blank=True)
     ref = models.CharField(verbose_name="关联", max_length=64)
+    # fen the row was computed from: a completion's pay_fen - freight_fen, a refund's refunded fen
+    basis_fen = models.BigIntegerField(verbose_name="计算金额", default=0)
     created_at = models.DateTimeField(verbose_name="时间", auto_now_add=True)
 
     class Meta:

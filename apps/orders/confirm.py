@@ -22,6 +22,7 @@ from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import bargains, coupons, flash_sales, group_buys
+from apps.members import pricing
 from apps.orders import caps, cart, drafts, flash_reservations, pickup
 from apps.orders.exceptions import CouponUnavailable
 from apps.shipping import selectors as freight
@@ -79,6 +80,7 @@ def order_confirm(
     activity["flash_sale_id"] = sale.pk if sale else None  # the sale's own id, as the order keeps it
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
+    lines, member_fen, terms = _member_apply(customer, kind, lines, skus, offer=sale or promo)
     caps.caps_check(customer_id=customer.pk, kind=kind)
     where = _destination_choose(
         customer, kind, lines, skus, delivery=delivery, store_id=store_id, slot_id=slot_id, address_id=address_id
@@ -96,6 +98,8 @@ def order_confirm(
         use_points=use_points,
         cart_items=cart_items,
         activity=activity,
+        member_fen=member_fen,
+        free_freight=terms.svip,
     )
     return _draft_store(draft, sale)
 
@@ -210,6 +214,40 @@ def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], d
     return lines, skus
 
 
+def _member_apply(
+    customer: Customer, kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
+) -> tuple[list[drafts.DraftLine], int, pricing.MemberTerms]:
+    """``(lines, member_fen, terms)``: goods at their own price (no ``offer``: 秒杀, 拼团 or 砍价,
+    whose price is final, freight included) as the customer's member terms price them
+    (``apps.members.pricing.line_price``: the SVIP member price as the line's price, or the
+    level discount summed into ``member_fen``, the lower per line). Others: unchanged, 0."""
+    if offer is not None or kind != Kind.GOODS:
+        return lines, 0, pricing.NONE
+    terms = pricing.member_terms(customer_id=customer.pk)
+    if not terms.any:
+        return lines, 0, terms
+    priced, member_fen = [], 0
+    for line in lines:
+        member = pricing.line_price(
+            price_fen=line.price_fen,
+            member_price_fen=skus[line.sku_id].member_price_fen,
+            quantity=line.quantity,
+            terms=terms,
+        )
+        member_fen += member.member_fen
+        priced.append(
+            drafts.DraftLine.priced(
+                sku_id=line.sku_id,
+                product_id=line.product_id,
+                name=line.name,
+                specs=line.specs,
+                price_fen=member.price_fen,
+                quantity=line.quantity,
+            )
+        )
+    return priced, member_fen, terms
+
+
 def _kind_of(lines: list[drafts.DraftLine], skus: dict[int, Sku]) -> str:
     """The one kind of the lines' products; goods and consultations mixed -> InvalidInput."""
     kinds = {skus[line.sku_id].product.kind for line in lines}
@@ -262,18 +300,23 @@ def _draft_price(
     use_points: int | bool,
     cart_items: list[list[int]] | None,
     activity: dict,
+    member_fen: int = 0,
+    free_freight: bool = False,
 ) -> drafts.OrderDraft:
     """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
-    address (none for a pickup or a consultation), goods plus freight within the order's bounds
-    (``drafts.total_check``), then the coupon (:func:`_coupon_choose`; none when ``offer``, the
-    activity the cart buys in, is set) and the points that take the rest down to 1 fen at least.
-    ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``, ``bargain_no``."""
+    address (none for a pickup or a consultation; none with ``free_freight``, a paid member's),
+    goods plus freight within the order's bounds (``drafts.total_check``), then the member
+    discount ``member_fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
+    ``offer``, the activity the cart buys in, is set) and the points that take the rest down to
+    1 fen at least. ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``,
+    ``bargain_no``."""
     address = where.address
     goods_fen = sum(line.amount_fen for line in lines)
-    freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
+    freight_fen = _freight_quote(lines, skus, address) if address is not None and not free_freight else 0
     drafts.total_check(goods_fen + freight_fen)
-    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen, freight_fen, coupon_id)
-    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
+    member_fen = min(member_fen, goods_fen + freight_fen - 1)  # 1 fen is always paid (WeChat's minimum)
+    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen - member_fen, freight_fen, coupon_id)
+    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - member_fen - coupon_fen - 1)
     return drafts.draft_build(
         customer_id=customer.pk,
         kind=kind,
@@ -289,6 +332,7 @@ def _draft_price(
         usable_coupons=usable,
         pickup_store=where.pickup_store,
         now=timezone.now(),
+        member_fen=member_fen,
         **activity,
     )
 
