@@ -49,6 +49,7 @@ MODEL_GROUPS: dict[str, str] = {
     "accounts.subscribetemplate": "公众号",  # the WeChat messages staff manage together
     "accounts.subscriberefusal": "公众号",
     "accounts.smscode": "系统",
+    "members.cardpurchase": "财务",  # paid-membership sales: WeChat payments like recharges
 }
 
 #: app_label -> group (every model of the app unless MODEL_GROUPS says otherwise)
@@ -56,6 +57,7 @@ APP_GROUPS: dict[str, str] = {
     "orders": "订单",
     "catalog": "商品",
     "marketing": "营销",  # coupons, flash sales, sign-in, group buys, bargains
+    "members": "营销",  # levels, growth, member cards (SVIP)
     "distribution": "分销",
     "content": "店铺内容",
     "stores": "自提",

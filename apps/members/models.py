@@ -57,6 +57,12 @@ class Membership(models.Model):
         verbose_name = "会员信息"
         verbose_name_plural = "会员信息"
         constraints = [models.CheckConstraint(condition=Q(growth__gte=0), name="membership_growth_gte_0")]
+        # The dashboard counts the running paid memberships.
+        indexes = [
+            models.Index(
+                fields=["svip_expires_at"], name="membership_svip_idx", condition=Q(svip_expires_at__isnull=False)
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.customer_id}: {self.growth}"
