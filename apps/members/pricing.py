@@ -34,9 +34,6 @@ class MemberTerms:
         return self.svip or self.discount_percent < 100
 
 
-NONE = MemberTerms(discount_percent=100, svip=False)
-
-
 @dataclass(frozen=True)
 class LinePrice:
     """One line as a member pays it: ``price_fen`` per unit (fen) and the level discount on

@@ -33,6 +33,16 @@ MAX_QUANTITY = cart.MAX_QUANTITY  # units of one SKU
 MAX_ORDER_FEN = drafts.MAX_ORDER_FEN  # the largest goods + freight of one order, fen
 
 
+class _Member(NamedTuple):
+    """What the buyer's membership changes in a draft (``apps.members.pricing``)."""
+
+    fen: int  # the level discount on goods at their own price (the draft's member_fen), fen
+    free_freight: bool  # a paid member (SVIP) buying at own prices: express freight is free
+
+
+NO_MEMBER = _Member(fen=0, free_freight=False)
+
+
 class _Destination(NamedTuple):
     """Where the order goes: one of a consultation's slot, a delivery address, a pickup store."""
 
@@ -80,7 +90,7 @@ def order_confirm(
     activity["flash_sale_id"] = sale.pk if sale else None  # the sale's own id, as the order keeps it
     lines, skus = _lines_resolve(quantities, sale or promo)
     kind = _kind_of(lines, skus)
-    lines, member_fen, terms = _member_apply(customer, kind, lines, skus, offer=sale or promo)
+    lines, member = _member_apply(customer, kind, lines, skus, offer=sale or promo)
     caps.caps_check(customer_id=customer.pk, kind=kind)
     where = _destination_choose(
         customer, kind, lines, skus, delivery=delivery, store_id=store_id, slot_id=slot_id, address_id=address_id
@@ -98,8 +108,7 @@ def order_confirm(
         use_points=use_points,
         cart_items=cart_items,
         activity=activity,
-        member_fen=member_fen,
-        free_freight=terms.svip,
+        member=member,
     )
     return _draft_store(draft, sale)
 
@@ -216,16 +225,17 @@ def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], d
 
 def _member_apply(
     customer: Customer, kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
-) -> tuple[list[drafts.DraftLine], int, pricing.MemberTerms]:
-    """``(lines, member_fen, terms)``: goods at their own price (no ``offer``: 秒杀, 拼团 or 砍价,
+) -> tuple[list[drafts.DraftLine], _Member]:
+    """``(lines, member)``: goods at their own price (no ``offer``: 秒杀, 拼团 or 砍价,
     whose price is final, freight included) as the customer's member terms price them
     (``apps.members.pricing.line_price``: the SVIP member price as the line's price, or the
-    level discount summed into ``member_fen``, the lower per line). Others: unchanged, 0."""
+    level discount summed into ``member.fen``, the lower per line; free freight while SVIP).
+    Others: unchanged, :data:`NO_MEMBER`."""
     if offer is not None or kind != Kind.GOODS:
-        return lines, 0, pricing.NONE
+        return lines, NO_MEMBER
     terms = pricing.member_terms(customer_id=customer.pk)
     if not terms.any:
-        return lines, 0, terms
+        return lines, NO_MEMBER
     priced, member_fen = [], 0
     for line in lines:
         member = pricing.line_price(
@@ -245,7 +255,7 @@ def _member_apply(
                 quantity=line.quantity,
             )
         )
-    return priced, member_fen, terms
+    return priced, _Member(fen=member_fen, free_freight=terms.svip)
 
 
 def _kind_of(lines: list[drafts.DraftLine], skus: dict[int, Sku]) -> str:
@@ -300,21 +310,20 @@ def _draft_price(
     use_points: int | bool,
     cart_items: list[list[int]] | None,
     activity: dict,
-    member_fen: int = 0,
-    free_freight: bool = False,
+    member: _Member = NO_MEMBER,
 ) -> drafts.OrderDraft:
     """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
-    address (none for a pickup or a consultation; none with ``free_freight``, a paid member's),
-    goods plus freight within the order's bounds (``drafts.total_check``), then the member
-    discount ``member_fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
+    address (none for a pickup or a consultation; none with ``member.free_freight``, a paid
+    member's), goods plus freight within the order's bounds (``drafts.total_check``), then the
+    member discount ``member.fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
     ``offer``, the activity the cart buys in, is set) and the points that take the rest down to
     1 fen at least. ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``,
     ``bargain_no``."""
     address = where.address
     goods_fen = sum(line.amount_fen for line in lines)
-    freight_fen = _freight_quote(lines, skus, address) if address is not None and not free_freight else 0
+    freight_fen = _freight_quote(lines, skus, address) if address is not None and not member.free_freight else 0
     drafts.total_check(goods_fen + freight_fen)
-    member_fen = min(member_fen, goods_fen + freight_fen - 1)  # 1 fen is always paid (WeChat's minimum)
+    member_fen = min(member.fen, goods_fen + freight_fen - 1)  # 1 fen is always paid (WeChat's minimum)
     usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen - member_fen, freight_fen, coupon_id)
     points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - member_fen - coupon_fen - 1)
     return drafts.draft_build(

@@ -8,12 +8,12 @@ from collections import Counter
 import pytest
 from django.db.models import Sum
 from django.utils import timezone
-from wechat_sandbox import pay_v3
 
 from apps.members import services as members
 from apps.members.models import CardPurchase, GrowthEvent, Level, MemberCard, Membership
 from apps.payments import member_cards, notifications
 from apps.payments.models import Notification
+from wechat_sandbox import pay_v3
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -26,7 +26,9 @@ class Command(BaseCommand):
             name, days, pay_fen, original_fen = CARD
             MemberCard.objects.create(name=name, days=days, pay_fen=pay_fen, original_fen=original_fen, sort=1)
         if not Sku.objects.filter(member_price_fen__isnull=False).exists():
-            sku = Sku.objects.filter(product__kind=Kind.GOODS, is_active=True, price_fen__gte=100).order_by("id").first()
+            sku = (
+                Sku.objects.filter(product__kind=Kind.GOODS, is_active=True, price_fen__gte=100).order_by("id").first()
+            )
             if sku is not None:
                 Sku.objects.filter(pk=sku.pk).update(member_price_fen=sku.price_fen * MEMBER_PRICE_PERCENT // 100)
         self.stdout.write("demo data: member levels 普通会员/银卡/金卡, a 30-day member card, a member price")
