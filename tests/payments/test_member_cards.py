@@ -15,6 +15,7 @@ from apps.orders import followups
 from apps.orders.models import FollowUp, Order
 from apps.payments import member_cards
 from apps.payments.models import Notification
+from apps.payments.reconciliation import reconcile
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +139,17 @@ def test_points_earned_are_doubled_while_svip(buyer, paid):
         followups.followup_execute(pk)
     award = WalletEvent.objects.get(customer=buyer.customer, kind="points", reason="award")
     assert award.amount == row.pay_fen // 100 * 2 == 200
+
+
+def test_card_purchases_are_reconciled(api, customer, card, wechat, deliver):
+    paid = _buy(api, card)["purchase_no"]
+    wechat.control.pay(paid)
+    deliver()
+    run = reconcile(bill_date=timezone.localdate())
+    assert (run.status, run.wechat_fen, run.local_fen, run.local_count) == ("ok", 1990, 1990, 1)
+    missed = _buy(api, card)["purchase_no"]
+    wechat.control.pay(missed)  # paid at WeChat, notification lost: missing locally
+    run = reconcile(bill_date=timezone.localdate())
+    assert [(d["kind"], d["out_trade_no"], d["wechat_fen"], d["local_status"]) for d in run.differences] == [
+        ("missing_local", missed, 1990, "unpaid")
+    ]
