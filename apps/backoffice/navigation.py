@@ -50,6 +50,8 @@ MODEL_GROUPS: dict[str, str] = {
     "accounts.subscriberefusal": "公众号",
     "accounts.smscode": "系统",
     "members.cardpurchase": "财务",  # paid-membership sales: WeChat payments like recharges
+    "members.membership": "订单",  # a customer's level, growth and SVIP: looked up with the customer
+    "members.growthevent": "订单",
 }
 
 #: app_label -> group (every model of the app unless MODEL_GROUPS says otherwise)

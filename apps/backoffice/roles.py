@@ -78,8 +78,11 @@ ROLES: dict[str, list[str]] = {
         "distribution.change_productcommission",
         "distribution.add_channel",
         "distribution.change_channel",
-        # members: levels and member cards (SVIP); member rows, growth and purchases to look at
-        "members.view_*",
+        # members: levels and member cards (SVIP); member rows and growth to look at (purchases: 财务)
+        "members.view_level",
+        "members.view_membercard",
+        "members.view_membership",
+        "members.view_growthevent",
         "members.add_level",
         "members.change_level",
         "members.add_membercard",
@@ -94,9 +97,8 @@ ROLES: dict[str, list[str]] = {
         "accounts.view_customer",
         "accounts.view_address",
         "payments.view_refund",
-        "members.view_membership",
+        "members.view_membership",  # a customer's level, growth and SVIP (订单 › 会员信息)
         "members.view_growthevent",
-        "members.view_cardpurchase",
         "chat.view_*",
         "alerts.view_*",
     ],

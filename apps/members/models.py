@@ -148,8 +148,8 @@ class CardPurchase(models.Model):
         EXPIRED = "expired", "已过期"  # never paid before expires_at
 
     class Api(models.TextChoices):  # the WeChat Pay API the trade was made with (its notification's)
-        V2 = "v2", "APIv2"
-        V3 = "v3", "APIv3"
+        V2 = "v2", "v2 接口"
+        V3 = "v3", "v3 接口"
 
     purchase_no = models.CharField(verbose_name="购买单号", max_length=32, unique=True)
     customer = models.ForeignKey(

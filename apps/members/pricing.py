@@ -15,10 +15,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from django.db.models import Exists, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.members import selectors
-from apps.members.models import Membership
+from apps.members.models import Level, Membership
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,27 @@ def member_terms(*, customer_id: int, now: dt.datetime | None = None) -> MemberT
         discount_percent=level.discount_percent if level else 100,
         svip=expires is not None and expires > now,
     )
+
+
+def terms_annotations(*, customer_id: int, now: dt.datetime | None = None) -> dict:
+    """``queryset.annotate(**terms_annotations(...))``: every row carries the customer's member
+    terms (``member_discount_percent``, ``member_svip``), read by :func:`terms_of`. Confirm adds
+    them to its one SKU query, so the terms cost it no query of its own (its query budget:
+    ``tests/orders/test_hot_path.py``); same rule as :func:`member_terms`."""
+    now = now or timezone.now()
+    membership = Membership.objects.filter(customer_id=customer_id)
+    growth = Coalesce(Subquery(membership.values("growth")[:1]), Value(0))
+    level = Level.objects.filter(growth_min__lte=OuterRef("member_growth")).order_by("-growth_min")
+    return {
+        "member_growth": growth,
+        "member_discount_percent": Coalesce(Subquery(level.values("discount_percent")[:1]), Value(100)),
+        "member_svip": Exists(membership.filter(svip_expires_at__gt=now)),
+    }
+
+
+def terms_of(row) -> MemberTerms:
+    """The terms a row annotated by :func:`terms_annotations` carries."""
+    return MemberTerms(discount_percent=row.member_discount_percent, svip=bool(row.member_svip))
 
 
 def level_discount_fen(amount_fen: int, discount_percent: int) -> int:

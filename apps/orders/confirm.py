@@ -88,9 +88,9 @@ def order_confirm(
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     sale, promo = _activity_apply(customer, quantities, coupon_id, **activity)
     activity["flash_sale_id"] = sale.pk if sale else None  # the sale's own id, as the order keeps it
-    lines, skus = _lines_resolve(quantities, sale or promo)
+    lines, skus = _lines_resolve(quantities, sale or promo, customer_id=customer.pk)
     kind = _kind_of(lines, skus)
-    lines, member = _member_apply(customer, kind, lines, skus, offer=sale or promo)
+    lines, member = _member_apply(kind, lines, skus, offer=sale or promo)
     caps.caps_check(customer_id=customer.pk, kind=kind)
     where = _destination_choose(
         customer, kind, lines, skus, delivery=delivery, store_id=store_id, slot_id=slot_id, address_id=address_id
@@ -194,11 +194,13 @@ def _group_or_bargain_apply(
     )
 
 
-def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
+def _lines_resolve(quantities: Counter, sale, *, customer_id: int) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
     """The priced lines (at the sale's price in a 秒杀) and the SKUs by id, checked one SKU at a
     time in the cart's order: on sale (NotFound), at most MAX_QUANTITY (InvalidInput), in stock
-    (InsufficientStock; committed stock seen at 0 raises the sold-out flag)."""
-    skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
+    (InsufficientStock; committed stock seen at 0 raises the sold-out flag). Each SKU carries
+    the customer's member terms (``apps.members.pricing.terms_annotations``: no query of their own)."""
+    found = Sku.objects.select_related("product").filter(pk__in=quantities)
+    skus = {s.pk: s for s in found.annotate(**pricing.terms_annotations(customer_id=customer_id))}
     lines = []
     for sku_id, quantity in quantities.items():
         sku = skus.get(sku_id)
@@ -224,7 +226,7 @@ def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], d
 
 
 def _member_apply(
-    customer: Customer, kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
+    kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
 ) -> tuple[list[drafts.DraftLine], _Member]:
     """``(lines, member)``: goods at their own price (no ``offer``: 秒杀, 拼团 or 砍价,
     whose price is final, freight included) as the customer's member terms price them
@@ -233,7 +235,7 @@ def _member_apply(
     Others: unchanged, :data:`NO_MEMBER`."""
     if offer is not None or kind != Kind.GOODS:
         return lines, NO_MEMBER
-    terms = pricing.member_terms(customer_id=customer.pk)
+    terms = pricing.terms_of(skus[lines[0].sku_id])
     if not terms.any:
         return lines, NO_MEMBER
     priced, member_fen = [], 0
