@@ -12,7 +12,6 @@ take back its member growth through the follow-up :func:`growth_revoke` (one per
 from __future__ import annotations
 
 import datetime as dt
-import logging
 
 from django.utils import timezone
 
@@ -24,10 +23,7 @@ from apps.payments import gateway, recharges
 from apps.payments.applied import Applied
 from apps.payments.models import Refund
 from starmall.admin_money import yuan
-from starmall.errors import WechatUnavailable
 from starmall.shop import shop_name
-
-logger = logging.getLogger(__name__)
 
 
 def card_buy(*, customer: Customer, card_id: int, now: dt.datetime | None = None) -> tuple[CardPurchase, dict]:
@@ -38,22 +34,15 @@ def card_buy(*, customer: Customer, card_id: int, now: dt.datetime | None = None
     WechatUnavailable (the purchase stays unpaid and expires; buy again)."""
     now = now or timezone.now()
     purchase = members.card_purchase_create(customer=customer, card_id=card_id, api=gateway.api_new(), now=now)
-    pay = gateway.gateway_for(purchase.api)
-    try:
-        prepay = pay.prepay(
-            out_trade_no=purchase.purchase_no,
-            total_fee=purchase.pay_fen,
-            description=f"{shop_name()}-{purchase.card_name} {yuan(purchase.pay_fen)} 元",
-            openid=customer.openid,
-            starts_at=now,
-            expires_at=purchase.expires_at,
-        )
-    except (gateway.PayUnavailable, gateway.PayRejected) as exc:
-        logger.warning("prepay for card purchase %s failed: %s", purchase.purchase_no, exc)
-        raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。") from exc
-    CardPurchase.objects.filter(pk=purchase.pk).update(prepay_id=prepay.prepay_id)
-    purchase.prepay_id = prepay.prepay_id
-    return purchase, pay.pay_params(prepay.prepay_id)
+    prepay_id, params = recharges.trade_prepay(
+        row=purchase,
+        out_trade_no=purchase.purchase_no,
+        description=f"{shop_name()}-{purchase.card_name} {yuan(purchase.pay_fen)} 元",
+        openid=customer.openid,
+        now=now,
+    )
+    purchase.prepay_id = prepay_id
+    return purchase, params
 
 
 def card_apply_paid(*, purchase: CardPurchase, transaction_id: str, paid_at: dt.datetime) -> Applied:
@@ -81,24 +70,10 @@ def card_purchases_expire_due(*, now: dt.datetime | None = None, limit: int = 20
     ones are applied, the others become ``expired`` (conditional UPDATE); WeChat unreachable:
     the next sweep. Returns counts per outcome."""
     now = now or timezone.now()
-    counts = {"paid": 0, "expired": 0, "later": 0}
     due = CardPurchase.objects.filter(status=CardPurchase.Status.UNPAID, expires_at__lte=now - recharges.EXPIRE_GRACE)
-    for purchase in due[:limit]:
-        state = card_sync(purchase=purchase)
-        if state in ("SUCCESS", "REFUND"):
-            counts["paid"] += 1
-        elif state in ("NOTPAY", "NOTEXIST", "CLOSED", "REVOKED", "PAYERROR"):
-            counts["expired"] += CardPurchase.objects.filter(pk=purchase.pk, status=CardPurchase.Status.UNPAID).update(
-                status=CardPurchase.Status.EXPIRED
-            )
-        else:
-            counts["later"] += 1
-    return counts
-
-
-def growth_revoke_key(out_refund_no: str) -> str:
-    """The follow-up key of a refund's growth take-back (one per refund)."""
-    return f"{FollowUp.Kind.GROWTH_REVOKE}:{out_refund_no}"
+    return recharges.unpaid_sweep(
+        due[:limit], sync=lambda purchase: card_sync(purchase=purchase), expired=CardPurchase.Status.EXPIRED
+    )
 
 
 def growth_revoke(followup: FollowUp) -> None:
