@@ -34,7 +34,10 @@ class MemberView(APIView):
 class GrowthListView(APIView):
     """``GET /me/growth``: the caller's growth ledger, newest first, paginated."""
 
-    @extend_schema(parameters=PAGE_PARAMETERS, responses={200: GROWTH_PAGE, **errors()})
+    @extend_schema(
+        parameters=PAGE_PARAMETERS,
+        responses={200: GROWTH_PAGE, **errors(e401="unauthenticated", e404="not_found (no such page)")},
+    )
     def get(self, request):
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(selectors.growth_events(customer_id=request.user.pk), request, view=self)
