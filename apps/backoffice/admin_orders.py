@@ -96,6 +96,7 @@ class OrderAdmin(orders_admin.OrderAdmin):
                     "coupon_fen",
                     "points_fen",
                     "adjust_fen",
+                    "member_fen",
                     "points_used",
                     "pay_fen",
                     "pay_method",

@@ -86,6 +86,7 @@ EXPORTS = {
             ("快递公司", lambda o: shipment.carrier if (shipment := _shipment(o)) else ""),
             ("快递单号", lambda o: shipment.tracking_no if (shipment := _shipment(o)) else ""),
             ("改价调整（元）", lambda o: yuan_amount(o.adjust_fen)),
+            ("会员折扣（元）", lambda o: yuan_amount(o.member_fen)),
             ("顾客备注", attrgetter("remark")),
             ("商家备注", attrgetter("merchant_remark")),
         ),

@@ -51,6 +51,9 @@ MODEL_GROUPS: dict[str, str] = {
     "accounts.smscode": "系统",
     "members.tag": "营销",  # customer tags: who a campaign (coupons to a tag) reaches
     "members.customertag": "营销",
+    "members.cardpurchase": "财务",  # paid-membership sales: WeChat payments like recharges
+    "members.membership": "订单",  # a customer's level, growth and SVIP: looked up with the customer
+    "members.growthevent": "订单",
 }
 
 #: app_label -> group (every model of the app unless MODEL_GROUPS says otherwise)
@@ -60,6 +63,7 @@ APP_GROUPS: dict[str, str] = {
     "marketing": "营销",  # coupons, flash sales, sign-in, group buys, bargains
     "points_mall": "营销",  # items for points, exchanges
     "crm": "营销",  # coupons issued to a tag
+    "members": "营销",  # levels, growth, member cards (SVIP)
     "distribution": "分销",
     "content": "店铺内容",
     "stores": "自提",

@@ -156,15 +156,18 @@ def _events(order: Order) -> list[dict]:
 
 
 def _money(order: Order) -> dict:
-    """The order's amounts in yuan; ``adjusted``: its price was changed (改价)."""
+    """The order's amounts in yuan; ``adjusted``: its price was changed (改价);
+    ``member_discounted``: a member level's discount (``member_fen``) was taken off."""
     return {
         "goods": yuan(order.goods_fen),
         "freight": yuan(order.freight_fen),
         "coupon": yuan(-order.coupon_fen),  # deductions shown negative; none is "0.00", never "-0.00"
         "points": yuan(-order.points_fen),
         "adjust": yuan(order.adjust_fen),
+        "member": yuan(order.member_fen),
         "pay": yuan(order.pay_fen),
         "adjusted": order.adjust_fen != 0,
+        "member_discounted": order.member_fen != 0,
     }
 
 

@@ -98,6 +98,15 @@ ROLES: dict[str, list[str]] = {
         "members.delete_customertag",
         "crm.view_*",
         "accounts.view_customer",
+        # members: levels and member cards (SVIP); member rows and growth to look at (purchases: 财务)
+        "members.view_level",
+        "members.view_membercard",
+        "members.view_membership",
+        "members.view_growthevent",
+        "members.add_level",
+        "members.change_level",
+        "members.add_membercard",
+        "members.change_membercard",
     ],
     "客服": [  # customer service: orders, after-sale requests, reading chats
         "orders.view_order",
@@ -109,6 +118,8 @@ ROLES: dict[str, list[str]] = {
         "accounts.view_address",
         "payments.view_refund",
         "orders.approve_small_refund",  # refunds up to SERVICE_REFUND_LIMIT_FEN (MONEY_ACTIONS)
+        "members.view_membership",  # a customer's level, growth and SVIP (订单 › 会员信息)
+        "members.view_growthevent",
         "chat.view_*",
         "alerts.view_*",
     ],
@@ -118,6 +129,7 @@ ROLES: dict[str, list[str]] = {
         "orders.view_aftersale",
         "orders.decide_aftersale",
         "payments.view_*",
+        "members.view_cardpurchase",
         "payments.resolve_payment",
         "payments.retry_refund",
         "payments.run_reconciliation",

@@ -57,10 +57,12 @@ def summary(period: Period) -> dict:
 
     Revenue counts orders PAID in the period (by ``paid_at``) whatever happened after; refunds
     are refunds that SUCCEEDED in the period; commissions are those written in the period (at
-    payment), less what refunds took back. Five queries.
+    payment), less what refunds took back; paid membership (SVIP): cards sold in the period
+    (fen paid less refunded) and the members whose SVIP runs now. Seven queries.
     """
     from apps.accounts.models import Customer
     from apps.distribution.models import Commission
+    from apps.members.models import CardPurchase, Membership
 
     created = Order.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
         orders=Count("id"),
@@ -88,6 +90,10 @@ def summary(period: Period) -> dict:
         "commission_fen": Commission.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
             fen=Coalesce(Sum(F("amount_fen") - F("reversed_fen")), 0)
         )["fen"],
+        "svip_sales_fen": CardPurchase.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end).aggregate(
+            fen=Coalesce(Sum(F("pay_fen") - F("refunded_fen")), 0)
+        )["fen"],
+        "svip_active": Membership.objects.filter(svip_expires_at__gt=timezone.now()).count(),
     }
 
 

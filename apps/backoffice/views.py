@@ -120,6 +120,7 @@ def dashboard_callback(request, context: dict) -> dict:
                 refund=yuan(block["refund_fen"]),
                 aov=yuan(block["aov_fen"]),
                 commission=yuan(block["commission_fen"]),
+                svip_sales=yuan(block["svip_sales_fen"]),
             )
         cards.append(card)
     chart = {

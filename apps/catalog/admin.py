@@ -19,7 +19,7 @@ class CategoryAdmin(ChangedFieldsAdmin):
 
 
 class SkuInlineForm(forms.ModelForm):
-    """One row of the SKU matrix: price, code, weight editable; stock moved by a relative
+    """One row of the SKU matrix: price, member price (SVIP), code, weight editable; stock moved by a relative
     ``stock_change`` (``sku_stock_adjust``, needs ``catalog.change_stock``), never overwritten."""
 
     stock_change = forms.IntegerField(
@@ -28,7 +28,7 @@ class SkuInlineForm(forms.ModelForm):
 
     class Meta:
         model = Sku
-        fields = ["price_fen", "code", "weight_g", "is_active"]
+        fields = ["price_fen", "member_price_fen", "code", "weight_g", "is_active"]
 
 
 class SkuInline(admin.TabularInline):
@@ -38,7 +38,16 @@ class SkuInline(admin.TabularInline):
     model = Sku
     form = SkuInlineForm
     extra = 0
-    fields = ["specs_display", "price_fen", "stock", "stock_change", "code", "weight_g", "is_active"]
+    fields = [
+        "specs_display",
+        "price_fen",
+        "member_price_fen",
+        "stock",
+        "stock_change",
+        "code",
+        "weight_g",
+        "is_active",
+    ]
     readonly_fields = ["specs_display", "stock"]  # stock moves through "库存增减" (relative) only
     show_change_link = True
 
@@ -94,7 +103,7 @@ class SkuForm(forms.ModelForm):
 
     class Meta:
         model = Sku
-        fields = ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active"]
+        fields = ["product", "specs", "price_fen", "member_price_fen", "code", "weight_g", "volume_cm3", "is_active"]
 
     def clean_weight_g(self):
         value = self.cleaned_data["weight_g"]
@@ -126,7 +135,17 @@ class SkuAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and not self._may_edit(request):
-            return ["product", "specs", "price_fen", "code", "weight_g", "volume_cm3", "is_active", "stock"]
+            return [
+                "product",
+                "specs",
+                "price_fen",
+                "member_price_fen",
+                "code",
+                "weight_g",
+                "volume_cm3",
+                "is_active",
+                "stock",
+            ]
         return self.readonly_fields
 
     def get_form(self, request, obj=None, **kwargs):

@@ -1,6 +1,7 @@
 """Categories, products (goods or a teacher's consultation), SKUs with stock, teachers."""
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -133,6 +134,14 @@ class Sku(models.Model):
     product = models.ForeignKey(Product, verbose_name="商品", on_delete=models.PROTECT, related_name="skus")
     specs = models.JSONField(verbose_name="规格", default=dict, blank=True)  # e.g. {"颜色": "青瓷", "容量": "350ml"}
     price_fen = models.PositiveIntegerField(verbose_name="价格")  # fen
+    # fen: the price while the customer is a paid member (SVIP; apps.members.pricing), or None
+    member_price_fen = models.PositiveIntegerField(
+        verbose_name="会员价",
+        null=True,
+        blank=True,
+        help_text="付费会员（SVIP）的价格；空 = 无会员价",
+        validators=[MinValueValidator(1)],
+    )
     stock = models.IntegerField(verbose_name="库存", default=0)  # units on hand
     code = models.CharField(verbose_name="商家编码", max_length=64, blank=True)  # merchant's own SKU code
     is_active = models.BooleanField(verbose_name="启用", default=True)

@@ -57,6 +57,12 @@ class Membership(models.Model):
         verbose_name = "会员信息"
         verbose_name_plural = "会员信息"
         constraints = [models.CheckConstraint(condition=Q(growth__gte=0), name="membership_growth_gte_0")]
+        # The dashboard counts the running paid memberships.
+        indexes = [
+            models.Index(
+                fields=["svip_expires_at"], name="membership_svip_idx", condition=Q(svip_expires_at__isnull=False)
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.customer_id}: {self.growth}"
@@ -82,6 +88,8 @@ class GrowthEvent(models.Model):
     reason = models.CharField(verbose_name="原因", max_length=20, choices=Reason.choices)
     order_no = models.CharField(verbose_name="订单号", max_length=32, blank=True)
     ref = models.CharField(verbose_name="关联", max_length=64)
+    # fen the row was computed from: a completion's pay_fen - freight_fen, a refund's refunded fen
+    basis_fen = models.BigIntegerField(verbose_name="计算金额", default=0)
     created_at = models.DateTimeField(verbose_name="时间", auto_now_add=True)
 
     class Meta:
@@ -140,8 +148,8 @@ class CardPurchase(models.Model):
         EXPIRED = "expired", "已过期"  # never paid before expires_at
 
     class Api(models.TextChoices):  # the WeChat Pay API the trade was made with (its notification's)
-        V2 = "v2", "APIv2"
-        V3 = "v3", "APIv3"
+        V2 = "v2", "v2 接口"
+        V3 = "v3", "v3 接口"
 
     purchase_no = models.CharField(verbose_name="购买单号", max_length=32, unique=True)
     customer = models.ForeignKey(

@@ -144,6 +144,7 @@ class OrderAdmin(PickupCodeHidden, ReadOnlyModelAdmin):
                     "freight_fen",
                     "coupon_fen",
                     "points_fen",
+                    "member_fen",
                     "points_used",
                     "pay_fen",
                     "pay_method",

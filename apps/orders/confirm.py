@@ -23,6 +23,7 @@ from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import bargains, coupons, flash_sales, group_buys
+from apps.members import pricing
 from apps.orders import caps, cart, drafts, flash_reservations, pickup
 from apps.orders.exceptions import CouponUnavailable
 from apps.shipping import selectors as freight
@@ -31,6 +32,16 @@ from starmall.errors import InvalidInput, NotFound
 MAX_LINES = cart.MAX_LINES  # distinct SKUs in one order (the API's and the cart's limit)
 MAX_QUANTITY = cart.MAX_QUANTITY  # units of one SKU
 MAX_ORDER_FEN = drafts.MAX_ORDER_FEN  # the largest goods + freight of one order, fen
+
+
+class _Member(NamedTuple):
+    """What the buyer's membership changes in a draft (``apps.members.pricing``)."""
+
+    fen: int  # the level discount on goods at their own price (the draft's member_fen), fen
+    free_freight: bool  # a paid member (SVIP) buying at own prices: express freight is free
+
+
+NO_MEMBER = _Member(fen=0, free_freight=False)
 
 
 class _Destination(NamedTuple):
@@ -80,8 +91,9 @@ def order_confirm(
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     sale, promo = _activity_apply(customer, quantities, coupon_id, **activity)
     activity["flash_sale_id"] = sale.pk if sale else None  # the sale's own id, as the order keeps it
-    lines, skus = _lines_resolve(quantities, sale or promo)
+    lines, skus = _lines_resolve(quantities, sale or promo, customer_id=customer.pk)
     kind = _kind_of(lines, skus)
+    lines, member = _member_apply(kind, lines, skus, offer=sale or promo)
     caps.caps_check(customer_id=customer.pk, kind=kind)
     choice = dict(delivery=delivery, store_id=store_id, slot_id=slot_id, start=start, address_id=address_id)
     where = _destination_choose(customer, kind, lines, skus, **choice)
@@ -98,6 +110,7 @@ def order_confirm(
         use_points=use_points,
         cart_items=cart_items,
         activity=activity,
+        member=member,
     )
     return _draft_store(draft, sale)
 
@@ -183,11 +196,13 @@ def _group_or_bargain_apply(
     )
 
 
-def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
+def _lines_resolve(quantities: Counter, sale, *, customer_id: int) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
     """The priced lines (at the sale's price in a 秒杀) and the SKUs by id, checked one SKU at a
     time in the cart's order: on sale (NotFound), at most MAX_QUANTITY (InvalidInput), in stock
-    (InsufficientStock; committed stock seen at 0 raises the sold-out flag)."""
-    skus = {s.pk: s for s in Sku.objects.select_related("product").filter(pk__in=quantities)}
+    (InsufficientStock; committed stock seen at 0 raises the sold-out flag). Each SKU carries
+    the customer's member terms (``apps.members.pricing.terms_annotations``: no query of their own)."""
+    found = Sku.objects.select_related("product").filter(pk__in=quantities)
+    skus = {s.pk: s for s in found.annotate(**pricing.terms_annotations(customer_id=customer_id))}
     lines = []
     for sku_id, quantity in quantities.items():
         sku = skus.get(sku_id)
@@ -210,6 +225,41 @@ def _lines_resolve(quantities: Counter, sale) -> tuple[list[drafts.DraftLine], d
             )
         )
     return lines, skus
+
+
+def _member_apply(
+    kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
+) -> tuple[list[drafts.DraftLine], _Member]:
+    """``(lines, member)``: goods at their own price (no ``offer``: 秒杀, 拼团 or 砍价,
+    whose price is final, freight included) as the customer's member terms price them
+    (``apps.members.pricing.line_price``: the SVIP member price as the line's price, or the
+    level discount summed into ``member.fen``, the lower per line; free freight while SVIP).
+    Others: unchanged, :data:`NO_MEMBER`."""
+    if offer is not None or kind != Kind.GOODS:
+        return lines, NO_MEMBER
+    terms = pricing.terms_of(skus[lines[0].sku_id])
+    if not terms.any:
+        return lines, NO_MEMBER
+    priced, member_fen = [], 0
+    for line in lines:
+        member = pricing.line_price(
+            price_fen=line.price_fen,
+            member_price_fen=skus[line.sku_id].member_price_fen,
+            quantity=line.quantity,
+            terms=terms,
+        )
+        member_fen += member.member_fen
+        priced.append(
+            drafts.DraftLine.priced(
+                sku_id=line.sku_id,
+                product_id=line.product_id,
+                name=line.name,
+                specs=line.specs,
+                price_fen=member.price_fen,
+                quantity=line.quantity,
+            )
+        )
+    return priced, _Member(fen=member_fen, free_freight=terms.svip)
 
 
 def _kind_of(lines: list[drafts.DraftLine], skus: dict[int, Sku]) -> str:
@@ -265,18 +315,22 @@ def _draft_price(
     use_points: int | bool,
     cart_items: list[list[int]] | None,
     activity: dict,
+    member: _Member = NO_MEMBER,
 ) -> drafts.OrderDraft:
     """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
-    address (none for a pickup or a consultation), goods plus freight within the order's bounds
-    (``drafts.total_check``), then the coupon (:func:`_coupon_choose`; none when ``offer``, the
-    activity the cart buys in, is set) and the points that take the rest down to 1 fen at least.
-    ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``, ``bargain_no``."""
+    address (none for a pickup or a consultation; none with ``member.free_freight``, a paid
+    member's), goods plus freight within the order's bounds (``drafts.total_check``), then the
+    member discount ``member.fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
+    ``offer``, the activity the cart buys in, is set) and the points that take the rest down to
+    1 fen at least. ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``,
+    ``bargain_no``."""
     address = where.address
     goods_fen = sum(line.amount_fen for line in lines)
-    freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
+    freight_fen = _freight_quote(lines, skus, address) if address is not None and not member.free_freight else 0
     drafts.total_check(goods_fen + freight_fen)
-    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen, freight_fen, coupon_id)
-    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - coupon_fen - 1)
+    member_fen = min(member.fen, goods_fen + freight_fen - 1)  # 1 fen is always paid (WeChat's minimum)
+    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen - member_fen, freight_fen, coupon_id)
+    points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - member_fen - coupon_fen - 1)
     return drafts.draft_build(
         customer_id=customer.pk,
         kind=kind,
@@ -292,6 +346,7 @@ def _draft_price(
         usable_coupons=usable,
         pickup_store=where.pickup_store,
         now=timezone.now(),
+        member_fen=member_fen,
         **activity,
     )
 

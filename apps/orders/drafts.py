@@ -100,7 +100,7 @@ class DraftLine:
 class OrderDraft:
     """A priced cart waiting for ``order_create``. Money is integer fen.
 
-    ``pay_fen = goods_fen + freight_fen - coupon_fen - points_fen`` and is at least 1 fen.
+    ``pay_fen = goods_fen + freight_fen - coupon_fen - points_fen - member_fen`` and is at least 1 fen.
     """
 
     order_key: str  # 32 hex characters (:func:`draft_new_key`); the order's UNIQUE key
@@ -126,6 +126,7 @@ class OrderDraft:
     group_buy_id: int | None = None  # 拼团: open a new group of this activity as its leader
     group_id: int | None = None  # 拼团: join this group
     bargain_no: str | None = None  # 砍价: buy this record at its current price
+    member_fen: int = 0  # fen: the level discount on goods at their own price (apps.members.pricing); stored when set
 
     @property
     def slot_id(self) -> int | None:
@@ -149,7 +150,8 @@ class OrderDraft:
 
     def to_json(self) -> dict:
         """The draft as stored in Redis and answered by confirm (keys in exactly this order). The
-        拼团/砍价 keys are written only when set: an ordinary draft keeps the previous shape."""
+        拼团/砍价 keys and ``member_fen`` are written only when set: an ordinary draft keeps the
+        previous shape."""
         data = {
             "order_key": self.order_key,
             "customer_id": self.customer_id,
@@ -162,6 +164,7 @@ class OrderDraft:
             "coupon_fen": self.coupon_fen,
             "points_used": self.points_used,
             "points_fen": self.points_fen,
+            **({"member_fen": self.member_fen} if self.member_fen else {}),
             "pay_fen": self.pay_fen,
             "slot": self.slot,
             "address": self.address,
@@ -202,6 +205,7 @@ class OrderDraft:
             group_buy_id=data.get("group_buy_id"),
             group_id=data.get("group_id"),
             bargain_no=data.get("bargain_no"),
+            member_fen=data.get("member_fen", 0),
         )
 
 
@@ -233,9 +237,10 @@ def draft_build(
     group_buy_id: int | None = None,
     group_id: int | None = None,
     bargain_no: str | None = None,
+    member_fen: int = 0,
 ) -> OrderDraft:
     """A new draft (fresh ``order_key``) of priced ``lines``: the goods total, what is left to pay
-    after ``coupon_fen`` and ``points_fen``, expiring ``ORDER_DRAFT_TTL_SECONDS`` after ``now``
+    after ``member_fen``, ``coupon_fen`` and ``points_fen``, expiring ``ORDER_DRAFT_TTL_SECONDS`` after ``now``
     (Shanghai offset). Goods plus freight outside 1 fen .. MAX_ORDER_FEN -> InvalidInput
     (:func:`total_check`). The one builder of both confirms: Django's ``order_confirm`` and the
     gate's ``starmall.gates.flash_confirm``."""
@@ -253,7 +258,7 @@ def draft_build(
         coupon_fen=coupon_fen,
         points_used=points_used,
         points_fen=points_fen,
-        pay_fen=goods_fen + freight_fen - coupon_fen - points_fen,
+        pay_fen=goods_fen + freight_fen - coupon_fen - points_fen - member_fen,
         slot=slot,
         address=address,
         flash_sale_id=flash_sale_id,
@@ -263,6 +268,7 @@ def draft_build(
         group_buy_id=group_buy_id,
         group_id=group_id,
         bargain_no=bargain_no,
+        member_fen=member_fen,
     )
 
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_on_failure
+from apps.members import selectors as members
 from apps.orders.models import FollowUp, Order
 from starmall import dispatch
 from starmall.admin_money import yuan
@@ -334,7 +335,8 @@ SENDS: dict[str, Callable[[FollowUp], Send | None]] = {
 
 
 def _award_points(followup: FollowUp) -> None:
-    """One point per whole yuan paid, FROZEN until the order completes plus POINTS_FREEZE_DAYS
+    """One point per whole yuan paid (two while the buyer was a paid member, SVIP, when it was
+    paid: API.md Members), FROZEN until the order completes plus POINTS_FREEZE_DAYS
     (API.md); written VOID if the order was cancelled or refunded meanwhile. The customer's row
     is locked before the order's status is read, as the refund's void does: the two cannot
     miss each other. WalletEvent's UNIQUE makes a repeat a no-op."""
@@ -345,17 +347,30 @@ def _award_points(followup: FollowUp) -> None:
     wallet.customer_lock(customer_id=order.customer_id)
     status, completed_at = Order.objects.filter(pk=order.pk).values_list("status", "completed_at").get()
     live = status in (OrderStatus.PAID, OrderStatus.SHIPPED, OrderStatus.COMPLETED)
+    doubled = members.svip_active(order.customer_id, at=order.paid_at)  # a paid member's points count twice
     wallet.points_award_freeze(
         customer_id=order.customer_id,
-        points=order.pay_fen // 100,
+        points=order.pay_fen // 100 * (2 if doubled else 1),
         order_no=order.order_no,
         order_live=live,
         completed_at=completed_at if status == OrderStatus.COMPLETED else None,
     )
 
 
+def _award_growth(followup: FollowUp) -> None:
+    """A completed order's member growth: 1 per whole yuan of ``pay_fen - freight_fen``, once
+    (``apps.members.services.growth_order_completed``: the ledger row's UNIQUE key)."""
+    from apps.members import services as member_services
+
+    order = followup.order
+    member_services.growth_order_completed(
+        customer_id=order.customer_id, order_no=order.order_no, basis_fen=order.pay_fen - order.freight_fen
+    )
+
+
 HANDLERS: dict[str, Callable[[FollowUp], None]] = {
     FollowUp.Kind.POINTS_AWARD: _award_points,
+    FollowUp.Kind.GROWTH_AWARD: _award_growth,
 }
 
 #: Apps above orders add follow-ups to a paid order without orders importing them: each

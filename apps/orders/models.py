@@ -35,8 +35,9 @@ def pickup_code_masked(code: str | None) -> str:
 
 
 class Order(models.Model):
-    """One purchase. Amounts in fen: ``pay_fen = goods + freight - coupon - points + adjust`` (>= 0);
-    ``adjust_fen`` is staff's 改价 before payment (negative: cheaper; ``apps.payments.price_change``).
+    """One purchase. Amounts in fen: ``pay_fen = goods + freight - coupon - points + adjust - member``
+    (>= 0); ``adjust_fen`` is staff's 改价 before payment (negative: cheaper;
+    ``apps.payments.price_change``); ``member_fen`` the level discount at confirm (apps.members).
 
     ``order_key`` (UNIQUE) is the two-phase key from confirm: the same key can become only one
     order. ``order_no`` (UNIQUE, <= 32 chars) is shown to the customer and is the WeChat
@@ -60,6 +61,7 @@ class Order(models.Model):
     adjust_fen = models.IntegerField(
         verbose_name="改价调整", default=0
     )  # fen, signed: staff's price change before payment
+    member_fen = models.PositiveIntegerField(verbose_name="会员折扣", default=0)  # fen: the level discount
     pay_fen = models.PositiveIntegerField(verbose_name="实付")  # fen the customer pays (= WeChat total_fee)
     coupon = models.ForeignKey(
         "accounts.Coupon", verbose_name="优惠券", null=True, blank=True, on_delete=models.PROTECT
@@ -140,8 +142,9 @@ class Order(models.Model):
                     - models.F("coupon_fen")
                     - models.F("points_fen")
                     + models.F("adjust_fen")
+                    - models.F("member_fen")
                 ),
-                name="order_pay_fen_sum_with_adjustment",
+                name="order_pay_fen_sum_with_member",
             ),
             # A pickup code names one order among those that can still be collected.
             models.UniqueConstraint(
@@ -284,6 +287,8 @@ class FollowUp(models.Model):
         CHAT_OPEN = "chat_open", "开启咨询聊天"  # a paid consultation's chat session (apps.chat)
         COMMISSION_AWARD = "commission_award", "分销佣金"  # the referrers' frozen commissions (apps.distribution)
         SHIPPING_INFO = "shipping_info", "上传发货信息"  # WeChat's 发货信息管理, one per version (apps.payments)
+        GROWTH_AWARD = "growth_award", "会员成长值"  # a completed order's growth (apps.members)
+        GROWTH_REVOKE = "growth_revoke", "退款扣回成长值"  # a refund's share taken back, one per refund (apps.payments)
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

@@ -58,6 +58,7 @@ def order_fields(
         "coupon_fen": draft.coupon_fen,
         "points_fen": draft.points_fen,
         "points_used": draft.points_used,
+        "member_fen": draft.member_fen,
         "pay_fen": draft.pay_fen,
         "coupon_id": draft.coupon_id,
         "pay_method": "",

@@ -245,7 +245,8 @@ def order_mark_refunded(*, order: Order, actor: str, restock: bool) -> bool:
 def order_complete(*, order: Order, actor: str) -> bool:
     """``shipped -> completed`` (goods received) or ``paid -> completed`` (consultation held).
 
-    The points the order earned become due ``POINTS_FREEZE_DAYS`` after this moment.
+    The points the order earned become due ``POINTS_FREEZE_DAYS`` after this moment; its
+    member growth is a follow-up (``GROWTH_AWARD``) of the same transaction.
     """
     allowed = (OrderStatus.SHIPPED,) if order.kind == Kind.GOODS else (OrderStatus.PAID,)
     now = timezone.now()
@@ -253,6 +254,7 @@ def order_complete(*, order: Order, actor: str) -> bool:
         if not order_transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor, completed_at=now):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+        followups.followup_record(order=order, kind=FollowUp.Kind.GROWTH_AWARD)  # member growth (apps.members)
     return True
 
 
@@ -303,5 +305,6 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
         ):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+        followups.followup_record(order=order, kind=FollowUp.Kind.GROWTH_AWARD)  # member growth (apps.members)
         followups.delivered_run(order=order, how="pickup")
     return True

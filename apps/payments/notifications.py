@@ -60,8 +60,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.members import selectors as member_selectors
+from apps.members import services as members
 from apps.orders.models import PayMethod
-from apps.payments import recharges, refunds, services, wechat, wechat_v3, wechat_v3_pay
+from apps.payments import member_cards, recharges, refunds, services, wechat, wechat_v3, wechat_v3_pay
 from apps.payments.models import Notification, Payment, PaymentStatus, Recharge, Refund
 from starmall.locking import retry_on_lock_conflict
 
@@ -362,6 +364,13 @@ def _recharge_apply(recharge: Recharge, fields: dict) -> str:
     return Notification.Outcome(applied.value)
 
 
+def _member_card_apply(purchase, fields: dict) -> str:
+    applied = member_cards.card_apply_paid(
+        purchase=purchase, transaction_id=fields["transaction_id"], paid_at=_paid_at(fields)
+    )
+    return Notification.Outcome(applied.value)
+
+
 def _refund_apply(refund: Refund, fields: dict) -> str:
     """SUCCESS confirms the refund once; CHANGE / REFUNDCLOSE (v3: ABNORMAL / CLOSED) mark it
     FAILED (one alert); any other refund_status is recorded as unexpected and answered SUCCESS
@@ -387,6 +396,17 @@ HANDLERS: dict[str, Handler] = {
         amount="total_fee",
         expected_fen=lambda recharge: recharge.pay_fen,
         apply=_recharge_apply,
+        also=(PAY_RESULT_V3,),
+    ),
+    # A member card purchase too: "M..." (apps.payments.member_cards), before "payment".
+    "member_card": Handler(
+        callback=PAY_RESULT,
+        claims=lambda fields: members.is_purchase_no(fields.get("out_trade_no", "")),
+        find=lambda fields: member_selectors.purchase_by_no(fields.get("out_trade_no", "")),
+        number="out_trade_no",
+        amount="total_fee",
+        expected_fen=lambda purchase: purchase.pay_fen,
+        apply=_member_card_apply,
         also=(PAY_RESULT_V3,),
     ),
     "payment": Handler(

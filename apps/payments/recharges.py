@@ -100,22 +100,37 @@ def recharge_create(*, customer: Customer, package_id: int, now: dt.datetime | N
         expires_at=now + dt.timedelta(minutes=settings.RECHARGE_PAY_MINUTES),
         api=gateway.api_new(),
     )
-    pay = gateway.gateway_for(recharge.api)
+    prepay_id, params = trade_prepay(
+        row=recharge,
+        out_trade_no=recharge.recharge_no,
+        description=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元",
+        openid=customer.openid,
+        now=now,
+    )
+    recharge.prepay_id = prepay_id
+    return recharge, params
+
+
+def trade_prepay(*, row, out_trade_no: str, description: str, openid: str, now: dt.datetime) -> tuple[str, dict]:
+    """WeChat's prepay of a committed trade row that is not an order's (a recharge, a member
+    card purchase: ``api``, ``pay_fen``, ``expires_at``, ``prepay_id``), outside any transaction,
+    through the row's own ``api``; the row's ``prepay_id`` is written. Returns ``(prepay_id,
+    wx.requestPayment parameters)``. Raises WechatUnavailable (the row stays unpaid and expires)."""
+    pay = gateway.gateway_for(row.api)
     try:
         prepay = pay.prepay(
-            out_trade_no=recharge.recharge_no,
-            total_fee=recharge.pay_fen,
-            description=f"{shop_name()}-余额充值 {yuan(recharge.pay_fen)} 元",
-            openid=customer.openid,
+            out_trade_no=out_trade_no,
+            total_fee=row.pay_fen,
+            description=description,
+            openid=openid,
             starts_at=now,
-            expires_at=recharge.expires_at,
+            expires_at=row.expires_at,
         )
     except (gateway.PayUnavailable, gateway.PayRejected) as exc:
-        logger.warning("prepay for recharge %s failed: %s", recharge.recharge_no, exc)
+        logger.warning("prepay for %s failed: %s", out_trade_no, exc)
         raise WechatUnavailable("微信支付暂时无法下单，请稍后再试。") from exc
-    Recharge.objects.filter(pk=recharge.pk).update(prepay_id=prepay.prepay_id)
-    recharge.prepay_id = prepay.prepay_id
-    return recharge, pay.pay_params(prepay.prepay_id)
+    type(row).objects.filter(pk=row.pk).update(prepay_id=prepay.prepay_id)
+    return prepay.prepay_id, pay.pay_params(prepay.prepay_id)
 
 
 def recharge_get(*, recharge_no: str, customer_id: int) -> Recharge:
@@ -183,15 +198,22 @@ def recharges_expire_due(*, now: dt.datetime | None = None, limit: int = 200) ->
     about (orderquery): paid ones are credited, the others become ``expired`` (conditional
     UPDATE); WeChat unreachable: left for the next sweep. Returns counts per outcome."""
     now = now or timezone.now()
+    due = Recharge.objects.filter(status=Recharge.Status.UNPAID, expires_at__lte=now - EXPIRE_GRACE)[:limit]
+    return unpaid_sweep(due, sync=lambda recharge: recharge_sync(recharge=recharge), expired=Recharge.Status.EXPIRED)
+
+
+def unpaid_sweep(due, *, sync, expired: str) -> dict[str, int]:
+    """The expiry sweep of unpaid trade rows past their deadline (recharges, member card
+    purchases): ``sync(row)`` asks WeChat and applies a payment (its trade_state); states that
+    can no longer pay make the row ``expired`` by a conditional UPDATE (``unpaid -> expired``);
+    WeChat unreachable: the next sweep. Returns counts per outcome."""
     counts = {"paid": 0, "expired": 0, "later": 0}
-    for recharge in Recharge.objects.filter(status=Recharge.Status.UNPAID, expires_at__lte=now - EXPIRE_GRACE)[:limit]:
-        state = recharge_sync(recharge=recharge)
+    for row in due:
+        state = sync(row)
         if state in ("SUCCESS", "REFUND"):
             counts["paid"] += 1
         elif state in ("NOTPAY", "NOTEXIST", "CLOSED", "REVOKED", "PAYERROR"):
-            counts["expired"] += Recharge.objects.filter(pk=recharge.pk, status=Recharge.Status.UNPAID).update(
-                status=Recharge.Status.EXPIRED
-            )
+            counts["expired"] += type(row).objects.filter(pk=row.pk, status="unpaid").update(status=expired)
         else:
             counts["later"] += 1
     return counts

@@ -63,6 +63,7 @@ from django.utils import timezone
 
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_raise
+from apps.members.models import CardPurchase
 from apps.orders.models import PayMethod
 from apps.payments import gateway, staff_limits
 from apps.payments.models import Payment, PaymentStatus, Recharge, ReconciliationRun, Refund
@@ -300,24 +301,31 @@ def local_rows(bill_date: dt.date, bill: Bill, api: str | None = None) -> tuple[
 def _recharge_rows(
     start: dt.datetime, end: dt.datetime, bill: Bill, payments: dict, others: dict, of_api: dict
 ) -> None:
-    """Recharges are WeChat trades too (``out_trade_no`` = recharge_no, ``R...``): the paid ones
-    of the day, plus our paid ones the bill names, join ``payments`` (``total_fee`` = pay_fen);
-    unpaid / expired ones the bill names go to ``others``. A bill trade with no such recharge
-    (or not paid here) is then a ``missing_local`` difference, an amount that differs ``amount``."""
-    fields = ("recharge_no", "pay_fen", "status")
-    found = list(
-        Recharge.objects.filter(status=Recharge.Status.PAID, paid_at__gte=start, paid_at__lt=end, **of_api).values(
-            *fields
+    """Recharges and member-card purchases are WeChat trades too (``out_trade_no`` = their
+    number, ``R...`` / ``M...``): the paid ones of the day, plus our paid ones the bill names,
+    join ``payments`` (``total_fee`` = pay_fen); unpaid / expired ones the bill names go to
+    ``others``. A bill trade with no such row (or not paid here) is then a ``missing_local``
+    difference, an amount that differs ``amount``. A refunded card was paid: it counts as paid."""
+    for model, number, prefix, paid in _PREFIXED_TRADES:
+        fields = (number, "pay_fen", "status")
+        found = list(
+            model.objects.filter(status__in=paid, paid_at__gte=start, paid_at__lt=end, **of_api).values(*fields)
         )
-    )
-    named = {t.out_trade_no for t in bill.trades if t.out_trade_no.startswith("R")} - {r["recharge_no"] for r in found}
-    for keys in _chunks(named):
-        found += Recharge.objects.filter(recharge_no__in=keys).values(*fields)
-    for r in found:
-        if r["status"] == Recharge.Status.PAID:
-            payments[r["recharge_no"]] = {"total_fee": r["pay_fen"], "status": r["status"]}
-        else:
-            others[r["recharge_no"]] = r["status"]
+        named = {t.out_trade_no for t in bill.trades if t.out_trade_no.startswith(prefix)} - {r[number] for r in found}
+        for keys in _chunks(named):
+            found += model.objects.filter(**{f"{number}__in": keys}).values(*fields)
+        for r in found:
+            if r["status"] in paid:
+                payments[r[number]] = {"total_fee": r["pay_fen"], "status": r["status"]}
+            else:
+                others[r[number]] = r["status"]
+
+
+#: (model, its out_trade_no field, the number's prefix, the statuses of a paid trade)
+_PREFIXED_TRADES = (
+    (Recharge, "recharge_no", "R", (Recharge.Status.PAID,)),
+    (CardPurchase, "purchase_no", "M", (CardPurchase.Status.PAID, CardPurchase.Status.REFUNDED)),
+)
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -368,6 +376,7 @@ def apis_of_day(bill_date: dt.date) -> list[str]:
     apis = {gateway.api_new()}
     apis |= set(Payment.objects.filter(method=PayMethod.WECHAT, **day).values_list("api", flat=True).distinct())
     apis |= set(Recharge.objects.filter(**day).values_list("api", flat=True).distinct())
+    apis |= set(CardPurchase.objects.filter(**day).values_list("api", flat=True).distinct())
     apis |= set(
         Refund.objects.filter(payment__method=PayMethod.WECHAT, created_at__gte=start, created_at__lt=end)
         .values_list("payment__api", flat=True)
@@ -387,6 +396,9 @@ def _bill_of_api(bill: Bill, api: str) -> Bill:
         )
         other |= set(
             Recharge.objects.filter(recharge_no__in=keys).exclude(api=api).values_list("recharge_no", flat=True)
+        )
+        other |= set(
+            CardPurchase.objects.filter(purchase_no__in=keys).exclude(api=api).values_list("purchase_no", flat=True)
         )
     if not other:
         return bill

@@ -28,8 +28,9 @@ from apps.accounts.models import WalletEvent
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_on_failure
 from apps.catalog.models import Kind
+from apps.orders import followups
 from apps.orders import services as orders
-from apps.orders.models import AfterSale, Order, OrderStatus, PayMethod
+from apps.orders.models import AfterSale, FollowUp, Order, OrderStatus, PayMethod
 from apps.payments import gateway, hooks, staff_limits
 from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
@@ -379,6 +380,9 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
             orders.order_mark_refunded(
                 order=order, actor="wechat" if payment.method == PayMethod.WECHAT else "system", restock=refund.restock
             )
+        followups.followup_record(  # the refund's share of the member growth (apps.payments.member_cards)
+            order=order, kind=FollowUp.Kind.GROWTH_REVOKE, key=f"{FollowUp.Kind.GROWTH_REVOKE}:{refund.out_refund_no}"
+        )
         hooks.refund_succeeded_run(order=order)  # e.g. commissions reverse their share (distribution)
     return True
 

@@ -4,7 +4,7 @@ import datetime as dt
 
 from celery import shared_task
 
-from apps.payments import order_lifecycle, recharges, reconciliation, refund_batches, refunds, services
+from apps.payments import member_cards, order_lifecycle, recharges, reconciliation, refund_batches, refunds, services
 
 
 @shared_task
@@ -42,6 +42,12 @@ def reconcile_day(bill_date: str) -> str:
 def recharges_expire_due() -> dict:
     """Beat, every minute: unpaid recharges past their deadline: asked about, then expired."""
     return recharges.recharges_expire_due()
+
+
+@shared_task
+def card_purchases_expire_due() -> dict:
+    """Beat, every minute: unpaid member-card purchases past their deadline: asked about, then expired."""
+    return member_cards.card_purchases_expire_due()
 
 
 @shared_task

@@ -80,6 +80,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.payments.tasks.recharges_expire_due",
         "schedule": BEAT_SWEEP_SECONDS,
     },
+    "card-purchases-expire-due": {
+        "task": "apps.payments.tasks.card_purchases_expire_due",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "coupon-issues-redispatch": {
         "task": "apps.marketing.tasks.coupon_issues_redispatch",
         "schedule": 2 * BEAT_SWEEP_SECONDS,

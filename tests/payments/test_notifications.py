@@ -167,7 +167,14 @@ def test_one_more_handler_is_one_registered_entry_that_gets_the_shared_checks(db
         before="payment",
     )
     # "transfer" is distribution's (registered from its AppConfig.ready(), on its own callback)
-    assert list(notifications.HANDLERS) == ["recharge", "test-transfer", "payment", "refund", "transfer"]
+    assert list(notifications.HANDLERS) == [
+        "recharge",
+        "member_card",  # member cards' "M..." (apps.payments.member_cards)
+        "test-transfer",
+        "payment",
+        "refund",
+        "transfer",
+    ]
     with pytest.raises(ValueError):
         notifications.register("payment", notifications.HANDLERS["payment"])
 

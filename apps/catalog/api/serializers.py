@@ -54,7 +54,7 @@ class ProductListSerializer(fields.ModelSerializer):
 class SkuSerializer(fields.ModelSerializer):
     class Meta:
         model = Sku
-        fields = ["id", "specs", "price_fen", "stock"]
+        fields = ["id", "specs", "price_fen", "member_price_fen", "stock"]
 
 
 class TeacherBriefSerializer(fields.ModelSerializer):

@@ -150,6 +150,9 @@ class ConfirmOutSerializer(serializers.Serializer):
     coupon_fen = serializers.IntegerField()
     points_fen = serializers.IntegerField()
     points_used = serializers.IntegerField()
+    member_fen = serializers.IntegerField(
+        default=0, help_text="fen: the member level's discount on goods at their own price (0 without)"
+    )
     pay_fen = serializers.IntegerField()
     slot = SlotOutSerializer(allow_null=True)
     address = serializers.DictField(allow_null=True)
@@ -192,8 +195,10 @@ class ConfirmOutSerializer(serializers.Serializer):
                 for line in draft["lines"]
             ],
         }
-        for name in ("goods_fen", "freight_fen", "coupon_fen", "points_fen", "points_used", "pay_fen"):
+        for name in ("goods_fen", "freight_fen", "coupon_fen", "points_fen", "points_used"):
             out[name] = _int(draft[name])
+        out["member_fen"] = _int(draft.get("member_fen", 0))
+        out["pay_fen"] = _int(draft["pay_fen"])
         out["slot"] = None if draft["slot"] is None else SlotOutSerializer(draft["slot"]).data
         out["address"] = _dict(draft["address"])
         out["flash_sale_id"] = _int(draft["flash_sale_id"])
@@ -287,7 +292,7 @@ class OrderSerializer(serializers.ModelSerializer):
     group = serializers.SerializerMethodField(help_text="拼团: the order's group, or null")
     adjust_fen = serializers.IntegerField(
         help_text="fen, signed: staff's 改价 (negative: cheaper), 0 without one; "
-        "goods_fen + freight_fen - coupon_fen - points_fen + adjust_fen = pay_fen"
+        "goods_fen + freight_fen - coupon_fen - points_fen + adjust_fen - member_fen = pay_fen"
     )
     delivery = serializers.SerializerMethodField(help_text=DELIVERY_HELP)
 
@@ -303,6 +308,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "coupon_fen",
             "points_fen",
             "adjust_fen",
+            "member_fen",
             "pay_fen",
             "pay_method",
             "created_at",
@@ -348,6 +354,7 @@ class OrderSerializer(serializers.ModelSerializer):
             "coupon_fen": order.coupon_fen,
             "points_fen": order.points_fen,
             "adjust_fen": order.adjust_fen,
+            "member_fen": order.member_fen,
             "pay_fen": order.pay_fen,
             "pay_method": str(order.pay_method),
             "created_at": self.get_created_at(order),

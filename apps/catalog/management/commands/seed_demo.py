@@ -24,7 +24,8 @@ class Command(BaseCommand):
         "Load fixtures/demo.json (catalog, 2 teachers, a demo customer) into an empty shop and credit "
         "the demo customer's balance and points through the wallet (ledger rows); "
         "then demo flash sales (seed_flash_sales), freight templates (seed_freight), coupon "
-        "templates and sign-in rules (seed_marketing), recharge packages (seed_recharge_packages)."
+        "templates and sign-in rules (seed_marketing), recharge packages (seed_recharge_packages), "
+        "member levels, a member card and a member price (seed_members)."
     )
 
     def handle(self, *args, **options):
@@ -51,6 +52,7 @@ class Command(BaseCommand):
         call_command("seed_distribution")  # commission rates 10 %/5 %, a channel code (distribution)
         call_command("seed_points_mall")  # a coupon and a goods item for points (points_mall)
         call_command("seed_crm")  # customer tags: a rule (高消费) and one by hand (crm, members)
+        call_command("seed_members")  # member levels, a 30-day member card, a member price (members)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into

@@ -1,0 +1,94 @@
+"""What a member pays at confirm: the level discount or the SVIP member price, per line.
+
+Orders asks this at confirm (``apps.orders.confirm``) for goods lines at their own price (never a
+秒杀, 拼团, 砍价 or points-mall line). Per line the customer gets the LOWER of two, never both:
+
+- the SKU's ``member_price_fen`` while they are a paid member (SVIP): it becomes the line's price;
+- their level's ``discount_percent`` of the line's amount: the price stays, the discount
+  (``amount * (100 - percent) // 100``, fen, rounded down) is the line's ``member_fen``.
+
+Equal costs keep the SKU's own price (the discount shows as ``member_fen``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from django.db.models import Exists, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from apps.members import selectors
+from apps.members.models import Level, Membership
+
+
+@dataclass(frozen=True)
+class MemberTerms:
+    """A customer's member terms at one moment."""
+
+    discount_percent: int  # their level's; 100 = no discount
+    svip: bool  # a paid member: member prices, free express freight, double points
+
+    @property
+    def any(self) -> bool:
+        """True when the terms change any price."""
+        return self.svip or self.discount_percent < 100
+
+
+@dataclass(frozen=True)
+class LinePrice:
+    """One line as a member pays it: ``price_fen`` per unit (fen) and the level discount on
+    the whole line ``member_fen`` (fen; 0 when the member price won)."""
+
+    price_fen: int
+    member_fen: int
+
+
+def member_terms(*, customer_id: int, now: dt.datetime | None = None) -> MemberTerms:
+    """The customer's level discount and SVIP state at ``now`` (two small reads)."""
+    now = now or timezone.now()
+    row = Membership.objects.filter(customer_id=customer_id).values_list("growth", "svip_expires_at").first()
+    growth, expires = row if row else (0, None)
+    level = selectors.level_for(growth)
+    return MemberTerms(
+        discount_percent=level.discount_percent if level else 100,
+        svip=expires is not None and expires > now,
+    )
+
+
+def terms_annotations(*, customer_id: int, now: dt.datetime | None = None) -> dict:
+    """``queryset.annotate(**terms_annotations(...))``: every row carries the customer's member
+    terms (``member_discount_percent``, ``member_svip``), read by :func:`terms_of`. Confirm adds
+    them to its one SKU query, so the terms cost it no query of its own (its query budget:
+    ``tests/orders/test_hot_path.py``); same rule as :func:`member_terms`."""
+    now = now or timezone.now()
+    membership = Membership.objects.filter(customer_id=customer_id)
+    growth = Coalesce(Subquery(membership.values("growth")[:1]), Value(0))
+    level = Level.objects.filter(growth_min__lte=OuterRef("member_growth")).order_by("-growth_min")
+    return {
+        "member_growth": growth,
+        "member_discount_percent": Coalesce(Subquery(level.values("discount_percent")[:1]), Value(100)),
+        "member_svip": Exists(membership.filter(svip_expires_at__gt=now)),
+    }
+
+
+def terms_of(row) -> MemberTerms:
+    """The terms a row annotated by :func:`terms_annotations` carries."""
+    return MemberTerms(discount_percent=row.member_discount_percent, svip=bool(row.member_svip))
+
+
+def level_discount_fen(amount_fen: int, discount_percent: int) -> int:
+    """What ``discount_percent`` (95 = 5 % off) takes off ``amount_fen``, fen, rounded down."""
+    return amount_fen * (100 - discount_percent) // 100
+
+
+def line_price(*, price_fen: int, member_price_fen: int | None, quantity: int, terms: MemberTerms) -> LinePrice:
+    """The line of ``quantity`` units of a SKU at ``price_fen`` (its member price
+    ``member_price_fen`` or None) for a customer with ``terms``: the lower of the member price
+    and the level discount, never both (module docstring)."""
+    amount = price_fen * quantity
+    discount = level_discount_fen(amount, terms.discount_percent)
+    if terms.svip and member_price_fen is not None and member_price_fen * quantity < amount - discount:
+        return LinePrice(price_fen=member_price_fen, member_fen=0)
+    return LinePrice(price_fen=price_fen, member_fen=discount)
