@@ -25,7 +25,7 @@ class Command(BaseCommand):
         "the demo customer's balance and points through the wallet (ledger rows); "
         "then demo flash sales (seed_flash_sales), freight templates (seed_freight), coupon "
         "templates and sign-in rules (seed_marketing), recharge packages (seed_recharge_packages), "
-        "member levels, a member card and a member price (seed_members)."
+        "member levels, a member card and a member price (seed_members), the first teacher's hours and services (seed_booking)."
     )
 
     def handle(self, *args, **options):
@@ -53,6 +53,7 @@ class Command(BaseCommand):
         call_command("seed_points_mall")  # a coupon and a goods item for points (points_mall)
         call_command("seed_crm")  # customer tags: a rule (高消费) and one by hand (crm, members)
         call_command("seed_members")  # member levels, a 30-day member card, a member price (members)
+        call_command("seed_booking")  # the first teacher's hours, a 60- and a 30-minute service (appointments)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into
