@@ -188,9 +188,25 @@ class SlotAdmin(admin.ModelAdmin):
 
 @admin.register(Booking)
 class BookingAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "slot", "order_no", "customer", "created_at"]
+    """Bookings by time, filterable by teacher, attendance and live; a teacher's staff login
+    sees only their own."""
+
+    list_display = ["id", "teacher", "start_local", "end_local", "order_no", "customer", "live", "attendance"]
     search_fields = ["order_no", "customer__openid"]
-    list_filter = ["slot__teacher"]
+    list_filter = ["teacher", "attendance", "live"]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("teacher", "customer")
+        teacher = teacher_for_user(request.user)
+        return qs.filter(teacher=teacher) if teacher is not None else qs
+
+    @admin.display(description="开始", ordering="start")
+    def start_local(self, obj):
+        return _local(obj.start)
+
+    @admin.display(description="结束", ordering="end")
+    def end_local(self, obj):
+        return _local(obj.end)
 
 
 class DayOffForm(forms.ModelForm):
@@ -245,3 +261,6 @@ class DayOffAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for obj in queryset:
             self.delete_model(request, obj)
+
+
+from apps.appointments import admin_teacher  # noqa: E402, F401 - the teacher page's inlines

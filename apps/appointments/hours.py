@@ -1,0 +1,114 @@
+"""Setting a teacher's hours: weekly windows and date overrides (off, other windows, cleared).
+
+The one path the back office's calendar, the inline on the teacher page and the
+``teacher_hours`` command share. Windows are ``[["09:00", "12:00"], ["14:00", "18:00"]]``
+(Beijing time, ``"24:00"`` ends at midnight): each start before its end, sorted, not
+overlapping; anything else raises InvalidInput and writes nothing. Bookings already made are
+kept: each setter returns the live bookings of the changed day(s) that now fall outside the
+hours, so the caller can name them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.appointments.bookings import live_q
+from apps.appointments.models import Booking, DateOverride, WeeklyHours
+from apps.appointments.selectors import day_bounds
+from starmall.errors import InvalidInput
+
+
+def _minutes(text: str) -> int:
+    hours, _, minutes = str(text).partition(":")
+    if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
+        raise InvalidInput(f"时间格式应为 HH:MM：{text}")
+    value = int(hours) * 60 + int(minutes)
+    if int(minutes) > 59 or value > 24 * 60:
+        raise InvalidInput(f"时间不存在：{text}")
+    return value
+
+
+def windows_clean(windows) -> list[list[str]]:
+    """Validated, sorted windows (``"HH:MM"`` pairs). Raises InvalidInput."""
+    if not isinstance(windows, list | tuple):
+        raise InvalidInput("时段应为 [[开始, 结束], ...]。")
+    pairs = []
+    for window in windows:
+        if not isinstance(window, list | tuple) or len(window) != 2:
+            raise InvalidInput("每个时段应为 [开始, 结束]。")
+        begin, end = _minutes(window[0]), _minutes(window[1])
+        if begin >= end:
+            raise InvalidInput(f"时段开始应早于结束：{window[0]}-{window[1]}")
+        pairs.append((begin, end))
+    pairs.sort()
+    if any(a[1] > b[0] for a, b in zip(pairs, pairs[1:])):
+        raise InvalidInput("时段不能重叠。")
+    return [[f"{b // 60:02d}:{b % 60:02d}", f"{e // 60:02d}:{e % 60:02d}"] for b, e in pairs]
+
+
+def windows_parse(text: str) -> list[list[str]]:
+    """``"09:00-12:00,14:00-18:00"`` -> validated windows (empty text: none). Raises InvalidInput."""
+    parts = [p.strip() for p in (text or "").replace("，", ",").split(",") if p.strip()]
+    pairs = []
+    for part in parts:
+        begin, sep, end = part.partition("-")
+        if not sep:
+            raise InvalidInput(f"时段格式应为 09:00-12:00：{part}")
+        pairs.append([begin.strip(), end.strip()])
+    return windows_clean(pairs)
+
+
+def _outside(teacher_id: int, date: dt.date, windows: list[list[str]]) -> list[Booking]:
+    """The date's live bookings not inside one of ``windows``."""
+    lo, hi = day_bounds(date, date)
+    found = Booking.objects.filter(live_q(timezone.now()), teacher_id=teacher_id, start__gte=lo, start__lt=hi)
+    spans = [(_minutes(b), _minutes(e)) for b, e in windows]
+    kept = []
+    for booking in found.order_by("start"):
+        start, end = timezone.localtime(booking.start), timezone.localtime(booking.end)
+        begin = start.hour * 60 + start.minute
+        finish = begin + int((end - start).total_seconds() // 60)
+        if not any(b <= begin and finish <= e for b, e in spans):
+            kept.append(booking)
+    return kept
+
+
+@transaction.atomic
+def weekly_hours_set(*, teacher_id: int, weekday: int, windows) -> list[Booking]:
+    """The teacher's windows on ``weekday`` (1 = Monday .. 7); [] = not working that day.
+    Returns the live bookings of the next 60 days on that weekday now outside the hours."""
+    if weekday not in range(1, 8):
+        raise InvalidInput("星期应为 1..7。")
+    clean = windows_clean(windows)
+    WeeklyHours.objects.update_or_create(teacher_id=teacher_id, weekday=weekday, defaults={"windows": clean})
+    today = timezone.localdate()
+    days = [today + dt.timedelta(days=i) for i in range(60)]
+    overridden = set(DateOverride.objects.filter(teacher_id=teacher_id, date__in=days).values_list("date", flat=True))
+    return [
+        b
+        for day in days
+        if day.isoweekday() == weekday and day not in overridden
+        for b in _outside(teacher_id, day, clean)
+    ]
+
+
+@transaction.atomic
+def override_set(*, teacher_id: int, date: dt.date, off: bool = False, windows=()) -> list[Booking]:
+    """``date``'s hours instead of the weekly ones: ``off`` or ``windows``. Returns the live
+    bookings of that date now outside the hours (kept)."""
+    clean = [] if off else windows_clean(list(windows))
+    if not off and not clean:
+        raise InvalidInput("请给出时段，或设为休息。")
+    DateOverride.objects.update_or_create(teacher_id=teacher_id, date=date, defaults={"off": off, "windows": clean})
+    return _outside(teacher_id, date, clean)
+
+
+@transaction.atomic
+def override_clear(*, teacher_id: int, date: dt.date) -> list[Booking]:
+    """``date`` back to the weekly hours. Returns the live bookings outside them (kept)."""
+    DateOverride.objects.filter(teacher_id=teacher_id, date=date).delete()
+    weekly = WeeklyHours.objects.filter(teacher_id=teacher_id, weekday=date.isoweekday()).first()
+    return _outside(teacher_id, date, list(weekly.windows or []) if weekly else [])
