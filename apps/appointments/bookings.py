@@ -22,11 +22,8 @@ from apps.appointments.models import Booking, Service, Slot, TeacherRules
 
 
 def teacher_rules(teacher_id: int) -> TeacherRules:
-    """The teacher's rules row (created with the defaults the first time it is asked for)."""
-    rules = TeacherRules.objects.filter(teacher_id=teacher_id).first()
-    if rules is None:
-        rules, _ = TeacherRules.objects.get_or_create(teacher_id=teacher_id)
-    return rules
+    """The teacher's rules row, or (none saved) an unsaved one with the defaults."""
+    return TeacherRules.objects.filter(teacher_id=teacher_id).first() or TeacherRules(teacher_id=teacher_id)
 
 
 def first_service(teacher_id: int) -> Service | None:
@@ -47,10 +44,10 @@ def live_between(*, teacher_id: int, lo: dt.datetime, hi: dt.datetime, now: dt.d
 
 
 def _serialise(teacher_id: int) -> None:
-    """Take the teacher's booking lock: on SQLite the UPDATE makes this transaction the writer,
-    so a racing create waits and then sees this one's row. PostgreSQL relies on its constraint."""
+    """Take the write lock before the check: on SQLite an UPDATE makes this transaction the
+    database's writer (even when it matches no row), so a racing create waits and then sees
+    this one's row. PostgreSQL relies on its exclusion constraint instead."""
     if connection.vendor != "postgresql":
-        teacher_rules(teacher_id)
         TeacherRules.objects.filter(teacher_id=teacher_id).update(version=F("version") + 1)
 
 

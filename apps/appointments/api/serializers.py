@@ -47,3 +47,44 @@ class SlotSerializer(fields.ModelSerializer):
 
     def get_available(self, slot) -> bool:
         return slot.available and slot.start > booking_open_after()  # BOOKING_MIN_NOTICE_MINUTES
+
+
+class AvailabilityQuerySerializer(serializers.Serializer):
+    """``product_id`` (default: the teacher's first service); ``from``/``to``: dates (Shanghai),
+    inclusive, at most 31 days; default today .. today + 6."""
+
+    product_id = serializers.IntegerField(required=False, min_value=1)
+    from_ = fields.DateField(required=False)
+    to = fields.DateField(required=False)
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = fields.pop("from_")
+        return fields
+
+    def validate(self, attrs):
+        today = timezone.localdate()
+        for name in ("from", "to"):
+            if name in attrs and abs((attrs[name] - today).days) > MAX_DISTANCE_DAYS:
+                raise serializers.ValidationError({name: [f"须在今天前后 {MAX_DISTANCE_DAYS} 天以内。"]})
+        start = attrs.get("from") or today
+        end = attrs.get("to") or start + dt.timedelta(days=6)
+        if end < start:
+            raise serializers.ValidationError({"to": ["不能早于 from。"]})
+        if (end - start).days >= 31:
+            raise serializers.ValidationError({"to": ["最多查询 31 天。"]})
+        return {"product_id": attrs.get("product_id"), "start": start, "end": end}
+
+
+class AvailabilityDaySerializer(serializers.Serializer):
+    date = serializers.DateField()
+    starts = serializers.ListField(child=serializers.DateTimeField())
+
+
+class AvailabilitySerializer(serializers.Serializer):
+    """API.md: ``{"teacher_id", "product_id", "duration_minutes", "days": [{"date", "starts"}]}``."""
+
+    teacher_id = serializers.IntegerField()
+    product_id = serializers.IntegerField()
+    duration_minutes = serializers.IntegerField()
+    days = AvailabilityDaySerializer(many=True)

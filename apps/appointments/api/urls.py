@@ -5,6 +5,11 @@ from starmall.api import converters  # noqa: F401 - registers <order_no:...> and
 
 urlpatterns = [
     path("products/<id:product_id>", products.ProductDetailView.as_view(), name="product-detail"),
+    path(
+        "teachers/<id:teacher_id>/availability",
+        views.TeacherAvailabilityView.as_view(),
+        name="teacher-availability",
+    ),
     path("teachers/<id:teacher_id>/slots", views.TeacherSlotListView.as_view(), name="teacher-slots"),
     path("teachers/<id:teacher_id>/waitlist", waitlist.TeacherWaitlistView.as_view(), name="teacher-waitlist"),
     path("me/waitlist", waitlist.MyWaitlistView.as_view(), name="my-waitlist"),

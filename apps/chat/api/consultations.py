@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 from apps.accounts.authentication import PublicTokenAuthentication
 from apps.appointments import calendar
 from apps.appointments.api.serializers import SlotQuerySerializer, SlotSerializer
-from apps.appointments.selectors import slot_next_available
+from apps.appointments.selectors import slot_next_available, teacher_hours, teacher_services
 from apps.catalog.selectors import teacher_for_customer, teacher_get
 from apps.chat import consultations
 from apps.chat.exceptions import Forbidden
@@ -132,8 +132,35 @@ class ConsultationListView(ListAPIView):
         )
 
 
+class TeacherServiceSerializer(serializers.Serializer):
+    product_id = fields.IntegerField()
+    sku_id = fields.IntegerField(allow_null=True)
+    name = fields.CharField()
+    duration_minutes = fields.IntegerField()
+    price_fen = fields.IntegerField(allow_null=True)
+
+
+class TeacherOverrideSerializer(serializers.Serializer):
+    date = fields.CharField()
+    off = serializers.BooleanField()
+    hours = serializers.ListField(child=serializers.ListField(child=fields.CharField()))
+
+
+class TeacherHoursSerializer(serializers.Serializer):
+    """Weekly windows by weekday ("1" = Monday .. "7"), overrides of the next horizon_days, rules."""
+
+    weekly = serializers.DictField(child=serializers.ListField(child=serializers.ListField(child=fields.CharField())))
+    overrides = TeacherOverrideSerializer(many=True)
+    buffer_minutes = fields.IntegerField()
+    min_notice_minutes = fields.IntegerField()
+    horizon_days = fields.IntegerField()
+    step_minutes = fields.IntegerField()
+    daily_max = fields.IntegerField(allow_null=True)
+
+
 class TeacherCardSerializer(serializers.Serializer):
-    """API.md: ``{"id", "name", "title", "bio", "photo_url", "specialties", "rating", "product_id", "next_slots"}``."""
+    """API.md: ``{"id", "name", "title", "bio", "photo_url", "specialties", "rating", "product_id", "next_slots",
+    "services", "hours"}``."""
 
     id = fields.IntegerField()
     name = fields.CharField()
@@ -144,6 +171,8 @@ class TeacherCardSerializer(serializers.Serializer):
     rating = fields.FloatField(allow_null=True)
     product_id = fields.IntegerField(allow_null=True)
     next_slots = SlotSerializer(many=True)
+    services = TeacherServiceSerializer(many=True)
+    hours = TeacherHoursSerializer()
 
 
 class TeacherCardView(APIView):
@@ -169,6 +198,8 @@ class TeacherCardView(APIView):
                     "rating": consultations.teacher_rating(teacher),
                     "product_id": teacher.product_id,
                     "next_slots": slot_next_available(teacher_id=teacher.pk, limit=5),
+                    "services": teacher_services(teacher),
+                    "hours": teacher_hours(teacher),
                 }
             ).data
         )
