@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -23,11 +22,13 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from apps.accounts.models import Customer
-from apps.appointments.bookings import live_q, teacher_rules
-from apps.appointments.models import Booking, DateOverride, Service, WaitlistEntry, WeeklyHours
+from apps.appointments import availability
+from apps.appointments.bookings import live_q
+from apps.appointments.models import Booking, WaitlistEntry
 from apps.appointments.selectors import day_bounds
+from apps.catalog.models import Teacher
 from starmall import dispatch
-from starmall.errors import InvalidState, LimitExceeded, NotFound
+from starmall.errors import InvalidInput, InvalidState, LimitExceeded, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -35,64 +36,32 @@ Status = WaitlistEntry.Status
 Message = WaitlistEntry.Message
 
 
-def _windows(teacher_id: int, date: dt.date) -> list[list[str]]:
-    """The date's working windows: its override's (none when off), else its weekday's."""
-    override = DateOverride.objects.filter(teacher_id=teacher_id, date=date).first()
-    if override is not None:
-        return [] if override.off else list(override.windows or [])
-    weekly = WeeklyHours.objects.filter(teacher_id=teacher_id, weekday=date.isoweekday()).first()
-    return list(weekly.windows or []) if weekly is not None else []
-
-
 def listed_starts(*, teacher_id: int, product_id: int, date: dt.date, now: dt.datetime | None = None) -> list:
-    """The starts the date lists for the teacher's service (aware datetimes, in order): the
-    rules of API.md "Booking" (windows, step grid, min notice, horizon, daily_max, buffers).
-
-    The waitlist's one question to availability; ``LISTED_STARTS`` below may name another
-    function with this signature (the availability API's), which is then asked instead."""
-    now = now or timezone.now()
-    service = Service.objects.filter(teacher_id=teacher_id, product_id=product_id).first()
-    if service is None:
+    """The starts ``date`` lists for the teacher's service (``apps.appointments.availability``,
+    the availability API's rule); [] for an unknown teacher or a product not theirs."""
+    teacher = Teacher.objects.filter(pk=teacher_id).first()
+    if teacher is None:
         return []
-    rules = teacher_rules(teacher_id)
-    tz = timezone.get_current_timezone()
-    earliest = now + dt.timedelta(minutes=rules.min_notice_minutes)
-    if date > timezone.localdate(now) + dt.timedelta(days=rules.horizon_days):
+    try:
+        service = availability.service_for(teacher=teacher, product_id=product_id)
+    except InvalidInput:
         return []
-    lo, hi = day_bounds(date, date)
-    buffer = dt.timedelta(minutes=rules.buffer_minutes)
-    live = list(
-        Booking.objects.filter(live_q(now), teacher_id=teacher_id, start__lt=hi + buffer, blocked_until__gt=lo - buffer)
-    )
-    if rules.daily_max is not None and sum(lo <= b.start < hi for b in live) >= rules.daily_max:
-        return []
-    length, step = dt.timedelta(minutes=service.duration_minutes), dt.timedelta(minutes=rules.step_minutes)
-    starts = []
-    for begin, finish in _windows(teacher_id, date):
-        start = dt.datetime.combine(date, dt.time.fromisoformat(begin), tzinfo=tz)
-        close = dt.datetime.combine(date, dt.time.fromisoformat(finish), tzinfo=tz)
-        while start + length <= close:
-            clear = all(start + length + buffer <= b.start or b.blocked_until <= start for b in live)
-            if start >= earliest and clear:
-                starts.append(start)
-            start += step
-    return starts
-
-
-#: the function the waitlist asks whether a date lists a start (keyword arguments as above)
-LISTED_STARTS: Callable[..., list] = listed_starts
+    return availability.availability(teacher=teacher, service=service, start=date, end=date, now=now)[0][1]
 
 
 def waitlist_join(*, customer_id: int, teacher_id: int, product_id: int, date: dt.date) -> tuple[WaitlistEntry, bool]:
     """The customer's live entry for the teacher's service on ``date``, made if missing;
-    ``(entry, created)``. NotFound: the product is not a service of the teacher. InvalidState:
+    ``(entry, created)``. NotFound: no such teacher; InvalidInput: the product is not a service
+    of theirs. InvalidState:
     the date is past or still lists a start. LimitExceeded: the customer already waits for
     ``WAITLIST_MAX_WAITING`` dates."""
-    if not Service.objects.filter(teacher_id=teacher_id, product_id=product_id).exists():
-        raise NotFound("该老师没有这项咨询服务。", product_id=product_id)
+    teacher = Teacher.objects.filter(pk=teacher_id).first()
+    if teacher is None:
+        raise NotFound("老师不存在。", teacher_id=teacher_id)
+    availability.service_for(teacher=teacher, product_id=product_id)  # InvalidInput when not theirs
     if date < timezone.localdate():
         raise InvalidState("该日期已过。", date=date.isoformat())
-    if LISTED_STARTS(teacher_id=teacher_id, product_id=product_id, date=date):
+    if listed_starts(teacher_id=teacher_id, product_id=product_id, date=date):
         raise InvalidState("该日期仍有可约时间，请直接预约。", date=date.isoformat())
     key = dict(customer_id=customer_id, teacher_id=teacher_id, product_id=product_id, date=date)
     with transaction.atomic():
@@ -175,7 +144,7 @@ def _notify_date(*, teacher_id: int, product_id: int, date: dt.date, now: dt.dat
     )
     if date < timezone.localdate(now) or not waiting.exists():
         return 0
-    if not LISTED_STARTS(teacher_id=teacher_id, product_id=product_id, date=date, now=now):
+    if not listed_starts(teacher_id=teacher_id, product_id=product_id, date=date, now=now):
         return 0
     with transaction.atomic():
         ids = list(waiting.order_by("created_at", "pk").values_list("pk", flat=True))

@@ -44,11 +44,17 @@ def test_join_a_full_date_then_again_answers_the_same_entry(api, customer, make_
     assert WaitlistEntry.objects.filter(customer=customer).count() == 1
 
 
-def test_a_product_that_is_not_the_teachers_service_is_404(api, hours_teacher, make_sku, make_customer):
+def test_a_product_that_is_not_the_teachers_service_is_refused(api, hours_teacher, make_sku, make_customer):
     h = hours_teacher
     h.book(make_customer())
     response = _join(api, h, product_id=make_sku().product_id)
-    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert response.status_code == 400 and response.json()["code"] == "invalid"
+    assert (
+        api.post(
+            "/api/v1/teachers/999999/waitlist", {"product_id": h.product.pk, "date": h.day.isoformat()}, format="json"
+        ).json()["code"]
+        == "not_found"
+    )
     assert _join(api, h, day=h.day - dt.timedelta(days=3)).json()["code"] == "invalid_state"  # past
 
 

@@ -42,7 +42,8 @@ class TeacherWaitlistView(APIView):
             201: WaitlistEntrySerializer,
             200: WaitlistEntrySerializer,
             **errors(
-                e404="not_found (no such teacher, or the product is not a service of theirs)",
+                e400="invalid (the product is not a service of the teacher)",
+                e404="not_found (no such teacher)",
                 e409="invalid_state (the date is past or still lists starts), limit_exceeded (3 waiting)",
             ),
         },
