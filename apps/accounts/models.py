@@ -278,6 +278,7 @@ class SubscribeTemplate(models.Model):
         ORDER_SHIPPED = "order_shipped", "订单发货"
         CONSULTATION_REMINDER = "consultation_reminder", "咨询开始提醒"
         CHAT_MESSAGE = "chat_message", "咨询新消息"
+        WAITLIST_OPEN = "waitlist_open", "候补日期有空档"
 
     scene = models.CharField(verbose_name="场景", max_length=20, choices=Scene.choices)
     kind = models.CharField(verbose_name="消息类型", max_length=40, choices=Kind.choices, unique=True)

@@ -61,6 +61,11 @@ DEFAULTS: dict[str, tuple[str, str, dict[str, str]]] = {
         "WECHAT_SUBSCRIBE_TEMPLATE_CHAT",
         {"sender": "thing1", "note": "thing2", "order_no": "character_string3"},
     ),
+    Kind.WAITLIST_OPEN: (
+        Scene.CONSULTATION,
+        "WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST",
+        {"teacher": "thing1", "date": "date2", "note": "thing3"},
+    ),
 }
 
 #: what each value name holds, for the back office's help text
@@ -69,6 +74,7 @@ VALUE_NAMES = {
     Kind.ORDER_SHIPPED: "order_no, carrier, tracking_no, shipped_at",
     Kind.CONSULTATION_REMINDER: "teacher, start, note, order_no",
     Kind.CHAT_MESSAGE: "sender, note, order_no",
+    Kind.WAITLIST_OPEN: "teacher, date, note",
 }
 
 SENT, SKIPPED, REFUSED = "sent", "skipped", "refused"

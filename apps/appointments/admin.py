@@ -13,8 +13,7 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from apps.appointments import slots
-from apps.appointments.availability import parse_windows
-from apps.appointments.models import Booking, DateOverride, DayOff, Service, Slot, TeacherRules, WeeklyHours
+from apps.appointments.models import Booking, DateOverride, DayOff, Slot
 from apps.catalog.selectors import teacher_for_user
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.errors import ShopError
@@ -189,47 +188,43 @@ class SlotAdmin(admin.ModelAdmin):
 
 @admin.register(Booking)
 class BookingAdmin(ReadOnlyModelAdmin):
-    list_display = ["id", "teacher", "start", "end", "order_no", "customer", "live", "attendance", "reschedules"]
+    """Bookings by time, filterable by teacher, attendance and live; a teacher's staff login
+    sees only their own."""
+
+    list_display = [
+        "id",
+        "teacher",
+        "start_local",
+        "end_local",
+        "order_no",
+        "customer",
+        "live",
+        "attendance",
+        "reschedules",
+    ]
     search_fields = ["order_no", "customer__openid"]
-    list_filter = ["teacher", "live", "attendance"]
+    list_filter = ["teacher", "attendance", "live"]
 
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("teacher", "customer")
+        teacher = teacher_for_user(request.user)
+        return qs.filter(teacher=teacher) if teacher is not None else qs
 
-class WindowsForm(forms.ModelForm):
-    """``windows``: ``[["09:00", "12:00"], ...]`` (HH:MM, end after start; "24:00" = midnight)."""
+    @admin.display(description="开始", ordering="start")
+    def start_local(self, obj):
+        return _local(obj.start)
 
-    def clean_windows(self):
-        windows = self.cleaned_data["windows"] or []
-        try:
-            parse_windows(windows)
-        except (TypeError, ValueError):
-            raise forms.ValidationError('时段格式：[["09:00", "12:00"], ["14:00", "18:00"]]') from None
-        return windows
-
-
-@admin.register(WeeklyHours)
-class WeeklyHoursAdmin(admin.ModelAdmin):
-    form = WindowsForm
-    list_display = ["id", "teacher", "weekday", "windows"]
-    list_filter = ["teacher"]
+    @admin.display(description="结束", ordering="end")
+    def end_local(self, obj):
+        return _local(obj.end)
 
 
 @admin.register(DateOverride)
-class DateOverrideAdmin(admin.ModelAdmin):
-    form = WindowsForm
+class DateOverrideAdmin(ReadOnlyModelAdmin):
+    """Dates with other hours or off; set by clicking the day in the teacher's week (营业时间)."""
+
     list_display = ["id", "teacher", "date", "off", "windows"]
     list_filter = ["teacher", "off"]
-
-
-@admin.register(TeacherRules)
-class TeacherRulesAdmin(admin.ModelAdmin):
-    list_display = ["teacher", "buffer_minutes", "min_notice_minutes", "horizon_days", "step_minutes", "daily_max"]
-    exclude = ["version"]
-
-
-@admin.register(Service)
-class ServiceAdmin(admin.ModelAdmin):
-    list_display = ["id", "teacher", "product", "duration_minutes", "sort"]
-    list_filter = ["teacher"]
 
 
 class DayOffForm(forms.ModelForm):
@@ -284,3 +279,6 @@ class DayOffAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for obj in queryset:
             self.delete_model(request, obj)
+
+
+from apps.appointments import admin_teacher  # noqa: E402, F401 - the teacher page's inlines

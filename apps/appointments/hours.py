@@ -1,7 +1,11 @@
-"""Staff set a teacher's weekly hours and date overrides (``manage.py teacher_hours``).
+"""Setting a teacher's hours: weekly windows and date overrides (off, other windows, cleared).
 
-Bookings already made are never touched: a change that leaves live bookings outside the new
-hours is written, and those bookings are returned so the caller can name them.
+The one path the back office's calendar, the inline on the teacher page and the
+``teacher_hours`` command share. Windows are ``[["09:00", "12:00"], ["14:00", "18:00"]]``
+(Beijing time, ``"24:00"`` ends at midnight): each start before its end, sorted, not
+overlapping; anything else raises InvalidInput and writes nothing. Bookings already made are
+kept: each setter returns the live bookings of the changed day(s) that now fall outside the
+hours, so the caller can name them.
 """
 
 from __future__ import annotations
@@ -11,48 +15,106 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
-from apps.appointments.availability import parse_windows, weekly_of
+from apps.appointments.availability import weekly_of
 from apps.appointments.bookings import live_q
 from apps.appointments.models import Booking, DateOverride, WeeklyHours
+from apps.appointments.selectors import day_bounds
 from apps.catalog.models import Teacher
 from starmall.errors import InvalidInput, NotFound
 
 
+def _minutes(text: str) -> int:
+    hours, _, minutes = str(text).partition(":")
+    if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
+        raise InvalidInput(f"时间格式应为 HH:MM：{text}")
+    value = int(hours) * 60 + int(minutes)
+    if int(minutes) > 59 or value > 24 * 60:
+        raise InvalidInput(f"时间不存在：{text}")
+    return value
+
+
+def windows_clean(windows) -> list[list[str]]:
+    """Validated, sorted windows (``"HH:MM"`` pairs). Raises InvalidInput."""
+    if not isinstance(windows, list | tuple):
+        raise InvalidInput("时段应为 [[开始, 结束], ...]。")
+    pairs = []
+    for window in windows:
+        if not isinstance(window, list | tuple) or len(window) != 2:
+            raise InvalidInput("每个时段应为 [开始, 结束]。")
+        begin, end = _minutes(window[0]), _minutes(window[1])
+        if begin >= end:
+            raise InvalidInput(f"时段开始应早于结束：{window[0]}-{window[1]}")
+        pairs.append((begin, end))
+    pairs.sort()
+    if any(a[1] > b[0] for a, b in zip(pairs, pairs[1:])):
+        raise InvalidInput("时段不能重叠。")
+    return [[f"{b // 60:02d}:{b % 60:02d}", f"{e // 60:02d}:{e % 60:02d}"] for b, e in pairs]
+
+
 def windows_parse(text: str) -> list[list[str]]:
-    """``"09:00-12:00,14:00-18:00"`` -> ``[["09:00", "12:00"], ["14:00", "18:00"]]``; sorted,
-    not overlapping. Raises InvalidInput."""
-    try:
-        raw = [part.strip().split("-") for part in text.split(",") if part.strip()]
-        windows = parse_windows([[lo, hi] for lo, hi in raw])
-    except ValueError:
-        raise InvalidInput("时段格式应为 09:00-12:00,14:00-18:00。", hours=[text]) from None
-    for (_, end), (start, _) in zip(windows, windows[1:], strict=False):
-        if end is None or end > start:
-            raise InvalidInput("时段不能重叠。", hours=[text])
-    return [[lo.strftime("%H:%M"), "24:00" if hi is None else hi.strftime("%H:%M")] for lo, hi in windows]
+    """``"09:00-12:00,14:00-18:00"`` -> validated windows (empty text: none). Raises InvalidInput."""
+    parts = [p.strip() for p in (text or "").replace("，", ",").split(",") if p.strip()]
+    pairs = []
+    for part in parts:
+        begin, sep, end = part.partition("-")
+        if not sep:
+            raise InvalidInput(f"时段格式应为 09:00-12:00：{part}")
+        pairs.append([begin.strip(), end.strip()])
+    return windows_clean(pairs)
 
 
-def _outside(teacher_id: int, dates: set[dt.date] | None, weekday: int | None, windows: list | None) -> list[Booking]:
-    """The teacher's live future bookings on those dates (or that weekday, not overridden) that
-    do not fit inside ``windows`` (None: the day is off)."""
-    now = timezone.now()
-    overridden = set(DateOverride.objects.filter(teacher_id=teacher_id).values_list("date", flat=True))
-    fits = parse_windows(windows or [])
-    outside = []
-    for booking in Booking.objects.filter(live_q(now), teacher_id=teacher_id, start__gte=now).order_by("start"):
+def _outside(teacher_id: int, date: dt.date, windows: list[list[str]]) -> list[Booking]:
+    """The date's live bookings not inside one of ``windows``."""
+    lo, hi = day_bounds(date, date)
+    found = Booking.objects.filter(live_q(timezone.now()), teacher_id=teacher_id, start__gte=lo, start__lt=hi)
+    spans = [(_minutes(b), _minutes(e)) for b, e in windows]
+    kept = []
+    for booking in found.order_by("start"):
         start, end = timezone.localtime(booking.start), timezone.localtime(booking.end)
-        day = start.date()
-        if (dates is not None and day not in dates) or (
-            weekday is not None and (day.isoweekday() != weekday or day in overridden)
-        ):
-            continue
-        inside = any(lo <= start.time() and (hi is None or end.time() <= hi) and end.date() == day for lo, hi in fits)
-        if not inside:
-            outside.append(booking)
-    return outside
+        begin = start.hour * 60 + start.minute
+        finish = begin + int((end - start).total_seconds() // 60)
+        if not any(b <= begin and finish <= e for b, e in spans):
+            kept.append(booking)
+    return kept
 
 
 @transaction.atomic
+def weekly_hours_set(*, teacher_id: int, weekday: int, windows) -> list[Booking]:
+    """The teacher's windows on ``weekday`` (1 = Monday .. 7); [] = not working that day.
+    Returns the live bookings of the next 60 days on that weekday now outside the hours."""
+    if weekday not in range(1, 8):
+        raise InvalidInput("星期应为 1..7。")
+    clean = windows_clean(windows)
+    WeeklyHours.objects.update_or_create(teacher_id=teacher_id, weekday=weekday, defaults={"windows": clean})
+    today = timezone.localdate()
+    days = [today + dt.timedelta(days=i) for i in range(60)]
+    overridden = set(DateOverride.objects.filter(teacher_id=teacher_id, date__in=days).values_list("date", flat=True))
+    return [
+        b
+        for day in days
+        if day.isoweekday() == weekday and day not in overridden
+        for b in _outside(teacher_id, day, clean)
+    ]
+
+
+@transaction.atomic
+def override_set(*, teacher_id: int, date: dt.date, off: bool = False, windows=()) -> list[Booking]:
+    """``date``'s hours instead of the weekly ones: ``off`` or ``windows``. Returns the live
+    bookings of that date now outside the hours (kept)."""
+    clean = [] if off else windows_clean(list(windows))
+    if not off and not clean:
+        raise InvalidInput("请给出时段，或设为休息。")
+    DateOverride.objects.update_or_create(teacher_id=teacher_id, date=date, defaults={"off": off, "windows": clean})
+    return _outside(teacher_id, date, clean)
+
+
+@transaction.atomic
+def override_clear(*, teacher_id: int, date: dt.date) -> list[Booking]:
+    """``date`` back to the weekly hours. Returns the live bookings outside them (kept)."""
+    DateOverride.objects.filter(teacher_id=teacher_id, date=date).delete()
+    return _outside(teacher_id, date, weekly_of(teacher_id).get(date.isoweekday(), []))
+
+
 def hours_set(
     *,
     teacher_id: int,
@@ -62,23 +124,19 @@ def hours_set(
     off: bool = False,
     clear: bool = False,
 ) -> list[Booking]:
-    """Set the weekday's windows (``weekday`` 1..7 with ``hours``), or a date's override
-    (``hours``, ``off``, or ``clear`` to drop it); returns live bookings now outside the hours
-    (kept as they are). Raises NotFound, InvalidInput."""
+    """``manage.py teacher_hours``: ``weekday`` (1..7) with ``hours`` (``"09:00-12:00,14:00-18:00"``),
+    or ``date`` with exactly one of ``hours``, ``off``, ``clear``. Returns the live bookings now
+    outside the hours (kept). Raises NotFound (no such teacher), InvalidInput."""
     if not Teacher.objects.filter(pk=teacher_id).exists():
         raise NotFound("老师不存在。", teacher_id=teacher_id)
-    windows = windows_parse(hours) if hours is not None else None
     if weekday is not None:
-        if not 1 <= weekday <= 7 or windows is None or date is not None:
+        if hours is None or date is not None or off or clear:
             raise InvalidInput("--weekday 1..7 须与 --hours 一起使用。", weekday=[str(weekday)])
-        WeeklyHours.objects.update_or_create(teacher_id=teacher_id, weekday=weekday, defaults={"windows": windows})
-        return _outside(teacher_id, None, weekday, windows)
-    if date is None or [windows is not None, off, clear].count(True) != 1:
+        return weekly_hours_set(teacher_id=teacher_id, weekday=weekday, windows=windows_parse(hours))
+    if date is None or [hours is not None, off, clear].count(True) != 1:
         raise InvalidInput("--date 须与 --hours、--off 或 --clear 之一一起使用。", date=[str(date)])
     if clear:
-        DateOverride.objects.filter(teacher_id=teacher_id, date=date).delete()
-        return _outside(teacher_id, {date}, None, weekly_of(teacher_id).get(date.isoweekday(), []))
-    DateOverride.objects.update_or_create(
-        teacher_id=teacher_id, date=date, defaults={"off": off, "windows": [] if off else windows}
-    )
-    return _outside(teacher_id, {date}, None, None if off else windows)
+        return override_clear(teacher_id=teacher_id, date=date)
+    if off:
+        return override_set(teacher_id=teacher_id, date=date, off=True)
+    return override_set(teacher_id=teacher_id, date=date, windows=windows_parse(hours))

@@ -214,3 +214,84 @@ class DayOff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.teacher} {self.date:%Y-%m-%d}"
+
+
+class WaitlistEntry(models.Model):
+    """A customer waiting for a start of a teacher's service on one full date (Beijing date).
+
+    ``status`` moves only by conditional UPDATEs in ``apps.appointments.waitlist``: waiting ->
+    notified (one ``waitlist_open`` message, sent after commit; ``message`` records the send),
+    waiting/notified -> booked, expired or cancelled. UNIQUE (customer, teacher, product, date)
+    among live entries (waiting or notified): joining again answers the same entry.
+    """
+
+    class Status(models.TextChoices):
+        WAITING = "waiting", "等待中"
+        NOTIFIED = "notified", "已通知"
+        BOOKED = "booked", "已预约"
+        EXPIRED = "expired", "已过期"
+        CANCELLED = "cancelled", "已取消"
+
+    class Message(models.TextChoices):
+        NONE = "", "未发送"
+        PENDING = "pending", "待发送"
+        SENT = "sent", "已发送"
+        SKIPPED = "skipped", "未发送（模板关闭或顾客拒收）"
+        FAILED = "failed", "发送失败"
+
+    LIVE = (Status.WAITING, Status.NOTIFIED)
+    MAX_ATTEMPTS = 5
+    LEASE_SECONDS = 60
+
+    customer = models.ForeignKey(
+        "accounts.Customer", verbose_name="顾客", on_delete=models.CASCADE, related_name="waitlist_entries"
+    )
+    teacher = models.ForeignKey(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="waitlist_entries"
+    )
+    product = models.ForeignKey("catalog.Product", verbose_name="咨询服务", on_delete=models.CASCADE, related_name="+")
+    date = models.DateField(verbose_name="日期")
+    status = models.CharField(verbose_name="状态", max_length=16, choices=Status.choices, default=Status.WAITING)
+    message = models.CharField(
+        verbose_name="通知", max_length=16, choices=Message.choices, default=Message.NONE, blank=True
+    )
+    attempts = models.PositiveSmallIntegerField(verbose_name="发送次数", default=0)
+    locked_until = models.DateTimeField(verbose_name="发送租约至", null=True, blank=True)
+    last_error = models.CharField(verbose_name="最近错误", max_length=300, blank=True)
+    notified_at = models.DateTimeField(verbose_name="通知时间", null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name="加入时间", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
+
+    class Meta:
+        verbose_name = "候补"
+        verbose_name_plural = "候补"
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["customer", "teacher", "product", "date"],
+                condition=Q(status__in=["waiting", "notified"]),
+                name="waitlist_live_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["teacher", "product", "date", "status"], name="waitlist_date_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.customer_id} → {self.teacher_id} {self.date:%Y-%m-%d} ({self.status})"
+
+
+class CalendarFeed(models.Model):
+    """A teacher's secret calendar feed: ``token`` (UNIQUE, random) is the only key of its public
+    URL; replacing it (``apps.appointments.calendar.feed_token_replace``) makes the old URL 404."""
+
+    teacher = models.OneToOneField(
+        "catalog.Teacher", verbose_name="老师", on_delete=models.CASCADE, related_name="calendar_feed"
+    )
+    token = models.CharField(verbose_name="订阅口令", max_length=64, unique=True)
+    updated_at = models.DateTimeField(verbose_name="更新时间", auto_now=True)
+
+    class Meta:
+        verbose_name = "日历订阅"
+        verbose_name_plural = "日历订阅"
+
+    def __str__(self) -> str:
+        return f"{self.teacher_id} 日历订阅"

@@ -6,7 +6,7 @@ from django.urls import path
 def admin_urls(site) -> list:
     """URL patterns added to ``site`` (each view wrapped by ``site.admin_view``: staff login;
     the views check their named permission)."""
-    from apps.backoffice import views_calendar, views_export
+    from apps.backoffice import views_calendar, views_export, views_hours
 
     return [
         path(
@@ -18,6 +18,11 @@ def admin_urls(site) -> list:
             "backoffice/week/",
             site.admin_view(lambda request: views_calendar.week_view(request, site)),
             name="backoffice_week",
+        ),
+        path(
+            "backoffice/week/day/",
+            site.admin_view(lambda request: views_hours.day_hours_post(request, site)),
+            name="backoffice_week_day",
         ),
         path(
             "backoffice/almanac/",

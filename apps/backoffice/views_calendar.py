@@ -1,4 +1,5 @@
-"""Calendars: a teacher's week of slots (free / booked / full / blocked) and the almanac month
+"""Calendars: a teacher's week of slots (free / booked / full / blocked), their hours and
+bookings by time (``views_hours``), and the almanac month
 (lunar dates, solar terms, 宜/忌). Read-only pages; each slot links to its admin page, which lists
 its bookings. Permissions: ``appointments.view_slot`` / ``almanac.view_almanacday``."""
 
@@ -16,6 +17,7 @@ from apps.almanac.models import AlmanacDay
 from apps.appointments.models import Slot
 from apps.backoffice.dates import DateRefused, parse_day, refusal_page
 from apps.backoffice.selectors import SHANGHAI
+from apps.backoffice.views_hours import hours_grid
 from apps.catalog.models import Teacher
 from apps.catalog.selectors import teacher_for_user
 
@@ -72,6 +74,8 @@ def week_view(request, site):
         "days": days,
         "heads": list(zip(days, labels)),
         "rows": rows,
+        "hours": hours_grid(teacher, days),
+        "can_set_hours": request.user.has_perm("appointments.manage_slot"),
         "today": today,
         "prev": start - dt.timedelta(days=7),
         "next": start + dt.timedelta(days=7),

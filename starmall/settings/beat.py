@@ -30,6 +30,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.appointments.tasks.slots_generate",
         "schedule": 8 * 3600,
     },
+    "waitlist-sweep": {  # a freed start on a waited-for date is announced within a sweep
+        "task": "apps.appointments.tasks.waitlist_sweep",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "orders-expire-unpaid": {
         "task": "apps.orders.tasks.orders_expire_due",
         "schedule": ORDER_EXPIRE_SWEEP_SECONDS,

@@ -36,6 +36,8 @@ MAX_UNPAID_CONSULTATIONS = 1
 BARGAIN_HELPS_PER_DAY = env.int("BARGAIN_HELPS_PER_DAY", default=3)
 # A slot can be booked (and paid) only until this many minutes before it starts.
 BOOKING_MIN_NOTICE_MINUTES = env.int("BOOKING_MIN_NOTICE_MINUTES", default=120)
+# A customer waits for at most this many full dates at once (POST /teachers/{id}/waitlist).
+WAITLIST_MAX_WAITING = env.int("WAITLIST_MAX_WAITING", default=3)
 SLOT_HOURS = (9, 11, 13, 15, 17, 19)  # start hours, Shanghai time (DESIGN.md flow 9)
 SLOT_LENGTH_MINUTES = 60
 SLOT_DAYS_AHEAD = 8

@@ -51,6 +51,7 @@ LOGISTICS_CACHE_SECONDS = env.int("LOGISTICS_CACHE_SECONDS", default=600)
 # Shipped goods orders complete by themselves this many days after shipping (API.md Additions).
 AUTO_RECEIVE_DAYS = env.int("AUTO_RECEIVE_DAYS", default=10)
 WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED", default="order-shipped")
+WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST = env.str("WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST", default="waitlist-open")
 
 
 # --- Messages and the WeChat account (subscription templates, phone numbers, SMS, official account) ---

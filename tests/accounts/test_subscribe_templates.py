@@ -35,10 +35,11 @@ def test_public_list_by_scene_is_a_bare_array_of_active_templates(make_api, temp
     assert order.status_code == 200
     assert order.json() == [{"scene": "order", "kind": "order_paid", "template_id": "tmpl-paid-1"}]
     consultation = client.get("/api/v1/subscribe-templates", {"scene": "consultation"}).json()
-    # the chat message has no row: its built-in default (settings) is served
+    # the chat message and the waitlist's message have no row: their built-in defaults (settings) are served
     assert [(t["kind"], t["template_id"]) for t in consultation] == [
         ("consultation_reminder", "tmpl-remind-1"),
         ("chat_message", "chat-message"),
+        ("waitlist_open", "waitlist-open"),
     ]
     assert client.get("/api/v1/subscribe-templates?scene=nope").status_code == 400
     assert client.get("/api/v1/subscribe-templates", HTTP_AUTHORIZATION="Bearer unknown").status_code == 200

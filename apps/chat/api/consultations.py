@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.authentication import PublicTokenAuthentication
+from apps.appointments import calendar
 from apps.appointments.api.serializers import SlotQuerySerializer, SlotSerializer
 from apps.appointments.selectors import slot_next_available, teacher_hours, teacher_services
 from apps.catalog.selectors import teacher_for_customer, teacher_get
@@ -41,6 +42,11 @@ class ScheduleSlotSerializer(serializers.Serializer):
 class ScheduleSerializer(serializers.Serializer):
     teacher = serializers.DictField()
     slots = ScheduleSlotSerializer(many=True)
+    ics_url = fields.CharField(help_text="the teacher's secret calendar feed (subscribe in a calendar app)")
+
+
+class IcsTokenSerializer(serializers.Serializer):
+    ics_url = fields.CharField()
 
 
 class ScheduleQuerySerializer(SlotQuerySerializer):
@@ -63,7 +69,27 @@ class TeacherScheduleView(APIView):
         slots = consultations.teacher_schedule(
             teacher=teacher, start=query.validated_data["start"], end=query.validated_data["end"]
         )
-        return Response({"teacher": {"id": teacher.pk, "name": teacher.name, "title": teacher.title}, "slots": slots})
+        return Response(
+            {
+                "teacher": {"id": teacher.pk, "name": teacher.name, "title": teacher.title},
+                "slots": slots,
+                "ics_url": calendar.feed_url(calendar.feed_token(teacher_id=teacher.pk)),
+            }
+        )
+
+
+class TeacherIcsTokenView(APIView):
+    """``POST /api/v1/teacher/ics-token``: a new secret feed URL; the old one answers 404."""
+
+    @extend_schema(
+        request=None,
+        responses={200: IcsTokenSerializer, **errors(e403="forbidden (the caller is not a teacher)")},
+    )
+    def post(self, request):
+        teacher = teacher_for_customer(request.user.pk)
+        if teacher is None:
+            raise Forbidden("只有老师可以更换日历订阅地址。")
+        return Response({"ics_url": calendar.feed_url(calendar.feed_token_replace(teacher_id=teacher.pk))})
 
 
 class ConsultationQuerySerializer(serializers.Serializer):

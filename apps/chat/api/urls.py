@@ -8,6 +8,7 @@ urlpatterns = [
     path("chat/sessions/<id:session_id>/messages", views.MessageListCreateView.as_view(), name="chat-messages"),
     path("chat/sessions/<id:session_id>/read", views.SessionReadView.as_view(), name="chat-read"),
     path("teacher/schedule", consultations.TeacherScheduleView.as_view(), name="teacher-schedule"),
+    path("teacher/ics-token", consultations.TeacherIcsTokenView.as_view(), name="teacher-ics-token"),
     path("consultations", consultations.ConsultationListView.as_view(), name="consultations"),
     path("teachers/<id:teacher_id>", consultations.TeacherCardView.as_view(), name="teacher-card"),
 ]
