@@ -111,6 +111,7 @@ def _run(base_url: str, token: str) -> tuple[list[str], list[str], int, set[str]
     return sorted(set(failures)), errors, cases, tested
 
 
+@pytest.mark.timeout(600)  # ~1 CPU-minute: every operation's cases (the default 120 s allows no slow machine)
 def test_api_conforms_to_its_served_schema(served_api, wechat, rows_and_token):
     failures, errors, cases, tested = _run(served_api, rows_and_token)
     assert failures == []
