@@ -628,7 +628,7 @@ _hours_order_numbers = itertools.count(1)
 
 
 @pytest.fixture
-def hours_teacher(db):
+def waitlist_teacher(db):
     """A teacher working 09:00–10:00 every day, one 60-minute service (one start a day),
     no minimum notice: ``.teacher``, ``.product``, ``.day`` (the day after tomorrow),
     ``.start(day)`` (09:00 that day), ``.book(customer, day)`` -> Booking."""

@@ -210,6 +210,7 @@ SPECTACULAR_SETTINGS = {
         "CouponScopeEnum": "apps.marketing.models.CouponTemplate.Scope",
         "RechargeStatusEnum": "apps.payments.models.Recharge.Status",
         "GroupStatusEnum": "apps.marketing.models_group_bargain.Group.Status",  # a 拼团 group: forming / done / failed
+        "PointsMallKindEnum": "apps.points_mall.models.Item.Kind",  # a points-mall item: goods / coupon
     },
     # The strict path converters of starmall/api/converters.py, as the schema states them.
     "PATH_CONVERTER_OVERRIDES": {

@@ -22,8 +22,8 @@ def _events(response):
     return [c for c in Calendar.from_ical(response.content).walk() if c.name == "VEVENT"]
 
 
-def test_an_orders_event_keeps_its_uid_rises_its_sequence_and_is_cancelled(api, customer, make_api, hours_teacher):
-    h = hours_teacher
+def test_an_orders_event_keeps_its_uid_rises_its_sequence_and_is_cancelled(api, customer, make_api, waitlist_teacher):
+    h = waitlist_teacher
     booking = h.book(customer)
     url = f"/api/v1/orders/{booking.order_no}/calendar.ics"
     uid = f"{booking.order_no}@{urlsplit(settings.SITE_URL).hostname}"
@@ -41,8 +41,8 @@ def test_an_orders_event_keeps_its_uid_rises_its_sequence_and_is_cancelled(api, 
     assert (str(cancelled["uid"]), cancelled["status"], int(cancelled["sequence"])) == (uid, "CANCELLED", 2)
 
 
-def test_an_orders_event_is_only_its_customers(make_api, make_customer, hours_teacher, customer):
-    booking = hours_teacher.book(customer)
+def test_an_orders_event_is_only_its_customers(make_api, make_customer, waitlist_teacher, customer):
+    booking = waitlist_teacher.book(customer)
     response = make_api(make_customer()).get(f"/api/v1/orders/{booking.order_no}/calendar.ics")
     assert response.status_code == 404 and response.json()["code"] == "not_found"
     assert make_api().get(f"/api/v1/orders/{booking.order_no}/calendar.ics").status_code == 401
@@ -53,9 +53,9 @@ def test_an_orders_event_is_only_its_customers(make_api, make_customer, hours_te
 
 
 def test_the_teachers_feed_lists_their_bookings_and_a_new_token_retires_the_old_url(
-    make_api, make_customer, hours_teacher
+    make_api, make_customer, waitlist_teacher
 ):
-    h = hours_teacher
+    h = waitlist_teacher
     teacher_person = make_customer()
     h.teacher.customer = teacher_person
     h.teacher.save(update_fields=["customer"])

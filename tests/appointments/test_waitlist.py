@@ -22,16 +22,16 @@ def _join(api, h, day=None, product_id=None):
     return api.post(f"/api/v1/teachers/{h.teacher.pk}/waitlist", body, format="json")
 
 
-def test_a_date_that_lists_starts_cannot_be_waited_for(api, hours_teacher):
-    h = hours_teacher
+def test_a_date_that_lists_starts_cannot_be_waited_for(api, waitlist_teacher):
+    h = waitlist_teacher
     assert [s.hour for s in waitlist.listed_starts(teacher_id=h.teacher.pk, product_id=h.product.pk, date=h.day)] == [9]
     response = _join(api, h)
     assert response.status_code == 409 and response.json()["code"] == "invalid_state"
     assert WaitlistEntry.objects.count() == 0
 
 
-def test_join_a_full_date_then_again_answers_the_same_entry(api, customer, make_customer, hours_teacher):
-    h = hours_teacher
+def test_join_a_full_date_then_again_answers_the_same_entry(api, customer, make_customer, waitlist_teacher):
+    h = waitlist_teacher
     h.book(make_customer())
     assert waitlist.listed_starts(teacher_id=h.teacher.pk, product_id=h.product.pk, date=h.day) == []
     first = _join(api, h)
@@ -44,8 +44,8 @@ def test_join_a_full_date_then_again_answers_the_same_entry(api, customer, make_
     assert WaitlistEntry.objects.filter(customer=customer).count() == 1
 
 
-def test_a_product_that_is_not_the_teachers_service_is_refused(api, hours_teacher, make_sku, make_customer):
-    h = hours_teacher
+def test_a_product_that_is_not_the_teachers_service_is_refused(api, waitlist_teacher, make_sku, make_customer):
+    h = waitlist_teacher
     h.book(make_customer())
     response = _join(api, h, product_id=make_sku().product_id)
     assert response.status_code == 400 and response.json()["code"] == "invalid"
@@ -58,8 +58,8 @@ def test_a_product_that_is_not_the_teachers_service_is_refused(api, hours_teache
     assert _join(api, h, day=h.day - dt.timedelta(days=3)).json()["code"] == "invalid_state"  # past
 
 
-def test_a_fourth_waiting_entry_is_limit_exceeded(api, make_customer, hours_teacher):
-    h = hours_teacher
+def test_a_fourth_waiting_entry_is_limit_exceeded(api, make_customer, waitlist_teacher):
+    h = waitlist_teacher
     days = [h.day + dt.timedelta(days=i) for i in range(4)]
     other = make_customer()
     for day in days:
@@ -71,8 +71,8 @@ def test_a_fourth_waiting_entry_is_limit_exceeded(api, make_customer, hours_teac
     assert _join(api, h, days[0]).status_code == 200  # an entry held is still answered
 
 
-def test_list_filters_by_status_and_delete_leaves(api, make_api, customer, make_customer, hours_teacher):
-    h = hours_teacher
+def test_list_filters_by_status_and_delete_leaves(api, make_api, customer, make_customer, waitlist_teacher):
+    h = waitlist_teacher
     other = make_customer()
     h.book(other)
     h.book(other, h.day + dt.timedelta(days=1))
@@ -92,9 +92,9 @@ def test_list_filters_by_status_and_delete_leaves(api, make_api, customer, make_
 
 
 def test_a_freed_start_notifies_each_waiting_entry_once_oldest_first(
-    make_api, make_customer, hours_teacher, wechat, django_capture_on_commit_callbacks
+    make_api, make_customer, waitlist_teacher, wechat, django_capture_on_commit_callbacks
 ):
-    h = hours_teacher
+    h = waitlist_teacher
     holder = make_customer()
     booking = h.book(holder)
     waiting = [make_customer() for _ in range(3)]
@@ -120,8 +120,8 @@ def test_a_freed_start_notifies_each_waiting_entry_once_oldest_first(
     assert len(wechat.state.messages) == len(sent)
 
 
-def test_new_hours_on_a_waited_date_notify(make_api, make_customer, hours_teacher, django_capture_on_commit_callbacks):
-    h = hours_teacher
+def test_new_hours_on_a_waited_date_notify(make_api, make_customer, waitlist_teacher, django_capture_on_commit_callbacks):
+    h = waitlist_teacher
     DateOverride.objects.create(teacher=h.teacher, date=h.day, off=True)
     person = make_customer()
     assert _join(make_api(person), h).status_code == 201
@@ -132,8 +132,8 @@ def test_new_hours_on_a_waited_date_notify(make_api, make_customer, hours_teache
     assert WaitlistEntry.objects.get().status == Status.NOTIFIED
 
 
-def test_the_first_to_book_is_booked_and_past_dates_expire(make_api, make_customer, hours_teacher):
-    h = hours_teacher
+def test_the_first_to_book_is_booked_and_past_dates_expire(make_api, make_customer, waitlist_teacher):
+    h = waitlist_teacher
     booking = h.book(make_customer())
     first, second = make_customer(), make_customer()
     for person in (first, second):
@@ -149,10 +149,10 @@ def test_the_first_to_book_is_booked_and_past_dates_expire(make_api, make_custom
     assert WaitlistEntry.objects.get(customer=second).status == Status.EXPIRED
 
 
-def test_a_failing_send_stays_pending_for_the_next_sweep(make_customer, make_api, hours_teacher, monkeypatch):
+def test_a_failing_send_stays_pending_for_the_next_sweep(make_customer, make_api, waitlist_teacher, monkeypatch):
     from apps.accounts import subscriptions
 
-    h = hours_teacher
+    h = waitlist_teacher
     person = make_customer()
     h.book(make_customer())
     entry_id = _join(make_api(person), h).json()["id"]

@@ -21,9 +21,9 @@ def _join(customer, h, day):
     return waitlist.waitlist_join(customer_id=customer.pk, teacher_id=h.teacher.pk, product_id=h.product.pk, date=day)
 
 
-def test_racing_joins_of_one_customer_stop_at_three(make_customer, hours_teacher, race, is_postgres):
+def test_racing_joins_of_one_customer_stop_at_three(make_customer, waitlist_teacher, race, is_postgres):
     assert is_postgres
-    h = hours_teacher
+    h = waitlist_teacher
     days = [h.day + dt.timedelta(days=i) for i in range(N)]
     other = make_customer()
     for day in days:
@@ -36,9 +36,9 @@ def test_racing_joins_of_one_customer_stop_at_three(make_customer, hours_teacher
     assert WaitlistEntry.objects.filter(customer=person, status="waiting").count() == 3
 
 
-def test_racing_same_joins_make_one_entry(make_customer, hours_teacher, race, is_postgres):
+def test_racing_same_joins_make_one_entry(make_customer, waitlist_teacher, race, is_postgres):
     assert is_postgres
-    h = hours_teacher
+    h = waitlist_teacher
     h.book(make_customer())
     person = make_customer()
     results = race(lambda i: _join(person, h, h.day), N)
@@ -48,9 +48,9 @@ def test_racing_same_joins_make_one_entry(make_customer, hours_teacher, race, is
     assert WaitlistEntry.objects.filter(customer=person).count() == 1
 
 
-def test_two_notified_customers_racing_to_book_the_first_wins(make_customer, hours_teacher, race, is_postgres):
+def test_two_notified_customers_racing_to_book_the_first_wins(make_customer, waitlist_teacher, race, is_postgres):
     assert is_postgres
-    h = hours_teacher
+    h = waitlist_teacher
     held = h.book(make_customer())
     people = [make_customer(), make_customer()]
     for person in people:

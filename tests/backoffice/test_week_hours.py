@@ -26,8 +26,8 @@ def _working(html, day):
     return len(re.findall(rf'data-date="{day:%Y-%m-%d}" data-working="1"', html))
 
 
-def test_week_shades_hours_and_places_bookings_with_attendance(boss, customer, hours_teacher):
-    h = hours_teacher
+def test_week_shades_hours_and_places_bookings_with_attendance(boss, customer, waitlist_teacher):
+    h = waitlist_teacher
     booking = h.book(customer)
     Booking.objects.filter(pk=booking.pk).update(attendance="no_show")
     other = h.day + dt.timedelta(days=1) if h.day.weekday() < 6 else h.day - dt.timedelta(days=1)
@@ -39,8 +39,8 @@ def test_week_shades_hours_and_places_bookings_with_attendance(boss, customer, h
     assert 'data-attendance="no_show"' in html and "09:00-10:00 顾客爽约" in html
 
 
-def test_a_day_set_off_then_windows_then_back_through_the_form(boss, customer, hours_teacher):
-    h = hours_teacher
+def test_a_day_set_off_then_windows_then_back_through_the_form(boss, customer, waitlist_teacher):
+    h = waitlist_teacher
     h.book(customer)
     url = "/admin/backoffice/week/day/"
     form = {"teacher": h.teacher.pk, "date": h.day.isoformat()}
@@ -61,10 +61,10 @@ def test_a_day_set_off_then_windows_then_back_through_the_form(boss, customer, h
     assert Booking.objects.filter(live=True).count() == 1
 
 
-def test_a_teacher_login_sets_only_their_own_days(role_client, hours_teacher, make_customer):
+def test_a_teacher_login_sets_only_their_own_days(role_client, waitlist_teacher, make_customer):
     from apps.catalog.models import Teacher
 
-    h = hours_teacher
+    h = waitlist_teacher
     teacher_client = role_client("老师")
     h.teacher.user = teacher_client.user
     h.teacher.save(update_fields=["user"])
@@ -79,10 +79,10 @@ def test_a_teacher_login_sets_only_their_own_days(role_client, hours_teacher, ma
     assert DateOverride.objects.count() == 1
 
 
-def test_bookings_filter_by_attendance_and_a_teacher_sees_their_own(boss, role_client, hours_teacher, make_customer):
+def test_bookings_filter_by_attendance_and_a_teacher_sees_their_own(boss, role_client, waitlist_teacher, make_customer):
     from apps.catalog.models import Teacher
 
-    h = hours_teacher
+    h = waitlist_teacher
     marked = h.book(make_customer())
     h.book(make_customer(), h.day + dt.timedelta(days=1))
     Booking.objects.filter(pk=marked.pk).update(attendance="attended")
@@ -105,8 +105,8 @@ def test_bookings_filter_by_attendance_and_a_teacher_sees_their_own(boss, role_c
     assert own.count("SM000") == 2 and "SM-OTHER" not in own
 
 
-def test_the_teacher_page_edits_services_rules_and_weekly_hours(boss, hours_teacher):
-    h = hours_teacher
+def test_the_teacher_page_edits_services_rules_and_weekly_hours(boss, waitlist_teacher):
+    h = waitlist_teacher
     page = boss.get(f"/admin/catalog/teacher/{h.teacher.pk}/change/").content.decode()
     assert "services-TOTAL_FORMS" in page and "booking_rules-TOTAL_FORMS" in page
     assert "weekly_hours-TOTAL_FORMS" in page and "09:00-10:00" in page
