@@ -24,9 +24,7 @@ def booked(make_customer, make_api, consultation, place_order, monkeypatch):
     starts ``ahead`` after the frozen policy clock NOW -> (api, order_no, slot)."""
     consultation.sku.price_fen = 29901
     consultation.sku.save()
-    monkeypatch.setattr(
-        cancellations, "timezone", types.SimpleNamespace(now=lambda: NOW, localtime=timezone.localtime)
-    )
+    monkeypatch.setattr(cancellations, "timezone", types.SimpleNamespace(now=lambda: NOW, localtime=timezone.localtime))
 
     def book(ahead: dt.timedelta):
         api = make_api(make_customer(balance_fen=50000))
