@@ -101,3 +101,25 @@ def test_the_same_request_again_returns_the_same_refund(booked):
     assert again.status_code == 202
     assert again.json()["refund_no"] == first.json()["refund_no"]
     assert Refund.objects.count() == AfterSale.objects.count() == 1
+
+
+def test_a_cancelled_booking_frees_its_start_for_the_waitlist(make_api, make_customer, hours_teacher, place_order):
+    from apps.appointments import waitlist
+    from apps.catalog.models import Sku
+
+    h = hours_teacher  # one start a day; h.day is the day after tomorrow (more than 24 h away)
+    sku = Sku.objects.create(product=h.product, specs={"时长": "60分钟"}, price_fen=6001, stock=100)
+    api = make_api(make_customer(balance_fen=10000))
+    order = place_order(api, items=[(sku, 1)], start=h.start(h.day).isoformat())
+    assert api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "balance"}, format="json").status_code == 200
+    joined = make_api(make_customer()).post(
+        f"/api/v1/teachers/{h.teacher.pk}/waitlist",
+        {"product_id": h.product.pk, "date": h.day.isoformat()},
+        format="json",
+    )
+    assert joined.status_code == 201, joined.json()
+    assert waitlist.waitlist_sweep()["notified"] == 0  # still full
+    answer = ask(api, order["order_no"])
+    assert answer.json()["amount_fen"] == 6001 and answer.json()["status"] == "approved"
+    assert waitlist.listed_starts(teacher_id=h.teacher.pk, product_id=h.product.pk, date=h.day) != []
+    assert waitlist.waitlist_sweep()["notified"] == 1
