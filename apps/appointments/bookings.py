@@ -113,6 +113,12 @@ def booking_release(*, order_no: str) -> Booking | None:
     return Booking.objects.get(order_no=order_no)
 
 
+def booking_attended_if_unmarked(*, order_no: str) -> int:
+    """The consultation completed: an unmarked booking counts as ``attended`` (API.md).
+    Returns rows changed (0: marked already, or no booking)."""
+    return Booking.objects.filter(order_no=order_no, attendance="").update(attendance="attended")
+
+
 def booking_reschedules(*, order_no: str) -> int:
     """How many times the order's booking has been moved (0 without one)."""
     return Booking.objects.filter(order_no=order_no).values_list("reschedules", flat=True).first() or 0

@@ -92,6 +92,7 @@ class Booking(models.Model):
         verbose_name = "预约"
         verbose_name_plural = "预约"
         ordering = ["start", "id"]
+        permissions = [("mark_attendance", "可以标记预约到场（老师缺席即全额退款）")]
         constraints = [
             models.CheckConstraint(condition=Q(end__gt=F("start")), name="booking_end_after_start"),
             models.CheckConstraint(condition=Q(blocked_until__gte=F("end")), name="booking_blocked_after_end"),

@@ -118,6 +118,8 @@ ROLES: dict[str, list[str]] = {
         "accounts.view_address",
         "payments.view_refund",
         "orders.approve_small_refund",  # refunds up to SERVICE_REFUND_LIMIT_FEN (MONEY_ACTIONS)
+        "appointments.view_booking",
+        "appointments.mark_attendance",  # attended / no_show / teacher_absent (a full refund)
         "members.view_membership",  # a customer's level, growth and SVIP (订单 › 会员信息)
         "members.view_growthevent",
         "chat.view_*",
@@ -149,6 +151,7 @@ ROLES: dict[str, list[str]] = {
         "appointments.change_slot",
         "appointments.manage_slot",
         "appointments.view_booking",
+        "appointments.mark_attendance",  # their own bookings (the admin's queryset)
         "chat.view_*",
         "chat.add_message",
     ],

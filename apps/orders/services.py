@@ -254,6 +254,8 @@ def order_complete(*, order: Order, actor: str) -> bool:
         if not order_transition(order, from_statuses=allowed, to=OrderStatus.COMPLETED, actor=actor, completed_at=now):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+        if order.kind == Kind.CONSULTATION:  # held: unmarked counts as attended (API.md "Booking")
+            bookings.booking_attended_if_unmarked(order_no=order.order_no)
         followups.followup_record(order=order, kind=FollowUp.Kind.GROWTH_AWARD)  # member growth (apps.members)
     return True
 
@@ -305,6 +307,8 @@ def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
         ):
             return False
         wallet.points_award_schedule(order_no=order.order_no, completed_at=now)
+        if order.kind == Kind.CONSULTATION:  # held: unmarked counts as attended (API.md "Booking")
+            bookings.booking_attended_if_unmarked(order_no=order.order_no)
         followups.followup_record(order=order, kind=FollowUp.Kind.GROWTH_AWARD)  # member growth (apps.members)
         followups.delivered_run(order=order, how="pickup")
     return True

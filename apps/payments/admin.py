@@ -109,6 +109,7 @@ class NotificationAdmin(ReadOnlyModelAdmin):
 
 # Further admin pages of this app, registered on import.
 from apps.payments import (  # noqa: E402,F401
+    admin_attendance,  # the booking admin's attendance actions (老师缺席 refunds)
     admin_groups,  # noqa: E402,F401 - 拼团 groups (ending one refunds)
     admin_invalid,  # invalid notifications per day, queued payment results
     admin_recharges,

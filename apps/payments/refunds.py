@@ -31,7 +31,7 @@ from apps.catalog.models import Kind
 from apps.orders import followups
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order, OrderStatus, PayMethod
-from apps.payments import gateway, hooks, staff_limits
+from apps.payments import cancellations, gateway, hooks, staff_limits
 from apps.payments.models import Payment, PaymentStatus, Refund, RefundBatchItem
 from starmall import dispatch
 from starmall.admin_money import yuan
@@ -63,7 +63,9 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
     The same request again (double click, retry) returns the same open request. Raises
     NotFound, InvalidState (order not paid, another request open with another amount),
     InvalidInput (amount above what is refundable). May approve at once under the shop's
-    auto-approval rule (:func:`_auto_approvable`).
+    auto-approval rule (:func:`_auto_approvable`); a paid consultation follows the cancellation
+    policy instead (``apps.payments.cancellations``: its amount, approved at once, the booking
+    released; InvalidState once started).
     """
     order = orders.order_get(order_no=order_no, customer_id=customer_id)
     with transaction.atomic():
@@ -77,8 +79,11 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
             return replay
         if order.status not in REFUNDABLE_ORDER + (OrderStatus.REFUNDING,):
             raise InvalidState("只有已支付的订单可以申请退款。", status=order.status)
+        policy = cancellations.policy_amount(order=order)  # a consultation: the policy decides
         open_request = order.after_sales.filter(status__in=AfterSale.OPEN).first()
         amount = refundable if amount_fen is None else amount_fen
+        if policy is not None:
+            amount = amount_fen = min(policy, refundable)
         if open_request is not None:
             if open_request.amount_fen == amount or amount_fen is None:
                 return open_request
@@ -91,7 +96,13 @@ def refund_request(*, order_no: str, customer_id: int, reason: str, amount_fen: 
             reason=reason,
             amount_fen=amount,
         )
-    if _auto_approvable(order, amount, payment):
+    if policy is not None:
+        with transaction.atomic():
+            refund = after_sale_approve(after_sale_id=request.pk, actor=cancellations.POLICY_ACTOR)
+            if refund is not None:
+                cancellations.booking_cancelled(order=order, refund=refund)
+        request.refresh_from_db()
+    elif _auto_approvable(order, amount, payment):
         after_sale_approve(after_sale_id=request.pk, actor="system:auto")
         request.refresh_from_db()
     return request
@@ -376,7 +387,13 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
             Refund.objects.filter(payment=payment, status=Refund.Status.SUCCESS).aggregate(fen=Sum("refund_fen"))["fen"]
             or 0
         )
-        if refund.reason == Refund.Reason.AFTER_SALE and returned == payment.total_fee:
+        # Every approved amount arrived (all of it, or what a late cancel refunds: the order was
+        # made ``refunding`` for it; see apps.payments.cancellations).
+        if (
+            refund.reason == Refund.Reason.AFTER_SALE
+            and order.status == OrderStatus.REFUNDING
+            and returned == payment.refunded_fen
+        ):
             orders.order_mark_refunded(
                 order=order, actor="wechat" if payment.method == PayMethod.WECHAT else "system", restock=refund.restock
             )

@@ -34,7 +34,12 @@ def test_the_migration_made_the_roles():
     assert "orders.decide_aftersale" not in ops and "backoffice.export_data" not in ops
     assert {"orders.view_order", "orders.view_aftersale"} <= service
     # look, never change — except refunds up to SERVICE_REFUND_LIMIT_FEN (apps/payments/staff_limits.py)
-    assert {p for p in service if not p.split(".")[1].startswith("view_")} == {"orders.approve_small_refund"}
+    # and a consultation's attendance (apps/payments/attendance.py, backoffice/0008)
+    assert {p for p in service if not p.split(".")[1].startswith("view_")} == {
+        "orders.approve_small_refund",
+        "appointments.mark_attendance",
+    }
+    assert "appointments.mark_attendance" in teacher
     assert {
         "orders.decide_aftersale",
         "payments.resolve_payment",
