@@ -120,7 +120,9 @@ def test_a_freed_start_notifies_each_waiting_entry_once_oldest_first(
     assert len(wechat.state.messages) == len(sent)
 
 
-def test_new_hours_on_a_waited_date_notify(make_api, make_customer, waitlist_teacher, django_capture_on_commit_callbacks):
+def test_new_hours_on_a_waited_date_notify(
+    make_api, make_customer, waitlist_teacher, django_capture_on_commit_callbacks
+):
     h = waitlist_teacher
     DateOverride.objects.create(teacher=h.teacher, date=h.day, off=True)
     person = make_customer()
