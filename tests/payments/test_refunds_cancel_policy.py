@@ -103,11 +103,11 @@ def test_the_same_request_again_returns_the_same_refund(booked):
     assert Refund.objects.count() == AfterSale.objects.count() == 1
 
 
-def test_a_cancelled_booking_frees_its_start_for_the_waitlist(make_api, make_customer, hours_teacher, place_order):
+def test_a_cancelled_booking_frees_its_start_for_the_waitlist(make_api, make_customer, waitlist_teacher, place_order):
     from apps.appointments import waitlist
     from apps.catalog.models import Sku
 
-    h = hours_teacher  # one start a day; h.day is the day after tomorrow (more than 24 h away)
+    h = waitlist_teacher  # one start a day; h.day is the day after tomorrow (more than 24 h away)
     sku = Sku.objects.create(product=h.product, specs={"时长": "60分钟"}, price_fen=6001, stock=100)
     api = make_api(make_customer(balance_fen=10000))
     order = place_order(api, items=[(sku, 1)], start=h.start(h.day).isoformat())
