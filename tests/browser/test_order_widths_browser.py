@@ -171,6 +171,10 @@ def test_remark_ship_and_price_change_at_390(login, base_url, shot, shop):
     page.fill("#price-form input[name=reason]", "老顾客优惠")
     page.click("#price-form button[type=submit]")
     page.wait_for_load_state("networkidle")
+    assert Order.objects.get(pk=unpaid.pk).pay_fen == 12800  # the confirmation page first: nothing moved
+    assert _page_width(page) <= 390, _page_width(page)
+    page.click("#money-confirm input[type=submit]")
+    page.wait_for_load_state("networkidle")
     assert Order.objects.get(pk=unpaid.pk).pay_fen == 12000
     shot(page, "44-order-price-changed-390")
 

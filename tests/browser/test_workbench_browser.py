@@ -81,6 +81,9 @@ def test_owner_works_the_order_list_and_page(page_for, base_url, orders):
     page.fill("#price-form input[name=reason]", "测试改价")
     page.click("#price-form button[type=submit]")
     page.wait_for_load_state("networkidle")
+    assert Order.objects.get(pk=order.pk).pay_fen == 12800  # the confirmation page first: nothing moved
+    page.click("#money-confirm input[type=submit]")
+    page.wait_for_load_state("networkidle")
     order.refresh_from_db()
     assert order.pay_fen == 1 and "已改价" in page.content()
     _shot(page, "32-order-price-changed-owner")
