@@ -13,7 +13,7 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from apps.appointments import slots
-from apps.appointments.models import Booking, DateOverride, DayOff, Slot
+from apps.appointments.models import Booking, DateOverride, DayOff, Slot, WaitlistEntry
 from apps.catalog.selectors import teacher_for_user
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.errors import ShopError
@@ -282,3 +282,19 @@ class DayOffAdmin(admin.ModelAdmin):
 
 
 from apps.appointments import admin_teacher  # noqa: E402, F401 - the teacher page's inlines
+
+
+@admin.register(WaitlistEntry)
+class WaitlistEntryAdmin(ReadOnlyModelAdmin):
+    """Who waits for a full date, and whether the freed start was announced (the sweep in
+    ``waitlist.py`` writes these rows; staff only look). A teacher's login sees their own."""
+
+    list_display = ["id", "teacher", "product", "date", "customer", "status", "message", "notified_at", "created_at"]
+    list_filter = ["status", "teacher", "date"]
+    search_fields = ["customer__openid", "customer__nickname"]
+    date_hierarchy = "date"
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request).select_related("teacher", "product", "customer")
+        teacher = teacher_for_user(request.user)
+        return qs.filter(teacher=teacher) if teacher is not None else qs

@@ -120,6 +120,7 @@ ROLES: dict[str, list[str]] = {
         "orders.approve_small_refund",  # refunds up to SERVICE_REFUND_LIMIT_FEN (MONEY_ACTIONS)
         "appointments.view_booking",
         "appointments.mark_attendance",  # attended / no_show / teacher_absent (a full refund)
+        "appointments.view_waitlistentry",  # who waits for a full date, and whether they heard
         "members.view_membership",  # a customer's level, growth and SVIP (订单 › 会员信息)
         "members.view_growthevent",
         "chat.view_*",
@@ -152,6 +153,7 @@ ROLES: dict[str, list[str]] = {
         "appointments.manage_slot",
         "appointments.view_booking",
         "appointments.mark_attendance",  # their own bookings (the admin's queryset)
+        "appointments.view_waitlistentry",  # their own dates' waitlists
         "chat.view_*",
         "chat.add_message",
     ],

@@ -110,3 +110,29 @@ def test_the_teacher_page_edits_services_rules_and_weekly_hours(boss, waitlist_t
     page = boss.get(f"/admin/catalog/teacher/{h.teacher.pk}/change/").content.decode()
     assert "services-TOTAL_FORMS" in page and "booking_rules-TOTAL_FORMS" in page
     assert "weekly_hours-TOTAL_FORMS" in page and "09:00-10:00" in page
+
+
+def test_waitlist_entries_listed_for_staff_and_a_teacher_sees_their_own(role_client, waitlist_teacher, make_customer):
+    from apps.appointments.models import WaitlistEntry
+    from apps.catalog.models import Teacher
+
+    h = waitlist_teacher
+    waiting, other = make_customer(), make_customer()
+    type(waiting).objects.filter(pk=waiting.pk).update(nickname="等位甲")
+    type(other).objects.filter(pk=other.pk).update(nickname="等位乙")
+    WaitlistEntry.objects.create(customer=waiting, teacher=h.teacher, product=h.product, date=h.day)
+    stranger = Teacher.objects.create(name="别人")
+    WaitlistEntry.objects.create(customer=other, teacher=stranger, product=h.product, date=h.day)
+    service = role_client("客服")
+    page = service.get("/admin/appointments/waitlistentry/", {"status": "waiting"})
+    assert page.status_code == 200
+    assert page.content.decode().count("等位") == 2
+    assert (
+        service.get(f"/admin/appointments/waitlistentry/{WaitlistEntry.objects.first().pk}/change/").status_code == 200
+    )
+    assert service.post("/admin/appointments/waitlistentry/add/", {}).status_code == 403  # read-only
+    teacher_client = role_client("老师")
+    h.teacher.user = teacher_client.user
+    h.teacher.save(update_fields=["user"])
+    own = teacher_client.get("/admin/appointments/waitlistentry/").content.decode()
+    assert "等位甲" in own and "等位乙" not in own
