@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from apps.appointments import hours
 from apps.appointments.models import Service, TeacherRules, WeeklyHours
 from apps.catalog.models import Kind, Product, Sku, Teacher
 
@@ -22,10 +23,8 @@ class Command(BaseCommand):
         if teacher is None or WeeklyHours.objects.filter(teacher=teacher).exists():
             self.stdout.write("demo booking: nothing to do")
             return
-        for weekday in range(1, 6):
-            WeeklyHours.objects.create(teacher=teacher, weekday=weekday, windows=WEEKDAY_HOURS)
-        WeeklyHours.objects.create(teacher=teacher, weekday=6, windows=SATURDAY_HOURS)
-        WeeklyHours.objects.create(teacher=teacher, weekday=7, windows=[])
+        for weekday, windows in [*((d, WEEKDAY_HOURS) for d in range(1, 6)), (6, SATURDAY_HOURS), (7, [])]:
+            hours.weekly_hours_set(teacher_id=teacher.pk, weekday=weekday, windows=windows)  # as staff set them
         TeacherRules.objects.update_or_create(teacher=teacher, defaults={"buffer_minutes": 15, "step_minutes": 30})
         Service.objects.get_or_create(product=teacher.product, defaults={"teacher": teacher, "duration_minutes": 60})
         base = teacher.product
