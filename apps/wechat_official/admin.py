@@ -6,6 +6,7 @@ script would, with the staff member's permission checked again inside it. Beijin
 from django.contrib import admin, messages
 
 from apps.wechat_official import services
+from apps.wechat_official.admin_forms import MenuForm, ReplyRuleForm
 from apps.wechat_official.models import Follower, InboundEvent, MassSend, MassSendBatch, Material, Menu, ReplyRule
 from starmall.admin import Outcome, ReadOnlyModelAdmin, report, require_perm
 from starmall.admin_display import shanghai
@@ -26,6 +27,16 @@ def _run(request, verb: str, rows, label, call) -> None:
 
 @admin.register(ReplyRule)
 class ReplyRuleAdmin(admin.ModelAdmin):
+    form = ReplyRuleForm
+    # the browser shows only what the trigger and reply type use (django-unfold's Alpine
+    # conditions); ReplyRuleForm decides on the server and empties the rest
+    conditional_fields = {
+        "keyword": "match == 'keyword_exact' || match == 'keyword_contains'",
+        "scene": "match == 'scan'",
+        "text": "reply_kind == 'text'",
+        "material": "reply_kind == 'image' || reply_kind == 'voice'",
+        "articles": "reply_kind == 'news'",
+    }
     list_display = ["name", "match", "keyword", "scene", "reply_kind", "priority", "is_active", "updated"]
     list_filter = ["match", "reply_kind", "is_active"]
     search_fields = ["name", "keyword", "scene", "text"]
@@ -38,10 +49,20 @@ class ReplyRuleAdmin(admin.ModelAdmin):
 
 @admin.register(Menu)
 class MenuAdmin(admin.ModelAdmin):
+    """The menu editor (``MenuForm``: buttons edited visually, checked by ``menus.menu_clean``),
+    saved through ``services.menu_save``; 发布到微信 pushes the newest selected menu."""
+
+    form = MenuForm
     list_display = ["name", "pushed", "last_error", "updated"]
     fields = ["name", "buttons", "pushed", "last_error"]
     readonly_fields = ["pushed", "last_error"]
     actions = ["push"]
+
+    def save_model(self, request, obj, form, change):
+        saved = services.menu_save(
+            menu_id=obj.pk if change else None, name=obj.name, buttons=obj.buttons, by=request.user
+        )
+        obj.pk, obj.buttons, obj.updated_at = saved.pk, saved.buttons, saved.updated_at
 
     @admin.display(description="发布时间", ordering="pushed_at")
     def pushed(self, menu: Menu) -> str:
