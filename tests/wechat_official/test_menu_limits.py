@@ -132,3 +132,30 @@ def test_admin_editor_posts_json_the_server_checks(client):
     response = client.post("/admin/wechat_official/menu/add/", {"name": "十二月", "buttons": json.dumps(good)})
     assert response.status_code == 302
     assert Menu.objects.get().buttons == [click("商城", "shop")]
+
+
+def test_menu_saved_in_the_editor_is_pushed_as_stored(client, wechat, settings, db):
+    import json
+
+    import requests
+
+    settings.WECHAT_OFFICIAL_API_BASE = wechat.url
+    sync_roles(Group, Permission)
+    official = get_user_model().objects.create_user("official", password="pw", is_staff=True)
+    official.groups.add(Group.objects.get(name="公众号"))
+    client.force_login(official)
+    mini = {"name": "商城", "type": "miniprogram", "appid": APPID, "pagepath": "pages/index", "url": "https://a.cn/"}
+    more = {
+        "name": "更多",
+        "sub_button": [click("价格", "价格"), {"name": "帮助", "type": "view", "url": "https://a.cn/h"}],
+    }
+    response = client.post("/admin/wechat_official/menu/add/", {"name": "十二月", "buttons": json.dumps([mini, more])})
+    assert response.status_code == 302
+    menu = Menu.objects.get()
+    response = client.post(
+        "/admin/wechat_official/menu/", {"action": "push", "_selected_action": [str(menu.pk)], "index": "0"}
+    )
+    assert response.status_code == 302
+    pushed = requests.get(f"{wechat.url}sandbox/official", timeout=5).json()["menus"]
+    assert [m["button"] for m in pushed] == [[mini, more]]
+    assert Menu.objects.get().pushed_at is not None
