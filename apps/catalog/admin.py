@@ -4,6 +4,7 @@ from django.utils.html import format_html
 from unfold.widgets import UnfoldAdminIntegerFieldWidget
 
 from apps.catalog import stock
+from apps.catalog.admin_bulk import ProductBulkActionsMixin
 from apps.catalog.admin_editor import ProductEditorMixin, preview_url
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Category, Product, Sku, Teacher
@@ -86,7 +87,9 @@ class SkuInline(admin.TabularInline):
 
 
 @admin.register(Product)
-class ProductAdmin(ProductEditorMixin, ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
+class ProductAdmin(
+    ProductBulkActionsMixin, ProductEditorMixin, ChangedFieldsAdmin
+):  # changed fields only: never writes back ``sales`` or stock
     """The product editor (``apps.catalog.admin_editor``): cover and gallery uploaded with
     previews and drag order, specs as names and values generating the SKU matrix, counters
     read-only, a preview of the mini-program's detail page."""
