@@ -109,7 +109,8 @@ class ProductAdmin(
         "sort",
     ]
     list_filter = ["kind", "category", "is_active", "is_hot", "is_recommended", "freight_template"]
-    search_fields = ["name"]
+    search_fields = ["name"]  # also the 秒杀 / 拼团 / 砍价 forms' product autocomplete
+    ordering = ["sort", "id"]
     readonly_fields = ["sales", "review_count", "rating_total", "created_at", "cover_preview", "mini_preview"]
     inlines = [SkuInline]
 
