@@ -20,7 +20,7 @@ NOT_OF_PRODUCT = "请选择所选商品的规格（该 SKU 不属于所选商品
 
 
 def sku_label(sku: Sku) -> str:
-    """``颜色:天青 / 容量:60ml · ¥128.00 · 库存 7`` (no specs: 默认规格)."""
+    """``颜色：天青；容量：60ml · ¥128.00 · 库存 7`` (no specs: 默认规格)."""
     return f"{specs_text(sku.specs) or '默认规格'} · ¥{yuan(sku.price_fen)} · 库存 {sku.stock}"
 
 
