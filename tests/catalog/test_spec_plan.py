@@ -176,3 +176,12 @@ def test_apply_asks_a_price_only_when_creating_and_checks_permissions(editor, ma
     viewer = django_user_model.objects.create_user("viewer", is_staff=True)
     with pytest.raises(PermissionDenied):
         sku_matrix.spec_tree_apply(product_id=product.pk, tree=[spec("颜色", "天青")], price_fen=None, user=viewer)
+
+
+@pytest.mark.django_db
+def test_product_detail_lists_live_skus_with_their_picture(client, make_sku, settings):
+    first = make_sku(specs={"颜色": "天青"})
+    Sku.objects.filter(pk=first.pk).update(image_url="uploads/ab/c.png")
+    Sku.objects.create(product=first.product, specs={"颜色": "月白"}, price_fen=100, stock=1, is_active=False)
+    skus = client.get(f"/api/v1/products/{first.product_id}").json()["skus"]
+    assert [(s["id"], s["image_url"]) for s in skus] == [(first.pk, f"{settings.SITE_URL}/media/uploads/ab/c.png")]
