@@ -23,8 +23,16 @@ def _old_skus(product_id: int) -> list[OldSku]:
 
 def spec_tree_of(product: Product) -> list[dict]:
     """The tree as the builder starts from it: ``[{"name", "was", "values": [{"value", "was"}]}]``
-    (``was`` = the name / value itself); the stored ``spec_tree``, else the live SKUs' specs."""
-    tree = product.spec_tree or (tree_of_skus(_old_skus(product.pk)) if product.pk else [])
+    (``was`` = the name / value itself): the stored ``spec_tree`` in its order, plus any name or
+    value a live SKU has that it lacks (a product from before the builder, a SKU's specs edited on
+    its own page), so that saving the page unchanged never switches a live SKU off."""
+    tree = [{"name": s["name"], "values": list(s["values"])} for s in product.spec_tree or []]
+    for spec in tree_of_skus(_old_skus(product.pk)) if product.pk else []:
+        known = next((s for s in tree if s["name"] == spec["name"]), None)
+        if known is None:
+            tree.append(spec)
+        else:
+            known["values"] += [v for v in spec["values"] if v not in known["values"]]
     return [
         {"name": s["name"], "was": s["name"], "values": [{"value": v, "was": v} for v in s["values"]]} for s in tree
     ]

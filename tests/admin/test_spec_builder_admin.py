@@ -22,6 +22,10 @@ pytestmark = pytest.mark.django_db
 def mug(make_sku):
     first = make_sku(price_fen=12800, stock=7, specs={"颜色": "天青", "容量": "60ml"})
     second = Sku.objects.create(product=first.product, specs={"颜色": "月白", "容量": "60ml"}, price_fen=13800, stock=4)
+    # the order the builder keeps (PostgreSQL's jsonb keeps the SKUs' keys in an order of its own)
+    tree = [{"name": "颜色", "values": ["天青", "月白"]}, {"name": "容量", "values": ["60ml"]}]
+    Product.objects.filter(pk=first.product_id).update(spec_tree=tree)
+    first.product.refresh_from_db()
     return first.product, first, second
 
 

@@ -141,7 +141,7 @@ def test_apply_renames_creates_and_switches_off_never_deleting(editor, make_sku)
     first = make_sku(price_fen=12800, stock=7, specs={"颜色": "天青", "容量": "60ml"})
     product = first.product
     second = Sku.objects.create(product=product, specs={"颜色": "月白", "容量": "60ml"}, price_fen=13000, stock=2)
-    tree = sku_matrix.spec_tree_of(product)
+    tree = sorted(sku_matrix.spec_tree_of(product), key=lambda s: s["name"] != "颜色")  # jsonb's key order aside
     assert tree[0] == {
         "name": "颜色",
         "was": "颜色",
@@ -185,3 +185,16 @@ def test_product_detail_lists_live_skus_with_their_picture(client, make_sku, set
     Sku.objects.create(product=first.product, specs={"颜色": "月白"}, price_fen=100, stock=1, is_active=False)
     skus = client.get(f"/api/v1/products/{first.product_id}").json()["skus"]
     assert [(s["id"], s["image_url"]) for s in skus] == [(first.pk, f"{settings.SITE_URL}/media/uploads/ab/c.png")]
+
+
+@pytest.mark.django_db
+def test_a_sku_edited_outside_the_builder_stays_live_on_the_next_save(editor, make_sku):
+    sku = make_sku(specs={"颜色": "天青"})
+    product = sku.product
+    Product.objects.filter(pk=product.pk).update(spec_tree=[{"name": "颜色", "values": ["天青"]}])
+    Sku.objects.filter(pk=sku.pk).update(specs={"颜色": "湖蓝"})  # on the SKU's own page
+    product.refresh_from_db()
+    tree = sku_matrix.spec_tree_of(product)
+    assert [v["value"] for v in tree[0]["values"]] == ["天青", "湖蓝"]
+    plan = sku_matrix.spec_tree_apply(product_id=product.pk, tree=tree, price_fen=100, user=editor)
+    assert Sku.objects.get(pk=sku.pk).is_active is True and plan.deactivate == []
