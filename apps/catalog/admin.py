@@ -1,9 +1,11 @@
 from django import forms
 from django.contrib import admin, messages
+from django.utils.html import format_html
 from unfold.widgets import UnfoldAdminIntegerFieldWidget
 
 from apps.catalog import stock
-from apps.catalog.admin_editor import ProductEditorMixin
+from apps.catalog.admin_bulk import ProductBulkActionsMixin
+from apps.catalog.admin_editor import ProductEditorMixin, preview_url
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Category, Product, Sku, Teacher
 from starmall.admin import ChangedFieldsAdmin, save_changed_fields
@@ -18,13 +20,35 @@ class CategoryAdmin(ChangedFieldsAdmin):
     list_filter = ["kind"]
 
 
+class SkuImageInput(forms.ClearableFileInput):
+    """A SKU's picture: the current one as a thumbnail, a file input to replace it."""
+
+    template_name = "django/forms/widgets/file.html"
+
+    def render(self, name, value, attrs=None, renderer=None):
+        field = super().render(name, value, attrs, renderer)
+        current = self.attrs.get("data-current")
+        thumb = format_html('<img src="{}" alt="规格图片" class="bo-sku-thumb">', current) if current else ""
+        return format_html("{}{}", thumb, field)
+
+
 class SkuInlineForm(forms.ModelForm):
     """One row of the SKU matrix: price, member price (SVIP), code, weight editable; stock moved by a relative
-    ``stock_change`` (``sku_stock_adjust``, needs ``catalog.change_stock``), never overwritten."""
+    ``stock_change`` (``sku_stock_adjust``, needs ``catalog.change_stock``), never overwritten; a picture
+    (``image_file``: Pillow-checked, stored like the product's); ``pick`` ticks the row for the batch bar."""
 
+    pick = forms.BooleanField(required=False, label="选择")
+    image_file = forms.ImageField(
+        required=False, label="规格图片", widget=SkuImageInput(attrs={"accept": "image/jpeg,image/png"})
+    )
     stock_change = forms.IntegerField(
         required=False, initial=0, label="库存增减", widget=UnfoldAdminIntegerFieldWidget(attrs={"style": "width:7rem"})
     )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and self.instance.image_url:
+            self.fields["image_file"].widget.attrs["data-current"] = preview_url(self.instance.image_url)
 
     class Meta:
         model = Sku
@@ -38,8 +62,11 @@ class SkuInline(admin.TabularInline):
     model = Sku
     form = SkuInlineForm
     extra = 0
+    can_delete = False  # order lines refer to SKUs: a combination is switched off (启用), never deleted
     fields = [
+        "pick",
         "specs_display",
+        "image_file",
         "price_fen",
         "member_price_fen",
         "stock",
@@ -60,7 +87,9 @@ class SkuInline(admin.TabularInline):
 
 
 @admin.register(Product)
-class ProductAdmin(ProductEditorMixin, ChangedFieldsAdmin):  # changed fields only: never writes back ``sales`` or stock
+class ProductAdmin(
+    ProductBulkActionsMixin, ProductEditorMixin, ChangedFieldsAdmin
+):  # changed fields only: never writes back ``sales`` or stock
     """The product editor (``apps.catalog.admin_editor``): cover and gallery uploaded with
     previews and drag order, specs as names and values generating the SKU matrix, counters
     read-only, a preview of the mini-program's detail page."""
@@ -80,7 +109,8 @@ class ProductAdmin(ProductEditorMixin, ChangedFieldsAdmin):  # changed fields on
         "sort",
     ]
     list_filter = ["kind", "category", "is_active", "is_hot", "is_recommended", "freight_template"]
-    search_fields = ["name"]
+    search_fields = ["name"]  # also the 秒杀 / 拼团 / 砍价 forms' product autocomplete
+    ordering = ["sort", "id"]
     readonly_fields = ["sales", "review_count", "rating_total", "created_at", "cover_preview", "mini_preview"]
     inlines = [SkuInline]
 

@@ -14,7 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.storage import default_storage
 from django.db.models import Max, Min, Sum
 from django.utils.html import format_html, format_html_join
-from unfold.widgets import UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
+from unfold.widgets import UnfoldAdminTextInputWidget
 
 from apps.catalog import product_images, sku_matrix, stock
 from apps.catalog.exceptions import InsufficientStock
@@ -52,7 +52,12 @@ class MultipleImageField(forms.FileField):
 
 class GalleryWidget(forms.HiddenInput):
     """The gallery: thumbnails in order, dragged to reorder and × to remove (static
-    ``catalog/product_editor.js`` rewrites the hidden JSON list)."""
+    ``catalog/product_editor.js`` rewrites the hidden JSON list). Not a hidden *field*: the
+    admin hides the row of a hidden widget."""
+
+    @property
+    def is_hidden(self) -> bool:
+        return False
 
     def render(self, name, value, attrs=None, renderer=None):
         hidden = super().render(name, value, {**(attrs or {}), "data-gallery-input": "1"}, renderer)
@@ -75,6 +80,24 @@ class GalleryWidget(forms.HiddenInput):
         )
 
 
+class SpecBuilderWidget(forms.HiddenInput):
+    """The spec builder: the tree as hidden JSON (``apps.catalog.sku_matrix.spec_tree_of``'s
+    shape) and the box ``catalog/spec_builder.js`` draws the names and values in."""
+
+    @property
+    def is_hidden(self) -> bool:
+        return False
+
+    def render(self, name, value, attrs=None, renderer=None):
+        hidden = super().render(name, value, {**(attrs or {}), "data-spec-input": "1"}, renderer)
+        return format_html(
+            '{}<div class="bo-specs" id="spec-builder" data-spec-for="{}">'
+            "<noscript>规格编辑需要启用 JavaScript。</noscript></div>",
+            hidden,
+            (attrs or {}).get("id", ""),
+        )
+
+
 class ProductEditorForm(forms.ModelForm):
     cover_file = forms.ImageField(
         label="上传封面",
@@ -83,17 +106,18 @@ class ProductEditorForm(forms.ModelForm):
         help_text="JPEG / PNG，最大 5 MB；上传后替换当前封面",
     )
     gallery_files = MultipleImageField(label="上传详情图", required=False, help_text="可多选，追加到图片列表末尾")
-    spec_text = forms.CharField(
+    spec_builder = forms.CharField(
         label="规格",
         required=False,
-        widget=UnfoldAdminTextareaWidget(attrs={"rows": 3, "placeholder": "颜色: 天青, 月白\n容量: 120ml, 150ml"}),
-        help_text="每行一个规格：名称: 值1, 值2。保存时为缺少的组合生成 SKU（已有的 SKU 保留），再在下方表格填价格、库存、编码、重量",
+        widget=SpecBuilderWidget,
+        help_text="添加规格名和规格值，可改名、排序、删除。保存时：新组合生成 SKU；改名的值保留原 SKU（库存、订单不变）；"
+        "删去的组合停用，不删除",
     )
     spec_price = forms.CharField(
         label="新规格的价格（元）",
         required=False,
         widget=UnfoldAdminTextInputWidget,
-        help_text="新生成的 SKU 先用这个价格，之后可逐行修改",
+        help_text="只在生成新 SKU 时使用（默认为现有最低价），之后可在 SKU 表格逐行或批量修改",
     )
 
     class Meta:
@@ -103,20 +127,37 @@ class ProductEditorForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.spec_plan = None
+        self.initial.setdefault("spec_builder", json.dumps(sku_matrix.spec_tree_of(self.instance), ensure_ascii=False))
         if self.instance.pk:
-            self.initial.setdefault("spec_text", sku_matrix.spec_lines_text(self.instance))
+            low = Sku.objects.filter(product=self.instance, is_active=True).aggregate(low=Min("price_fen"))["low"]
+            if low:
+                self.initial.setdefault("spec_price", yuan(low))
 
-    def clean_spec_text(self):
-        text = self.cleaned_data.get("spec_text", "")
+    def clean_spec_builder(self):
+        """The tree (a list) or None when the field was not sent; its plan kept for clean()."""
+        text = (self.cleaned_data.get("spec_builder") or "").strip()
+        if not text:
+            return None
         try:
-            sku_matrix.spec_lines_parse(text)
+            tree = json.loads(text)
+            self.spec_plan = sku_matrix.spec_plan_preview(product_id=self.instance.pk, tree=tree)
+        except ValueError as exc:
+            raise ValidationError("规格数据格式不对，请刷新页面后重试。") from exc
         except ShopError as exc:
             raise ValidationError(exc.message) from exc
-        return text
+        return tree
 
     def clean_spec_price(self):
         value = (self.cleaned_data.get("spec_price") or "").strip()
         return fen_from_yuan(value) if value else None
+
+    def clean(self):
+        data = super().clean()
+        plan = self.spec_plan
+        if plan is not None and plan.create and not data.get("spec_price") and "spec_price" not in self.errors:
+            self.add_error("spec_price", f"将新增 {len(plan.create)} 个规格组合，请填写新规格的价格（至少 0.01 元）。")
+        return data
 
     def clean_images(self):
         images = self.cleaned_data.get("images") or []
@@ -132,14 +173,14 @@ class ProductEditorMixin:
     fieldsets = [
         ("基本信息", {"fields": ["name", "category", "kind", "description", "is_active", "sort", "freight_template"]}),
         ("图片", {"fields": ["cover_preview", "cover_file", "images", "gallery_files"]}),
-        ("规格（生成 SKU）", {"fields": ["spec_text", "spec_price"]}),
+        ("规格（生成 SKU）", {"fields": ["spec_builder", "spec_price"]}),
         ("统计（只读）", {"fields": ["sales", "review_count", "rating_total", "created_at"]}),
         ("小程序详情预览", {"fields": ["mini_preview"]}),
     ]
 
     class Media:
         css = {"all": ["catalog/product_editor.css"]}
-        js = ["catalog/product_editor.js"]
+        js = ["catalog/product_editor.js", "catalog/spec_builder.js"]
 
     def get_queryset(self, request):
         return (
@@ -180,11 +221,13 @@ class ProductEditorMixin:
         skus = list(Sku.objects.filter(product=product, is_active=True).order_by("pk"))
         prices = [sku.price_fen for sku in skus]
         price = "-" if not prices else (yuan(min(prices)) if min(prices) == max(prices) else f"{yuan(min(prices))} 起")
-        dims = sku_matrix.spec_lines_parse(sku_matrix.spec_lines_text(product))
         chips = format_html_join(
             "",
             '<div class="bo-mp-spec"><span>{}</span>{}</div>',
-            ((name, format_html_join("", "<i>{}</i>", ((v,) for v in values))) for name, values in dims),
+            (
+                (s["name"], format_html_join("", "<i>{}</i>", ((v["value"],) for v in s["values"])))
+                for s in sku_matrix.spec_tree_of(product)
+            ),
         )
         gallery = format_html_join("", '<img src="{}" alt="">', ((preview_url(i),) for i in (product.images or [])[:4]))
         return format_html(
@@ -222,41 +265,65 @@ class ProductEditorMixin:
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        text = form.cleaned_data.get("spec_text", "")
-        if not text.strip():
+        tree = form.cleaned_data.get("spec_builder")
+        if tree is None:
             return
         try:
-            created = sku_matrix.sku_matrix_generate(
-                product_id=form.instance.pk,
-                text=text,
-                price_fen=form.cleaned_data.get("spec_price") or 0,
-                user=request.user,
+            plan = sku_matrix.spec_tree_apply(
+                product_id=form.instance.pk, tree=tree, price_fen=form.cleaned_data.get("spec_price"), user=request.user
             )
         except ShopError as exc:
-            messages.error(request, f"规格未生成：{exc.message}")
+            messages.error(request, f"规格未保存：{exc.message}")
         except PermissionDenied as exc:
-            messages.error(request, f"规格未生成：{exc}")
+            messages.error(request, f"规格未保存：{exc}")
         else:
-            if created:
-                messages.success(
-                    request,
-                    "已生成 {} 个 SKU：{}。请在 SKU 表格中填写库存（库存增减）和编码。".format(
-                        len(created), "、".join(specs_text(s.specs) for s in created)
-                    ),
-                )
+            if plan.changes:
+                messages.success(request, plan_summary(plan))
 
     def save_formset(self, request, form, formset, change):
+        """The matrix rows (changed fields only), then per row its picture and its stock change,
+        each through its catalog service."""
         super().save_formset(request, form, formset, change)
         for row in formset.forms:
-            delta = (getattr(row, "cleaned_data", None) or {}).get("stock_change") or 0
-            if not delta or not row.instance.pk:
+            data = getattr(row, "cleaned_data", None) or {}
+            if not row.instance.pk:
                 continue
-            if not request.user.has_perm("catalog.change_stock"):
-                messages.error(request, f"{row.instance}：库存未修改：需要 change_stock 权限")
-                continue
-            try:
-                now = stock.sku_stock_adjust(sku_id=row.instance.pk, delta=delta)
-            except InsufficientStock as exc:
-                messages.error(request, f"{row.instance}：{exc.message}")
-            else:
-                messages.success(request, f"{specs_text(row.instance.specs)}：库存 {delta:+d}，现为 {now}")
+            if data.get("image_file"):
+                self._sku_image(request, row.instance, data["image_file"])
+            if data.get("stock_change"):
+                self._sku_stock(request, row.instance, data["stock_change"])
+
+    def _sku_image(self, request, sku: Sku, file) -> None:
+        try:
+            name = product_images.product_image_store(file=file, user=request.user)
+            product_images.sku_image_set(sku_id=sku.pk, image=name, user=request.user)
+        except ShopError as exc:
+            messages.error(request, f"{specs_text(sku.specs)}：图片未保存：{exc.message}")
+        except PermissionDenied as exc:
+            messages.error(request, f"{specs_text(sku.specs)}：图片未保存：{exc}")
+
+    def _sku_stock(self, request, sku: Sku, delta: int) -> None:
+        if not request.user.has_perm("catalog.change_stock"):
+            messages.error(request, f"{sku}：库存未修改：需要 change_stock 权限")
+            return
+        try:
+            now = stock.sku_stock_adjust(sku_id=sku.pk, delta=delta)
+        except InsufficientStock as exc:
+            messages.error(request, f"{sku}：{exc.message}")
+        else:
+            messages.success(request, f"{specs_text(sku.specs)}：库存 {delta:+d}，现为 {now}")
+
+
+def plan_summary(plan) -> str:
+    """The spec change in one line: "规格已更新：新增 2 个 SKU（…），改名 1 个，停用 1 个（…）"."""
+    parts = []
+    if plan.create:
+        parts.append("新增 {} 个 SKU（{}）".format(len(plan.create), "、".join(specs_text(s) for s in plan.create)))
+    if plan.rename:
+        parts.append(f"改名 {len(plan.rename)} 个（原 SKU、库存保留）")
+    if plan.revive:
+        parts.append(f"重新启用 {len(plan.revive)} 个")
+    if plan.deactivate:
+        parts.append(f"停用 {len(plan.deactivate)} 个（订单仍引用，未删除）")
+    suffix = "。新 SKU 的库存为 0，请在表格中填写库存（库存增减）。" if plan.create else "。"
+    return "规格已更新：" + "，".join(parts) + suffix

@@ -75,6 +75,9 @@ class Product(models.Model):
     description = models.TextField(verbose_name="描述", blank=True)
     cover_url = models.CharField(verbose_name="封面图", max_length=300, blank=True)
     images = models.JSONField(verbose_name="图片", default=list, blank=True)  # list of image URLs
+    # The spec builder's names and values in staff's order: [{"name": "颜色", "values": ["天青", "月白"]}]
+    # (apps.catalog.sku_matrix); empty = read from the SKUs (products made before the builder).
+    spec_tree = models.JSONField(verbose_name="规格", default=list, blank=True)
     is_active = models.BooleanField(verbose_name="上架", default=True)  # only active products are listed and sold
     sales = models.PositiveIntegerField(verbose_name="销量", default=0)  # units paid for; grows with F() on payment
     # Visible reviews (apps.reviews): count and sum of ratings, moved with F() in the review's
@@ -144,6 +147,8 @@ class Sku(models.Model):
     )
     stock = models.IntegerField(verbose_name="库存", default=0)  # units on hand
     code = models.CharField(verbose_name="商家编码", max_length=64, blank=True)  # merchant's own SKU code
+    # The picture of this combination (storage name like Product.cover_url); empty = the product's cover.
+    image_url = models.CharField(verbose_name="规格图片", max_length=300, blank=True)
     is_active = models.BooleanField(verbose_name="启用", default=True)
     weight_g = models.PositiveIntegerField(
         verbose_name="重量（克）", default=0, help_text="克/件（按重量计费的运费模板用）"

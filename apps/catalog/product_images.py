@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 
-from apps.catalog.models import Product
+from apps.catalog.models import Product, Sku
 from apps.files.services import upload_store
 from starmall.errors import InvalidInput
 
@@ -40,3 +40,11 @@ def product_images_set(*, product_id: int, cover: str | None, images: list[str],
     if cover is not None:
         fields["cover_url"] = cover
     Product.objects.filter(pk=product_id).update(**fields)
+
+
+def sku_image_set(*, sku_id: int, image: str, user) -> None:
+    """Set one SKU's picture (a storage name from :func:`product_image_store`; ``""`` clears it):
+    only ``Sku.image_url`` is written. ``user`` needs ``catalog.change_sku`` (PermissionDenied)."""
+    if user is None or not user.has_perm("catalog.change_sku"):
+        raise PermissionDenied("需要权限 catalog.change_sku")
+    Sku.objects.filter(pk=sku_id).update(image_url=image)

@@ -1,92 +1,74 @@
-"""The spec matrix of the product editor: specs entered as names and values ("颜色: 天青, 月白" /
-"容量: 120ml, 150ml") become one SKU per combination (天青/120ml, 天青/150ml, 月白/120ml, 月白/150ml).
+"""The spec matrix of the product editor: spec names and values (the builder's tree) become one SKU
+per combination, through the plan of :mod:`apps.catalog.spec_plan` (create / keep / rename /
+revive / deactivate; a SKU is switched off, never deleted, since order lines refer to it).
 
-Existing SKUs are kept as they are (price, stock, code, sales history); only the missing
-combinations are created, with the given price and stock 0 — stock then moves only through
-:func:`apps.catalog.stock.sku_stock_adjust` and its log. Staff entering specs is permission
-``catalog.add_sku``."""
+New SKUs start at the given price with stock 0 — stock then moves only through
+:func:`apps.catalog.stock.sku_stock_adjust`. Permissions: ``catalog.change_product``, and
+``catalog.add_sku`` when the plan creates SKUs."""
 
 from __future__ import annotations
-
-import itertools
-import re
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from apps.catalog.models import Product, Sku
+from apps.catalog.spec_plan import OldSku, Plan, spec_plan, tree_of_skus
 from starmall.errors import InvalidInput
 
-MAX_SKUS = 200  # a matrix beyond this is a typo, not a product
-_SPLIT = re.compile(r"[,，、/;；\s]+")
+
+def _old_skus(product_id: int) -> list[OldSku]:
+    rows = Sku.objects.filter(product_id=product_id).values_list("pk", "specs", "is_active")
+    return [OldSku(id=pk, specs=dict(specs or {}), is_active=active) for pk, specs, active in rows]
 
 
-def spec_lines_parse(text: str) -> list[tuple[str, list[str]]]:
-    """``"颜色: 天青, 月白\\n容量：120ml，150ml"`` -> ``[("颜色", ["天青", "月白"]), ("容量", ["120ml", "150ml"])]``.
-
-    One spec a line, name and values split by ``:`` / ``：``; values by commas (either width),
-    、, ; or spaces; duplicates dropped in order. Raises InvalidInput (a line without a name or
-    values, a name twice, more than :data:`MAX_SKUS` combinations)."""
-    dims: list[tuple[str, list[str]]] = []
-    for raw in (text or "").splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        match = re.match(r"^([^:：]*)[:：](.*)$", line)
-        name = match.group(1).strip() if match else ""
-        items = list(dict.fromkeys(v for v in _SPLIT.split(match.group(2).strip()) if v)) if match else []
-        if not name or not items:
-            raise InvalidInput(f"规格「{line}」的格式应为：名称: 值1, 值2", specs=[line])
-        if any(name == seen for seen, _ in dims):
-            raise InvalidInput(f"规格名称「{name}」重复。", specs=[name])
-        if len(name) > 20 or any(len(v) > 30 for v in items):
-            raise InvalidInput("规格名称最多 20 字，规格值最多 30 字。", specs=[name])
-        dims.append((name, items))
-    total = 1
-    for _, values in dims:
-        total *= len(values)
-    if total > MAX_SKUS:
-        raise InvalidInput(f"规格组合共 {total} 个，最多 {MAX_SKUS} 个。", specs=[str(total)])
-    return dims
+def spec_tree_of(product: Product) -> list[dict]:
+    """The tree as the builder starts from it: ``[{"name", "was", "values": [{"value", "was"}]}]``
+    (``was`` = the name / value itself): the stored ``spec_tree`` in its order, plus any name or
+    value a live SKU has that it lacks (a product from before the builder, a SKU's specs edited on
+    its own page), so that saving the page unchanged never switches a live SKU off."""
+    tree = [{"name": s["name"], "values": list(s["values"])} for s in product.spec_tree or []]
+    for spec in tree_of_skus(_old_skus(product.pk)) if product.pk else []:
+        known = next((s for s in tree if s["name"] == spec["name"]), None)
+        if known is None:
+            tree.append(spec)
+        else:
+            known["values"] += [v for v in spec["values"] if v not in known["values"]]
+    return [
+        {"name": s["name"], "was": s["name"], "values": [{"value": v, "was": v} for v in s["values"]]} for s in tree
+    ]
 
 
-def spec_lines_text(product: Product) -> str:
-    """The product's SKUs' specs back as the editor's text (names in first-seen order)."""
-    dims: dict[str, list[str]] = {}
-    for specs in Sku.objects.filter(product=product).order_by("pk").values_list("specs", flat=True):
-        for name, value in (specs or {}).items():
-            values = dims.setdefault(name, [])
-            if value not in values:
-                values.append(value)
-    return "\n".join(f"{name}: {', '.join(values)}" for name, values in dims.items())
+def spec_plan_preview(*, product_id: int | None, tree) -> Plan:
+    """What saving ``tree`` would do to the product's SKUs now (read only; InvalidInput)."""
+    return spec_plan(_old_skus(product_id) if product_id else [], tree)
 
 
-def combinations(dims: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
-    """Every combination as a specs dict, in entry order; ``[]`` for no specs."""
-    if not dims:
-        return []
-    names = [name for name, _ in dims]
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(values for _, values in dims))]
+def spec_tree_apply(*, product_id: int, tree, price_fen: int | None, user) -> Plan:
+    """Store ``tree`` on the product and carry out its plan; returns the plan.
 
-
-def sku_matrix_generate(*, product_id: int, text: str, price_fen: int, user) -> list[Sku]:
-    """Create the SKUs of ``text``'s combinations that ``product_id`` lacks, each at ``price_fen``
-    (fen, >= 1) with stock 0; returns the new ones (``[]`` when all exist). Existing SKUs, and
-    SKUs whose specs are no longer in the text, are left unchanged (deactivate those by hand:
-    orders refer to them). ``user`` needs ``catalog.add_sku`` (PermissionDenied). Raises
-    InvalidInput (see :func:`spec_lines_parse`; a price below 1 fen). The product row is locked
-    so two editors cannot create the same combination twice."""
-    if user is None or not user.has_perm("catalog.add_sku"):
-        raise PermissionDenied("需要权限 catalog.add_sku")
-    wanted = combinations(spec_lines_parse(text))
-    if not wanted:
-        return []
-    if not isinstance(price_fen, int) or price_fen < 1:
-        raise InvalidInput("请填写新规格的价格（至少 0.01 元）。", price=["至少 0.01 元"])
+    Renamed SKUs keep id, price, stock; created ones get ``price_fen`` (fen, >= 1; asked only
+    when the plan creates SKUs: InvalidInput otherwise) and stock 0. The product row is locked
+    so two editors cannot create one combination twice. ``user`` needs
+    ``catalog.change_product`` (and ``catalog.add_sku`` to create): PermissionDenied."""
+    if user is None or not user.has_perm("catalog.change_product"):
+        raise PermissionDenied("需要权限 catalog.change_product")
     with transaction.atomic():
         product = Product.objects.select_for_update().get(pk=product_id)
-        have = [specs for specs in Sku.objects.filter(product=product).values_list("specs", flat=True)]
-        missing = [specs for specs in wanted if specs not in have]
-        return Sku.objects.bulk_create(
-            [Sku(product=product, specs=specs, price_fen=price_fen, stock=0) for specs in missing]
-        )
+        plan = spec_plan(_old_skus(product.pk), tree)
+        if plan.create and not user.has_perm("catalog.add_sku"):
+            raise PermissionDenied("需要权限 catalog.add_sku")
+        if plan.create and (not isinstance(price_fen, int) or price_fen < 1):
+            raise InvalidInput(
+                f"将新增 {len(plan.create)} 个规格组合，请填写新规格的价格（至少 0.01 元）。",
+                spec_price=["至少 0.01 元"],
+            )
+        for sku_id, specs in plan.rename:
+            Sku.objects.filter(pk=sku_id).update(specs=specs)
+        if plan.revive:
+            Sku.objects.filter(pk__in=plan.revive).update(is_active=True)
+        if plan.deactivate:
+            Sku.objects.filter(pk__in=plan.deactivate).update(is_active=False)
+        Sku.objects.bulk_create([Sku(product=product, specs=s, price_fen=price_fen, stock=0) for s in plan.create])
+        if product.spec_tree != plan.tree:
+            Product.objects.filter(pk=product.pk).update(spec_tree=plan.tree)
+    return plan

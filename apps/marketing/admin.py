@@ -10,6 +10,7 @@ from django.contrib import admin, messages
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Sku
 from apps.marketing import flash_sales
+from apps.marketing.admin_sku_picker import ProductSkuAdminMixin, ProductSkuFormMixin, product_before_sku
 from apps.marketing.models import FlashSale, FlashSalePurchase
 from starmall.admin import ReadOnlyModelAdmin
 from starmall.errors import InvalidInput
@@ -17,7 +18,7 @@ from starmall.errors import InvalidInput
 MANAGE = "marketing.manage_flashsale"
 
 
-class FlashSaleForm(forms.ModelForm):
+class FlashSaleForm(ProductSkuFormMixin, forms.ModelForm):
     stock_change = forms.IntegerField(
         required=False,
         initial=0,
@@ -59,7 +60,7 @@ class FlashSaleForm(forms.ModelForm):
 
 
 @admin.register(FlashSale)
-class FlashSaleAdmin(admin.ModelAdmin):
+class FlashSaleAdmin(ProductSkuAdminMixin, admin.ModelAdmin):
     form = FlashSaleForm
     list_display = [
         "id",
@@ -75,7 +76,6 @@ class FlashSaleAdmin(admin.ModelAdmin):
     ]
     list_filter = ["is_active"]
     search_fields = ["title", "sku__product__name"]
-    raw_id_fields = ["sku"]
     date_hierarchy = "starts_at"
 
     def get_readonly_fields(self, request, obj=None):
@@ -84,7 +84,7 @@ class FlashSaleAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         fields = ["title", "sku", "price_fen", "stock", "starts_at", "ends_at", "limit_per_customer", "is_active"]
-        return fields + ["stock_change", "sold", "created_at"] if obj else fields
+        return product_before_sku(fields + ["stock_change", "sold", "created_at"] if obj else fields, obj)
 
     def has_add_permission(self, request):
         return request.user.has_perm(MANAGE)

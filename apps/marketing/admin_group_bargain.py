@@ -14,6 +14,7 @@ from django.contrib import admin, messages
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Sku
 from apps.marketing import bargains, group_buys
+from apps.marketing.admin_sku_picker import ProductSkuAdminMixin, ProductSkuFormMixin, product_before_sku
 from apps.marketing.models import BargainCampaign, BargainHelp, BargainRecord, GroupBuy
 from starmall.admin import ReadOnlyModelAdmin
 from starmall.errors import InvalidInput
@@ -40,7 +41,7 @@ def _form_errors(form, exc: InvalidInput) -> None:
             form.add_error(field if field in form.fields else None, problem)
 
 
-class GroupBuyForm(forms.ModelForm):
+class GroupBuyForm(ProductSkuFormMixin, forms.ModelForm):
     stock_change = forms.IntegerField(
         required=False, initial=0, label="拼团库存增减", help_text="增加的件数；负数为撤回。按 库存 = 库存 + n 执行。"
     )
@@ -96,7 +97,7 @@ class GroupBuyForm(forms.ModelForm):
 
 
 @admin.register(GroupBuy)
-class GroupBuyAdmin(admin.ModelAdmin):
+class GroupBuyAdmin(ProductSkuAdminMixin, admin.ModelAdmin):
     form = GroupBuyForm
     list_display = [
         "id",
@@ -115,14 +116,13 @@ class GroupBuyAdmin(admin.ModelAdmin):
     ]
     list_filter = ["is_active", "simulate"]
     search_fields = ["title", "sku__product__name"]
-    raw_id_fields = ["sku"]
 
     def get_readonly_fields(self, request, obj=None):
         return ["sku", "stock", "sold", "group_size", "created_at"] if obj else ["sold", "created_at"]
 
     def get_fields(self, request, obj=None):
         fields = list(GroupBuyForm.Meta.fields)
-        return fields + ["stock_change", "sold", "created_at"] if obj else fields
+        return product_before_sku(fields + ["stock_change", "sold", "created_at"] if obj else fields, obj)
 
     def has_add_permission(self, request):
         return request.user.has_perm(MANAGE_GROUPBUY)
@@ -153,7 +153,7 @@ class GroupBuyAdmin(admin.ModelAdmin):
                 messages.info(request, f"拼团库存已调整 {delta:+d}，现为 {obj.stock}。")
 
 
-class BargainCampaignForm(forms.ModelForm):
+class BargainCampaignForm(ProductSkuFormMixin, forms.ModelForm):
     class Meta:
         model = BargainCampaign
         fields = [
@@ -202,7 +202,7 @@ class BargainCampaignForm(forms.ModelForm):
 
 
 @admin.register(BargainCampaign)
-class BargainCampaignAdmin(admin.ModelAdmin):
+class BargainCampaignAdmin(ProductSkuAdminMixin, admin.ModelAdmin):
     form = BargainCampaignForm
     list_display = [
         "id",
@@ -220,7 +220,6 @@ class BargainCampaignAdmin(admin.ModelAdmin):
     ]
     list_filter = ["is_active"]
     search_fields = ["title", "sku__product__name"]
-    raw_id_fields = ["sku"]
 
     def get_readonly_fields(self, request, obj=None):
         if obj:

@@ -5,6 +5,7 @@ the stock service, counters read-only, the mini-program preview; a view-only use
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from admin_helpers import form_data, texts
@@ -29,9 +30,21 @@ def test_specs_generate_the_sku_matrix_keeping_existing_skus(boss, make_sku):
     product = sku.product
     url = reverse("admin:catalog_product_change", args=[product.pk])
     page = boss.get(url)
-    assert "颜色: 天青" in page.content.decode()  # the existing SKU's specs as text
+    tree = json.loads(page.context["adminform"].form["spec_builder"].value())
+    assert sorted(tree, key=lambda spec: spec["name"]) == [
+        {"name": "容量", "was": "容量", "values": [{"value": "120ml", "was": "120ml"}]},
+        {"name": "颜色", "was": "颜色", "values": [{"value": "天青", "was": "天青"}]},
+    ]  # the existing SKU's specs, the builder's tree (names in jsonb's order on PostgreSQL)
     data = form_data(page)
-    data.update({"spec_text": "颜色: 天青, 月白\n容量：120ml，150ml", "spec_price": "138.00"})
+    tree = [
+        {"name": "颜色", "was": "颜色", "values": [{"value": "天青", "was": "天青"}, {"value": "月白", "was": None}]},
+        {
+            "name": "容量",
+            "was": "容量",
+            "values": [{"value": "120ml", "was": "120ml"}, {"value": "150ml", "was": None}],
+        },
+    ]
+    data.update({"spec_builder": json.dumps(tree), "spec_price": "138.00"})
     response = boss.post(url, data, follow=True)
     assert response.status_code == 200
     # specs compared as sets of pairs: PostgreSQL's jsonb keeps keys in its own order
@@ -44,7 +57,7 @@ def test_specs_generate_the_sku_matrix_keeping_existing_skus(boss, make_sku):
             ((("容量", "150ml"), ("颜色", "月白")), 13800, 0),
         ]
     )
-    assert any("已生成 3 个 SKU" in text for _, text in texts(response))
+    assert any("新增 3 个 SKU" in text for _, text in texts(response))
     boss.post(url, {**form_data(boss.get(url)), "spec_price": "1.00"})  # again: nothing new
     assert Sku.objects.filter(product=product).count() == 4
 
@@ -112,6 +125,7 @@ def test_a_view_only_user_sees_the_product_but_cannot_save(viewer, make_sku):
     sku = make_sku(stock=3)
     url = reverse("admin:catalog_product_change", args=[sku.product.pk])
     page = viewer.get(url)
-    assert page.status_code == 200 and 'name="spec_text"' not in page.content.decode()
-    assert viewer.post(url, {"name": "x", "spec_text": "颜色: 红"}).status_code == 403
+    assert page.status_code == 200 and 'name="spec_builder"' not in page.content.decode()
+    tree = '[{"name": "颜色", "was": null, "values": [{"value": "红", "was": null}]}]'
+    assert viewer.post(url, {"name": "x", "spec_builder": tree, "spec_price": "1.00"}).status_code == 403
     assert Sku.objects.filter(product=sku.product).count() == 1

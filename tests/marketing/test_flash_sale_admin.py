@@ -27,6 +27,7 @@ def _form(sku, *, price_fen=9900, stock=5, starts_in=60, lasts=30, limit=2, **ex
     starts_at = (timezone.now() + dt.timedelta(minutes=starts_in)).replace(microsecond=0)
     return {
         "title": "双十二秒杀",
+        "product": sku.product_id,
         "sku": sku.pk,
         "price_fen": yuan(price_fen),
         "stock": stock,  # the form takes yuan

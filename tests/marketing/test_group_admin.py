@@ -39,6 +39,7 @@ def test_schedule_group_buy_and_bargain_in_yuan(boss, group_sku):
         reverse("admin:marketing_groupbuy_add"),
         {
             "title": "两人团",
+            "product": group_sku.product_id,
             "sku": group_sku.pk,
             "price_fen": yuan(6600),
             "stock": 5,
@@ -57,6 +58,7 @@ def test_schedule_group_buy_and_bargain_in_yuan(boss, group_sku):
         reverse("admin:marketing_groupbuy_add"),
         {
             "title": "一人团",
+            "product": group_sku.product_id,
             "sku": group_sku.pk,
             "price_fen": yuan(20000),
             "stock": 500,
@@ -74,6 +76,7 @@ def test_schedule_group_buy_and_bargain_in_yuan(boss, group_sku):
         reverse("admin:marketing_bargaincampaign_add"),
         {
             "title": "砍一刀",
+            "product": group_sku.product_id,
             "sku": group_sku.pk,
             "original_price_fen": yuan(10000),
             "floor_price_fen": yuan(100),

@@ -52,9 +52,11 @@ class ProductListSerializer(fields.ModelSerializer):
 
 
 class SkuSerializer(fields.ModelSerializer):
+    image_url = PublicUrlField(help_text="absolute URL of this combination's picture; empty: use the product's")
+
     class Meta:
         model = Sku
-        fields = ["id", "specs", "price_fen", "member_price_fen", "stock"]
+        fields = ["id", "specs", "price_fen", "member_price_fen", "stock", "image_url"]
 
 
 class TeacherBriefSerializer(fields.ModelSerializer):
