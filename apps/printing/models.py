@@ -9,7 +9,7 @@ from django.db import models
 class Printer(models.Model):
     """A cloud receipt printer (58 mm, 32 characters a line). ``sn`` and ``key`` are printed
     under the device (飞鹅: 打印机编号 / 识别码); the account's user and UKEY are settings
-    (``PRINTER_FEIE_USER`` / ``PRINTER_FEIE_UKEY``, docs/DEPLOY.md)."""
+    (``PRINTER_FEIE_USER`` / ``PRINTER_FEIE_USER_KEY``, docs/DEPLOY.md)."""
 
     class Provider(models.TextChoices):
         FEIE = "feie", "飞鹅云"  # api.feieyun.cn Open_printMsg

@@ -4,7 +4,7 @@
   :class:`FeieProvider` speaks 飞鹅云's ``Open_printMsg`` (form ``user``, ``stime``, ``sig`` =
   sha1(user + UKEY + stime), ``apiname``, ``sn``, ``content``, ``times``; answer ``{"ret": 0,
   "data": "<print id>"}``) at ``PRINTER_FEIE_URL`` with ``PRINTER_FEIE_USER`` /
-  ``PRINTER_FEIE_UKEY``; :class:`SandboxPrinterProvider` is the same protocol at the sandbox
+  ``PRINTER_FEIE_USER_KEY``; :class:`SandboxPrinterProvider` is the same protocol at the sandbox
   (``wechat_sandbox/printing.py``) with the sandbox's public account.
 - :class:`WaybillProvider` ``order(...)`` -> :class:`Waybill` (tracking number, label URL).
   :class:`Kuaidi100WaybillProvider` speaks Kuaidi100's 电子面单 ``label/order`` (form
@@ -78,7 +78,7 @@ class FeieProvider(PrinterProvider):
     def __init__(self, *, url: str | None = None, user: str | None = None, ukey: str | None = None) -> None:
         self.url = url or settings.PRINTER_FEIE_URL
         self.user = settings.PRINTER_FEIE_USER if user is None else user
-        self.ukey = settings.PRINTER_FEIE_UKEY if ukey is None else ukey
+        self.ukey = settings.PRINTER_FEIE_USER_KEY if ukey is None else ukey
 
     def print(self, *, sn: str, content: str, copies: int) -> tuple[str, str]:
         stime = str(int(time.time()))

@@ -59,7 +59,7 @@ WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST = env.str("WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST
 # of provider "sandbox" prints to the sandbox (PRINTING_SANDBOX_BASE, GET /sandbox/printer).
 PRINTER_FEIE_URL = env.str("PRINTER_FEIE_URL", default="http://api.feieyun.cn/Api/Open/")
 PRINTER_FEIE_USER = env.str("PRINTER_FEIE_USER", default="")
-PRINTER_FEIE_UKEY = env.str("PRINTER_FEIE_UKEY", default="")
+PRINTER_FEIE_USER_KEY = env.str("PRINTER_FEIE_USER_KEY", default="")
 # Electronic waybills: the provider (a dotted path; default the sandbox's Kuaidi100 emulator),
 # Kuaidi100's 电子面单 account and the carrier's, the carrier and the sender printed on labels.
 WAYBILL_PROVIDER = env.str("WAYBILL_PROVIDER", default="apps.printing.providers.SandboxWaybillProvider")

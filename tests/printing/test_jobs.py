@@ -77,12 +77,12 @@ def test_failed_attempts_wait_then_fail_and_retry_sends_the_same_job(paid_goods,
 def test_a_refusal_fails_at_once(paid_goods, printing, settings):
     printer = Printer.objects.create(provider="feie", name="真机", sn="920000001")
     settings.PRINTER_FEIE_URL = printing.url + "Api/Open/"  # the real protocol, a wrong UKEY
-    settings.PRINTER_FEIE_USER, settings.PRINTER_FEIE_UKEY = providers.SANDBOX_FEIE_USER, "wrong"
+    settings.PRINTER_FEIE_USER, settings.PRINTER_FEIE_USER_KEY = providers.SANDBOX_FEIE_USER, "wrong"
     job, _ = services.print_job_request(order=paid_goods, kind="ticket", printer=printer, actor="staff:ops")
     assert services.print_job_send(job.pk) == "failed"
     job.refresh_from_db()
     assert job.attempts == 1 and "签名错误" in job.error and '"ret": -2' in job.answer
-    settings.PRINTER_FEIE_UKEY = providers.SANDBOX_FEIE_UKEY  # the 飞鹅 implementation, right key
+    settings.PRINTER_FEIE_USER_KEY = providers.SANDBOX_FEIE_UKEY  # the 飞鹅 implementation, right key
     assert services.print_job_retry(job_id=job.pk) and services.print_job_send(job.pk) == "done"
     assert [p["sn"] for p in printing.prints()] == ["920000001"]
 

@@ -62,3 +62,22 @@ def test_ticket_fits_58mm_and_says_what_was_bought(paid_goods):
 def test_clip_never_splits_past_width():
     assert tickets.cells(tickets.clip("星" * 40, 16)) == 16
     assert tickets.clip("ab星", 3) == "ab"
+
+
+def test_the_sandbox_accounts_are_one_and_public():
+    from starmall import public_secrets
+
+    assert (providers.SANDBOX_FEIE_USER, providers.SANDBOX_FEIE_UKEY) == (
+        sandbox_printing.FEIE_USER,
+        sandbox_printing.FEIE_UKEY,
+    )
+    assert (providers.SANDBOX_WAYBILL_KEY, providers.SANDBOX_WAYBILL_SECRET) == (
+        sandbox_printing.WAYBILL_KEY,
+        sandbox_printing.WAYBILL_SECRET,
+    )
+    for setting, value in [
+        ("PRINTER_FEIE_USER_KEY", sandbox_printing.FEIE_UKEY),
+        ("WAYBILL_KEY", sandbox_printing.WAYBILL_KEY),
+        ("WAYBILL_SECRET", sandbox_printing.WAYBILL_SECRET),
+    ]:
+        assert [r.setting for r in public_secrets.refusals({setting: value})] == [setting]
