@@ -167,3 +167,23 @@ def test_waybill_refused_by_a_wrong_key_fails_without_shipping(paid_goods, print
     settings.WAYBILL_SECRET = providers.SANDBOX_WAYBILL_SECRET  # the Kuaidi100 implementation, right secret
     assert services.print_job_retry(job_id=job.pk) and services.print_job_send(job.pk) == "done"
     assert Order.objects.get(pk=paid_goods.pk).status == OrderStatus.SHIPPED
+
+
+def test_the_demo_printer_prints_a_wechat_paid_order(
+    buyer, make_sku, place_order, wechat, deliver, printing, django_capture_on_commit_callbacks
+):
+    from django.core.management import call_command
+
+    call_command("seed_printing")
+    call_command("seed_printing")  # runshop runs it at every start: one printer
+    demo = Printer.objects.get()
+    assert (demo.provider, demo.print_on_payment, demo.active) == ("sandbox", True, True)
+    order = place_order(buyer.api, items=[(make_sku(price_fen=990), 3)])
+    buyer.api.post(f"/api/v1/orders/{order['order_no']}/pay", {"method": "wechat"}, format="json")
+    wechat.control.pay(order["order_no"])
+    deliver()
+    with django_capture_on_commit_callbacks(execute=True):
+        followups.followup_execute(FollowUp.objects.get(kind="print_ticket").pk)
+    assert services.print_job_send(PrintJob.objects.get().pk) == "done"
+    [paper] = printing.prints()
+    assert paper["sn"] == "SANDBOX-58MM-001" and "9.90 x3  29.70" in paper["content"]
