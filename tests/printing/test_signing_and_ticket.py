@@ -5,6 +5,7 @@ import pytest
 
 from apps.orders.models import Order
 from apps.printing import providers, tickets
+from starmall.admin_display import specs_text
 from wechat_sandbox import printing as sandbox_printing
 
 
@@ -52,7 +53,9 @@ def test_ticket_fits_58mm_and_says_what_was_bought(paid_goods):
     shanghai = order.paid_at.astimezone(__import__("zoneinfo").ZoneInfo("Asia/Shanghai"))
     assert f"时间：{shanghai:%Y-%m-%d %H:%M:%S}" in texts
     joined = "".join(texts)
-    assert "手工青瓷盖碗茶具套装（送礼佳品）景德镇出品（颜色：天青；容量：120ml）" in joined.replace(" ", "")
+    specs = specs_text(OrderLine.objects.get(pk=line.pk).specs)  # PostgreSQL's jsonb orders the keys
+    assert sorted(specs.split("；")) == ["容量：120ml", "颜色：天青"]
+    assert f"手工青瓷盖碗茶具套装（送礼佳品）景德镇出品（{specs}）" in joined.replace(" ", "")
     assert tickets.pair("", "50.00 x2  100.00") in texts  # price, quantity, amount in yuan from fen
     assert tickets.pair("实付", "100.00") in texts
     assert "收货：张三 13800001234" in joined and "文三路100号" in joined
