@@ -155,16 +155,22 @@ def _claim(job_id: int, now: dt.datetime) -> PrintJob | None:
     """``pending`` and not leased -> ``sending`` for LEASE_SECONDS, one more attempt; the job, or
     None when another worker holds it or it is finished."""
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
-    claimed = PrintJob.objects.filter(free, pk=job_id, status=PrintJob.Status.PENDING).update(
-        status=PrintJob.Status.SENDING,
-        attempts=F("attempts") + 1,
-        locked_until=now + dt.timedelta(seconds=PrintJob.LEASE_SECONDS),
-    )
-    if not claimed:
-        # a worker that died while sending: its lease ran out, the job is free again
-        PrintJob.objects.filter(pk=job_id, status=PrintJob.Status.SENDING, locked_until__lt=now).update(
-            status=PrintJob.Status.PENDING
+
+    def claim() -> int:
+        return PrintJob.objects.filter(free, pk=job_id, status=PrintJob.Status.PENDING).update(
+            status=PrintJob.Status.SENDING,
+            attempts=F("attempts") + 1,
+            locked_until=now + dt.timedelta(seconds=PrintJob.LEASE_SECONDS),
         )
+
+    claimed = claim()
+    # a worker that died while sending: its lease ran out, the job is free again (sent again:
+    # the provider may have printed it; 飞鹅 has no idempotency key)
+    if not claimed and PrintJob.objects.filter(pk=job_id, status=PrintJob.Status.SENDING, locked_until__lt=now).update(
+        status=PrintJob.Status.PENDING
+    ):
+        claimed = claim()
+    if not claimed:
         return None
     return PrintJob.objects.select_related("order", "printer").get(pk=job_id)
 

@@ -23,6 +23,12 @@ WIDTH = 32
 TAG = re.compile(r"</?(?:CB|C|B|BR|BOLD|RIGHT|L|W|CUT|QR)>")
 
 
+def plain(text: str) -> str:
+    """Customer or staff text made inert for the printer: ``<`` and ``>`` become their fullwidth
+    forms, so a remark cannot carry 飞鹅 markup (``<CUT>``, ``<QR>…``) onto the paper."""
+    return str(text).replace("<", "＜").replace(">", "＞")
+
+
 def cells(text: str) -> int:
     """Printed width: 2 for a wide or fullwidth character (汉字, ，), 1 otherwise."""
     return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
@@ -64,7 +70,7 @@ def line_rows(order: Order) -> list[str]:
     rows = []
     for line in order.lines.all().order_by("id"):
         specs = specs_text(line.specs)
-        rows += wrap(line.name if specs == "-" else f"{line.name}（{specs}）")
+        rows += wrap(plain(line.name if specs == "-" else f"{line.name}（{specs}）"))
         rows.append(pair("", f"{yuan(line.price_fen)} x{line.quantity}  {yuan(line.amount_fen)}"))
     return rows
 
@@ -83,13 +89,17 @@ def ticket_render(order: Order) -> str:
     """The receipt's 飞鹅 markup (``<BR>`` ends every line); no line wider than the paper."""
     at = timezone.localtime(order.paid_at or order.created_at).strftime("%Y-%m-%d %H:%M:%S")
     context = {
-        "shop": clip(shop_name(), WIDTH // 2),  # <CB> doubles every cell
-        "head": [f"订单号：{order.order_no}", f"时间：{at}", f"类型：{order.get_kind_display()}"],
+        "shop": clip(plain(shop_name()), WIDTH // 2),  # <CB> doubles every cell
+        "head": [
+            row
+            for text in (f"订单号：{order.order_no}", f"时间：{at}", f"类型：{order.get_kind_display()}")
+            for row in wrap(text)
+        ],
         "rule": "-" * WIDTH,
         "lines": line_rows(order),
         "money": money_rows(order),
-        "receiver": wrap(f"收货：{address_text(order.address)}") if order.address else [],
-        "remark": wrap(f"备注：{order.remark}") if order.remark else [],
+        "receiver": wrap(plain(f"收货：{address_text(order.address)}")) if order.address else [],
+        "remark": wrap(plain(f"备注：{order.remark}")) if order.remark else [],
     }
     text = render_to_string("printing/ticket.txt", context)
     return "".join(line.strip("\n") for line in text.splitlines() if line.strip())

@@ -187,3 +187,15 @@ def test_the_demo_printer_prints_a_wechat_paid_order(
     assert services.print_job_send(PrintJob.objects.get().pk) == "done"
     [paper] = printing.prints()
     assert paper["sn"] == "SANDBOX-58MM-001" and "9.90 x3  29.70" in paper["content"]
+
+
+def test_a_job_whose_worker_died_is_sent_after_its_lease(paid_goods, printer, printing):
+    job, _ = services.print_job_request(order=paid_goods, kind="ticket", printer=printer, actor="staff:ops")
+    now = timezone.now()
+    PrintJob.objects.filter(pk=job.pk).update(status="sending", attempts=1, locked_until=now + dt.timedelta(minutes=2))
+    assert services.print_job_send(job.pk, now=now) == "sending"  # another worker holds it
+    assert printing.prints() == []
+    later = now + dt.timedelta(minutes=3)
+    assert services.print_jobs_redispatch(now=later) == 1
+    assert services.print_job_send(job.pk, now=later) == "done"
+    assert len(printing.prints()) == 1 and PrintJob.objects.get(pk=job.pk).attempts == 2

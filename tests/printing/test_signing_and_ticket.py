@@ -84,3 +84,12 @@ def test_the_sandbox_accounts_are_one_and_public():
         ("WAYBILL_SECRET", sandbox_printing.WAYBILL_SECRET),
     ]:
         assert [r.setting for r in public_secrets.refusals({setting: value})] == [setting]
+
+
+@pytest.mark.django_db
+def test_customer_text_cannot_carry_printer_markup(paid_goods):
+    Order.objects.filter(pk=paid_goods.pk).update(remark="<CUT><QR>http://x.cn</QR><BR>")
+    content = tickets.ticket_render(Order.objects.get(pk=paid_goods.pk))
+    assert "<CUT>" not in content and "<QR>" not in content
+    assert "＜CUT＞＜QR＞http://x.cn＜/QR＞" in content.replace("<BR>", "")
+    assert max(width for _, width in tickets.ticket_lines(content)) <= tickets.WIDTH
