@@ -71,6 +71,7 @@ ACTORS = {
     "system:auto": "系统（自动同意）",
     "system:auto-receive": "系统（自动确认收货）",
     "system:slot-passed": "系统（咨询时段已过）",
+    "system:paid": "系统（支付后自动打印）",
 }
 
 

@@ -142,6 +142,32 @@ SECRETS = (
         ("starmall-logistics-sandbox-key",),
         "your Kuaidi100 authorization key (api.kuaidi100.com 管理后台 › 我的信息 › 授权信息)",
     ),
+    # Receipt printers and electronic waybills (apps.printing): empty until the shop has the
+    # accounts (the sandbox printer and waybills need none); the sandbox's own are public.
+    Secret(
+        "PRINTER_FEIE_USER_KEY",
+        ("starmallSandboxUkey0001",),
+        "the UKEY of your 飞鹅云 account (admin.feieyun.com 个人中心 › UKEY; not a printer's key)",
+        has_default=False,
+    ),
+    Secret(
+        "WAYBILL_KEY",
+        ("starmallWaybillSandboxKey",),
+        "your Kuaidi100 authorization key (api.kuaidi100.com 管理后台 › 我的信息 › 授权信息)",
+        has_default=False,
+    ),
+    Secret(
+        "WAYBILL_SECRET",
+        ("starmallWaybillSandboxSecret0001",),
+        "your Kuaidi100 secret (api.kuaidi100.com 管理后台 › 我的信息 › 授权信息)",
+        has_default=False,
+    ),
+    Secret(
+        "WAYBILL_PARTNER_KEY",
+        ("starmall-sandbox-partner",),
+        "the 电子面单 password your carrier's branch gave with the partnerId (Kuaidi100 参数字典: whether it needs one)",
+        has_default=False,
+    ),
 )
 BY_SETTING = {secret.setting: secret for secret in SECRETS}
 

@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"catalog"},
     {"members", "appointments", "marketing", "content"},
     {"orders"},
-    {"payments", "stores", "points_mall", "crm"},
+    {"payments", "stores", "points_mall", "crm", "printing"},
     {"distribution"},
     {"chat", "reviews", "wechat_official"},
     {"backoffice"},

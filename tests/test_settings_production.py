@@ -325,14 +325,20 @@ def test_check_deploy_lists_every_public_default_under_other_settings(prod_env, 
         env[name] = str(tmp_path / source)
     env.update(DJANGO_SETTINGS_MODULE="starmall.settings.local", DJANGO_DEBUG="false")
     env["WECHAT_OFFICIAL_AES_KEY"] = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+    for name in ("PRINTER_FEIE_USER_KEY", "WAYBILL_KEY", "WAYBILL_SECRET", "WAYBILL_PARTNER_KEY"):  # the sandbox's
+        env[name] = public_secrets.BY_SETTING[name].values[0]
     result = manage(env, "check", "--deploy")
     assert result.returncode == 1
     listed = [line.split()[2] for line in result.stderr.splitlines() if "(starmall.E001)" in line]
     assert sorted(listed) == [
         "DJANGO_SECRET_KEY",
         "LOGISTICS_KEY",
+        "PRINTER_FEIE_USER_KEY",
         "SMS_TENCENT_SECRET_ID",
         "SMS_TENCENT_SECRET_KEY",
+        "WAYBILL_KEY",
+        "WAYBILL_PARTNER_KEY",
+        "WAYBILL_SECRET",
         "WECHAT_APP_SECRET",
         "WECHAT_MCH_CERT",
         "WECHAT_MCH_KEY",

@@ -16,14 +16,14 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import Map, Rule
 from werkzeug.wrappers import Request, Response
 
-from . import control, logistics, miniprogram, official, pay, pay_v3, phone, robot, shipping, sms
+from . import control, logistics, miniprogram, official, pay, pay_v3, phone, printing, robot, shipping, sms
 from .faults import API_ENDPOINTS
 from .state import SandboxError, SandboxState
 
 log = logging.getLogger("wechat_sandbox")
 
 PAY_ENDPOINTS = tuple(pay.ENDPOINTS)
-EXTRA_MODULES = {"official": official, "sms": sms, "phone": phone, "shipping": shipping}
+EXTRA_MODULES = {"official": official, "sms": sms, "phone": phone, "shipping": shipping, "printing": printing}
 MAX_BODY_BYTES = 1024 * 1024
 XML = "text/xml; charset=utf-8"
 JSON = "application/json; charset=utf-8"
@@ -40,8 +40,9 @@ class SandboxApp:
     def __init__(self, state: SandboxState) -> None:
         self.state = state
         rules = [Rule("/" + name, endpoint=name) for name in API_ENDPOINTS]
-        # official account, Tencent SMS, phone numbers, the shipping information's control API
-        extra = official.rules() + sms.rules() + phone.rules() + shipping.rules()
+        # official account, Tencent SMS, phone numbers, the shipping information's control API,
+        # the receipt printer and electronic waybills (printing.py)
+        extra = official.rules() + sms.rules() + phone.rules() + shipping.rules() + printing.rules()
         self.url_map = Map(rules + control.rules() + logistics.rules() + extra, strict_slashes=False)
 
     def __call__(self, environ, start_response):
@@ -64,7 +65,7 @@ class SandboxApp:
             if endpoint.startswith("logistics:"):  # Kuaidi100-shaped tracking (logistics.py)
                 return logistics.handle(self.state, request, endpoint.split(":", 1)[1])
             prefix, _, rest = endpoint.partition(":")
-            if prefix in EXTRA_MODULES:  # official.py, sms.py, phone.py: each handles its own paths
+            if prefix in EXTRA_MODULES:  # official.py, sms.py, phone.py, printing.py: each handles its own paths
                 return EXTRA_MODULES[prefix].handle(self.state, request, rest)
             if endpoint.startswith("control:"):
                 return self._control(endpoint.split(":", 1)[1], request, values)

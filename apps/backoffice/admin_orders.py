@@ -17,7 +17,7 @@ from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
-from apps.backoffice import order_search, order_shipping_info, order_workbench
+from apps.backoffice import order_printing, order_search, order_shipping_info, order_workbench
 from apps.orders import admin as orders_admin
 from apps.orders.admin import staff_actor, status_now
 from apps.orders.models import AfterSale, Order, OrderStatus
@@ -38,8 +38,9 @@ PENDING_ONLY = "只能处理待审核的申请"
 
 
 @admin.register(Order)
-class OrderAdmin(orders_admin.OrderAdmin):
-    """Orders with the payment state column and the actions that call payments."""
+class OrderAdmin(order_printing.PrintActions, orders_admin.OrderAdmin):
+    """Orders with the payment state column and the actions that call payments (and printing's
+    打印小票 / 电子面单: ``apps.backoffice.order_printing``)."""
 
     # Fits 1,366 px without sideways scrolling (apps/backoffice/static/backoffice/admin.css):
     # kind, method and times are on the order page and in the filters.
@@ -61,6 +62,8 @@ class OrderAdmin(orders_admin.OrderAdmin):
         "cancel_unpaid",
         "batch_refund",
         "reupload_shipping_info",
+        "print_tickets",
+        "order_waybills",
     ]
     list_filter = [
         order_workbench.OrderTabFilter,
@@ -129,6 +132,7 @@ class OrderAdmin(orders_admin.OrderAdmin):
             extra["order_summary"] = {
                 **order_workbench.summary_context(request, order),
                 **order_shipping_info.summary(request.user, order),
+                **order_printing.summary(request.user, order),
             }
         return super().change_view(request, object_id, form_url, extra)
 
@@ -145,6 +149,8 @@ class OrderAdmin(orders_admin.OrderAdmin):
                 name="orders_order_shipping_info",
             ),
             path("<int:object_id>/shipment/", wrap(order_shipping_info.shipment_view), name="orders_order_shipment"),
+            path("<int:object_id>/print-ticket/", wrap(order_printing.ticket_view), name="orders_order_print_ticket"),
+            path("<int:object_id>/waybill/", wrap(order_printing.waybill_view), name="orders_order_waybill"),
             path(
                 "<int:object_id>/slip/",
                 wrap(lambda request, object_id: order_workbench.slip_view(request, object_id, site)),

@@ -67,6 +67,7 @@ APP_GROUPS: dict[str, str] = {
     "distribution": "分销",
     "content": "店铺内容",
     "stores": "自提",
+    "printing": "订单",  # receipt printers, print jobs and waybills: done with the orders
     "appointments": "咨询",
     "chat": "咨询",
     "almanac": "咨询",

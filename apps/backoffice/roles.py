@@ -50,6 +50,12 @@ ROLES: dict[str, list[str]] = {
         "orders.edit_address",
         "orders.edit_merchant_remark",  # the order workbench, before shipping
         "orders.receive_return",  # operations receive the parcels, returns included: confirming one refunds it
+        # printing: the printers, 打印小票 and 电子面单 (a waybill ships: with orders.ship_order), the jobs
+        "printing.view_printer",
+        "printing.add_printer",
+        "printing.change_printer",
+        "printing.print_order",
+        "printing.view_printjob",
         "orders.change_price_limited",  # 改价 within OPS_PRICE_CHANGE_PERCENT of the goods (MONEY_ACTIONS)
         "marketing.view_*",
         "marketing.add_flashsale",
@@ -118,6 +124,8 @@ ROLES: dict[str, list[str]] = {
         "accounts.view_address",
         "payments.view_refund",
         "orders.approve_small_refund",  # refunds up to SERVICE_REFUND_LIMIT_FEN (MONEY_ACTIONS)
+        "printing.print_order",  # 打印小票 (电子面单 ships the order: operations')
+        "printing.view_printjob",
         "appointments.view_booking",
         "appointments.mark_attendance",  # attended / no_show / teacher_absent (a full refund)
         "appointments.view_waitlistentry",  # who waits for a full date, and whether they heard

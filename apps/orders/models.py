@@ -289,6 +289,10 @@ class FollowUp(models.Model):
         SHIPPING_INFO = "shipping_info", "上传发货信息"  # WeChat's 发货信息管理, one per version (apps.payments)
         GROWTH_AWARD = "growth_award", "会员成长值"  # a completed order's growth (apps.members)
         GROWTH_REVOKE = "growth_revoke", "退款扣回成长值"  # a refund's share taken back, one per refund (apps.payments)
+        PRINT_TICKET = (
+            "print_ticket",
+            "支付后打印小票",
+        )  # the paid order's ticket on print-on-payment printers (apps.printing)
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "apps.stores",  # self-pickup stores, their staff, pickup verification
     "apps.points_mall",  # 积分商城: above orders (an exchange makes an order), beside payments
     "apps.crm",  # 顾客运营: tag rules evaluated over orders, coupons issued to a tag; above orders
+    "apps.printing",  # receipt printers, electronic waybills, print jobs: above orders, beside payments
     "apps.almanac",
     "apps.reviews",
     "apps.backoffice",

@@ -107,6 +107,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.crm.tasks.tag_coupon_issues_redispatch",
         "schedule": 2 * BEAT_SWEEP_SECONDS,
     },
+    # Print jobs (apps.printing) still pending after a lost push or a dead worker: sent again.
+    "print-jobs-redispatch": {
+        "task": "apps.printing.tasks.print_jobs_redispatch",
+        "schedule": BEAT_SWEEP_SECONDS,
+    },
     "consultation-reminders": {
         "task": "apps.chat.tasks.consultation_reminders",
         "schedule": BEAT_SWEEP_SECONDS,

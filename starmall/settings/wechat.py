@@ -54,6 +54,28 @@ WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED = env.str("WECHAT_SUBSCRIBE_TEMPLATE_SHIPPED",
 WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST = env.str("WECHAT_SUBSCRIBE_TEMPLATE_WAITLIST", default="waitlist-open")
 
 
+# --- Receipt printers and electronic waybills (apps.printing; docs/DEPLOY.md) ----------------
+# 飞鹅云's account (the printers themselves are rows staff add: 打印与面单 › 小票打印机); a printer
+# of provider "sandbox" prints to the sandbox (PRINTING_SANDBOX_BASE, GET /sandbox/printer).
+PRINTER_FEIE_URL = env.str("PRINTER_FEIE_URL", default="http://api.feieyun.cn/Api/Open/")
+PRINTER_FEIE_USER = env.str("PRINTER_FEIE_USER", default="")
+PRINTER_FEIE_USER_KEY = env.str("PRINTER_FEIE_USER_KEY", default="")
+# Electronic waybills: the provider (a dotted path; default the sandbox's Kuaidi100 emulator),
+# Kuaidi100's 电子面单 account and the carrier's, the carrier and the sender printed on labels.
+WAYBILL_PROVIDER = env.str("WAYBILL_PROVIDER", default="apps.printing.providers.SandboxWaybillProvider")
+WAYBILL_URL = env.str("WAYBILL_URL", default="https://api.kuaidi100.com/label/order")
+WAYBILL_KEY = env.str("WAYBILL_KEY", default="")
+WAYBILL_SECRET = env.str("WAYBILL_SECRET", default="")
+WAYBILL_PARTNER_ID = env.str("WAYBILL_PARTNER_ID", default="")
+WAYBILL_PARTNER_KEY = env.str("WAYBILL_PARTNER_KEY", default="")
+WAYBILL_CARRIER = env.str("WAYBILL_CARRIER", default="zhongtong")  # apps.logistics.carriers code
+WAYBILL_SENDER_NAME = env.str("WAYBILL_SENDER_NAME", default="星商城发货部")
+WAYBILL_SENDER_MOBILE = env.str("WAYBILL_SENDER_MOBILE", default="13800000000")
+WAYBILL_SENDER_ADDRESS = env.str("WAYBILL_SENDER_ADDRESS", default="浙江省杭州市西湖区文三路100号")
+PRINTING_SANDBOX_BASE = env.str("PRINTING_SANDBOX_BASE", default=SANDBOX_BASE)
+PRINTING_TIMEOUT_SECONDS = env.float("PRINTING_TIMEOUT_SECONDS", default=5.0)
+
+
 # --- Messages and the WeChat account (subscription templates, phone numbers, SMS, official account) ---
 # A customer who refused a kind of subscription message (43101) is not sent that kind for this long.
 SUBSCRIBE_REFUSAL_QUIET_HOURS = env.int("SUBSCRIBE_REFUSAL_QUIET_HOURS", default=24)

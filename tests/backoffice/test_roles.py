@@ -34,11 +34,14 @@ def test_the_migration_made_the_roles():
     assert "orders.decide_aftersale" not in ops and "backoffice.export_data" not in ops
     assert {"orders.view_order", "orders.view_aftersale"} <= service
     # look, never change — except refunds up to SERVICE_REFUND_LIMIT_FEN (apps/payments/staff_limits.py)
-    # and a consultation's attendance (apps/payments/attendance.py, backoffice/0008)
+    # and a consultation's attendance (apps/payments/attendance.py, backoffice/0008), and printing
+    # an order's ticket (backoffice/0010; a waybill ships, which service may not: orders.ship_order)
     assert {p for p in service if not p.split(".")[1].startswith("view_")} == {
         "orders.approve_small_refund",
         "appointments.mark_attendance",
+        "printing.print_order",
     }
+    assert "orders.ship_order" not in service and {"printing.print_order", "orders.ship_order"} <= ops
     assert "appointments.mark_attendance" in teacher
     assert {
         "orders.decide_aftersale",

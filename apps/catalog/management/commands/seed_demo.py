@@ -54,6 +54,7 @@ class Command(BaseCommand):
         call_command("seed_crm")  # customer tags: a rule (高消费) and one by hand (crm, members)
         call_command("seed_members")  # member levels, a 30-day member card, a member price (members)
         call_command("seed_booking")  # the first teacher's hours, a 60- and a 30-minute service (appointments)
+        call_command("seed_printing")  # a sandbox receipt printer printing on payment (printing)
 
     def _copy_pictures(self) -> None:
         """The demo products' pictures (fixtures/images/*.png, generated once with Pillow) into
