@@ -1,11 +1,11 @@
-"""Reads for slots."""
+"""Reads for bookings, the legacy slot list, the teacher card's services and hours."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from apps.almanac.selectors import good_dates
@@ -125,10 +125,49 @@ def teacher_hours(teacher, *, today: dt.date | None = None) -> dict:
     }
 
 
-def booking_json(*, order_no: str) -> dict | None:
+def booking_of(order_no: str, *, live: bool = True) -> Booking | None:
+    """The order's booking with its teacher (``live``: only while it holds its time), or None."""
+    qs = Booking.objects.select_related("teacher").filter(order_no=order_no)
+    return (qs.filter(live=True) if live else qs).first()
+
+
+def bookings_of(order_nos) -> dict[str, Booking]:
+    """``order_no -> booking`` (with its teacher) for those of ``order_nos`` that booked; one query."""
+    return {b.order_no: b for b in Booking.objects.select_related("teacher").filter(order_no__in=list(order_nos))}
+
+
+def live_starting(*, after: dt.datetime, until: dt.datetime) -> list[tuple[str, dt.datetime]]:
+    """``(order_no, start)`` of live bookings starting in ``(after, until]``, by start."""
+    return list(
+        Booking.objects.filter(live=True, start__gt=after, start__lte=until)
+        .order_by("start", "pk")
+        .values_list("order_no", "start")
+    )
+
+
+def ended_order_nos(*, now: dt.datetime) -> QuerySet:
+    """A subquery (``order_no`` values) of live bookings whose ``end`` is at or before ``now``."""
+    return Booking.objects.filter(live=True, end__lte=now).values("order_no")
+
+
+def slot_json(row) -> dict:
+    """The legacy ``slot`` object of drafts and orders from a slot or a booking (``teacher``
+    selected): ``{"id", "teacher_id", "teacher_name", "start", "end"}`` (ISO 8601, +08:00);
+    ``id`` the legacy slot id (None for a booking without one)."""
+    return {
+        "id": row.slot_id if isinstance(row, Booking) else row.pk,
+        "teacher_id": row.teacher_id,
+        "teacher_name": row.teacher.name,
+        "start": timezone.localtime(row.start).isoformat(),
+        "end": timezone.localtime(row.end).isoformat(),
+    }
+
+
+def booking_json(*, order_no: str, booking: Booking | None = None) -> dict | None:
     """API.md: an order's ``"booking": {"teacher_id", "product_id", "start", "end", "attendance",
-    "reschedules"}`` (times ISO 8601, +08:00), or None when the order booked nothing."""
-    booking = Booking.objects.filter(order_no=order_no).first()
+    "reschedules"}`` (times ISO 8601, +08:00), or None when the order booked nothing.
+    ``booking``: the order's, already read."""
+    booking = booking or Booking.objects.filter(order_no=order_no).first()
     if booking is None:
         return None
     return {
