@@ -182,7 +182,7 @@ def main() -> None:
         "summary(30 days)": lambda: selectors.summary(month_p),
         "revenue_by_day(30 days)": lambda: selectors.revenue_by_day(month_p),
         "top_products(30 days)": lambda: selectors.top_products(month_p),
-        "slot_utilisation(30 days)": lambda: selectors.slot_utilisation(month_p.start, today_p.end),
+        "occupancy(30 days)": lambda: selectors.occupancy(month_p.start, today_p.end),
         "todo_counts": selectors.todo_counts,
         "dashboard (all of it)": selectors.dashboard,
     }

@@ -18,7 +18,7 @@ from apps.appointments.models import Booking, DateOverride, Service, Slot, Weekl
 from apps.catalog.models import Teacher
 from starmall.errors import InvalidInput, NotFound
 
-Window = tuple[dt.time, dt.time | None]  # None end: midnight at the end of the day ("24:00")
+Window = tuple[int, int]  # minutes of the day, [begin, end); 1440 = midnight at its end ("24:00")
 MAX_DAYS = 31
 
 
@@ -31,16 +31,39 @@ class Rules:
     daily_max: int | None = None
 
 
-def parse_windows(raw: list) -> list[Window]:
-    """``[["09:00", "12:00"], ...]`` -> times; "24:00" ends at midnight. Raises ValueError."""
-    windows = []
-    for start, end in raw:
-        lo = dt.time.fromisoformat(start)
-        hi = None if end == "24:00" else dt.time.fromisoformat(end)
-        if hi is not None and hi <= lo:
-            raise ValueError(f"{start}-{end}")
-        windows.append((lo, hi))
-    return sorted(windows, key=lambda w: w[0])
+def _minute_of(text) -> int:
+    hours, _, minutes = str(text).partition(":")
+    if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
+        raise InvalidInput(f"时间格式应为 HH:MM：{text}")
+    value = int(hours) * 60 + int(minutes)
+    if int(minutes) > 59 or value > 24 * 60:
+        raise InvalidInput(f"时间不存在：{text}")
+    return value
+
+
+def parse_windows(raw) -> list[Window]:
+    """``[["09:00", "12:00"], ...]`` -> sorted ``(begin, end)`` minutes of the day ("24:00" is
+    1440, midnight at the day's end). The one reading of windows, stored or typed: each time
+    ``HH:MM``, each begin before its end, none overlapping; else InvalidInput (Chinese message)."""
+    if not isinstance(raw, list | tuple):
+        raise InvalidInput("时段应为 [[开始, 结束], ...]。")
+    pairs = []
+    for window in raw:
+        if not isinstance(window, list | tuple) or len(window) != 2:
+            raise InvalidInput("每个时段应为 [开始, 结束]。")
+        begin, end = _minute_of(window[0]), _minute_of(window[1])
+        if begin >= end:
+            raise InvalidInput(f"时段开始应早于结束：{window[0]}-{window[1]}")
+        pairs.append((begin, end))
+    pairs.sort()
+    if any(a[1] > b[0] for a, b in zip(pairs, pairs[1:])):
+        raise InvalidInput("时段不能重叠。")
+    return pairs
+
+
+def windows_text(windows: list[Window]) -> list[list[str]]:
+    """``(begin, end)`` minutes -> ``[["09:00", "12:00"], ...]`` as stored and shown."""
+    return [[f"{b // 60:02d}:{b % 60:02d}", f"{e // 60:02d}:{e % 60:02d}"] for b, e in windows]
 
 
 def day_starts(
@@ -69,10 +92,10 @@ def day_starts(
     step = dt.timedelta(minutes=rules.step_minutes)
     earliest = now + dt.timedelta(minutes=rules.min_notice_minutes)
     latest = now + dt.timedelta(days=rules.horizon_days)
+    midnight = dt.datetime.combine(date, dt.time.min, tzinfo=tz)
     starts = []
     for lo, hi in windows:
-        start = dt.datetime.combine(date, lo, tzinfo=tz)
-        close = dt.datetime.combine(date + dt.timedelta(days=1) if hi is None else date, hi or dt.time.min, tzinfo=tz)
+        start, close = midnight + dt.timedelta(minutes=lo), midnight + dt.timedelta(minutes=hi)
         while start + duration <= close and start <= latest:
             end = start + duration + buffer
             if start >= earliest and not any(b_start < end and start < b_end for b_start, b_end in busy):
@@ -99,6 +122,17 @@ def weekly_of(teacher_id: int) -> dict[int, list]:
     if not rows:
         return default_weekly()
     return {weekday: rows.get(weekday, []) for weekday in range(1, 8)}
+
+
+def windows_by_date(*, teacher_id: int, start: dt.date, end: dt.date) -> dict[dt.date, list[Window]]:
+    """Each date from ``start`` to ``end`` (inclusive) -> the teacher's windows that day: the
+    date's override (off: none) or else the weekly ones (:func:`weekly_of`). Two queries."""
+    weekly = {day: parse_windows(raw) for day, raw in weekly_of(teacher_id).items()}
+    overrides = DateOverride.objects.filter(teacher_id=teacher_id, date__gte=start, date__lte=end)
+    found = {o.date: [] if o.off else parse_windows(o.windows) for o in overrides}
+    days = (end - start).days + 1
+    dates = (start + dt.timedelta(days=i) for i in range(max(days, 0)))
+    return {date: found[date] if date in found else weekly.get(date.isoweekday(), []) for date in dates}
 
 
 def services_of(teacher: Teacher) -> list[Service]:
@@ -143,8 +177,7 @@ def availability(
     hi = dt.datetime.combine(end + dt.timedelta(days=2), dt.time.min, tzinfo=tz)
     rules = rules_of(teacher.pk)
     buffer = dt.timedelta(minutes=rules.buffer_minutes)
-    weekly = weekly_of(teacher.pk)
-    overrides = {o.date: o for o in DateOverride.objects.filter(teacher_id=teacher.pk, date__gte=start, date__lte=end)}
+    windows = windows_by_date(teacher_id=teacher.pk, start=start, end=end)
     live = list(
         Booking.objects.exclude(order_no=moving or "")
         .filter(live_q(now), teacher_id=teacher.pk, start__lt=hi, blocked_until__gt=lo - dt.timedelta(days=1))
@@ -160,11 +193,9 @@ def availability(
     days = []
     for offset in range((end - start).days + 1):
         date = start + dt.timedelta(days=offset)
-        override = overrides.get(date)
-        raw = ([] if override.off else override.windows) if override else weekly.get(date.isoweekday(), [])
         starts = day_starts(
             date=date,
-            windows=parse_windows(raw),
+            windows=windows[date],
             duration_minutes=service.duration_minutes,
             rules=rules,
             busy=live,

@@ -67,6 +67,24 @@ def _clear_range(*, teacher_id: int, start: dt.datetime, blocked_until: dt.datet
         raise SlotUnavailable()
 
 
+def _day_room(*, rules: TeacherRules, start: dt.datetime, exclude_pk=None) -> None:
+    """Refuse (SlotUnavailable) when the teacher's ``daily_max`` live bookings of ``start``'s
+    Shanghai date are already taken (counted as :func:`_clear_range` counts: a booking holding
+    its time). Called under :func:`teacher_lock`, so racing writers count one after another."""
+    if rules.daily_max is None:
+        return
+    day = timezone.localtime(start).date()
+    tz = timezone.get_current_timezone()
+    lo = dt.datetime.combine(day, dt.time.min, tzinfo=tz)
+    taken = Booking.objects.filter(
+        teacher_id=rules.teacher_id, live=True, start__gte=lo, start__lt=lo + dt.timedelta(days=1)
+    )
+    if exclude_pk is not None:
+        taken = taken.exclude(pk=exclude_pk)
+    if taken.count() >= rules.daily_max:
+        raise SlotUnavailable("该老师当天的预约已满，请选择其他日期。", date=day.isoformat())
+
+
 @transaction.atomic(savepoint=False)
 def booking_create(
     *,
@@ -82,11 +100,14 @@ def booking_create(
     """Book ``[start, end)`` of the teacher for ``order_no`` (unpaid: held until ``hold_until``).
 
     Raises SlotUnavailable when a live booking is within the teacher's ``buffer_minutes``
-    (checked, and on PostgreSQL refused by the database under a race). UNIQUE ``order_no``.
+    (checked, and on PostgreSQL refused by the database under a race) or the date already has
+    ``daily_max`` live bookings (checked under the teacher's lock). UNIQUE ``order_no``.
     """
     teacher_lock(teacher_id)
-    blocked_until = end + dt.timedelta(minutes=teacher_rules(teacher_id).buffer_minutes)
+    rules = teacher_rules(teacher_id)
+    blocked_until = end + dt.timedelta(minutes=rules.buffer_minutes)
     _clear_range(teacher_id=teacher_id, start=start, blocked_until=blocked_until)
+    _day_room(rules=rules, start=start)
     try:
         with transaction.atomic():  # a savepoint: the exclusion constraint's refusal is an answer
             return Booking.objects.create(
@@ -133,15 +154,18 @@ def booking_paid(*, order_no: str) -> int:
 def booking_move(*, order_no: str, start: dt.datetime, end: dt.datetime, slot_id: int | None = None) -> Booking:
     """Move the order's live booking to ``[start, end)`` and count the reschedule.
 
-    The same refusal as :func:`booking_create` (SlotUnavailable), the booking's own old range
-    not counting; the UPDATE is conditional on the booking still live and on its old start.
+    The same refusals as :func:`booking_create` (SlotUnavailable: overlap, ``daily_max``), the
+    booking itself not counting; the UPDATE is conditional on the booking still live and on its
+    old start.
     """
     booking = Booking.objects.filter(order_no=order_no, live=True).first()
     if booking is None:
         raise SlotUnavailable("该订单没有有效的预约。")
     teacher_lock(booking.teacher_id)
-    blocked_until = end + dt.timedelta(minutes=teacher_rules(booking.teacher_id).buffer_minutes)
+    rules = teacher_rules(booking.teacher_id)
+    blocked_until = end + dt.timedelta(minutes=rules.buffer_minutes)
     _clear_range(teacher_id=booking.teacher_id, start=start, blocked_until=blocked_until, exclude_pk=booking.pk)
+    _day_room(rules=rules, start=start, exclude_pk=booking.pk)
     try:
         with transaction.atomic():
             moved = Booking.objects.filter(pk=booking.pk, live=True, start=booking.start).update(

@@ -15,7 +15,7 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
-from apps.appointments.availability import weekly_of
+from apps.appointments.availability import parse_windows, weekly_of, windows_text
 from apps.appointments.bookings import live_q
 from apps.appointments.models import Booking, DateOverride, WeeklyHours
 from apps.appointments.selectors import day_bounds
@@ -23,32 +23,10 @@ from apps.catalog.models import Teacher
 from starmall.errors import InvalidInput, NotFound
 
 
-def _minutes(text: str) -> int:
-    hours, _, minutes = str(text).partition(":")
-    if not (hours.isdigit() and minutes.isdigit() and len(minutes) == 2):
-        raise InvalidInput(f"时间格式应为 HH:MM：{text}")
-    value = int(hours) * 60 + int(minutes)
-    if int(minutes) > 59 or value > 24 * 60:
-        raise InvalidInput(f"时间不存在：{text}")
-    return value
-
-
 def windows_clean(windows) -> list[list[str]]:
-    """Validated, sorted windows (``"HH:MM"`` pairs). Raises InvalidInput."""
-    if not isinstance(windows, list | tuple):
-        raise InvalidInput("时段应为 [[开始, 结束], ...]。")
-    pairs = []
-    for window in windows:
-        if not isinstance(window, list | tuple) or len(window) != 2:
-            raise InvalidInput("每个时段应为 [开始, 结束]。")
-        begin, end = _minutes(window[0]), _minutes(window[1])
-        if begin >= end:
-            raise InvalidInput(f"时段开始应早于结束：{window[0]}-{window[1]}")
-        pairs.append((begin, end))
-    pairs.sort()
-    if any(a[1] > b[0] for a, b in zip(pairs, pairs[1:])):
-        raise InvalidInput("时段不能重叠。")
-    return [[f"{b // 60:02d}:{b % 60:02d}", f"{e // 60:02d}:{e % 60:02d}"] for b, e in pairs]
+    """Validated, sorted windows (``"HH:MM"`` pairs; :func:`availability.parse_windows`).
+    Raises InvalidInput."""
+    return windows_text(parse_windows(windows))
 
 
 def windows_parse(text: str) -> list[list[str]]:
@@ -67,7 +45,7 @@ def _outside(teacher_id: int, date: dt.date, windows: list[list[str]]) -> list[B
     """The date's live bookings not inside one of ``windows``."""
     lo, hi = day_bounds(date, date)
     found = Booking.objects.filter(live_q(timezone.now()), teacher_id=teacher_id, start__gte=lo, start__lt=hi)
-    spans = [(_minutes(b), _minutes(e)) for b, e in windows]
+    spans = parse_windows(windows)
     kept = []
     for booking in found.order_by("start"):
         start, end = timezone.localtime(booking.start), timezone.localtime(booking.end)

@@ -127,11 +127,11 @@ def dashboard_callback(request, context: dict) -> dict:
         "days": [row["day"].strftime("%m-%d") for row in data["revenue_by_day"]],
         "revenue": [row["revenue_fen"] / 100 for row in data["revenue_by_day"]],
         "orders": [row["orders"] for row in data["revenue_by_day"]],
-        "teachers": [row["teacher_name"] for row in data["slots_next"]],
-        "slots_next": [row["rate"] for row in data["slots_next"]],
-        "slots_past": {row["teacher_name"]: row["rate"] for row in data["slots_past"]},
+        "teachers": [row["teacher_name"] for row in data["occupancy_next"]],
+        "occupancy_next": [row["rate"] for row in data["occupancy_next"]],
+        "occupancy_past": {row["teacher_name"]: row["rate"] for row in data["occupancy_past"]},
     }
-    chart["slots_past"] = [chart["slots_past"].get(name, 0) for name in chart["teachers"]]
+    chart["occupancy_past"] = [chart["occupancy_past"].get(name, 0) for name in chart["teachers"]]
     if not money:
         del chart["revenue"]
     context.update(
@@ -145,8 +145,8 @@ def dashboard_callback(request, context: dict) -> dict:
                     | ({"amount": yuan(row["amount_fen"])} if money else {})
                     for row in data["top_products"]
                 ],
-                "slots_next": data["slots_next"],
-                "slots_past": data["slots_past"],
+                "occupancy_next": data["occupancy_next"],
+                "occupancy_past": data["occupancy_past"],
             },
             "dashboard_chart": chart,
         }

@@ -1,4 +1,4 @@
-"""Calendars: a teacher's week of slots (free / booked / full / blocked), their hours and
+"""Calendars: a teacher's week of slots (free / full = booked / blocked), their hours and
 bookings by time (``views_hours``), and the almanac month
 (lunar dates, solar terms, 宜/忌). Read-only pages; each slot links to its admin page, which lists
 its bookings. Permissions: ``appointments.view_slot`` / ``almanac.view_almanacday``."""
@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.almanac.models import AlmanacDay
+from apps.appointments import selectors as slot_selectors
 from apps.appointments.models import Slot
 from apps.backoffice.dates import DateRefused, parse_day, refusal_page
 from apps.backoffice.selectors import SHANGHAI
@@ -22,13 +23,29 @@ from apps.catalog.models import Teacher
 from apps.catalog.selectors import teacher_for_user
 
 
-def slot_state(slot: Slot) -> str:
-    """ "blocked" (closed by staff), "full", "booked" (some taken) or "free"."""
-    if not slot.is_open:
-        return "blocked"
-    if slot.booked >= slot.capacity:
-        return "full"
-    return "booked" if slot.booked else "free"
+def week_grid(teacher: Teacher | None, start: dt.date) -> dict[str, dict[dt.date, dict]]:
+    """``"HH:MM" -> date -> {"state", "booked", "capacity", "url"}`` for seven days from ``start``:
+    the legacy slots as derived (``selectors.slot_list``: a live booking's start is "full", a start
+    availability lists is "free") and the starts staff closed ("blocked", ``Slot.is_open``)."""
+    if teacher is None:
+        return {}
+    lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
+    derived = slot_selectors.slot_list(teacher_id=teacher.pk, start=start, end=start + dt.timedelta(days=6))
+    closed = Slot.objects.filter(teacher=teacher, is_open=False, start__gte=lo, start__lt=lo + dt.timedelta(days=7))
+    cells = [(s, "full" if s.booked else "free") for s in derived] + [(s, "blocked") for s in closed]
+    grid: dict[str, dict[dt.date, dict]] = {}
+    for slot, state in sorted(cells, key=lambda cell: cell[0].start):
+        local = timezone.localtime(slot.start, SHANGHAI)
+        grid.setdefault(local.strftime("%H:%M"), {}).setdefault(
+            local.date(),
+            {
+                "state": state,
+                "booked": slot.booked if state != "blocked" else 0,
+                "capacity": 1,
+                "url": reverse("admin:appointments_slot_change", args=[slot.pk]),
+            },
+        )
+    return grid
 
 
 def week_view(request, site):
@@ -50,21 +67,7 @@ def week_view(request, site):
         return refusal_page(request, site, str(exc), back_url=request.path)
     days = [start + dt.timedelta(days=i) for i in range(7)]
     labels = [f"{d:%m-%d} 周{'一二三四五六日'[d.weekday()]}" for d in days]
-    lo = dt.datetime.combine(start, dt.time.min, tzinfo=SHANGHAI)
-    slots = (
-        Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=lo + dt.timedelta(days=7)).order_by("start")
-        if teacher
-        else Slot.objects.none()
-    )
-    grid: dict[str, dict[dt.date, dict]] = {}
-    for slot in slots:
-        local = timezone.localtime(slot.start, SHANGHAI)
-        grid.setdefault(local.strftime("%H:%M"), {})[local.date()] = {
-            "state": slot_state(slot),
-            "booked": slot.booked,
-            "capacity": slot.capacity,
-            "url": reverse("admin:appointments_slot_change", args=[slot.pk]),
-        }
+    grid = week_grid(teacher, start)
     rows = [{"time": time, "cells": [grid[time].get(day) for day in days]} for time in sorted(grid)]
     context = {
         **site.each_context(request),

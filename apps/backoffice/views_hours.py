@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.appointments import hours
+from apps.appointments.availability import parse_windows
 from apps.appointments.models import Booking, DateOverride, WeeklyHours
 from apps.backoffice.dates import DateRefused, parse_day
 from apps.backoffice.selectors import SHANGHAI
@@ -24,11 +25,6 @@ from starmall.errors import ShopError
 
 MANAGE = "appointments.manage_slot"
 STEP = 30  # minutes per row
-
-
-def _minutes(text: str) -> int:
-    h, m = str(text).split(":")
-    return int(h) * 60 + int(m)
 
 
 def day_windows(teacher: Teacher, days: list[dt.date]) -> dict[dt.date, dict]:
@@ -57,7 +53,8 @@ def hours_grid(teacher: Teacher | None, days: list[dt.date]) -> dict:
         start = timezone.localtime(b.start, SHANGHAI)
         begin = start.hour * 60 + start.minute
         placed[start.date()].append((begin, begin + int((b.end - b.start).total_seconds() // 60), b))
-    edges = [_minutes(t) for w in windows.values() for pair in w["windows"] for t in pair]
+    spans = {day: parse_windows(w["windows"]) for day, w in windows.items()}
+    edges = [m for pairs in spans.values() for pair in pairs for m in pair]
     edges += [m for items in placed.values() for begin, end, _ in items for m in (begin, end)]
     first = min(edges, default=8 * 60) // STEP * STEP
     last = max(edges, default=20 * 60)
@@ -65,7 +62,7 @@ def hours_grid(teacher: Teacher | None, days: list[dt.date]) -> dict:
     for minute in range(first, last, STEP):
         cells = []
         for day in days:
-            working = any(_minutes(b) <= minute < _minutes(e) for b, e in windows[day]["windows"])
+            working = any(b <= minute < e for b, e in spans[day])
             hit = next(((begin, b) for begin, end, b in placed[day] if begin <= minute < end), None)
             cells.append(
                 {

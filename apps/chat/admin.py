@@ -2,11 +2,16 @@
 (ReadOnlyModelAdmin). A staff user linked to a teacher (``Teacher.user``) sees only that
 teacher's sessions, messages and notices."""
 
+import datetime as dt
+
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, F, Q
 from django.http import HttpResponseRedirect
+from django.utils import timezone
 
+from apps.appointments import availability
+from apps.appointments import selectors as booking_selectors
 from apps.appointments.models import Slot
 from apps.appointments.slots import booking_open_after
 from apps.catalog.models import Kind
@@ -138,17 +143,14 @@ class MoveForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         order = self.instance
-        if order.pk and order.slot_id:
-            self.fields["new_slot"].queryset = (
-                Slot.objects.filter(
-                    teacher_id=order.slot.teacher_id,
-                    is_open=True,
-                    booked__lt=F("capacity"),
-                    start__gt=booking_open_after(),
-                )
-                .exclude(pk=order.slot_id)
-                .order_by("start")
+        booking = booking_selectors.booking_of(order.order_no) if order.pk else None
+        if booking is not None:  # the legacy slots availability lists now (its own booking's start is taken)
+            today = timezone.localdate()
+            free = booking_selectors.slot_list(
+                teacher_id=booking.teacher_id, start=today, end=today + dt.timedelta(days=availability.MAX_DAYS)
             )
+            ids = [s.pk for s in free if s.available and s.start > booking_open_after()]
+            self.fields["new_slot"].queryset = Slot.objects.filter(pk__in=ids).order_by("start")
 
 
 @admin.register(Consultation)

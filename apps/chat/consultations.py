@@ -6,10 +6,11 @@ from __future__ import annotations
 import datetime as dt
 
 from django.apps import apps as django_apps
-from django.db.models import Avg, Q, QuerySet
+from django.db.models import Avg, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from apps.appointments.models import Booking, Slot
+from apps.appointments import selectors as slot_selectors
+from apps.appointments.models import Booking
 from apps.appointments.selectors import day_bounds
 from apps.catalog.models import Kind, Teacher
 from apps.chat.models import ChatSession
@@ -19,62 +20,72 @@ UPCOMING_STATUSES = (OrderStatus.UNPAID, OrderStatus.PAID)
 
 
 def teacher_schedule(*, teacher: Teacher, start: dt.date, end: dt.date) -> list[dict]:
-    """The teacher's slots from ``start`` to ``end`` (Shanghai dates, inclusive), each with its
-    bookings: ``{"id", "start", "end", "capacity", "booked", "is_open", "bookings": [{"order_no",
-    "status", "customer": {"id", "nickname"}, "remark", "chat_session_id"}]}``. Four queries."""
+    """The teacher's time from ``start`` to ``end`` (Shanghai dates, inclusive), by start: each
+    live booking (``capacity`` 1, ``booked`` 1) with its order, and each start still listed by
+    availability of the first service (``booked`` 0, no bookings): ``{"id", "start", "end",
+    "capacity", "booked", "is_open", "bookings": [{"order_no", "status", "customer": {"id",
+    "nickname"}, "remark", "chat_session_id"}]}``. ``id`` is the legacy slot id (API.md "Booking")."""
     lo, hi = day_bounds(start, end)
-    slots = list(Slot.objects.filter(teacher=teacher, start__gte=lo, start__lt=hi).order_by("start"))
-    bookings = list(Booking.objects.filter(slot__in=[s.pk for s in slots]).order_by("created_at"))
+    booked = list(Booking.objects.filter(live=True, teacher=teacher, start__gte=lo, start__lt=hi).order_by("start"))
     orders = {
         o.order_no: o
-        for o in Order.objects.filter(order_no__in=[b.order_no for b in bookings]).select_related("customer")
+        for o in Order.objects.filter(order_no__in=[b.order_no for b in booked]).select_related("customer")
     }
     sessions = dict(ChatSession.objects.filter(order__in=[o.pk for o in orders.values()]).values_list("order_id", "pk"))
-    by_slot: dict[int, list[dict]] = {}
-    for booking in bookings:
+    rows = []
+    for booking in booked:
         order = orders.get(booking.order_no)
-        if order is None:
-            continue
-        by_slot.setdefault(booking.slot_id, []).append(
-            {
-                "order_no": order.order_no,
-                "status": order.status,
-                "customer": {"id": order.customer_id, "nickname": order.customer.nickname},
-                "remark": order.remark,
-                "chat_session_id": sessions.get(order.pk),
-            }
-        )
+        entry = {
+            "order_no": booking.order_no,
+            "status": order.status if order else "",
+            "customer": {"id": booking.customer_id, "nickname": order.customer.nickname if order else ""},
+            "remark": order.remark if order else "",
+            "chat_session_id": sessions.get(order.pk) if order else None,
+        }
+        rows.append((booking.start, booking.slot_id, booking.end, [entry]))
+    taken = {b.start for b in booked}
+    free = slot_selectors.slot_list(teacher_id=teacher.pk, start=start, end=end) if teacher.is_active else []
+    rows += [(s.start, s.pk, s.end, []) for s in free if s.start not in taken]
+    rows.sort(key=lambda row: row[0])
     return [
         {
-            "id": s.pk,
-            "start": timezone.localtime(s.start).isoformat(),
-            "end": timezone.localtime(s.end).isoformat(),
-            "capacity": s.capacity,
-            "booked": s.booked,
-            "is_open": s.is_open,
-            "bookings": by_slot.get(s.pk, []),
+            "id": slot_id,
+            "start": timezone.localtime(begin).isoformat(),
+            "end": timezone.localtime(finish).isoformat(),
+            "capacity": 1,
+            "booked": len(entries),
+            "is_open": True,
+            "bookings": entries,
         }
-        for s in slots
+        for begin, slot_id, finish, entries in rows
     ]
 
 
 def consultation_list(
     *, customer_id: int, status: str | None = None, now: dt.datetime | None = None
 ) -> QuerySet[Order]:
-    """The customer's consultation orders, with slot, teacher and chat session.
+    """The customer's consultation orders that booked a teacher's time, with chat session and
+    the booking's ``booking_start`` and ``booking_end`` annotated.
 
-    ``upcoming``: unpaid or paid, slot not ended yet (soonest first); ``past``: the rest
-    (completed, cancelled, refunded, or the slot has ended; latest first); None: all, newest first.
+    ``upcoming``: unpaid or paid, booking not ended yet (soonest first); ``past``: the rest
+    (completed, cancelled, refunded, or the booking has ended; latest first); None: all, newest first.
     """
     now = now or timezone.now()
-    qs = Order.objects.filter(customer_id=customer_id, kind=Kind.CONSULTATION, slot__isnull=False).select_related(
-        "slot", "slot__teacher", "chat_session"
+    booking = Booking.objects.filter(order_no=OuterRef("order_no"))
+    qs = (
+        Order.objects.filter(customer_id=customer_id, kind=Kind.CONSULTATION)
+        .annotate(
+            booking_start=Subquery(booking.values("start")[:1]),
+            booking_end=Subquery(booking.values("end")[:1]),
+        )
+        .filter(booking_start__isnull=False)
+        .select_related("chat_session")
     )
-    upcoming = Q(status__in=UPCOMING_STATUSES, slot__end__gt=now)
+    upcoming = Q(status__in=UPCOMING_STATUSES, booking_end__gt=now)
     if status == "upcoming":
-        return qs.filter(upcoming).order_by("slot__start", "id")
+        return qs.filter(upcoming).order_by("booking_start", "id")
     if status == "past":
-        return qs.exclude(upcoming).order_by("-slot__start", "-id")
+        return qs.exclude(upcoming).order_by("-booking_start", "-id")
     return qs.order_by("-id")
 
 

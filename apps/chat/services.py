@@ -22,6 +22,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.appointments import selectors as booking_selectors
 from apps.chat import frames, presence
 from apps.chat.exceptions import ChatThrottled, Forbidden
 from apps.chat.media import message_upload, voice_seconds
@@ -205,12 +206,16 @@ def messages_mark_read(*, session_id: int, customer_id: int, up_to: int, fanout:
 @transaction.atomic(savepoint=False)
 def chat_session_open(*, order: Order) -> ChatSession:
     """The chat of a paid consultation order, created once (UNIQUE ``order``): a second call
-    returns the same session. The teacher is the order's slot's teacher. Joins the caller's
-    transaction (the follow-up's)."""
+    returns the same session. The teacher is the teacher of the order's booking (live or not:
+    a consultation refunded meanwhile still gets its closed session). Joins the caller's
+    transaction (the follow-up's). InvalidState when the order booked nothing."""
     existing = ChatSession.objects.filter(order_id=order.pk).first()
     if existing is not None:
         return existing
-    teacher_id = order.slot.teacher_id
+    booking = booking_selectors.booking_of(order.order_no, live=False)
+    if booking is None:
+        raise InvalidState("该订单没有预约，不能开启咨询会话。", order_no=order.order_no)
+    teacher_id = booking.teacher_id
     try:
         with transaction.atomic():
             return ChatSession.objects.create(order=order, customer_id=order.customer_id, teacher_id=teacher_id)
@@ -219,8 +224,9 @@ def chat_session_open(*, order: Order) -> ChatSession:
 
 
 def followup_chat_open(followup) -> None:
-    """Outbox handler for ``FollowUp.Kind.CHAT_OPEN`` (recorded by the paying transaction)."""
-    if followup.order.slot_id is not None:
+    """Outbox handler for ``FollowUp.Kind.CHAT_OPEN`` (recorded by the paying transaction):
+    opens the session of an order that booked a teacher's time; nothing for one that did not."""
+    if booking_selectors.booking_of(followup.order.order_no, live=False) is not None:
         chat_session_open(order=followup.order)
 
 

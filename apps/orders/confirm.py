@@ -19,6 +19,7 @@ from apps.accounts.models import Address, Customer
 from apps.appointments import availability, slots
 from apps.appointments.exceptions import SlotUnavailable
 from apps.appointments.models import Slot
+from apps.appointments.selectors import slot_json
 from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
@@ -436,17 +437,6 @@ def _slot_check(
             f"该时段已截止预约（需提前 {settings.BOOKING_MIN_NOTICE_MINUTES} 分钟预约）。", slot_id=slot_id
         )
     return {**slot_json(slot), "product_id": product_id}
-
-
-def slot_json(slot: Slot) -> dict:
-    """The slot as shown in drafts and orders (times ISO 8601, Shanghai offset)."""
-    return {
-        "id": slot.pk,
-        "teacher_id": slot.teacher_id,
-        "teacher_name": slot.teacher.name,
-        "start": timezone.localtime(slot.start).isoformat(),
-        "end": timezone.localtime(slot.end).isoformat(),
-    }
 
 
 def _points_apply(customer: Customer, use_points: int | bool, max_fen: int) -> tuple[int, int]:

@@ -28,7 +28,7 @@ MAX_ORDER_FEN = 100_000_000  # 1,000,000 yuan: far below WeChat's int32 total_fe
 
 
 class DraftSlot(TypedDict):
-    """A consultation's slot as shown at confirm (``apps.orders.confirm.slot_json``)."""
+    """A consultation's slot as shown at confirm (``apps.appointments.selectors.slot_json``)."""
 
     id: int | None  # None when confirmed by ``start``: create books the start
     teacher_id: int

@@ -23,6 +23,7 @@ from django.utils import timezone
 from apps.accounts import wallet
 from apps.accounts.models import WalletEvent
 from apps.appointments import bookings, slots
+from apps.appointments import selectors as booking_selectors
 from apps.catalog import stock
 from apps.catalog.models import Kind
 from apps.marketing import bargains, flash_sales, group_buys
@@ -261,9 +262,12 @@ def order_complete(*, order: Order, actor: str) -> bool:
 
 
 def orders_complete_held_consultations(*, now: dt.datetime | None = None) -> int:
-    """Beat: paid consultation orders whose slot has ended become ``completed``; returns how many."""
+    """Beat: paid consultation orders whose live booking has ended (``end <= now``) become
+    ``completed``, an unmarked attendance counting as attended; returns how many."""
     now = now or timezone.now()
-    due = Order.objects.filter(status=OrderStatus.PAID, kind=Kind.CONSULTATION, slot__end__lte=now)
+    due = Order.objects.filter(
+        status=OrderStatus.PAID, kind=Kind.CONSULTATION, order_no__in=booking_selectors.ended_order_nos(now=now)
+    ).order_by("pk")
     return sum(order_complete(order=order, actor="system:slot-passed") for order in due[:500])
 
 

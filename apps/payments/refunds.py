@@ -27,6 +27,7 @@ from apps.accounts import wallet
 from apps.accounts.models import WalletEvent
 from apps.alerts.models import Alert
 from apps.alerts.services import alert_on_failure
+from apps.appointments import selectors as booking_selectors
 from apps.catalog.models import Kind
 from apps.orders import followups
 from apps.orders import services as orders
@@ -131,13 +132,14 @@ def _same_request(order: Order, reason: str, amount_fen: int | None, refundable:
 
 def _auto_approvable(order: Order, amount_fen: int, payment: Payment | None) -> bool:
     """The shop's rule (settings.REFUND_AUTO_APPROVE_HOURS, 0 = off): a full refund of a paid
-    consultation whose slot starts more than that many hours from now is approved at once."""
+    consultation whose live booking starts more than that many hours from now is approved at once."""
     hours = settings.REFUND_AUTO_APPROVE_HOURS
-    if not hours or order.kind != Kind.CONSULTATION or order.status != OrderStatus.PAID or not order.slot_id:
+    if not hours or order.kind != Kind.CONSULTATION or order.status != OrderStatus.PAID:
         return False
     if payment is None or amount_fen != payment.total_fee - payment.refunded_fen:
         return False
-    return order.slot.start - timezone.now() > dt.timedelta(hours=hours)
+    booking = booking_selectors.booking_of(order.order_no)
+    return booking is not None and booking.start - timezone.now() > dt.timedelta(hours=hours)
 
 
 def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False, user=None) -> Refund | None:

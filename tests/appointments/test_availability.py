@@ -199,3 +199,17 @@ def test_teacher_card_has_services_and_hours(client, booked_teacher):
         None,
     )
     assert hours["min_notice_minutes"] == 0
+
+
+def test_windows_are_read_by_one_function_for_availability_the_hours_service_and_the_week_grid():
+    from apps.appointments.hours import windows_clean
+    from starmall.errors import InvalidInput
+
+    assert parse_windows([["14:00", "18:00"], ["09:00", "12:00"]]) == [(540, 720), (840, 1080)]
+    assert parse_windows([["22:00", "24:00"]]) == [(1320, 1440)]  # "24:00": midnight at the day's end
+    assert windows_clean([["14:00", "18:00"], ["09:00", "12:00"]]) == [["09:00", "12:00"], ["14:00", "18:00"]]
+    for bad in ([["09:00", "12:00"], ["11:00", "13:00"]], [["12:00", "09:00"]], [["9:0", "10:00"]], [["09:00"]], "x"):
+        with pytest.raises(InvalidInput):
+            parse_windows(bad)
+        with pytest.raises(InvalidInput):
+            windows_clean(bad)

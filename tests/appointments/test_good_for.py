@@ -60,3 +60,21 @@ def test_good_for_outside_loaded_almanac_is_404_for_slots_and_empty_for_product(
     assert "loaded" in response.json()["detail"]
     detail = client.get(f"/api/v1/products/{consultation.product.pk}", {"good_for": "开业"}).json()
     assert detail["next_slots"] == []
+
+
+def test_good_for_filters_the_availability_starts_of_the_first_service(client, hours_teacher, loaded):
+    h = hours_teacher
+    start, end = loaded, loaded + dt.timedelta(days=13)
+    days = client.get(
+        f"/api/v1/teachers/{h.teacher.pk}/availability",
+        {"product_id": h.short.pk, "from": start.isoformat(), "to": end.isoformat()},
+    ).json()["days"]
+    good = good_dates(activity="出行", start=start, end=end)
+    expected = [s for d in days if dt.date.fromisoformat(d["date"]) in good for s in d["starts"]]
+    listed = client.get(
+        f"/api/v1/teachers/{h.teacher.pk}/slots", {"from": start.isoformat(), "to": end.isoformat(), "good_for": "出行"}
+    ).json()
+    assert [s["start"] for s in listed] == expected and all(s["available"] for s in listed)
+    assert expected and all(
+        s["end"] == (dt.datetime.fromisoformat(s["start"]) + dt.timedelta(minutes=30)).isoformat() for s in listed
+    )

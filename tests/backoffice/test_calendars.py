@@ -7,22 +7,31 @@ import pytest
 from django.utils import timezone
 
 from apps.almanac.models import AlmanacDay
-from apps.appointments.models import Slot
+from apps.appointments.models import Booking, Slot
 from apps.backoffice.selectors import SHANGHAI
 
 pytestmark = pytest.mark.django_db
 
 
-def test_week_shows_each_slot_state_in_shanghai_time(boss, consultation):
+def test_week_shows_each_slot_state_in_shanghai_time(boss, consultation, make_customer):
     day = timezone.localdate() + dt.timedelta(days=3)
     slots = list(Slot.objects.filter(teacher=consultation.teacher, start__date__gte=day).order_by("start")[:3])
     Slot.objects.filter(pk=slots[0].pk).update(is_open=False)
-    Slot.objects.filter(pk=slots[1].pk).update(booked=1)
+    Booking.objects.create(  # the booking, not the slot row's count, makes a start taken
+        teacher=consultation.teacher,
+        product=consultation.product,
+        start=slots[1].start,
+        end=slots[1].end,
+        blocked_until=slots[1].end,
+        order_no="W1",
+        customer=make_customer(),
+    )
     html = boss.get(
         "/admin/backoffice/week/", {"teacher": consultation.teacher.pk, "start": day.isoformat()}
     ).content.decode()
     assert html.count('data-state="blocked"') == 1
     assert html.count('data-state="full"') == 1
+    assert html.count('data-state="free"') == 6 * 7 - 2  # the default grid: six a day, a week
     assert f"/admin/appointments/slot/{slots[0].pk}/change/" in html
     first = timezone.localtime(slots[0].start, SHANGHAI).strftime("%H:%M")
     assert f"<th>{first}</th>" in html and first == "09:00"

@@ -89,3 +89,22 @@ def test_racing_creates_of_a_middle_start_against_its_neighbours_within_the_buff
 
     assert (len(created), len(refused)) == (1, 2)
     assert Booking.objects.filter(live=True).count() == 1
+
+
+def test_racing_creates_of_two_different_starts_on_a_day_with_daily_max_1_make_one_booking(
+    make_customer, hours_teacher, race, is_postgres
+):
+    assert is_postgres
+    from apps.appointments.models import TeacherRules
+
+    h = hours_teacher
+    TeacherRules.objects.filter(teacher=h.teacher).update(daily_max=1)
+    # 09:00 and 14:00: far apart, so only daily_max can refuse one of them.
+    drafts = _drafts(make_customer, [(h.long_sku, h.at(9)), (h.long_sku, h.at(14))])
+
+    created, refused = _race_creates(race, drafts)
+
+    assert (len(created), len(refused)) == (1, 1)
+    assert Booking.objects.filter(live=True, teacher=h.teacher).count() == Booking.objects.count() == 1
+    assert Order.objects.count() == 1
+    assert Sku.objects.get(pk=h.long_sku.pk).stock == 1000 - 1

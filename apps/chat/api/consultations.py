@@ -10,12 +10,12 @@ from rest_framework.views import APIView
 
 from apps.accounts.authentication import PublicTokenAuthentication
 from apps.appointments import calendar
+from apps.appointments import selectors as slot_selectors
 from apps.appointments.api.serializers import SlotQuerySerializer, SlotSerializer
 from apps.appointments.selectors import slot_next_available, teacher_hours, teacher_services
 from apps.catalog.selectors import teacher_for_customer, teacher_get
 from apps.chat import consultations
 from apps.chat.exceptions import Forbidden
-from apps.orders.confirm import slot_json
 from starmall.api import fields
 from starmall.api.schema import errors
 from starmall.errors import NotFound
@@ -105,12 +105,20 @@ class ConsultationSerializer(serializers.Serializer):
     status = fields.CharField()
     chat_session_id = serializers.SerializerMethodField()
 
+    def _booking(self, order):
+        """The order's booking; the bookings of the whole page are read at once."""
+        found = self.context.setdefault("bookings", {})
+        if order.order_no not in found:
+            page = getattr(self.parent, "instance", None) or [order]
+            found.update(slot_selectors.bookings_of(o.order_no for o in page))
+        return found[order.order_no]
+
     def get_teacher(self, order) -> dict:
-        teacher = order.slot.teacher
+        teacher = self._booking(order).teacher
         return {"id": teacher.pk, "name": teacher.name, "title": teacher.title}
 
     def get_slot(self, order) -> dict:
-        return slot_json(order.slot)
+        return slot_selectors.slot_json(self._booking(order))
 
     def get_chat_session_id(self, order) -> int | None:
         session = getattr(order, "chat_session", None)

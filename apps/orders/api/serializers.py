@@ -2,13 +2,12 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.appointments.selectors import booking_json
+from apps.appointments.selectors import booking_json, booking_of, slot_json
 from apps.catalog.models import Kind
 from apps.marketing import selectors as marketing_selectors
 from apps.marketing.models import Group
 from apps.orders import shipments
 from apps.orders.cart import MAX_LINES, MAX_QUANTITY
-from apps.orders.confirm import slot_json
 from apps.orders.models import Delivery, Order, OrderLine, OrderStatus
 from apps.orders.pickup import pickup_json
 from starmall.api import fields
@@ -398,12 +397,23 @@ class OrderSerializer(serializers.ModelSerializer):
     def get_auto_receive_at(self, order) -> str | None:
         return self._time(shipments.auto_receive_at(order))
 
+    @staticmethod
+    def _booking(order):
+        """A consultation's booking (read once per order object), else None."""
+        if order.kind != Kind.CONSULTATION:
+            return None
+        if not hasattr(order, "_booking_row"):
+            order._booking_row = booking_of(order.order_no, live=False)
+        return order._booking_row
+
     def get_slot(self, order) -> dict | None:
-        return slot_json(order.slot) if order.slot_id else None
+        booking = self._booking(order)
+        return slot_json(booking) if booking is not None else None
 
     @extend_schema_field(BookingOutSerializer(allow_null=True))
     def get_booking(self, order) -> dict | None:
-        return booking_json(order_no=order.order_no) if order.kind == Kind.CONSULTATION else None
+        booking = self._booking(order)
+        return booking_json(order_no=order.order_no, booking=booking) if booking is not None else None
 
     @staticmethod
     def _time(value):

@@ -45,8 +45,8 @@
     xAxis: {type: "category", data: data.teachers},
     yAxis: {type: "value", max: 100, name: "%"},
     series: [
-      {name: "未来7天", type: "bar", data: data.slots_next},
-      {name: "近30天", type: "bar", data: data.slots_past}
+      {name: "未来7天", type: "bar", data: data.occupancy_next},
+      {name: "近30天", type: "bar", data: data.occupancy_past}
     ]
   });
   window.addEventListener("resize", resizeAll);
