@@ -100,7 +100,7 @@ EXPORTS = {
     "refunds": Export(
         columns=(
             ("退款单号", attrgetter("out_refund_no")),
-            ("订单号", attrgetter("order.order_no")),
+            ("订单号", lambda r: r.order.order_no if r.order_id else r.card_purchase.purchase_no),  # a card: its number
             ("类型", methodcaller("get_reason_display")),
             ("状态", methodcaller("get_status_display")),
             ("退款金额（元）", lambda r: yuan_amount(r.refund_fen)),
@@ -112,7 +112,7 @@ EXPORTS = {
         ),
         objects=lambda lo, hi, start, end: (
             Refund.objects.filter(created_at__gte=lo, created_at__lt=hi)
-            .select_related("order", "after_sale")
+            .select_related("order", "after_sale", "card_purchase")
             .order_by("id")
         ),
     ),

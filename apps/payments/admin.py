@@ -112,6 +112,7 @@ from apps.payments import (  # noqa: E402,F401
     admin_attendance,  # the booking admin's attendance actions (老师缺席 refunds)
     admin_groups,  # noqa: E402,F401 - 拼团 groups (ending one refunds)
     admin_invalid,  # invalid notifications per day, queued payment results
+    admin_member_cards,  # member card purchases: the refund action
     admin_recharges,
     admin_reconciliation,
     admin_refund_batches,
