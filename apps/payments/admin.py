@@ -58,6 +58,7 @@ class RefundAdmin(ReadOnlyModelAdmin):
     list_display = [
         "out_refund_no",
         "order",
+        "card_purchase",  # a member card's refund has no order
         "refund_fen",
         "reason",
         "customer_reason",
@@ -67,9 +68,9 @@ class RefundAdmin(ReadOnlyModelAdmin):
         "created_at",
         "succeeded_at",
     ]
-    list_select_related = ["order", "after_sale"]
+    list_select_related = ["order", "after_sale", "card_purchase"]
     list_filter = ["status", "reason"]  # status = failed: refunds staff must look at (last_error)
-    search_fields = ["out_refund_no", "order__order_no", "refund_id"]
+    search_fields = ["out_refund_no", "order__order_no", "card_purchase__purchase_no", "refund_id"]
     actions = ["retry"]
 
     @admin.display(description="退款理由")

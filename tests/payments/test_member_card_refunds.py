@@ -177,3 +177,16 @@ def test_a_card_refund_is_reconciled(api, customer, card, wechat, deliver, finan
     deliver()
     run = reconcile(bill_date=timezone.localdate())
     assert (run.status, run.wechat_fen, run.local_fen, run.differences) == ("ok", 1490, 1490, [])
+
+
+def test_a_lost_card_refund_notification_is_found_by_the_sweep(api, customer, card, wechat, deliver, finance, boss):
+    purchase = _paid_purchase(api, card, wechat, deliver)
+    expiry = _expiry(customer)
+    refund = member_cards.card_refund_request(purchase_id=purchase.pk, user=finance.user)
+    assert refunds.refund_execute(refund_id=refund.pk) == "submitted"  # its notification never arrives
+    later = timezone.now() + refunds.CONFIRM_AFTER + dt.timedelta(seconds=1)
+    assert refunds.refunds_sweep(now=later) == {"query:SUCCESS": 1}
+    refund.refresh_from_db()
+    assert refund.status == "success" and _expiry(customer) == expiry - dt.timedelta(days=30)
+    page = boss.get("/admin/payments/refund/", {"q": purchase.purchase_no}).content.decode()
+    assert refund.out_refund_no in page  # staff find it by the purchase number
