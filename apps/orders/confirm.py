@@ -317,8 +317,9 @@ def _draft_price(
 ) -> drafts.OrderDraft:
     """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
     address (none for a pickup or a consultation; ``pricing.member_freight_fen``: none with
-    ``member.free_freight``, a paid member's, as the 秒杀 gate computes it too), goods plus freight within the order's bounds (``drafts.total_check``), then the
-    member discount ``member.fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
+    ``member.free_freight``, a paid member's, as the 秒杀 gate computes it too), goods plus
+    freight within the order's bounds (``drafts.total_check``), then the member discount
+    ``member.fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
     ``offer``, the activity the cart buys in, is set) and the points that take the rest down to
     1 fen at least. ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``,
     ``bargain_no``."""
