@@ -14,12 +14,18 @@ whose after-commit refreshes cross could leave the older one in Redis; :data:`CA
 bounds that, and the card is only ever used for an address the customer owns. No card (Redis
 restarted, expired, never written): the gate passes the confirm to Django, which answers as
 always. Redis errors are logged, never raised: the card is an optimisation.
+
+The card also carries what apps above accounts need the gate to know of the customer
+(:data:`CARD_EXTRAS`, ``{"member": {...}}``: members' SVIP expiry, for free freight); an app
+that changes it calls :func:`card_refresh_after_commit`. :func:`card_read` gives the address
+alone, :func:`card_extras` the rest.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from django.core.cache import cache
@@ -29,6 +35,17 @@ from django_redis import get_redis_connection
 logger = logging.getLogger(__name__)
 
 CARD_SECONDS = 86400  # the longest a card may outlive a crossed refresh (see the module's docstring)
+
+
+#: ``name -> (customer_id -> JSON-able value)``: the card's further keys, registered by apps above
+#: accounts from their ``AppConfig.ready()`` (``apps.members``: "member").
+CARD_EXTRAS: dict[str, Callable[[int], object]] = {}
+
+
+def _card_json(address) -> str:
+    """The card of ``address`` (an Address): it as orders store it, plus :data:`CARD_EXTRAS`."""
+    extras = {name: read(address.customer_id) for name, read in CARD_EXTRAS.items()}
+    return json.dumps({"id": address.pk, **address.snapshot(), **extras}, ensure_ascii=False)
 
 
 def card_key(customer_id: int) -> str:
@@ -47,11 +64,7 @@ def card_refresh(customer_id: int) -> None:
         if address is None:
             conn.delete(card_key(customer_id))
         else:
-            conn.set(
-                card_key(customer_id),
-                json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
-                ex=CARD_SECONDS,
-            )
+            conn.set(card_key(customer_id), _card_json(address), ex=CARD_SECONDS)
     except Exception:  # noqa: BLE001 - without a card the gate passes to Django
         logger.warning("could not write the address card of customer %s", customer_id, exc_info=True)
 
@@ -61,12 +74,9 @@ def card_offer(address) -> None:
     as the card unless one exists (SET NX, so a refresh after an address write always wins over
     a read that raced it). Redis errors are logged."""
     try:
-        get_redis_connection("default").set(
-            card_key(address.customer_id),
-            json.dumps({"id": address.pk, **address.snapshot()}, ensure_ascii=False),
-            ex=CARD_SECONDS,
-            nx=True,
-        )
+        conn = get_redis_connection("default")
+        if not conn.exists(card_key(address.customer_id)):  # the extras cost reads: only when missing
+            conn.set(card_key(address.customer_id), _card_json(address), ex=CARD_SECONDS, nx=True)
     except Exception:  # noqa: BLE001
         logger.warning("could not offer the address card of customer %s", address.customer_id, exc_info=True)
 
@@ -81,8 +91,7 @@ def card_refresh_after_commit(customer_id: int) -> None:
     transaction.on_commit(partial(card_refresh, customer_id))
 
 
-def card_read(raw: bytes | str | None) -> dict | None:
-    """The card's address dict from its raw Redis value, or None."""
+def _card_load(raw: bytes | str | None) -> dict | None:
     if raw is None:
         return None
     try:
@@ -90,3 +99,15 @@ def card_read(raw: bytes | str | None) -> dict | None:
     except ValueError:
         return None
     return card if isinstance(card, dict) and isinstance(card.get("id"), int) else None
+
+
+def card_read(raw: bytes | str | None) -> dict | None:
+    """The card's address dict from its raw Redis value (without :data:`CARD_EXTRAS`), or None."""
+    card = _card_load(raw)
+    return None if card is None else {k: v for k, v in card.items() if k not in CARD_EXTRAS}
+
+
+def card_extras(raw: bytes | str | None) -> dict:
+    """The card's :data:`CARD_EXTRAS` values by name (those it has) from its raw Redis value."""
+    card = _card_load(raw) or {}
+    return {name: card[name] for name in CARD_EXTRAS if name in card}

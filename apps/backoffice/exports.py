@@ -23,7 +23,7 @@ from operator import attrgetter, methodcaller
 
 from django.db.models import Prefetch
 
-from apps.backoffice import exports_groups
+from apps.backoffice import exports_groups, exports_members
 from apps.backoffice.export_table import Export, yes
 from apps.backoffice.selectors import SHANGHAI
 from apps.catalog.models import Sku
@@ -40,6 +40,7 @@ KINDS = {
     "reconciliation": "对账",
     "products": "商品（全部，不按日期）",
     **exports_groups.KINDS,
+    **exports_members.KINDS,
 }
 CHUNK = 2000
 
@@ -89,10 +90,12 @@ EXPORTS = {
             ("会员折扣（元）", lambda o: yuan_amount(o.member_fen)),
             ("顾客备注", attrgetter("remark")),
             ("商家备注", attrgetter("merchant_remark")),
+            *exports_members.ORDER_COLUMNS,  # the customer's level and SVIP
         ),
         objects=lambda lo, hi, start, end: (
             Order.objects.filter(created_at__gte=lo, created_at__lt=hi)
             .select_related("customer")
+            .annotate(**exports_members.member_annotations())
             .prefetch_related(Prefetch("lines", queryset=OrderLine.objects.order_by("pk")), "shipment")
             .order_by("id")
         ),
@@ -100,7 +103,7 @@ EXPORTS = {
     "refunds": Export(
         columns=(
             ("退款单号", attrgetter("out_refund_no")),
-            ("订单号", attrgetter("order.order_no")),
+            ("订单号", lambda r: r.order.order_no if r.order_id else r.card_purchase.purchase_no),  # a card: its number
             ("类型", methodcaller("get_reason_display")),
             ("状态", methodcaller("get_status_display")),
             ("退款金额（元）", lambda r: yuan_amount(r.refund_fen)),
@@ -112,7 +115,7 @@ EXPORTS = {
         ),
         objects=lambda lo, hi, start, end: (
             Refund.objects.filter(created_at__gte=lo, created_at__lt=hi)
-            .select_related("order", "after_sale")
+            .select_related("order", "after_sale", "card_purchase")
             .order_by("id")
         ),
     ),
@@ -170,6 +173,7 @@ EXPORTS = {
         ),
     ),
     **exports_groups.EXPORTS,  # 拼团 seats, 砍价 records
+    **exports_members.EXPORTS,  # paid member cards
 }
 
 

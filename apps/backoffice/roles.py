@@ -96,6 +96,7 @@ ROLES: dict[str, list[str]] = {
         "points_mall.view_*",
         "points_mall.add_item",
         "points_mall.change_item",
+        "points_mall.reverse_exchange",  # points and the item's stock back (no money moves)
         "members.view_tag",
         "members.add_tag",
         "members.change_tag",

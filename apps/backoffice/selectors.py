@@ -74,7 +74,8 @@ def summary(period: Period) -> dict:
         count=Count("id"),
         revenue_fen=Coalesce(Sum("pay_fen"), 0),
     )
-    refunds = Refund.objects.filter(
+    refunds = Refund.objects.filter(  # of orders: a card's refund is in svip_sales_fen
+        order__isnull=False,
         status=Refund.Status.SUCCESS,
         succeeded_at__gte=period.start,
         succeeded_at__lt=period.end,

@@ -1,12 +1,13 @@
 """Coupons issued to a tag (API.md "Members": staff issue coupons to a tag in the back office).
 
 :func:`tag_coupon_issue_start` writes a ``TagCouponIssue`` row (the outbox) and pushes the task
-after commit; :func:`tag_coupon_issue_run` walks the tag's customers in id order from the row's
-``cursor``, each customer in one transaction: ``marketing.coupons.coupon_grant`` (template
-``issued`` + 1, conditional, and the coupon), then the ``TagCouponGrant`` row (UNIQUE (issue,
-customer): for a customer given the coupon by an earlier, a retried or a parallel run it fails
-and the whole transaction, coupon and counter included, rolls back), the issue's ``granted``
-and ``cursor`` with them. When the template runs out,
+after commit; :func:`tag_coupon_issue_run` walks the tag's customers with marketing's one issue
+walk (``marketing.coupons.coupon_issue_walk``, shared with its own issues): in id order from the
+row's ``cursor``, each customer in one transaction: ``coupon_grant`` (template ``issued`` + 1,
+conditional, and the coupon), then the ``TagCouponGrant`` row (UNIQUE (issue, customer): for a
+customer given the coupon by an earlier, a retried or a parallel run it fails and the whole
+transaction, coupon and counter included, rolls back), the issue's ``granted`` and ``cursor``
+with them. When the template runs out,
 the customers left are counted ``skipped`` and the issue is DONE. Beat re-pushes issues not
 DONE (:func:`tag_coupon_issues_redispatch`). Customers tagged after the walk passed them are
 not included (a new issue includes them; one already given is not given twice by it either).
@@ -14,11 +15,9 @@ not included (a new issue includes them; one already given is not given twice by
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import transaction
 from django.utils import timezone
 
 from apps.crm.models import TagCouponGrant, TagCouponIssue
@@ -28,10 +27,6 @@ from apps.members import tags
 from apps.members.models_tags import Tag
 from starmall import dispatch
 from starmall.errors import NotFound
-
-logger = logging.getLogger(__name__)
-
-CHUNK = 200  # customers per query
 
 
 def tag_coupon_issue_start(*, tag_id: int, template_id: int, created_by: str = "") -> TagCouponIssue:
@@ -54,56 +49,25 @@ def _push(issue_id: int, *, sweep: bool = False) -> None:
     dispatch.push(task, issue_id, sweep=sweep)
 
 
-def _grant_one(issue: TagCouponIssue, customer_id: int, now) -> str:
-    """One customer, one transaction: "granted", "had" (given before) or "none_left"."""
-    try:
-        with transaction.atomic():
-            grant = TagCouponGrant(issue=issue, customer_id=customer_id)
-            coupon = coupons.coupon_grant(template=issue.template, customer_id=customer_id, now=now)
-            if coupon is None:
-                return "none_left"
-            grant.coupon = coupon
-            grant.save(force_insert=True)
-            TagCouponIssue.objects.filter(pk=issue.pk).update(granted=F("granted") + 1, cursor=customer_id)
-    except IntegrityError:
-        return "had"
-    return "granted"
-
-
 def tag_coupon_issue_run(*, issue_id: int) -> str:
-    """Grant the issue's coupons (module docstring); returns its status. Safe to run twice, or
-    twice at once."""
+    """Grant the issue's coupons to the tag's customers through marketing's one issue walk
+    (``coupons.coupon_issue_walk``); the once-key is the ``TagCouponGrant`` row's UNIQUE (issue,
+    customer), written with each coupon. Returns its status. Safe to run twice, or twice at once."""
     now = timezone.now()
     issue = TagCouponIssue.objects.select_related("template").filter(pk=issue_id).first()
-    if issue is None or issue.status == TagCouponIssue.Status.DONE:
+    if issue is None:
         return "done"
-    TagCouponIssue.objects.filter(pk=issue.pk, status=TagCouponIssue.Status.PENDING).update(
-        status=TagCouponIssue.Status.RUNNING
-    )
+
+    def grant(customer_id: int):
+        coupon = coupons.coupon_grant(template=issue.template, customer_id=customer_id, now=now)
+        if coupon is not None:
+            TagCouponGrant(issue=issue, customer_id=customer_id, coupon=coupon).save(force_insert=True)
+        return coupon
+
     audience = tags.tag_customer_ids(tag_id=issue.tag_id)
-    cursor = issue.cursor
-    while ids := list(audience.filter(customer_id__gt=cursor)[:CHUNK]):
-        for customer_id in ids:
-            cursor = customer_id
-            if _grant_one(issue, customer_id, now) == "none_left":
-                left = audience.filter(customer_id__gte=customer_id).count()
-                TagCouponIssue.objects.filter(pk=issue.pk).update(skipped=left, cursor=customer_id)
-                logger.warning("tag coupon issue %s: template ran out, %s customers skipped", issue.pk, left)
-                return _finish(issue.pk)
-        TagCouponIssue.objects.filter(pk=issue.pk, cursor__lt=cursor).update(cursor=cursor)
-    return _finish(issue.pk)
-
-
-def _finish(issue_id: int) -> str:
-    TagCouponIssue.objects.filter(pk=issue_id).exclude(status=TagCouponIssue.Status.DONE).update(
-        status=TagCouponIssue.Status.DONE, finished_at=timezone.now()
-    )
-    return "done"
+    return coupons.coupon_issue_walk(issue, audience=audience, key="customer_id", grant=grant, now=now)
 
 
 def tag_coupon_issues_redispatch() -> int:
     """Beat: push again every issue not DONE (the row is the source of truth, not Redis)."""
-    pending = list(TagCouponIssue.objects.exclude(status=TagCouponIssue.Status.DONE).values_list("pk", flat=True)[:100])
-    for pk in pending:
-        _push(pk, sweep=True)
-    return len(pending)
+    return coupons.coupon_issues_redispatch(TagCouponIssue, _push)

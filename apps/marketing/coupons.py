@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from django.db import IntegrityError, transaction
@@ -223,14 +224,17 @@ def coupon_receive(*, template_id: int, customer_id: int, now: dt.datetime | Non
         return _coupon_row(template, customer_id, now, None)
 
 
-def coupon_grant(*, template: CouponTemplate, customer_id: int, now: dt.datetime | None = None) -> Coupon | None:
+def coupon_grant(
+    *, template: CouponTemplate, customer_id: int, now: dt.datetime | None = None, batch: CouponIssue | None = None
+) -> Coupon | None:
     """The shop gives the customer one coupon of ``template`` (a gift, a points-mall exchange,
-    an issue to a tag), in the caller's transaction: ``issued`` + 1 (conditional, the template
-    still active) and the coupon row; None when none is left (nothing written). Counted against
-    ``total``, not ``per_customer``; the caller's own UNIQUE key makes it once per customer."""
+    a staff issue: ``batch``), in the caller's transaction: ``issued`` + 1 (conditional, the
+    template still active) and the coupon row; None when none is left (nothing written). Counted
+    against ``total``, not ``per_customer``; the caller's own UNIQUE key makes it once per
+    customer (a ``batch``'s: the coupon's UNIQUE (batch, customer))."""
     if not _take_one(template.pk):
         return None
-    return _coupon_row(template, customer_id, now or timezone.now(), None)
+    return _coupon_row(template, customer_id, now or timezone.now(), batch)
 
 
 # --- staff issue ---------------------------------------------------------------------------
@@ -291,60 +295,70 @@ def _audience(issue: CouponIssue) -> QuerySet[Customer]:
 
 
 def coupon_issue_run(*, issue_id: int, now: dt.datetime | None = None) -> str:
-    """Grant the issue's coupons, customers in id order from its ``cursor``; returns the status.
-
-    Each customer in its own transaction: template ``issued`` + 1 (conditional) and the coupon
-    (UNIQUE batch + customer: a customer granted before, by an earlier or a parallel run, is
-    skipped and the counter rolls back), the issue's cursor and ``granted`` with it. When the
-    template runs out the rest are counted as ``skipped`` and the issue is DONE. Safe to run
-    twice, or twice at once.
-    """
+    """Grant the issue's coupons (:func:`coupon_issue_walk` over its audience); returns the
+    status. The once-key is the coupon's UNIQUE (batch, customer). Safe to run twice, or twice
+    at once."""
     now = now or timezone.now()
     issue = CouponIssue.objects.select_related("template").filter(pk=issue_id).first()
-    if issue is None or issue.status == CouponIssue.Status.DONE:
+    if issue is None:
         return "done"
-    CouponIssue.objects.filter(pk=issue.pk, status=CouponIssue.Status.PENDING).update(status=CouponIssue.Status.RUNNING)
-    audience = _audience(issue).order_by("pk")
+    return coupon_issue_walk(
+        issue,
+        audience=_audience(issue).values_list("pk", flat=True),
+        key="pk",
+        grant=lambda customer_id: coupon_grant(template=issue.template, customer_id=customer_id, now=now, batch=issue),
+        now=now,
+    )
+
+
+def coupon_issue_walk(issue, *, audience: QuerySet, key: str, grant: Callable[[int], Coupon | None], now) -> str:
+    """The one walk of a staff issue of a template to a set of customers: marketing's
+    ``CouponIssue`` and crm's ``TagCouponIssue`` (rows with ``status``, ``cursor``, ``granted``,
+    ``skipped``, ``finished_at``). ``audience``: the customers' ids, in the field ``key``; walked
+    in id order from the row's ``cursor``, each customer in its own transaction: ``grant(id)``
+    gives the coupon (:func:`coupon_grant`: the template's ``issued`` + 1 and the coupon) with
+    the caller's UNIQUE once-key (an IntegrityError: given before by an earlier, retried or
+    parallel run; everything of that customer rolls back), then the row's ``granted`` and
+    ``cursor``. None from ``grant`` (the template ran out): the customers left are counted
+    ``skipped`` and the issue is DONE. Returns "done"."""
+    model = type(issue)
+    if issue.status == model.Status.DONE:
+        return "done"
+    model.objects.filter(pk=issue.pk, status=model.Status.PENDING).update(status=model.Status.RUNNING)
+    ordered = audience.order_by(key)
     cursor = issue.cursor
-    while True:
-        ids = list(audience.filter(pk__gt=cursor).values_list("pk", flat=True)[:ISSUE_CHUNK])
-        if not ids:
-            break
+    while ids := list(ordered.filter(**{f"{key}__gt": cursor})[:ISSUE_CHUNK]):
         for customer_id in ids:
             cursor = customer_id
             try:
                 with transaction.atomic():
-                    if not _take_one(issue.template_id):
-                        left = audience.filter(pk__gte=customer_id).count()
-                        CouponIssue.objects.filter(pk=issue.pk).update(skipped=left, cursor=customer_id)
-                        _finish(issue.pk, now)
-                        logger.warning(
-                            "coupon issue %s: template %s ran out, %s customers skipped",
-                            issue.pk,
-                            issue.template_id,
-                            left,
-                        )
-                        return "done"
-                    _coupon_row(issue.template, customer_id, now, issue)
-                    CouponIssue.objects.filter(pk=issue.pk).update(cursor=customer_id, granted=F("granted") + 1)
+                    if grant(customer_id) is None:  # nothing written: none left
+                        left = ordered.filter(**{f"{key}__gte": customer_id}).count()
+                        model.objects.filter(pk=issue.pk).update(skipped=left, cursor=customer_id)
+                        logger.warning("coupon issue %s: template ran out, %s customers skipped", issue, left)
+                        return _finish(issue, now)
+                    model.objects.filter(pk=issue.pk).update(cursor=customer_id, granted=F("granted") + 1)
             except IntegrityError:
                 continue  # this customer already has the issue's coupon
-        CouponIssue.objects.filter(pk=issue.pk, cursor__lt=cursor).update(cursor=cursor)
-    _finish(issue.pk, now)
+        model.objects.filter(pk=issue.pk, cursor__lt=cursor).update(cursor=cursor)
+    return _finish(issue, now)
+
+
+def _finish(issue, now: dt.datetime) -> str:
+    model = type(issue)
+    model.objects.filter(pk=issue.pk).exclude(status=model.Status.DONE).update(
+        status=model.Status.DONE, finished_at=now
+    )
     return "done"
 
 
-def _finish(issue_id: int, now: dt.datetime) -> None:
-    CouponIssue.objects.filter(pk=issue_id).exclude(status=CouponIssue.Status.DONE).update(
-        status=CouponIssue.Status.DONE, finished_at=now
-    )
-
-
-def coupon_issues_redispatch() -> int:
-    """Beat: push again every issue not DONE (the row is the source of truth, not Redis)."""
-    pending = list(CouponIssue.objects.exclude(status=CouponIssue.Status.DONE).values_list("pk", flat=True)[:100])
+def coupon_issues_redispatch(model=CouponIssue, push: Callable[..., None] | None = None) -> int:
+    """Beat: push again every issue of ``model`` not DONE with ``push(pk, sweep=True)`` (the row
+    is the source of truth, not Redis); marketing's issues by default."""
+    push = push or _push_issue
+    pending = list(model.objects.exclude(status=model.Status.DONE).values_list("pk", flat=True)[:100])
     for pk in pending:
-        _push_issue(pk, sweep=True)
+        push(pk, sweep=True)
     return len(pending)
 
 

@@ -7,3 +7,11 @@ class MembersConfig(AppConfig):
     name = "apps.members"
     label = "members"
     verbose_name = "会员"
+
+    def ready(self) -> None:
+        """The customer's SVIP expiry rides on the address card the 秒杀 gate reads (free freight
+        decided in front of Django: ``apps.accounts.address_cards.CARD_EXTRAS``)."""
+        from apps.accounts import address_cards
+        from apps.members import selectors
+
+        address_cards.CARD_EXTRAS["member"] = selectors.gate_card

@@ -1,7 +1,8 @@
 """What a member pays at confirm: the level discount or the SVIP member price, per line.
 
 Orders asks this at confirm (``apps.orders.confirm``) for goods lines at their own price (never a
-秒杀, 拼团, 砍价 or points-mall line). Per line the customer gets the LOWER of two, never both:
+秒杀, 拼团, 砍价 or points-mall line; their express freight is free while SVIP all the same:
+:func:`member_freight_fen`). Per line the customer gets the LOWER of two, never both:
 
 - the SKU's ``member_price_fen`` while they are a paid member (SVIP): it becomes the line's price;
 - their level's ``discount_percent`` of the line's amount: the price stays, the discount
@@ -76,6 +77,18 @@ def terms_annotations(*, customer_id: int, now: dt.datetime | None = None) -> di
 def terms_of(row) -> MemberTerms:
     """The terms a row annotated by :func:`terms_annotations` carries."""
     return MemberTerms(discount_percent=row.member_discount_percent, svip=bool(row.member_svip))
+
+
+def member_freight_fen(freight_fen: int, *, svip: bool) -> int:
+    """The express freight (fen) a customer pays for goods: none while SVIP (API.md Members),
+    on every goods order, 秒杀, 拼团 and 砍价 included. Django's confirm and the 秒杀 gate
+    (``starmall.gates.flash_confirm``) both ask it."""
+    return 0 if svip else freight_fen
+
+
+def svip_at_ms(expires_ms: int, now: dt.datetime) -> bool:
+    """SVIP at ``now`` for an expiry in epoch milliseconds (0: none), as :func:`member_terms`."""
+    return expires_ms > int(now.timestamp() * 1000)
 
 
 def level_discount_fen(amount_fen: int, discount_percent: int) -> int:

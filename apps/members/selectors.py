@@ -70,3 +70,10 @@ def cards_on_sale() -> list[MemberCard]:
 def purchase_by_no(purchase_no: str) -> CardPurchase | None:
     """The purchase with this WeChat ``out_trade_no``, or None."""
     return CardPurchase.objects.filter(purchase_no=purchase_no).first()
+
+
+def gate_card(customer_id: int) -> dict:
+    """What the 秒杀 gate needs of the customer's membership (on their address card):
+    ``{"svip_until_ms": SVIP expiry in epoch milliseconds, 0 when never SVIP}``."""
+    expires = Membership.objects.filter(customer_id=customer_id).values_list("svip_expires_at", flat=True).first()
+    return {"svip_until_ms": int(expires.timestamp() * 1000) if expires else 0}

@@ -23,6 +23,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
+from apps.accounts import address_cards
 from apps.accounts.models import Customer
 from apps.members.exceptions import CardUnavailable
 from apps.members.models import CardPurchase, GrowthEvent, Level, MemberCard, Membership
@@ -210,3 +211,4 @@ def _expiry_move(membership: Membership, expires_at: dt.datetime) -> None:
     ):
         raise InvalidState("会员到期时间已被改变。", customer_id=membership.customer_id)
     membership.svip_expires_at = expires_at
+    address_cards.card_refresh_after_commit(membership.customer_id)  # the 秒杀 gate's copy (free freight)

@@ -39,7 +39,7 @@ class _Member(NamedTuple):
     """What the buyer's membership changes in a draft (``apps.members.pricing``)."""
 
     fen: int  # the level discount on goods at their own price (the draft's member_fen), fen
-    free_freight: bool  # a paid member (SVIP) buying at own prices: express freight is free
+    free_freight: bool  # a paid member (SVIP) buying goods, activities included: express freight is free
 
 
 NO_MEMBER = _Member(fen=0, free_freight=False)
@@ -229,16 +229,16 @@ def _lines_resolve(quantities: Counter, sale, *, customer_id: int) -> tuple[list
 def _member_apply(
     kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
 ) -> tuple[list[drafts.DraftLine], _Member]:
-    """``(lines, member)``: goods at their own price (no ``offer``: 秒杀, 拼团 or 砍价,
-    whose price is final, freight included) as the customer's member terms price them
+    """``(lines, member)``: goods at their own price as the customer's member terms price them
     (``apps.members.pricing.line_price``: the SVIP member price as the line's price, or the
-    level discount summed into ``member.fen``, the lower per line; free freight while SVIP).
-    Others: unchanged, :data:`NO_MEMBER`."""
-    if offer is not None or kind != Kind.GOODS:
+    level discount summed into ``member.fen``, the lower per line); goods in an ``offer`` (秒杀,
+    拼团 or 砍价: its price is final) keep their lines. Free express freight while SVIP, offer
+    or not. Consultations: unchanged, :data:`NO_MEMBER`."""
+    if kind != Kind.GOODS:
         return lines, NO_MEMBER
     terms = pricing.terms_of(skus[lines[0].sku_id])
-    if not terms.any:
-        return lines, NO_MEMBER
+    if offer is not None or not terms.any:
+        return lines, _Member(fen=0, free_freight=terms.svip)
     priced, member_fen = [], 0
     for line in lines:
         member = pricing.line_price(
@@ -317,15 +317,17 @@ def _draft_price(
     member: _Member = NO_MEMBER,
 ) -> drafts.OrderDraft:
     """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
-    address (none for a pickup or a consultation; none with ``member.free_freight``, a paid
-    member's), goods plus freight within the order's bounds (``drafts.total_check``), then the
-    member discount ``member.fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
+    address (none for a pickup or a consultation; ``pricing.member_freight_fen``: none with
+    ``member.free_freight``, a paid member's, as the 秒杀 gate computes it too), goods plus
+    freight within the order's bounds (``drafts.total_check``), then the member discount
+    ``member.fen`` (:func:`_member_apply`), the coupon (:func:`_coupon_choose`; none when
     ``offer``, the activity the cart buys in, is set) and the points that take the rest down to
     1 fen at least. ``activity``: the order's ``flash_sale_id``, ``group_buy_id``, ``group_id``,
     ``bargain_no``."""
     address = where.address
     goods_fen = sum(line.amount_fen for line in lines)
-    freight_fen = _freight_quote(lines, skus, address) if address is not None and not member.free_freight else 0
+    freight_fen = _freight_quote(lines, skus, address) if address is not None else 0
+    freight_fen = pricing.member_freight_fen(freight_fen, svip=member.free_freight)
     drafts.total_check(goods_fen + freight_fen)
     member_fen = min(member.fen, goods_fen + freight_fen - 1)  # 1 fen is always paid (WeChat's minimum)
     usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen - member_fen, freight_fen, coupon_id)

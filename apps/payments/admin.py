@@ -58,6 +58,7 @@ class RefundAdmin(ReadOnlyModelAdmin):
     list_display = [
         "out_refund_no",
         "order",
+        "card_purchase",  # a member card's refund has no order
         "refund_fen",
         "reason",
         "customer_reason",
@@ -67,9 +68,9 @@ class RefundAdmin(ReadOnlyModelAdmin):
         "created_at",
         "succeeded_at",
     ]
-    list_select_related = ["order", "after_sale"]
+    list_select_related = ["order", "after_sale", "card_purchase"]
     list_filter = ["status", "reason"]  # status = failed: refunds staff must look at (last_error)
-    search_fields = ["out_refund_no", "order__order_no", "refund_id"]
+    search_fields = ["out_refund_no", "order__order_no", "card_purchase__purchase_no", "refund_id"]
     actions = ["retry"]
 
     @admin.display(description="退款理由")
@@ -112,6 +113,7 @@ from apps.payments import (  # noqa: E402,F401
     admin_attendance,  # the booking admin's attendance actions (老师缺席 refunds)
     admin_groups,  # noqa: E402,F401 - 拼团 groups (ending one refunds)
     admin_invalid,  # invalid notifications per day, queued payment results
+    admin_member_cards,  # member card purchases: the refund action
     admin_recharges,
     admin_reconciliation,
     admin_refund_batches,

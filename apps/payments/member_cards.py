@@ -5,24 +5,32 @@ the days); payments owns the WeChat side: the prepay through the api of ``WECHAT
 (recorded on the row, so a v2 trade stays v2 after a switch), the notification on the SAME
 payment URLs (v2's and v3's) whose "member_card" handler (``apps/payments/notifications.py``)
 claims it by its ``out_trade_no`` (``M...``; order numbers are digits, recharges ``R...``), the
-query of a purchase whose notification was lost, and the expiry sweep. Refunds of an order
-take back its member growth through the follow-up :func:`growth_revoke` (one per refund).
+query of a purchase whose notification was lost, the expiry sweep, and a purchase's refund:
+staff ask for it (:func:`card_refund_request`, the refund approval's permission and limit), it
+is a :class:`Refund` row of the purchase (UNIQUE ``out_refund_no``) run by the shop's one refund
+worker through the purchase's api, and its success (notification v2/v3 or refundquery) moves the
+SVIP expiry back by its share of the days, once (``refunds.refund_succeeded``). Refunds of an
+order take back its member growth through the follow-up :func:`growth_revoke` (one per refund).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 
+from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from apps.accounts.models import Customer
 from apps.members import services as members
 from apps.members.models import CardPurchase
 from apps.orders.models import FollowUp
-from apps.payments import gateway, recharges
+from apps.payments import gateway, recharges, refunds, staff_limits
 from apps.payments.applied import Applied
 from apps.payments.models import Refund
 from starmall.admin_money import yuan
+from starmall.errors import InvalidInput, InvalidState, NotFound
 from starmall.shop import shop_name
 
 
@@ -74,6 +82,42 @@ def card_purchases_expire_due(*, now: dt.datetime | None = None, limit: int = 20
     return recharges.unpaid_sweep(
         due[:limit], sync=lambda purchase: card_sync(purchase=purchase), expired=CardPurchase.Status.EXPIRED
     )
+
+
+REFUNDABLE = (CardPurchase.Status.PAID, CardPurchase.Status.REFUNDED)
+
+
+def card_refund_request(*, purchase_id: int, user, amount_fen: int | None = None) -> Refund:
+    """Staff refund ``amount_fen`` fen (default: all not yet asked) of a paid card purchase
+    through WeChat: a pending :class:`Refund` (``out_refund_no`` = purchase_no + ``R`` + n)
+    dispatched to the refund worker after commit. The purchase row is locked (step 2 of
+    ``starmall/locking.py``) so the refunds asked never add up past ``pay_fen`` (a FAILED one
+    keeps its share: staff retry it). Raises NotFound, InvalidState (not paid, nothing left),
+    InvalidInput (amount outside 1 .. what is left), StaffForbidden (``user`` may not approve
+    that amount: ``staff_limits.refund_approval_check``)."""
+    with transaction.atomic():
+        purchase = CardPurchase.objects.select_for_update().filter(pk=purchase_id).first()
+        if purchase is None:
+            raise NotFound("会员卡购买记录不存在。", purchase_id=purchase_id)
+        if purchase.status not in REFUNDABLE:
+            raise InvalidState("只有已支付的会员卡可以退款。", status=purchase.status)
+        asked = Refund.objects.filter(card_purchase=purchase)
+        left = purchase.pay_fen - (asked.aggregate(fen=Sum("refund_fen"))["fen"] or 0)
+        if left <= 0:
+            raise InvalidState("这张会员卡已全部退款。", purchase_no=purchase.purchase_no)
+        amount = left if amount_fen is None else amount_fen
+        if not 1 <= amount <= left:
+            raise InvalidInput("退款金额不正确。", amount_fen=[f"可退款金额为 1 到 {left} 分"])
+        staff_limits.refund_approval_check(user=user, amount_fen=amount)
+        refund = Refund.objects.create(
+            card_purchase=purchase,
+            out_refund_no=f"{purchase.purchase_no}R{asked.count() + 1}",
+            refund_fen=amount,
+            reason=Refund.Reason.MEMBER_CARD,
+            next_attempt_at=timezone.now(),
+        )
+        transaction.on_commit(partial(refunds.refund_dispatch, refund.pk))
+    return refund
 
 
 def growth_revoke(followup: FollowUp) -> None:

@@ -279,6 +279,7 @@ class Refund(models.Model):
 
     A worker claims it with a conditional UPDATE (pending -> processing), calls WeChat (or
     credits the balance) and retries with the SAME out_refund_no, so WeChat refunds it once.
+    It refunds an order's ``payment`` or a member card purchase (no order): one of the two.
     """
 
     class Status(models.TextChoices):
@@ -292,12 +293,25 @@ class Refund(models.Model):
         AFTER_SALE = "after_sale", "售后退款"
         LATE_PAYMENT = "late_payment", "订单已取消后到账"
         DUPLICATE_PAYMENT = "duplicate_payment", "重复支付"
+        MEMBER_CARD = "member_card", "会员卡退款"  # staff refund a paid card (apps.payments.member_cards)
 
     MAX_ATTEMPTS = 3
     BACKOFF_SECONDS = (60, 300, 900)  # wait after the 1st, 2nd, 3rd failed try
 
-    order = models.ForeignKey("orders.Order", verbose_name="订单", on_delete=models.PROTECT, related_name="refunds")
-    payment = models.ForeignKey(Payment, verbose_name="支付", on_delete=models.PROTECT, related_name="refunds")
+    order = models.ForeignKey(
+        "orders.Order", verbose_name="订单", null=True, blank=True, on_delete=models.PROTECT, related_name="refunds"
+    )
+    payment = models.ForeignKey(
+        Payment, verbose_name="支付", null=True, blank=True, on_delete=models.PROTECT, related_name="refunds"
+    )
+    card_purchase = models.ForeignKey(
+        "members.CardPurchase",
+        verbose_name="会员卡购买",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="refunds",
+    )
     after_sale = models.OneToOneField(
         "orders.AfterSale",
         verbose_name="退款申请",
@@ -331,10 +345,23 @@ class Refund(models.Model):
                 condition=~models.Q(reason="after_sale"),
                 name="refund_once_per_payment_reason",
             ),
+            models.CheckConstraint(  # an order's payment, or a card purchase (which has no order)
+                condition=models.Q(order__isnull=False, payment__isnull=False, card_purchase__isnull=True)
+                | models.Q(order__isnull=True, payment__isnull=True, card_purchase__isnull=False),
+                name="refund_of_payment_or_card",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.out_refund_no
+
+    @property
+    def trade(self) -> tuple[str, int, str]:
+        """The WeChat trade refunded, ``(out_trade_no, total_fee fen, api)``: the payment's or
+        the card purchase's."""
+        if self.payment_id:
+            return self.payment.out_trade_no, self.payment.total_fee, self.payment.api
+        return self.card_purchase.purchase_no, self.card_purchase.pay_fen, self.card_purchase.api
 
 
 class ReconciliationRun(models.Model):

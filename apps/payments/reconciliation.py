@@ -58,7 +58,7 @@ from functools import partial
 from zoneinfo import ZoneInfo
 
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from apps.alerts.models import Alert
@@ -273,21 +273,17 @@ def local_rows(bill_date: dt.date, bill: Bill, api: str | None = None) -> tuple[
             else:
                 others[p["out_trade_no"]] = p["status"]
 
-    refund_fields = ("out_refund_no", "refund_fen", "status", "payment__out_trade_no")
+    refund_fields = ("out_refund_no", "refund_fen", "status", "payment__out_trade_no", "card_purchase__purchase_no")
     found = list(
         Refund.objects.filter(
-            payment__method=PayMethod.WECHAT,
-            status__in=_LOCAL_REFUND_LIVE,
-            created_at__gte=start,
-            created_at__lt=end,
-            **({"payment__api": api} if api else {}),
+            _wechat_refunds(api), status__in=_LOCAL_REFUND_LIVE, created_at__gte=start, created_at__lt=end
         ).values(*refund_fields)
     )
     for keys in _chunks({r.out_refund_no for r in bill.refunds} - {r["out_refund_no"] for r in found}):
         found += Refund.objects.filter(out_refund_no__in=keys).values(*refund_fields)
     refunds = {
         r["out_refund_no"]: {
-            "out_trade_no": r["payment__out_trade_no"] or "",
+            "out_trade_no": r["payment__out_trade_no"] or r["card_purchase__purchase_no"] or "",
             "refund_fen": r["refund_fen"],
             "status": r["status"],
         }
@@ -368,6 +364,14 @@ def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
     )
 
 
+def _wechat_refunds(api: str | None) -> Q:
+    """Refunds through WeChat: of a WeChat payment or of a member card purchase; of ``api`` only
+    when given."""
+    if api:
+        return Q(payment__method=PayMethod.WECHAT, payment__api=api) | Q(card_purchase__api=api)
+    return Q(payment__method=PayMethod.WECHAT) | Q(card_purchase__isnull=False)
+
+
 def apis_of_day(bill_date: dt.date) -> list[str]:
     """The Pay APIs whose bill of ``bill_date`` is read: ``WECHAT_PAY_API``, and the api of every
     WeChat payment or recharge paid that (Beijing) day and of every refund of one made that day."""
@@ -377,11 +381,9 @@ def apis_of_day(bill_date: dt.date) -> list[str]:
     apis |= set(Payment.objects.filter(method=PayMethod.WECHAT, **day).values_list("api", flat=True).distinct())
     apis |= set(Recharge.objects.filter(**day).values_list("api", flat=True).distinct())
     apis |= set(CardPurchase.objects.filter(**day).values_list("api", flat=True).distinct())
-    apis |= set(
-        Refund.objects.filter(payment__method=PayMethod.WECHAT, created_at__gte=start, created_at__lt=end)
-        .values_list("payment__api", flat=True)
-        .distinct()
-    )
+    made = Refund.objects.filter(_wechat_refunds(None), created_at__gte=start, created_at__lt=end)
+    apis |= set(made.filter(payment__isnull=False).values_list("payment__api", flat=True).distinct())
+    apis |= set(made.filter(card_purchase__isnull=False).values_list("card_purchase__api", flat=True).distinct())
     return sorted(apis)
 
 

@@ -29,6 +29,8 @@ from apps.alerts.models import Alert
 from apps.alerts.services import alert_on_failure
 from apps.appointments import selectors as booking_selectors
 from apps.catalog.models import Kind
+from apps.members import services as members
+from apps.members.models import CardPurchase
 from apps.orders import followups
 from apps.orders import services as orders
 from apps.orders.models import AfterSale, FollowUp, Order, OrderStatus, PayMethod
@@ -278,15 +280,16 @@ def refund_execute(*, refund_id: int, now: dt.datetime | None = None) -> str:
         != 1
     ):
         return Refund.objects.filter(pk=refund_id).values_list("status", flat=True).first() or "missing"
-    refund = Refund.objects.select_related("payment", "order").get(pk=refund_id)
-    if refund.payment.method == PayMethod.BALANCE:
+    refund = Refund.objects.select_related("payment", "order", "card_purchase").get(pk=refund_id)
+    if refund.payment_id and refund.payment.method == PayMethod.BALANCE:
         refund_succeeded(refund=refund, credit_balance=True)
         return Refund.Status.SUCCESS
-    try:
-        refund_id_wx = gateway.gateway_for(refund.payment.api).refund(
-            out_trade_no=refund.payment.out_trade_no,
+    out_trade_no, total_fee, api = refund.trade  # a payment's, or a card purchase's
+    try:  # through the api the trade was made with
+        refund_id_wx = gateway.gateway_for(api).refund(
+            out_trade_no=out_trade_no,
             out_refund_no=refund.out_refund_no,
-            total_fee=refund.payment.total_fee,
+            total_fee=total_fee,
             refund_fee=refund.refund_fen,
             reason=refund.get_reason_display(),
         )
@@ -335,6 +338,7 @@ def refund_mark_failed(refund: Refund, error: str) -> None:
 
     def alert() -> dict[str, str]:
         order_no = Order.objects.filter(pk=refund.order_id).values_list("order_no", flat=True).first()
+        order_no = order_no or refund.trade[0]  # a member card purchase has no order: its number
         return dict(
             key=f"refund:{refund.out_refund_no}:failed",
             kind=Alert.Kind.REFUND_FAILED,
@@ -365,13 +369,10 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     once deadlocked with a balance payment of the same customer.
     """
     with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
+        if refund.card_purchase_id:  # no order: the purchase's SVIP days go back instead
+            return _card_refund_succeeded(refund)
         order = orders.order_lock(order_id=refund.order_id)
-        if (
-            Refund.objects.filter(
-                pk=refund.pk, status__in=(Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
-            ).update(status=Refund.Status.SUCCESS, succeeded_at=timezone.now(), last_error="")
-            != 1
-        ):
+        if not _mark_success(refund):
             return False
         if refund.after_sale_id:
             AfterSale.objects.filter(pk=refund.after_sale_id).update(status=AfterSale.Status.REFUNDED)
@@ -406,6 +407,30 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     return True
 
 
+def _mark_success(refund: Refund) -> bool:
+    """The refund's one ``-> success`` (conditional UPDATE); False when it was already."""
+    live = (Refund.Status.PROCESSING, Refund.Status.SUBMITTED, Refund.Status.PENDING)
+    return (
+        Refund.objects.filter(pk=refund.pk, status__in=live).update(
+            status=Refund.Status.SUCCESS, succeeded_at=timezone.now(), last_error=""
+        )
+        == 1
+    )
+
+
+def _card_refund_succeeded(refund: Refund) -> bool:
+    """A member card's refund arrived: SUCCESS once, and in the same transaction the purchase's
+    refunded total and the customer's SVIP expiry moved back by its share of the days
+    (``members.card_purchase_refunded``; the purchase row, then the member row: steps 2 and 5).
+    Caller holds the transaction."""
+    if not _mark_success(refund):
+        return False
+    purchase = CardPurchase.objects.get(pk=refund.card_purchase_id)
+    if not members.card_purchase_refunded(purchase=purchase, refund_fen=refund.refund_fen):
+        raise InvalidState("会员卡退款超过了已支付金额。", out_refund_no=refund.out_refund_no)
+    return True
+
+
 def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
     """Beat: run due refunds (first try lost, back-off over, dead worker) and ask WeChat about
     submitted ones with no notification yet. Returns counts by resulting status."""
@@ -418,9 +443,9 @@ def refunds_sweep(*, now: dt.datetime | None = None) -> dict[str, int]:
         status = refund_execute(refund_id=refund_id, now=now)
         counts[status] = counts.get(status, 0) + 1
     submitted = Refund.objects.filter(status=Refund.Status.SUBMITTED, next_attempt_at__lte=now)
-    for refund in submitted.select_related("payment")[:200]:
-        try:  # through the api its payment was made with (a v2 payment stays v2 after a switch)
-            state = gateway.gateway_for(refund.payment.api).refund_query(out_refund_no=refund.out_refund_no)
+    for refund in submitted.select_related("payment", "card_purchase")[:200]:
+        try:  # through the api its trade was made with (a v2 payment stays v2 after a switch)
+            state = gateway.gateway_for(refund.trade[2]).refund_query(out_refund_no=refund.out_refund_no)
         except (gateway.PayUnavailable, gateway.PayRejected, gateway.BadSignature) as exc:
             logger.warning("refundquery %s failed: %s", refund.out_refund_no, exc)
             continue

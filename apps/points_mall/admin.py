@@ -5,16 +5,20 @@
   ``services.item_stock_adjust`` (conditional UPDATE, never below 0). Django's own item
   permissions.
 * Exchanges: read-only (made by ``services.item_exchange``); a goods exchange's order is
-  shipped from the order list like any other.
+  shipped from the order list like any other. Action 撤销兑换 (``points_mall.reverse_exchange``)
+  through ``reversals.exchange_reverse``: points and the item's stock back, once; goods not yet
+  shipped (or, with the "goods returned" action, shipped and back), a coupon still unused.
 """
 
 from django import forms
 from django.contrib import admin, messages
 
-from apps.points_mall import services
+from apps.points_mall import reversals, services
 from apps.points_mall.models import Exchange, Item
-from starmall.admin import ChangedFieldsAdmin, ReadOnlyModelAdmin
-from starmall.errors import InvalidInput
+from starmall.admin import ChangedFieldsAdmin, Outcome, ReadOnlyModelAdmin, report, require_perm
+from starmall.errors import InvalidInput, ShopError
+
+REVERSE = "points_mall.reverse_exchange"
 
 
 class ItemForm(forms.ModelForm):
@@ -74,7 +78,43 @@ class ItemAdmin(ChangedFieldsAdmin):
 
 @admin.register(Exchange)
 class ExchangeAdmin(ReadOnlyModelAdmin):
-    list_display = ["exchange_no", "customer", "item", "kind", "points", "order_no", "coupon", "created_at"]
+    list_display = [
+        "exchange_no",
+        "customer",
+        "item",
+        "kind",
+        "points",
+        "order_no",
+        "coupon",
+        "created_at",
+        "reversed_at",
+    ]
     list_filter = ["kind"]
     search_fields = ["exchange_no", "order_no", "customer__openid", "customer__nickname"]
     list_select_related = ["customer", "item", "coupon"]
+    actions = ["reverse", "reverse_returned"]
+
+    def has_reverse_permission(self, request):
+        return request.user.has_perm(REVERSE)
+
+    def _reverse(self, request, queryset, *, returned: bool) -> None:
+        require_perm(request, REVERSE)
+        outcomes = []
+        for exchange in queryset.order_by("pk"):
+            try:
+                reversals.exchange_reverse(
+                    exchange_id=exchange.pk, actor=f"staff:{request.user.get_username()}", returned=returned
+                )
+            except ShopError as exc:
+                outcomes.append(Outcome(exchange.exchange_no, messages.WARNING, f"未撤销：{exc.message}"))
+                continue
+            outcomes.append(Outcome(exchange.exchange_no, messages.SUCCESS, f"已撤销，退回 {exchange.points} 积分"))
+        report(request, "撤销兑换", outcomes)
+
+    @admin.action(description="撤销兑换（未发货的商品 / 未使用的券；退回积分和库存）", permissions=["reverse"])
+    def reverse(self, request, queryset):
+        self._reverse(request, queryset, returned=False)
+
+    @admin.action(description="撤销兑换（已发货，商品已退回）", permissions=["reverse"])
+    def reverse_returned(self, request, queryset):
+        self._reverse(request, queryset, returned=True)

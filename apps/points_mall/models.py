@@ -58,7 +58,11 @@ class Item(models.Model):
 
 class Exchange(models.Model):
     """One exchange: ``points`` taken (a WalletEvent EXCHANGE row, ref ``exchange_no``) and
-    either the goods order ``order_no`` or the ``coupon`` given, all in one transaction."""
+    either the goods order ``order_no`` or the ``coupon`` given, all in one transaction.
+
+    Reversed at most once (``reversed_at`` set by a conditional UPDATE): the order refunded or
+    the unused coupon withdrawn, the points back (a RETURN row, ref ``exchange_no``) and the
+    item's stock back, in one transaction (``services.exchange_reverse``)."""
 
     exchange_no = models.CharField(verbose_name="兑换单号", max_length=32, unique=True)
     customer = models.ForeignKey(
@@ -72,11 +76,14 @@ class Exchange(models.Model):
         "accounts.Coupon", verbose_name="优惠券", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )  # coupon
     created_at = models.DateTimeField(verbose_name="兑换时间", auto_now_add=True)
+    reversed_at = models.DateTimeField(verbose_name="撤销时间", null=True, blank=True)
+    reversed_by = models.CharField(verbose_name="撤销人", max_length=64, blank=True)
 
     class Meta:
         verbose_name = "积分兑换记录"
         verbose_name_plural = "积分兑换记录"
         ordering = ["-id"]
+        permissions = [("reverse_exchange", "可以撤销积分兑换（退回积分）")]
         indexes = [models.Index(fields=["customer", "item"], name="pointsmall_exchange_cust_idx")]
 
     def __str__(self) -> str:

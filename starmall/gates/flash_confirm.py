@@ -24,6 +24,7 @@ from apps.accounts.tokens import token_key
 from apps.catalog import soldout
 from apps.catalog.models import Kind
 from apps.marketing import flash_quota
+from apps.members import pricing
 from apps.orders import drafts, flash_reservations
 from apps.orders.api.serializers import ConfirmOutSerializer
 from apps.shipping.calculator import FreightLine, freight_quote
@@ -91,10 +92,12 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
     if int(quota) < units:
         return _refusal(["soldout", int(quota)], info, sale_id, sku_id, units)
     address = address_cards.card_read(address_raw)
-    if address is None or terms_raw is None or data.get("address_id") not in (None, address["id"]):
+    member = address_cards.card_extras(address_raw).get("member")  # the SVIP expiry (free freight)
+    if address is None or member is None or terms_raw is None or data.get("address_id") not in (None, address["id"]):
         return None
     terms = cache_client.default().client.decode(terms_raw)
-    draft = _draft(int(customer), sale_id, sku_id, units, info, address, terms, now)
+    svip = pricing.svip_at_ms(member["svip_until_ms"], now)
+    draft = _draft(int(customer), sale_id, sku_id, units, info, address, terms, now, svip=svip)
     if draft is None:
         return None
     args = flash_reservations.take_args(
@@ -145,10 +148,20 @@ def _refusal(reason: list, info: dict, sale_id: int, sku_id: int, units: int):
 
 
 def _draft(
-    customer_id: int, sale_id: int, sku_id: int, units: int, info: dict, address: dict, terms: dict, now: dt.datetime
+    customer_id: int,
+    sale_id: int,
+    sku_id: int,
+    units: int,
+    info: dict,
+    address: dict,
+    terms: dict,
+    now: dt.datetime,
+    *,
+    svip: bool,
 ) -> dict | None:
     """The draft ``order_confirm`` would store (``OrderDraft.to_json``) from the sale's card
-    ``info``, the address card and the freight ``terms``; None when Django refuses its total."""
+    ``info``, the address card and the freight ``terms`` (none while ``svip``:
+    ``pricing.member_freight_fen``, as Django's confirm); None when Django refuses its total."""
     line = drafts.DraftLine.priced(
         sku_id=sku_id,
         product_id=info["product_id"],
@@ -170,6 +183,7 @@ def _draft(
         address["province"],
         address["city"],
     )
+    freight_fen = pricing.member_freight_fen(freight_fen, svip=svip)
     try:
         draft = drafts.draft_build(
             customer_id=customer_id,

@@ -134,3 +134,35 @@ def test_an_issue_needs_a_tag_and_an_active_template(make_customer):
     with pytest.raises(NotFound):
         tag_coupons.tag_coupon_issue_start(tag_id=999999, template_id=_template().pk)
     assert TagCouponIssue.objects.count() == 0
+
+
+def test_tag_issues_and_marketings_issues_share_one_walk(make_customer, monkeypatch):
+    """One implementation: both kinds of issue go through ``coupons.coupon_issue_walk`` (their
+    own once-keys), and beat's re-push of both is ``coupons.coupon_issues_redispatch``."""
+    from apps.marketing import coupons
+    from apps.marketing.models import CouponIssue
+
+    walked = []
+    walk = coupons.coupon_issue_walk
+    monkeypatch.setattr(
+        coupons, "coupon_issue_walk", lambda issue, **kw: walked.append(type(issue)) or walk(issue, **kw)
+    )
+    tag = Tag.objects.create(name="共用")
+    customers = [make_customer() for _ in range(3)]
+    tags.customers_tag(tag_id=tag.pk, customer_ids=[c.pk for c in customers[:2]])
+    template = _template(total=10)
+    by_tag = tag_coupons.tag_coupon_issue_start(tag_id=tag.pk, template_id=template.pk)
+    by_filter = coupons.coupon_issue_start(template_id=template.pk, min_points=0)
+    pushed = []
+    monkeypatch.setattr(tag_coupons, "_push", lambda pk, sweep=False: pushed.append(("tag", pk)))
+    monkeypatch.setattr(coupons, "_push_issue", lambda pk, sweep=False: pushed.append(("marketing", pk)))
+    assert tag_coupons.tag_coupon_issues_redispatch() == 1 and coupons.coupon_issues_redispatch() == 1
+    assert pushed == [("tag", by_tag.pk), ("marketing", by_filter.pk)]
+    for _ in range(2):  # a retry changes nothing
+        tag_coupons.tag_coupon_issue_run(issue_id=by_tag.pk)
+        coupons.coupon_issue_run(issue_id=by_filter.pk)
+    assert walked == [TagCouponIssue, CouponIssue] * 2
+    counts = sorted(Coupon.objects.filter(template=template).values_list("customer_id", flat=True))
+    assert counts == sorted([c.pk for c in customers[:2]] * 2 + [customers[2].pk])
+    assert CouponTemplate.objects.get(pk=template.pk).issued == 5
+    assert tag_coupons.tag_coupon_issues_redispatch() == 0 == coupons.coupon_issues_redispatch()

@@ -176,3 +176,62 @@ def test_random_baskets_always_add_up_in_confirm_and_in_the_order(make_customer,
 
     check()
     assert len(made) == 40
+
+
+def test_random_svip_activity_orders_add_up_with_free_freight_and_no_member_price(make_customer, make_sku):
+    """Property, 秒杀 orders: over random sale prices, levels, SVIP, member prices and points, the
+    draft is at the sale's price with no ``member_fen``, freight is free exactly while SVIP, and
+    goods + freight - coupon - points - member = pay >= 1 (in the order too)."""
+    from apps.marketing.models import FlashSale
+
+    sku = make_sku(price_fen=100, stock=10**6, name="秒杀商品")
+    customer = make_customer(points=10**6)
+    Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
+    level = _level(100)
+    starts = timezone.now() - dt.timedelta(minutes=5)
+    sale = FlashSale.objects.create(
+        title="秒杀", sku=sku, price_fen=100, stock=10**6, limit_per_customer=10**6, starts_at=starts,
+        ends_at=starts + dt.timedelta(hours=2),
+    )  # fmt: skip
+    made = []
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(
+        price=st.integers(1, 20_000),
+        member=st.one_of(st.none(), st.integers(1, 20_000)),
+        percent=st.integers(1, 100),
+        svip=st.booleans(),
+        points=st.one_of(st.just(0), st.just(True), st.integers(1, 5000)),
+    )
+    def check(price, member, percent, svip, points):
+        Level.objects.filter(pk=level.pk).update(discount_percent=percent)
+        _svip(customer, days=30 if svip else -1)
+        Sku.objects.filter(pk=sku.pk).update(price_fen=price + 5000, member_price_fen=member)
+        FlashSale.objects.filter(pk=sale.pk).update(price_fen=price)
+        Customer.objects.filter(pk=customer.pk).update(points=10**6)
+        customer.refresh_from_db()
+        draft = order_confirm(
+            customer=customer, items=[{"sku_id": sku.pk, "quantity": 1}], flash_sale_id=sale.pk, use_points=points
+        )
+        assert [line["price_fen"] for line in draft["lines"]] == [price]
+        assert draft.get("member_fen", 0) == 0
+        assert (draft["freight_fen"] == 0) is (svip or price >= 9900)  # the default template: free from 99 yuan
+        total = draft["goods_fen"] + draft["freight_fen"] - draft["coupon_fen"] - draft["points_fen"]
+        assert draft["pay_fen"] == total >= 1
+        if len(made) < 15:
+            order, _ = order_create(customer=customer, order_key=draft["order_key"])
+            Order.objects.filter(pk=order.pk).update(status="cancelled")  # out of the unpaid caps
+            made.append(order.pk)
+            row = Order.objects.get(pk=order.pk)
+            assert (row.member_fen, row.freight_fen, row.pay_fen) == (0, draft["freight_fen"], draft["pay_fen"])
+
+    check()
+    assert len(made) == 15

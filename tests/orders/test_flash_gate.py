@@ -283,3 +283,38 @@ def test_a_confirm_django_answered_leaves_the_address_card_for_the_gate(gate, he
     assert call(app, body=_body(sale), headers=headers)[0] == 200  # now decided in front of Django
     assert len(inner.bodies) == 1
     assert _quota(sale) == (3, {customer.pk: 2})
+
+
+def test_an_svip_winner_ships_free_in_the_gate_as_in_django(
+    gate, headers, make_sale, ready, customer, django_capture_on_commit_callbacks
+):
+    """The SVIP expiry rides on the address card: the gate's draft has no freight, equal to
+    Django's; a purchase that makes the customer SVIP refreshes the card after its commit."""
+    from apps.members import services as members
+    from apps.members.models import MemberCard
+
+    app, inner = gate
+    sale = make_sale(stock=5, limit=3, price_fen=5000)
+    plain = call(app, body=_body(sale), headers=headers)
+    assert (plain[0], json.loads(plain[2])["freight_fen"]) == (200, 1000)
+    card = MemberCard.objects.create(name="月卡", days=30, pay_fen=1990)
+    purchase = members.card_purchase_create(customer=customer, card_id=card.pk, api="v2")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert members.card_purchase_apply_paid(purchase=purchase, transaction_id="4200000009", paid_at=timezone.now())
+    assert address_cards.card_extras(get_redis_connection("default").get(address_cards.card_key(customer.pk))) == {
+        "member": {"svip_until_ms": int(purchase.customer.membership.svip_expires_at.timestamp() * 1000)}
+    }
+    answer = call(app, body=_body(sale), headers=headers)
+    assert inner.bodies == []  # decided in Redis
+    draft = json.loads(answer[2])
+    assert (answer[0], draft["goods_fen"], draft["freight_fen"], draft["pay_fen"]) == (200, 5000, 0, 5000)
+    _same(answer, django_answer(_body(sale), headers), fresh=FRESH)  # Django: the same free freight
+
+
+def test_an_address_card_without_the_member_terms_goes_to_django(gate, headers, make_sale, ready, customer):
+    app, inner = gate
+    sale = make_sale(stock=5, limit=2)
+    conn = get_redis_connection("default")
+    conn.set(address_cards.card_key(customer.pk), json.dumps({"id": ready.pk, **ready.snapshot()}))  # an older card
+    assert call(app, body=_body(sale), headers=headers) == (200, {}, b"django")
+    assert len(inner.bodies) == 1
