@@ -85,3 +85,20 @@ def test_estimate_above_the_threshold_on_postgresql(monkeypatch):
     assert not [q for q in seen.captured_queries if "COUNT(" in q["sql"].upper()]
     monkeypatch.setattr(estimated_count, "ESTIMATE_ABOVE", 10_000)
     assert estimated_count.count(Order.objects.filter(status=OrderStatus.UNPAID)) == 1  # exact below
+
+
+def test_dashboard_figures_cached_to_do_counts_live():
+    from apps.backoffice import selectors
+
+    _seed(50)
+    first = selectors.dashboard()
+    to_ship = first["todo"]["to_ship"]
+    Order.objects.filter(status=OrderStatus.PAID, kind="goods", delivery="express").update(status="shipped")
+    with CaptureQueriesContext(connection) as seen:
+        again = selectors.dashboard()
+    assert again["month"] == first["month"] and again["top_products"] == first["top_products"]
+    assert to_ship > 0 and again["todo"]["to_ship"] == 0  # live
+    assert not [q for q in seen.captured_queries if "orders_orderline" in q["sql"]]  # figures from the cache
+    assert selectors.dashboard(now=None)["month"] == first["month"]
+    fresh = selectors.period_figures()
+    assert fresh["month"]["orders"] == first["month"]["orders"]
