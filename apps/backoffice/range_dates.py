@@ -12,8 +12,11 @@ from __future__ import annotations
 import datetime as dt
 from functools import cache
 
+from django.db import connections
 from django.db.models import Max, Min, QuerySet
 from django.utils import timezone
+
+from apps.backoffice.estimated_count import planner_rows
 
 
 def _periods(first: dt.datetime, last: dt.datetime, kind: str) -> list[dt.datetime]:
@@ -32,15 +35,46 @@ def _periods(first: dt.datetime, last: dt.datetime, kind: str) -> list[dt.dateti
     return out
 
 
+#: a filtered list estimated at most this many rows takes its bounds from its own rows
+FENCE_ROWS = 50_000
+
+
+def _bounds(queryset: QuerySet, field_name: str) -> tuple:
+    """``(MIN, MAX)`` of ``field_name`` over ``queryset``. Plain MIN/MAX walks the column's index
+    from either end until a row passes the filter: immediate for the whole list or a common
+    status, but a walk over nearly every order when the filtered rows all sit at one end (the
+    unpaid ones are all recent). On PostgreSQL a filtered list the planner puts at most
+    ``FENCE_ROWS`` rows takes the bounds from its own rows instead (``OFFSET 0``: found by the
+    filter's index first)."""
+    connection = connections[queryset.db]
+    if connection.vendor == "postgresql" and queryset.query.where and planner_rows(queryset) <= FENCE_ROWS:
+        sql, params = queryset.values(field_name).query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT MIN(v), MAX(v) FROM ({sql} OFFSET 0) AS fenced(v)", params)  # noqa: S608
+            return cursor.fetchone()
+    bounds = QuerySet.aggregate(queryset, lo=Min(field_name), hi=Max(field_name))
+    return bounds["lo"], bounds["hi"]
+
+
 class RangeDatesMixin:
+    def aggregate(self, *args, **kwargs):
+        """The drill-down's own ``aggregate(first=Min(f), last=Max(f))`` through :func:`_bounds`."""
+        first, last = kwargs.get("first"), kwargs.get("last")
+        if not args and len(kwargs) == 2 and isinstance(first, Min) and isinstance(last, Max):
+            name = getattr(first.source_expressions[0], "name", None)
+            if name and name == getattr(last.source_expressions[0], "name", None):
+                lo, hi = _bounds(self.order_by(), name)
+                return {"first": lo, "last": hi}
+        return super().aggregate(*args, **kwargs)
+
     def datetimes(self, field_name, kind, order="ASC", tzinfo=None, is_dst=None):
         if kind not in ("year", "month", "day") or not isinstance(self, QuerySet):
             return super().datetimes(field_name, kind, order, tzinfo)
-        bounds = self.order_by().aggregate(first=Min(field_name), last=Max(field_name))
-        if bounds["first"] is None:
+        first, last = _bounds(self.order_by(), field_name)
+        if first is None:
             return []
         zone = tzinfo or timezone.get_current_timezone()
-        found = _periods(timezone.localtime(bounds["first"], zone), timezone.localtime(bounds["last"], zone), kind)
+        found = _periods(timezone.localtime(first, zone), timezone.localtime(last, zone), kind)
         return found[::-1] if order == "DESC" else found
 
 
