@@ -17,7 +17,8 @@ from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
-from apps.backoffice import order_printing, order_search, order_shipping_info, order_workbench
+from apps.backoffice import estimated_count, order_printing, order_search, order_shipping_info, order_workbench
+from apps.backoffice.range_dates import range_dates
 from apps.orders import admin as orders_admin
 from apps.orders.admin import staff_actor, status_now
 from apps.orders.models import AfterSale, Order, OrderStatus
@@ -75,6 +76,9 @@ class OrderAdmin(order_printing.PrintActions, orders_admin.OrderAdmin):
     # the search box; what it looks at and how: get_search_results (apps.backoffice.order_search)
     search_fields = ["order_no"]
     search_help_text = order_search.HELP_TEXT
+    # a million orders: page links from an estimate, no second count (apps.backoffice.estimated_count)
+    paginator = estimated_count.EstimatedCountPaginator
+    show_full_result_count = False
     list_before_template = "admin/starmall/order_tabs.html"
     change_form_outer_before_template = "admin/starmall/order_summary.html"  # outside the page's form: its own forms
     # the summary above shows lines, shipment, refunds and log compactly; the follow-ups stay below
@@ -160,9 +164,14 @@ class OrderAdmin(order_printing.PrintActions, orders_admin.OrderAdmin):
 
     def get_queryset(self, request):
         latest = Payment.objects.filter(order=OuterRef("pk")).order_by("-id").values("status")[:1]
-        return (
-            super().get_queryset(request).annotate(latest_pay_status=Subquery(latest)).select_related("shipping_info")
+        queryset = (
+            super()
+            .get_queryset(request)
+            .annotate(latest_pay_status=Subquery(latest))
+            # the customer too: a select_related here replaces list_select_related
+            .select_related("shipping_info", "customer")
         )
+        return range_dates(queryset)  # the date drill-down from MIN/MAX, not a scan
 
     def get_search_results(self, request, queryset, search_term):
         """Order number, phones, tracking number exactly; receiver's name and nickname by their

@@ -75,6 +75,14 @@ class Payment(models.Model):
         verbose_name_plural = "支付"
         ordering = ["-id"]
         permissions = [("resolve_payment", "可以处理状态未知 / 人工处理的支付（向微信查询）")]
+        # The few uncertain payments: the per-minute check and the to-do count, without reading them all.
+        indexes = [
+            models.Index(
+                fields=["status", "next_check_at"],
+                name="payment_uncertain_idx",
+                condition=models.Q(status__in=["unknown", "manual"]),
+            )
+        ]
         constraints = [
             # The sum of refunds never exceeds what was paid (WECHAT.md: sum <= total_fee).
             models.CheckConstraint(

@@ -1,0 +1,278 @@
+"""A shop with a million orders: realistic bulk data for the volume benchmark (``seed_volume``).
+
+One run adds ``customers`` customers and ``orders`` orders spread over the last 365 Shanghai
+days (daytime-heavy), in every status, with their lines, status log, payments, after-sales,
+refunds, shipments, balance/points ledger rows, follow-ups, distributors and commissions (with
+their ledger), written in batches by ``volume_writer`` (COPY on PostgreSQL). Every unique key
+carries the run's number (orders ``V<run:03><n:09>``, customers ``vol-<run>-<n>``), the next
+number after the last run's customers: running it again adds a second, disjoint set. Balances,
+points and distributor totals are set from their ledger rows at the end, so the ledger sums hold.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import OuterRef, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from apps.accounts.models import Customer, WalletEvent
+from apps.backoffice.volume_orders import write_batch
+from apps.backoffice.volume_writer import insert, new, reserve_ids
+from apps.catalog.models import Category, Product, Sku
+from apps.distribution.models import Distributor, LedgerEntry
+from apps.orders.models import Order, OrderLine, OrderStatus, PayMethod
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+# Shares of the statuses (per mille) of the orders that are not unpaid.
+STATUS_SHARES = {
+    OrderStatus.COMPLETED: 560,
+    OrderStatus.SHIPPED: 120,
+    OrderStatus.PAID: 100,
+    OrderStatus.CANCELLED: 140,
+    OrderStatus.REFUNDED: 50,
+    OrderStatus.REFUNDING: 10,
+}
+UNPAID_EVERY = 2000  # one order in this many is unpaid: the last day's, most of them past their deadline
+HOUR_WEIGHTS = [1, 1, 1, 1, 1, 1, 2, 3, 5, 7, 8, 9, 10, 9, 8, 8, 8, 9, 10, 12, 13, 12, 8, 4]
+SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗"
+GIVEN = "伟芳娜敏静丽强磊军洋勇艳杰娟涛明超秀霞平刚桂英华玉兰"
+CITIES = [
+    ("上海市", "上海市", "浦东新区"),
+    ("广东省", "深圳市", "南山区"),
+    ("浙江省", "杭州市", "西湖区"),
+    ("北京市", "北京市", "朝阳区"),
+]
+CARRIERS = [("shunfeng", "顺丰速运"), ("zhongtong", "中通快递"), ("yuantong", "圆通速递")]
+BATCH = 20_000
+
+
+@dataclass
+class Run:
+    """One seeding run's fixed parts: its number, clock, catalog, customers and distributors."""
+
+    number: int
+    now: dt.datetime
+    rng: random.Random
+    skus: list[Sku] = field(default_factory=list)
+    customers: list[int] = field(default_factory=list)
+    referrer: dict[int, int] = field(default_factory=dict)  # customer id -> distributor id
+    counts: Counter = field(default_factory=Counter)
+
+
+def next_run_number() -> int:
+    """1 + the run number in the newest seeded customer's openid (1 for the first run)."""
+    last = Customer.objects.filter(openid__startswith="vol-").order_by("-id").values_list("openid", flat=True)[:1]
+    return int(last[0].split("-")[1]) + 1 if last else 1
+
+
+def _name(rng: random.Random) -> str:
+    return rng.choice(SURNAMES) + "".join(rng.choice(GIVEN) for _ in range(rng.randint(1, 2)))
+
+
+def _catalog(run: Run) -> None:
+    category = Category.objects.create(name=f"压测{run.number}")
+    for i in range(30):
+        product = Product.objects.create(category=category, name=f"压测商品{run.number}-{i}")
+        run.skus.append(
+            Sku.objects.create(product=product, price_fen=run.rng.choice([990, 1990, 3900, 6800, 12800]), stock=10**6)
+        )
+
+
+def _customers(run: Run, count: int) -> None:
+    rng = run.rng
+    for start in range(0, count, BATCH):
+        n = min(BATCH, count - start)
+        with transaction.atomic():
+            ids = reserve_ids(Customer, n)
+            rows = [
+                new(
+                    Customer,
+                    id=pk,
+                    openid=f"vol-{run.number}-{start + k}",
+                    nickname=_name(rng) if rng.random() < 0.9 else "",
+                    phone=f"13{run.number % 10}{(start + k) % 10**8:08d}" if rng.random() < 0.6 else "",
+                    created_at=run.now - dt.timedelta(days=rng.uniform(30, 400)),
+                )
+                for k, pk in enumerate(ids)
+            ]
+            run.counts["customers"] += insert(Customer, rows)
+        run.customers += ids
+    _distributors(run)
+
+
+def _distributors(run: Run) -> None:
+    """2 % of the customers are distributors; 20 % of the customers were referred by one."""
+    rng = run.rng
+    chosen = rng.sample(run.customers, max(1, len(run.customers) // 50))
+    with transaction.atomic():
+        ids = reserve_ids(Distributor, len(chosen))
+        rows = [
+            new(Distributor, id=pk, customer_id=cid, referral_code=f"V{run.number:03d}{k:08d}")
+            for k, (pk, cid) in enumerate(zip(ids, chosen))
+        ]
+        run.counts["distributors"] += insert(Distributor, rows)
+    by_customer = dict(zip(chosen, ids))
+    for cid in run.customers:
+        if rng.random() < 0.2:
+            pick = rng.choice(ids)
+            if by_customer.get(cid) != pick:
+                run.referrer[cid] = pick
+
+
+def _created_at(run: Run, status: str) -> dt.datetime:
+    rng = run.rng
+    if status == OrderStatus.UNPAID:
+        return run.now - dt.timedelta(seconds=rng.uniform(0, 86400))
+    today = timezone.localtime(run.now, SHANGHAI).date()
+    while True:
+        day = today - dt.timedelta(days=rng.randrange(365))
+        hour = rng.choices(range(24), HOUR_WEIGHTS)[0]
+        local = dt.datetime(day.year, day.month, day.day, hour, rng.randrange(60), rng.randrange(60), tzinfo=SHANGHAI)
+        if local < run.now - dt.timedelta(hours=2):
+            return local
+
+
+def _timeline(run: Run, status: str, created: dt.datetime) -> tuple[str, dict]:
+    """The status actually reached by ``now`` and its times (later steps dropped if in the future)."""
+    rng = run.rng
+    times = {"created_at": created, "pay_deadline": created + dt.timedelta(minutes=30)}
+    if status == OrderStatus.UNPAID:
+        return status, times
+    if status == OrderStatus.CANCELLED:
+        times["cancelled_at"] = times["pay_deadline"]
+        return status, times
+    times["paid_at"] = created + dt.timedelta(seconds=rng.uniform(30, 900))
+    if status in (OrderStatus.PAID, OrderStatus.REFUNDING, OrderStatus.REFUNDED):
+        return status, times
+    shipped = times["paid_at"] + dt.timedelta(hours=rng.uniform(2, 72))
+    if shipped > run.now:
+        return OrderStatus.PAID, times
+    times["shipped_at"] = shipped
+    # Received by the customer within AUTO_RECEIVE_DAYS, or received automatically then; the
+    # last day's automatic receipts are left to the job.
+    auto = dt.timedelta(days=settings.AUTO_RECEIVE_DAYS)
+    completed = shipped + (auto if status == OrderStatus.SHIPPED else auto * rng.uniform(0.2, 1))
+    if completed > run.now - (dt.timedelta(days=1) if status == OrderStatus.SHIPPED else dt.timedelta(0)):
+        return OrderStatus.SHIPPED, times
+    times["completed_at"] = completed
+    return OrderStatus.COMPLETED, times
+
+
+def _address(rng: random.Random) -> dict:
+    province, city, district = rng.choice(CITIES)
+    return {
+        "name": _name(rng),
+        "phone": f"1{rng.choice('3578')}{rng.randrange(10**9):09d}",
+        "province": province,
+        "city": city,
+        "district": district,
+        "detail": f"{rng.randint(1, 999)}号{rng.randint(1, 30)}栋{rng.randint(101, 2801)}室",
+    }
+
+
+def _order(run: Run, pk: int, n: int) -> tuple[Order, list[OrderLine]]:
+    rng = run.rng
+    status = (
+        OrderStatus.UNPAID
+        if n % UNPAID_EVERY == 0
+        else rng.choices(list(STATUS_SHARES), list(STATUS_SHARES.values()))[0]
+    )
+    status, times = _timeline(run, status, _created_at(run, status))
+    lines = []
+    for sku in rng.sample(run.skus, rng.choices([1, 2, 3], [70, 22, 8])[0]):
+        qty = rng.choices([1, 2, 3], [80, 15, 5])[0]
+        lines.append(
+            new(
+                OrderLine,
+                order_id=pk,
+                sku_id=sku.pk,
+                product_id=sku.product_id,
+                name=sku.product.name,
+                price_fen=sku.price_fen,
+                quantity=qty,
+                amount_fen=sku.price_fen * qty,
+            )
+        )
+    goods = sum(line.amount_fen for line in lines)
+    freight = 0 if goods >= 9900 else 1000
+    order = new(
+        Order,
+        id=pk,
+        order_no=f"V{run.number:03d}{n:09d}",
+        order_key=f"vol-{run.number}-{n}",
+        customer_id=rng.choice(run.customers),
+        status=status,
+        goods_fen=goods,
+        freight_fen=freight,
+        pay_fen=goods + freight,
+        pay_method=(PayMethod.BALANCE if rng.random() < 0.15 else PayMethod.WECHAT) if "paid_at" in times else "",
+        address=_address(rng),
+        remark="请尽快发货" if rng.random() < 0.05 else "",
+        cancel_reason="超时未支付" if status == OrderStatus.CANCELLED else "",
+        **times,
+    )
+    return order, lines
+
+
+def seed(orders: int, customers: int, *, out=print) -> Counter:
+    """Add ``customers`` customers and ``orders`` orders (one run); returns the rows written per table."""
+    started = time.perf_counter()
+    run = Run(number=next_run_number(), now=timezone.now(), rng=random.Random(orders * 7919 + customers))
+    with transaction.atomic():
+        _catalog(run)
+    _customers(run, customers)
+    out(f"run {run.number}: {customers} customers in {time.perf_counter() - started:.1f} s")
+    for start in range(0, orders, BATCH):
+        n = min(BATCH, orders - start)
+        with transaction.atomic():
+            ids = reserve_ids(Order, n)
+            made = [_order(run, pk, start + k) for k, pk in enumerate(ids)]
+            write_batch(run, made)
+        done = start + n
+        out(f"  {done:,} / {orders:,} orders, {time.perf_counter() - started:.1f} s")
+    _totals_from_ledgers(run)
+    out(f"run {run.number} done in {time.perf_counter() - started:.1f} s: {dict(sorted(run.counts.items()))}")
+    return run.counts
+
+
+def _totals_from_ledgers(run: Run) -> None:
+    """This run's balances, points and distributor totals: the sums of their ledger rows."""
+    mine = Customer.objects.filter(openid__startswith=f"vol-{run.number}-")
+    for kind, column, extra in (("balance", "balance_fen", {}), ("points", "points", {"state": "available"})):
+        total = (
+            WalletEvent.objects.filter(customer=OuterRef("pk"), kind=kind, **extra)
+            .order_by()
+            .values("customer")
+            .annotate(s=Sum("amount"))
+            .values("s")
+        )
+        with transaction.atomic():
+            mine.update(**{column: Coalesce(Subquery(total), 0)})
+    for column, delta in (("available_fen", "available_delta_fen"), ("frozen_fen", "frozen_delta_fen")):
+        total = (
+            LedgerEntry.objects.filter(distributor=OuterRef("pk"))
+            .order_by()
+            .values("distributor")
+            .annotate(s=Sum(delta))
+            .values("s")
+        )
+        with transaction.atomic():
+            Distributor.objects.filter(referral_code__startswith=f"V{run.number:03d}").update(
+                **{column: Coalesce(Subquery(total), 0)}
+            )
+
+
+def refuse_reason() -> str:
+    """Why seeding is refused here ("" when allowed): never under production settings."""
+    if not settings.DEMO_SHOP_ALLOWED:
+        return "生产环境（DEMO_SHOP_ALLOWED = False）不允许写入压测数据"
+    return ""
