@@ -494,11 +494,8 @@ class Recharge(models.Model):
 
 
 class RefundBatch(models.Model):
-    """Staff refunded many orders at once, with one reason (CRMEB's refund queue).
-
-    A record of what was asked: read-only once created. Each order is a
-    :class:`RefundBatchItem`; the counts per status are derived from the items.
-    """
+    """Staff refunded many orders at once, with one reason (CRMEB's refund queue); read-only
+    once created. Each order is a :class:`RefundBatchItem`; counts per status come from them."""
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, verbose_name="创建人", on_delete=models.PROTECT, related_name="+"
@@ -517,15 +514,10 @@ class RefundBatch(models.Model):
 
 
 class RefundBatchItem(models.Model):
-    """One order of a batch: what the batch did to it.
-
-    ``queued``: waiting for its task (or its next try at ``next_attempt_at``; a task holding it
-    pushes ``next_attempt_at`` a lease ahead). The task makes the after-sale request and
-    approves it in one transaction (-> ``refunding``, with ``after_sale`` and ``refund``);
-    the item then follows its Refund: ``refunded`` when it succeeds, ``failed`` when it FAILED.
-    ``skipped`` items did nothing; ``note`` says why. UNIQUE (order, reason) among the items that
-    are not skipped: a second batch naming the same order with the same reason adds no work.
-    """
+    """One order of a batch. ``queued`` (until ``next_attempt_at``; a task holding it leases it)
+    -> the task requests and approves the after-sale in one transaction -> ``refunding``, then
+    follows its Refund: ``refunded`` / ``failed``; ``skipped`` did nothing (``note`` says why).
+    UNIQUE (order, reason) among items not skipped: naming an order twice adds no work."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "排队中"  # the task has not made the refund yet
