@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -55,9 +55,8 @@ def slot_book_start(
     """Book the consultation ``product_id`` at ``start`` for ``order_no``, in the caller's
     transaction; returns the legacy grid row of that start (made if missing), which the order
     points at. Availability is asked again (``availability.start_check``), then the Booking row
-    is written (the database refuses an overlap under a race) and the grid row takes the place
-    (``booked + 1`` WHERE open and with room, ``end`` set to the service's). SlotUnavailable when
-    any of it refuses.
+    is written (the database refuses an overlap under a race) and the grid row must be open
+    (:func:`_grid_row_open`). SlotUnavailable when any of it refuses.
     """
     wanted = availability.start_check(product_id=product_id, start=start)  # a read; booking_create locks
     booking = bookings.booking_create(
@@ -69,12 +68,7 @@ def slot_book_start(
         customer_id=customer_id,
         hold_until=hold_until,
     )
-    slot = bookings.slot_for(teacher_id=wanted["teacher_id"], start=start, end=wanted["end"])
-    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
-        booked=F("booked") + 1, end=wanted["end"]
-    )
-    if taken != 1:
-        raise SlotUnavailable(slot_id=slot.pk)
+    slot = _grid_row_open(teacher_id=wanted["teacher_id"], start=start, end=wanted["end"])
     Booking.objects.filter(pk=booking.pk).update(slot_id=slot.pk)
     return Slot.objects.select_related("teacher").get(pk=slot.pk)
 
@@ -83,8 +77,8 @@ def slot_book_start(
 def slot_move_start(*, order_no: str, start: dt.datetime) -> Slot:
     """Move the order's live booking to ``start`` (its own service, listed by availability with
     its own booking not counting), in the caller's transaction; returns the new grid row.
-    The booking moves (``bookings.booking_move``: refused on an overlap, ``reschedules + 1``),
-    the new grid row takes the place (open, with room) and the old one gives it back.
+    The new grid row must be open (:func:`_grid_row_open`), then the booking moves
+    (``bookings.booking_move``: refused on an overlap, ``reschedules + 1``).
     Raises SlotUnavailable, InvalidState (no live booking)."""
     booking = Booking.objects.filter(order_no=order_no, live=True).first()
     product_id = booking and (booking.product_id or _first_product(booking.teacher_id))
@@ -92,15 +86,8 @@ def slot_move_start(*, order_no: str, start: dt.datetime) -> Slot:
         raise InvalidState("该订单没有预约时段。", order_no=order_no)
     bookings.teacher_lock(booking.teacher_id)
     wanted = availability.start_check(product_id=product_id, start=start, moving=order_no)
-    slot = bookings.slot_for(teacher_id=booking.teacher_id, start=start, end=wanted["end"])
+    slot = _grid_row_open(teacher_id=booking.teacher_id, start=start, end=wanted["end"])
     bookings.booking_move(order_no=order_no, start=start, end=wanted["end"], slot_id=slot.pk)
-    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
-        booked=F("booked") + 1, end=wanted["end"]
-    )
-    if taken != 1:
-        raise SlotUnavailable(slot_id=slot.pk)
-    if booking.slot_id is not None:
-        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
     return Slot.objects.select_related("teacher").get(pk=slot.pk)
 
 
@@ -111,20 +98,26 @@ def _first_product(teacher_id: int) -> int | None:
     return services[0].product_id if services else None
 
 
+def _grid_row_open(*, teacher_id: int, start: dt.datetime, end: dt.datetime) -> Slot:
+    """The legacy grid row at ``start`` (made if missing; ``end`` set to the service's), if staff
+    have not closed it (``is_open``, ``capacity`` above 0): read under the teacher's booking lock,
+    so a block racing the booking is seen. Raises SlotUnavailable. Its ``booked`` is not written:
+    the bookings are the count (:func:`slot_live_bookings`)."""
+    slot = bookings.slot_for(teacher_id=teacher_id, start=start, end=end)
+    if Slot.objects.filter(pk=slot.pk, is_open=True, capacity__gt=0).update(end=end) != 1:
+        raise SlotUnavailable(slot_id=slot.pk)
+    return slot
+
+
 @transaction.atomic(savepoint=False)
 def slot_release(*, order_no: str) -> bool:
     """Give the order's place back; True if released now, False if it held none (or already did).
 
     Clearing the booking's ``live`` flag (``bookings.booking_release``, a conditional UPDATE) is
-    the once-only guard: only the caller that clears it decrements its legacy slot's ``booked``.
+    the once-only guard; the bookings are the count, so nothing else changes.
     Joins the caller's transaction (cancel, refund) or opens one. Step 3 of ``starmall/locking.py``.
     """
-    booking = bookings.booking_release(order_no=order_no)
-    if booking is None:
-        return False
-    if booking.slot_id is not None:
-        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
-    return True
+    return bookings.booking_release(order_no=order_no) is not None
 
 
 @dataclass(frozen=True)
@@ -165,7 +158,7 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
         before = Slot.objects.count()
         Slot.objects.bulk_create(wanted, ignore_conflicts=True, batch_size=500)
         created = Slot.objects.count() - before
-        removed, _ = Slot.objects.filter(start__lt=now, booked=0, bookings__isnull=True, orders__isnull=True).delete()
+        removed, _ = Slot.objects.filter(start__lt=now, bookings__isnull=True, orders__isnull=True).delete()
     return GenerateResult(created=created, removed=removed)
 
 
