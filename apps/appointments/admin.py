@@ -1,5 +1,6 @@
 """Back office for slots: changed only by holders of ``appointments.manage_slot``, through
-``slots.slot_update`` (capacity never below bookings, a booked slot's time never moves);
+``slots.slot_update`` (capacity never below the live bookings in the slot's time, a booked
+slot's time never moves);
 times shown in Shanghai time.
 
 A staff user linked to a teacher (``Teacher.user``, the teacher role) sees only that teacher's
@@ -48,7 +49,7 @@ class SlotForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        booked = self.instance.booked if self.instance.pk else 0
+        booked = slots.slot_live_bookings(self.instance) if self.instance.pk else 0
         capacity = data.get("capacity")
         if capacity is not None and capacity < booked:
             self.add_error("capacity", f"容量不能小于已预约人数（{booked}）")
@@ -63,7 +64,7 @@ class SlotForm(forms.ModelForm):
 @admin.register(Slot)
 class SlotAdmin(admin.ModelAdmin):
     form = SlotForm
-    list_display = ["id", "teacher", "start_local", "end_local", "capacity", "booked", "is_open"]
+    list_display = ["id", "teacher", "start_local", "end_local", "capacity", "live_bookings", "is_open"]
     list_filter = ["teacher", "is_open"]
     date_hierarchy = "start"
     list_editable = ["is_open"]
@@ -72,7 +73,7 @@ class SlotAdmin(admin.ModelAdmin):
 
     # --- a teacher sees and changes only their own slots ---------------------------------
     def get_queryset(self, request):
-        qs = super().get_queryset(request).select_related("teacher")
+        qs = slots.with_live_bookings(super().get_queryset(request).select_related("teacher"))
         teacher = teacher_for_user(request.user)
         return qs.filter(teacher=teacher) if teacher is not None else qs
 
@@ -148,12 +149,17 @@ class SlotAdmin(admin.ModelAdmin):
     def end_local(self, slot: Slot) -> str:
         return _local(slot.end)
 
+    @admin.display(description="已约")
+    def live_bookings(self, slot: Slot) -> int:
+        counted = getattr(slot, "live_bookings", None)  # annotated by get_queryset
+        return slots.slot_live_bookings(slot) if counted is None else counted
+
     def get_readonly_fields(self, request, obj=None):
         if teacher_for_user(request.user) is not None and obj is not None:
-            return ["booked", "is_open", *TIME_FIELDS]  # a teacher: block/unblock with the actions
-        if obj is not None and obj.booked:
-            return ["booked", *TIME_FIELDS]  # the customer's appointment: shown, not editable
-        return ["booked"]
+            return ["live_bookings", "is_open", *TIME_FIELDS]  # a teacher: block/unblock with the actions
+        if obj is not None and slots.slot_live_bookings(obj):
+            return ["live_bookings", *TIME_FIELDS]  # the customer's appointment: shown, not editable
+        return ["live_bookings"]
 
     def has_view_permission(self, request, obj=None):
         return super().has_view_permission(request, obj) or request.user.has_perm(MANAGE)

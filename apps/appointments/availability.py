@@ -240,13 +240,18 @@ def start_check(
 ) -> dict:
     """``start`` of the consultation ``product_id``, if availability lists it right now:
     ``{"teacher_id", "teacher_name", "product_id", "start", "end"}`` (aware datetimes).
-    Raises SlotUnavailable (not listed, or not a teacher's service)."""
+    Raises SlotUnavailable (not listed, saying so when within the teacher's minimum notice; or
+    not a teacher's service)."""
     teacher = teacher_of_product(product_id)
     if teacher is None or not teacher.is_active:
         raise SlotUnavailable("该咨询服务暂时不能预约。")
     service = service_for(teacher=teacher, product_id=product_id)
     if not is_available(teacher=teacher, service=service, start=start, now=now, moving=moving):
-        raise SlotUnavailable("这个时间已不能预约，请选择其他时间。", start=timezone.localtime(start).isoformat())
+        at = timezone.localtime(start).isoformat()
+        notice = rules_of(teacher.pk).min_notice_minutes
+        if start < (now or timezone.now()) + dt.timedelta(minutes=notice):
+            raise SlotUnavailable(f"该时段已截止预约（需提前 {notice} 分钟预约）。", start=at)
+        raise SlotUnavailable("这个时间已不能预约，请选择其他时间。", start=at)
     end = start + dt.timedelta(minutes=service.duration_minutes)
     return {
         "teacher_id": teacher.pk,

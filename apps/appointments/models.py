@@ -9,8 +9,9 @@ from django.utils import timezone
 class Slot(models.Model):
     """One bookable hour of a teacher (aware datetimes, generated in Shanghai time).
 
-    ``booked`` moves only by conditional UPDATEs in ``apps.appointments.slots``; the CHECK
-    constraints are the last line of defence. UNIQUE (teacher, start) makes generation rerunnable.
+    The live bookings meeting its time are its count (``slots.slot_live_bookings``); the stored
+    ``booked`` column is kept but no longer written or read (derived rows set it in memory:
+    ``selectors.slot_list``). UNIQUE (teacher, start) makes generation rerunnable.
     """
 
     teacher = models.ForeignKey("catalog.Teacher", verbose_name="老师", on_delete=models.PROTECT, related_name="slots")

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Count, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.appointments import availability, bookings
@@ -32,52 +33,14 @@ def booking_open_after() -> dt.datetime:
     return timezone.now() + dt.timedelta(minutes=settings.BOOKING_MIN_NOTICE_MINUTES)
 
 
-@transaction.atomic(savepoint=False)
-def slot_book(
-    *,
-    slot_id: int,
-    teacher_id: int,
-    order_no: str,
-    customer_id: int,
-    start: dt.datetime | None = None,
-    product_id: int | None = None,
-    hold_until: dt.datetime | None = None,
-) -> Slot:
-    """Book one place of the slot for ``order_no``, in the caller's transaction (the order's).
-    The slot is step 3 of the lock order (``starmall/locking.py``): after the order, before
-    the coupon and the customer.
-
-    ``UPDATE slot SET booked = booked + 1 WHERE id = ? AND booked < capacity AND is_open AND
-    start > now + BOOKING_MIN_NOTICE_MINUTES AND teacher = ? [AND start = ?]``: 0 rows raises
-    SlotUnavailable. ``start`` (the time the customer confirmed) refuses a slot moved since.
-    The Booking row (``bookings.booking_create``: the slot's range, ``product_id``, held until
-    ``hold_until``) refuses an overlap with another live booking of the teacher and, by its
-    UNIQUE ``order_no``, a second booking for the same order.
-    """
-    bookings.teacher_lock(teacher_id)  # first: racing bookings of the teacher queue here
-    same_time = {"start": start} if start is not None else {}
-    updated = Slot.objects.filter(
-        pk=slot_id,
-        teacher_id=teacher_id,
-        is_open=True,
-        booked__lt=F("capacity"),
-        start__gt=booking_open_after(),
-        **same_time,
-    ).update(booked=F("booked") + 1)
-    if updated != 1:
-        raise SlotUnavailable(slot_id=slot_id)
-    slot = Slot.objects.get(pk=slot_id)
-    bookings.booking_create(
-        teacher_id=teacher_id,
-        product_id=product_id,
-        start=slot.start,
-        end=slot.end,
-        order_no=order_no,
-        customer_id=customer_id,
-        hold_until=hold_until,
-        slot_id=slot_id,
-    )
-    return slot
+def slot_start_of(*, slot_id: int, teacher_id: int | None) -> dt.datetime:
+    """The start (aware) of the legacy slot ``slot_id`` of the teacher: the legacy ``slot_id``
+    books and moves as this start does (availability decides, not the stored row's counts).
+    Raises SlotUnavailable when the teacher has no such slot."""
+    start = Slot.objects.filter(pk=slot_id, teacher_id=teacher_id).values_list("start", flat=True).first()
+    if start is None:
+        raise SlotUnavailable("该时段不属于此咨询服务。", slot_id=slot_id)
+    return start
 
 
 @transaction.atomic(savepoint=False)
@@ -92,9 +55,8 @@ def slot_book_start(
     """Book the consultation ``product_id`` at ``start`` for ``order_no``, in the caller's
     transaction; returns the legacy grid row of that start (made if missing), which the order
     points at. Availability is asked again (``availability.start_check``), then the Booking row
-    is written (the database refuses an overlap under a race) and the grid row takes the place
-    (``booked + 1`` WHERE open and with room, ``end`` set to the service's). SlotUnavailable when
-    any of it refuses.
+    is written (the database refuses an overlap under a race) and the grid row must be open
+    (:func:`_grid_row_open`). SlotUnavailable when any of it refuses.
     """
     wanted = availability.start_check(product_id=product_id, start=start)  # a read; booking_create locks
     booking = bookings.booking_create(
@@ -106,12 +68,7 @@ def slot_book_start(
         customer_id=customer_id,
         hold_until=hold_until,
     )
-    slot = bookings.slot_for(teacher_id=wanted["teacher_id"], start=start, end=wanted["end"])
-    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
-        booked=F("booked") + 1, end=wanted["end"]
-    )
-    if taken != 1:
-        raise SlotUnavailable(slot_id=slot.pk)
+    slot = _grid_row_open(teacher_id=wanted["teacher_id"], start=start, end=wanted["end"])
     Booking.objects.filter(pk=booking.pk).update(slot_id=slot.pk)
     return Slot.objects.select_related("teacher").get(pk=slot.pk)
 
@@ -120,24 +77,36 @@ def slot_book_start(
 def slot_move_start(*, order_no: str, start: dt.datetime) -> Slot:
     """Move the order's live booking to ``start`` (its own service, listed by availability with
     its own booking not counting), in the caller's transaction; returns the new grid row.
-    The booking moves (``bookings.booking_move``: refused on an overlap, ``reschedules + 1``),
-    the new grid row takes the place (open, with room) and the old one gives it back.
+    The new grid row must be open (:func:`_grid_row_open`), then the booking moves
+    (``bookings.booking_move``: refused on an overlap, ``reschedules + 1``).
     Raises SlotUnavailable, InvalidState (no live booking)."""
     booking = Booking.objects.filter(order_no=order_no, live=True).first()
-    if booking is None or booking.product_id is None:
+    product_id = booking and (booking.product_id or _first_product(booking.teacher_id))
+    if not product_id:
         raise InvalidState("该订单没有预约时段。", order_no=order_no)
     bookings.teacher_lock(booking.teacher_id)
-    wanted = availability.start_check(product_id=booking.product_id, start=start, moving=order_no)
-    slot = bookings.slot_for(teacher_id=booking.teacher_id, start=start, end=wanted["end"])
+    wanted = availability.start_check(product_id=product_id, start=start, moving=order_no)
+    slot = _grid_row_open(teacher_id=booking.teacher_id, start=start, end=wanted["end"])
     bookings.booking_move(order_no=order_no, start=start, end=wanted["end"], slot_id=slot.pk)
-    taken = Slot.objects.filter(pk=slot.pk, is_open=True, booked__lt=F("capacity")).update(
-        booked=F("booked") + 1, end=wanted["end"]
-    )
-    if taken != 1:
-        raise SlotUnavailable(slot_id=slot.pk)
-    if booking.slot_id is not None:
-        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
     return Slot.objects.select_related("teacher").get(pk=slot.pk)
+
+
+def _first_product(teacher_id: int) -> int | None:
+    """The consultation of the teacher's first service (a booking made before bookings named theirs)."""
+    teacher = Teacher.objects.select_related("product").filter(pk=teacher_id).first()
+    services = availability.services_of(teacher) if teacher is not None else []
+    return services[0].product_id if services else None
+
+
+def _grid_row_open(*, teacher_id: int, start: dt.datetime, end: dt.datetime) -> Slot:
+    """The legacy grid row at ``start`` (made if missing; ``end`` set to the service's), if staff
+    have not closed it (``is_open``, ``capacity`` above 0): read under the teacher's booking lock,
+    so a block racing the booking is seen. Raises SlotUnavailable. Its ``booked`` is not written:
+    the bookings are the count (:func:`slot_live_bookings`)."""
+    slot = bookings.slot_for(teacher_id=teacher_id, start=start, end=end)
+    if Slot.objects.filter(pk=slot.pk, is_open=True, capacity__gt=0).update(end=end) != 1:
+        raise SlotUnavailable(slot_id=slot.pk)
+    return slot
 
 
 @transaction.atomic(savepoint=False)
@@ -145,15 +114,10 @@ def slot_release(*, order_no: str) -> bool:
     """Give the order's place back; True if released now, False if it held none (or already did).
 
     Clearing the booking's ``live`` flag (``bookings.booking_release``, a conditional UPDATE) is
-    the once-only guard: only the caller that clears it decrements its legacy slot's ``booked``.
+    the once-only guard; the bookings are the count, so nothing else changes.
     Joins the caller's transaction (cancel, refund) or opens one. Step 3 of ``starmall/locking.py``.
     """
-    booking = bookings.booking_release(order_no=order_no)
-    if booking is None:
-        return False
-    if booking.slot_id is not None:
-        Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
-    return True
+    return bookings.booking_release(order_no=order_no) is not None
 
 
 @dataclass(frozen=True)
@@ -194,8 +158,23 @@ def slots_generate(*, now: dt.datetime | None = None, days: int | None = None) -
         before = Slot.objects.count()
         Slot.objects.bulk_create(wanted, ignore_conflicts=True, batch_size=500)
         created = Slot.objects.count() - before
-        removed, _ = Slot.objects.filter(start__lt=now, booked=0, bookings__isnull=True, orders__isnull=True).delete()
+        removed, _ = Slot.objects.filter(start__lt=now, bookings__isnull=True, orders__isnull=True).delete()
     return GenerateResult(created=created, removed=removed)
+
+
+def slot_live_bookings(slot: Slot) -> int:
+    """Live bookings (``live``: holding their time, as the overlap check counts them) of the
+    slot's teacher whose ``[start, end)`` meets the slot's: the customers' appointments in it."""
+    return Booking.objects.filter(teacher_id=slot.teacher_id, live=True, start__lt=slot.end, end__gt=slot.start).count()
+
+
+def with_live_bookings(slots_qs: QuerySet) -> QuerySet:
+    """``slots_qs`` annotated with ``live_bookings`` (:func:`slot_live_bookings`), one query."""
+    meeting = Booking.objects.filter(
+        teacher_id=OuterRef("teacher_id"), live=True, start__lt=OuterRef("end"), end__gt=OuterRef("start")
+    )
+    counted = meeting.order_by().values("teacher_id").annotate(n=Count("pk")).values("n")
+    return slots_qs.annotate(live_bookings=Coalesce(Subquery(counted), 0))
 
 
 def slot_update(
@@ -209,62 +188,62 @@ def slot_update(
 ) -> Slot:
     """Staff change a slot (the admin's only way to write one); returns the slot as stored.
 
-    Arguments left None are not touched. One conditional UPDATE whose guard is repeated in its
-    WHERE, so a booking made while the page was open is never overridden:
-    ``capacity`` only if ``booked <= capacity``; ``teacher_id``, ``start`` and ``end`` (aware,
-    Shanghai wall time in the admin) only while ``booked = 0`` — a booked slot's time is the
-    customer's appointment. ``is_open`` may always change (closing keeps existing bookings).
+    Arguments left None are not touched. Under the teacher's booking lock (``bookings.teacher_lock``:
+    a booking made while the page was open is counted, not overridden), the live bookings in the
+    slot's time (:func:`slot_live_bookings`) refuse ``capacity`` below their number and any change
+    of ``teacher_id``, ``start`` or ``end`` (aware, Shanghai wall time in the admin) — a booked
+    time is the customer's appointment. ``is_open`` may always change (closing keeps bookings).
     Raises InvalidInput (end not after start, teacher already has a slot at that start) or
     InvalidState (booked; capacity below bookings) with a Chinese reason; nothing is written.
     """
-    values: dict = {}
-    guards: dict = {}
-    if capacity is not None:
-        values["capacity"] = capacity
-        guards["booked__lte"] = capacity
-    if is_open is not None:
-        values["is_open"] = is_open
-    for name, value in (("teacher_id", teacher_id), ("start", start), ("end", end)):
-        if value is not None:
-            values[name] = value
-            guards["booked"] = 0
+    values = {name: value for name, value in (("capacity", capacity), ("is_open", is_open)) if value is not None}
+    moves = {n: v for n, v in (("teacher_id", teacher_id), ("start", start), ("end", end)) if v is not None}
     current = Slot.objects.get(pk=slot_id)
     if (start or current.start) >= (end or current.end):
         raise InvalidInput(end=["结束时间必须晚于开始时间"])
-    if not values:
+    if not values and not moves:
         return current
-    try:
-        with transaction.atomic():  # savepoint: a UNIQUE (teacher, start) clash must not spoil the caller's
-            updated = Slot.objects.filter(pk=slot_id, **guards).update(**values)
-    except IntegrityError:
-        raise InvalidInput(start=["该老师在这个开始时间已有时段"]) from None
-    if updated != 1:
-        booked = Slot.objects.values_list("booked", flat=True).get(pk=slot_id)
+    with transaction.atomic():  # savepoint: a refusal or UNIQUE (teacher, start) clash spoils nothing of the caller's
+        bookings.teacher_lock(current.teacher_id)
+        current = Slot.objects.get(pk=slot_id)
+        booked = slot_live_bookings(current)
         if capacity is not None and booked > capacity:
             raise InvalidState(f"容量不能小于已预约人数（{booked}）", slot_id=slot_id, booked=booked)
-        raise InvalidState("该时段已有预约，不能修改老师或时间", slot_id=slot_id, booked=booked)
+        if booked and moves:
+            raise InvalidState("该时段已有预约，不能修改老师或时间", slot_id=slot_id, booked=booked)
+        try:
+            with transaction.atomic():
+                Slot.objects.filter(pk=slot_id).update(**values, **moves)
+        except IntegrityError:
+            raise InvalidInput(start=["该老师在这个开始时间已有时段"]) from None
     return Slot.objects.get(pk=slot_id)
 
 
 # --- the teacher blocks time (admin) ---------------------------------------------------------
 
 
+@transaction.atomic
 def slot_block(*, slot_id: int, blocked: bool) -> Slot:
     """Close (``blocked``) or reopen a slot for bookings; returns the slot as stored.
 
-    Blocking is one conditional UPDATE ``WHERE id = ? AND booked = 0``: a slot somebody booked
-    is the customer's appointment and is refused with InvalidState (the reason in Chinese) —
-    move or refund the booking first. Reopening always succeeds (a day off of the slot's day
-    is the teacher's to lift with :func:`day_block`). Raises NotFound for no such slot.
+    Blocking happens under the teacher's booking lock (``bookings.teacher_lock``, so a racing
+    booking is either counted here or sees the slot closed) and only while no live booking meets
+    the slot's time (:func:`slot_live_bookings`): a booked slot is the customer's appointment and
+    is refused with InvalidState (the reason in Chinese) — move or refund the booking first.
+    Reopening always succeeds (a day off of the slot's day is the teacher's to lift with
+    :func:`day_block`). Raises NotFound for no such slot.
     """
-    if not Slot.objects.filter(pk=slot_id).exists():
+    slot = Slot.objects.filter(pk=slot_id).first()
+    if slot is None:
         raise NotFound("时段不存在。", slot_id=slot_id)
     if blocked:
-        if Slot.objects.filter(pk=slot_id, booked=0).update(is_open=False) != 1:
-            booked = Slot.objects.values_list("booked", flat=True).get(pk=slot_id)
+        bookings.teacher_lock(slot.teacher_id)
+        booked = slot_live_bookings(slot)
+        if booked:
             raise InvalidState(
                 f"该时段已有 {booked} 个预约，不能停约（请先改约或退款）", slot_id=slot_id, booked=booked
             )
+        Slot.objects.filter(pk=slot_id).update(is_open=False)
     else:
         Slot.objects.filter(pk=slot_id).update(is_open=True)
     return Slot.objects.get(pk=slot_id)
@@ -281,8 +260,8 @@ def day_block(*, teacher_id: int, date: dt.date, blocked: bool) -> DayBlockResul
     """Make ``date`` (Shanghai) a day off for the teacher, or a working day again.
 
     Blocking records the DayOff row (UNIQUE; a repeat is harmless), so slots generated later for
-    that day are closed too, and closes the day's slots that nobody booked (conditional UPDATE
-    per slot, as :func:`slot_block`); booked slots are left open and listed in ``refused`` with
+    that day are closed too, and closes the day's slots no live booking meets (as
+    :func:`slot_block`, under the teacher's booking lock); booked slots are left open and listed in ``refused`` with
     the reason. Unblocking deletes the row and reopens the day's slots. One transaction.
     """
     tz = timezone.get_current_timezone()
@@ -295,8 +274,7 @@ def day_block(*, teacher_id: int, date: dt.date, blocked: bool) -> DayBlockResul
         return DayBlockResult(changed=ids, refused=[])
     DayOff.objects.get_or_create(teacher_id=teacher_id, date=date)
     changed, refused = [], []
-    # The day's slots are locked in id order, as slot_move locks two of them (step 3 of
-    # starmall/locking.py); the answer lists them by start.
+    bookings.teacher_lock(teacher_id)  # a racing booking is counted or sees the slots closed
     starts = dict(day_slots.values_list("pk", "start"))
     for slot_id in sorted(starts):
         try:
@@ -307,38 +285,3 @@ def day_block(*, teacher_id: int, date: dt.date, blocked: bool) -> DayBlockResul
     changed.sort(key=lambda pk: (starts[pk], pk))
     refused.sort(key=lambda item: (starts[item[0]], item[0]))
     return DayBlockResult(changed=changed, refused=refused)
-
-
-@transaction.atomic(savepoint=False)
-def slot_move(*, order_no: str, to_slot_id: int, teacher_id: int) -> Slot:
-    """Move the order's booking to ``to_slot_id`` (same teacher), in the caller's transaction.
-
-    Both slot rows are locked first, in id order, so two movers going opposite ways cannot
-    deadlock (step 3 of ``starmall/locking.py``: the Booking, then slots in id order, after
-    the order row the caller locked). Then the new place is taken with the same capacity-checked conditional UPDATE as
-    :func:`slot_book` (open, ``booked < capacity``, the teacher's, bookable: starts after now +
-    BOOKING_MIN_NOTICE_MINUTES) — 0 rows raises SlotUnavailable and the caller rolls back —
-    and the old place is given back (``booked - 1``); the Booking row follows
-    (``bookings.booking_move``: refused when it would overlap another live booking). Racing movers
-    for the last place: one UPDATE wins, the other sees 0 rows.
-    """
-    bookings.teacher_lock(teacher_id)  # first, as every booking write
-    booking = Booking.objects.select_for_update().filter(order_no=order_no, live=True).first()
-    if booking is None:
-        raise InvalidState("该订单没有预约时段。", order_no=order_no)
-    if booking.slot_id == to_slot_id:
-        raise SlotUnavailable("已经预约了这个时段，请选择其他时段。", slot_id=to_slot_id)
-    list(Slot.objects.select_for_update().filter(pk__in=[booking.slot_id, to_slot_id]).order_by("pk"))
-    taken = Slot.objects.filter(
-        pk=to_slot_id,
-        teacher_id=teacher_id,
-        is_open=True,
-        booked__lt=F("capacity"),
-        start__gt=booking_open_after(),
-    ).update(booked=F("booked") + 1)
-    if taken != 1:
-        raise SlotUnavailable(slot_id=to_slot_id)
-    Slot.objects.filter(pk=booking.slot_id, booked__gt=0).update(booked=F("booked") - 1)
-    new = Slot.objects.select_related("teacher").get(pk=to_slot_id)
-    bookings.booking_move(order_no=order_no, start=new.start, end=new.end, slot_id=new.pk)
-    return new

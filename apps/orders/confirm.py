@@ -17,9 +17,6 @@ from apps.accounts import address_cards
 from apps.accounts import selectors as account_selectors
 from apps.accounts.models import Address, Customer
 from apps.appointments import availability, slots
-from apps.appointments.exceptions import SlotUnavailable
-from apps.appointments.models import Slot
-from apps.appointments.selectors import slot_json
 from apps.catalog import soldout
 from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
@@ -48,7 +45,7 @@ NO_MEMBER = _Member(fen=0, free_freight=False)
 class _Destination(NamedTuple):
     """Where the order goes: one of a consultation's slot, a delivery address, a pickup store."""
 
-    slot: dict | None  # :func:`slot_json`
+    slot: dict | None  # ``apps.appointments.selectors.slot_json``
     address: Address | None  # the customer's, for goods delivered
     pickup_store: dict | None  # ``pickup.pickup_store_choose``'s snapshot, for goods picked up
 
@@ -408,37 +405,30 @@ def _freight_quote(lines: list[drafts.DraftLine], skus: dict[int, Sku], address)
 def _slot_check(
     lines: list[drafts.DraftLine], skus: dict[int, Sku], slot_id: int | None, start: dt.datetime | None = None
 ) -> dict:
-    """The consultation's time (:func:`slot_json`): one line of quantity 1 and either ``start``,
-    listed by availability for the product (``id`` None: create books it), or a legacy slot of
-    the product's teacher, still available and bookable (else InvalidInput / SlotUnavailable)."""
+    """The consultation's time (``apps.appointments.selectors.slot_json`` shape plus ``product_id``): one line of quantity 1
+    and ``start`` (aware) or a legacy ``slot_id`` of the product's teacher, read as its start
+    (``slots.slot_start_of``); either way the start must be listed by availability for the
+    product (``availability.start_check``), the one check. ``id`` is the legacy slot id given,
+    None for ``start``. Raises InvalidInput, SlotUnavailable."""
     if len(lines) != 1 or lines[0].quantity != 1:
         raise InvalidInput("咨询订单只能预约一个时段。", items=["咨询订单只能包含一项服务，数量为 1"])
     product_id = skus[lines[0].sku_id].product_id
-    if start is not None:
-        wanted = availability.start_check(product_id=product_id, start=start)
-        return {
-            "id": None,
-            "teacher_id": wanted["teacher_id"],
-            "teacher_name": wanted["teacher_name"],
-            "start": timezone.localtime(start).isoformat(),
-            "end": timezone.localtime(wanted["end"]).isoformat(),
-            "product_id": product_id,
-        }
-    if slot_id is None:
+    if start is None and slot_id is None:
         raise InvalidInput("请选择咨询时间。", start=["请选择咨询时间"])
-    teacher = availability.teacher_of_product(product_id)
-    slot = Slot.objects.select_related("teacher").filter(pk=slot_id).first()
-    if slot is None or teacher is None or slot.teacher_id != teacher.pk:
-        raise SlotUnavailable("该时段不属于此咨询服务。", slot_id=slot_id)
-    if availability.has_hours(teacher.pk):  # the grid is derived from availability: ask it
-        availability.start_check(product_id=product_id, start=slot.start)
-    if not slot.available:
-        raise SlotUnavailable(slot_id=slot_id)
-    if slot.start <= slots.booking_open_after():
-        raise SlotUnavailable(
-            f"该时段已截止预约（需提前 {settings.BOOKING_MIN_NOTICE_MINUTES} 分钟预约）。", slot_id=slot_id
-        )
-    return {**slot_json(slot), "product_id": product_id}
+    if start is not None:
+        slot_id = None
+    else:
+        teacher = availability.teacher_of_product(product_id)
+        start = slots.slot_start_of(slot_id=slot_id, teacher_id=teacher.pk if teacher else None)
+    wanted = availability.start_check(product_id=product_id, start=start)
+    return {
+        "id": slot_id,
+        "teacher_id": wanted["teacher_id"],
+        "teacher_name": wanted["teacher_name"],
+        "start": timezone.localtime(start).isoformat(),
+        "end": timezone.localtime(wanted["end"]).isoformat(),
+        "product_id": product_id,
+    }
 
 
 def _points_apply(customer: Customer, use_points: int | bool, max_fen: int) -> tuple[int, int]:

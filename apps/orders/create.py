@@ -313,27 +313,20 @@ def _pickup_fields(draft: drafts.OrderDraft) -> dict:
 
 
 def _slot_book(draft: drafts.OrderDraft, order: Order) -> None:
-    """Book a consultation's slot for the order (lock step 3; SlotUnavailable when taken)."""
-    if draft.slot and draft.slot["id"] is None:  # confirmed by start: book it, point at its grid row
-        slot = slots.slot_book_start(
-            product_id=draft.slot["product_id"],
-            start=draft.slot_start,
-            order_no=order.order_no,
-            customer_id=order.customer_id,
-            hold_until=order.pay_deadline,
-        )
-        Order.objects.filter(pk=order.pk, slot__isnull=True).update(slot=slot)
+    """Book a consultation's start for the order, point it at that start's grid row (lock step 3;
+    SlotUnavailable when no longer listed). A legacy ``slot_id`` was read as its start at confirm."""
+    if not draft.slot:
+        return
+    slot = slots.slot_book_start(
+        product_id=draft.slot["product_id"],
+        start=draft.slot_start,
+        order_no=order.order_no,
+        customer_id=order.customer_id,
+        hold_until=order.pay_deadline,
+    )
+    if order.slot_id != slot.pk:
+        Order.objects.filter(pk=order.pk).update(slot=slot)
         order.slot = slot
-    elif draft.slot:
-        slots.slot_book(
-            slot_id=draft.slot["id"],
-            teacher_id=draft.slot["teacher_id"],
-            order_no=order.order_no,
-            customer_id=order.customer_id,
-            start=draft.slot_start,
-            product_id=draft.slot.get("product_id"),
-            hold_until=order.pay_deadline,
-        )
 
 
 def _coupon_take(draft: drafts.OrderDraft, order: Order) -> None:

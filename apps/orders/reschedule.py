@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.appointments import bookings, slots
+from apps.appointments.exceptions import SlotUnavailable
 from apps.catalog.models import Kind
 from apps.orders import events
 from apps.orders.models import Order, OrderStatus
@@ -26,13 +27,14 @@ def order_reschedule(
     start: dt.datetime | None = None,
 ) -> Order:
     """Move the paid consultation ``order_no`` to ``start`` (one availability lists for its
-    service, its own booking not counting) or to the legacy slot ``slot_id``; returns the order.
+    service, its own booking not counting) or to the legacy slot ``slot_id`` (read as its start,
+    the same check); returns the order.
 
     Rules (API.md): a paid consultation; the old slot at least ``RESCHEDULE_MIN_NOTICE_HOURS``
-    away; the new slot the same teacher's, open, with room and bookable (after now +
-    ``BOOKING_MIN_NOTICE_MINUTES``). One transaction: the order row is locked (a refund or a
-    second move waits), the places move with ``slots.slot_move`` (capacity-checked conditional
-    UPDATE), the order's slot changes under its status guard, and the status log records it.
+    away; the new start listed by availability (the teacher's rules, open time, no overlap).
+    One transaction: the order row is locked (a refund or a second move waits), the booking
+    moves with ``slots.slot_move_start`` (availability asked again, the database refusing an
+    overlap), the order's slot changes under its status guard, and the status log records it.
     ``customer_id`` limits the search to the caller's orders (API); staff pass None.
     At most ``RESCHEDULE_MAX`` moves (the booking's ``reschedules``), else LimitExceeded.
     Raises NotFound, InvalidState (not paid, not a consultation, too late), SlotUnavailable.
@@ -51,10 +53,11 @@ def order_reschedule(
     if bookings.booking_reschedules(order_no=order.order_no) >= settings.RESCHEDULE_MAX:
         limit = settings.RESCHEDULE_MAX
         raise LimitExceeded(f"每个预约最多改约 {limit} 次。", reschedule_max=limit)
-    if start is not None:
-        new = slots.slot_move_start(order_no=order.order_no, start=start)
-    else:
-        new = slots.slot_move(order_no=order.order_no, to_slot_id=slot_id, teacher_id=old.teacher_id)
+    if start is None:  # the legacy slot id: moved as its start is
+        start = slots.slot_start_of(slot_id=slot_id, teacher_id=old.teacher_id)
+        if slot_id == old.pk:
+            raise SlotUnavailable("已经预约了这个时段，请选择其他时段。", slot_id=slot_id)
+    new = slots.slot_move_start(order_no=order.order_no, start=start)
     moved = Order.objects.filter(pk=order.pk, status=OrderStatus.PAID, slot_id=old.pk).update(slot_id=new.pk)
     if moved != 1:  # cannot happen under the row lock; refuse rather than leave a half move
         raise InvalidState("订单状态已变化，请刷新后重试。")

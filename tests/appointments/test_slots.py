@@ -42,30 +42,43 @@ def test_generate_skips_started_slots_and_removes_past_free_ones():
     assert Slot.objects.filter(teacher=teacher).count() == 8 * 6 - 8 + 6
 
 
-def test_book_respects_capacity_and_release_happens_once(customer):
-    teacher = Teacher.objects.create(name="甲")
-    slots.slots_generate()
-    slot = Slot.objects.filter(teacher=teacher, start__gt=slots.booking_open_after()).first()
+def _book_slot(consultation, slot, order_no, customer):
+    """Book the legacy slot as the ``slot_id`` path does: read as its start, booked by start."""
+    start = slots.slot_start_of(slot_id=slot.pk, teacher_id=consultation.teacher.pk)
+    return slots.slot_book_start(
+        product_id=consultation.product.pk, start=start, order_no=order_no, customer_id=customer.pk
+    )
+
+
+def test_book_respects_capacity_and_release_happens_once(customer, consultation):
+    slot = consultation.slots[0]
     with transaction.atomic():
-        slots.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
+        _book_slot(consultation, slot, "A1", customer)
     with pytest.raises(SlotUnavailable), transaction.atomic():  # as in the order's transaction
-        slots.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A2", customer_id=customer.pk)
-    assert Slot.objects.get(pk=slot.pk).booked == 1
+        _book_slot(consultation, slot, "A2", customer)
+    assert Booking.objects.filter(slot_id=slot.pk, live=True).count() == 1
     assert slots.slot_release(order_no="A1") is True
     assert slots.slot_release(order_no="A1") is False
-    assert Slot.objects.get(pk=slot.pk).booked == 0
+    assert Booking.objects.filter(slot_id=slot.pk, live=True).count() == 0
     assert Booking.objects.filter(live=True).count() == 0  # kept, released once
     assert Booking.objects.get(order_no="A1").released_at is not None
 
 
-def test_book_refuses_a_slot_within_the_minimum_notice(customer, settings):
-    teacher = Teacher.objects.create(name="甲")
-    slots.slots_generate()
-    slot = Slot.objects.filter(teacher=teacher, start__gt=slots.booking_open_after()).first()
+def test_book_refuses_a_slot_within_the_minimum_notice(customer, consultation, settings):
+    slot = consultation.slots[0]
     settings.BOOKING_MIN_NOTICE_MINUTES += int((slot.start - slots.booking_open_after()).total_seconds() // 60) + 1
     with pytest.raises(SlotUnavailable), transaction.atomic():
-        slots.slot_book(slot_id=slot.pk, teacher_id=teacher.pk, order_no="A1", customer_id=customer.pk)
-    assert Slot.objects.get(pk=slot.pk).booked == 0 and Booking.objects.count() == 0
+        _book_slot(consultation, slot, "A1", customer)
+    assert Booking.objects.filter(slot_id=slot.pk, live=True).count() == 0 and Booking.objects.count() == 0
+
+
+def test_a_slot_id_of_another_teacher_is_refused(customer, consultation):
+    other = Teacher.objects.create(name="乙")
+    slots.slots_generate()
+    foreign = Slot.objects.filter(teacher=other, start__gt=slots.booking_open_after()).first()
+    with pytest.raises(SlotUnavailable):
+        slots.slot_start_of(slot_id=foreign.pk, teacher_id=consultation.teacher.pk)
+    assert slots.slot_start_of(slot_id=foreign.pk, teacher_id=other.pk) == foreign.start
 
 
 def test_slot_list_api_by_teacher_and_dates(client, consultation):

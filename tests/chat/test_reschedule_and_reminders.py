@@ -6,10 +6,12 @@ import datetime as dt
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from apps.appointments import slots
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Teacher
 from apps.chat import reminders
@@ -41,8 +43,8 @@ def test_reschedule_moves_the_place_in_one_go(far, make_api):
     response = _move(make_api(far.customer), far.order["order_no"], far.target.pk)
     assert response.status_code == 200, response.json()
     assert response.json()["slot"]["id"] == far.target.pk and response.json()["status"] == "paid"
-    assert Slot.objects.get(pk=far.old.pk).booked == 0
-    assert Slot.objects.get(pk=far.target.pk).booked == 1
+    assert Booking.objects.filter(slot_id=far.old.pk, live=True).count() == 0
+    assert Booking.objects.filter(slot_id=far.target.pk, live=True).count() == 1
     assert Booking.objects.get(order_no=far.order["order_no"]).slot_id == far.target.pk
     assert Order.objects.get(order_no=far.order["order_no"]).slot_id == far.target.pk
     notes = list(OrderEvent.objects.filter(order__order_no=far.order["order_no"]).values_list("note", "actor"))
@@ -51,7 +53,11 @@ def test_reschedule_moves_the_place_in_one_go(far, make_api):
 
 def test_reschedule_refusals_leave_everything_as_it_was(far, make_api, make_customer, consultation, settings):
     api = make_api(far.customer)
-    Slot.objects.filter(pk=far.target.pk).update(booked=1)  # full
+    taker = make_customer()
+    with transaction.atomic():  # full: another customer's booking
+        slots.slot_book_start(
+            product_id=consultation.product.pk, start=far.target.start, order_no="T1", customer_id=taker.pk
+        )
     full = _move(api, far.order["order_no"], far.target.pk)
     assert (full.status_code, full.json()["code"]) == (409, "slot_unavailable")
     other = Teacher.objects.create(name="王老师")
@@ -64,7 +70,10 @@ def test_reschedule_refusals_leave_everything_as_it_was(far, make_api, make_cust
     assert (late.status_code, late.json()["code"]) == (409, "invalid_state")
     settings.RESCHEDULE_MIN_NOTICE_HOURS = 24
     assert _move(make_api(make_customer()), far.order["order_no"], free.pk).status_code == 404
-    assert Slot.objects.get(pk=far.old.pk).booked == 1 and Slot.objects.get(pk=free.pk).booked == 0
+    assert (
+        Booking.objects.filter(slot_id=far.old.pk, live=True).count() == 1
+        and Booking.objects.filter(slot_id=free.pk, live=True).count() == 0
+    )
     assert Order.objects.get(order_no=far.order["order_no"]).slot_id == far.old.pk
     assert not OrderEvent.objects.filter(note__startswith="改约").exists()
 
@@ -87,7 +96,10 @@ def test_staff_move_a_booking_in_the_admin(far, django_user_model):
     response = client.post(url, {"new_slot": far.target.pk, "_save": "Save"})
     assert response.status_code == 302
     assert Order.objects.get(pk=order.pk).slot_id == far.target.pk
-    assert Slot.objects.get(pk=far.old.pk).booked == 0 and Slot.objects.get(pk=far.target.pk).booked == 1
+    assert (
+        Booking.objects.filter(slot_id=far.old.pk, live=True).count() == 0
+        and Booking.objects.filter(slot_id=far.target.pk, live=True).count() == 1
+    )
     assert OrderEvent.objects.filter(order=order, actor="staff:desk", note__startswith="改约").count() == 1
 
 

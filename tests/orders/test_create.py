@@ -4,8 +4,10 @@ import datetime as dt
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
 
 from apps.accounts.models import Coupon, Customer, WalletEvent
+from apps.appointments import slots
 from apps.appointments.models import Booking, Slot
 from apps.catalog.models import Sku
 from apps.orders.models import Order, OrderEvent, OrderLine
@@ -204,19 +206,22 @@ def test_create_consultation_books_slot_in_same_transaction(api, consultation):
     assert order["slot"]["id"] == slot.pk
     assert order["slot"]["start"].endswith("+08:00")
     assert order["freight_fen"] == 0 and order["pay_fen"] == 29900
-    assert Slot.objects.get(pk=slot.pk).booked == 1
+    assert Booking.objects.filter(slot_id=slot.pk, live=True).count() == 1
     assert Booking.objects.get(order_no=order["order_no"]).slot_id == slot.pk
 
 
 def test_create_full_slot_is_409_and_stock_untouched(api, make_api, make_customer, consultation):
     slot = consultation.slots[0]
     key = confirm(api, items=[{"sku_id": consultation.sku.pk, "quantity": 1}], slot_id=slot.pk).json()["order_key"]
-    Slot.objects.filter(pk=slot.pk).update(booked=1)  # taken meanwhile
+    taker = make_customer()
+    with transaction.atomic():  # taken meanwhile
+        slots.slot_book_start(product_id=consultation.product.pk, start=slot.start, order_no="T1", customer_id=taker.pk)
     response = api.post("/api/v1/orders", {"order_key": key}, format="json")
     assert response.status_code == 409
     assert response.json()["code"] == "slot_unavailable"
     assert Sku.objects.get(pk=consultation.sku.pk).stock == 1000
-    assert Order.objects.count() == Booking.objects.count() == 0
+    assert Order.objects.count() == 0
+    assert list(Booking.objects.values_list("order_no", "customer_id")) == [("T1", taker.pk)]
 
 
 def test_confirm_slot_of_another_teacher_is_409(api, consultation):

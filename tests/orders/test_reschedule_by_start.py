@@ -5,7 +5,7 @@ import datetime as dt
 
 import pytest
 
-from apps.appointments.models import Booking, Slot
+from apps.appointments.models import Booking
 from apps.orders.models import Order, OrderEvent
 
 
@@ -39,8 +39,11 @@ def test_reschedule_by_start_moves_the_booking_even_onto_its_own_old_time(paid, 
         h.at(10, 45, day=h.day),
         True,
     )
-    assert Slot.objects.get(pk=old_slot).booked == 0
-    assert Slot.objects.get(pk=body["slot"]["id"]).booked == 1 and body["slot"]["start"] == body["booking"]["start"]
+    assert Booking.objects.filter(slot_id=old_slot, live=True).count() == 0
+    assert (
+        Booking.objects.filter(slot_id=body["slot"]["id"], live=True).count() == 1
+        and body["slot"]["start"] == body["booking"]["start"]
+    )
     assert OrderEvent.objects.filter(note__startswith="改约").count() == 1
 
 
