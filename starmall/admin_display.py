@@ -72,6 +72,10 @@ ACTORS = {
     "system:auto-receive": "系统（自动确认收货）",
     "system:slot-passed": "系统（咨询时段已过）",
     "system:paid": "系统（支付后自动打印）",
+    "system:cancel-policy": "系统（按取消政策）",
+    "system:group-ended": "系统（拼团已结束）",
+    "system:group-failed": "系统（拼团失败退款）",
+    "system:deadline": "系统（拼团到期）",
 }
 
 
