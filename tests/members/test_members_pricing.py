@@ -25,6 +25,19 @@ def _level(percent: int, growth_min: int = 0) -> Level:
     return Level.objects.create(name=f"L{percent}", growth_min=growth_min, discount_percent=percent)
 
 
+def _default_address(customer) -> Address:
+    """The customer's default address in 浙江 (express freight from the default template)."""
+    return Address.objects.create(
+        customer=customer,
+        name="张三",
+        phone="13800000000",
+        province="浙江省",
+        city="杭州市",
+        detail="1号",
+        is_default=True,
+    )
+
+
 def _svip(customer, days: int = 30) -> None:
     Membership.objects.update_or_create(
         customer=customer, defaults={"svip_expires_at": timezone.now() + dt.timedelta(days=days)}
@@ -116,15 +129,7 @@ def test_random_baskets_always_add_up_in_confirm_and_in_the_order(make_customer,
     pay >= 1, and each line's price is the SKU's own or (SVIP) its member price."""
     pool = [make_sku(price_fen=100, stock=10**6, name=f"商品{i}") for i in range(6)]
     customer = make_customer(points=10**6)
-    Address.objects.create(
-        customer=customer,
-        name="张三",
-        phone="13800000000",
-        province="浙江省",
-        city="杭州市",
-        detail="1号",
-        is_default=True,
-    )
+    _default_address(customer)
     level = _level(100)
     made = []
 
@@ -186,15 +191,7 @@ def test_random_svip_activity_orders_add_up_with_free_freight_and_no_member_pric
 
     sku = make_sku(price_fen=100, stock=10**6, name="秒杀商品")
     customer = make_customer(points=10**6)
-    Address.objects.create(
-        customer=customer,
-        name="张三",
-        phone="13800000000",
-        province="浙江省",
-        city="杭州市",
-        detail="1号",
-        is_default=True,
-    )
+    _default_address(customer)
     level = _level(100)
     starts = timezone.now() - dt.timedelta(minutes=5)
     sale = FlashSale.objects.create(
