@@ -23,6 +23,18 @@ pytestmark = pytest.mark.django_db
 CAP = 20
 
 
+@pytest.fixture(autouse=True)
+def one_clock_hour(monkeypatch):
+    """Keep each test inside one Shanghai clock hour: the cap is per clock hour, so a test that
+    began at hh:59:59 would find the count reset half-way. The clock still runs, started at
+    most at minute 50 of the current hour."""
+    real_now = timezone.now
+    started = real_now()
+    minute = timezone.localtime(started).minute
+    base = started - dt.timedelta(minutes=max(0, minute - 50))
+    monkeypatch.setattr(timezone, "now", lambda: base + (real_now() - started))
+
+
 def wrong_codes(order: Order, n: int) -> list[str]:
     """``n`` 8-digit codes no pickup order has (the order's code plus 1..n, wrapped)."""
     return [f"{(int(order.pickup_code) + i) % 10**8:08d}" for i in range(1, n + 1)]
