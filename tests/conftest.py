@@ -387,6 +387,21 @@ def hours_teacher(db):
     h.at = lambda hour, minute=0, day=monday: dt.datetime.combine(
         day, dt.time(hour, minute), tzinfo=timezone.get_current_timezone()
     )
+
+    def book(product, start, end, order_no, customer):
+        """The booking write itself (``bookings.booking_create``) for ``product`` (``h.short``/``h.long``)."""
+        from apps.appointments import bookings
+
+        return bookings.booking_create(
+            teacher_id=teacher.pk,
+            product_id=product.pk,
+            start=start,
+            end=end,
+            order_no=order_no,
+            customer_id=customer.pk,
+        )
+
+    h.book = book
     return h
 
 

@@ -107,25 +107,11 @@ def test_on_sqlite_the_write_lock_is_taken_before_the_check(customer, hours_teac
         pytest.skip("PostgreSQL: the exclusion constraint decides (tests/concurrency)")
     h = hours_teacher
     with CaptureQueriesContext(connection) as queries, transaction.atomic():
-        bookings.booking_create(
-            teacher_id=h.teacher.pk,
-            product_id=h.long.pk,
-            start=h.at(9),
-            end=h.at(10),
-            order_no="S1",
-            customer_id=customer.pk,
-        )
+        h.book(h.long, h.at(9), h.at(10), "S1", customer)
     statements = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
     assert statements[0].startswith('UPDATE "appointments_teacherrules"')
     with pytest.raises(SlotUnavailable), transaction.atomic():
-        bookings.booking_create(
-            teacher_id=h.teacher.pk,
-            product_id=h.short.pk,
-            start=h.at(10),
-            end=h.at(10, 30),
-            order_no="S2",
-            customer_id=customer.pk,
-        )
+        h.book(h.short, h.at(10), h.at(10, 30), "S2", customer)
     assert list(Booking.objects.values_list("order_no", "live")) == [("S1", True)]
 
 
@@ -136,34 +122,13 @@ def test_the_database_refuses_overlapping_live_bookings_without_the_check(custom
     h = hours_teacher
     monkeypatch.setattr(bookings, "_clear_range", lambda **kwargs: None)
     with transaction.atomic():
-        bookings.booking_create(
-            teacher_id=h.teacher.pk,
-            product_id=h.long.pk,
-            start=h.at(9),
-            end=h.at(10),
-            order_no="D1",
-            customer_id=customer.pk,
-        )
+        h.book(h.long, h.at(9), h.at(10), "D1", customer)
     if connection.vendor != "postgresql":
         return
     with pytest.raises(SlotUnavailable), transaction.atomic():
-        bookings.booking_create(
-            teacher_id=h.teacher.pk,
-            product_id=h.short.pk,
-            start=h.at(10),
-            end=h.at(10, 30),
-            order_no="D2",
-            customer_id=customer.pk,
-        )
+        h.book(h.short, h.at(10), h.at(10, 30), "D2", customer)
     with transaction.atomic():  # exactly the buffer later: allowed
-        bookings.booking_create(
-            teacher_id=h.teacher.pk,
-            product_id=h.short.pk,
-            start=h.at(10, 15),
-            end=h.at(10, 45),
-            order_no="D3",
-            customer_id=customer.pk,
-        )
+        h.book(h.short, h.at(10, 15), h.at(10, 45), "D3", customer)
     assert sorted(Booking.objects.values_list("order_no", flat=True)) == ["D1", "D3"]
     assert timezone.localtime(Booking.objects.get(order_no="D3").blocked_until).hour == 11
 

@@ -111,31 +111,10 @@ def test_daily_max_is_kept_by_the_write_for_creates_and_moves(make_customer, mak
     TeacherRules.objects.filter(teacher=h.teacher).update(daily_max=1)
     customer = make_customer()
     tuesday = h.monday + dt.timedelta(days=1)
-    bookings.booking_create(
-        teacher_id=h.teacher.pk,
-        product_id=h.long.pk,
-        start=h.at(9),
-        end=h.at(10),
-        order_no="D1",
-        customer_id=customer.pk,
-    )
+    h.book(h.long, h.at(9), h.at(10), "D1", customer)
     with pytest.raises(SlotUnavailable), transaction.atomic():  # not overlapping, but the day is full
-        bookings.booking_create(
-            teacher_id=h.teacher.pk,
-            product_id=h.long.pk,
-            start=h.at(14),
-            end=h.at(15),
-            order_no="D2",
-            customer_id=customer.pk,
-        )
-    other = bookings.booking_create(
-        teacher_id=h.teacher.pk,
-        product_id=h.long.pk,
-        start=h.at(9, day=tuesday),
-        end=h.at(10, day=tuesday),
-        order_no="D3",
-        customer_id=customer.pk,
-    )
+        h.book(h.long, h.at(14), h.at(15), "D2", customer)
+    other = h.book(h.long, h.at(9, day=tuesday), h.at(10, day=tuesday), "D3", customer)
     with pytest.raises(SlotUnavailable), transaction.atomic():  # moving into the full Monday
         bookings.booking_move(order_no="D3", start=h.at(16), end=h.at(17))
     moved = bookings.booking_move(order_no="D1", start=h.at(16), end=h.at(17))  # within its own day: fine
