@@ -10,7 +10,7 @@ nothing (no payment time, no address) is ``None``: an empty cell. Every text cel
 never run as formulas); numbers and dates stay what they are.
 
 ``rows(kind, start, end)`` yields the header then one list per row (``.iterator()``: constant
-memory however large the range).
+memory however large the range), read off the replica when one is configured (:mod:`starmall.db_replica`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from apps.orders.models import Order, OrderLine, Shipment
 from apps.payments.models import Payment, ReconciliationRun, Refund
 from starmall.admin_display import address_text, specs_text
 from starmall.admin_money import yuan_amount
+from starmall.db_replica import reporting_alias
 from starmall.spreadsheet import excel_cell, safe_row
 
 KINDS = {
@@ -58,7 +59,7 @@ def rows(kind: str, start: dt.date, end: dt.date) -> Iterator[list]:
     lo, hi = _range(start, end)
     export = EXPORTS[kind]
     yield [header for header, _ in export.columns]
-    for obj in export.objects(lo, hi, start, end).iterator(chunk_size=CHUNK):
+    for obj in export.objects(lo, hi, start, end).using(reporting_alias()).iterator(chunk_size=CHUNK):
         yield [value(obj) for _, value in export.columns]
 
 

@@ -127,6 +127,19 @@ else:
     )
 # Services own their transactions; a request-wide one would wrap WeChat calls (STYLE.md).
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
+# A streaming standby for the exports' and the dashboard figures' reads (starmall/db_replica.py,
+# docs/DEPLOY.md); unset, they read the primary. Never migrated, never written.
+if env.str("DATABASE_REPLICA_URL", default=""):
+    DATABASES["replica"] = {
+        **env.db_url("DATABASE_REPLICA_URL"),
+        "CONN_MAX_AGE": DATABASES["default"].get("CONN_MAX_AGE", 0),
+        "CONN_HEALTH_CHECKS": True,
+        "ATOMIC_REQUESTS": False,
+        "DISABLE_SERVER_SIDE_CURSORS": DATABASES["default"].get("DISABLE_SERVER_SIDE_CURSORS", False),
+        "TEST": {"MIRROR": "default"},
+    }
+REPORTING_DATABASE = "replica" if "replica" in DATABASES else "default"
+DATABASE_ROUTERS = ["starmall.db_replica.PrimaryWritesRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 

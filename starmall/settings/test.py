@@ -25,6 +25,11 @@ CELERY_TASK_ROUTES = {
 }
 if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": f"test_starmall_{RUN_ID}"}
+# A second connection to the test database stands for a read replica (tests that name it in
+# ``databases``: tests/backoffice/test_reporting_replica.py); reports read the primary unless a
+# test says otherwise.
+DATABASES["replica"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+REPORTING_DATABASE = "default"
 WECHAT_TIMEOUT_SECONDS = 3.0
 # Alerts: the robot is the session's sandbox (tests/conftest.py points the URL at it); mails go
 # to Django's locmem outbox (pytest-django), for this address.
