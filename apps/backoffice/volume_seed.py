@@ -80,8 +80,14 @@ def next_run_number() -> int:
     return int(last[0].split("-")[1]) + 1 if last else 1
 
 
+def _any(rng: random.Random, items):
+    """One of ``items`` (``rng.choice`` without its rejection sampling: a fifth of the cost)."""
+    return items[int(rng.random() * len(items))]
+
+
 def _name(rng: random.Random) -> str:
-    return rng.choice(SURNAMES) + "".join(rng.choice(GIVEN) for _ in range(rng.randint(1, 2)))
+    given = _any(rng, GIVEN) if rng.random() < 0.5 else _any(rng, GIVEN) + _any(rng, GIVEN)
+    return _any(rng, SURNAMES) + given
 
 
 def _catalog(run: Run) -> None:
@@ -154,7 +160,7 @@ def _created_at(run: Run, status: str) -> dt.datetime:
         return run.now - dt.timedelta(seconds=rng.uniform(0, 86400))
     latest = run.now - dt.timedelta(hours=2)
     while True:
-        seconds = _pick(rng, HOURS) * 3600 + rng.randrange(3600) - rng.randrange(365) * 86400
+        seconds = _pick(rng, HOURS) * 3600 + int(rng.random() * 3600) - int(rng.random() * 365) * 86400
         created = run.midnight + dt.timedelta(seconds=seconds)
         if created < latest:
             return created
@@ -188,9 +194,10 @@ def _timeline(run: Run, status: str, created: dt.datetime) -> tuple[str, dict]:
 
 def _address(rng: random.Random) -> str:
     """The address snapshot as JSON text (its characters need no escaping)."""
-    province, city, district = rng.choice(CITIES)
-    phone = f"1{rng.choice('3578')}{rng.randrange(10**9):09d}"
-    detail = f"{rng.randint(1, 999)}号{rng.randint(1, 30)}栋{rng.randint(101, 2801)}室"
+    province, city, district = _any(rng, CITIES)
+    phone = f"1{_any(rng, '3578')}{int(rng.random() * 10**9):09d}"
+    r = rng.random
+    detail = f"{1 + int(r() * 999)}号{1 + int(r() * 30)}栋{101 + int(r() * 2701)}室"
     return (
         f'{{"name": "{_name(rng)}", "phone": "{phone}", "province": "{province}", "city": "{city}", '
         f'"district": "{district}", "detail": "{detail}"}}'
@@ -224,7 +231,7 @@ def _order_row(run: Run, pk: int, n: int, kind: str, status: str, times: dict, *
         id=pk,
         order_no=f"V{run.number:03d}{n:09d}",
         order_key=f"vol-{run.number}-{n}",
-        customer_id=rng.choice(run.customers),
+        customer_id=_any(rng, run.customers),
         kind=kind,
         status=status,
         goods_fen=goods,
