@@ -62,10 +62,11 @@ def consultation_teachers(run, orders: int) -> None:
 
 def consultation_timeline(run, start: dt.datetime) -> tuple[str, dict, dict]:
     """(status, order times, booking fields) of a consultation starting at ``start``: booked
-    3 h to 10 days ahead (a future start: within the last three days); cancelled unpaid (10 %, the hold released at the deadline); refunded
-    or refunding (5 %: asked a day after paying, at least a day before the start, so in full;
-    released then); otherwise paid, and completed once ended (by the job: an hour's ended ones
-    are left to it), attended or (:data:`NO_SHOW`) not."""
+    3 h to 10 days ahead (a start further ahead: within the last three days); cancelled unpaid
+    (10 %, the hold released at the deadline); refunded or refunding (up to 5 %: asked a day
+    after paying, at least a day before the start, so in full; released then); otherwise paid,
+    and completed once ended (by the job: the last hour's ended ones are left to it), attended
+    or (:data:`NO_SHOW`) not."""
     rng = run.rng
     end = start + DURATION_MINUTES * MINUTE
     created = start - dt.timedelta(hours=rng.uniform(3, 240))
