@@ -3,7 +3,9 @@
 One run adds ``customers`` customers and ``orders`` orders spread over the last 365 Shanghai
 days (daytime-heavy), in every status, with their lines, status log, payments, after-sales,
 refunds, shipments, balance/points ledger rows, follow-ups, distributors and commissions (with
-their ledger), written in batches by ``volume_writer`` (COPY on PostgreSQL). Every unique key
+their ledger); a share of the paid orders are consultations booked on the run's own teachers
+(``volume_bookings``). Rows are written in batches (``volume_orders``, ``volume_writer``: COPY
+and INSERT ... SELECT on PostgreSQL). Every unique key
 carries the run's number (orders ``V<run:03><n:09>``, customers ``vol-<run>-<n>``), the next
 number after the last run's customers: running it again adds a second, disjoint set. Balances,
 points and distributor totals are set from their ledger rows at the end, so the ledger sums hold.
@@ -14,8 +16,10 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
+from bisect import bisect
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import accumulate
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -25,11 +29,12 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.accounts.models import Customer, WalletEvent
-from apps.backoffice.volume_orders import write_batch
-from apps.backoffice.volume_writer import insert, new, reserve_ids
-from apps.catalog.models import Category, Product, Sku
+from apps.backoffice import volume_bookings
+from apps.backoffice.volume_orders import VolumeOrder, write_batch
+from apps.backoffice.volume_writer import copy_rows, reserve_ids
+from apps.catalog.models import Category, Kind, Product, Sku
 from apps.distribution.models import Distributor, LedgerEntry
-from apps.orders.models import Order, OrderLine, OrderStatus, PayMethod
+from apps.orders.models import Order, OrderStatus, PayMethod
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 # Shares of the statuses (per mille) of the orders that are not unpaid.
@@ -62,9 +67,12 @@ class Run:
     number: int
     now: dt.datetime
     rng: random.Random
+    midnight: dt.datetime  # today's Shanghai midnight
     skus: list[Sku] = field(default_factory=list)
     customers: list[int] = field(default_factory=list)
     referrer: dict[int, int] = field(default_factory=dict)  # customer id -> distributor id
+    teachers: list[tuple[int, Sku]] = field(default_factory=list)  # (teacher id, its service's SKU)
+    cells: list[tuple[int, dt.date, int]] = field(default_factory=list)  # free (teacher index, day, hour)
     counts: Counter = field(default_factory=Counter)
 
 
@@ -74,8 +82,14 @@ def next_run_number() -> int:
     return int(last[0].split("-")[1]) + 1 if last else 1
 
 
+def _any(rng: random.Random, items):
+    """One of ``items`` (``rng.choice`` without its rejection sampling: a fifth of the cost)."""
+    return items[int(rng.random() * len(items))]
+
+
 def _name(rng: random.Random) -> str:
-    return rng.choice(SURNAMES) + "".join(rng.choice(GIVEN) for _ in range(rng.randint(1, 2)))
+    given = _any(rng, GIVEN) if rng.random() < 0.5 else _any(rng, GIVEN) + _any(rng, GIVEN)
+    return _any(rng, SURNAMES) + given
 
 
 def _catalog(run: Run) -> None:
@@ -94,17 +108,16 @@ def _customers(run: Run, count: int) -> None:
         with transaction.atomic():
             ids = reserve_ids(Customer, n)
             rows = [
-                new(
-                    Customer,
-                    id=pk,
-                    openid=f"vol-{run.number}-{start + k}",
-                    nickname=_name(rng) if rng.random() < 0.9 else "",
-                    phone=f"13{run.number % 10}{(start + k) % 10**8:08d}" if rng.random() < 0.6 else "",
-                    created_at=run.now - dt.timedelta(days=rng.uniform(30, 400)),
+                (
+                    pk,
+                    f"vol-{run.number}-{start + k}",
+                    _name(rng) if rng.random() < 0.9 else "",
+                    f"13{run.number % 10}{(start + k) % 10**8:08d}" if rng.random() < 0.6 else "",
+                    run.now - dt.timedelta(days=rng.uniform(30, 400)),
                 )
                 for k, pk in enumerate(ids)
             ]
-            run.counts["customers"] += insert(Customer, rows)
+            run.counts["customers"] += copy_rows(Customer, ("id", "openid", "nickname", "phone", "created_at"), rows)
         run.customers += ids
     _distributors(run)
 
@@ -115,11 +128,8 @@ def _distributors(run: Run) -> None:
     chosen = rng.sample(run.customers, max(1, len(run.customers) // 50))
     with transaction.atomic():
         ids = reserve_ids(Distributor, len(chosen))
-        rows = [
-            new(Distributor, id=pk, customer_id=cid, referral_code=f"V{run.number:03d}{k:08d}")
-            for k, (pk, cid) in enumerate(zip(ids, chosen))
-        ]
-        run.counts["distributors"] += insert(Distributor, rows)
+        rows = [(pk, cid, f"V{run.number:03d}{k:08d}") for k, (pk, cid) in enumerate(zip(ids, chosen))]
+        run.counts["distributors"] += copy_rows(Distributor, ("id", "customer_id", "referral_code"), rows)
     by_customer = dict(zip(chosen, ids))
     for cid in run.customers:
         if rng.random() < 0.2:
@@ -128,17 +138,34 @@ def _distributors(run: Run) -> None:
                 run.referrer[cid] = pick
 
 
+def _pick(rng: random.Random, choices: tuple) -> object:
+    """One of ``choices`` = (items, cumulative weights), drawn by weight."""
+    items, cumulative = choices
+    return items[bisect(cumulative, rng.random() * cumulative[-1])]
+
+
+def _weights(shares: dict) -> tuple:
+    return tuple(shares), tuple(accumulate(shares.values()))
+
+
+STATUSES = _weights(STATUS_SHARES)
+HOURS = _weights(dict(enumerate(HOUR_WEIGHTS)))
+LINE_COUNTS = _weights({1: 70, 2: 22, 3: 8})
+QUANTITIES = _weights({1: 80, 2: 15, 3: 5})
+
+
 def _created_at(run: Run, status: str) -> dt.datetime:
+    """Unpaid: within the last day; else a day of the last 365 and a Shanghai hour by
+    :data:`HOUR_WEIGHTS`, at least two hours ago."""
     rng = run.rng
     if status == OrderStatus.UNPAID:
         return run.now - dt.timedelta(seconds=rng.uniform(0, 86400))
-    today = timezone.localtime(run.now, SHANGHAI).date()
+    latest = run.now - dt.timedelta(hours=2)
     while True:
-        day = today - dt.timedelta(days=rng.randrange(365))
-        hour = rng.choices(range(24), HOUR_WEIGHTS)[0]
-        local = dt.datetime(day.year, day.month, day.day, hour, rng.randrange(60), rng.randrange(60), tzinfo=SHANGHAI)
-        if local < run.now - dt.timedelta(hours=2):
-            return local
+        seconds = _pick(rng, HOURS) * 3600 + int(rng.random() * 3600) - int(rng.random() * 365) * 86400
+        created = run.midnight + dt.timedelta(seconds=seconds)
+        if created < latest:
+            return created
 
 
 def _timeline(run: Run, status: str, created: dt.datetime) -> tuple[str, dict]:
@@ -167,76 +194,86 @@ def _timeline(run: Run, status: str, created: dt.datetime) -> tuple[str, dict]:
     return OrderStatus.COMPLETED, times
 
 
-def _address(rng: random.Random) -> dict:
-    province, city, district = rng.choice(CITIES)
-    return {
-        "name": _name(rng),
-        "phone": f"1{rng.choice('3578')}{rng.randrange(10**9):09d}",
-        "province": province,
-        "city": city,
-        "district": district,
-        "detail": f"{rng.randint(1, 999)}号{rng.randint(1, 30)}栋{rng.randint(101, 2801)}室",
-    }
-
-
-def _order(run: Run, pk: int, n: int) -> tuple[Order, list[OrderLine]]:
-    rng = run.rng
-    status = (
-        OrderStatus.UNPAID
-        if n % UNPAID_EVERY == 0
-        else rng.choices(list(STATUS_SHARES), list(STATUS_SHARES.values()))[0]
+def _address(rng: random.Random) -> str:
+    """The address snapshot as JSON text (its characters need no escaping)."""
+    province, city, district = _any(rng, CITIES)
+    phone = f"1{_any(rng, '3578')}{int(rng.random() * 10**9):09d}"
+    r = rng.random
+    detail = f"{1 + int(r() * 999)}号{1 + int(r() * 30)}栋{101 + int(r() * 2701)}室"
+    return (
+        f'{{"name": "{_name(rng)}", "phone": "{phone}", "province": "{province}", "city": "{city}", '
+        f'"district": "{district}", "detail": "{detail}"}}'
     )
+
+
+def _order(run: Run, pk: int, n: int) -> VolumeOrder:
+    """Order number ``n`` of the run: goods, or (a :data:`volume_bookings.SHARE` of the paid
+    ones, while the grid has cells) a consultation with its booking's fields."""
+    rng = run.rng
+    if n % UNPAID_EVERY and run.cells and rng.random() < volume_bookings.SHARE:
+        return _consultation(run, pk, n)
+    status = OrderStatus.UNPAID if n % UNPAID_EVERY == 0 else _pick(rng, STATUSES)
     status, times = _timeline(run, status, _created_at(run, status))
     lines = []
-    for sku in rng.sample(run.skus, rng.choices([1, 2, 3], [70, 22, 8])[0]):
-        qty = rng.choices([1, 2, 3], [80, 15, 5])[0]
-        lines.append(
-            new(
-                OrderLine,
-                order_id=pk,
-                sku_id=sku.pk,
-                product_id=sku.product_id,
-                name=sku.product.name,
-                price_fen=sku.price_fen,
-                quantity=qty,
-                amount_fen=sku.price_fen * qty,
-            )
-        )
-    goods = sum(line.amount_fen for line in lines)
-    freight = 0 if goods >= 9900 else 1000
-    order = new(
-        Order,
+    for sku in rng.sample(run.skus, _pick(rng, LINE_COUNTS)):
+        qty = _pick(rng, QUANTITIES)
+        lines.append((pk, sku.pk, sku.product_id, sku.product.name, sku.price_fen, qty, sku.price_fen * qty))
+    goods = sum(line[-1] for line in lines)
+    order = _order_row(run, pk, n, Kind.GOODS, status, times, goods, 0 if goods >= 9900 else 1000, _address(rng))
+    order.remark = "请尽快发货" if rng.random() < 0.05 else ""
+    order.lines = lines
+    return order
+
+
+def _order_row(run: Run, pk: int, n: int, kind: str, status: str, times: dict, *amounts_address) -> VolumeOrder:
+    """The order's own columns (``amounts_address``: goods fen, freight fen, address JSON text)."""
+    rng = run.rng
+    goods, freight, address = amounts_address
+    return VolumeOrder(
         id=pk,
         order_no=f"V{run.number:03d}{n:09d}",
         order_key=f"vol-{run.number}-{n}",
-        customer_id=rng.choice(run.customers),
+        customer_id=_any(rng, run.customers),
+        kind=kind,
         status=status,
         goods_fen=goods,
         freight_fen=freight,
-        pay_fen=goods + freight,
         pay_method=(PayMethod.BALANCE if rng.random() < 0.15 else PayMethod.WECHAT) if "paid_at" in times else "",
-        address=_address(rng),
-        remark="请尽快发货" if rng.random() < 0.05 else "",
-        cancel_reason="超时未支付" if status == OrderStatus.CANCELLED else "",
+        address=address,
+        remark="",
         **times,
     )
-    return order, lines
+
+
+def _consultation(run: Run, pk: int, n: int) -> VolumeOrder:
+    """A consultation order on the next free cell of the run's grid (``volume_bookings``)."""
+    index, day, hour = run.cells.pop()
+    teacher_id, sku = run.teachers[index]
+    start = dt.datetime(day.year, day.month, day.day, hour, tzinfo=SHANGHAI)
+    status, times, booking = volume_bookings.consultation_timeline(run, start)
+    order = _order_row(run, pk, n, Kind.CONSULTATION, status, times, sku.price_fen, 0, None)
+    booking.update(teacher_id=teacher_id, product_id=sku.product_id, customer_id=order.customer_id)
+    order.booking = booking
+    order.lines = [(pk, sku.pk, sku.product_id, sku.product.name, sku.price_fen, 1, sku.price_fen)]
+    return order
 
 
 def seed(orders: int, customers: int, *, out=print) -> Counter:
     """Add ``customers`` customers and ``orders`` orders (one run); returns the rows written per table."""
     started = time.perf_counter()
-    run = Run(number=next_run_number(), now=timezone.now(), rng=random.Random(orders * 7919 + customers))
+    now = timezone.now()
+    midnight = dt.datetime.combine(timezone.localtime(now, SHANGHAI).date(), dt.time(), tzinfo=SHANGHAI)
+    run = Run(number=next_run_number(), now=now, rng=random.Random(orders * 7919 + customers), midnight=midnight)
     with transaction.atomic():
         _catalog(run)
+    volume_bookings.consultation_teachers(run, orders)
     _customers(run, customers)
     out(f"run {run.number}: {customers} customers in {time.perf_counter() - started:.1f} s")
     for start in range(0, orders, BATCH):
         n = min(BATCH, orders - start)
         with transaction.atomic():
             ids = reserve_ids(Order, n)
-            made = [_order(run, pk, start + k) for k, pk in enumerate(ids)]
-            write_batch(run, made)
+            write_batch(run, [_order(run, pk, start + k) for k, pk in enumerate(ids)])
         done = start + n
         out(f"  {done:,} / {orders:,} orders, {time.perf_counter() - started:.1f} s")
     _totals_from_ledgers(run)

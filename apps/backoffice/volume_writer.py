@@ -1,22 +1,21 @@
 """Rows in bulk for ``seed_volume``: ids reserved first, then one COPY (PostgreSQL) or one
-``executemany`` INSERT (SQLite) per table and batch.
+``executemany`` INSERT (SQLite) per table and batch, or one INSERT ... SELECT that derives a
+table's rows from rows already written (computed by the database, no Python per row).
 
-Model instances are built by the caller with every value set (``auto_now`` fields left at
-None get ``now``); generated columns are skipped (the database computes them). Nothing here
-runs ``save()``, signals or ``pre_save``: the rows are exactly what the caller built.
+Rows are plain tuples of the columns named (attnames); every other column gets its field's
+default (``auto_now`` fields: now), the primary key its identity default when not named, and
+generated columns are computed by the database. JSON columns take JSON text (or None). Nothing
+here runs ``save()``, signals or ``pre_save``: the rows are exactly what the caller built.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from collections.abc import Iterable, Sequence
 
 from django.db import connection, models
-from django.db.models.base import ModelState
 from django.utils import timezone
-
-
-def _columns(model: type[models.Model]) -> list[models.Field]:
-    return [f for f in model._meta.concrete_fields if not f.generated]
 
 
 def reserve_ids(model: type[models.Model], count: int) -> list[int]:
@@ -35,49 +34,83 @@ def reserve_ids(model: type[models.Model], count: int) -> list[int]:
     return list(range(top + 1, top + 1 + count))
 
 
-_DEFAULTS: dict[type, dict] = {}
-
-
-def new(model: type[models.Model], **values) -> models.Model:
-    """An unsaved instance without ``Model.__init__`` (a fifth of the cost): the fields'
-    defaults, then ``values`` by attname (``customer_id``, not ``customer``)."""
-    defaults = _DEFAULTS.get(model)
-    if defaults is None:
-        defaults = _DEFAULTS[model] = {f.attname: f.get_default() for f in _columns(model)}
-    obj = model.__new__(model)
-    obj.__dict__.update(defaults)
-    obj.__dict__.update(values)
-    obj._state = ModelState()
-    return obj
-
-
-def _pg_value(field: models.Field):
-    if isinstance(field, models.JSONField):
-        return lambda v: None if v is None else json.dumps(v, ensure_ascii=False)
-    return None
-
-
-def insert(model: type[models.Model], objs: list[models.Model]) -> int:
-    """Write ``objs`` (primary keys set) as they are; returns how many."""
-    if not objs:
-        return 0
-    fields = _columns(model)
+def _rest(model: type[models.Model], columns: Sequence[str]) -> tuple[list[models.Field], list]:
+    """The fields not in ``columns`` that take a value (not the primary key, not generated) and
+    those values: the field's default, now for ``auto_now``, JSON defaults as JSON text."""
     now = timezone.now()
-    for f in fields:
+    fields, values = [], []
+    for f in model._meta.concrete_fields:
+        if f.generated or f.primary_key or f.attname in columns:
+            continue
+        value = f.get_default()
         if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
-            for o in objs:
-                if getattr(o, f.attname) is None:
-                    setattr(o, f.attname, now)
+            value = now
+        elif isinstance(f, models.JSONField):
+            value = json.dumps(value, ensure_ascii=False)
+        fields.append(f)
+        values.append(value)
+    return fields, values
+
+
+def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[tuple]) -> int:
+    """Write ``rows`` (tuples in ``columns``' order) of ``model``; returns how many."""
+    rows = rows if isinstance(rows, list) else list(rows)
+    if not rows:
+        return 0
+    by_name = {f.attname: f for f in model._meta.concrete_fields}
+    rest, extra = _rest(model, columns)
+    fields = [by_name[c] for c in columns] + rest
     names = ", ".join(f'"{f.column}"' for f in fields)
     table = model._meta.db_table
+    extra = tuple(extra)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            converters = [(f.attname, _pg_value(f)) for f in fields]
             with cursor.cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
-                for o in objs:
-                    copy.write_row([c(getattr(o, a)) if c else getattr(o, a) for a, c in converters])
+                write = copy.write_row
+                for row in rows:
+                    write(row + extra)
         else:
             marks = ", ".join(["%s"] * len(fields))
-            rows = [[f.get_db_prep_save(getattr(o, f.attname), connection) for f in fields] for o in objs]
-            cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows)  # noqa: S608
-    return len(objs)
+            jsons = {i for i, f in enumerate(fields) if isinstance(f, models.JSONField)}
+            prepared = [
+                [
+                    f.get_db_prep_save(json.loads(v) if i in jsons and v is not None else v, connection)
+                    for i, (f, v) in enumerate(zip(fields, row + extra))
+                ]
+                for row in rows
+            ]
+            cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', prepared)  # noqa: S608
+    return len(rows)
+
+
+def insert_select(model: type[models.Model], exprs: dict[str, str], source: str, params: Sequence = ()) -> int:
+    """``INSERT INTO model (the rest, exprs' columns) SELECT the rest's defaults, exprs' SQL
+    <source>``: rows derived by the database from rows already written. ``source`` is the SQL
+    after the select list (``FROM ... WHERE ...``); ``params`` fill the ``%s`` of the exprs,
+    then of ``source``, in that order. Returns the rows written."""
+    by_name = {f.attname: f for f in model._meta.concrete_fields}
+    rest, extra = _rest(model, list(exprs))
+    if connection.vendor != "postgresql":
+        extra = [
+            f.get_db_prep_save(json.loads(v) if isinstance(f, models.JSONField) else v, connection)
+            for f, v in zip(rest, extra)
+        ]
+    names = ", ".join([*(f'"{f.column}"' for f in rest), *(f'"{by_name[c].column}"' for c in exprs)])
+    select = ", ".join([*(["%s"] * len(rest)), *exprs.values()])
+    sql = f'INSERT INTO "{model._meta.db_table}" ({names}) SELECT {select} {source}'  # noqa: S608 (fixed SQL)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*extra, *params])
+        return cursor.rowcount
+
+
+def plus(column: str, delta: dt.timedelta) -> str:
+    """SQL for the time ``column`` + ``delta`` (whole seconds) on this database."""
+    seconds = int(delta.total_seconds())
+    if connection.vendor == "postgresql":
+        return f"({column} + interval '{seconds} seconds')"
+    return f"datetime({column}, '{seconds:+d} seconds')"
+
+
+def db_time(value: dt.datetime | None):
+    """An aware datetime as this database compares it (SQLite: its stored UTC text)."""
+    return connection.ops.adapt_datetimefield_value(value)

@@ -4,6 +4,7 @@ the first, refused under production settings (on whichever database the suite ru
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from io import StringIO
 
 import pytest
@@ -12,6 +13,8 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from apps.accounts.models import Customer, WalletEvent
+from apps.appointments.models import Booking
+from apps.catalog.models import Teacher
 from apps.distribution.models import Commission, Distributor, LedgerEntry
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus, Shipment
 from apps.payments.models import Payment, Refund
@@ -91,3 +94,73 @@ def test_refused_under_production_settings(settings):
     with pytest.raises(CommandError, match="生产环境"):
         _seed(10, 5)
     assert not Order.objects.exists() and not Customer.objects.filter(openid__startswith="vol-").exists()
+
+
+def test_consultations_have_their_bookings_without_overlap():
+    _seed(3000, 300)
+    orders = Order.objects.filter(order_no__startswith="V001")
+    consultations = orders.filter(kind="consultation")
+    bookings = Booking.objects.filter(order_no__startswith="V001")
+    n = consultations.count()
+    assert 90 < n < 240  # about 5 % of the paid orders
+    # Every consultation order has its booking: its customer, its service, its slot's start.
+    assert bookings.count() == n
+    by_no = {b.order_no: b for b in bookings}
+    for order in consultations.select_related("slot").prefetch_related("lines"):
+        booking = by_no[order.order_no]
+        (line,) = order.lines.all()
+        assert (booking.customer_id, booking.product_id, line.quantity) == (order.customer_id, line.product_id, 1)
+        assert order.slot.start == booking.start and order.slot.teacher_id == booking.teacher_id
+        assert booking.start < booking.end < booking.blocked_until and order.address is None
+        assert booking.live == (order.status in ("paid", "completed"))
+        assert (booking.attendance != "") == (order.status == "completed")
+        assert order.created_at < booking.start or order.status != "completed"
+    # Statuses in realistic shares: mostly held and attended, some cancelled, a few no-shows, live ahead.
+    spread = Counter("live" if b.live and not b.attendance else b.attendance or "cancelled" for b in bookings)
+    assert sum(spread.values()) == n
+    assert spread["attended"] > n * 0.6 and n * 0.05 < spread["cancelled"] < n * 0.3
+    assert 0 < spread["no_show"] < spread["attended"] * 0.15 and 0 < spread["live"] < n * 0.2
+    assert orders.filter(kind="consultation", status="paid", slot__start__gt=timezone.now()).exists()
+    # Two live bookings of a teacher never overlap, buffers included (nor do any two of the run's).
+    for teacher in {b.teacher_id for b in bookings}:
+        ranges = sorted((b.start, b.blocked_until) for b in bookings if b.teacher_id == teacher)
+        assert all(before[1] <= after[0] for before, after in zip(ranges, ranges[1:]))
+    assert (
+        not Teacher.objects.filter(pk__in=bookings.values("teacher_id")).exclude(name__startswith="压测老师1-").exists()
+    )
+    assert FollowUp.objects.filter(kind="chat_open", order__in=consultations.filter(paid_at__isnull=False)).count() == (
+        consultations.filter(paid_at__isnull=False).count()
+    )
+
+
+def test_commissions_follow_their_orders_and_ledger():
+    _seed(1500, 150)
+    orders = Order.objects.filter(order_no__startswith="V001")
+    commissions = Commission.objects.filter(order__in=orders).select_related("order")
+    assert commissions.count() > 100
+    for c in commissions:
+        assert c.order.paid_at is not None and c.level == 1 and c.created_at == c.order.paid_at
+        assert (c.base_fen, c.amount_fen) == (c.order.goods_fen, c.order.goods_fen // 10)
+        assert (c.status == "reversed") == (c.order.status == "refunded") and c.reversed_fen in (0, c.amount_fen)
+        if c.status == "available":
+            assert c.order.status == "completed" and c.available_at > c.order.completed_at
+    per_status = dict(commissions.values_list("status").annotate(s=Sum("amount_fen")))
+    assert set(per_status) == {"frozen", "available", "reversed"}
+    held = Distributor.objects.aggregate(a=Sum("available_fen"), f=Sum("frozen_fen"))
+    assert (held["a"], held["f"]) == (per_status["available"], per_status["frozen"])
+    # The ledger: one booking per commission, one release per available one, one reversal per reversed one.
+    ledger = dict(LedgerEntry.objects.values_list("reason").annotate(n=Count("id")))
+    assert ledger == {
+        "commission": commissions.count(),
+        "release": commissions.filter(status="available").count(),
+        "reverse": commissions.filter(status="reversed").count(),
+    }
+
+
+def test_a_second_run_books_its_own_teachers():
+    _seed(1200, 100)
+    _seed(1200, 100)
+    first = set(Booking.objects.filter(order_no__startswith="V001").values_list("teacher_id", flat=True))
+    second = set(Booking.objects.filter(order_no__startswith="V002").values_list("teacher_id", flat=True))
+    assert first and second and not first & second
+    assert Booking.objects.count() == Order.objects.filter(kind="consultation").count()

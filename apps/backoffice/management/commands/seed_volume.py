@@ -6,8 +6,9 @@ from apps.backoffice.volume_seed import refuse_reason, seed
 class Command(BaseCommand):
     help = (
         "Add realistic bulk data for the volume benchmark: --customers customers and --orders orders over the "
-        "last 365 Shanghai days in every status, with lines, payments, refunds, ledgers, follow-ups and "
-        "commissions (COPY on PostgreSQL). Each run adds a new disjoint set (its number is in every key); "
+        "last 365 Shanghai days in every status, with lines, payments, refunds, ledgers, follow-ups, "
+        "commissions and consultations booked on the run's own teachers (COPY on PostgreSQL). Each run adds a "
+        "new disjoint set (its number is in every key); "
         "refused under production settings."
     )
 
