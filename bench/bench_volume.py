@@ -9,8 +9,8 @@ one warm-up, as median and p95 in ms with the queries the request ran:
 - the admin order list: first page, each workbench tab, the search box by order number,
   account phone, receiver phone, receiver name, nickname; one order's page; the dashboard;
 - the customer API: ``GET /api/v1/orders`` and ``/orders/counts`` of the busiest customer;
-- a month's export (CSV streamed, and Excel): time to the first byte, the whole, and the growth
-  of the process's peak RSS (measured in a fresh process of its own);
+- a month's export (CSV and Excel, both streamed): time to the first byte, the whole, the CPU,
+  and the growth of the process's peak RSS (measured in a fresh process of its own);
 - the jobs: the unpaid timeout, follow-up redispatch, commission and points release and the
   automatic receipt, each looped until it has no more work (a day's worth), and the local side of
   a day's reconciliation — all inside a transaction rolled back at the end, so reruns repeat.

@@ -1,5 +1,5 @@
-"""One size of ``bench_volume.py`` in its own process: ``volume_run.py SIZE pages|export ITERATIONS``
-against ``DATABASE_URL``; prints one JSON line ``{"load": ..., "cases": {name: figures}}``."""
+"""One size of ``bench_volume.py`` in its own process: ``volume_run.py SIZE pages|export ITERATIONS [csv,xlsx]``
+(the export's formats, default both) against ``DATABASE_URL``; prints one JSON line ``{"load": ..., "cases": {name: figures}}``."""
 
 from __future__ import annotations
 
@@ -149,17 +149,17 @@ def pages(iterations: int) -> dict:
     return out
 
 
-def export() -> dict:
-    """A month's orders, CSV (streamed) and Excel: first byte, whole, peak-RSS growth (MB)."""
+def export(formats: tuple[str, ...] = ("csv", "xlsx")) -> dict:
+    """A month's orders, CSV and Excel (both streamed): first byte, whole, CPU, peak-RSS growth (MB)."""
     staff = _staff_client()
     assert staff.get("/admin/backoffice/export/").status_code == 200  # the process warm (imports, templates)
     end = timezone.localdate() - dt.timedelta(days=1)
     start = end - dt.timedelta(days=30)
     out = {}
-    for fmt in ("csv", "xlsx"):
+    for fmt in formats:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         with CaptureQueriesContext(connection) as seen:
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             response = staff.get(
                 "/admin/backoffice/export/", {"kind": "orders", "start": start, "end": end, "fmt": fmt}
             )
@@ -175,6 +175,7 @@ def export() -> dict:
             "p95": round(whole, 1),
             "queries": len(seen),
             "first_byte_ms": round((first - t) * 1000, 1),
+            "cpu_ms": round((time.process_time() - cpu) * 1000, 1),
             "rss_growth_mb": round(grown, 1),
             "bytes": size,
         }
@@ -230,7 +231,7 @@ def main() -> None:
         _prepare(size)
         cases = pages(iterations)
     else:
-        cases = export()
+        cases = export(tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("csv", "xlsx"))
     print(json.dumps({"load": round(os.getloadavg()[0], 1), "cases": cases}))
 
 

@@ -1,6 +1,6 @@
 """Exports for finance: orders, refunds, payments and reconciliation runs of a Shanghai date
-range, as CSV (streamed row by row) or Excel (openpyxl write-only workbook: rows are written
-as they are read, never held as cells).
+range, as CSV or Excel, both streamed row by row (Excel: :mod:`starmall.xlsx_stream`, the zip
+built on the fly): the first bytes leave before the last row is read, memory stays flat.
 
 Cells are typed (:mod:`starmall.spreadsheet`): amounts are yuan as ``Decimal`` (headers say
 "（元）"; Excel: numbers shown ``0.00``), counts and ids integers, times aware datetimes (headers
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import tempfile
 from collections.abc import Iterator
 from operator import attrgetter, methodcaller
 
@@ -32,7 +31,7 @@ from apps.payments.models import Payment, ReconciliationRun, Refund
 from starmall.admin_display import address_text, specs_text
 from starmall.admin_money import yuan_amount
 from starmall.db_replica import reporting_alias
-from starmall.spreadsheet import excel_cell, safe_row
+from starmall.spreadsheet import safe_row
 
 KINDS = {
     "orders": "订单",
@@ -208,19 +207,3 @@ def csv_lines(source: Iterator[list]) -> Iterator[str]:
     yield "\ufeff"
     for row in source:
         yield writer.writerow(safe_row(row))
-
-
-def xlsx_file(source: Iterator[list], title: str):
-    """An Excel file (opened temporary file, at position 0) from a write-only openpyxl workbook;
-    each cell made by :func:`starmall.spreadsheet.excel_cell` (text as neutralised strings, yuan
-    as numbers ``0.00``, times as Beijing date-times, nothing as an empty cell)."""
-    from openpyxl import Workbook
-
-    workbook = Workbook(write_only=True)
-    sheet = workbook.create_sheet(title=title)
-    for row in source:
-        sheet.append([excel_cell(sheet, value) for value in row])
-    out = tempfile.TemporaryFile()
-    workbook.save(out)
-    out.seek(0)
-    return out

@@ -1,4 +1,4 @@
-"""Finance exports: CSV streamed, Excel write-only, a Shanghai date range, finance role only."""
+"""Finance exports: CSV and Excel both streamed, a Shanghai date range, finance role only."""
 
 import csv
 import datetime as dt
