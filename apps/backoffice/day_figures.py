@@ -77,7 +77,7 @@ def days_values(first: dt.date, last: dt.date) -> tuple[dict[dt.date, dict], lis
             last,
             orders=Count("id"),
             orders_paid=Count("id", filter=Q(paid_at__isnull=False)),
-        ),  # fmt: skip
+        ),
         _by_day(Order.objects, "paid_at", first, last, paid_orders=Count("id"), revenue_fen=Sum("pay_fen")),
         _by_day(
             Refund.objects.filter(order__isnull=False, status=Refund.Status.SUCCESS),  # a card's: live (SVIP)
@@ -86,7 +86,7 @@ def days_values(first: dt.date, last: dt.date) -> tuple[dict[dt.date, dict], lis
             last,
             refunds=Count("id"),
             refund_fen=Sum("refund_fen"),
-        ),  # fmt: skip
+        ),
         _by_day(Customer.objects, "created_at", first, last, new_customers=Count("id")),
         _by_day(Commission.objects, "created_at", first, last, commission_fen=Sum(F("amount_fen") - F("reversed_fen"))),
     ]
