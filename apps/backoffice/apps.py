@@ -18,6 +18,17 @@ class BackofficeConfig(AppConfig):
 
         # After django.contrib.auth's create_permissions (auth is installed, so connected, first).
         post_migrate.connect(permission_names_sync, dispatch_uid="backoffice_permission_names")
+        # The dashboard's daily figures hear of what changes a closed day through the lower apps'
+        # registries (apps import only downward): the paying transaction's outbox and the refund.
+        from apps.backoffice import day_figures
+        from apps.orders import followups
+        from apps.payments import hooks
+
+        followups.HANDLERS[followups.FollowUp.Kind.DAY_FIGURES] = day_figures.followup_day_figures
+        if day_figures.paid_kinds not in followups.PAID_KINDS:
+            followups.PAID_KINDS.append(day_figures.paid_kinds)
+        if day_figures.refund_succeeded_hook not in hooks.REFUND_SUCCEEDED:
+            hooks.REFUND_SUCCEEDED.append(day_figures.refund_succeeded_hook)
 
 
 class ShopAdminConfig(admin_apps.AdminConfig):

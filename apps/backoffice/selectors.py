@@ -1,8 +1,9 @@
-"""The dashboard's figures: every number is one aggregate query in the database.
+"""The dashboard's figures: today's summed live in the database (one aggregate query each), the
+closed days of the month read from the daily figures (``day_figures``, one row per day).
 
 Days are Shanghai days (``TruncDate(..., tzinfo=Asia/Shanghai)``); money is integer fen.
-With 100,000 orders each query stays in the tens of milliseconds (``make bench``:
-``bench/bench_dashboard.py``), helped by the indexes on ``Order.created_at`` / ``paid_at``.
+``summary`` / ``revenue_by_day`` / ``top_products`` over any period sum the source rows: today's
+part, and the reference the daily rows are held to (``tests/backoffice/test_day_figures.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from apps.alerts.models import Alert
 from apps.appointments.availability import windows_by_date
 from apps.appointments.bookings import live_q
 from apps.appointments.models import Booking
+from apps.backoffice import day_figures, selectors_days
 from apps.catalog.models import Sku, Teacher
 from apps.orders.models import AfterSale, FollowUp, Order, OrderLine, OrderStatus
 from apps.payments.models import Payment, PaymentStatus, ReconciliationRun, Refund
@@ -64,18 +66,25 @@ def summary(period: Period) -> dict:
     Revenue counts orders PAID in the period (by ``paid_at``) whatever happened after; refunds
     are refunds that SUCCEEDED in the period; commissions are those written in the period (at
     payment), less what refunds took back; paid membership (SVIP): cards sold in the period
-    (fen paid less refunded) and the members whose SVIP runs now. Seven queries.
+    (fen paid less refunded) and the members whose SVIP runs now. Seven queries. Summed from
+    the source rows: today's card, and the reference the daily figures are held to.
     """
+    return summary_of(period.label, {**summary_counts(period), "svip_sales_fen": svip_sales_fen(period)})
+
+
+def summary_counts(period: Period) -> dict:
+    """The additive part of :func:`summary` over ``period``, named as ``DailyFigure``'s columns:
+    ``orders`` created, ``orders_paid`` of them paid by now, ``paid_orders`` / ``revenue_fen``
+    paid in it, ``refunds`` / ``refund_fen``, ``new_customers``, ``commission_fen``. Five queries."""
     from apps.accounts.models import Customer
     from apps.distribution.models import Commission
-    from apps.members.models import CardPurchase, Membership
 
     created = Order.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
         orders=Count("id"),
-        paid=Count("id", filter=Q(paid_at__isnull=False)),
+        orders_paid=Count("id", filter=Q(paid_at__isnull=False)),
     )
     paid = Order.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end).aggregate(
-        count=Count("id"),
+        paid_orders=Count("id"),
         revenue_fen=Coalesce(Sum("pay_fen"), 0),
     )
     refunds = Refund.objects.filter(  # of orders: a card's refund is in svip_sales_fen
@@ -83,23 +92,46 @@ def summary(period: Period) -> dict:
         status=Refund.Status.SUCCESS,
         succeeded_at__gte=period.start,
         succeeded_at__lt=period.end,
-    ).aggregate(count=Count("id"), fen=Coalesce(Sum("refund_fen"), 0))
+    ).aggregate(refunds=Count("id"), refund_fen=Coalesce(Sum("refund_fen"), 0))
     return {
-        "label": period.label,
-        "orders": created["orders"],
-        "paid_orders": paid["count"],
-        "revenue_fen": paid["revenue_fen"],
-        "refunds": refunds["count"],
-        "refund_fen": refunds["fen"],
-        "paid_rate": round(100 * created["paid"] / created["orders"], 1) if created["orders"] else 0.0,
-        "aov_fen": paid["revenue_fen"] // paid["count"] if paid["count"] else 0,
+        **created,
+        **paid,
+        **refunds,
         "new_customers": Customer.objects.filter(created_at__gte=period.start, created_at__lt=period.end).count(),
         "commission_fen": Commission.objects.filter(created_at__gte=period.start, created_at__lt=period.end).aggregate(
             fen=Coalesce(Sum(F("amount_fen") - F("reversed_fen")), 0)
         )["fen"],
-        "svip_sales_fen": CardPurchase.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end).aggregate(
-            fen=Coalesce(Sum(F("pay_fen") - F("refunded_fen")), 0)
-        )["fen"],
+    }
+
+
+def svip_sales_fen(period: Period) -> int:
+    """Member cards paid in ``period``: fen paid less fen refunded (summed live: few rows, and a
+    card's refund has no order to tell the daily figures by)."""
+    from apps.members.models import CardPurchase
+
+    return CardPurchase.objects.filter(paid_at__gte=period.start, paid_at__lt=period.end).aggregate(
+        fen=Coalesce(Sum(F("pay_fen") - F("refunded_fen")), 0)
+    )["fen"]
+
+
+def summary_of(label: str, counts: dict) -> dict:
+    """:func:`summary`'s card from its counts (:func:`summary_counts` plus ``svip_sales_fen``):
+    the paid rate and AOV derived, the SVIP members counted now (one query)."""
+    from apps.members.models import Membership
+
+    orders, paid_orders = counts["orders"], counts["paid_orders"]
+    return {
+        "label": label,
+        "orders": orders,
+        "paid_orders": paid_orders,
+        "revenue_fen": counts["revenue_fen"],
+        "refunds": counts["refunds"],
+        "refund_fen": counts["refund_fen"],
+        "paid_rate": round(100 * counts["orders_paid"] / orders, 1) if orders else 0.0,
+        "aov_fen": counts["revenue_fen"] // paid_orders if paid_orders else 0,
+        "new_customers": counts["new_customers"],
+        "commission_fen": counts["commission_fen"],
+        "svip_sales_fen": counts["svip_sales_fen"],
         "svip_active": Membership.objects.filter(svip_expires_at__gt=timezone.now()).count(),
     }
 
@@ -124,14 +156,14 @@ def revenue_by_day(period: Period) -> list[dict]:
     return out
 
 
-def top_products(period: Period, limit: int = 10) -> list[dict]:
+def top_products(period: Period, limit: int | None = 10) -> list[dict]:
     """Best sellers of orders paid in ``period``: ``[{"product_id", "product_name", "units", "amount_fen"}]``
-    by units, then amount (one GROUP BY over order lines)."""
+    by units, then amount, then product id (one GROUP BY over order lines; ``limit=None``: all)."""
     return list(
         OrderLine.objects.filter(order__paid_at__gte=period.start, order__paid_at__lt=period.end)
         .values("product_id", product_name=F("product__name"))
         .annotate(units=Sum("quantity"), amount_fen=Sum("amount_fen"))
-        .order_by("-units", "-amount_fen")[:limit]
+        .order_by("-units", "-amount_fen", "product_id")[:limit]
     )
 
 
@@ -220,14 +252,23 @@ DASHBOARD_CACHE_KEY = "backoffice:dashboard:figures"
 
 
 def period_figures(now: dt.datetime | None = None) -> dict:
-    """The dashboard's figures of today and the last 30 days (see the functions above)."""
+    """The dashboard's figures of today and the last 30 days (see the functions above): today
+    summed live from its rows, the 29 closed days before it read from the daily figures
+    (``apps.backoffice.day_figures``: one row a day, summed again when a flow changes it)."""
     today, month = periods(now)
     week_end = today.start + dt.timedelta(days=7)
+    counts = {**summary_counts(today), "svip_sales_fen": svip_sales_fen(today)}
+    first, last = month.start.date(), today.start.date() - dt.timedelta(days=1)
+    closed = selectors_days.closed_days(first, last)
+    month_counts = {key: counts[key] + sum(row[key] for row in closed.values()) for key in day_figures.FIGURES}
+    line = [*closed.items(), (today.start.date(), counts)]
     return {
-        "today": summary(today),
-        "month": summary(month),
-        "revenue_by_day": revenue_by_day(month),
-        "top_products": top_products(month),
+        "today": summary_of(today.label, counts),
+        "month": summary_of(month.label, {**month_counts, "svip_sales_fen": svip_sales_fen(month)}),
+        "revenue_by_day": [
+            {"day": day, "orders": row["paid_orders"], "revenue_fen": row["revenue_fen"]} for day, row in line
+        ],
+        "top_products": selectors_days.best_sellers(first, last, top_products(today, limit=None)),
         "occupancy_past": occupancy(month.start, today.end),
         "occupancy_next": occupancy(today.start, week_end),
     }

@@ -29,7 +29,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.accounts.models import Customer, WalletEvent
-from apps.backoffice import volume_bookings
+from apps.backoffice import day_figures, volume_bookings
 from apps.backoffice.volume_orders import VolumeOrder, write_batch
 from apps.backoffice.volume_writer import copy_rows, reserve_ids
 from apps.catalog.models import Category, Kind, Product, Sku
@@ -277,6 +277,10 @@ def seed(orders: int, customers: int, *, out=print) -> Counter:
         done = start + n
         out(f"  {done:,} / {orders:,} orders, {time.perf_counter() - started:.1f} s")
     _totals_from_ledgers(run)
+    days = day_figures.days_refresh_all(
+        timezone.localdate(run.now) - dt.timedelta(days=401)
+    )  # the days it wrote (customers: 400)
+    out(f"  the dashboard's figures of {days} closed days summed again, {time.perf_counter() - started:.1f} s")
     out(f"run {run.number} done in {time.perf_counter() - started:.1f} s: {dict(sorted(run.counts.items()))}")
     return run.counts
 

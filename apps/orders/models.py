@@ -295,6 +295,7 @@ class FollowUp(models.Model):
             "print_ticket",
             "支付后打印小票",
         )  # the paid order's ticket on print-on-payment printers (apps.printing)
+        DAY_FIGURES = "day_figures", "工作台日数据"  # a closed day's dashboard figures summed again (apps.backoffice)
 
     class Status(models.TextChoices):
         PENDING = "pending", "待处理"  # waiting for (another) attempt

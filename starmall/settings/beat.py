@@ -162,6 +162,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.payments.tasks.notifications_queued_sweep",
         "schedule": NOTIFY_QUEUE_SWEEP_SECONDS,
     },
+    "day-figures-close": {  # the dashboard's daily figures: yesterday again, and any closed day without its row
+        "task": "apps.backoffice.tasks.day_figures_close",
+        "schedule": crontab(hour=0, minute=10),
+    },
     "flash-quotas-reconcile": {
         "task": "apps.orders.tasks.flash_quotas_reconcile",
         "schedule": FLASH_QUOTA_SWEEP_SECONDS,

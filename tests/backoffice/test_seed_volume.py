@@ -87,6 +87,25 @@ def test_second_run_adds_a_disjoint_set():
     # The second run's orders belong to its own customers.
     assert not Order.objects.filter(order_no__startswith="V002", customer__openid__startswith="vol-1-").exists()
     _assert_ledgers_add_up()
+    _assert_dashboard_figures_stored()
+
+
+def _assert_dashboard_figures_stored():
+    """Seeding leaves the dashboard's daily rows of every closed day it wrote, equal to the orders."""
+    from apps.backoffice import selectors
+    from apps.backoffice.models import DailyFigure
+
+    yesterday = timezone.localdate() - dt.timedelta(days=1)
+    assert DailyFigure.objects.filter(day__gte=yesterday - dt.timedelta(days=364), day__lte=yesterday).count() == 365
+    assert (
+        sum(DailyFigure.objects.values_list("orders", flat=True))
+        == Order.objects.filter(created_at__lt=selectors.periods()[0].start).count()
+    )
+    today, month = selectors.periods()
+    figures = selectors.period_figures()
+    assert figures["month"] == selectors.summary(month) and figures["today"] == selectors.summary(today)
+    assert figures["revenue_by_day"] == selectors.revenue_by_day(month)
+    assert figures["top_products"] == selectors.top_products(month)
 
 
 def test_refused_under_production_settings(settings):
