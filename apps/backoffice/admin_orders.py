@@ -144,6 +144,14 @@ class OrderAdmin(PerPageMixin, order_printing.PrintActions, orders_admin.OrderAd
             }
         return super().change_view(request, object_id, form_url, extra)
 
+    def get_object(self, request, object_id, from_field=None):
+        """The order read once per request: the page's summary (``change_view``) and Django's
+        form view both ask for it."""
+        read = request.__dict__.setdefault("_orders_read", {})
+        if (object_id, from_field) not in read:
+            read[object_id, from_field] = super().get_object(request, object_id, from_field)
+        return read[object_id, from_field]
+
     def get_urls(self):
         wrap = self.admin_site.admin_view
         site = self.admin_site
