@@ -1,6 +1,7 @@
 """Benchmark: a shop with many orders (``manage.py seed_volume``), page by page.
 
-Usage: ``python bench/bench_volume.py [--orders 10000,100000] [--iterations 7] [--fresh]``.
+Usage: ``python bench/bench_volume.py [--orders 10000,100000] [--iterations 7] [--fresh] [--pages-only]``
+(``--pages-only``: the pages and the API, no export and no job).
 Each size has its own database beside ``DATABASE_URL``'s (PostgreSQL: ``<name>_vol_<size>``;
 SQLite: var/bench-volume-<size>.sqlite3), seeded once and reused by later runs (``--fresh``
 drops it). Each figure is taken in-process with Django's test client (no HTTP server), after
@@ -57,7 +58,7 @@ def _database_url(size: int, fresh: bool) -> str:
 
 
 def _child(size: int, part: str, iterations: int, fresh: bool) -> dict:
-    env = {**os.environ, "DATABASE_URL": _database_url(size, fresh and part == "pages")}
+    env = {**os.environ, "DATABASE_URL": _database_url(size, fresh and part.startswith("pages"))}
     cmd = [sys.executable, str(ROOT / "bench" / "volume_run.py"), str(size), part, str(iterations)]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     sys.stderr.write(done.stderr)
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--orders", default="10000", help="sizes, comma-separated")
     parser.add_argument("--iterations", type=int, default=7)
     parser.add_argument("--fresh", action="store_true", help="drop and seed each size's database again")
+    parser.add_argument("--pages-only", action="store_true", help="the pages and the API: no export, no job")
     args = parser.parse_args()
     if not os.environ.get("REDIS_URL"):
         from starmall import embedded_redis
@@ -85,9 +87,9 @@ def main() -> None:
         embedded_redis.ensure_running()
     results = {}
     for size in [int(s) for s in args.orders.split(",")]:
-        pages = _child(size, "pages", args.iterations, args.fresh)
-        exported = _child(size, "export", 1, False)
-        pages["cases"].update(exported["cases"])
+        pages = _child(size, "pages-only" if args.pages_only else "pages", args.iterations, args.fresh)
+        if not args.pages_only:
+            pages["cases"].update(_child(size, "export", 1, False)["cases"])
         results[size] = pages
         _print(size, pages)
     sizes = sorted(results)

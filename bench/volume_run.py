@@ -1,5 +1,6 @@
-"""One size of ``bench_volume.py`` in its own process: ``volume_run.py SIZE pages|export ITERATIONS [csv,xlsx]``
-(the export's formats, default both) against ``DATABASE_URL``; prints one JSON line ``{"load": ..., "cases": {name: figures}}``."""
+"""One size of ``bench_volume.py`` in its own process: ``volume_run.py SIZE pages|pages-only|export ITERATIONS
+[csv,xlsx]`` (the export's formats, default both) against ``DATABASE_URL``; prints one JSON line
+``{"load": ..., "cases": {name: figures}}``."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def _samples() -> dict:
     return {"order": order, "phone": phone_customer.phone, "nickname": named.nickname[:1] + named.nickname[1:2]}
 
 
-def pages(iterations: int) -> dict:
+def pages(iterations: int, with_jobs: bool = True) -> dict:
     from django.db.models import Count
     from rest_framework.test import APIClient
 
@@ -126,6 +127,7 @@ def pages(iterations: int) -> dict:
     changelist = "/admin/orders/order/"
     cases = {
         "admin: order list, first page": _get(staff, changelist),
+        "admin: order list, 100 rows": _get(staff, changelist, per=100),  # the page size's largest choice
         **{f"admin: tab {key}": _get(staff, changelist, tab=key) for key in TABS},
         "admin: search order number": _get(staff, changelist, q=order.order_no),
         "admin: search account phone": _get(staff, changelist, q=s["phone"]),
@@ -145,7 +147,8 @@ def pages(iterations: int) -> dict:
     for name, fn in cases.items():
         out[name] = _time(fn, iterations)
         _log(f"  {name}: {out[name]}")
-    out.update(jobs())
+    if with_jobs:
+        out.update(jobs())
     return out
 
 
@@ -227,9 +230,9 @@ def jobs() -> dict:
 
 def main() -> None:
     size, part, iterations = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    if part == "pages":
+    if part in ("pages", "pages-only"):
         _prepare(size)
-        cases = pages(iterations)
+        cases = pages(iterations, with_jobs=part == "pages")
     else:
         cases = export(tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("csv", "xlsx"))
     print(json.dumps({"load": round(os.getloadavg()[0], 1), "cases": cases}))

@@ -18,6 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 
 from apps.backoffice import estimated_count, order_printing, order_search, order_shipping_info, order_workbench
+from apps.backoffice.per_page import PerPageMixin
 from apps.backoffice.range_dates import range_dates
 from apps.orders import admin as orders_admin
 from apps.orders.admin import staff_actor, status_now
@@ -39,7 +40,7 @@ PENDING_ONLY = "只能处理待审核的申请"
 
 
 @admin.register(Order)
-class OrderAdmin(order_printing.PrintActions, orders_admin.OrderAdmin):
+class OrderAdmin(PerPageMixin, order_printing.PrintActions, orders_admin.OrderAdmin):
     """Orders with the payment state column and the actions that call payments (and printing's
     打印小票 / 电子面单: ``apps.backoffice.order_printing``)."""
 
@@ -79,7 +80,10 @@ class OrderAdmin(order_printing.PrintActions, orders_admin.OrderAdmin):
     # a million orders: page links from an estimate, no second count (apps.backoffice.estimated_count)
     paginator = estimated_count.EstimatedCountPaginator
     show_full_result_count = False
+    # 20 rows open the list (one screen), ?per=50 / 100 under it (apps.backoffice.per_page)
+    list_per_page = 20
     list_before_template = "admin/starmall/order_tabs.html"
+    change_list_template = "admin/starmall/change_list_rows.html"  # the rows made once per page
     change_form_outer_before_template = "admin/starmall/order_summary.html"  # outside the page's form: its own forms
     # the summary above shows lines, shipment, refunds and log compactly; the follow-ups stay below
     inlines = [orders_admin.FollowUpInline]
@@ -139,6 +143,14 @@ class OrderAdmin(order_printing.PrintActions, orders_admin.OrderAdmin):
                 **order_printing.summary(request.user, order),
             }
         return super().change_view(request, object_id, form_url, extra)
+
+    def get_object(self, request, object_id, from_field=None):
+        """The order read once per request: the page's summary (``change_view``) and Django's
+        form view both ask for it."""
+        read = request.__dict__.setdefault("_orders_read", {})
+        if (object_id, from_field) not in read:
+            read[object_id, from_field] = super().get_object(request, object_id, from_field)
+        return read[object_id, from_field]
 
     def get_urls(self):
         wrap = self.admin_site.admin_view

@@ -57,20 +57,29 @@ def _bounds(queryset: QuerySet, field_name: str) -> tuple:
 
 
 class RangeDatesMixin:
+    def _range(self, field_name: str) -> tuple:
+        """:func:`_bounds` of this queryset, read once: the drill-down asks for them twice (its
+        ``aggregate`` and its ``datetimes``) on the same queryset. A filtered or sorted copy is a
+        new queryset and reads its own."""
+        memo = self.__dict__.setdefault("_range_memo", {})
+        if field_name not in memo:
+            memo[field_name] = _bounds(self.order_by(), field_name)
+        return memo[field_name]
+
     def aggregate(self, *args, **kwargs):
         """The drill-down's own ``aggregate(first=Min(f), last=Max(f))`` through :func:`_bounds`."""
         first, last = kwargs.get("first"), kwargs.get("last")
         if not args and len(kwargs) == 2 and isinstance(first, Min) and isinstance(last, Max):
             name = getattr(first.source_expressions[0], "name", None)
             if name and name == getattr(last.source_expressions[0], "name", None):
-                lo, hi = _bounds(self.order_by(), name)
+                lo, hi = self._range(name)
                 return {"first": lo, "last": hi}
         return super().aggregate(*args, **kwargs)
 
     def datetimes(self, field_name, kind, order="ASC", tzinfo=None, is_dst=None):
         if kind not in ("year", "month", "day") or not isinstance(self, QuerySet):
             return super().datetimes(field_name, kind, order, tzinfo)
-        first, last = _bounds(self.order_by(), field_name)
+        first, last = self._range(field_name)
         if first is None:
             return []
         zone = tzinfo or timezone.get_current_timezone()

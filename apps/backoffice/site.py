@@ -79,6 +79,17 @@ class ShopAdminSite(UnfoldAdminSite):
             context["site_logo"] = logo
         return context
 
+    def get_app_list(self, request, app_label=None):
+        """Django's list of apps and models this user may see, built once per request: the
+        page's context and the sidebar (``apps.backoffice.navigation``) both read it, and each
+        build asks every registered admin for its permissions."""
+        if app_label is not None:
+            return super().get_app_list(request, app_label)
+        built = getattr(request, "_shop_app_list", None)
+        if built is None:
+            built = request._shop_app_list = super().get_app_list(request)
+        return built
+
     def register(self, model_or_iterable, admin_class=None, **options):
         admin_class = themed(admin_class or admin.ModelAdmin, unfold_admin.ModelAdmin)
         return super().register(model_or_iterable, admin_class, **options)
