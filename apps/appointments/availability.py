@@ -118,21 +118,43 @@ def default_weekly() -> dict[int, list]:
 
 def weekly_of(teacher_id: int) -> dict[int, list]:
     """Weekday (1 = Monday) -> windows as stored (``[["09:00", "12:00"], ...]``)."""
-    rows = dict(WeeklyHours.objects.filter(teacher_id=teacher_id).values_list("weekday", "windows"))
-    if not rows:
-        return default_weekly()
-    return {weekday: rows.get(weekday, []) for weekday in range(1, 8)}
+    return weekly_of_many([teacher_id])[teacher_id]
+
+
+def weekly_of_many(teacher_ids: list[int]) -> dict[int, dict[int, list]]:
+    """:func:`weekly_of` of each teacher in one query: ``{teacher_id: {weekday: windows}}``."""
+    stored: dict[int, dict[int, list]] = {pk: {} for pk in teacher_ids}
+    rows = WeeklyHours.objects.filter(teacher_id__in=teacher_ids).values_list("teacher_id", "weekday", "windows")
+    for teacher_id, weekday, windows in rows:
+        stored[teacher_id][weekday] = windows
+    return {
+        pk: {weekday: rows.get(weekday, []) for weekday in range(1, 8)} if rows else default_weekly()
+        for pk, rows in stored.items()
+    }
 
 
 def windows_by_date(*, teacher_id: int, start: dt.date, end: dt.date) -> dict[dt.date, list[Window]]:
     """Each date from ``start`` to ``end`` (inclusive) -> the teacher's windows that day: the
     date's override (off: none) or else the weekly ones (:func:`weekly_of`). Two queries."""
-    weekly = {day: parse_windows(raw) for day, raw in weekly_of(teacher_id).items()}
-    overrides = DateOverride.objects.filter(teacher_id=teacher_id, date__gte=start, date__lte=end)
-    found = {o.date: [] if o.off else parse_windows(o.windows) for o in overrides}
-    days = (end - start).days + 1
-    dates = (start + dt.timedelta(days=i) for i in range(max(days, 0)))
-    return {date: found[date] if date in found else weekly.get(date.isoweekday(), []) for date in dates}
+    return windows_by_date_many(teacher_ids=[teacher_id], start=start, end=end)[teacher_id]
+
+
+def windows_by_date_many(
+    *, teacher_ids: list[int], start: dt.date, end: dt.date
+) -> dict[int, dict[dt.date, list[Window]]]:
+    """:func:`windows_by_date` of each teacher, ``{teacher_id: {date: windows}}``: two queries
+    whatever the number of teachers."""
+    weekly = {
+        pk: {day: parse_windows(raw) for day, raw in days.items()} for pk, days in weekly_of_many(teacher_ids).items()
+    }
+    found: dict[int, dict[dt.date, list[Window]]] = {pk: {} for pk in teacher_ids}
+    for o in DateOverride.objects.filter(teacher_id__in=teacher_ids, date__gte=start, date__lte=end):
+        found[o.teacher_id][o.date] = [] if o.off else parse_windows(o.windows)
+    dates = [start + dt.timedelta(days=i) for i in range(max((end - start).days + 1, 0))]
+    return {
+        pk: {date: found[pk][date] if date in found[pk] else weekly[pk].get(date.isoweekday(), []) for date in dates}
+        for pk in teacher_ids
+    }
 
 
 def services_of(teacher: Teacher) -> list[Service]:

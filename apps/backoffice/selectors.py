@@ -20,7 +20,7 @@ from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from apps.alerts.models import Alert
-from apps.appointments.availability import windows_by_date
+from apps.appointments.availability import windows_by_date_many
 from apps.appointments.bookings import live_q
 from apps.appointments.models import Booking
 from apps.backoffice import day_figures, selectors_days
@@ -175,7 +175,7 @@ def occupancy(start: dt.datetime, end: dt.datetime, now: dt.datetime | None = No
     override, else the weekly hours; ``availability.windows_by_date``); ``booked_minutes``: the
     length (``end - start``) of the live bookings starting in the period (holding their time:
     paid, completed, unpaid within the deadline); ``rate`` = booked / open, % (one decimal; 0.0
-    with no open minutes). Two queries per teacher plus one for all bookings."""
+    with no open minutes). Four queries whatever the number of teachers."""
     now = now or timezone.now()
     teachers = list(
         Teacher.objects.filter(is_active=True)
@@ -190,9 +190,10 @@ def occupancy(start: dt.datetime, end: dt.datetime, now: dt.datetime | None = No
     )
     by_teacher = {row["teacher_id"]: row for row in taken}
     first, last = timezone.localtime(start, SHANGHAI).date(), timezone.localtime(end, SHANGHAI).date()
+    hours = windows_by_date_many(teacher_ids=[t.pk for t in teachers], start=first, end=last - dt.timedelta(days=1))
     rows = []
     for teacher in teachers:
-        windows = windows_by_date(teacher_id=teacher.pk, start=first, end=last - dt.timedelta(days=1))
+        windows = hours[teacher.pk]
         open_minutes = sum(e - b for day in windows.values() for b, e in day)
         row = by_teacher.get(teacher.pk, {})
         booked = int(row["booked"].total_seconds() // 60) if row.get("booked") else 0

@@ -64,3 +64,23 @@ def test_the_dashboard_shows_the_next_seven_days_occupancy(hours_teacher, make_c
     assert expected["booked_minutes"] == 60 and expected["open_minutes"] == 5 * 420 + 360  # any 7 days: one week
     html = boss.get("/admin/").content.decode()
     assert f"{expected['booked_minutes']}/{expected['open_minutes']}" in html and f"{expected['rate']}%" in html
+
+
+def test_occupancy_reads_every_teachers_hours_in_the_same_four_queries(
+    hours_teacher, make_customer, django_assert_num_queries
+):
+    from apps.appointments.models import Service, WeeklyHours
+    from apps.catalog.models import Kind, Product, Teacher
+
+    h = hours_teacher
+    week = (h.at(0), h.at(0, day=h.monday + dt.timedelta(days=7)))
+    for i in range(5):  # five more teachers: a 60-minute service each, Mondays 10-12, one Monday off
+        teacher = Teacher.objects.create(name=f"老师{i}")
+        product = Product.objects.create(category=h.long.category, name=f"咨询{i}", kind=Kind.CONSULTATION)
+        Service.objects.create(teacher=teacher, product=product, duration_minutes=60)
+        WeeklyHours.objects.create(teacher=teacher, weekday=1, windows=[["10:00", "12:00"]])
+        if i == 0:
+            DateOverride.objects.create(teacher=teacher, date=h.monday, off=True)
+    with django_assert_num_queries(4):  # teachers, bookings, weekly hours, overrides
+        rows = selectors.occupancy(*week)
+    assert [row["open_minutes"] for row in rows] == [5 * 420 + 360, 0, 120, 120, 120, 120]
