@@ -34,7 +34,9 @@ from this separate process: threads, each with one keep-alive ``http.client`` co
    delivered 3 times to ``payments/wechat/v3/notify`` (the notify gate, as v2's);
    the same audit.
 
-Prints a table and writes ``bench/results/<UTC time>.json`` (machine, versions, git sha, load).
+Prints a table, then the targets in one table (:data:`TARGETS`: the 秒杀 activity's and the plain
+SKU's share of bare SQL and p99, the storm's p99, each met or not), and writes
+``bench/results/<UTC time>.json`` (machine, versions, git sha, load, ``targets``).
 Exit status 1 when a count is wrong.
 """
 
@@ -835,6 +837,48 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+#: The targets the lead checks after ``make bench`` (docs/PERFORMANCE.md): run name, share of
+#: bare SQL's rate at least (None: no ratio), p99 below (ms).
+TARGETS = (
+    ("flash sale, activity (confirm+create)", "秒杀 activity", 40.0, 250),
+    ("flash sale, plain SKU (confirm+create)", "plain SKU rush", 20.0, 500),
+    ("notification storm (1,000 x 3)", "notification storm", None, 100),
+)
+
+
+def targets(results: dict) -> list[dict]:
+    """Each target's run measured against it: ``{what, ratio_pct, p99_ms, target, met}``
+    (ratio against the same run's bare SQL; None when that part did not run)."""
+    runs = results["runs"]
+    sql = runs.get("bare SQL limit (pgbench)", {}).get("per_s")
+    rows = []
+    for name, what, min_pct, max_p99 in TARGETS:
+        run = runs.get(name)
+        if not run or "per_s" not in run:
+            continue
+        ratio = round(100 * run["per_s"] / sql, 1) if sql and min_pct is not None else None
+        met = run["p99_ms"] < max_p99 and (min_pct is None or (ratio is not None and ratio >= min_pct))
+        goal = (f">= {min_pct:.0f} % of bare SQL, " if min_pct is not None else "") + f"p99 < {max_p99} ms"
+        rows.append({"what": what, "ratio_pct": ratio, "p99_ms": run["p99_ms"], "target": goal, "met": met})
+    return rows
+
+
+def targets_table(rows: list[dict]) -> str:
+    """The targets as one table: what, its share of bare SQL, p99, the target, met or not."""
+    cells = [("target run", "/ bare SQL", "p99 ms", "target", "met")] + [
+        (
+            r["what"],
+            "-" if r["ratio_pct"] is None else f"{r['ratio_pct']:.1f} %",
+            f"{r['p99_ms']:.0f}",
+            r["target"],
+            "yes" if r["met"] else "NO",
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="floor,flash,flash100x,sql,storm,browse")
@@ -950,6 +994,9 @@ def main() -> int:
             results["runs"]["browse (product list + detail)"] = browse()
         results["bench_seconds"] = round(time.monotonic() - started)
         print(table(results))
+        results["targets"] = targets(results)
+        if results["targets"]:
+            print(targets_table(results["targets"]))
         if not args.no_save:
             name = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + ".json"
             out = ROOT / "bench" / "results" / name

@@ -18,7 +18,7 @@ always. Redis errors are logged, never raised: the card is an optimisation.
 The card also carries what apps above accounts need the gate to know of the customer
 (:data:`CARD_EXTRAS`, ``{"member": {...}}``: members' SVIP expiry, for free freight); an app
 that changes it calls :func:`card_refresh_after_commit`. :func:`card_read` gives the address
-alone, :func:`card_extras` the rest.
+alone, :func:`card_extras` the rest, :func:`card_split` both from one parse.
 """
 
 from __future__ import annotations
@@ -101,13 +101,21 @@ def _card_load(raw: bytes | str | None) -> dict | None:
     return card if isinstance(card, dict) and isinstance(card.get("id"), int) else None
 
 
+def card_split(raw: bytes | str | None) -> tuple[dict | None, dict]:
+    """``(address, extras)`` from the card's raw Redis value, parsed once: the address dict
+    without :data:`CARD_EXTRAS` (None: no usable card) and the extras it has, by name."""
+    card = _card_load(raw)
+    if card is None:
+        return None, {}
+    address = {k: v for k, v in card.items() if k not in CARD_EXTRAS}
+    return address, {name: card[name] for name in CARD_EXTRAS if name in card}
+
+
 def card_read(raw: bytes | str | None) -> dict | None:
     """The card's address dict from its raw Redis value (without :data:`CARD_EXTRAS`), or None."""
-    card = _card_load(raw)
-    return None if card is None else {k: v for k, v in card.items() if k not in CARD_EXTRAS}
+    return card_split(raw)[0]
 
 
 def card_extras(raw: bytes | str | None) -> dict:
     """The card's :data:`CARD_EXTRAS` values by name (those it has) from its raw Redis value."""
-    card = _card_load(raw) or {}
-    return {name: card[name] for name in CARD_EXTRAS if name in card}
+    return card_split(raw)[1]

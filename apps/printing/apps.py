@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save
 
 
 class PrintingConfig(AppConfig):
@@ -16,7 +17,18 @@ class PrintingConfig(AppConfig):
         # when a printer prints on payment) and the handler that turns it into print jobs.
         from apps.orders import followups
         from apps.printing import services
+        from apps.printing.models import Printer
 
         followups.HANDLERS[followups.FollowUp.Kind.PRINT_TICKET] = services.followup_print_ticket
         if services.paid_kinds not in followups.PAID_KINDS:
             followups.PAID_KINDS.append(services.paid_kinds)
+        # payments read "some printer prints on payment" from the cache: any saved or deleted
+        # printer drops it (the admin, the demo data, a shell)
+        post_save.connect(_printers_changed, sender=Printer, dispatch_uid="printing-printer-save")
+        post_delete.connect(_printers_changed, sender=Printer, dispatch_uid="printing-printer-delete")
+
+
+def _printers_changed(sender, **kwargs) -> None:
+    from apps.printing.selectors import print_on_payment_cache_clear
+
+    print_on_payment_cache_clear()

@@ -28,7 +28,7 @@ from django.utils import timezone
 from apps.catalog.models import Kind
 from apps.orders import shipments
 from apps.orders.models import Delivery, FollowUp, Order, OrderStatus
-from apps.printing import providers, tickets
+from apps.printing import providers, selectors, tickets
 from apps.printing.models import Printer, PrintJob
 from starmall import dispatch
 from starmall.errors import InvalidInput, InvalidState
@@ -289,8 +289,8 @@ def print_jobs_redispatch(*, now: dt.datetime | None = None) -> int:
 
 def paid_kinds(order: Order) -> list[str]:
     """``followups.PAID_KINDS`` entry, in the paying transaction: a ``print_ticket`` follow-up
-    when some active printer prints on payment (one indexed EXISTS)."""
-    if Printer.objects.filter(active=True, print_on_payment=True).exists():
+    when some active printer prints on payment (``selectors.prints_on_payment``: from Redis)."""
+    if selectors.prints_on_payment():
         return [FollowUp.Kind.PRINT_TICKET]
     return []
 

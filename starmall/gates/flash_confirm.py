@@ -91,8 +91,8 @@ async def answer(client, data: dict, quantities: dict[int, int], token: str):
         return _refusal(["notlive"], info, sale_id, sku_id, units) if info["goods"] else None  # else Django's 404
     if int(quota) < units:
         return _refusal(["soldout", int(quota)], info, sale_id, sku_id, units)
-    address = address_cards.card_read(address_raw)
-    member = address_cards.card_extras(address_raw).get("member")  # the SVIP expiry (free freight)
+    address, extras = address_cards.card_split(address_raw)
+    member = extras.get("member")  # the SVIP expiry (free freight)
     if address is None or member is None or terms_raw is None or data.get("address_id") not in (None, address["id"]):
         return None
     terms = cache_client.default().client.decode(terms_raw)

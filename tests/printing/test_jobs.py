@@ -124,6 +124,34 @@ def test_no_print_on_payment_printer_no_followup(paid_goods):
     assert not FollowUp.objects.filter(kind="print_ticket").exists()
 
 
+def test_the_cached_print_on_payment_setting_follows_every_printer_edit(
+    paid, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    from apps.printing import selectors
+
+    def paid_with_ticket() -> bool:
+        order, _ = paid(price_fen=5000, quantity=1)
+        return FollowUp.objects.filter(kind="print_ticket", order__order_no=order["order_no"]).exists()
+
+    assert not paid_with_ticket()  # no printer: the answer "no" is cached
+    with django_assert_num_queries(0):
+        assert selectors.prints_on_payment() is False  # from Redis
+    with django_capture_on_commit_callbacks(execute=True):
+        printer = Printer.objects.create(provider="sandbox", name="前台", sn="SB-009", print_on_payment=True)
+    assert paid_with_ticket()  # the save dropped the cached "no"
+    with django_capture_on_commit_callbacks(execute=True):
+        printer.active = False
+        printer.save()
+    assert not paid_with_ticket()
+    with django_capture_on_commit_callbacks(execute=True):
+        printer.active = True
+        printer.save()
+    assert paid_with_ticket()
+    with django_capture_on_commit_callbacks(execute=True):
+        printer.delete()
+    assert not paid_with_ticket()
+
+
 def test_waybill_ships_the_order_with_its_tracking_number(paid_goods, printing, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         job, made = services.print_job_request(order=paid_goods, kind="label", actor="staff:ops")
