@@ -170,6 +170,8 @@ class Order(models.Model):
             models.Index(fields=["receiver_name"], name="order_receiver_name_idx", opclasses=["text_pattern_ops"]),
             # The to-do list's and the 待发货 tab's count read this index alone (a million orders).
             models.Index(fields=["status", "kind", "delivery"], name="order_status_kind_delivery_idx"),
+            # The automatic receipt's due orders, oldest shipment first: only the shipped ones.
+            models.Index(fields=["shipped_at", "id"], name="order_shipped_due_idx", condition=Q(status="shipped")),
         ]
 
     def __str__(self) -> str:

@@ -213,6 +213,6 @@ def orders_auto_receive(*, now: dt.datetime | None = None, limit: int = 500) -> 
             shipped_at__lte=now - dt.timedelta(days=settings.AUTO_RECEIVE_DAYS),
         )
         .exclude(after_sales__status__in=AfterSale.OPEN)
-        .order_by("id")
+        .order_by("shipped_at", "id")  # the longest waiting first, along the shipped orders' own index
     )
     return sum(services.order_complete(order=order, actor="system:auto-receive") for order in due[:limit])
