@@ -160,6 +160,17 @@ def _clean_redis():
     clean()
 
 
+@pytest.fixture(autouse=True)
+def _process_memory_forgotten():
+    """What a process remembers of the database (the print-on-payment answer) is forgotten around
+    each test: the rolled-back test database sends no signal that would."""
+    from apps.printing import selectors
+
+    selectors.print_on_payment_cache_clear_now()
+    yield
+    selectors.print_on_payment_cache_clear_now()
+
+
 def queue_names() -> list[str]:
     routes = django_settings.CELERY_TASK_ROUTES
     return [django_settings.CELERY_TASK_DEFAULT_QUEUE] + sorted({r["queue"] for r in routes.values()})

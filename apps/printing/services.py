@@ -289,7 +289,7 @@ def print_jobs_redispatch(*, now: dt.datetime | None = None) -> int:
 
 def paid_kinds(order: Order) -> list[str]:
     """``followups.PAID_KINDS`` entry, in the paying transaction: a ``print_ticket`` follow-up
-    when some active printer prints on payment (``selectors.prints_on_payment``: from Redis)."""
+    when some active printer prints on payment (``selectors.prints_on_payment``: remembered per process)."""
     if selectors.prints_on_payment():
         return [FollowUp.Kind.PRINT_TICKET]
     return []

@@ -143,11 +143,11 @@ def test_queries_per_payment_notification(
     # payment; transaction: payment, order, event, lines, whether the buyer has a referrer
     # (distribution's commission follow-up), 3 follow-ups in one INSERT, product sales
     # (+ savepoint markers); the Notification row; after commit one "dispatched" UPDATE. Whether
-    # a printer prints on payment (printing's print_ticket follow-up) comes from Redis once a
-    # payment has read it (printing.selectors.prints_on_payment)
+    # a printer prints on payment (printing's print_ticket follow-up) comes from the process's
+    # memory once a payment has read it (printing.selectors.prints_on_payment)
     from apps.printing.selectors import prints_on_payment
 
-    prints_on_payment()  # a running shop has it in Redis: the first payment of 10 s read it
+    prints_on_payment()  # a running shop remembers it: the first payment of 10 s read it
     with django_assert_max_num_queries(15):
         attempts = deliver()
     assert [a["ok"] for a in attempts] == [True]

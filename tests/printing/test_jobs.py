@@ -135,7 +135,7 @@ def test_the_cached_print_on_payment_setting_follows_every_printer_edit(
 
     assert not paid_with_ticket()  # no printer: the answer "no" is cached
     with django_assert_num_queries(0):
-        assert selectors.prints_on_payment() is False  # from Redis
+        assert selectors.prints_on_payment() is False  # from memory
     with django_capture_on_commit_callbacks(execute=True):
         printer = Printer.objects.create(provider="sandbox", name="前台", sn="SB-009", print_on_payment=True)
     assert paid_with_ticket()  # the save dropped the cached "no"
