@@ -8,10 +8,10 @@ one reads every commit before it (idempotent; PostgreSQL's READ COMMITTED takes 
 snapshot after the lock).
 
 What changes a closed day reaches here after its commit through the follow-up outbox
-(``day_figures``, :func:`followup_day_figures`): the payment of an order created or paid on a
-closed day, a refund of an order paid on a closed day (its commissions' reversed share). Beat,
-00:10 Shanghai (:func:`days_close`): yesterday again (what committed around midnight) and every
-closed day without a row. ``manage.py day_figures`` sums every day again.
+(``day_figures``, :func:`followup_day_figures`): the payment of an order created on a closed day,
+a refund of an order paid on a closed day (its commissions' reversed share). Beat, 00:10 Shanghai
+(:func:`days_close`): the last two closed days again (what committed after midnight; payments
+WeChat dated on them, delivered within its 24 h of retries) and every closed day without a row. ``manage.py day_figures`` sums every day again.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ FIGURES = [
     "new_customers",
     "commission_fen",
 ]
+CLOSE_AGAIN_DAYS = 2  # WeChat retries a payment's notification for about 24 h: a day and the next
 CHUNK_DAYS = 31  # a backfill sums (and locks) at most this many days per transaction
 
 
@@ -167,11 +168,12 @@ def days_missing(first: dt.date, last: dt.date) -> list[tuple[dt.date, dt.date]]
 
 
 def days_close(*, now: dt.datetime | None = None) -> int:
-    """Beat, 00:10 Shanghai: yesterday summed again and every closed day since the first order
-    without a row filled; returns the days stored."""
+    """Beat, 00:10 Shanghai: the last :data:`CLOSE_AGAIN_DAYS` closed days summed again (what
+    committed after their midnight, payments WeChat dated on them) and every closed day since
+    the first order without a row filled; returns the days stored."""
     today = day_of(now or timezone.now())
     yesterday = today - dt.timedelta(days=1)
-    done = days_refresh(yesterday, yesterday, today=today)
+    done = days_refresh(today - dt.timedelta(days=CLOSE_AGAIN_DAYS), yesterday, today=today)
     first = first_day()
     for a, b in days_missing(first, yesterday) if first else []:
         done += days_refresh_all(a, today=min(today, b + dt.timedelta(days=1)))
@@ -182,11 +184,11 @@ def days_close(*, now: dt.datetime | None = None) -> int:
 
 
 def paid_kinds(order: Order) -> list[str]:
-    """``followups.PAID_KINDS`` entry: a ``day_figures`` follow-up when the order was created
-    or paid (``paid_at`` may be WeChat's time, before midnight) on a closed day."""
-    today = timezone.localdate()
-    moments = [m for m in (order.created_at, order.paid_at) if m]
-    return [FollowUp.Kind.DAY_FIGURES] if any(day_of(m) < today for m in moments) else []
+    """``followups.PAID_KINDS`` entry: a ``day_figures`` follow-up when the order was created on
+    a closed day. A payment WeChat dates on a closed day (``paid_at`` is its ``time_end``) is
+    delivered within WeChat's 24 h of retries, so :func:`days_close` summing the last
+    :data:`CLOSE_AGAIN_DAYS` days again covers it, and a payment records no follow-up for it."""
+    return [FollowUp.Kind.DAY_FIGURES] if order.created_at and day_of(order.created_at) < timezone.localdate() else []
 
 
 def refund_succeeded_hook(*, order: Order) -> None:

@@ -170,7 +170,9 @@ def test_payments_of_today_record_nothing(shop, make_sku, customer):
     sku = make_sku(name="茶盘", price_fen=2000)
     order = _order(customer, "T1", OrderStatus.UNPAID, timezone.now() - dt.timedelta(seconds=5), None, [(sku, 1)])
     assert day_figures.paid_kinds(order) == []
-    order.paid_at = _at(-1, 23, 59)  # WeChat's time of a payment just before midnight
+    order.paid_at = _at(-1, 23, 59)  # WeChat's time of a payment just before midnight: beat's to sum
+    assert day_figures.paid_kinds(order) == []
+    order.created_at = _at(-1, 23, 59)  # an order of a closed day
     assert day_figures.paid_kinds(order) == [FollowUp.Kind.DAY_FIGURES]
 
 
@@ -179,9 +181,12 @@ def test_beat_fills_missing_days_and_sums_yesterday_again(shop):
     yesterday = timezone.localdate() - dt.timedelta(days=1)
     DailyFigure.objects.filter(day__in=[_at(-10).date(), _at(-9).date()]).delete()
     DailyFigure.objects.filter(day=yesterday).update(revenue_fen=1)  # what committed after midnight
+    before = yesterday - dt.timedelta(days=1)
+    DailyFigure.objects.filter(day=before).update(orders=99)  # a payment WeChat dated on it, delivered late
     first = day_figures.first_day()
     days = (yesterday - first).days + 1
-    assert day_figures.days_close() == 3
+    assert day_figures.days_close() == 4  # the two missing days, yesterday and the day before
+    assert DailyFigure.objects.get(day=before).orders != 99
     assert DailyFigure.objects.count() == days
     assert DailyFigure.objects.get(day=yesterday).revenue_fen == 19000
     assert DailyFigure.objects.get(day=_at(-10).date()).orders == 2
