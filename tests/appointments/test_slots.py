@@ -81,7 +81,7 @@ def test_a_slot_id_of_another_teacher_is_refused(customer, consultation):
     assert slots.slot_start_of(slot_id=foreign.pk, teacher_id=other.pk) == foreign.start
 
 
-def test_slot_list_api_by_teacher_and_dates(client, consultation):
+def test_slot_list_api_by_teacher_and_dates(client, consultation, settings):
     from django.utils import timezone
 
     today = timezone.localdate()
@@ -90,18 +90,27 @@ def test_slot_list_api_by_teacher_and_dates(client, consultation):
         {"from": today.isoformat(), "to": (today + dt.timedelta(days=7)).isoformat()},
     )
     assert response.status_code == 200
-    slots = response.json()
-    listed = Slot.objects.filter(teacher=consultation.teacher, start__gte=timezone.now()).count()
-    assert len(slots) == listed  # slots that have not started; ...
-    assert set(slots[0]) == {"id", "start", "end", "capacity", "booked", "available"}
-    assert slots[0]["start"].endswith("+08:00")
-    # ... available: those starting more than BOOKING_MIN_NOTICE_MINUTES from now
-    assert [s["id"] for s in slots if s["available"]] == [s.pk for s in consultation.slots]
+    listed = response.json()
+    # No bookings: the list is the bookable starts, those more than BOOKING_MIN_NOTICE_MINUTES away.
+    bookable = Slot.objects.filter(teacher=consultation.teacher, start__gt=slots.booking_open_after())
+    assert len(listed) == bookable.count() == len(consultation.slots) > 40
+    assert set(listed[0]) == {"id", "start", "end", "capacity", "booked", "available"}
+    assert listed[0]["start"].endswith("+08:00")
+    assert [s["id"] for s in listed if s["available"]] == [s.pk for s in consultation.slots]
     tomorrow = client.get(
         f"/api/v1/teachers/{consultation.teacher.pk}/slots",
         {"from": (today + dt.timedelta(days=1)).isoformat(), "to": (today + dt.timedelta(days=1)).isoformat()},
     ).json()
     assert [dt.datetime.fromisoformat(s["start"]).hour for s in tomorrow] == [9, 11, 13, 15, 17, 19]
+    # A start inside the notice is not listed (the contract: available starts and live bookings).
+    settings.BOOKING_MIN_NOTICE_MINUTES += (
+        int((consultation.slots[0].start - slots.booking_open_after()).total_seconds() // 60) + 1
+    )
+    nearer = client.get(
+        f"/api/v1/teachers/{consultation.teacher.pk}/slots",
+        {"from": today.isoformat(), "to": (today + dt.timedelta(days=7)).isoformat()},
+    ).json()
+    assert [s["id"] for s in nearer] == [s.pk for s in consultation.slots[1:]]
 
 
 def test_slot_list_api_errors(client, consultation):
