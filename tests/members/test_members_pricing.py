@@ -10,7 +10,7 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.accounts.models import Address, Customer
+from apps.accounts.models import Customer
 from apps.catalog.models import Sku
 from apps.members import pricing
 from apps.members.models import Level, Membership
@@ -23,19 +23,6 @@ pytestmark = pytest.mark.django_db
 
 def _level(percent: int, growth_min: int = 0) -> Level:
     return Level.objects.create(name=f"L{percent}", growth_min=growth_min, discount_percent=percent)
-
-
-def _default_address(customer) -> Address:
-    """The customer's default address in 浙江 (express freight from the default template)."""
-    return Address.objects.create(
-        customer=customer,
-        name="张三",
-        phone="13800000000",
-        province="浙江省",
-        city="杭州市",
-        detail="1号",
-        is_default=True,
-    )
 
 
 def _svip(customer, days: int = 30) -> None:
@@ -123,13 +110,13 @@ def test_line_price_is_the_lower_of_the_two_never_both(price, member, quantity, 
     assert 0 <= line.member_fen < price * quantity or (line.member_fen == 0)
 
 
-def test_random_baskets_always_add_up_in_confirm_and_in_the_order(make_customer, make_sku):
+def test_random_baskets_always_add_up_in_confirm_and_in_the_order(make_customer, make_sku, address_of):
     """Property: over random baskets, levels, SVIP, member prices and points, every draft and
     every order made from it satisfy goods + freight - coupon - points + adjust - member = pay,
     pay >= 1, and each line's price is the SKU's own or (SVIP) its member price."""
     pool = [make_sku(price_fen=100, stock=10**6, name=f"商品{i}") for i in range(6)]
     customer = make_customer(points=10**6)
-    _default_address(customer)
+    address_of(customer)
     level = _level(100)
     made = []
 
@@ -183,7 +170,7 @@ def test_random_baskets_always_add_up_in_confirm_and_in_the_order(make_customer,
     assert len(made) == 40
 
 
-def test_random_svip_activity_orders_add_up_with_free_freight_and_no_member_price(make_customer, make_sku):
+def test_random_svip_activity_orders_add_up_with_free_freight_and_no_member_price(make_customer, make_sku, address_of):
     """Property, 秒杀 orders: over random sale prices, levels, SVIP, member prices and points, the
     draft is at the sale's price with no ``member_fen``, freight is free exactly while SVIP, and
     goods + freight - coupon - points - member = pay >= 1 (in the order too)."""
@@ -191,7 +178,7 @@ def test_random_svip_activity_orders_add_up_with_free_freight_and_no_member_pric
 
     sku = make_sku(price_fen=100, stock=10**6, name="秒杀商品")
     customer = make_customer(points=10**6)
-    _default_address(customer)
+    address_of(customer)
     level = _level(100)
     starts = timezone.now() - dt.timedelta(minutes=5)
     sale = FlashSale.objects.create(
