@@ -78,7 +78,8 @@ def weekly_hours_set(*, teacher_id: int, weekday: int, windows) -> list[Booking]
 @transaction.atomic
 def override_set(*, teacher_id: int, date: dt.date, off: bool = False, windows=()) -> list[Booking]:
     """``date``'s hours instead of the weekly ones: ``off`` or ``windows``. Returns the live
-    bookings of that date now outside the hours (kept)."""
+    bookings of that date now outside the hours (kept). A date before today (Shanghai): InvalidInput."""
+    _not_past(date)
     clean = [] if off else windows_clean(list(windows))
     if not off and not clean:
         raise InvalidInput("请给出时段，或设为休息。")
@@ -88,9 +89,17 @@ def override_set(*, teacher_id: int, date: dt.date, off: bool = False, windows=(
 
 @transaction.atomic
 def override_clear(*, teacher_id: int, date: dt.date) -> list[Booking]:
-    """``date`` back to the weekly hours. Returns the live bookings outside them (kept)."""
+    """``date`` back to the weekly hours. Returns the live bookings outside them (kept).
+    A date before today (Shanghai): InvalidInput."""
+    _not_past(date)
     DateOverride.objects.filter(teacher_id=teacher_id, date=date).delete()
     return _outside(teacher_id, date, weekly_of(teacher_id).get(date.isoweekday(), []))
+
+
+def _not_past(date: dt.date) -> None:
+    """A past day's hours are history (its bookings happened under them): InvalidInput."""
+    if date < timezone.localdate():
+        raise InvalidInput("不能修改已经过去的日期。", date=[date.isoformat()])
 
 
 def hours_set(

@@ -65,6 +65,15 @@ def test_refusals_exit_non_zero_and_change_nothing(hours_teacher, args):
     assert not DateOverride.objects.exists()
 
 
+@pytest.mark.parametrize("how", [["--off"], ["--hours", "09:00-12:00"], ["--clear"]])
+def test_a_past_date_is_refused(hours_teacher, how):
+    from django.utils import timezone
+
+    with pytest.raises(CommandError, match="不能修改已经过去的日期"):
+        run(hours_teacher.teacher.pk, "--date", timezone.localdate() - dt.timedelta(days=1), *how)
+    assert not DateOverride.objects.exists()
+
+
 def test_unknown_teacher_is_refused(db):
     with pytest.raises(CommandError):
         run(999999, "--weekday", 1, "--hours", "09:00-12:00")

@@ -136,3 +136,18 @@ def test_waitlist_entries_listed_for_staff_and_a_teacher_sees_their_own(role_cli
     h.teacher.save(update_fields=["user"])
     own = teacher_client.get("/admin/appointments/waitlistentry/").content.decode()
     assert "等位甲" in own and "等位乙" not in own
+
+
+def test_a_past_day_is_refused_and_its_override_kept(boss, waitlist_teacher):
+    from django.utils import timezone
+
+    h = waitlist_teacher
+    yesterday = timezone.localdate() - dt.timedelta(days=1)
+    DateOverride.objects.create(teacher=h.teacher, date=yesterday, off=True, windows=[])
+    url = "/admin/backoffice/week/day/"
+    for form in ({"action": "windows", "hours": "09:00-10:00"}, {"action": "clear"}):
+        response = boss.post(url, {"teacher": h.teacher.pk, "date": yesterday.isoformat(), **form}, follow=True)
+        assert "未设置：不能修改已经过去的日期。" in response.content.decode()
+    assert list(DateOverride.objects.filter(teacher=h.teacher).values_list("date", "off", "windows")) == [
+        (yesterday, True, [])
+    ]
