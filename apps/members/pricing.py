@@ -49,14 +49,26 @@ class LinePrice:
 
 def member_terms(*, customer_id: int, now: dt.datetime | None = None) -> MemberTerms:
     """The customer's level discount and SVIP state at ``now`` (two small reads)."""
+    return member_terms_many([customer_id], now=now)[customer_id]
+
+
+def member_terms_many(customer_ids: list[int], *, now: dt.datetime | None = None) -> dict[int, MemberTerms]:
+    """:func:`member_terms` of each customer, ``{customer_id: MemberTerms}``: two reads in all."""
     now = now or timezone.now()
-    row = Membership.objects.filter(customer_id=customer_id).values_list("growth", "svip_expires_at").first()
-    growth, expires = row if row else (0, None)
-    level = selectors.level_for(growth)
-    return MemberTerms(
-        discount_percent=level.discount_percent if level else 100,
-        svip=expires is not None and expires > now,
+    rows = Membership.objects.filter(customer_id__in=customer_ids).values_list(
+        "customer_id", "growth", "svip_expires_at"
     )
+    held = {customer_id: (growth, expires) for customer_id, growth, expires in rows}
+    all_levels = selectors.levels()
+    terms = {}
+    for customer_id in customer_ids:
+        growth, expires = held.get(customer_id, (0, None))
+        level = selectors.level_for(growth, all_levels)
+        terms[customer_id] = MemberTerms(
+            discount_percent=level.discount_percent if level else 100,
+            svip=expires is not None and expires > now,
+        )
+    return terms
 
 
 def terms_annotations(*, customer_id: int, now: dt.datetime | None = None) -> dict:

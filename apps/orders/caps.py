@@ -16,19 +16,32 @@ from apps.orders.models import Order, OrderStatus
 from starmall.errors import LimitExceeded
 
 
-def caps_check(*, customer_id: int, kind: str, new: int = 1) -> None:
+def caps_check(*, customer_id: int, kind: str, new: int = 1, unpaid: list[str] | None = None) -> None:
     """Raise LimitExceeded when the customer's unpaid orders plus ``new`` more of ``kind`` pass
-    the caps (:func:`caps_refusals` of one). Confirm passes ``new=1`` (the order it prepares)."""
-    refused = caps_refusals([(customer_id, kind)], new=new)
-    if refused:
-        raise refused[customer_id]
+    the caps. Confirm passes ``new=1`` (the order it prepares) and the kinds of the customer's
+    unpaid orders ``unpaid`` when it read them already (:func:`unpaid_kinds`)."""
+    held = unpaid_kinds([customer_id])[customer_id] if unpaid is None else unpaid
+    refused = refusal(kind, held, new=new)
+    if refused is not None:
+        raise refused
 
 
 def caps_refusals(orders: list[tuple[int, str]], *, new: int) -> dict[int, LimitExceeded]:
     """``{customer_id: LimitExceeded}`` for the customers of ``orders`` (``[(customer_id,
     kind)]``) whose unpaid orders plus ``new`` more each pass the caps. Create passes ``new=0``:
-    its own uncommitted orders are already in the count. One query on the (customer, status) index."""
-    unpaid: dict[int, list[str]] = {customer_id: [] for customer_id, _kind in orders}
+    its own uncommitted orders are already in the count."""
+    unpaid = unpaid_kinds([customer_id for customer_id, _kind in orders])
+    refused = {}
+    for customer_id, kind in orders:
+        found = refusal(kind, unpaid[customer_id], new=new)
+        if found is not None:
+            refused[customer_id] = found
+    return refused
+
+
+def unpaid_kinds(customer_ids: list[int]) -> dict[int, list[str]]:
+    """``{customer_id: [kind of each unpaid order]}``, one query on the (customer, status) index."""
+    unpaid: dict[int, list[str]] = {customer_id: [] for customer_id in customer_ids}
     rows = (
         Order.objects.filter(customer_id__in=unpaid, status=OrderStatus.UNPAID)
         .order_by()
@@ -36,16 +49,16 @@ def caps_refusals(orders: list[tuple[int, str]], *, new: int) -> dict[int, Limit
     )
     for customer_id, kind in rows:
         unpaid[customer_id].append(kind)
+    return unpaid
+
+
+def refusal(kind: str, held: list[str], *, new: int) -> LimitExceeded | None:
+    """The caps' refusal of ``new`` more orders of ``kind`` beside unpaid orders of kinds ``held``, or None."""
     limit, consultations = settings.MAX_UNPAID_ORDERS, settings.MAX_UNPAID_CONSULTATIONS
-    refused = {}
-    for customer_id, kind in orders:
-        held = unpaid[customer_id]
-        if len(held) + new > limit:
-            refused[customer_id] = LimitExceeded(
-                f"您有 {limit} 个待支付订单，请先支付或取消后再下单。", max_unpaid_orders=limit
-            )
-        elif kind == Kind.CONSULTATION and held.count(Kind.CONSULTATION) + new > consultations:
-            refused[customer_id] = LimitExceeded(
-                "您有一个待支付的咨询预约，请先支付或取消后再预约。", max_unpaid_consultations=consultations
-            )
-    return refused
+    if len(held) + new > limit:
+        return LimitExceeded(f"您有 {limit} 个待支付订单，请先支付或取消后再下单。", max_unpaid_orders=limit)
+    if kind == Kind.CONSULTATION and held.count(Kind.CONSULTATION) + new > consultations:
+        return LimitExceeded(
+            "您有一个待支付的咨询预约，请先支付或取消后再预约。", max_unpaid_consultations=consultations
+        )
+    return None

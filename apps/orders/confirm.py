@@ -14,7 +14,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.accounts import address_cards
-from apps.accounts import selectors as account_selectors
 from apps.accounts.models import Address, Customer
 from apps.appointments import availability, slots
 from apps.catalog import soldout
@@ -22,7 +21,7 @@ from apps.catalog.exceptions import InsufficientStock
 from apps.catalog.models import Kind, Sku
 from apps.marketing import bargains, coupons, flash_sales, group_buys
 from apps.members import pricing
-from apps.orders import caps, cart, drafts, flash_reservations, pickup
+from apps.orders import caps, cart, confirm_reads, drafts, flash_reservations, pickup
 from apps.orders.exceptions import CouponUnavailable
 from apps.shipping import selectors as freight
 from starmall.errors import InvalidInput, NotFound
@@ -50,25 +49,9 @@ class _Destination(NamedTuple):
     pickup_store: dict | None  # ``pickup.pickup_store_choose``'s snapshot, for goods picked up
 
 
-def order_confirm(
-    *,
-    customer: Customer,
-    items: list[dict] | None = None,
-    cart_item_ids: list[int] | None = None,
-    slot_id: int | None = None,
-    start: dt.datetime | None = None,
-    address_id: int | None = None,
-    coupon_id: int | None = None,
-    use_points: int | bool = 0,
-    flash_sale_id: int | None = None,
-    delivery: str = "express",
-    store_id: int | None = None,
-    group_buy_id: int | None = None,
-    group_id: int | None = None,
-    bargain_no: str | None = None,
-) -> dict:
+def order_confirm(*, customer: Customer, **request) -> dict:
     """Price a cart and store it as a draft; return the draft's dict (``OrderDraft.to_json``) with its ``order_key``.
-    Writes nothing to the database.
+    Writes nothing to the database; :func:`order_confirm_many` of one.
 
     ``items``: ``[{"sku_id": int, "quantity": int}]``; or ``cart_item_ids``, the customer's cart lines (another's or
     a gone line -> NotFound), recorded in the draft for create to remove. A consultation is one SKU, quantity 1,
@@ -83,16 +66,56 @@ def order_confirm(
     (``detail`` names the field), NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded
     (caps, flash-sale limit), InvalidState.
     """
+    result = order_confirm_many([(customer, request)])[0]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def order_confirm_many(calls: list[tuple[Customer, dict]]) -> list:
+    """Confirm ``[(customer, arguments of _confirm)]`` together: their reads are made once for all
+    (``confirm_reads.BatchReads``; one call reads alone), each confirm priced by the same
+    :func:`_confirm`. Returns, in order, each draft's dict or the exception it raised."""
+    reads = confirm_reads.LoneReads() if len(calls) == 1 else confirm_reads.BatchReads(calls)
+    results = []
+    for customer, request in calls:
+        try:
+            results.append(_confirm(customer=customer, reads=reads, **request))
+        except Exception as exc:  # noqa: BLE001 - handed back to its caller, each confirm alone
+            results.append(exc)
+    return results
+
+
+def _confirm(
+    *,
+    customer: Customer,
+    reads: confirm_reads.LoneReads,
+    items: list[dict] | None = None,
+    cart_item_ids: list[int] | None = None,
+    slot_id: int | None = None,
+    start: dt.datetime | None = None,
+    address_id: int | None = None,
+    coupon_id: int | None = None,
+    use_points: int | bool = 0,
+    flash_sale_id: int | None = None,
+    delivery: str = "express",
+    store_id: int | None = None,
+    group_buy_id: int | None = None,
+    group_id: int | None = None,
+    bargain_no: str | None = None,
+) -> dict:
+    """:func:`order_confirm` of one customer, with the batch's ``reads``."""
     activity = dict(flash_sale_id=flash_sale_id, group_buy_id=group_buy_id, group_id=group_id, bargain_no=bargain_no)
     quantities, cart_items = _items_resolve(customer, items, cart_item_ids)
     sale, promo = _activity_apply(customer, quantities, coupon_id, **activity)
     activity["flash_sale_id"] = sale.pk if sale else None  # the sale's own id, as the order keeps it
-    lines, skus = _lines_resolve(quantities, sale or promo, customer_id=customer.pk)
+    lines, skus = _lines_resolve(quantities, sale or promo, customer_id=customer.pk, reads=reads)
     kind = _kind_of(lines, skus)
-    lines, member = _member_apply(kind, lines, skus, offer=sale or promo)
-    caps.caps_check(customer_id=customer.pk, kind=kind)
+    terms = reads.terms(skus[lines[0].sku_id], customer_id=customer.pk)  # the buyer's, read with the SKUs
+    lines, member = _member_apply(kind, lines, skus, terms, offer=sale or promo)
+    caps.caps_check(customer_id=customer.pk, kind=kind, unpaid=reads.unpaid(customer.pk))
     choice = dict(delivery=delivery, store_id=store_id, slot_id=slot_id, start=start, address_id=address_id)
-    where = _destination_choose(customer, kind, lines, skus, **choice)
+    where = _destination_choose(customer, kind, lines, skus, reads, **choice)
     if sale is not None and where.address is not None and where.address.is_default:
         address_cards.card_offer(where.address)  # the next 秒杀 confirm is decided in front of Django
     draft = _draft_price(
@@ -107,6 +130,7 @@ def order_confirm(
         cart_items=cart_items,
         activity=activity,
         member=member,
+        reads=reads,
     )
     return _draft_store(draft, sale)
 
@@ -192,13 +216,14 @@ def _group_or_bargain_apply(
     )
 
 
-def _lines_resolve(quantities: Counter, sale, *, customer_id: int) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
+def _lines_resolve(
+    quantities: Counter, sale, *, customer_id: int, reads: confirm_reads.LoneReads
+) -> tuple[list[drafts.DraftLine], dict[int, Sku]]:
     """The priced lines (at the sale's price in a 秒杀) and the SKUs by id, checked one SKU at a
     time in the cart's order: on sale (NotFound), at most MAX_QUANTITY (InvalidInput), in stock
     (InsufficientStock; committed stock seen at 0 raises the sold-out flag). Each SKU carries
-    the customer's member terms (``apps.members.pricing.terms_annotations``: no query of their own)."""
-    found = Sku.objects.select_related("product").filter(pk__in=quantities)
-    skus = {s.pk: s for s in found.annotate(**pricing.terms_annotations(customer_id=customer_id))}
+    the customer's member terms when read alone (``confirm_reads``)."""
+    skus = reads.skus(quantities, customer_id=customer_id)
     lines = []
     for sku_id, quantity in quantities.items():
         sku = skus.get(sku_id)
@@ -224,7 +249,7 @@ def _lines_resolve(quantities: Counter, sale, *, customer_id: int) -> tuple[list
 
 
 def _member_apply(
-    kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], *, offer
+    kind: str, lines: list[drafts.DraftLine], skus: dict[int, Sku], terms: pricing.MemberTerms, *, offer
 ) -> tuple[list[drafts.DraftLine], _Member]:
     """``(lines, member)``: goods at their own price as the customer's member terms price them
     (``apps.members.pricing.line_price``: the SVIP member price as the line's price, or the
@@ -233,7 +258,6 @@ def _member_apply(
     or not. Consultations: unchanged, :data:`NO_MEMBER`."""
     if kind != Kind.GOODS:
         return lines, NO_MEMBER
-    terms = pricing.terms_of(skus[lines[0].sku_id])
     if offer is not None or not terms.any:
         return lines, _Member(fen=0, free_freight=terms.svip)
     priced, member_fen = [], 0
@@ -271,6 +295,7 @@ def _destination_choose(
     kind: str,
     lines: list[drafts.DraftLine],
     skus: dict[int, Sku],
+    reads: confirm_reads.LoneReads,
     *,
     delivery: str,
     store_id: int | None,
@@ -289,11 +314,11 @@ def _destination_choose(
     if slot_id is not None or start is not None:
         raise InvalidInput("只有咨询订单需要选择时段。", slot_id=["只有咨询订单需要选择时段"])
     if address_id is None:
-        address = account_selectors.address_default(customer=customer)
+        address = reads.address_default(customer)
         if address is None:
             raise InvalidInput("请先添加收货地址。", address_id=["请先添加收货地址"])
     else:
-        address = account_selectors.address_get(customer=customer, address_id=address_id)
+        address = reads.address(customer, address_id)
         if address is None:
             raise InvalidInput("收货地址不存在，请重新选择。", address_id=["请选择您自己的收货地址"])
     return _Destination(slot=None, address=address, pickup_store=None)
@@ -312,6 +337,7 @@ def _draft_price(
     cart_items: list[list[int]] | None,
     activity: dict,
     member: _Member = NO_MEMBER,
+    reads: confirm_reads.LoneReads,
 ) -> drafts.OrderDraft:
     """The draft of the priced ``lines`` (``drafts.draft_build``), in this order: freight to the
     address (none for a pickup or a consultation; ``pricing.member_freight_fen``: none with
@@ -327,7 +353,7 @@ def _draft_price(
     freight_fen = pricing.member_freight_fen(freight_fen, svip=member.free_freight)
     drafts.total_check(goods_fen + freight_fen)
     member_fen = min(member.fen, goods_fen + freight_fen - 1)  # 1 fen is always paid (WeChat's minimum)
-    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen - member_fen, freight_fen, coupon_id)
+    usable, coupon_fen = _coupon_choose(customer, offer, lines, goods_fen - member_fen, freight_fen, coupon_id, reads)
     points_used, points_fen = _points_apply(customer, use_points, goods_fen + freight_fen - member_fen - coupon_fen - 1)
     return drafts.draft_build(
         customer_id=customer.pk,
@@ -350,7 +376,13 @@ def _draft_price(
 
 
 def _coupon_choose(
-    customer: Customer, sale, lines: list[drafts.DraftLine], goods_fen: int, freight_fen: int, coupon_id: int | None
+    customer: Customer,
+    sale,
+    lines: list[drafts.DraftLine],
+    goods_fen: int,
+    freight_fen: int,
+    coupon_id: int | None,
+    reads: confirm_reads.LoneReads,
 ) -> tuple[list[dict], int]:
     """``(usable coupons, fen the chosen one takes off)``. Coupons (apps.marketing.coupons): what
     each usable one takes off THIS cart, best first; never more than the goods, and at least 1
@@ -360,7 +392,9 @@ def _coupon_choose(
         if sale
         else [
             {**c, "discount_fen": max(0, min(c["discount_fen"], goods_fen, goods_fen + freight_fen - 1))}
-            for c in coupons.coupons_for_cart(customer_id=customer.pk, lines=[line.to_json() for line in lines])
+            for c in coupons.coupons_for_cart(
+                customer_id=customer.pk, lines=[line.to_json() for line in lines], usable=reads.coupons(customer.pk)
+            )
         ]
     )
     usable = [c for c in usable if c["discount_fen"] > 0]

@@ -1,11 +1,12 @@
-"""A confirm's call in front of Django: ``order_confirm`` itself, on the worker's order threads.
+"""A confirm's call in front of Django: ``order_confirm_many`` itself, on the worker's order threads.
 
 ``OrderGate`` answers what it can from Redis (sold-out flags, a 秒杀's quota). A confirm of the
 shape it reads (``orders.confirm_request``) that Redis cannot decide — a plain SKU still in
 stock, the rush on a product that went viral — is handed here instead of to Django's whole
 request cycle: the body is validated by the view's own ``ConfirmInSerializer``, the customer
-loaded as token auth loads it, and ``order_confirm`` (the function the view calls) prices the
-cart. Its draft is answered as the view answers it; a refusal as Django's handler writes it.
+loaded as token auth loads it, and the confirms waiting together are priced by
+``order_confirm_many`` (the view's ``order_confirm`` is a batch of one; a batch reads once for
+all). A draft is answered as the view answers it; a refusal as Django's handler writes it.
 Anything else (an invalid body, an inactive customer, an error) goes to Django.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from apps.accounts.models import Customer
 from apps.orders.api.serializers import ConfirmInSerializer, ConfirmOutSerializer
-from apps.orders.confirm import order_confirm
+from apps.orders.confirm import order_confirm_many
 from starmall.errors import ServiceUnavailable, ShopError
 from starmall.gates import postgres, threads
 from starmall.gates.threads import OrderThreads
@@ -37,29 +38,38 @@ def batches(pool: OrderThreads, warn) -> postgres.BatchQueue:
 
 
 def _in_thread(requests: list[ConfirmRequest]) -> list:
-    """On an order thread: each request answered ``(200, body)``, a ShopError, or None (Django)."""
+    """On an order thread: each request answered ``(200, body)``, a ShopError, or None (Django).
+    The batch's customers are loaded in one query and priced by one ``order_confirm_many``."""
     threads.connect()
     with threads.one_writer():
-        return [_one(request) for request in requests]
+        return _many(requests)
 
 
-def _one(request: ConfirmRequest):
-    data = ConfirmInSerializer(data=request.data)
-    if not data.is_valid():
-        return None  # Django's 400, in its words
-    # as token auth loads it: [:1], no ORDER BY to compile
-    customer = next(iter(Customer.objects.filter(pk=request.customer_id, is_active=True)[:1]), None)
-    if customer is None:
-        return None  # Django's 401
-    try:
-        draft = order_confirm(customer=customer, **data.validated_data)
-    except ServiceUnavailable:
+def _many(requests: list[ConfirmRequest]) -> list:
+    answers: list = [None] * len(requests)  # None: Django's 400 (body) or 401 (customer), in its words
+    valid = {}
+    for i, request in enumerate(requests):
+        data = ConfirmInSerializer(data=request.data)
+        if data.is_valid():
+            valid[i] = data.validated_data
+    # as token auth loads them: no ORDER BY to compile
+    ids = {requests[i].customer_id for i in valid}
+    customers = {c.pk: c for c in Customer.objects.filter(pk__in=ids, is_active=True).order_by()}
+    calls = [(i, customers[requests[i].customer_id], valid[i]) for i in valid if requests[i].customer_id in customers]
+    results = order_confirm_many([(customer, data) for _, customer, data in calls]) if calls else []
+    for (i, _, _), result in zip(calls, results, strict=True):
+        answers[i] = _answer(result)
+    return answers
+
+
+def _answer(result):
+    if isinstance(result, ServiceUnavailable):
         return None  # Django adds its Retry-After
-    except ShopError as exc:
-        return exc
-    except Exception:  # noqa: BLE001 - Django answers (and logs) what the gate did not
-        return None
-    return 200, ConfirmOutSerializer(draft).data
+    if isinstance(result, ShopError):
+        return result
+    if isinstance(result, Exception):
+        return None  # Django answers (and logs) what the gate did not
+    return 200, ConfirmOutSerializer(result).data
 
 
 async def answer(confirms: postgres.BatchQueue, customer_id: int, data: dict):
