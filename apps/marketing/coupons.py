@@ -39,7 +39,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from apps.accounts import selectors as account_selectors
 from apps.accounts.models import Coupon, Customer
 from apps.catalog.models import Product
 from apps.marketing.exceptions import CouponLimitExceeded
@@ -405,14 +404,11 @@ def coupon_discount(
     return min(coupon.discount_fen, in_scope)
 
 
-def coupons_for_cart(*, customer_id: int, lines: list[dict], usable: list[Coupon] | None = None) -> list[dict]:
-    """The customer's coupons usable now on ``lines`` with what each takes off, best first:
+def coupons_for_cart(*, lines: list[dict], coupons: list[Coupon]) -> list[dict]:
+    """Of the customer's usable ``coupons`` (with templates, earliest to expire first: confirm's
+    reads), those that take something off ``lines``, with what each takes off, best first:
     ``[{"id", "name", "discount_fen"}]`` (fen, before the order's caps; ties: the one that
-    expires first). Coupons that give nothing on this cart are left out. ``usable``: the
-    customer's usable coupons (with templates) when the caller read them, earliest to expire first."""
-    if usable is None:
-        usable = list(account_selectors.coupons_usable(customer_id=customer_id).order_by("valid_until", "id")[:100])
-    coupons = usable
+    expires first)."""
     if not coupons:
         return []
     scopes = _scope_sets(list({c.template_id: c.template for c in coupons if c.template_id}.values()))

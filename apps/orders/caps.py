@@ -16,12 +16,11 @@ from apps.orders.models import Order, OrderStatus
 from starmall.errors import LimitExceeded
 
 
-def caps_check(*, customer_id: int, kind: str, new: int = 1, unpaid: list[str] | None = None) -> None:
-    """Raise LimitExceeded when the customer's unpaid orders plus ``new`` more of ``kind`` pass
-    the caps. Confirm passes ``new=1`` (the order it prepares) and the kinds of the customer's
-    unpaid orders ``unpaid`` when it read them already (:func:`unpaid_kinds`)."""
-    held = unpaid_kinds([customer_id])[customer_id] if unpaid is None else unpaid
-    refused = refusal(kind, held, new=new)
+def caps_check(*, kind: str, unpaid: list[str], new: int = 1) -> None:
+    """Raise LimitExceeded when a customer with unpaid orders of kinds ``unpaid``
+    (:func:`unpaid_kinds`) and ``new`` more of ``kind`` passes the caps. Confirm passes
+    ``new=1`` (the order it prepares)."""
+    refused = refusal(kind, unpaid, new=new)
     if refused is not None:
         raise refused
 

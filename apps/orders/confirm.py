@@ -113,7 +113,7 @@ def _confirm(
     kind = _kind_of(lines, skus)
     terms = reads.terms(skus[lines[0].sku_id], customer_id=customer.pk)  # the buyer's, read with the SKUs
     lines, member = _member_apply(kind, lines, skus, terms, offer=sale or promo)
-    caps.caps_check(customer_id=customer.pk, kind=kind, unpaid=reads.unpaid(customer.pk))
+    caps.caps_check(kind=kind, unpaid=reads.unpaid(customer.pk))
     choice = dict(delivery=delivery, store_id=store_id, slot_id=slot_id, start=start, address_id=address_id)
     where = _destination_choose(customer, kind, lines, skus, reads, **choice)
     if sale is not None and where.address is not None and where.address.is_default:
@@ -393,7 +393,7 @@ def _coupon_choose(
         else [
             {**c, "discount_fen": max(0, min(c["discount_fen"], goods_fen, goods_fen + freight_fen - 1))}
             for c in coupons.coupons_for_cart(
-                customer_id=customer.pk, lines=[line.to_json() for line in lines], usable=reads.coupons(customer.pk)
+                lines=[line.to_json() for line in lines], coupons=reads.coupons(customer.pk)
             )
         ]
     )

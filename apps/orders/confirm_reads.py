@@ -87,8 +87,6 @@ class BatchReads(LoneReads):
         return {pk: self._skus[pk] for pk in sku_ids}
 
     def terms(self, sku: Sku, *, customer_id: int) -> pricing.MemberTerms:
-        if hasattr(sku, "member_svip"):  # read alone with its terms
-            return super().terms(sku, customer_id=customer_id)
         return self._terms[customer_id]
 
     def unpaid(self, customer_id: int) -> list[str]:
