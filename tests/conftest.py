@@ -336,6 +336,34 @@ def make_sku(db):
 
 
 @pytest.fixture
+def make_flash_sale(make_sku):
+    """``make_flash_sale(stock=5, limit=1, sku_stock=20, price_fen=9900)`` -> a live 秒杀 (started
+    five minutes ago, ending in an hour) of a new SKU, its card and quota loaded in Redis as
+    beat prepares them."""
+    from django.utils import timezone
+
+    from apps.marketing import flash_quota
+    from apps.marketing.models import FlashSale
+
+    def make(*, stock: int = 5, limit: int = 1, sku_stock: int = 20, price_fen: int = 9900) -> FlashSale:
+        now = timezone.now()
+        sale = FlashSale.objects.create(
+            title="限时秒杀",
+            sku=make_sku(stock=sku_stock),
+            price_fen=price_fen,
+            stock=stock,
+            limit_per_customer=limit,
+            starts_at=now - dt.timedelta(minutes=5),
+            ends_at=now + dt.timedelta(hours=1),
+        )
+        flash_quota.card_write(sale)
+        flash_quota.quota_load(sale.pk)
+        return sale
+
+    return make
+
+
+@pytest.fixture
 def consultation(db):
     """A teacher with a consultation product (one SKU, 29900 fen) and slots for 8 days."""
     from apps.appointments.slots import slots_generate

@@ -30,7 +30,8 @@ from django.utils import timezone
 from apps.accounts import wallet
 from apps.accounts.models import Customer
 from apps.appointments import slots
-from apps.catalog import stock
+from apps.catalog import soldout, stock
+from apps.catalog.exceptions import InsufficientStock
 from apps.marketing import bargains, flash_sales, group_buys
 from apps.marketing.exceptions import FlashSaleLimitExceeded
 from apps.orders import caps, cart, drafts, flash_reservations, order_rows
@@ -77,7 +78,8 @@ def orders_create(requests: list[CreateRequest]) -> list[Created | Exception]:
     """Create the orders of ``requests``; one result per request, in order.
 
     A result is :class:`Created`, or the error answering that request, with nothing kept for
-    it: OrderKeyExpired (no draft of the customer's, no order of the key), InsufficientStock,
+    it: OrderKeyExpired (no draft of the customer's, no order of the key), InsufficientStock
+    (first, from the sold-out flags: :func:`sold_out`; else from the database),
     SlotUnavailable, CouponUnavailable, InvalidState (points changed; a 秒杀, 拼团 or 砍价 no
     longer live), LimitExceeded (the unpaid caps, a 秒杀's limit), CustomerInactive; another
     error (the database gone) for every request of the transaction it broke. A 秒杀 create
@@ -89,12 +91,12 @@ def orders_create(requests: list[CreateRequest]) -> list[Created | Exception]:
     items = []
     found = cache.get_many([drafts.draft_key(r.order_key) for r in requests])
     for i, request in enumerate(requests):
-        data = found.get(drafts.draft_key(request.order_key))
-        if data is None or data["customer_id"] != request.customer_id or data["order_key"] != request.order_key:
+        draft = draft_of(request, found.get(drafts.draft_key(request.order_key)))
+        if draft is None:
             results[i] = _replay(request)  # its order committed and dropped the draft, or expired
         else:
-            items.append(_Item(i, request, drafts.OrderDraft.from_json(data)))
-    for group in _groups(items):
+            items.append(_Item(i, request, draft))
+    for group in _groups(_in_stock(items, results)):
         try:
             _create_together(group, results)
         except Exception as exc:  # noqa: BLE001 - the database or Redis failed: this group's answer
@@ -103,6 +105,29 @@ def orders_create(requests: list[CreateRequest]) -> list[Created | Exception]:
                 if results[item.index] is None:
                     results[item.index] = exc
     return results
+
+
+def draft_of(request: CreateRequest, data: dict | None) -> drafts.OrderDraft | None:
+    """The request's draft from its stored dict (``OrderDraft.to_json``); None when there is no
+    draft of this customer under the key (its order committed and dropped it, it expired, or it
+    is another customer's)."""
+    if data is None or data["customer_id"] != request.customer_id or data["order_key"] != request.order_key:
+        return None
+    return drafts.OrderDraft.from_json(data)
+
+
+def sold_out_keys(draft: drafts.OrderDraft) -> list[str]:
+    """The sold-out flags :func:`sold_out` reads for ``draft``: its SKUs' own; none for a 秒杀's
+    draft, whose units are reserved on the sale's quota (the database judges its create)."""
+    return [] if draft.flash_sale_id else [soldout.sku_key(pk) for pk in sorted(draft.quantities)]
+
+
+def sold_out(draft: drafts.OrderDraft, flags: dict[str, int]) -> InsufficientStock | None:
+    """The refusal of a create whose SKU is flagged sold out (``flags``: those set among
+    :func:`sold_out_keys`), before any row is taken: ``apps.catalog.soldout.refusal``, the
+    answer confirm gives, so a create priced just before the last unit went is turned away
+    as its confirm would be now. None for a 秒杀's draft and when nothing is flagged."""
+    return None if draft.flash_sale_id else soldout.refusal(flags, draft.quantities, None)
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,22 @@ class _Item:
     def lock_key(self) -> tuple[int, str]:
         """Where its rows come in a shared transaction (by customer, then key)."""
         return self.request.customer_id, self.request.order_key
+
+
+def _in_stock(items: list[_Item], results: list) -> list[_Item]:
+    """``items`` less those :func:`sold_out` refuses (answered in ``results``): one Redis read."""
+    keys = sorted({key for item in items for key in sold_out_keys(item.draft)})
+    if not keys:
+        return items
+    flags = soldout.flagged(keys)
+    kept = []
+    for item in items:
+        refused = sold_out(item.draft, flags)
+        if refused is None:
+            kept.append(item)
+        else:
+            results[item.index] = refused
+    return kept
 
 
 def _groups(items: list[_Item]) -> list[list[_Item]]:
@@ -201,6 +242,8 @@ def _transaction(items: list[_Item]) -> list[Order]:
     now = timezone.now()
     with transaction.atomic():
         made = order_rows.orders_rows_insert([_rows_of(item, now) for item in items])  # step 1
+        # first after commit: a draft is gone before its SKU is flagged (a retry then finds its order)
+        transaction.on_commit(partial(flash_reservations.drafts_done, [item.draft for item in items]))
         for item, (order, _lines) in zip(items, made, strict=True):
             with _refusing(item):
                 _slot_book(item.draft, order)  # step 3
@@ -214,7 +257,6 @@ def _transaction(items: list[_Item]) -> list[Order]:
         _promotions_take(items, [order for order, _lines in made], now)  # step 6
         with _refusing(items[0] if len(items) == 1 else None, mine=False):
             stock.sku_stock_decrement(quantities=_units(items))  # step 7
-        transaction.on_commit(partial(flash_reservations.drafts_done, [item.draft for item in items]))
     for order, lines in made:
         order_rows.lines_cache(order, lines)
     return [order for order, _lines in made]

@@ -5,8 +5,11 @@ as Django would. The order itself is made by ``apps.orders.create.orders_create`
 Django's view calls, on one of the worker's order threads (``starmall.gates.threads``); creates
 arriving while those are busy go to it together (``postgres.BatchQueue``), so a 秒杀's winners
 share one transaction per sale. What stays here is HTTP: the body, the token's customer (one
-Redis GET), DRF's own create throttle, and the answer — 201 with ``OrderSerializer``'s body, or a
-refusal as Django's exception handler writes it. Anything else goes to Django (docs/GATES.md).
+Redis MGET with the draft), DRF's own create throttle, and the answer — 201 with
+``OrderSerializer``'s body, or a refusal as Django's exception handler writes it. A draft whose
+SKU is flagged sold out is refused in the event loop by ``orders_create``'s own first rule, so
+the buyers who confirmed just before the last unit went do not wait for an order thread.
+Anything else goes to Django (docs/GATES.md).
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from types import SimpleNamespace
 from django.core.cache import cache
 
 from apps.accounts.tokens import token_key
+from apps.catalog.exceptions import InsufficientStock
+from apps.orders import drafts
 from apps.orders.api.serializers import OrderSerializer
 from apps.orders.api.views import OrderCreateThrottle
-from apps.orders.create import Created, CreateRequest, orders_create
+from apps.orders.create import Created, CreateRequest, draft_of, orders_create, sold_out, sold_out_keys
 from apps.orders.exceptions import CustomerInactive
 from starmall import cache_client
 from starmall.errors import ShopError
@@ -76,54 +81,111 @@ def _in_thread(requests: list[CreateRequest]) -> list:
 
 
 def _throttle_allowed(customer_ids: list[int]) -> list[int]:
-    """The indexes of ``customer_ids`` DRF's ``allow_request`` of the create view's throttle lets
-    through, in order, on the same cache keys and histories as Django's (a create allowed here is
-    counted as Django counts it): DRF's own code, its cache reads in one round trip and its writes
-    in another (:class:`_Histories`)."""
-    throttles = [OrderCreateThrottle() for _ in customer_ids]
-    requests = [SimpleNamespace(user=SimpleNamespace(pk=pk, is_authenticated=True)) for pk in customer_ids]
-    if throttles and throttles[0].rate is None:
+    """The indexes of ``customer_ids`` DRF's create throttle lets through (:func:`_throttle_run`),
+    its histories read in one cache round trip and written back in another."""
+    keys = _throttle_keys(customer_ids)
+    if keys is None:
         return list(range(len(customer_ids)))
-    histories = _Histories([t.get_cache_key(r, None) for t, r in zip(throttles, requests, strict=True)])
-    allowed = []
-    for i, (throttle, request) in enumerate(zip(throttles, requests, strict=True)):
-        throttle.cache = histories
-        if throttle.allow_request(request, None):
-            allowed.append(i)
-    histories.save()
+    allowed, histories = _throttle_run(customer_ids, cache.get_many(keys))
+    if histories.written:
+        cache.set_many(histories.written, timeout=histories.timeout)
     return allowed
 
 
-class _Histories:
-    """A throttle cache for one batch: the histories read with one ``get_many``, written back with
-    one ``set_many`` (a customer twice in the batch sees the first request's write)."""
+async def _throttle_allows(redis, customer_id: int) -> bool:
+    """:func:`_throttle_allowed` for one customer in the event loop: the same keys and values
+    (encoded by the cache's client, written with django-redis's ``PX``), on ``redis``."""
+    keys = _throttle_keys([customer_id])
+    if keys is None:
+        return True
+    client = cache_client.default().client
+    stored = await redis.mget([cache_client.make_key(key) for key in keys])
+    read = {key: client.decode(value) for key, value in zip(keys, stored, strict=True) if value is not None}
+    allowed, histories = _throttle_run([customer_id], read)
+    if histories.written:
+        expiry = None if histories.timeout is None else int(histories.timeout * 1000)
+        async with redis.pipeline(transaction=False) as pipe:
+            for key, history in histories.written.items():
+                pipe.set(cache_client.make_key(key), client.encode(history), px=expiry)
+            await pipe.execute()
+    return bool(allowed)
 
-    def __init__(self, keys: list[str]) -> None:
-        self._read = cache.get_many(keys)
-        self._written: dict[str, list] = {}
-        self._timeout = None
+
+def _throttles(customer_ids: list[int]) -> list[tuple[OrderCreateThrottle, SimpleNamespace]]:
+    return [
+        (OrderCreateThrottle(), SimpleNamespace(user=SimpleNamespace(pk=pk, is_authenticated=True)))
+        for pk in customer_ids
+    ]
+
+
+def _throttle_keys(customer_ids: list[int]) -> list[str] | None:
+    """The cache keys of the create view's throttle histories for ``customer_ids`` (DRF's own
+    ``get_cache_key``); None when the throttle has no rate (every create allowed)."""
+    throttles = _throttles(customer_ids)
+    if throttles and throttles[0][0].rate is None:
+        return None
+    return [throttle.get_cache_key(request, None) for throttle, request in throttles]
+
+
+def _throttle_run(customer_ids: list[int], read: dict) -> tuple[list[int], _Histories]:
+    """DRF's ``allow_request`` of the create view's throttle for each of ``customer_ids`` in
+    order, on the histories ``read`` (``{key: history}``): the indexes allowed, and what DRF
+    wrote (a create allowed here is counted as Django counts it)."""
+    histories = _Histories(read)
+    allowed = []
+    for i, (throttle, request) in enumerate(_throttles(customer_ids)):
+        throttle.cache = histories
+        if throttle.allow_request(request, None):
+            allowed.append(i)
+    return allowed, histories
+
+
+class _Histories:
+    """A throttle cache for one batch over the histories read at once (``{key: history}``);
+    ``written`` holds what DRF set, with its ``timeout`` (a customer twice in the batch sees the
+    first request's write)."""
+
+    def __init__(self, read: dict) -> None:
+        self._read = read
+        self.written: dict[str, list] = {}
+        self.timeout = None
 
     def get(self, key: str, default=None):
-        return self._written.get(key, self._read.get(key, default))
+        return self.written.get(key, self._read.get(key, default))
 
     def set(self, key: str, value, timeout=None) -> None:
-        self._written[key], self._timeout = value, timeout
-
-    def save(self) -> None:
-        if self._written:
-            cache.set_many(self._written, timeout=self._timeout)
+        self.written[key], self.timeout = value, timeout
 
 
 async def answer(redis, creates: postgres.BatchQueue, token: str, data) -> tuple[int, dict] | ShopError | None:
     """``(201, body)`` of the order made, the refusal (a ShopError, rendered as Django's handler
     renders it), or None: Django answers. ``redis``: the gate's redis.asyncio client;
     ``creates``: the worker's :func:`batches`; ``token``: the bearer token; ``data``: the parsed
-    JSON body. Redis errors propagate (the gate passes)."""
+    JSON body. A draft whose SKU is flagged sold out is refused here, in the event loop, by
+    ``orders_create``'s own first rule (``apps.orders.create.sold_out``) after DRF's throttle
+    counted it; any other goes to ``orders_create``. Redis errors propagate (the gate passes)."""
     parsed = create_request(data)
     if parsed is None:
         return None
-    customer = await redis.get(cache_client.make_key(token_key(token)))
+    order_key, remark = parsed
+    customer, stored = await redis.mget(
+        [cache_client.make_key(token_key(token)), cache_client.make_key(drafts.draft_key(order_key))]
+    )
     if customer is None:
         return None  # unknown token: Django's 401
-    order_key, remark = parsed
-    return await creates.submit(CreateRequest(int(customer), order_key, remark), CONNECTION_WAIT_SECONDS)
+    request = CreateRequest(int(customer), order_key, remark)
+    refused = await _sold_out(redis, request, stored)
+    if refused is not None:
+        return refused if await _throttle_allows(redis, request.customer_id) else None  # else Django's 429
+    return await creates.submit(request, CONNECTION_WAIT_SECONDS)
+
+
+async def _sold_out(redis, request: CreateRequest, stored: bytes | None) -> InsufficientStock | None:
+    """``orders_create``'s sold-out refusal of ``request``'s draft (``stored``: as Redis holds
+    it), from one MGET of its flags; None when it has none, or no draft (a replay, another's)."""
+    draft = draft_of(request, None if stored is None else cache_client.default().client.decode(stored))
+    keys = sold_out_keys(draft) if draft is not None else []
+    if not keys:
+        return None
+    values = await redis.mget([cache_client.make_key(key) for key in keys])
+    return sold_out(draft, {key: int(value) for key, value in zip(keys, values, strict=True) if value is not None})

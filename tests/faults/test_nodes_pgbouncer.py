@@ -149,19 +149,16 @@ def test_the_setting_follows_the_environment():
 
 
 def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
-    transactional_db, pgbouncer, monkeypatch, customer, address, make_sku
+    transactional_db, pgbouncer, monkeypatch, customer, address, make_flash_sale
 ):
     """The gate's order threads through PgBouncer in transaction mode (2 server connections):
     ``orders_create``'s transaction is one there too. A winner is created; a refusal (stock gone
     in the database) rolls back whole, is answered as Django answers it, and leaves the server
     connection clean for the next."""
-    import datetime as dt
 
     from django.db import connections
-    from django.utils import timezone
 
     from apps.accounts import address_cards
-    from apps.marketing import flash_quota
     from apps.marketing.models import FlashSale
     from apps.orders.models import Order
     from apps.shipping import selectors as freight
@@ -169,18 +166,7 @@ def test_a_flash_sale_winners_create_before_django_works_behind_pgbouncer(
     from tests.orders.test_create_gate import _body, _confirm, _headers, run
     from tests.orders.test_soldout_gate import Inner
 
-    now = timezone.now()
-    sale = FlashSale.objects.create(
-        title="限时秒杀",
-        sku=make_sku(stock=20),
-        price_fen=9900,
-        stock=3,
-        limit_per_customer=3,
-        starts_at=now - dt.timedelta(minutes=5),
-        ends_at=now + dt.timedelta(hours=1),
-    )
-    flash_quota.card_write(sale)
-    flash_quota.quota_load(sale.pk)
+    sale = make_flash_sale(stock=3, limit=3)
     address_cards.card_refresh(customer.pk)
     freight.all_terms()
     # the order threads' connections only (made from these settings when a thread first connects)

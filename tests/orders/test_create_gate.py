@@ -129,20 +129,8 @@ def _body(draft: dict, **extra) -> bytes:
 
 
 @pytest.fixture
-def sale(make_sku):
-    now = timezone.now()
-    sale = FlashSale.objects.create(
-        title="限时秒杀",
-        sku=make_sku(stock=20),
-        price_fen=9900,
-        stock=5,
-        limit_per_customer=2,
-        starts_at=now - dt.timedelta(minutes=5),
-        ends_at=now + dt.timedelta(hours=1),
-    )
-    flash_quota.card_write(sale)
-    flash_quota.quota_load(sale.pk)
-    return sale
+def sale(make_flash_sale):
+    return make_flash_sale(stock=5, limit=2)
 
 
 @pytest.fixture
@@ -450,6 +438,63 @@ def test_the_create_throttle_is_drfs_own_history(customer, ready, make_sku, monk
     assert Order.objects.count() == 2
     history = cache.get(OrderCreateThrottle.cache_format % {"scope": "order_create", "ident": customer.pk})
     assert len(history) == 2
+
+
+def _history(customer) -> list:
+    from django.core.cache import cache
+
+    from apps.orders.api.views import OrderCreateThrottle
+
+    return cache.get(OrderCreateThrottle.cache_format % {"scope": "order_create", "ident": customer.pk}) or []
+
+
+def test_a_sold_out_create_is_refused_in_the_event_loop_as_django_refuses_it(customer, ready, make_sku, monkeypatch):
+    """A draft priced before its SKU sold out: the gate answers ``orders_create``'s first rule
+    from one MGET of the flags, with no order thread, and DRF's throttle counts it as Django's."""
+    from starmall.gates import creates
+
+    called = []
+    real = creates.orders_create
+    monkeypatch.setattr(creates, "orders_create", lambda requests: called.append(requests) or real(requests))
+    sku = make_sku(stock=3)
+    headers = _headers(customer)
+    by_gate, by_django = _confirm(customer, sku=sku, units=2), _confirm(customer, sku=sku, units=2)
+    Sku.objects.filter(pk=sku.pk).update(stock=0)
+    soldout.mark(soldout.sku_key(sku.pk))
+    gate = OrderGate(Inner())
+
+    [answer] = run(gate, [(_body(by_gate), headers)])
+    django = django_create(_body(by_django), headers)
+    assert gate.app.bodies == [] and called == []
+    assert (answer[0], _plain(answer[1]), answer[2]) == (django[0], _plain(django[1]), django[2])
+    assert json.loads(answer[2])["detail"] == {"sku_id": sku.pk, "requested": 2, "available": 0}
+    assert len(_history(customer)) == 2  # the gate's refusal counted, as Django's
+    assert Order.objects.count() == 0 and drafts.draft_get(by_gate["order_key"]) is not None
+
+
+def test_a_throttled_sold_out_create_reaches_django_uncounted(customer, ready, make_sku, monkeypatch):
+    from django.core.cache import cache
+
+    from apps.orders.api.views import OrderCreateThrottle
+
+    monkeypatch.setattr(OrderCreateThrottle, "THROTTLE_RATES", {"order_create": "1/min"})
+    sku = make_sku(stock=3)
+    headers = _headers(customer)
+    first, second = _confirm(customer, sku=sku), _confirm(customer, sku=sku)
+    soldout.mark(soldout.sku_key(sku.pk))
+    gate = OrderGate(Inner())
+    assert json.loads(run(gate, [(_body(first), headers)])[0][2])["code"] == "insufficient_stock"
+    assert run(OrderGate(Inner()), [(_body(second), headers)])[0][2] == b"django"  # Django's 429
+    assert len(_history(customer)) == 1
+    key = cache.make_key(OrderCreateThrottle.cache_format % {"scope": "order_create", "ident": customer.pk})
+    assert 59_000 < get_redis_connection("default").pttl(key) <= 60_000  # DRF's duration, as django-redis sets it
+
+
+def test_a_flash_sale_create_is_not_refused_by_the_sku_flag(customer, ready, sale):
+    draft = _confirm(customer, sale)
+    soldout.mark(soldout.sku_key(sale.sku_id))
+    [answer] = run(OrderGate(Inner()), [(_body(draft), _headers(customer))])
+    assert answer[0] == 201 and Sku.objects.get(pk=sale.sku_id).stock == 19
 
 
 def test_two_web_nodes_decide_and_create_on_one_quota(sale, make_customer):

@@ -28,19 +28,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def sale(make_sku):
-    now = timezone.now()
-    sale = FlashSale.objects.create(
-        title="限时秒杀",
-        sku=make_sku(stock=50),
-        price_fen=9900,
-        stock=5,
-        limit_per_customer=1,
-        starts_at=now - dt.timedelta(minutes=1),
-        ends_at=now + dt.timedelta(hours=1),
-    )
-    flash_quota.card_write(sale)
-    flash_quota.quota_load(sale.pk)
+def sale(make_flash_sale):
+    sale = make_flash_sale(stock=5, sku_stock=50)
     freight.all_terms()
     return sale
 
