@@ -30,7 +30,8 @@ from functools import partial
 
 from django.core.cache import cache
 from django.db import transaction
-from django_redis import get_redis_connection
+
+from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def card_refresh(customer_id: int) -> None:
 
     address = Address.objects.filter(customer_id=customer_id).order_by("-is_default", "-id").first()
     try:
-        conn = get_redis_connection("default")
+        conn = cache_client.redis_client()
         if address is None:
             conn.delete(card_key(customer_id))
         else:
@@ -74,7 +75,7 @@ def card_offer(address) -> None:
     as the card unless one exists (SET NX, so a refresh after an address write always wins over
     a read that raced it). Redis errors are logged."""
     try:
-        conn = get_redis_connection("default")
+        conn = cache_client.redis_client()
         if not conn.exists(card_key(address.customer_id)):  # the extras cost reads: only when missing
             conn.set(card_key(address.customer_id), _card_json(address), ex=CARD_SECONDS, nx=True)
     except Exception:  # noqa: BLE001
@@ -85,7 +86,7 @@ def card_refresh_after_commit(customer_id: int) -> None:
     """An address of the customer is being written: drop the card now (the gate then passes to
     Django) and write it again after the caller's transaction commits."""
     try:
-        get_redis_connection("default").delete(card_key(customer_id))
+        cache_client.redis_client().delete(card_key(customer_id))
     except Exception:  # noqa: BLE001 - the card expires by itself
         logger.warning("could not drop the address card of customer %s", customer_id, exc_info=True)
     transaction.on_commit(partial(card_refresh, customer_id))

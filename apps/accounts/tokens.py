@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.cache import cache
-from django_redis import get_redis_connection
+
+from starmall import cache_client
 
 _TOKEN_PREFIX = "auth:token:"
 
@@ -37,7 +38,7 @@ def token_issue(*, customer_id: int) -> str:
     token = secrets.token_urlsafe(32)
     ttl = settings.AUTH_TOKEN_TTL_SECONDS
     key = cache.make_key(token_key(token))
-    pipe = get_redis_connection("default").pipeline(transaction=True)
+    pipe = cache_client.redis_client().pipeline(transaction=True)
     pipe.set(key, customer_id, ex=ttl)
     _list(pipe, customer_id, [key])
     pipe.execute()
@@ -68,7 +69,7 @@ def tokens_revoke_customer(customer_id: int) -> int:
     Tokens issued before the per-customer set existed are not listed and run out with their
     TTL; authentication refuses them anyway (it checks ``is_active``). Redis errors propagate.
     """
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     listed = _customer_tokens_key(customer_id)
     keys = list(conn.smembers(listed))
     revoked = conn.delete(*keys) if keys else 0
@@ -81,7 +82,7 @@ def tokens_listed(customer_ids: list[int]) -> list[int]:
     ``EXISTS`` of all their keys answers the usual "none" (an inactive customer's set is gone
     once revoked or expired); only when it counts some, one pipelined EXISTS per id says whose.
     Redis errors propagate."""
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     keys = [_customer_tokens_key(customer_id) for customer_id in customer_ids]
     if not keys or not conn.exists(*keys):
         return []
@@ -95,7 +96,7 @@ def tokens_list_unlisted(active: Callable[[set[int]], set[int]]) -> None:
     """One-off (migration ``accounts.0008``): put every token in Redis into its customer's set,
     and drop those whose customer ``active`` (customer ids -> the active ones among them) does
     not return. Scans the cache's token keys once; Redis errors propagate."""
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     owners: dict[int, list[bytes]] = {}
     for key in conn.scan_iter(match=cache.make_key(_TOKEN_PREFIX + "*"), count=1000):
         value = conn.get(key)

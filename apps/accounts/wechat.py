@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import requests
 from django.conf import settings
-from django_redis import get_redis_connection
 from wechatpy import WeChatClient
 from wechatpy.exceptions import WeChatClientException
 from wechatpy.session.redisstorage import RedisStorage
 
 from apps.accounts.exceptions import LoginCodeInvalid, LoginThrottled, PhoneCodeInvalid
+from starmall import cache_client
 from starmall.errors import WechatUnavailable
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class _Client(WeChatClient):
 
 def client() -> WeChatClient:
     """A client bound to the configured base URL, with the access token stored in Redis."""
-    session = RedisStorage(get_redis_connection("default"), prefix="wechatpy")
+    session = RedisStorage(cache_client.redis_client(), prefix="wechatpy")
     c = _Client(
         settings.WECHAT_APPID,
         settings.WECHAT_APP_SECRET,

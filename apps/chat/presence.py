@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django_redis import get_redis_connection
+
+from starmall import cache_client
 
 PRESENCE_TTL_SECONDS = 60
 
@@ -24,7 +25,7 @@ def presence_enter(*, session_id: int, side: str, channel_name: str) -> None:
     """Mark one socket of ``side`` live in the session for the next PRESENCE_TTL_SECONDS (also the heartbeat)."""
     key = _key(session_id, side)
     now = time.time()
-    pipe = get_redis_connection("default").pipeline()
+    pipe = cache_client.redis_client().pipeline()
     pipe.zadd(key, {channel_name: now + PRESENCE_TTL_SECONDS})
     pipe.zremrangebyscore(key, "-inf", now)  # members of dead processes
     pipe.expire(key, PRESENCE_TTL_SECONDS * 2)
@@ -33,9 +34,9 @@ def presence_enter(*, session_id: int, side: str, channel_name: str) -> None:
 
 def presence_leave(*, session_id: int, side: str, channel_name: str) -> None:
     """The socket closed."""
-    get_redis_connection("default").zrem(_key(session_id, side), channel_name)
+    cache_client.redis_client().zrem(_key(session_id, side), channel_name)
 
 
 def is_online(*, session_id: int, side: str) -> bool:
     """True while ``side`` has at least one live socket on the session."""
-    return get_redis_connection("default").zcount(_key(session_id, side), time.time(), "+inf") > 0
+    return cache_client.redis_client().zcount(_key(session_id, side), time.time(), "+inf") > 0

@@ -19,9 +19,9 @@ import uuid
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from django_redis import get_redis_connection
 
 from apps.content.models import Article, ArticleViewsFlush
+from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def article_view_count(*, article_id: int) -> int:
     """Count one view of the article in Redis; return the views pending for it (0 when Redis
     is unavailable: the view is lost, the page is not)."""
     try:
-        return int(get_redis_connection("default").hincrby(_pending_key(), str(article_id), 1))
+        return int(cache_client.redis_client().hincrby(_pending_key(), str(article_id), 1))
     except Exception:  # noqa: BLE001 - a view count is not worth failing the page
         logger.warning("could not count an article view", exc_info=True)
         return 0
@@ -49,7 +49,7 @@ def article_views_pending(article_ids: list[int]) -> dict[int, int]:
     if not article_ids:
         return {}
     try:
-        values = get_redis_connection("default").hmget(_pending_key(), [str(i) for i in article_ids])
+        values = cache_client.redis_client().hmget(_pending_key(), [str(i) for i in article_ids])
     except Exception:  # noqa: BLE001
         return {i: 0 for i in article_ids}
     return {i: int(v or 0) for i, v in zip(article_ids, values, strict=True)}
@@ -61,7 +61,7 @@ def article_views_flush() -> int:
     First any flush key an earlier flush left behind (it died between rename and delete),
     then the pending hash, renamed atomically to a fresh flush key so that views counted from
     now on go to a new hash."""
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     added = 0
     for key in list(conn.scan_iter(match=_flushing_prefix() + "*", count=100)):
         added += _flush_key(conn, key)

@@ -44,7 +44,6 @@ import logging
 from collections.abc import Iterable
 
 from django.utils import timezone
-from django_redis import get_redis_connection
 
 from starmall import cache_client
 
@@ -154,7 +153,7 @@ _scripts: dict[tuple[int, str], object] = {}
 def script(name: str):
     """The registered redis-py ``Script`` ``name`` (TAKE, END, LOAD, SNAPSHOT, ADJUST) on the
     cache's connection: EVALSHA, loading the script again after a NOSCRIPT (a restarted Redis)."""
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     found = _scripts.get((id(conn), name))  # one per client: the cache's server may change (tests)
     if found is None:
         found = _scripts.setdefault((id(conn), name), conn.register_script(globals()[name]))
@@ -164,7 +163,7 @@ def script(name: str):
 def scripts_load() -> None:
     """SCRIPT LOAD every script, so the gate's EVALSHA finds them (a restarted Redis has none).
     Raises Redis errors."""
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     for name in SCRIPTS:
         conn.script_load(globals()[name])
 
@@ -224,7 +223,7 @@ def card_write(sale) -> None:
         "goods": sku.is_active and sku.product.is_active and sku.product.kind == "goods",
     }
     active = sale.is_active and info["goods"]
-    pipe = get_redis_connection("default").pipeline(transaction=True)
+    pipe = cache_client.redis_client().pipeline(transaction=True)
     card = key(sale.pk, "card")
     pipe.delete(card)
     pipe.hset(
@@ -246,7 +245,7 @@ def card_write(sale) -> None:
 def card_drop(sale_id: int) -> None:
     """Staff changed the sale: drop its card (confirms go to Django, which writes it again)."""
     try:
-        get_redis_connection("default").delete(key(sale_id, "card"))
+        cache_client.redis_client().delete(key(sale_id, "card"))
     except Exception:  # noqa: BLE001 - it expires within CARD_SECONDS
         logger.warning("could not drop the flash-sale card %s", sale_id, exc_info=True)
 
@@ -288,7 +287,7 @@ def end_call(sale_id: int, order_key: str, *, give_back: bool) -> tuple[list[str
 
 def reservations_due(now: dt.datetime, limit: int = 500) -> list[tuple[int, str]]:
     """``[(sale_id, order_key)]`` of reservations past their give-back time."""
-    members = get_redis_connection("default").zrangebyscore(due_key(), "-inf", epoch_ms(now), start=0, num=limit)
+    members = cache_client.redis_client().zrangebyscore(due_key(), "-inf", epoch_ms(now), start=0, num=limit)
     out = []
     for member in members:
         sale_id, _, order_key = member.decode().partition(":")

@@ -28,7 +28,6 @@ from collections import Counter
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
-from django_redis import get_redis_connection
 
 from apps.catalog.exceptions import InsufficientStock
 from apps.marketing import flash_quota
@@ -141,7 +140,7 @@ def drafts_done(committed: list[drafts.OrderDraft]) -> None:
     go, and each 秒杀 reservation is settled (its units are the database's now). Redis errors are
     logged: a draft expires by itself, beat's sweep settles a reservation whose order exists."""
     try:
-        conn = get_redis_connection("default")
+        conn = cache_client.redis_client()
         pipe = conn.pipeline(transaction=False)
         pipe.delete(*[draft_key(draft.order_key) for draft in committed])
         end = flash_quota.script("END")
@@ -193,7 +192,7 @@ def quotas_reconcile(*, now: dt.datetime | None = None) -> dict[int, int]:
     create's conditional UPDATEs. Runs under a Redis lock so machines take turns.
     """
     now = now or timezone.now()
-    conn = get_redis_connection("default")
+    conn = cache_client.redis_client()
     lock = cache_client.make_key("flash:reconcile:lock")
     if not conn.set(lock, "1", nx=True, ex=RECONCILE_LOCK_SECONDS):
         return {}

@@ -52,11 +52,11 @@ from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
-from django_redis import get_redis_connection
 
 from apps.payments import wechat
 from apps.payments.models import Notification
 from starmall import cache_client
+from starmall.cache_client import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def applied_remember(*, out_trade_no: str, transaction_id: str, total_fee: int) 
     if time.monotonic() < _paused_until:
         return False
     try:
-        get_redis_connection("default").set(
+        redis_client().set(
             applied_key(out_trade_no), applied_value(transaction_id, str(total_fee)), ex=APPLIED_TTL_SECONDS
         )
     except Exception:  # noqa: BLE001 - an optimisation: Django still answers every copy
@@ -186,7 +186,7 @@ def queued_forget_on_commit(out_trade_no: str, transaction_id: str) -> None:
 
     def forget() -> None:
         try:
-            get_redis_connection("default").eval(
+            redis_client().eval(
                 FORGET, 2, queued_key(out_trade_no), refused_key(out_trade_no), transaction_id, QUEUED_TTL_SECONDS
             )
         except Exception:  # noqa: BLE001 - the copies it lets through were answered SUCCESS by the queue already
@@ -208,7 +208,7 @@ def notify_duplicates_record() -> int:
     transaction; a batch the database refused goes back to the front of the backlog and the
     error propagates (the next run tries again). Safe to run twice, also at once.
     """
-    conn = get_redis_connection("default")
+    conn = redis_client()
     take = conn.register_script(_TAKE)
     written = 0
     for _ in range(FLUSH_MAX_BATCHES):

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import requests
 from django.conf import settings
-from django_redis import get_redis_connection
 from wechatpy import WeChatClient, create_reply, parse_message
 from wechatpy.crypto import WeChatCrypto
 from wechatpy.exceptions import InvalidAppIdException, InvalidSignatureException, WeChatClientException
 from wechatpy.replies import ArticlesReply, ImageReply, TextReply, VoiceReply
 from wechatpy.utils import check_signature
 
+from starmall import cache_client
 from starmall.errors import WechatUnavailable
 
 logger = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ def client() -> WeChatClient:
     """A client of the official account (its own appid and secret), token kept in Redis."""
     from wechatpy.session.redisstorage import RedisStorage
 
-    session = RedisStorage(get_redis_connection("default"), prefix="wechatpy-official")
+    session = RedisStorage(cache_client.redis_client(), prefix="wechatpy-official")
     c = _Client(
         settings.WECHAT_OFFICIAL_APPID,
         settings.WECHAT_OFFICIAL_SECRET,

@@ -397,7 +397,7 @@ def test_a_redis_failure_at_the_marker_leaves_duplicates_to_django(
         def set(self, *args, **kwargs):
             raise redis.ConnectionError("Connection refused.")
 
-    monkeypatch.setattr(notify_duplicates, "get_redis_connection", lambda alias: Down())
+    monkeypatch.setattr(notify_duplicates, "redis_client", lambda: Down())
     with caplog.at_level("WARNING", logger="apps.payments.notify_duplicates"):
         with django_capture_on_commit_callbacks(execute=True):
             assert notifications.payment_notification_handle(body) == SUCCESS  # paid all the same
