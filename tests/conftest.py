@@ -337,24 +337,26 @@ def make_sku(db):
 
 @pytest.fixture
 def make_flash_sale(make_sku):
-    """``make_flash_sale(stock=5, limit=1, sku_stock=20, price_fen=9900)`` -> a live 秒杀 (started
-    five minutes ago, ending in an hour) of a new SKU, its card and quota loaded in Redis as
-    beat prepares them."""
+    """``make_flash_sale(stock=5, limit=1, sku_stock=20, price_fen=9900, starts_in=-5)`` -> a 秒杀
+    of a new SKU starting ``starts_in`` minutes from now (live by default) and lasting an hour,
+    its card and quota loaded in Redis as beat prepares them."""
     from django.utils import timezone
 
     from apps.marketing import flash_quota
     from apps.marketing.models import FlashSale
 
-    def make(*, stock: int = 5, limit: int = 1, sku_stock: int = 20, price_fen: int = 9900) -> FlashSale:
-        now = timezone.now()
+    def make(
+        *, stock: int = 5, limit: int = 1, sku_stock: int = 20, price_fen: int = 9900, starts_in: int = -5
+    ) -> FlashSale:
+        starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
         sale = FlashSale.objects.create(
             title="限时秒杀",
             sku=make_sku(stock=sku_stock),
             price_fen=price_fen,
             stock=stock,
             limit_per_customer=limit,
-            starts_at=now - dt.timedelta(minutes=5),
-            ends_at=now + dt.timedelta(hours=1),
+            starts_at=starts_at,
+            ends_at=starts_at + dt.timedelta(hours=1),
         )
         flash_quota.card_write(sale)
         flash_quota.quota_load(sale.pk)

@@ -6,7 +6,7 @@ the gate's draft must be one ``order_create`` turns into the order. What it may 
 must reach Django with its body intact.
 """
 
-import datetime as dt
+import functools
 import json
 
 import pytest
@@ -30,23 +30,9 @@ FRESH = ("order_key", "expires_at")
 
 
 @pytest.fixture
-def make_sale(make_sku):
-    def make(*, stock=5, limit=2, price_fen=9900, starts_in=-10, sku_stock=20) -> FlashSale:
-        starts_at = timezone.now() + dt.timedelta(minutes=starts_in)
-        sale = FlashSale.objects.create(
-            title="限时秒杀",
-            sku=make_sku(stock=sku_stock),
-            price_fen=price_fen,
-            stock=stock,
-            limit_per_customer=limit,
-            starts_at=starts_at,
-            ends_at=starts_at + dt.timedelta(minutes=60),
-        )
-        flash_quota.card_write(sale)
-        flash_quota.quota_load(sale.pk)
-        return sale
-
-    return make
+def make_sale(make_flash_sale):
+    """``make_flash_sale`` with the limit these tests start from: 2 per customer."""
+    return functools.partial(make_flash_sale, limit=2, starts_in=-10)
 
 
 @pytest.fixture
