@@ -42,6 +42,21 @@ def push(task, *args, sweep: bool = False, **options) -> bool:
     return True
 
 
+def warm() -> None:
+    """Load in the calling thread what its first push would load: Celery's result backend (one
+    per thread), kombu's producer and a channel to the broker. Measured here: a process's first
+    push cost 29 ms of CPU and each new thread's 8 ms, against 0.3 ms once warm. Errors are
+    logged; the first push meets them again."""
+    from starmall.celery import app
+
+    try:
+        app.backend  # noqa: B018 - loaded on first access, per thread
+        with app.producer_or_acquire() as producer:
+            producer.connection.default_channel  # noqa: B018 - connects
+    except Exception:  # noqa: BLE001 - the broker down at start: pushes pause and retry themselves
+        logger.warning("could not warm the broker connection", exc_info=True)
+
+
 def resume() -> None:
     """Forget an earlier failure (tests, or after the broker is known to be back)."""
     global _paused_until

@@ -315,16 +315,44 @@ def test_a_storm_through_the_gate_queues_each_result_once(buyer, make_sku, place
     assert Counter(Notification.objects.values_list("out_trade_no", flat=True)) == {no: 3 for no in orders}
 
 
-def test_asyncio_run_waits_for_the_push_thread():
-    """The push runs in the loop's default executor; asyncio.run (and a worker's shutdown) waits
-    for it: nothing is cut off halfway (the helper these tests use relies on it)."""
-    done = []
+def test_the_wake_ups_go_out_from_one_warmed_thread_and_the_end_waits_for_them(monkeypatch):
+    """The worker's start warms the wake-ups' one thread (a first publish in a new thread loads
+    Celery's result backend); a wake-up under way at the worker's end is finished, not cut off."""
+    names: list[tuple[str, str]] = []
+
+    def push(task, *args, **options):
+        time.sleep(0.2)
+        names.append(("push", threading.current_thread().name))
+        return True
+
+    monkeypatch.setattr(dispatch, "push", push)
+    monkeypatch.setattr(dispatch, "warm", lambda: names.append(("warm", threading.current_thread().name)))
+    gate = PaymentNotifyGate(Inner())
 
     async def main():
-        asyncio.get_running_loop().run_in_executor(None, lambda: (time.sleep(0.2), done.append(1)))
+        await gate.warm()
+        gate._push()  # as the timer fires it: not awaited
+        gate._push()
+        await gate.aclose()
 
     asyncio.run(main())
-    assert done == [1]
+    assert names == [("warm", "broker-push_0"), ("push", "broker-push_0"), ("push", "broker-push_0")]
+
+
+def test_warm_loads_the_result_backend_in_the_calling_thread():
+    from starmall.celery import app
+
+    loaded = []
+
+    def in_a_new_thread():
+        before = hasattr(app._local, "backend")
+        dispatch.warm()
+        loaded.append((before, hasattr(app._local, "backend")))
+
+    thread = threading.Thread(target=in_a_new_thread)
+    thread.start()
+    thread.join()
+    assert loaded == [(False, True)]
 
 
 def test_a_row_whose_apply_keeps_failing_never_holds_the_queue_and_raises_one_alert_when_stuck(
