@@ -42,9 +42,10 @@ MAX_BODY = 8192  # bytes; WeChat's payment result is about 1 KB
 REDIS_TIMEOUT_SECONDS = 0.25  # slower than this, Django answers (and meets Redis's trouble itself)
 MAX_OUT_TRADE_NO = 32  # WeChat's limit; a longer one is not ours (Django: unknown out_trade_no)
 CONNECTION_WAIT_SECONDS = 1.0  # no free PostgreSQL connection by then: Django applies the result
-# After a first delivery is queued, the worker is woken this much later by ONE task for every row
-# this process queued meanwhile (a storm: a few dozen pushes a second, not one per notification).
-WAKE_SECONDS = 0.02
+# A first delivery queued wakes the worker at once when no wake-up went out in the last
+# WAKE_SECONDS, else at the end of that interval, by ONE task for every row this process queued
+# meanwhile: a lone payment is applied without delay, a storm costs ten pushes a second.
+WAKE_SECONDS = 0.1
 QUEUED, COPY = "queued", "copy"
 
 
@@ -102,6 +103,7 @@ class PaymentNotifyGate(http.RedisGate):
         self._accepts = postgres.BatchQueue(self._database, self._accept, warn=self.warn)
         self._later: set[asyncio.Future] = set()  # markers' writes and wake-ups, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
+        self._pushed_at = float("-inf")  # the last wake-up's loop time
         # The wake-ups' one thread, warmed at start: a Celery publish from a new thread first
         # loads its result backend (8 ms of CPU; 29 ms the process's first) in the middle of a storm.
         self._publisher = ThreadPoolExecutor(1, thread_name_prefix="broker-push")
@@ -182,16 +184,19 @@ class PaymentNotifyGate(http.RedisGate):
         return COPY if qualified else None
 
     def _wake_worker(self) -> None:
-        """Push ``notifications_queued_drain`` :data:`WAKE_SECONDS` from now unless a push is
-        already due in this loop: every row committed before the push is in the drain's reach."""
+        """Push ``notifications_queued_drain`` now, or :data:`WAKE_SECONDS` after the last push
+        when that was more recent; nothing when a push is already due in this loop. Every row
+        committed before a push is in its drain's reach."""
         loop = asyncio.get_running_loop()
         if self._wake is None or self._wake[0] is not loop:
-            self._wake = (loop, loop.call_later(WAKE_SECONDS, self._push))
+            delay = max(0.0, self._pushed_at + WAKE_SECONDS - loop.time())
+            self._wake = (loop, loop.call_later(delay, self._push))
 
     def _push(self) -> asyncio.Future:
         """The wake-up, on the wake-ups' thread (a broker publish is blocking I/O); not awaited
         by the timer but by :meth:`aclose`: a failed push leaves the rows to the sweep."""
         self._wake = None
+        self._pushed_at = asyncio.get_running_loop().time()
         pushed = asyncio.get_running_loop().run_in_executor(
             self._publisher, dispatch.push, tasks.notifications_queued_drain
         )

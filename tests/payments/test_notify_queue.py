@@ -306,13 +306,35 @@ def test_a_storm_through_the_gate_queues_each_result_once(buyer, make_sku, place
     answers, inner = deliver(deliveries)
     assert [(a[0], a[2]) for a in answers] == [(200, SUCCESS)] * 30 and inner.bodies == []
     assert QueuedNotification.objects.count() == 10
-    assert 1 <= wakes(pushed) <= 3  # one wake-up for the rows queued within WAKE_SECONDS, not ten
+    assert 1 <= wakes(pushed) <= 3  # the first at once, then one for the rows queued within WAKE_SECONDS, not ten
     assert notify_duplicates.notify_duplicates_record() == 20
     assert work() == 10
     assert Order.objects.filter(order_no__in=orders, status="paid").count() == 10
     assert Counter(FollowUp.objects.values_list("order__order_no", flat=True)) == {no: 3 for no in orders}
     assert Counter(outcomes()) == {"applied": 10, "duplicate": 20}
     assert Counter(Notification.objects.values_list("out_trade_no", flat=True)) == {no: 3 for no in orders}
+
+
+def test_a_lone_result_wakes_the_worker_at_once_and_a_burst_within_the_interval_once_more(monkeypatch):
+    gate = PaymentNotifyGate(Inner())
+    times: list[float] = []
+    monkeypatch.setattr(dispatch, "push", lambda task, *args, **options: times.append(time.monotonic()) or True)
+
+    async def main():
+        started = time.monotonic()
+        gate._wake_worker()  # a lone first delivery
+        await asyncio.sleep(0.03)
+        for _ in range(5):  # a burst right after it
+            gate._wake_worker()
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(payment_notify.WAKE_SECONDS + 0.1)
+        await gate.aclose()
+        return started
+
+    started = asyncio.run(main())
+    assert len(times) == 2
+    assert times[0] - started < 0.02  # at once
+    assert times[1] - times[0] >= payment_notify.WAKE_SECONDS - 0.005  # the burst's one, an interval later
 
 
 def test_the_wake_ups_go_out_from_one_warmed_thread_and_the_end_waits_for_them(monkeypatch):
