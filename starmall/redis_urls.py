@@ -5,7 +5,8 @@ Celery broker (kombu) and beat's lock and schedule (celery-redbeat).
 Forms accepted (``REDIS_URL``):
 
 - ``redis://[:password@]host:port/db``, ``rediss://...``, ``unix://path?db=0``: one server,
-  passed to each client as it is;
+  passed to each client as it is (the broker gets a unix socket as kombu spells it,
+  ``redis+socket://path?virtual_host=0``);
 - ``sentinel://[:password@]host1:26379,host2:26379/<master name>[/<db>]``: Redis Sentinel;
   every client asks the sentinels for the current master of ``<master name>`` and follows a
   failover. ``password`` is the Redis servers' (the sentinels themselves are asked without one
@@ -98,6 +99,8 @@ def channel_layer_host(url: str) -> dict:
 def broker_settings(url: str) -> tuple[str, dict]:
     """``(broker_url, extra broker_transport_options)`` of kombu for ``url``: a Sentinel group
     becomes kombu's ``sentinel://h1:p1;sentinel://h2:p2`` with ``master_name``."""
+    if url.startswith("unix://"):
+        return _socket_broker(url), {}
     group = parse(url)
     if group is None:
         return url, {}
@@ -107,6 +110,16 @@ def broker_settings(url: str) -> tuple[str, dict]:
     if group.sentinel_password:
         options["sentinel_kwargs"] = {"password": group.sentinel_password}
     return broker, options
+
+
+def _socket_broker(url: str) -> str:
+    """kombu's ``redis+socket://[:password@]/path?virtual_host=<db>`` for redis-py's
+    ``unix://[:password@]/path?db=<db>[&password=...]`` (kombu has no ``unix`` transport)."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    password = unquote(parts.password) if parts.password else query.get("password", [None])[0]
+    auth = f":{quote(password, safe='')}@" if password else ""
+    return f"redis+socket://{auth}{parts.path}?virtual_host={query.get('db', ['0'])[0]}"
 
 
 def redbeat_settings(url: str) -> tuple[str, dict]:
