@@ -83,10 +83,10 @@ def _in_thread(requests: list[CreateRequest]) -> list:
 def _throttle_allowed(customer_ids: list[int]) -> list[int]:
     """The indexes of ``customer_ids`` DRF's create throttle lets through (:func:`_throttle_run`),
     its histories read in one cache round trip and written back in another."""
-    keys = _throttle_keys(customer_ids)
-    if keys is None:
+    throttles = _throttles(customer_ids)
+    if throttles is None:
         return list(range(len(customer_ids)))
-    allowed, histories = _throttle_run(customer_ids, cache.get_many(keys))
+    allowed, histories = _throttle_run(throttles, cache.get_many(_throttle_keys(throttles)))
     if histories.written:
         cache.set_many(histories.written, timeout=histories.timeout)
     return allowed
@@ -95,13 +95,14 @@ def _throttle_allowed(customer_ids: list[int]) -> list[int]:
 async def _throttle_allows(redis, customer_id: int) -> bool:
     """:func:`_throttle_allowed` for one customer in the event loop: the same keys and values
     (encoded by the cache's client, written with django-redis's ``PX``), on ``redis``."""
-    keys = _throttle_keys([customer_id])
-    if keys is None:
+    throttles = _throttles([customer_id])
+    if throttles is None:
         return True
+    keys = _throttle_keys(throttles)
     client = cache_client.default().client
     stored = await redis.mget([cache_client.make_key(key) for key in keys])
     read = {key: client.decode(value) for key, value in zip(keys, stored, strict=True) if value is not None}
-    allowed, histories = _throttle_run([customer_id], read)
+    allowed, histories = _throttle_run(throttles, read)
     if histories.written:
         expiry = None if histories.timeout is None else int(histories.timeout * 1000)
         async with redis.pipeline(transaction=False) as pipe:
@@ -111,29 +112,30 @@ async def _throttle_allows(redis, customer_id: int) -> bool:
     return bool(allowed)
 
 
-def _throttles(customer_ids: list[int]) -> list[tuple[OrderCreateThrottle, SimpleNamespace]]:
-    return [
+def _throttles(customer_ids: list[int]) -> list[tuple[OrderCreateThrottle, SimpleNamespace]] | None:
+    """The create view's throttle and a request of each of ``customer_ids``, as DRF checks
+    them; None when the throttle has no rate (every create allowed)."""
+    throttles = [
         (OrderCreateThrottle(), SimpleNamespace(user=SimpleNamespace(pk=pk, is_authenticated=True)))
         for pk in customer_ids
     ]
+    return None if throttles and throttles[0][0].rate is None else throttles
 
 
-def _throttle_keys(customer_ids: list[int]) -> list[str] | None:
-    """The cache keys of the create view's throttle histories for ``customer_ids`` (DRF's own
-    ``get_cache_key``); None when the throttle has no rate (every create allowed)."""
-    throttles = _throttles(customer_ids)
-    if throttles and throttles[0][0].rate is None:
-        return None
+def _throttle_keys(throttles: list[tuple[OrderCreateThrottle, SimpleNamespace]]) -> list[str]:
+    """The cache keys of their histories (DRF's own ``get_cache_key``)."""
     return [throttle.get_cache_key(request, None) for throttle, request in throttles]
 
 
-def _throttle_run(customer_ids: list[int], read: dict) -> tuple[list[int], _Histories]:
-    """DRF's ``allow_request`` of the create view's throttle for each of ``customer_ids`` in
-    order, on the histories ``read`` (``{key: history}``): the indexes allowed, and what DRF
-    wrote (a create allowed here is counted as Django counts it)."""
+def _throttle_run(
+    throttles: list[tuple[OrderCreateThrottle, SimpleNamespace]], read: dict
+) -> tuple[list[int], _Histories]:
+    """DRF's ``allow_request`` of each of ``throttles`` in order, on the histories ``read``
+    (``{key: history}``): the indexes allowed, and what DRF wrote (a create allowed here is
+    counted as Django counts it)."""
     histories = _Histories(read)
     allowed = []
-    for i, (throttle, request) in enumerate(_throttles(customer_ids)):
+    for i, (throttle, request) in enumerate(throttles):
         throttle.cache = histories
         if throttle.allow_request(request, None):
             allowed.append(i)

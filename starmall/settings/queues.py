@@ -16,21 +16,16 @@ env = environ.Env()
 # --- Redis: cache, API tokens, order drafts, Celery queues -----------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 EMBEDDED_REDIS = not REDIS_URL
-if EMBEDDED_REDIS:
-    _sock = embedded_redis.socket_path()
-    CACHE_REDIS_URL = f"unix://{_sock}?db=0"
-    CELERY_BROKER_URL = f"redis+socket://{_sock}?virtual_host=0"
-else:
-    CACHE_REDIS_URL = REDIS_URL
-    CELERY_BROKER_URL = REDIS_URL
+# The one Redis every client uses (the embedded one over its unix socket), in redis-py's form.
+_REDIS = f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL
 # REDIS_URL may name a Redis Sentinel group (sentinel://h1:26379,h2:26379/<master>/<db>): each
 # client below gets its own form of it (starmall/redis_urls.py).
 try:
     _sentinel = redis_urls.parse(REDIS_URL)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
-CACHE_REDIS_URL, _cache_sentinel_options = redis_urls.cache_settings(CACHE_REDIS_URL)
-CELERY_BROKER_URL, _broker_sentinel_options = redis_urls.broker_settings(CELERY_BROKER_URL)
+CACHE_REDIS_URL, _cache_sentinel_options = redis_urls.cache_settings(_REDIS)
+CELERY_BROKER_URL, _broker_sentinel_options = redis_urls.broker_settings(_REDIS)
 
 CACHES = {
     "default": {
@@ -56,9 +51,7 @@ CHANNEL_LAYERS = {
             # which made every idle chat socket fail after 5 s (django/channels_redis#422).
             "hosts": [
                 {
-                    **redis_urls.channel_layer_host(
-                        f"unix://{embedded_redis.socket_path()}?db=0" if EMBEDDED_REDIS else REDIS_URL
-                    ),
+                    **redis_urls.channel_layer_host(_REDIS),
                     "socket_timeout": 30,
                     "socket_connect_timeout": 5,
                 }
