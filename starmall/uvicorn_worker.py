@@ -9,11 +9,16 @@ Proxy headers follow ``TRUSTED_PROXIES`` (``starmall/proxies.py``), the list the
 uvicorn's default (on, believing 127.0.0.1) rewrote the client address from any
 ``X-Forwarded-For`` a local client sent, before the app could ignore it — a new header per
 request walked past the login throttle. Empty list: off; else on, believing only those.
+
+HTTP is uvicorn's httptools protocol with one change (:class:`OneWriteHttpToolsProtocol`): a
+response's head goes out in the same ``send`` as its body. Two writes per response cost the
+notification storm a third of its throughput (docs/PERFORMANCE.md, "One write per response").
 """
 
 import logging
 import re
 
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn_worker import UvicornWorker
 
 from starmall import proxies
@@ -35,8 +40,72 @@ class RedactTokens(logging.Filter):
         return True
 
 
+class OneWrite:
+    """A request's transport that sends the response head with the body's first bytes.
+
+    uvicorn writes the head when the app sends ``http.response.start`` and the body when it
+    sends ``http.response.body``: two ``send`` calls, two TCP segments, two wake-ups of the
+    client, for every response. Held here, the head goes out in the body's first write, or
+    alone when the response ends without one (a HEAD's) or the connection closes. What is
+    written before the response starts (``100 Continue``) or after its head passes at once.
+    """
+
+    __slots__ = ("_done", "_head", "_state", "_transport", "_cycle")
+
+    HEAD_DUE, HEAD_HELD, PASSING = 0, 1, 2
+
+    def __init__(self, cycle) -> None:
+        """Take over ``cycle``'s transport and its end-of-response callback."""
+        self._transport, self._cycle, self._done = cycle.transport, cycle, cycle.on_response
+        self._head, self._state = b"", self.HEAD_DUE
+        cycle.transport, cycle.on_response = self, self._response_done
+
+    def write(self, data: bytes) -> None:
+        if self._state == self.HEAD_DUE and self._cycle.response_started:
+            self._head, self._state = data, self.HEAD_HELD
+        elif self._state == self.HEAD_HELD:
+            self._state = self.PASSING
+            self._transport.write(self._head + data)
+            self._head = b""
+        else:
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name):
+        return getattr(self._transport, name)
+
+    def _flush(self) -> None:
+        if self._state == self.HEAD_HELD:
+            self.write(b"")
+
+    def _response_done(self) -> None:
+        self._flush()
+        self._done()
+
+
+class OneWriteHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, each request's response written through :class:`OneWrite`."""
+
+    def on_headers_complete(self) -> None:
+        before = self.cycle
+        super().on_headers_complete()
+        if self.cycle is not before:  # a new request (not a WebSocket's upgrade); its task has not run yet
+            OneWrite(self.cycle)
+
+
 class ShopUvicornWorker(UvicornWorker):
-    CONFIG_KWARGS = {"loop": "auto", "http": "auto", "ws": "auto", "lifespan": "on"}
+    CONFIG_KWARGS = {
+        "loop": "auto",
+        "http": "starmall.uvicorn_worker:OneWriteHttpToolsProtocol",
+        "ws": "auto",
+        "lifespan": "on",
+    }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
