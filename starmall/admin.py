@@ -1,6 +1,4 @@
-"""Admin building blocks shared by the apps.
-
-Rules every back-office page follows (a back office that cannot bypass a rule of the API):
+"""Admin building blocks shared by the apps; no back-office page can bypass a rule of the API:
 
 * A state change is an admin action that calls the same service as the API, gated by a named
   permission (``@admin.action(permissions=[...])`` + ``has_<x>_permission``) and checked again

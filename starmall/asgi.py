@@ -1,25 +1,12 @@
-"""ASGI entry point: ONE host and port for the API (HTTP) and the chat (WebSocket).
+"""ASGI entry point: ONE host and port for the API (HTTP) and the chat (WebSocket), as the mini-program's
+``wx.connectSocket`` talks to the API's own domain; run by gunicorn's uvicorn workers (``starmall/gunicorn_conf.py``).
 
-The mini-program's ``wx.connectSocket`` talks to the API's own domain, so ``/ws/chat/...`` is
-served by the same server as ``/api/v1/``: ``make run``'s ``web`` program is gunicorn with
-uvicorn's worker class on this application (``starmall/gunicorn_conf.py``).
-
-- ``http``: Django's WSGI application through a2wsgi's WSGIMiddleware, which runs each request
-  in a real thread pool (``WEB_THREADS`` threads per process). Django's own ASGI handler runs
-  sync views one at a time per process (``thread_sensitive``), which would serialise the
-  flash sale; the WSGI path keeps gunicorn gthread's concurrency and the same middleware.
-  In front of it, ``OrderGate`` answers confirms of a SKU flagged sold out and a 秒杀's confirms
-  from Redis in the event loop, and creates by ``orders_create`` on its create threads, before
-  Django (``starmall.gates.orders``); ``PaymentNotifyGate`` answers WeChat's payment
-  notifications: re-sent copies of an applied one from Redis, a first delivery queued for the
-  worker (``starmall.gates.payment_notify``). Each takes its own paths and passes every other
-  request on untouched, so their order does not matter (docs/GATES.md).
-- ``lifespan``: the gates open their connections at the worker's start and close them at its
-  end (:func:`lifespan`).
-- ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer.
-  A WebSocket to any other path is refused before the handshake completes (HTTP 403) by
-  :func:`websocket_not_found`: Channels' URLRouter would raise ValueError("No route found"),
-  which uvicorn answers with a 500 and a logged traceback per attempt.
+- ``http``: Django's WSGI application in a2wsgi's thread pool (``WEB_THREADS`` threads per process),
+  behind ``OrderGate`` and ``PaymentNotifyGate``: each answers its own paths before Django and passes
+  every other request on untouched, so their order does not matter (docs/GATES.md).
+- ``lifespan``: the gates open their connections at the worker's start and close them at its end.
+- ``websocket``: the chat consumer (``apps.chat.routing``), its groups on the Redis channel layer; any
+  other path is refused before the handshake completes (HTTP 403).
 """
 
 import logging
@@ -55,6 +42,8 @@ async def websocket_not_found(scope, receive, send):
         await send({"type": "websocket.close", "code": 1008})  # 1008: policy violation
 
 
+# WSGI through a2wsgi's real thread pool, not Django's ASGI handler: that one runs sync views one
+# at a time per process (``thread_sensitive``), which would serialise the flash sale.
 http_application = PaymentNotifyGate(
     OrderGate(WSGIMiddleware(wsgi_application, workers=int(os.environ.get("WEB_THREADS", "4"))))
 )
@@ -88,6 +77,8 @@ async def lifespan(scope, receive, send):
 application = ProtocolTypeRouter(
     {
         "http": http_application,
+        # The catch-all route: without it URLRouter raises ValueError("No route found"), which
+        # uvicorn answers with a 500 and a logged traceback per attempt.
         "websocket": URLRouter([*websocket_urlpatterns, re_path(r"", websocket_not_found)]),
         "lifespan": lifespan,
     }

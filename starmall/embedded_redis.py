@@ -130,11 +130,10 @@ def start_owned(timeout: float = 10.0) -> subprocess.Popen | None:
 
     A server that already answers on the socket (``make run``'s, the test suite's, another
     command's) is used and left running, and so is the one ``make run``'s supervisord restarts
-    (:func:`supervised`; see :func:`ensure_running`). The child runs in the foreground (no
-    daemon), logs to ``var/<name>.log`` and gets SIGTERM if this process dies, however it dies
-    (``starmall.processes.die_with_parent``), so a one-off command never leaves a
-    ``redis-server`` behind; :func:`stop_owned` stops it when the command ends. Raises
-    ``RuntimeError`` if it does not answer within ``timeout`` seconds (the child is stopped).
+    (:func:`supervised`; see :func:`ensure_running`). The child runs in the foreground, logs to
+    ``var/<name>.log`` and gets SIGTERM if this process dies, however it dies (``die_with_parent``),
+    so a one-off command never leaves a ``redis-server`` behind; :func:`stop_owned` stops it at the
+    end. Raises ``RuntimeError`` if it does not answer within ``timeout`` seconds (the child is stopped).
     """
     from starmall.processes import die_with_parent
 

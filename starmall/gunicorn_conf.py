@@ -1,38 +1,26 @@
 """gunicorn's whole configuration: ``gunicorn -c python:starmall.gunicorn_conf starmall.asgi:application``.
 
-Each worker is uvicorn (``starmall/uvicorn_worker.py``) serving the ASGI application: the API
-(Django's WSGI path in a thread pool of ``WEB_THREADS`` threads, ``starmall/asgi.py``) and the
-chat's WebSocket ``/ws/chat/...`` on the same address, as a mini-program's ``wx.connectSocket``
-needs.
-
-``make run`` (``manage.py runshop``), the fault tests, ``make bench`` and the deployment guide
-(docs/DEPLOY.md) all start the web server with this one file, so tuning it here changes every
-one of them. The defaults are the model measured best for a 2-core machine with PostgreSQL on
-the same host (docs/PERFORMANCE.md); the environment can override each of them:
-
-| variable | default | meaning |
-| --- | --- | --- |
-| ``WEB_BIND`` | ``127.0.0.1:8000`` | address to listen on (behind nginx keep it local) |
-| ``WEB_WORKERS`` | 2 | worker processes |
-| ``WEB_THREADS`` | 4 | threads per worker running HTTP requests (a2wsgi's pool, ``starmall/asgi.py``) |
-| ``WEB_TIMEOUT`` | 30 | seconds a request may take before its worker is replaced |
-| ``WEB_ACCESS_LOG`` | empty | access log file (``-``: stdout, the supervisor's log; empty: none, gunicorn's own default — behind nginx its access log is the record; uvicorn's cost the notification storm about a tenth of its CPU, docs/PERFORMANCE.md) |
-| ``WEB_SWITCH_INTERVAL_MS`` | 0.5 | how long a thread may hold the GIL before another runnable thread of the worker gets it (Python's default is 5 ms; see below) |
-
-Which proxies' ``X-Forwarded-For`` / ``X-Forwarded-Proto`` are believed is ``TRUSTED_PROXIES``
-(default: none), one list for the uvicorn workers and the app (``starmall/proxies.py``).
+Each worker is uvicorn (``starmall/uvicorn_worker.py``) serving the ASGI application: the API and the
+chat's WebSocket on one address (``starmall/asgi.py``). ``make run``, the fault tests, ``make bench`` and
+docs/DEPLOY.md all start the web server with this one file, so tuning it here changes every one of them.
+The defaults are the model measured best for a 2-core machine with PostgreSQL on the same host
+(docs/PERFORMANCE.md); the environment overrides each: ``WEB_BIND``, ``WEB_WORKERS``, ``WEB_THREADS``,
+``WEB_TIMEOUT``, ``WEB_ACCESS_LOG``, ``WEB_SWITCH_INTERVAL_MS`` (docs/DEPLOY.md §7). The proxies whose
+``X-Forwarded-*`` headers are believed: ``TRUSTED_PROXIES`` (default none; ``starmall/proxies.py``).
 """
 
 import os
 
-bind = os.environ.get("WEB_BIND", "127.0.0.1:8000")
+bind = os.environ.get("WEB_BIND", "127.0.0.1:8000")  # behind nginx keep it local
 worker_class = "starmall.uvicorn_worker.ShopUvicornWorker"
 workers = int(os.environ.get("WEB_WORKERS", "2"))
 threads = int(os.environ.get("WEB_THREADS", "4"))  # read by starmall/asgi.py (the HTTP thread pool)
 # The mini-program keeps its HTTPS connection open between taps; keep it open here too.
 keepalive = 5
-timeout = int(os.environ.get("WEB_TIMEOUT", "30"))
+timeout = int(os.environ.get("WEB_TIMEOUT", "30"))  # seconds a request may take before its worker is replaced
 graceful_timeout = 5  # seconds a stopping worker may finish its requests
+# "-": stdout (the supervisor's log); empty: none, gunicorn's own default. Behind nginx its access
+# log is the record, and uvicorn's cost the notification storm about a tenth of its CPU.
 accesslog = os.environ.get("WEB_ACCESS_LOG", "") or None
 errorlog = "-"
 control_socket_disable = True  # no gunicornc socket in the working directory
@@ -77,26 +65,21 @@ def _exit_with_the_master(worker) -> None:
     """The worker stops when its master dies, however it dies, and is gone within
     ``ORPHAN_GRACE_SECONDS`` whatever it is doing.
 
-    uvicorn's worker class does not watch its parent as gunicorn's own workers do: after a
-    ``kill -9`` of the master its workers lived on holding the port, and every master the
-    supervisor started next failed with "Address already in use". Two parts:
-
-    - ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux, ``starmall.processes``): the kernel signals the worker the moment
-      the master's thread that forked it (gunicorn's main thread) exits. uvicorn then stops
-      accepting, closes the listening socket and finishes its requests.
-    - a watchdog thread, because that graceful shutdown waits without limit for every
-      connection's task: a chat consumer refused with 4401/4403 whose channel-layer receive
-      never finished its cancellation (channels_redis' BZPOPMIN loop) kept its worker alive,
-      with parent 1, until the whole run stopped. The watchdog notices the parent change
-      (``getppid``, also where there is no prctl), sends the same SIGTERM, and
-      ends the worker (``os._exit``) ``ORPHAN_GRACE_SECONDS`` later. With the master alive, a normal
-      stop is bounded by the master itself (``graceful_timeout``, then SIGKILL).
+    uvicorn's worker class does not watch its parent as gunicorn's own workers do, and an orphan
+    holding the port makes every master the supervisor starts next fail ("Address already in use").
+    ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux, ``starmall.processes``) signals the worker when the
+    master's thread that forked it exits; a watchdog thread (:func:`_orphan_watchdog`, also where there
+    is no prctl) sends the same SIGTERM on a parent change and ends the worker ``ORPHAN_GRACE_SECONDS``
+    later. With the master alive, a normal stop is bounded by the master (``graceful_timeout``, SIGKILL).
     """
     import threading
 
     from starmall.processes import die_with_parent
 
     die_with_parent()  # not Linux: the watchdog alone
+    # uvicorn's graceful shutdown waits without limit for every connection's task: a refused chat
+    # consumer whose channel-layer receive (channels_redis' BZPOPMIN loop) never finishes cancelling
+    # would keep an orphan alive. The watchdog's os._exit bounds it.
     threading.Thread(target=_orphan_watchdog, args=(worker,), name="orphan-watchdog", daemon=True).start()
 
 

@@ -1,59 +1,42 @@
 """Row locks: the one order every transaction takes them in, and one retry for a transaction
 the database still gave up on.
 
-THE LOCK ORDER. A transaction that moves money, stock, places or counters locks rows — by a
-conditional UPDATE, an UPDATE or DELETE that changes the row, or ``SELECT ... FOR UPDATE`` —
-in this order, and never locks a row of an earlier step after one of a later step (a row it
-already holds may be written again at any time; steps it does not need are skipped):
-
-1. the order (``Order``; one per transaction — a batch handles one order per transaction —
-   except the new orders created together, ``apps/orders/create.py: orders_create``, which inserts them all first, by customer and key, and then takes the later
-   steps for all of them: customers in id order, every allowance, the sale, the SKUs);
-2. that order's own records: its ``Payment``, ``AfterSale``, ``Refund`` and
-   ``RefundBatchItem`` rows (a ``Recharge`` stands here: it is the customer's payment record).
-   Paths that hold the order's lock may take them in any order; the refund worker's paths that
-   do not (``refund_mark_failed``, ``refund_retry``) take Refund, then AfterSale, then RefundBatchItem;
-3. places: the teacher's row (``bookings.teacher_lock``: every booking write of the teacher
-   queues there first), the order's ``Booking``, then ``Slot`` rows in id order;
-4. the customer's ``Coupon``;
-5. the customer (``Customer``: balance, points, the per-customer caps and address and cart
-   limits), then the customer's own rows: ledger (``WalletEvent``), cart lines, addresses;
-6. the flash sale: the customer's allowance (``FlashSalePurchase``), then the sale
-   (``FlashSale``); a points-mall item's stock stands here (``apps/points_mall/services.py``);
-7. SKU stock (``Sku``) in id order;
-8. product sales counters (``Product.sales``) in id order.
-
-Why this order: it goes from rows that belong to one order, through rows one customer shares
-between their orders, to rows every buyer shares; the hotter the row, the later it is locked,
-so it is held for the shortest time — in a 秒杀 the sale, the SKU and the product row are
-locked right before commit. It is the order ``order_create`` always took (order, slot, coupon,
-customer, flash sale, SKU), so the shop's hottest path did not change. Two transactions that
-follow it cannot wait for each other in a circle: whatever row one waits for, the other holds
-none that comes later and is wanted by the first. (django-oscar allocates stock in
-stock-record order for the same reason.) Paying from the balance once counted ``sales`` (8)
-before debiting the customer (5) while a balance refund credited the customer (5) before
-taking the units out of ``sales`` (8): one in about 530 balance payments under load was
-killed by PostgreSQL's deadlock detector.
-
-Rows that are only inserted (events, ledger rows, follow-ups, alerts, notifications) are not
-waited for, except when two transactions insert the same UNIQUE key: every such key is either
-the transaction's first write (``Order.order_key``, ``SignIn``) or is written under a lock of
-steps 1-5 that already puts its competitors in line (a payment's ledger row under its order,
-a refund's under its refund row, a recharge's under the recharge row). A claimed queue row
-(follow-up, reminder, notice) is written at the end of its worker's transaction.
-
-Each site that takes locks says in a comment where it stands in this order;
-``tests/concurrency/test_lock_order_races.py`` makes a balance payment and a balance refund of
-one customer meet at the worst moment.
-
-ONE RETRY. A lock conflict the order cannot rule out (PostgreSQL's deadlock detector or a
-serialization failure, SQLite's "database is locked" after its timeout) rolls the whole
-transaction back. :func:`retry_on_lock_conflict` runs such a transaction once more; a second
-conflict raises :class:`starmall.errors.DatabaseBusy` (503 ``service_unavailable``, Chinese
-message, ``Retry-After``). It is used only on functions that open the whole transaction and
-send nothing out of the process before commit (``on_commit`` callbacks of a rolled-back try
-are dropped); a WeChat call made before the transaction is not repeated.
+A transaction that moves money, stock, places or counters locks rows (a conditional UPDATE, an UPDATE
+or DELETE that changes the row, ``SELECT ... FOR UPDATE``) in THE LOCK ORDER written below, steps 1-8,
+and never locks a row of an earlier step after one of a later step; each site that takes locks says in
+a comment where it stands. :func:`retry_on_lock_conflict` runs a whole transaction once more after a
+conflict the order cannot rule out (deadlock, serialization failure, SQLite's "database is locked"); a
+second raises :class:`starmall.errors.DatabaseBusy` (503 ``service_unavailable``, ``Retry-After``).
 """
+
+# THE LOCK ORDER. A row already held may be written again at any time; steps not needed are skipped.
+# 1. the order (``Order``: one per transaction, in a batch too, except the new orders that
+#    apps/orders/create.py's ``orders_create`` makes together: it inserts them all first, by customer and
+#    key, then takes the later steps for all of them: customers in id order, every allowance, the sale,
+#    the SKUs);
+# 2. that order's own records: its ``Payment``, ``AfterSale``, ``Refund`` and ``RefundBatchItem`` rows (a
+#    ``Recharge`` stands here: it is the customer's payment record). Paths holding the order's lock take
+#    them in any order; the refund worker's paths that do not (``refund_mark_failed``, ``refund_retry``)
+#    take Refund, then AfterSale, then RefundBatchItem;
+# 3. places: the teacher's row (``bookings.teacher_lock``: every booking write of the teacher queues there
+#    first), the order's ``Booking``, then ``Slot`` rows in id order;
+# 4. the customer's ``Coupon``;
+# 5. the customer (``Customer``: balance, points, the per-customer caps and address and cart limits), then
+#    the customer's own rows: ledger (``WalletEvent``), cart lines, addresses;
+# 6. the flash sale: the customer's allowance (``FlashSalePurchase``), then the sale (``FlashSale``); a
+#    points-mall item's stock stands here (apps/points_mall/services.py);
+# 7. SKU stock (``Sku``) in id order;
+# 8. product sales counters (``Product.sales``) in id order.
+# Why: from rows of one order, through rows one customer's orders share, to rows every buyer shares; the
+# hotter the row, the later it is locked and the shorter it is held (in a 秒杀 the sale, SKU and product
+# rows are locked right before commit). Two transactions that follow it cannot wait for each other in a
+# circle. Rows only inserted (events, ledger rows, follow-ups, alerts, notifications) are not waited for,
+# except two inserts of one UNIQUE key: each such key is the transaction's first write (``Order.order_key``,
+# ``SignIn``) or is written under a lock of steps 1-5 that already lines up its competitors (a payment's
+# ledger row under its order, a refund's under its refund row, a recharge's under the recharge row). A
+# claimed queue row (follow-up, reminder, notice) is written at the end of its worker's transaction.
+# tests/concurrency/test_lock_order_races.py makes a balance payment and a balance refund of one customer
+# meet at the worst moment.
 
 from __future__ import annotations
 
@@ -106,8 +89,9 @@ def retry_on_lock_conflict(fn: Callable[P, R]) -> Callable[P, R]:
 
     A second conflict raises ``DatabaseBusy`` from it. Called inside a transaction that
     someone else opened, ``fn`` runs once and a conflict propagates: that outer transaction
-    is what was lost and only its owner can run it again. See the module docstring for
-    which functions may carry this.
+    is what was lost and only its owner can run it again. Only for functions that send nothing
+    out of the process before commit: a rolled-back try's ``on_commit`` callbacks are dropped,
+    and a WeChat call made before the transaction is not repeated.
     """
 
     @functools.wraps(fn)

@@ -1,23 +1,12 @@
 """Where uploaded and generated files live: local ``MEDIA_ROOT`` (one machine) or S3-compatible
 object storage (several machines: Tencent COS, Aliyun OSS, Qiniu, MinIO, AWS all speak it).
 
-Every stored file (uploads in ``apps.files``, demo pictures, chat media, review images, anything
-generated later) goes through Django's storage API, ``STORAGES["default"]``; this module only
-chooses that backend from the environment, so a file saved through one machine is read and
-served from any other. Settings (``starmall/settings/base.py`` calls :func:`from_environ`):
-
-- ``MEDIA_S3_ENDPOINT_URL`` (``https://cos.ap-shanghai.myqcloud.com``, ``http://minio:9000``),
-  ``MEDIA_S3_BUCKET``, ``MEDIA_S3_ACCESS_KEY``, ``MEDIA_S3_SECRET_KEY``: all four, or none
-  (then local files, the embedded default);
-- ``MEDIA_S3_REGION`` (optional; some providers sign with it), ``MEDIA_S3_ADDRESSING_STYLE``
-  (``path``, the default, which MinIO and a bucket name with dots need, or ``virtual``);
-- ``MEDIA_PUBLIC_URL``: the public base of stored files (the bucket's public address or a CDN in
-  front of it); every media URL the API returns is this plus the storage name. Unset: the
-  endpoint's path-style address of the bucket (``<endpoint>/<bucket>/``).
-
-URLs are plain (no signed query string): the bucket, or the CDN, serves its objects publicly to
-the mini-program, as the local ``MEDIA_URL`` does. Names are never overwritten (a second file
-under a taken name gets a new name, as with local files).
+Every stored file goes through Django's storage API (``STORAGES["default"]``), whose backend
+:func:`from_environ` chooses from the environment, so a file saved through one machine is read and served
+from any other. Object storage takes all four of :data:`S3_REQUIRED` (none: local files), optionally
+``MEDIA_S3_REGION``, ``MEDIA_S3_ADDRESSING_STYLE`` (``path``, the default, or ``virtual``) and
+``MEDIA_PUBLIC_URL`` (default ``<endpoint>/<bucket>/``): docs/DEPLOY.md §7. A media URL is that base plus
+the storage name, unsigned (the bucket or CDN serves it publicly); a name is never overwritten.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """What ``manage.py`` makes sure of around a one-off command (``reconcile``, ``shell``, ...).
 
-In a fresh clone, before or outside ``make run``, ``manage.py reconcile`` used to create an empty
-``var/starmall.sqlite3``, fail with "no such table" and leave a daemonized embedded
-``redis-server`` running. Now:
-
-- a command that needs the shop's database (every command but those that set it up —
-  :data:`SETUP_COMMANDS` — and the tools that need none — :data:`TOOL_COMMANDS`) is refused with
-  one line (:data:`NOT_READY`, Chinese and English) and exit status 1 while that database is
+- a command that needs the shop's database (all but :data:`SETUP_COMMANDS` and :data:`TOOL_COMMANDS`) is
+  refused with one line (:data:`NOT_READY`, Chinese and English) and exit status 1 while that database is
   absent (no SQLite file: nothing is created), not migrated, or has migrations not applied;
-- the embedded Redis (no ``REDIS_URL``) that a command starts is its child and is stopped when
-  the command ends, however it ends (``starmall.embedded_redis.start_owned``); a server that
-  already answers — ``make run``'s — is used and left running;
-- a tool that opened a SQLite file that did not exist (``showmigrations``, ``makemigrations``)
-  does not leave the empty file behind.
+- the embedded Redis (no ``REDIS_URL``) a command starts is its child, stopped when the command ends, however
+  it ends (``starmall.embedded_redis.start_owned``); one that already answers (``make run``'s) is left running;
+- a tool that opened a SQLite file that did not exist (``showmigrations``, ``makemigrations``) does not
+  leave the empty file behind.
 """
 
 from __future__ import annotations

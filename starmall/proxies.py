@@ -1,20 +1,12 @@
 """Which proxies' ``X-Forwarded-For`` is believed: ONE list for the web server and the app.
 
-``TRUSTED_PROXIES`` (environment; comma-separated addresses or networks, e.g. ``127.0.0.1`` for
-nginx on the same host, ``10.0.0.0/8`` for a load balancer's subnet) is read here, without
-Django, by both sides:
-
-- the uvicorn workers (``starmall/uvicorn_worker.py``): ``proxy_headers`` on only when the list
-  is not empty, with it as ``forwarded_allow_ips``; the access log, ``scope["client"]`` and
-  so Django's ``REMOTE_ADDR`` are then the client's address;
-- the app (``settings.TRUSTED_PROXIES``, :func:`starmall.api.middleware.client_ip`): login
-  throttles, the admin lockout, and any server that does not rewrite the address itself
-  (Django's test client, ``runserver``).
-
-Empty (the default): no proxy is trusted, the header is ignored and the client is the socket's
-peer. Both sides take the client as :func:`client_address` says — uvicorn's rule: the first
-address from the right of ``X-Forwarded-For`` that is not a trusted proxy — so they agree, and
-applying it again to an address uvicorn already rewrote changes nothing.
+``TRUSTED_PROXIES`` (comma-separated addresses or networks: ``127.0.0.1`` for nginx on the same host,
+``10.0.0.0/8`` for a load balancer's subnet) is read here, without Django, by the uvicorn workers
+(``starmall/uvicorn_worker.py``: ``proxy_headers``, ``forwarded_allow_ips``; ``scope["client"]`` and so
+Django's ``REMOTE_ADDR`` are then the client's) and by the app (:func:`starmall.api.middleware.client_ip`,
+for servers that do not rewrite the address: Django's test client, ``runserver``). Empty (the default):
+no proxy is trusted and the header is ignored. Both take the client as :func:`client_address` says
+(uvicorn's rule), so they agree, and applying it to an address uvicorn already rewrote changes nothing.
 """
 
 from __future__ import annotations

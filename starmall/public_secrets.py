@@ -1,14 +1,12 @@
 """The secrets this repository makes public, in one place.
 
-The shared settings (``starmall/settings/wechat.py``) take their development defaults from
-:func:`default`; production settings refuse to start while :func:`refusals` finds one in use,
-and ``manage.py check --deploy`` lists them all (``starmall/checks.py``). A value is public when it is listed here (the WeChat sandbox's demo
-credentials, the test settings' values, WeChat's documentation samples). A key FILE is public
-when its key is one of the sandbox's key pairs (``wechat_sandbox/keys/``, private halves
-included), wherever it was copied and however it is encoded: files are compared by the SHA-256 of
-their public key (SubjectPublicKeyInfo DER), a private key, public key or certificate alike.
-Imports nothing of the sandbox (production may not); ``tests/test_public_secrets.py`` holds this
-list equal to the sandbox's constants and files. How to make each real one: docs/DEPLOY.md §2a.
+The shared settings (``starmall/settings/wechat.py``) take their development defaults from :func:`default`;
+production settings refuse to start while :func:`refusals` finds one in use, and ``manage.py check --deploy``
+lists them all (``starmall/checks.py``). A value is public when it is listed here (the WeChat sandbox's demo
+credentials, the test settings' values, WeChat's documentation samples); a key FILE when its key is one of the
+sandbox's key pairs (``wechat_sandbox/keys/``), wherever it was copied and however encoded (:func:`key_digest`).
+Imports nothing of the sandbox (production may not); ``tests/test_public_secrets.py`` holds this list equal to the
+sandbox's. How to make each real one: docs/DEPLOY.md §2a.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""``REDIS_URL`` as a plain Redis or a Redis Sentinel group, turned into the settings of each
-client the shop has: the cache (django-redis), the chat's channel layer (channels-redis), the
-Celery broker (kombu) and beat's lock and schedule (celery-redbeat).
+"""``REDIS_URL`` as a plain Redis or a Redis Sentinel group, turned into the settings of each client the
+shop has: the cache (django-redis), the chat's channel layer (channels-redis), the Celery broker (kombu)
+and beat's lock and schedule (celery-redbeat). Forms accepted:
 
-Forms accepted (``REDIS_URL``):
-
-- ``redis://[:password@]host:port/db``, ``rediss://...``, ``unix://path?db=0``: one server,
-  passed to each client as it is (the broker gets a unix socket as kombu spells it,
-  ``redis+socket://path?virtual_host=0``);
-- ``sentinel://[:password@]host1:26379,host2:26379/<master name>[/<db>]``: Redis Sentinel;
-  every client asks the sentinels for the current master of ``<master name>`` and follows a
-  failover. ``password`` is the Redis servers' (the sentinels themselves are asked without one
-  unless ``?sentinel_password=...`` is given).
-
-:func:`parse` raises ValueError with the reason for a malformed Sentinel URL.
+- ``redis://[:password@]host:port/db``, ``rediss://...``, ``unix://path?db=0``: one server, passed to each
+  client as it is (the broker gets a unix socket as kombu spells it, ``redis+socket://path?virtual_host=0``);
+- ``sentinel://[:password@]host1:26379,host2:26379/<master name>[/<db>]``: every client asks the sentinels
+  for the current master of ``<master name>`` and follows a failover; ``password`` is the Redis servers'
+  (the sentinels get none unless ``?sentinel_password=...``). :func:`parse` raises ValueError if malformed.
 """
 
 from __future__ import annotations

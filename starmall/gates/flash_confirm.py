@@ -1,13 +1,12 @@
 """A 秒杀 confirm answered in Redis, in front of Django (for ``starmall.gates.orders.OrderGate``).
 
-Most buyers of a sale lose; here neither they nor the winners' confirms cost a Django request.
-A confirm of :func:`flash_shape` costs two Redis round trips at most: ``flash_quota.PEEK``
-(token, sold-out flags, the sale's card and quota, the address card, freight terms) refuses a
-flag, a closed window or a short quota with Django's 409; else the draft (``drafts.draft_build``,
-as ``order_confirm`` builds it) is stored by ``flash_quota.TAKE``, which takes the units or refuses
-in the same trip. Whatever it cannot answer exactly as Django would (nothing cached, another
-address or SKU, a total Django refuses, NOSCRIPT, a Redis error) is Django's: :func:`answer`
-returns None. Left to create, as for any order: the unpaid-orders cap and the SKU's own stock.
+Most buyers of a sale lose; here neither they nor the winners' confirms cost a Django request. A
+confirm of :func:`flash_shape` costs two Redis round trips at most: ``flash_quota.PEEK`` (token,
+sold-out flags, the sale's card and quota, the address card, freight terms) refuses a flag, a closed
+window or a short quota with Django's 409; else ``flash_quota.TAKE`` stores the draft (built as
+``order_confirm`` builds it) and takes the units, or refuses, in the same trip. Whatever it cannot
+answer exactly as Django would is Django's (:func:`answer` returns None). Left to create, as for any
+order: the unpaid-orders cap and the SKU's own stock.
 """
 
 from __future__ import annotations

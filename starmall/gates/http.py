@@ -4,10 +4,9 @@ checks a gate makes before it may answer, and the headers Django's stack puts on
 A gate answers a request from Redis only where Django would give the same answer byte for byte;
 anything else (and any Redis trouble) goes to Django with its body replayed. Where the answer
 depends on Django's settings, Django's own code decides, not a copy of it: the Host check and
-HTTPS are ``WSGIRequest.get_host()`` and ``is_secure()`` on an environ built from the scope, and
-the response headers are those the header-adding middleware named in ``settings.MIDDLEWARE``
-(SecurityMiddleware, CommonMiddleware, XFrameOptionsMiddleware) put on an ``HttpResponse``,
-computed once per shape and forgotten when a setting changes.
+HTTPS are ``WSGIRequest.get_host()`` and ``is_secure()`` on an environ built from the scope; the
+response headers are those ``settings.MIDDLEWARE``'s header-adding middleware (:data:`_HEADER_MIDDLEWARE`)
+put on an ``HttpResponse``, computed once per shape and forgotten when a setting changes.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """Orders answered before Django: an ASGI gate on ``POST /api/v1/orders/confirm`` and ``/orders``.
 
-In a 秒杀 most buyers arrive after the last unit is gone, and each cost Django a whole request
-cycle (a thread, the middleware, DRF, token auth's query). :class:`OrderGate` reads these two
-requests in the event loop and answers from Redis what Redis decides — a sold-out flag's 409
-(``apps.catalog.soldout.refusal``, the rule ``order_confirm`` uses), a 秒杀's confirm
-(``flash_confirm``) — and hands the rest to the order services themselves, the functions Django's
-views call, on the worker's order threads: ``order_confirm`` (``confirms``) and ``orders_create``
-(``creates``). It answers only where Django would answer the same, byte for byte; anything else
-(another body shape, an unknown token, Redis trouble) goes to Django. The list and its tests:
-docs/GATES.md.
+In a 秒杀 most buyers arrive after the last unit is gone, and each would cost Django a whole request
+cycle. :class:`OrderGate` reads these two requests in the event loop and answers from Redis what Redis
+decides — a sold-out flag's 409 (``apps.catalog.soldout.refusal``, the rule ``order_confirm`` uses), a
+秒杀's confirm (``flash_confirm``) — and hands the rest to the functions Django's views call, on the
+worker's order threads: ``order_confirm`` (``confirms``) and ``orders_create`` (``creates``). It
+answers only where Django would answer the same, byte for byte; anything else (another body shape, an
+unknown token, Redis trouble) goes to Django. The list and its tests: docs/GATES.md.
 """
 
 from __future__ import annotations

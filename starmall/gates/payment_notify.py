@@ -1,17 +1,12 @@
 """WeChat Pay's payment notifications answered before Django (``POST /api/v1/payments/wechat/notify``,
 and Pay API v3's ``POST /api/v1/payments/wechat/v3/notify``).
 
-WeChat delivers every result more than once; in a storm two deliveries in three are of a payment
-already applied. :class:`PaymentNotifyGate` answers, in the event loop, a copy of an applied (or
-queued) result after ONE Redis script — which also appends the delivery to the audit backlog
-beat writes as ``Notification`` rows — and a first delivery of a pending payment of exactly that
-``total_fee`` by queueing it for the worker in one statement (``apps.payments.notify_queue``). It
-trusts only what Django's own reader trusts (``notifications.PAY_RESULT.read``: defusedxml, the
-signature, appid / mch_id / result_code) and answers only where Django would answer the same,
-byte for byte; anything else goes to Django. A Pay API v3 payment result is served alike: read
-by ``notifications.PAY_RESULT_V3.read`` (the ``Wechatpay-*`` signature with WeChat Pay's public
-key, its serial, the 5-minute window, the AES-GCM resource), answered 204 as Django answers it,
-its first delivery queued with its signed headers. The list and its tests: docs/GATES.md.
+WeChat delivers every result more than once (in a storm, two deliveries in three are copies). The gate,
+:class:`PaymentNotifyGate`, answers a copy of an applied (or queued) result in the event loop after ONE Redis
+script (which also appends it to the audit backlog beat writes as ``Notification`` rows), and queues a first
+delivery of a pending payment of exactly that ``total_fee`` for the worker in one statement (``notify_queue``;
+v3's with its signed headers). It trusts only what Django's readers (``notifications.PAY_RESULT``, ``PAY_RESULT_V3``)
+trust, and answers only where Django would answer the same, byte for byte (v3: 204). The list and tests: docs/GATES.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """The ASGI gates' own PostgreSQL connections, and the batches both gates send through.
 
-A WeChat payment result's first delivery, queued for the worker before Django
-(``starmall.gates.payment_notify``), is written on a :class:`Database`: one small psycopg_pool
-per event loop, made on first use from ``DATABASES["default"]`` with the libpq options Django
-passes, autocommit (every statement it sends is one query message, its own transaction), all
-its connections opened when the worker starts (:meth:`Database.warm`, ``starmall/asgi.py``). On
-another database than PostgreSQL, or with its size setting at 0, there is no pool and Django
-answers everything the gate would have written. :class:`BatchQueue` sends what arrives while every
-connection is busy together on the next free one: the notify gate's statements, and the creates
-handed to ``orders_create`` on the order threads (``starmall.gates.threads.OrderThreads``, a
-pool of threads shaped as one of connections).
+:class:`Database` is one small psycopg_pool per event loop, made on first use from ``DATABASES["default"]``
+with the libpq options Django passes, autocommit (every statement one query message, its own
+transaction), all its connections opened when the worker starts (:meth:`Database.warm`). On another
+database than PostgreSQL, or with its size setting at 0, there is no pool and Django answers everything
+a gate would have written. :class:`BatchQueue` sends what arrives while every connection is busy together
+on the next free one: the notify gate's first deliveries, and the creates handed to ``orders_create``
+(``starmall.gates.threads.OrderThreads``, a pool of threads shaped as one of connections).
 """
 
 from __future__ import annotations
@@ -82,26 +79,20 @@ class Database:
 
 
 class BatchQueue:
-    """Statements of many requests sent as one: what requests hand to :meth:`submit` while the
-    pool's connections are busy waits, and the next free connection runs all of it (up to
-    ``max_items``) in ONE statement — the application's own group commit.
+    """Statements of many requests sent as one: what requests hand to :meth:`submit` while the pool's
+    connections are busy waits, and the next free connection runs all of it (up to ``max_items``) in
+    ONE statement — the application's own group commit. In a burst a request then waits for at most the
+    statement in flight and its own, not for every hand-over of a connection (docs/PERFORMANCE.md).
 
-    A burst of requests that each run one small statement spent its time waiting for a pool
-    connection, not in PostgreSQL: every hand-over of a connection, and every step of its
-    statement, waits for the event loop's turn behind the other requests (measured in the
-    notification storm: 4-5 ms in PostgreSQL, 30-75 ms waiting for one of 4 connections,
-    docs/PERFORMANCE.md). Here a request waits for at most the statement in flight and its own.
-
-    ``run(connection, items)`` (async) sends the statement for ``items`` on an autocommit
-    connection and returns one result per item, in order (or raises: every item None);
-    ``warn(what, exc)`` reports a batch that was not written (the gate's ``RedisGate.warn``: one
-    warning per interval, not one per batch). At most the pool's size of statements run at once,
-    one per connection. One event loop's batches never mix with another's (tests run each
-    request in a loop of its own).
+    ``run(connection, items)`` (async) sends the statement for ``items`` on an autocommit connection and
+    returns one result per item, in order (or raises: every item None); ``warn(what, exc)`` reports a
+    batch not written (the gate's ``RedisGate.warn``: one warning per interval). At most the pool's size
+    of statements run at once, one per connection; one event loop's batches never mix with another's.
     """
 
     def __init__(self, database: Database, run, *, warn, max_items: int = 100) -> None:
         self.database, self.run, self.warn, self.max_items = database, run, warn, max_items
+        # One queue per event loop: tests run each request in a loop of its own.
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = weakref.WeakKeyDictionary()
 
     async def submit(self, item, wait_seconds: float):

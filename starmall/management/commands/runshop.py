@@ -1,13 +1,11 @@
 """``manage.py runshop``: the whole demo shop on one machine (what ``make run`` does).
 
-Prepares the database (migrate, demo data once, staff login, slots, almanac window), then runs
-every process under supervisord (``starmall.supervision``) — web (gunicorn, configured by
-``starmall/gunicorn_conf.py``), Celery worker, Celery beat, the embedded Redis when
-``REDIS_URL`` is unset and, while WeChat points at this machine, the local WeChat sandbox. A
-process that exits is restarted (with back-off when it keeps failing) and logged; the others
-go on. Ctrl-C (SIGINT) or SIGTERM stops all of them, the embedded Redis included.
-
-A demo tool: it refuses to run under ``starmall.settings.production`` (demo data and a known
+Prepares the database (migrate, demo data once, staff login, slots, almanac window), then runs every
+process under supervisord (``starmall.supervision``) — web (gunicorn, ``starmall/gunicorn_conf.py``),
+Celery worker, Celery beat, the embedded Redis when ``REDIS_URL`` is unset and, while WeChat points at
+this machine, the local WeChat sandbox. A process that exits is restarted (with back-off when it keeps
+failing) and logged; the others go on. Ctrl-C (SIGINT) or SIGTERM stops all of them, the embedded Redis
+included. A demo tool: it refuses to run under ``starmall.settings.production`` (demo data and a known
 staff password have no place in a real shop; docs/DEPLOY.md says what to run instead).
 """
 
