@@ -2,12 +2,10 @@
 
 A refund asked at least ``CANCEL_FULL_REFUND_HOURS`` before the booking's start is for all of
 ``pay_fen``; later, before the start, for ``LATE_CANCEL_REFUND_PERCENT`` % of it (down to the
-fen; the rest is kept); at or after the start it is refused (InvalidState). Whatever amount the
-customer asked, the policy decides. ``refunds.refund_request`` asks :func:`policy_amount` and,
-for a consultation, approves at once as the shop (no staff limit) and calls
-:func:`booking_cancelled` in the approving transaction: the order becomes ``refunding`` (the
-remainder is kept: the refund that succeeds makes it ``refunded``) and the booking is released
-now, so availability lists its start again and the waitlist sweep sees it.
+fen; the rest is kept); at or after the start it is refused (InvalidState). The policy decides,
+whatever amount the customer asked. ``refunds.refund_request`` asks :func:`policy_amount`,
+approves at once as the shop (no staff limit) and calls :func:`booking_cancelled` in the
+approving transaction: the order becomes ``refunding`` and the booking is released now.
 """
 
 from __future__ import annotations
@@ -52,5 +50,5 @@ def booking_cancelled(*, order: Order, refund: Refund) -> None:
     refund already moved it), its booking released now, and the refund restocks (the
     consultation was not held)."""
     orders.order_mark_refunding(order=order, actor=POLICY_ACTOR)
-    slots.slot_release(order_no=order.order_no)
+    slots.slot_release(order_no=order.order_no)  # now: its start is offered again, to the waitlist too
     Refund.objects.filter(pk=refund.pk).update(restock=True)

@@ -1,18 +1,12 @@
-"""The one WeChat Pay gateway for payments and refunds, with two implementations: API v2
-(``apps/payments/wechat.py``, wechatpy, MD5) and API v3 (``apps/payments/wechat_v3_pay.py``,
-wechatpayv3, RSA).
+"""The one WeChat Pay gateway for payments and refunds: API v2 (``apps/payments/wechat.py``,
+wechatpy, MD5) or API v3 (``apps/payments/wechat_v3_pay.py``, wechatpayv3, RSA).
 
 ``WECHAT_PAY_API`` (``v2`` default, or ``v3``) chooses the api of a NEW payment
-(:func:`gateway_new`); the Payment / Recharge row records it (``api``), and every later query,
+(:func:`gateway_new`); the Payment / Recharge row records it (``api``) and every later query,
 close and refund of it goes through that api (:func:`gateway_for`), so a shop may switch with
-paid orders in flight (API.md "Going live: WeChat Pay API v3"). Notifications are read by
-``apps/payments/notifications.py`` (v2 XML, v3 JSON), both into the one table of handlers.
-
-One vocabulary for both: answers in v2's words (``trade_state`` SUCCESS / REFUND / NOTPAY /
-CLOSED / REVOKED / USERPAYING / PAYERROR / NOTEXIST; close "CLOSED" / ORDERPAID / ORDERCLOSED /
-ORDERNOTEXIST; refund SUCCESS / PROCESSING / REFUNDCLOSE / CHANGE / NOTEXIST) and three errors:
-:class:`PayUnavailable` (outcome unknown), :class:`PayRejected` (``err_code``, v2's spelling:
-SYSTEMERROR, NOTENOUGH, ORDERPAID...), :class:`BadSignature`. Amounts in fen.
+paid orders in flight (API.md "Going live: WeChat Pay API v3"). Answers in v2's words (listed on
+:class:`Gateway`); errors :class:`PayUnavailable` (outcome unknown), :class:`PayRejected`
+(``err_code``, v2's spelling: SYSTEMERROR, NOTENOUGH...), :class:`BadSignature`. Amounts in fen.
 """
 
 from __future__ import annotations
@@ -84,6 +78,8 @@ class Gateway:
         raise NotImplementedError
 
     def query(self, *, out_trade_no: str) -> TradeState:
+        """The trade's ``state``: SUCCESS / REFUND / NOTPAY / CLOSED / REVOKED / USERPAYING /
+        PAYERROR / NOTEXIST."""
         raise NotImplementedError
 
     def close(self, *, out_trade_no: str) -> str:
@@ -95,6 +91,7 @@ class Gateway:
         raise NotImplementedError
 
     def refund_query(self, *, out_refund_no: str) -> str:
+        """SUCCESS / PROCESSING / REFUNDCLOSE / CHANGE / NOTEXIST."""
         raise NotImplementedError
 
     def download_bill(self, *, bill_date: dt.date) -> str:

@@ -1,22 +1,12 @@
-"""What an ended 拼团 group owes its members: refunds for the paid ones of a failed group, cancels
-for the unpaid seats — asked here, at payments' level, since marketing (where groups live) sits
-below orders and payments.
+"""What an ended 拼团 group owes its members, asked at payments' level (marketing, where groups
+live, sits below orders and payments): a cancel for each unpaid seat and, when the group failed,
+a full refund for each paid one.
 
 :func:`group_end` ends a group (marketing's conditional ``forming -> failed``, or ``-> done`` by
-模拟成团) and then :func:`group_settle` asks, for each seat still holding something:
-
-* an unpaid order: THE cancel (``order_lifecycle.order_cancel``: WeChat first; the order's
-  give-back releases the seat and returns the units);
-* a paid order of a failed group: a full refund through the refund queue
-  (``refunds.refund_request`` with :data:`GROUP_FAILED_REASON`, approved at once by
-  ``after_sale_approve``). The order's row lock and the request's replay rule make it one
-  request and one ``Refund`` (UNIQUE ``out_refund_no``) per order, however often this runs;
-  the refund's arrival gives the units back (activity while it runs, SKU).
-
-The group leaves the sweep (``settled_at``) once every seat's order is cancelled, refunding or
-refunded. :func:`groups_end_due` (beat, every ``BEAT_SWEEP_SECONDS``) ends the groups past their
-deadline and settles ended ones; it is safe to run twice and on two machines (every step is a
-conditional UPDATE or runs under the order's row lock).
+模拟成团) and :func:`group_settle` asks what each seat still owes; the group leaves the sweep
+(``settled_at``) once every seat's order is cancelled, refunding or refunded. :func:`groups_end_due`
+(beat, every ``BEAT_SWEEP_SECONDS``) ends the groups past their deadline and settles ended ones.
+Safe to run twice and on two machines: each step is a conditional UPDATE or holds the order's row.
 """
 
 from __future__ import annotations
@@ -70,8 +60,9 @@ def group_end_by_staff(*, group_id: int, username: str) -> str:
 
 
 def group_settle(*, group_id: int) -> dict[str, int]:
-    """Ask every cancel and refund an ended group owes (see the module docstring); returns
-    ``{"cancelled", "refunds", "pending"}``. Marks the group settled when nothing is pending."""
+    """Ask every cancel and refund an ended group owes (a cancel per unpaid seat; a full refund
+    per paid seat of a failed group); returns ``{"cancelled", "refunds", "pending"}``. Marks the
+    group settled when nothing is pending."""
     counts = {"cancelled": 0, "refunds": 0, "pending": 0}
     failed = Group.objects.values_list("status", flat=True).get(pk=group_id) == Group.Status.FAILED
     for seat in group_buys.group_seats_to_settle(group_id=group_id):
@@ -79,6 +70,7 @@ def group_settle(*, group_id: int) -> dict[str, int]:
         if order is None:
             continue
         if order.status == OrderStatus.UNPAID:
+            # THE cancel: WeChat first; the order's give-back releases the seat and returns the units.
             try:
                 order_lifecycle.order_cancel(order=order, actor="system:group-ended", reason="拼团已结束")
                 counts["cancelled"] += 1
@@ -89,6 +81,9 @@ def group_settle(*, group_id: int) -> dict[str, int]:
             except OrderNotCancelled:  # paid meanwhile (WeChat said so and it is applied now)
                 order.refresh_from_db()
         if failed and order.status == OrderStatus.PAID:
+            # A full refund through the refund queue: the order's row lock and the request's replay
+            # rule make it one request and one Refund (UNIQUE out_refund_no) per order, however often
+            # this runs. The refund's arrival gives the units back (activity while it runs, SKU).
             if _refund_member(order):
                 counts["refunds"] += 1
             else:

@@ -1,16 +1,12 @@
 """Paid membership (SVIP) cards bought through WeChat Pay, exactly as a recharge is.
 
-The purchase row is the members app's (``apps.members.models.CardPurchase``, its services add
-the days); payments owns the WeChat side: the prepay through the api of ``WECHAT_PAY_API``
-(recorded on the row, so a v2 trade stays v2 after a switch), the notification on the SAME
-payment URLs (v2's and v3's) whose "member_card" handler (``apps/payments/notifications.py``)
-claims it by its ``out_trade_no`` (``M...``; order numbers are digits, recharges ``R...``), the
-query of a purchase whose notification was lost, the expiry sweep, and a purchase's refund:
-staff ask for it (:func:`card_refund_request`, the refund approval's permission and limit), it
-is a :class:`Refund` row of the purchase (UNIQUE ``out_refund_no``) run by the shop's one refund
-worker through the purchase's api, and its success (notification v2/v3 or refundquery) moves the
-SVIP expiry back by its share of the days, once (``refunds.refund_succeeded``). Refunds of an
-order take back its member growth through the follow-up :func:`growth_revoke` (one per refund).
+The purchase row is the members app's (``apps.members.models.CardPurchase``; its services add the
+days); payments owns the WeChat side: the prepay through the api of ``WECHAT_PAY_API`` (recorded on
+the row), the notification on the SAME payment URLs (v2's and v3's), claimed by the "member_card"
+handler by its ``out_trade_no`` (``M...``), the query when a notification is lost, the expiry sweep,
+and refunds (:func:`card_refund_request`, run by the refund worker through the purchase's api; a
+success moves the SVIP expiry back by its share of the days, once: ``refunds.refund_succeeded``).
+:func:`growth_revoke` takes back an order's member growth, once per refund.
 """
 
 from __future__ import annotations

@@ -1,49 +1,12 @@
 """WeChat Pay's notifications (its callbacks): one table of handlers, the shared checks once.
 
-WeChat calls these URLs (API.md): ``payments/wechat/notify`` (a signed XML payment result, for
-an order's payment and for a balance recharge alike), ``payments/wechat/refund-notify``
-(an XML whose ``req_info`` is encrypted), ``payments/wechat/transfer-notify`` (Pay API v3's
-merchant-transfer result: JSON signed in the ``Wechatpay-*`` headers, an AES-GCM ``resource``)
-and, for payments made under Pay API v3, ``payments/wechat/v3/notify`` and
-``payments/wechat/v3/refund-notify`` (:data:`PAY_RESULT_V3`, :data:`REFUND_RESULT_V3`: read into
-the v2 fields — ``total_fee`` = ``amount.total`` — and taken by the same "payment", "recharge"
-and "refund" handlers).
-Each URL is a :class:`Callback`: how its body is read and trusted (safe parse, signature or
-decryption, appid / mch_id / result_code) and the answers WeChat understands (XML SUCCESS /
-FAIL with HTTP 200; v3: 204, or 400 with ``{"code": "FAIL", "message": ...}``). What a
-notification is about is a :class:`Handler` in ``HANDLERS``: which notifications it claims, how
-it finds our row, the amount that row must carry, and the apply function of the module that
-owns the row (``services.payment_apply_paid``,
-``recharges.recharge_apply_paid``, ``refunds.refund_succeeded``).
-
-:func:`notification_handle` runs every notification through the same checks in the same order
-(DESIGN.md flow 5): read and trust the body; find the handler that claims it; our row exists
-(else FAIL "unknown ..."); its amount equals what WeChat reports (``total_fee == pay_fen``,
-else FAIL "... does not match"); then apply it and write its audit row (``Notification``) in
-ONE transaction, so a worker killed between the two cannot leave a paid order without the
-record of the notification that paid it (nor a record of a payment that was rolled back). Every
-notification leaves exactly one audit row. SUCCESS for applied, duplicate and late ones
-(sending again would not help); FAIL for anything we could not trust or match, so that WeChat
-keeps sending while staff look at the audit row.
-
-A re-sent copy of a payment result already applied usually never gets here: the ASGI gate
-``starmall.gates.payment_notify`` answers it in front of Django (the same reader, ``PAY_RESULT``,
-and :func:`handler_for`; a Redis marker written after the paying commit), and its audit row
-(outcome ``duplicate``) is written by beat from Redis a few seconds later
-(``apps.payments.notify_duplicates``): still one row per notification, not in the same moment.
-
-Adding a notification is one entry. WeChat's v3 merchant-transfer notification is the example:
-
-- a :class:`Handler` (``claims``, ``find``, ``number``, ``amount``, ``expected_fen``,
-  ``apply`` returning a ``Notification.Outcome``) registered with :func:`register`. An app
-  above payments registers from its ``AppConfig.ready()``, since payments may not import it
-  (``tests/test_layers.py``): distribution's ``transfers.TRANSFER_HANDLER`` (``out_bill_no``,
-  ``transfer_amount``, ``transfer_apply`` inside the applying transaction);
-- when it arrives on a URL of its own with its own format, a :class:`Callback` for that URL with
-  its ``read`` (raising :class:`Untrusted`), ``success`` and ``fail`` answers, their HTTP
-  statuses and content type, and the ``Notification.Kind`` of its audit rows
-  (:data:`TRANSFER_RESULT`, kind ``transfer``); its view calls :func:`notification_handle` with
-  it and sends the :class:`Answer` (``distribution.api.views.transfer_notify``).
+Each URL WeChat calls (API.md) is a :class:`Callback`: how its body is read and trusted and the
+answers WeChat understands (v2: XML; Pay API v3: JSON, its payment and refund results read into
+v2's fields). What a notification confirms is a :class:`Handler` in ``HANDLERS``; adding one is
+one entry (:func:`register`). :func:`notification_handle` runs every notification through the
+same checks in the same order (DESIGN.md flow 5) and leaves exactly one audit row
+(``Notification``). Most re-sent payment results are answered before Django by the notify gate
+(docs/GATES.md "PaymentNotifyGate"; beat writes their rows: ``notify_duplicates``).
 """
 
 from __future__ import annotations
@@ -126,8 +89,7 @@ class Handler:
     ``amount`` / ``expected_fen(row)``: the field with WeChat's amount in fen and the amount our
     row must carry. ``apply(row, fields)``: the owning module's apply function; it returns the
     ``Notification.Outcome`` and runs inside the transaction that writes the audit row.
-    ``applied_before(row, fields)``: True for a re-sent notification already applied, answered
-    without a transaction (a notification storm resends one payment many times).
+    ``applied_before(row, fields)``: True for a re-sent copy already applied (no transaction).
     """
 
     callback: Callback
@@ -292,6 +254,8 @@ def _v3_fail(reason: str) -> bytes:
     return json.dumps({"code": "FAIL", "message": reason, "detail": {}}).encode()
 
 
+#: ``payments/wechat/notify``: a signed XML payment result (an order's, a recharge's, a member
+#: card's); ``payments/wechat/refund-notify``: an XML refund result whose ``req_info`` is encrypted.
 PAY_RESULT = Callback(kind=Notification.Kind.PAYMENT, read=_read_pay_result)
 REFUND_RESULT = Callback(kind=Notification.Kind.REFUND, read=_read_refund_result)
 
@@ -434,10 +398,14 @@ HANDLERS: dict[str, Handler] = {
 
 
 def register(name: str, handler: Handler, *, before: str | None = None) -> None:
-    """Add a handler to ``HANDLERS`` (an app above payments, from its ``AppConfig.ready()``).
+    """Add a handler to ``HANDLERS``. An app above payments registers from its
+    ``AppConfig.ready()``, since payments may not import it (``tests/test_layers.py``).
 
     ``before``: the name of a handler that must come after it (one that claims more broadly on
-    the same callback, as "payment" does). Raises ValueError for a name already taken.
+    the same callback, as "payment" does). Raises ValueError for a name already taken. A
+    notification on a URL of its own also needs a :class:`Callback`, whose view calls
+    :func:`notification_handle` and sends the :class:`Answer`: e.g. distribution's
+    ``transfers.TRANSFER_HANDLER`` on :data:`TRANSFER_RESULT` (``views.transfer_notify``).
     """
     if name in HANDLERS:
         raise ValueError(f"a notification handler named {name!r} exists")
@@ -477,6 +445,8 @@ def notification_handle(
     try:
         fields, kept = callback.read(body, headers or {})
     except Untrusted as exc:
+        # FAIL for anything we cannot trust or match, so WeChat keeps sending while staff look at
+        # the audit row; SUCCESS for applied, duplicate and late ones (sending again would not help).
         record(body=body, fields=exc.fields, outcome=exc.outcome)
         return callback.answer_fail(exc.reason)
     handler = handler_for(callback, fields)
@@ -511,7 +481,9 @@ def _apply_and_record(
     handler: Handler, row: Any, fields: dict, kept: bytes | str, received_at: dt.datetime | None = None
 ) -> str:
     """The handler's apply and the audit row, in one transaction (run once more after a lock
-    conflict; the apply functions join it). Returns the outcome recorded."""
+    conflict; the apply functions join it): a worker killed between the two cannot leave a paid
+    order without the row of the notification that paid it, nor a row of a rolled-back payment.
+    Returns the outcome recorded."""
     outcome = handler.apply(row, fields)
     Notification.record(kind=handler.callback.kind, body=kept, fields=fields, outcome=outcome, received_at=received_at)
     return outcome

@@ -1,44 +1,12 @@
-"""Re-sent payment notifications answered before Django: the "applied" markers in Redis, the
-gate's one script, and the audit rows of the duplicates it answered.
+"""Re-sent payment notifications answered before Django (docs/GATES.md "PaymentNotifyGate"): the
+markers in Redis, the gate's one script, and the audit rows of the duplicates it answered.
 
-WeChat delivers a payment result several times (at-least-once, and again whenever it did not
-hear SUCCESS in time); under a storm two deliveries in three are of a payment already applied.
-Django answers such a re-sent notification with SUCCESS and an audit row of outcome
-``duplicate`` (``notifications.notification_handle``), after about a dozen queries. The ASGI
-gate ``starmall.gates.payment_notify`` answers it in the event loop instead, from this module:
-
-- **The marker.** After the commit of the transaction that marked a WeChat payment paid
-  (``services.payment_apply_paid``: from a notification or from orderquery),
-  :func:`applied_remember` stores ``payments:notify:applied:<out_trade_no>`` (under the cache's
-  KEY_PREFIX, :data:`APPLIED_TTL_SECONDS`) = ``["<transaction_id>", "<total_fee>"]``. A paid
-  payment never changes status, transaction_id or ``total_fee`` again, so a signed notification
-  for that out_trade_no with that transaction_id and that ``total_fee`` (compared as the text
-  Django compares: ``total_fee == str(payment.total_fee)``) is one Django would answer SUCCESS
-  and record as ``duplicate``. No marker (Redis down at the commit, expired, never applied):
-  Django answers, as before. A database restored to before the payment must lose the markers
-  too (docs/DEPLOY.md, backups).
-- **The queued marker.** A first delivery the gate queued for the worker
-  (``apps.payments.notify_queue``) is a result the shop holds safely before it is applied: once
-  the row is committed the gate stores ``payments:notify:queued:<out_trade_no>`` (same value,
-  :data:`QUEUED_TTL_SECONDS`), so its copies, which in a storm arrive while the worker catches
-  up, cost the same one round trip as copies of an applied payment instead of a PostgreSQL
-  statement and a second script. A result the apply refuses loses its queued marker, and a
-  write of the marker that reaches Redis after the refusal is refused too (:data:`REMEMBER`,
-  :data:`FORGET`): its later copies go to Django again.
-- **The script** (:data:`DUPLICATE`, the gate's one Redis round trip): compares the markers and,
-  when one matches, appends the delivery to the audit backlog, a Redis list of
-  ``"<epoch seconds>\\n<raw body>"`` entries (a Pay API v3 result: its decrypted resource as
-  JSON, what Django's own audit row keeps); answers 1 (the gate sends SUCCESS), 0 (no or
-  another marker: Django) or -1 (the backlog holds :data:`BACKLOG_MAX` entries: Django, which
-  writes its own row — a stopped beat never turns into lost audit rows).
-- **The audit rows.** Every notification still leaves one ``Notification`` row: beat's
-  :func:`notify_duplicates_record` (every ``NOTIFY_DUPLICATES_FLUSH_SECONDS``) takes the backlog in
-  batches and writes their rows (outcome ``duplicate``, the raw body whole, ``received_at`` the
-  moment the gate answered), in bulk. Until then a duplicate's row is only in Redis: a Redis
-  that loses its data loses those rows (never a payment: each one changed nothing), and a
-  worker killed between taking a batch and its commit loses that batch's rows. A Redis answer
-  that times out after the script ran makes the gate pass the delivery to Django too: two rows
-  for one delivery.
+After the commit that marks a WeChat payment paid, :func:`applied_remember` stores its applied
+marker (:func:`applied_key`, ``["<transaction_id>", "<total_fee>"]``); the gate stores the same
+value as the queued marker (:func:`queued_key`) once it has queued a first delivery
+(``notify_queue``). A signed copy matching either is one Django would answer SUCCESS and record
+as ``duplicate``: :data:`DUPLICATE` answers it in one round trip and appends it to a backlog whose
+``Notification`` rows beat writes (:func:`notify_duplicates_record`). No marker: Django answers.
 """
 
 from __future__ import annotations
@@ -74,7 +42,8 @@ _paused_until = 0.0  # time.monotonic(); per process, as starmall.dispatch
 
 # KEYS: the out_trade_no's applied marker, the backlog, its queued marker. ARGV: the marker the
 # notification must match, the backlog entry, BACKLOG_MAX. 1: either marker matched and the
-# delivery is recorded; 0: no match; -1: backlog full.
+# delivery is recorded; 0: no match; -1: backlog full (Django answers and writes its own row, so a
+# stopped beat never turns into lost audit rows).
 DUPLICATE = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] and redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
 if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
@@ -161,7 +130,11 @@ def applied_remember_on_commit(*, out_trade_no: str, transaction_id: str, total_
 def applied_remember(*, out_trade_no: str, transaction_id: str, total_fee: int) -> bool:
     """Store the marker that ``out_trade_no`` was paid with ``transaction_id`` and ``total_fee``
     fen. False when Redis failed (one warning, then no try for :data:`PAUSE_SECONDS`): the
-    notification's re-sent copies then go to Django, which answers them as before."""
+    notification's re-sent copies then go to Django, which answers them as before.
+
+    Sound because a paid payment never changes status, transaction_id or ``total_fee`` again; the
+    amount is the text Django compares (``total_fee == str(payment.total_fee)``). A database
+    restored to before the payment must lose the markers too (docs/DEPLOY.md, backups)."""
     global _paused_until
     if time.monotonic() < _paused_until:
         return False
@@ -204,9 +177,12 @@ def resume() -> None:
 def notify_duplicates_record() -> int:
     """Beat: write the audit rows of the duplicates the gate answered; returns the rows written.
 
-    BatchQueue of :data:`FLUSH_BATCH`, each taken from Redis atomically and inserted in one
+    Batches of :data:`FLUSH_BATCH`, each taken from Redis atomically and inserted in one
     transaction; a batch the database refused goes back to the front of the backlog and the
-    error propagates (the next run tries again). Safe to run twice, also at once.
+    error propagates (the next run tries again). Safe to run twice, also at once. Until written,
+    a duplicate's row is only in Redis: a Redis that loses its data loses those rows (never a
+    payment), as does a worker killed between taking a batch and its commit. A Redis answer that
+    times out after the script ran sends the delivery to Django too: two rows for one delivery.
     """
     conn = redis_client()
     take = conn.register_script(_TAKE)

@@ -1,43 +1,12 @@
 """A payment result's first delivery queued by the notify gate and applied by a worker.
 
-In a notification storm every first delivery was a whole Django request (a request thread, the
-middleware, about fifteen queries, ~14 ms of CPU) on the cores the worker, PostgreSQL and the
-other requests share, and WeChat waited for it (``docs/PERFORMANCE.md``). WeChat asks only that
-the merchant answers SUCCESS once it holds the result safely, then processes it; the gate
-(``starmall.gates.payment_notify``) now does that for the common case:
-
-- **Accept** (:func:`accept_statement`, in the gate): after the reader Django uses
-  (``notifications.PAY_RESULT.read``: safe parse, signature, appid / mch_id / result_code) and
-  the "payment" handler's claim, ONE statement stores the body as a :class:`QueuedNotification`
-  — only when a pending WeChat payment of that out_trade_no carries exactly that ``total_fee``
-  (compared as text, as Django compares it) and no payment is paid with that transaction_id
-  already (Django's apply would fail on the UNIQUE number: its request, not SUCCESS). Such a
-  result is one Django would apply and answer SUCCESS; anything else (unknown, another amount,
-  already paid without a marker, closed, a recharge) still goes to Django. The row is
-  committed before WeChat hears SUCCESS.
-- **Apply** (:func:`queued_drain`): after the commit the gate wakes the worker — one Celery
-  task per web process at most every ``starmall.gates.payment_notify.WAKE_SECONDS``, not one per row
-  (``starmall.dispatch``) — which applies the queued rows oldest first: for each,
-  ``notifications.notification_handle`` on the stored body — the same function Django's view
-  runs: the same checks again, ``payment_apply_paid``, the audit row — and the row deleted, in
-  one transaction. Claimed with SKIP LOCKED: two workers never apply one row, and a worker
-  killed mid-apply leaves it for the next drain or the sweep.
-- **Sweep** (:func:`queued_sweep`, beat every ``NOTIFY_QUEUE_SWEEP_SECONDS``): applies rows
-  older than :data:`SWEEP_AFTER_SECONDS` (a wake-up lost to a Redis outage, a worker killed).
-  Safe on several machines.
-
-A copy of the same result arriving while its row still waits meets the queued marker the gate
-stored after the commit (``notify_duplicates.queued_key``): the gate's one Redis script answers
-SUCCESS and puts the copy in the duplicates' audit backlog, as for a copy of an applied payment
-(one that raced the marker finds the row instead: ``ON CONFLICT``, then the same backlog). A
-result the apply refuses loses its queued marker, so its later copies go to Django again.
-A Pay API v3 result (``/v3/notify``, read by ``notifications.PAY_RESULT_V3``) is queued by the
-same statement with its four ``Wechatpay-*`` headers (``QueuedNotification.headers``) and
-applied through ``notification_handle(PAY_RESULT_V3, body, headers)``; the signature's 5-minute
-window is measured from the row's arrival (``wechat_v3.judged_at``), when the gate verified it.
-What a customer sees: the order turns paid when the worker applies the row (milliseconds
-when the worker is idle; ``make bench`` reports the drain under a storm), and
-``GET /api/v1/orders/{order_no}/pay-status`` still asks WeChat itself while the payment is pending.
+WeChat asks only that the merchant answer SUCCESS once it holds the result safely. The gate
+(``starmall.gates.payment_notify``; docs/GATES.md) trusts a first delivery as Django does, then
+:data:`ACCEPT` commits it as a :class:`QueuedNotification` only when Django would apply it (a
+pending WeChat payment with exactly that ``total_fee``, its transaction_id paying no other);
+anything else goes to Django. Woken after the commit, a worker applies the rows
+(:func:`queued_drain`; beat's :func:`queued_sweep` after a lost wake-up): the order turns paid
+then; until then ``GET /api/v1/orders/{order_no}/pay-status`` asks WeChat itself.
 """
 
 from __future__ import annotations
@@ -214,6 +183,7 @@ def _apply(row: QueuedNotification) -> None:
     """``notification_handle`` on the row's body, then the row deleted, in the caller's
     transaction. The row is locked first but never waited for (SKIP LOCKED; the gate's INSERT
     ... ON CONFLICT DO NOTHING takes no row lock): outside starmall.locking's order."""
+    # A Pay API v3 result was queued with its four Wechatpay-* headers; a v2 one has none.
     callback = notifications.PAY_RESULT_V3 if row.headers else notifications.PAY_RESULT
     # A v3 result's timestamp is judged at its arrival, as the gate judged it: a row the sweep
     # applies minutes later is still WeChat's.

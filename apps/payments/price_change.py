@@ -2,13 +2,10 @@
 
 A WeChat trade's ``total_fee`` cannot change, and the same ``out_trade_no`` with other
 parameters is refused (``OUT_TRADE_NO_USED``, WECHAT.md). So the order's open WeChat trades are
-settled first exactly as a cancel does (orderquery, then closeorder:
-:func:`apps.payments.order_lifecycle.wechat_settle_before_cancel`): paid -> refused, the
-customer paying right now or WeChat silent -> refused, try again. Then, in one transaction
-holding the order's row, the conditional UPDATE ``status = unpaid AND pay_fen = <as read>``
-moves ``adjust_fen`` and ``pay_fen`` together (the CHECK ``pay_fen = goods + freight - coupon -
-points + adjust`` holds), refused if a WeChat payment opened meanwhile. The customer's next
-"pay" makes a new trade with the ``<order_no>P<n>`` suffix and the new amount
+settled first exactly as a cancel does (``order_lifecycle.wechat_settle_before_cancel``); then
+one transaction holding the order's row moves ``adjust_fen`` and ``pay_fen`` together by a
+conditional UPDATE (the CHECK ``pay_fen = goods + freight - coupon - points + adjust`` holds).
+The customer's next "pay" makes a new trade, ``<order_no>P<n>``, for the new amount
 (``services._wechat_payment``). Logged as an :class:`apps.orders.models.OrderEvent` with who and why.
 """
 
@@ -62,8 +59,9 @@ def order_price_change(*, order_no: str, pay_fen: int, reason: str, user, actor:
     with transaction.atomic():
         locked = Order.objects.select_for_update().get(pk=order.pk)  # lock order: the order first
         if Payment.objects.filter(order=locked, method=PayMethod.WECHAT, status__in=OPEN_STATUSES).exists():
-            raise WechatUnavailable("顾客刚发起了支付，请稍后再试。")
+            raise WechatUnavailable("顾客刚发起了支付，请稍后再试。")  # a trade opened since the settle
         adjust = _adjust_after(locked, pay_fen)
+        # Conditional: still unpaid and still the amount read before the settle.
         if (
             Order.objects.filter(pk=locked.pk, status=OrderStatus.UNPAID, pay_fen=old).update(
                 pay_fen=pay_fen, adjust_fen=adjust

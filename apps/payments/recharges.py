@@ -1,27 +1,12 @@
 """Recharge (top up the balance) through WeChat Pay, with a package's bonus.
 
-Why here (``apps.payments``) and not an app of its own: a recharge is a WeChat payment like an
-order's. It uses the same gateway (``apps/payments/gateway.py``: the api of ``WECHAT_PAY_API``
-when made, kept on the recharge), arrives on the SAME notification URL (v2's or v3's) and passes
-the same checks (signature over exactly the fields received,
-appid / mch_id / result_code, ``total_fee`` == ``pay_fen``) in
-``apps/payments/notifications.py``, whose "recharge" handler claims it by its ``out_trade_no``
-(``R...``, order numbers are digits only) and calls :func:`recharge_apply_paid`; and it
-must appear in the daily reconciliation (``apps/payments/reconciliation.py``). An app beside payments would have to import payments
-(for WeChat) and be imported by it (for the routing): a cycle. It sits above accounts, whose
-wallet services credit the balance.
-
-Crediting, exactly once: ``UPDATE recharge SET status = paid WHERE id = ? AND status IN
-(unpaid, expired)`` and, only when that changed the row, in the same transaction, two ledger
-rows (``WalletEvent`` balance ``recharge`` +pay_fen and ``bonus`` +bonus_fen, both with ref =
-recharge_no, UNIQUE (kind, reason, ref)) and ``balance_fen += pay_fen + bonus_fen``. A duplicate
-notification, a racing one, or orderquery finding it paid afterwards changes nothing.
-
-Expiry: a recharge is payable until ``expires_at`` = creation + ``RECHARGE_PAY_MINUTES`` (the
-WeChat trade's ``time_expire``: WeChat refuses payment after it). Beat
-(:func:`recharges_expire_due`) asks WeChat (orderquery) about recharges past it: a payment whose
-notification was lost is applied, the rest become ``expired``. A notification arriving later
-anyway is still credited: the money is the customer's.
+A recharge is a WeChat payment like an order's: the same gateway (the api of ``WECHAT_PAY_API``,
+kept on the recharge), the SAME notification URLs and checks (``apps/payments/notifications.py``,
+whose "recharge" handler claims its ``out_trade_no``, ``R...``), the daily reconciliation; an app
+beside payments would import payments and be imported by it, a cycle. It is credited exactly
+once (:func:`recharge_apply_paid`). Payable until ``expires_at`` (``RECHARGE_PAY_MINUTES``, the
+trade's ``time_expire``); beat asks WeChat about the ones past it (:func:`recharges_expire_due`).
+A notification arriving later anyway is still credited: the money is the customer's.
 """
 
 from __future__ import annotations
@@ -146,9 +131,11 @@ def recharge_apply_paid(*, recharge: Recharge, transaction_id: str, paid_at: dt.
     """Credit a WeChat-confirmed recharge (already verified); Applied.APPLIED or DUPLICATE.
 
     One transaction: conditional ``unpaid/expired -> paid`` and, only for its winner, the
-    balance ``recharge`` and ``bonus`` ledger rows and ``balance_fen += pay_fen + bonus_fen``.
-    Run once more after a lock conflict (a second one raises DatabaseBusy, nothing credited);
-    inside a caller's transaction (WeChat's notification, with its audit row) it joins it whole.
+    balance ``recharge`` and ``bonus`` ledger rows (ref = recharge_no, UNIQUE (kind, reason, ref))
+    and ``balance_fen += pay_fen + bonus_fen``: a duplicate or racing notification, or orderquery
+    finding it paid afterwards, changes nothing. Run once more after a lock conflict (a second
+    one raises DatabaseBusy, nothing credited); inside a caller's transaction (WeChat's
+    notification, with its audit row) it joins it whole.
     """
     # The recharge row (step 2 of starmall/locking.py: the customer's payment record) before
     # the customer's balance (5), as an order's payment comes before the customer's wallet.

@@ -1,51 +1,12 @@
 """Daily reconciliation: WeChat Pay's bill of a day against our payments and refunds.
 
-Each api's payments against its own bill: the payments (and recharges) made under Pay API v2
-against ``pay/downloadbill`` (WeChat Pay API v2, "下载对账单", bill_type ALL), those made under
-v3 against ``GET /v3/bill/tradebill`` (its download, hash checked: the same CSV), through
-``apps/payments/gateway.py``. A day is read from every api that has rows that day, and from
-``WECHAT_PAY_API``; a bill line naming a payment of the other api is left to that api's bill
-(real WeChat's bill is the merchant's whole day whichever api fetches it). The day's one run
-holds both; a difference found on the v3 bill carries ``"api": "v3"``. A v3 day without trades
-(``NO_STATEMENT_EXIST``) is an empty bill. See docs WECHAT.md and ``wechat_sandbox/bill.py``.
-The bill is parsed by ``apps/payments/wechat_bill.py``: a
-header line of column names, one line per trade or refund with every field prefixed by a
-backtick, then a summary header (总交易单数,应结订单总金额,退款总金额,...) and one summary
-line. Amounts are yuan with two decimals, times Beijing time. A payment is on the bill of the day it was paid; a refund on
-the bill of the day it was applied for.
-
-Everything here is integer fen (yuan strings go through ``Decimal``, never float) and Beijing
-(Asia/Shanghai) dates, whatever ``TIME_ZONE`` says: WeChat cuts its days in Beijing time.
-
-Difference rules (one item per problem, ``ReconciliationRun.differences``):
-
-payments (key ``out_trade_no``; ours = WeChat payments ``paid`` with ``paid_at`` on that
-Beijing day, plus any of ours the bill names; recharges (``R...``) the same way, ``pay_fen``
-being their total_fee)
-  - ``missing_local``: the bill has a SUCCESS payment we do not hold as ``paid`` (no row, or
-    still pending/unknown/closed: the notification never reached us) — money we don't know of.
-  - ``missing_wechat``: we hold it as ``paid`` that day and the bill does not list it.
-  - ``amount``: both list it, the fen differ.
-  - ``status``: the bill lists it in a state other than SUCCESS (e.g. REVOKED), we say paid.
-
-refunds (key ``out_refund_no``; ours = refunds of WeChat payments ``submitted``/``success``
-and created that Beijing day — the worker applies at WeChat at once, retries within 20
-minutes — plus any of ours the bill names, in any state)
-  - ``missing_local``: the bill has a refund we have no row for.
-  - ``missing_wechat``: we submitted/refunded it that day, the bill does not list it.
-  - ``amount``: the fen differ.
-  - ``status``: the states disagree: WeChat SUCCESS needs our ``success``; PROCESSING our
-    ``submitted`` or ``success`` (the bill is a snapshot; our success came from WeChat);
-    REFUNDCLOSE / CHANGE our ``failed``. E.g. WeChat refunded, we still say submitted.
-
-Totals, both sides computed the same way: ``*_fen = paid - refunded`` where paid counts
-SUCCESS / ``paid`` payments and refunded counts WeChat SUCCESS/PROCESSING, ours
-submitted/success. Every key without a difference contributes the same fen to both sides, so
-``wechat_fen - local_fen`` is exactly the sum of what the differences account for, and a day
-with no differences balances to the fen. ``wechat_count``: bill lines (payments + refunds);
-``local_count``: our rows compared (paid payments + refunds in scope). The bill is also
-checked against its own summary line (row count and every amount column, to the fen) before
-anything is compared.
+Each Pay API's payments (recharges and member card purchases too) against its own bill, through
+``apps/payments/gateway.py``: v2 ``pay/downloadbill`` (bill_type ALL), v3 ``GET /v3/bill/tradebill``
+(hash checked; the same CSV, parsed by ``apps/payments/wechat_bill.py``; WECHAT.md). Integer fen
+throughout, and Beijing (Asia/Shanghai) days whatever ``TIME_ZONE`` says: WeChat cuts its days in
+Beijing time (a payment is on the bill of the day it was paid, a refund of the day it was applied
+for). Each problem is one item of ``ReconciliationRun.differences`` (the kinds: :func:`compare`);
+a day without differences balances to the fen.
 """
 
 from __future__ import annotations
@@ -93,6 +54,7 @@ _WECHAT_REFUND_LIVE = frozenset({"SUCCESS", "PROCESSING"})
 # Our refund states that mean we asked WeChat and were not told it failed.
 _LOCAL_REFUND_LIVE = frozenset({Refund.Status.SUBMITTED, Refund.Status.SUCCESS})
 # WeChat refund state -> our states that agree with it (anything else: a ``status`` difference).
+# PROCESSING agrees with our success too: the bill is a snapshot, and our success came from WeChat.
 _REFUND_AGREES = {
     "SUCCESS": {Refund.Status.SUCCESS},
     "PROCESSING": {Refund.Status.SUBMITTED, Refund.Status.SUCCESS},
@@ -153,13 +115,20 @@ def _by_key(items: Iterable, key: str) -> dict:
 def compare(
     bill: Bill, payments: dict[str, dict], refunds: dict[str, dict], others: dict[str, str] | None = None
 ) -> Comparison:
-    """Compare a parsed bill with our rows (see the module docstring for the rules).
+    """Compare a parsed bill with our rows: one difference per problem and key (``out_trade_no``,
+    ``out_refund_no``): ``missing_local`` (on the bill, not ours), ``missing_wechat`` (ours, not on
+    the bill), ``amount`` (the fen differ), ``status`` (the states disagree). Cases: the comments
+    of :func:`_compare_trades` and :func:`_compare_refunds`.
 
     ``payments``: ``{out_trade_no: {"total_fee", "status"}}`` of our PAID WeChat payments in
     scope; ``refunds``: ``{out_refund_no: {"out_trade_no", "refund_fen", "status"}}``;
     ``others``: ``{out_trade_no: status}`` of our not-paid payments the bill names (context
     for ``missing_local``). Amounts in fen.
     """
+    # Both sides' fen are paid - refunded, counted alike (paid: SUCCESS / ``paid``; refunded: WeChat
+    # SUCCESS / PROCESSING, ours submitted / success), so every key without a difference adds the
+    # same fen to both: wechat_fen - local_fen is exactly what the differences account for.
+    # wechat_count: the bill's lines; local_count: our rows compared (paid payments + refunds).
     result = Comparison(wechat_count=bill.row_count, local_count=len(payments) + len(refunds))
     _compare_trades(result, _by_key(bill.trades, "out_trade_no"), payments, others or {})
     _compare_refunds(result, _by_key(bill.refunds, "out_refund_no"), refunds)
@@ -174,7 +143,7 @@ def _compare_trades(
         line, ours = trades.get(no), payments.get(no)
         result.wechat_fen += line.total_fen if line and line.trade_state == "SUCCESS" else 0
         result.local_fen += ours["total_fee"] if ours else 0
-        if line is None:
+        if line is None:  # we hold it as paid that day; the bill does not list it
             result.add(
                 MISSING_WECHAT,
                 out_trade_no=no,
@@ -184,6 +153,8 @@ def _compare_trades(
                 local_status=ours["status"],
             )
         elif ours is None:
+            # Paid at WeChat, not ``paid`` here (no row, or pending / unknown / closed: its
+            # notification never reached us): money we do not know of.
             if line.trade_state == "SUCCESS":
                 result.add(
                     MISSING_LOCAL,
@@ -201,7 +172,7 @@ def _compare_trades(
                 "wechat_status": line.trade_state,
                 "local_status": ours["status"],
             }
-            if line.trade_state != "SUCCESS":
+            if line.trade_state != "SUCCESS":  # e.g. REVOKED, and we say paid
                 result.add(STATUS, **both)
             if line.total_fen != ours["total_fee"]:
                 result.add(AMOUNT, **both)
@@ -221,9 +192,9 @@ def _compare_refunds(result: Comparison, bill_refunds: dict[str, BillRefund], re
             "wechat_status": line.refund_status if line else "",
             "local_status": ours["status"] if ours else "",
         }
-        if line is None:
+        if line is None:  # we submitted or refunded it that day; the bill does not list it
             result.add(MISSING_WECHAT, wechat_fen=None, local_fen=ours["refund_fen"], **common)
-        elif ours is None:
+        elif ours is None:  # a refund we have no row for
             result.add(MISSING_LOCAL, wechat_fen=line.refund_fen, local_fen=None, **common)
         else:
             if line.refund_fen != ours["refund_fen"]:
@@ -273,6 +244,7 @@ def local_rows(bill_date: dt.date, bill: Bill, api: str | None = None) -> tuple[
             else:
                 others[p["out_trade_no"]] = p["status"]
 
+    # Refunds created that day: the worker applies at WeChat at once and retries within 20 minutes.
     refund_fields = ("out_refund_no", "refund_fen", "status", "payment__out_trade_no", "card_purchase__purchase_no")
     found = list(
         Refund.objects.filter(
@@ -334,10 +306,9 @@ def reconcile(*, bill_date: dt.date) -> ReconciliationRun:
     Status ``ok`` (no difference: ``wechat_fen == local_fen``), ``differences``, or ``error``
     (WeChat unreachable / refused, or the bill does not add up: message in ``error``). Never
     raises for WeChat's failures. Alerts (one ``ALERT reconciliation`` error log line) when the
-    day turns ``differences`` or ``error``, once: ``alerted`` flips False -> True with a
-    conditional UPDATE; a rerun with the same status keeps it, a change of status clears it.
-    Calls WeChat outside any transaction; each api of the day (:func:`apis_of_day`) against its
-    own bill, the two comparisons added up.
+    day turns ``differences`` or ``error``, once per status: a rerun with the same status does
+    not alert again (:func:`_store`). Calls WeChat outside any transaction; each api of the day
+    (:func:`apis_of_day`) against its own bill, the two comparisons added up.
     """
     found = Comparison()
     for api in apis_of_day(bill_date):
@@ -390,6 +361,7 @@ def apis_of_day(bill_date: dt.date) -> list[str]:
 def _bill_of_api(bill: Bill, api: str) -> Bill:
     """``bill`` without the lines of payments (and recharges, and their refunds) we made under
     another api: those are compared on that api's bill. Lines of numbers we do not know stay."""
+    # Real WeChat's bill is the merchant's whole day, whichever api fetches it.
     named = {t.out_trade_no for t in bill.trades} | {r.out_trade_no for r in bill.refunds}
     other: set[str] = set()
     for keys in _chunks(named):

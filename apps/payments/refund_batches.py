@@ -1,24 +1,12 @@
 """Batch refunds (the original CRMEB system's refund queue): staff name many orders and one
 reason; each order is refunded in full by its own Celery task through the customer's own path.
 
-``refund_batch_create`` (one transaction) records a :class:`~apps.payments.models.RefundBatch`
-and one :class:`~apps.payments.models.RefundBatchItem` per order named: ``queued`` when the
-order can be refunded, ``skipped`` with the reason in Chinese when not (no such order, not
-paid, nothing left to refund, a refund request already open, already queued with the same
-reason by another batch). UNIQUE (order, reason) among the items that are not skipped, inserted
-with ON CONFLICT DO NOTHING, makes a second batch — even one committing at the same moment —
-add no work for an order already queued. After commit one task per queued item is pushed
-(``starmall.dispatch``); the items are the outbox: beat's :func:`refund_batches_sweep` re-pushes
-the ones still queued, so nothing is lost while Redis is down.
-
-The task (:func:`refund_batch_item_run`) claims its item, then in ONE transaction asks for the
-refund as the customer would (``refunds.refund_request``, everything still refundable) and
-approves it as staff do (``refunds.after_sale_approve``), which creates the Refund that the
-refund worker executes (its own retries, FAILED and alert). The item then follows its Refund
-(``RefundBatchItem.follow_refund``, called by ``apps.payments.refunds``). A refusal by those
-services fails the item at once with their message; any other error is retried with back-off
-(``RefundBatchItem.MAX_ATTEMPTS``), then the item is FAILED. One order's failure never touches
-another's: each item has its own task and transaction.
+:func:`refund_batch_create` records a :class:`~apps.payments.models.RefundBatch` and one
+:class:`~apps.payments.models.RefundBatchItem` per order, ``queued`` or ``skipped`` with the
+reason in Chinese. The items are the outbox: their tasks are pushed after commit, and beat's
+:func:`refund_batches_sweep` pushes the still queued ones again, so nothing is lost while Redis
+is down. Each task (:func:`refund_batch_item_run`) has its own transaction: one order's failure
+never touches another's. The item then follows its Refund (``RefundBatchItem.follow_refund``).
 """
 
 from __future__ import annotations
@@ -92,9 +80,11 @@ def refund_batch_create(*, order_nos: list[str], reason: str, user) -> RefundBat
     ``order_nos`` in full, giving ``reason`` (<= 200 characters; the customer sees it as the
     refund request's reason).
 
-    One transaction: the batch, then one item per distinct order number (see the module
-    docstring for queued / skipped). The queued items' tasks are pushed after commit. Raises
-    PermissionDenied, InvalidInput (no reason, no order number, more than MAX_ORDERS).
+    One transaction: the batch, then one item per distinct order number: ``queued``, or
+    ``skipped`` with the reason in Chinese (no such order, :func:`refusal`, or already queued with
+    the same reason: UNIQUE (order, reason) among the items not skipped). The queued items' tasks
+    are pushed after commit. Raises PermissionDenied, InvalidInput (no reason, no order number,
+    more than MAX_ORDERS).
     """
     if not user.has_perm(PERMISSION):
         raise PermissionDenied(f"needs permission {PERMISSION}")
@@ -162,15 +152,14 @@ def refund_batch_item_run(*, item_id: int, now: dt.datetime | None = None) -> st
     """One try at an item's refund; returns the item's status afterwards. Safe to run twice,
     or twice at once.
 
-    Claim: ``queued`` and due (``next_attempt_at`` <= now) -> attempts + 1, due again only
-    after LEASE. Then in one transaction, under the order's row lock: the checks of
-    :func:`refusal` again (the order may have changed: -> ``skipped``), the refund request
-    for everything still refundable, its approval (-> the Refund, dispatched after commit) and
-    ``queued -> refunding``. A ShopError from the services -> ``failed`` with its message; any
-    other error -> retried after ``RefundBatchItem.BACKOFF_SECONDS``, ``failed`` after
-    ``MAX_ATTEMPTS`` tries.
+    In one transaction, under the order's row lock: the checks of :func:`refusal` again (the
+    order may have changed: -> ``skipped``), the refund request for everything still refundable,
+    its approval (-> the Refund, dispatched after commit) and ``queued -> refunding``. A
+    ShopError from the services -> ``failed`` with its message; any other error -> retried after
+    ``RefundBatchItem.BACKOFF_SECONDS``, ``failed`` after ``MAX_ATTEMPTS`` tries.
     """
     now = now or timezone.now()
+    # Claim: queued and due -> attempts + 1, and due again only after LEASE (its worker died).
     if (
         Item.objects.filter(pk=item_id, status=Item.Status.QUEUED, next_attempt_at__lte=now).update(
             attempts=F("attempts") + 1, next_attempt_at=now + LEASE

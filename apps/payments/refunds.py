@@ -1,15 +1,12 @@
 """Refunds: after-sale requests, their approval, the refund worker and its confirmation.
 
-Each refund is a row with its own UNIQUE ``out_refund_no`` (DESIGN.md flow 7). Approval
-reserves the amount on the payment with a conditional UPDATE (``refunded_fen + n <=
-total_fee``), so the sum of refunds can never exceed what was paid. A worker claims a refund
-(``pending -> processing``), calls WeChat — or credits the balance for a balance payment —
-and retries with the SAME out_refund_no (3 tries with back-off, then FAILED and visible), through
-the api the payment was made with (``apps/payments/gateway.py``: v2 or v3);
-WeChat's refund notification (``apps/payments/notifications.py``, which calls
-:func:`refund_succeeded`) or refundquery confirms it. A full refund returns the stock (when
-not shipped), the slot, the points spent and the coupon (if still valid); the points the order
-earned die when it is approved.
+Each refund is a row with its own UNIQUE ``out_refund_no`` (DESIGN.md flow 7). Approval reserves
+the amount on the payment by a conditional UPDATE (``refunded_fen + n <= total_fee``): refunds
+never add up past what was paid. The worker claims a refund (``pending -> processing``), asks
+WeChat through the payment's api (a balance payment: credits the balance), retrying with the SAME
+out_refund_no (3 tries with back-off, then FAILED and visible); WeChat's refund notification or
+refundquery confirms it (:func:`refund_succeeded`). A full refund returns the stock (unless
+shipped), the slot, the points spent and the coupon (if still valid); earned points die at approval.
 """
 
 from __future__ import annotations
@@ -147,17 +144,13 @@ def _auto_approvable(order: Order, amount_fen: int, payment: Payment | None) -> 
 def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False, user=None) -> Refund | None:
     """Approve a requested refund: reserve the amount, create the Refund, dispatch after commit.
 
-    ``user``: the staff user deciding (the back office passes it, always): StaffForbidden
-    unless they may approve this amount (``staff_limits.refund_approval_check``: 客服 up to
+    ``user``: the staff user deciding (the back office always passes it): StaffForbidden unless
+    they may approve this amount (``staff_limits.refund_approval_check``: 客服 up to
     ``SERVICE_REFUND_LIMIT_FEN``, 财务 any). None: the shop's own rules (auto-approval, failed
-    groups, a batch already checked by ``payments.batch_refund``).
-
-    ``returned=True`` is the last step of "return first" (``apps.payments.returns``): staff
-    received the goods of a ``returning`` request; a full refund then puts the units back in
-    stock (returned goods are restocked; a partial refund restocks nothing — staff count what
-    came back through the stock service). Returns None when it was not ``requested``
-    (``returning``) any more (double click). Raises InvalidState when the amount no longer fits
-    what is refundable (the approval is not recorded).
+    groups, a batch already checked by ``payments.batch_refund``). ``returned=True``: the last
+    step of "return first" (``apps.payments.returns``), staff received a ``returning`` request's
+    goods. Returns None when it was not ``requested`` (``returning``) any more (double click).
+    Raises InvalidState when the amount no longer fits what is refundable (nothing recorded).
     """
     now = timezone.now()
     with transaction.atomic():
@@ -186,6 +179,8 @@ def after_sale_approve(*, after_sale_id: int, actor: str, returned: bool = False
             raise InvalidState("退款金额超过了可退款金额。", refund_no=request.refund_no)
         payment.refresh_from_db()
         full = payment.refunded_fen == payment.total_fee
+        # A full refund restocks the units of an order not shipped, or the goods returned; a partial
+        # one restocks nothing (staff count what came back through the stock service).
         restock = full and (order.status == OrderStatus.PAID or returned)
         if full:
             orders.order_mark_refunding(order=order, actor=actor)
@@ -361,16 +356,15 @@ def refund_succeeded(*, refund: Refund, credit_balance: bool = False) -> bool:
     payment): the amount goes back to the customer's balance in the same transaction, once
     (the SUCCESS transition guards it; the ledger row's UNIQUE out_refund_no as well). False
     when the refund was already SUCCESS (nothing done). Caller may hold a transaction; alone,
-    it runs once more after a lock conflict (then DatabaseBusy).
-
-    Locks in the order of ``starmall/locking.py``: the order (1), the refund's rows (2), the
-    customer's balance (5), then what the order gives back (slot, coupon, points, flash sale,
-    SKUs: 3-7) and its product sales (8). Crediting the customer before the order and the sales
-    once deadlocked with a balance payment of the same customer.
+    it runs once more after a lock conflict (then DatabaseBusy). Takes its locks in the order of
+    ``starmall/locking.py``.
     """
     with transaction.atomic(savepoint=False):  # joins a caller's transaction whole (no savepoint)
         if refund.card_purchase_id:  # no order: the purchase's SVIP days go back instead
             return _card_refund_succeeded(refund)
+        # Locks: the order (1), the refund's rows (2), the customer's balance (5), then what the
+        # order gives back (slot, coupon, points, flash sale, SKUs: 3-7) and its product sales (8).
+        # Crediting the customer before the order deadlocks with a balance payment of the same customer.
         order = orders.order_lock(order_id=refund.order_id)
         if not _mark_success(refund):
             return False

@@ -1,14 +1,12 @@
 """Shipping information to WeChat (小程序发货信息管理; WECHAT.md "Shipping information", API.md
-"Going live"): every WeChat-paid order is reported once, so staff never type orders into
-WeChat's back office.
+"Going live"): every WeChat-paid order is reported once, so staff never type orders into WeChat.
 
-:func:`delivered_hook` (a ``followups.DELIVERED`` hook) records the :class:`ShippingInfo` row
-and its outbox follow-up in the transaction that shipped the order, paid a consultation or
-verified a pickup; :func:`followup_send` (a ``followups.SENDS`` entry) uploads it from the
-worker, retried with backoff (:data:`RETRY`) until WeChat answers 0, then FAILED with the
-follow-up's one alert. A correction (:func:`shipping_info_reupload`, or a changed tracking
-number) is a new version and a new follow-up; a version WeChat took is never uploaded again.
-Balance payments are not WeChat's and are not reported.
+:func:`delivered_hook` records the :class:`ShippingInfo` row and its outbox follow-up in the
+transaction that shipped the order, paid a consultation or verified a pickup;
+:func:`followup_send` uploads it from the worker, retried with backoff (:data:`RETRY`) until
+WeChat answers 0, then FAILED with the follow-up's one alert. A correction (a changed tracking
+number, :func:`shipping_info_reupload`) is a new version and a new follow-up; a version WeChat
+took is never uploaded again. Balance payments are not WeChat's and are not reported.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Staff money limits, checked inside the services every caller goes through (the back office,
-``manage.py`` commands, any staff API), never only by hiding a button.
+``manage.py`` commands, any staff API), never only by hiding a button. A refusal is
+:class:`StaffForbidden` (403 ``forbidden``), its Chinese message naming the roles that may.
 
 * Refund approval: ``orders.decide_aftersale`` (财务) any amount; ``orders.approve_small_refund``
   (客服) up to ``SERVICE_REFUND_LIMIT_FEN`` fen, that amount included.
 * 改价: ``orders.change_price`` (财务) any amount; ``orders.change_price_limited`` (运营) while the
-  order's total adjustment (``adjust_fen`` after the change) stays within
-  ``OPS_PRICE_CHANGE_PERCENT`` % of its goods total (``goods_fen``, rounded down to the fen),
-  either way. The bound is on the total, so repeated small changes cannot add up past it.
-
-A refusal is :class:`StaffForbidden` (403 ``forbidden``) whose Chinese message names the roles
-that may do it, read from the groups (``starmall.staff_roles``).
+  order's total adjustment (``adjust_fen`` after the change, either way) stays within
+  ``OPS_PRICE_CHANGE_PERCENT`` % of ``goods_fen``, so repeated small changes cannot add up past it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """WeChat Pay API v3: signing, verifying, decrypting, and merchant transfers (商家转账); with
-``wechat_v3_pay.py`` (payments, refunds, bills) the only importers of ``wechatpayv3`` (its RSA
-signing, verifying and AES-GCM helpers).
+``wechat_v3_pay.py`` (payments, refunds, bills) the only importers of ``wechatpayv3``.
 
 Every call goes to ``settings.WECHAT_PAY_V3_API_BASE`` (the local sandbox by default,
-``https://api.mch.weixin.qq.com`` in production) with ``settings.WECHAT_TIMEOUT_SECONDS``.
-Requests are signed with the merchant private key (``WECHATPAY2-SHA256-RSA2048``); answers
-and notifications are verified with WeChat Pay's public key (public-key mode, serial =
-``WECHAT_PAY_V3_PUBLIC_KEY_ID``), refusing a timestamp more than 5 minutes off. The exact bytes
-sent are the bytes signed (wechatpayv3's own client signs one serialization and sends another,
-and cannot be pointed at another host, hence only its helpers are used).
-
-Errors: :class:`V3Unavailable` when the answer is unknown (network error, timeout, 5xx, a bad
-signature: the request may or may not have taken effect — query before sending again);
-:class:`V3Refused` for a definite 4xx answer (``code``, ``message``).
+``https://api.mch.weixin.qq.com`` in production) with ``settings.WECHAT_TIMEOUT_SECONDS``,
+signed with the merchant private key (``WECHATPAY2-SHA256-RSA2048``); answers and notifications
+are verified with WeChat Pay's public key (serial ``WECHAT_PAY_V3_PUBLIC_KEY_ID``), a timestamp
+more than 5 minutes off refused. :class:`V3Unavailable`: the answer is unknown (query before
+sending again); :class:`V3Refused`: a definite 4xx (``code``, ``message``).
 """
 
 from __future__ import annotations
@@ -168,6 +162,8 @@ def request(method: str, path: str, data: dict | None = None) -> dict:
 
     Raises V3Refused (4xx, definite) or V3Unavailable (anything uncertain).
     """
+    # The bytes signed are the bytes sent: wechatpayv3's own client signs one serialization and
+    # sends another (and cannot be pointed at another host), hence only its helpers are used.
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":")) if data is not None else ""
     response = _send(method, path, body)
     text = response.text
