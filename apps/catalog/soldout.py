@@ -1,17 +1,11 @@
 """A short-lived "sold out" flag per SKU in Redis: the cheap answer for a flash sale's losers.
 
-When a SKU sells out, thousands of buyers keep pressing "buy"; each would cost a PostgreSQL
-query just to learn that stock is 0. The flag lets ``order_confirm`` answer
-``insufficient_stock`` from one Redis read instead (docs/PERFORMANCE.md). PostgreSQL stays the only truth
-for winners: the flag never lets an order through, it only turns buyers away, and only while:
-
-- it was set from an OBSERVED committed stock of 0 (after the commit of the order that took
-  the last unit, or a read/0-row UPDATE that saw 0 in the database);
-- it lives at most :data:`FLAG_SECONDS`; and
-- any change that puts units back (cancel, refund, staff restock) deletes it after its commit.
-
-So a wrong "sold out" (e.g. a flag set by a loser racing a restock's delete) lasts at most
-``FLAG_SECONDS``. Redis errors are swallowed: without the flag the database answers.
+``order_confirm`` and the ASGI gate answer ``insufficient_stock`` from one Redis read instead of
+a PostgreSQL query (docs/PERFORMANCE.md). PostgreSQL stays the only truth: a flag only turns
+buyers away, never lets an order through. It is set only from an observed committed stock of 0,
+lives at most :data:`FLAG_SECONDS`, and any change that puts units back (cancel, refund, staff
+restock) deletes it after its commit, so a wrong "sold out" lasts at most ``FLAG_SECONDS``.
+Redis errors are swallowed: without the flag the database answers.
 """
 
 from __future__ import annotations
@@ -51,14 +45,12 @@ def refusal(
     flags set among :func:`keys_for` (``{key: value}``, :func:`flagged`); None when nothing
     asked for is flagged.
 
-    One rule for both places that answer a flash sale's losers: ``order_confirm`` and the ASGI
-    gate in front of Django (``starmall.gates.orders``), with the detail the database
-    path gives (``apps.marketing.flash_sales.flash_sale_check``, ``order_confirm``'s stock check).
-    The sale's own quota first — only for a cart of exactly the sale's SKU, the flag's value;
-    any other cart is the database's to judge (400) — ``flash_sale_id``, ``sku_id``,
-    ``requested``, ``available`` 0; then the SKUs in id order: ``sku_id``, ``requested``,
-    ``available`` 0.
+    One rule for ``order_confirm`` and the ASGI gate (``starmall.gates.orders``), with the detail
+    the database path gives: the sale's quota first (``flash_sale_id``, ``sku_id``, ``requested``,
+    ``available`` 0), then the SKUs in id order (``sku_id``, ``requested``, ``available`` 0).
     """
+    # The sale's flag answers only a cart of exactly the sale's SKU (the flag's value); any
+    # other cart is the database's to judge (400).
     sale_sku = flags.get(flash_sale_key(flash_sale_id)) if flash_sale_id is not None else None
     if sale_sku is not None and list(quantities) == [sale_sku]:
         return InsufficientStock(

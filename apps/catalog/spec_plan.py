@@ -1,22 +1,12 @@
 """The spec builder's plan: a product's SKUs and the spec tree staff edited -> what happens to each SKU.
 
 Pure (no database): :func:`spec_tree_clean` checks the edited tree, :func:`spec_plan` maps the
-old SKUs onto its combinations. The tree as the editor sends it::
+old SKUs onto its combinations (keep / rename / revive / create / deactivate: :class:`Plan`); a
+SKU is never deleted (order lines refer to it) and staff's own on/off of a SKU is kept. The tree
+as the editor sends it, ``was`` being the name / value when the page was opened (null: added)::
 
     [{"name": "颜色", "was": "颜色", "values": [{"value": "雾白", "was": "月白"}, {"value": "墨黑", "was": null}]},
      {"name": "容量", "was": null, "values": [{"value": "60ml", "was": null}]}]
-
-``was`` is the name / value it had when the page was opened (null: added). The plan:
-
-* **rename** — a SKU whose combination survives under new names or values keeps its id, price,
-  stock and orders; only ``specs`` changes (a spec added: the SKU takes its first value; a spec
-  removed: of the SKUs that collapse into one combination the first active one stays).
-* **keep** — the SKU's specs are unchanged.
-* **revive** — a combination no live SKU has, equal to a SKU switched off earlier: switched on again.
-* **create** — a combination no SKU has.
-* **deactivate** — a live SKU whose combination is gone: switched off (``is_active``), never
-  deleted (order lines refer to it).
-Staff's own on/off of a SKU inside the tree is kept as it is (keep / rename never switch on).
 """
 
 from __future__ import annotations
@@ -41,10 +31,17 @@ class OldSku:
 @dataclass
 class Plan:
     tree: list[dict]  # the clean tree to store: [{"name", "values": [str]}]
+    # SKU ids whose specs are unchanged (never switched on).
     keep: list[int] = field(default_factory=list)
+    # (SKU id, new specs): the combination survives under new names or values; the SKU keeps its
+    # id, price, stock and orders. A spec added: the SKU takes its first value. A spec removed: of
+    # the SKUs collapsing into one combination the first active one stays. Never switches on.
     rename: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    # Switched-off SKU ids whose combination no live SKU has: switched on again.
     revive: list[int] = field(default_factory=list)
+    # Specs of combinations no SKU has.
     create: list[dict[str, str]] = field(default_factory=list)
+    # Live SKU ids whose combination is gone: switched off (``is_active``), never deleted.
     deactivate: list[int] = field(default_factory=list)
 
     @property

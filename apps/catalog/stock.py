@@ -36,14 +36,12 @@ def sku_take_sql() -> str:
 def sku_stock_decrement(*, quantities: Mapping[int, int]) -> None:
     """Take ``quantities`` ({sku_id: units > 0}) from stock, in the caller's transaction.
 
-    SKUs are updated in ascending id order so that two orders sharing SKUs take the row locks
-    in the same order and cannot deadlock (django-oscar allocates stock the same way); SKUs are
-    step 7 of the lock order in ``starmall/locking.py``, after everything but product sales.
-    ``UPDATE ... SET stock = stock - n WHERE id = ? AND stock >= n AND <on sale> RETURNING
-    stock``: 0 rows means not enough stock (or a SKU / product taken off sale) and raises
-    InsufficientStock with ``sku_id``. One statement per SKU, so the caller should call this
-    as late as possible in its transaction: the row stays locked until commit.
-    A SKU left at 0 is flagged sold out after commit (:mod:`apps.catalog.soldout`).
+    SKUs are updated in ascending id order so that orders sharing SKUs cannot deadlock (step 7
+    of ``starmall/locking.py``, after everything but product sales). One conditional UPDATE per
+    SKU (:func:`sku_take_sql`); 0 rows (not enough stock, or SKU / product off sale) raises
+    InsufficientStock with ``sku_id``. Call it as late as possible in the transaction: the rows
+    stay locked until commit. A SKU left at 0 is flagged sold out after commit
+    (:mod:`apps.catalog.soldout`).
     """
     for sku_id in sorted(quantities):
         units = quantities[sku_id]

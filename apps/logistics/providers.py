@@ -3,11 +3,9 @@
 ``tracking_get(carrier_code, tracking_no, phone)`` is what the shop calls: it answers from the
 cache (``LOGISTICS_CACHE_SECONDS``, 10 minutes) or asks the provider named by
 ``LOGISTICS_PROVIDER`` (a dotted path to a :class:`TrackingProvider`). The default,
-:class:`Kuaidi100Provider`, speaks Kuaidi100's ``poll/query.do`` (``com`` + ``num`` -> ``state``
-+ ``data[{time, context}]``) at ``LOGISTICS_API_BASE`` — the sandbox in the WeChat sandbox's
-process in development and tests (``wechat_sandbox/logistics.py``), ``https://poll.kuaidi100.com/``
-in production with the account's ``LOGISTICS_CUSTOMER`` / ``LOGISTICS_KEY``. A provider that
-cannot answer raises :class:`LogisticsUnavailable` (503 ``service_unavailable``).
+:class:`Kuaidi100Provider`, queries ``LOGISTICS_API_BASE``: ``wechat_sandbox/logistics.py`` in
+development and tests, ``https://poll.kuaidi100.com/`` in production (``LOGISTICS_CUSTOMER`` /
+``LOGISTICS_KEY``). A provider that cannot answer raises :class:`LogisticsUnavailable` (503).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Back office for coupons and the daily sign-in, through the marketing services.
 
-* Coupon templates: amounts in yuan (the site's ``YuanAdminMixin``, stored as fen); terms checked by
-  ``coupons.coupon_template_validate``; saved by ``coupons.coupon_template_save`` (only the
-  changed columns; ``issued`` never; a lower ``total`` conditionally). Django's own
-  add/change permissions of the template.
+* Coupon templates (Django's own add/change permissions): amounts in yuan (``YuanAdminMixin``,
+  stored as fen); checked by ``coupons.coupon_template_validate``, saved by
+  ``coupons.coupon_template_save`` (only changed columns; never ``issued``; a lower ``total`` conditionally).
 * Coupon issues (handing coupons out): add one = ``coupons.coupon_issue_start``, needing
   ``marketing.issue_coupon`` (checked when offered and again on save); one customer is done at
   once, a filter runs in the background and the page shows its progress.

@@ -1,20 +1,12 @@
 """Bargaining (砍价): a customer starts a record, friends cut its price, the customer buys it once.
 
-Cuts are random but at least 1 fen each, and the ``helpers_needed``-th help cuts exactly what
-is left above the floor, so the price reaches ``floor_price_fen`` exactly — also under racing
-helpers: a help locks the record's row (``SELECT ... FOR UPDATE``) before it reads the price and
-count, and writes them back under ``WHERE helpers = <read>``. One help per helper per record
-(UNIQUE), at most ``BARGAIN_HELPS_PER_DAY`` records per helper per Shanghai day (a counter row
-grown by a conditional UPDATE), never one's own record.
-
-Buying goes through the ordinary order (confirm with ``bargain_no``): :func:`bargain_check` at
-confirm, :func:`bargain_take` in create's transaction (``open -> bought`` and the campaign's
-quota, conditional), :func:`bargain_give_back` when that order is cancelled or fully refunded
-(units as a 秒杀's, ``apps/marketing/flash_sales.py`` "Conservation"; a cancelled order reopens
-the record while it has time left, so nothing was bought). Records past ``expires_at`` are
-closed by :func:`bargains_expire_due` (beat).
-
-Lock order (``starmall/locking.py`` step 6): the record, then the campaign; SKUs after.
+Cuts are random, at least 1 fen each; the ``helpers_needed``-th help reaches ``floor_price_fen``
+exactly, also under racing helpers (:func:`bargain_help` locks the record). One help per helper
+per record (UNIQUE), at most ``BARGAIN_HELPS_PER_DAY`` records per helper per Shanghai day, never
+one's own. Buying is an ordinary order (confirm with ``bargain_no``): :func:`bargain_check`,
+:func:`bargain_take` (create), :func:`bargain_give_back` (cancel, full refund; units as a 秒杀's,
+``apps/marketing/flash_sales.py`` "Conservation"); beat's :func:`bargains_expire_due` closes
+records past ``expires_at``. Lock order (``starmall/locking.py`` step 6): record, campaign; SKUs after.
 """
 
 from __future__ import annotations
@@ -126,6 +118,8 @@ def bargain_help(*, bargain_no: str, helper_id: int, now: dt.datetime | None = N
     helper's day (conditional), write the new price and count under ``WHERE helpers = <read>``.
     """
     now = now or timezone.now()
+    # The row lock before reading price and count: racing helpers cut one after another, so the
+    # last needed help still lands exactly on the floor.
     record = BargainRecord.objects.select_for_update().filter(bargain_no=bargain_no).first()
     if record is None:
         raise NotFound("没有这个砍价。", bargain_no=bargain_no)

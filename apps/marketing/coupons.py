@@ -1,31 +1,12 @@
 """Coupons: templates staff set up, customers receive (or staff issue), orders price and use.
 
-Who does what (apps import downward: orders ask marketing, marketing asks accounts):
-
-* A ``CouponTemplate`` says what a coupon gives and how many exist. Customers receive one with
-  :func:`coupon_receive` (``POST /coupons/receive``); staff hand them out with
-  :func:`coupon_issue_start` (admin), to one customer at once or to every customer matching a
-  filter in the background (:func:`coupon_issue_run`, a Celery task backed by the
-  ``CouponIssue`` row, re-pushed by beat until done).
-* The coupon a customer holds is ``accounts.Coupon`` (terms copied at receipt). Order create
-  takes it with ``accounts.wallet.coupon_take`` (conditional ``available -> used``: single
-  use under races); cancel and full refund give it back with ``coupon_return`` while valid.
-* Confirm asks :func:`coupons_for_cart` for the usable coupons of the cart, best first.
-
-Limits under races (each in ONE transaction, tested with PostgreSQL threads):
-the template's ``issued`` grows by ``UPDATE ... SET issued = issued + 1 WHERE issued < total``
-(row count 0: none left); the customer's ``CouponReceipt.count`` by
-``UPDATE ... SET count = count + 1 WHERE count < per_customer`` (first receipt: an INSERT in a
-savepoint; a racing INSERT's IntegrityError falls back to the UPDATE). The customer's row goes
-first, the template's (hot: every customer) last, so its lock is held briefly.
-
-Pricing (:func:`coupon_discount`), all fen: ``in_scope`` = the amounts of the cart lines whose
-product is in the template's scope (everything for ALL and for coupons without a template;
-CATEGORY: the product's category or its parent is listed; PRODUCT: the product is listed).
-Below ``threshold_fen`` (``Coupon.min_spend_fen``) of in-scope goods the coupon does not apply.
-AMOUNT: ``min(amount, in_scope)``; PERCENT: ``floor(in_scope * percent / 100)``, at most
-``max_discount_fen``. The order then caps it at the goods total and so that at least 1 fen is
-left to pay (``apps.orders.confirm.order_confirm``).
+A ``CouponTemplate`` says what a coupon gives and how many exist. Customers receive one with
+:func:`coupon_receive`; staff hand them out with :func:`coupon_issue_start`, to one customer at
+once or to a filter in the background (:func:`coupon_issue_run`, re-pushed by beat until done).
+The coupon held is ``accounts.Coupon`` (terms copied at receipt): order create takes it with
+``accounts.wallet.coupon_take`` (conditional ``available -> used``), cancel and full refund give
+it back with ``coupon_return`` while valid; confirm prices it (:func:`coupons_for_cart`, fen).
+The limits (``total``, ``per_customer``) hold under races: conditional UPDATEs, one transaction.
 """
 
 from __future__ import annotations
@@ -212,6 +193,8 @@ def coupon_receive(*, template_id: int, customer_id: int, now: dt.datetime | Non
     if template.valid_to is not None and template.valid_to <= now:
         raise InvalidState("该优惠券已过领取时间。", template_id=template_id)
     with transaction.atomic():
+        # The customer's row first, the template's (hot: every customer) last, so its lock is
+        # held briefly.
         if not _count_receipt(template, customer_id):
             raise CouponLimitExceeded(
                 f"每人最多领取 {template.per_customer} 张。",
@@ -381,9 +364,13 @@ def coupon_discount(
     coupon: Coupon, lines: list[dict], scope: tuple[str, set[int]] | None, categories: dict[int, set[int]]
 ) -> int:
     """Fen ``coupon`` takes off ``lines`` (``[{"product_id", "amount_fen"}]``), before the
-    order's caps; 0 when the in-scope goods do not reach the threshold. ``scope``: (scope,
-    ids) of its template, None for everything; ``categories``: product id -> {its category,
-    that category's parent}. Rules in the module docstring."""
+    order's caps (``order_confirm``: at most the goods total, at least 1 fen left to pay).
+    ``scope``: (scope, ids) of its template, None for everything (ALL, no template); CATEGORY
+    counts a line whose product's category or its parent is listed, PRODUCT a listed product.
+    ``categories``: product id -> {its category, that category's parent}. 0 below
+    ``min_spend_fen`` (the template's ``threshold_fen``) of in-scope goods; AMOUNT:
+    ``min(amount, in_scope)``; PERCENT: ``floor(in_scope * percent / 100)``, at most
+    ``max_discount_fen``."""
     kind, ids = scope or (CouponTemplate.Scope.ALL, set())
     in_scope = 0
     for line in lines:

@@ -1,39 +1,12 @@
 """A flash sale's (秒杀) quota in Redis: who wins is decided there, PostgreSQL stays the truth.
 
-At confirm, ONE Lua script (:data:`TAKE`, run by EVALSHA from the ASGI gate
-``starmall.gates.flash_confirm`` and from ``order_confirm``) checks the sale's window, takes the
-units from the sale's quota and from the customer's allowance, records the reservation and
-writes the draft — or answers why not (sold out, over the limit, not live) — atomically. The
-database is still the final guard: ``order_create`` takes the sale's and the SKU's stock with
-their conditional UPDATEs (``flash_sales.allowances_take`` / ``sale_stock_take``), so a quota that is too high can only
-let a buyer reach create and be refused there, never sell a unit the database does not hold.
-
-Keys per sale ``s`` (all under the cache's KEY_PREFIX):
-
-- ``flash:s:card`` (hash, :data:`CARD_SECONDS`): what the script and the gate need to know of
-  the sale: ``sku_id``, ``starts_ms``/``ends_ms`` (epoch ms), ``limit``, ``active``, and ``info``
-  (JSON: the draft line's product, name, specs and price, the freight inputs, the window as
-  ISO 8601 for the "not live" answer). Written by :func:`card_write` (on demand, by beat);
-  dropped when staff change the sale.
-- ``flash:s:quota`` (int): units the sale can still hand out = the sale's ``stock`` in the
-  database minus units reserved by drafts not yet turned into orders. No TTL.
-- ``flash:s:held`` (hash ``customer_id -> units``): the customer's units in live orders plus
-  reservations (``FlashSalePurchase.quantity`` + reservations).
-- ``flash:s:res`` (hash ``order_key -> "customer_id:units"``): the reservations, and the
-  global ``flash:due`` (zset ``"s:order_key" -> epoch ms``): when each is given back unless its
-  order was created (draft TTL plus :data:`RESERVATION_GRACE_SECONDS`).
-
-Loading (:func:`quota_load`): ``quota = stock - reserved units``, ``held`` from the purchases plus
-reservations, in one script that does nothing when the quota exists; run when the sale is
-scheduled, by beat before and during the sale, and on demand when a confirm finds no quota
-(a restarted, emptied Redis: its reservations and drafts are gone with it, so the database's
-stock is the whole quota again). A missing quota is never "sold out": the script answers
-``noquota`` and the confirm goes the ordinary way after loading.
-
-Giving back: a reservation whose draft never becomes an order is released by the expiry sweep
-(``apps.orders.flash_reservations``) or when create is refused; a cancelled or refunded order's
-units come back through :func:`units_returned` after its commit; the same module's
-reconciliation (beat) corrects what was lost on the way (a Redis error after a commit).
+At confirm ONE Lua script (:data:`TAKE`, by EVALSHA from the gate ``starmall.gates.flash_confirm``
+and from ``order_confirm``) checks the window, takes the units from the quota and the customer's
+allowance, records the reservation and writes the draft (or answers why not), atomically. The
+database stays the final guard: ``order_create``'s conditional UPDATEs (``flash_sales``) refuse
+what it does not hold. A missing quota is never "sold out" (``noquota``: :func:`quota_load`).
+Keys: the comment above :data:`CARD_SECONDS`. Giving back: :func:`units_returned` and
+``apps.orders.flash_reservations`` (expiry sweep, refused creates, reconciliation).
 """
 
 from __future__ import annotations
@@ -49,6 +22,16 @@ from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
+# Keys per sale ``s`` (:func:`key`, under the cache's KEY_PREFIX):
+# - ``flash:s:card`` (hash, CARD_SECONDS): ``sku_id``, ``starts_ms``/``ends_ms`` (epoch ms), ``limit``,
+#   ``active``, and ``info`` (JSON: the draft line's product, name, specs and price, the freight inputs,
+#   the window as ISO 8601). Written by :func:`card_write` (on demand, by beat); dropped on staff edits.
+# - ``flash:s:quota`` (int, no TTL): units the sale can still hand out = its ``stock`` in the database
+#   minus units reserved by drafts not yet turned into orders.
+# - ``flash:s:held`` (hash ``customer_id -> units``): ``FlashSalePurchase.quantity`` + reservations.
+# - ``flash:s:res`` (hash ``order_key -> "customer_id:units"``): the reservations; the global
+#   ``flash:due`` (zset ``"s:order_key" -> epoch ms``): when each is given back unless its order was
+#   created (draft TTL plus RESERVATION_GRACE_SECONDS).
 CARD_SECONDS = 60  # a card is refreshed by beat and on demand; staff edits drop it at once
 RESERVATION_GRACE_SECONDS = 60  # past the draft's TTL before an unused reservation is given back
 DUE_KEY = "flash:due"
@@ -251,9 +234,11 @@ def card_drop(sale_id: int) -> None:
 
 
 def quota_load(sale_id: int, *, force: bool = False) -> int:
-    """Load the sale's quota and allowances from the database (see the module's docstring);
-    without ``force`` only when the quota is missing. Returns the quota written, -1 when it
-    existed. Raises Redis errors."""
+    """Load the sale's quota (``stock`` minus reserved units) and allowances (purchases plus
+    reservations) from the database in one script; without ``force`` only when the quota is
+    missing. Run when the sale is scheduled, by beat before and during it, and when a confirm
+    finds no quota (an emptied Redis lost its reservations and drafts too, so the stock is the
+    whole quota again). Returns the quota written, -1 when it existed. Raises Redis errors."""
     from apps.marketing.models import FlashSale, FlashSalePurchase
 
     stock = FlashSale.objects.values_list("stock", flat=True).get(pk=sale_id)

@@ -3,29 +3,10 @@
 Orders ask marketing, never the reverse: ``order_confirm`` calls :func:`flash_sale_check`,
 ``apps.orders.create`` calls :func:`allowances_take` and :func:`sale_stock_take` inside the
 order's transaction, and the order's restore path (cancel, refund) calls :func:`flash_sale_give_back`.
-
-Conservation (each rule has a test in tests/marketing/):
-
-* The sale's ``stock`` is a quota on the SKU's stock, not units of its own: a flash-sale order
-  takes ``n`` from the sale (``stock -= n, sold += n``) AND ``n`` from the SKU (the ordinary
-  ``sku_stock_decrement``), both conditional, in the order's one transaction. So the shop's
-  invariant stays exactly as DESIGN.md states it: for every SKU,
-  ``initial SKU stock = sku.stock + units in live orders`` (flash-sale orders included; "live"
-  as DESIGN.md: not cancelled and not refunded-and-restocked — goods refunded after shipping
-  stay counted, their units left the warehouse).
-* A cancelled, or refunded-and-restocked, flash-sale order gives its ``n`` units back:
-  to the SKU always (``sku.stock += n``, the ordinary ``sku_stock_restore``: the units are
-  physically back); to the sale's quota too while the sale has not ended
-  (``sale.stock += n``: another buyer may have them at the sale price); ``sale.sold -= n`` always.
-  Hence ``sale.sold = units of the sale in live orders`` (DESIGN's sense) at all times, and, until the sale
-  ends, ``sale.stock + sale.sold = the sale's quota`` (initial stock plus staff changes).
-  After the end the units go back to the SKU only: they sell at the normal price.
-* A customer's allowance (``FlashSalePurchase.quantity``) counts units in the customer's orders
-  of the sale that are neither cancelled nor refunded (API.md "counted over live orders": a
-  refunded order no longer counts, shipped or not): it grows at create and shrinks on cancel
-  and on every full refund, with or without restock, so it never passes ``limit_per_customer``.
-
-"Live" for a sale means ``is_active and starts_at <= now < ends_at`` (aware, Shanghai).
+A sale's ``stock`` is a quota on the SKU's stock, so DESIGN.md's invariant holds for every SKU;
+``sold`` = the sale's units in live orders, and until the sale ends ``stock + sold`` = its quota
+(the rules: "Conservation", the comment above :func:`flash_sale_check`). "Live" for a sale means
+``is_active and starts_at <= now < ends_at`` (aware, Shanghai).
 """
 
 from __future__ import annotations
@@ -58,6 +39,21 @@ def flash_sale_is_live(sale: FlashSale, now: dt.datetime | None = None) -> bool:
 
 
 # --- orders ask (confirm, create, cancel/refund) -----------------------------------------
+
+# Conservation (each rule has a test in tests/marketing/):
+# * A flash-sale order takes ``n`` from the sale (``stock -= n, sold += n``) AND ``n`` from the SKU
+#   (``sku_stock_decrement``), both conditional, in the order's one transaction. So for every SKU
+#   ``initial SKU stock = sku.stock + units in live orders`` (DESIGN.md; "live": not cancelled and
+#   not refunded-and-restocked; goods refunded after shipping stay counted, they left the warehouse).
+# * A cancelled, or refunded-and-restocked, order gives its ``n`` back: to the SKU always
+#   (``sku_stock_restore``), to the sale's ``stock`` while the sale has not ended (another buyer may
+#   have them at the sale price; after the end they sell at the normal price), ``sold -= n`` always.
+#   Hence ``sold`` = the sale's units in live orders, and until the end ``stock + sold`` = the quota
+#   (initial stock plus staff changes).
+# * A customer's allowance (``FlashSalePurchase.quantity``) counts units in the customer's orders of
+#   the sale that are neither cancelled nor refunded (API.md "counted over live orders"): it grows at
+#   create and shrinks on cancel and on every full refund, restocked or not, so it never passes
+#   ``limit_per_customer``.
 
 
 def flash_sale_check(

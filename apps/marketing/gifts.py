@@ -1,17 +1,12 @@
 """Coupons the shop gives by itself (API.md "Members": new-customer coupons; birthday coupons).
 
-* ``new_customer`` templates: every active one is given at the customer's first login
-  (:func:`new_customer_gifts_give`, a login hook registered by ``MarketingConfig.ready``: it runs
-  inside the transaction that created the customer, so of racing first logins only the creating
-  one gives), once per customer by UNIQUE (template, customer, year 0).
-* ``birthday`` templates: a daily beat job (:func:`birthday_gifts_give`) gives every active one
-  to the active customers whose birthday (``Customer.birthday``, set with PATCH /me) is today in
-  Shanghai, once per customer and calendar year by UNIQUE (template, customer, year). A
-  29 February birthday is kept on 28 February in other years.
-
-Each gift is one transaction: the gift row (the UNIQUE key: a repeat or a racing run fails
-there and gives nothing), then ``coupons.coupon_grant`` (``issued`` + 1, conditional; none left:
-nothing written, tried again by the next run).
+* ``new_customer`` templates: every active one at the first login (:func:`new_customer_gifts_give`),
+  once per customer by UNIQUE (template, customer, year 0).
+* ``birthday`` templates: every active one, daily by beat (:func:`birthday_gifts_give`), to active
+  customers whose birthday (``Customer.birthday``, set with PATCH /me) is today in Shanghai
+  (29 February: on 28 February in other years), once a year by UNIQUE (template, customer, year).
+Each gift is one transaction (:func:`gift_give`): the UNIQUE gift row first (a repeat or racing
+run gives nothing), then ``coupons.coupon_grant`` (none left: nothing written, tried next run).
 """
 
 from __future__ import annotations
@@ -62,8 +57,10 @@ class _NoneLeft(Exception):
 
 
 def new_customer_gifts_give(*, customer, scene: str = "", first: bool = False) -> int:
-    """Login hook (``apps.accounts.login_hooks``): on the first login, every active
-    ``new_customer`` template once; returns how many were given (0 on later logins)."""
+    """Login hook (``apps.accounts.login_hooks``, registered by ``MarketingConfig.ready``): on the
+    first login, every active ``new_customer`` template once; returns how many were given (0 on
+    later logins). It runs inside the transaction that created the customer, so of racing first
+    logins only the creating one gives."""
     if not first:
         return 0
     now = timezone.now()

@@ -1,28 +1,11 @@
 """Group buying (拼团): staff schedule activities; orders open and join groups, pay, give back.
 
-Orders ask marketing, never the reverse (as for 秒杀, ``apps/marketing/flash_sales.py``):
-``order_confirm`` calls :func:`group_check`; ``order_create`` calls :func:`group_take` in the
-order's transaction (a seat and the activity's units, before the SKU's units); the paying
-transaction calls :func:`group_seat_paid` (``order_mark_paid``), which completes the group when
-the payment fills its last seat — the group is ``done`` in the SAME transaction as that payment,
-no polling; the order's give-back (cancel, full refund) calls :func:`group_give_back`. What a
-failed group owes its members (refunds, cancels) is asked from payments' level
-(``apps.payments.group_refunds``), which calls :func:`group_fail` here first.
-
-Seats: ``Group.seats`` counts seats held by live orders and grows only by
-``UPDATE ... SET seats = seats + 1 WHERE id = ? AND status = 'forming' AND seats < group_size
-AND expires_at > now`` (and the CHECK ``seats <= group_size``), so racing joiners never make a
-group larger than its size. ``GroupSeat`` is UNIQUE per (group, customer) over live seats.
-
-Units (the 秒杀's rule): the activity's ``stock`` is a quota on the SKU's stock; an order takes
-its units from both at create (conditional). A cancelled, or refunded-and-restocked, order gives
-them back to the SKU always and to the activity's quota while the activity runs
-(``ends_at > now``); ``sold`` always drops. So for every SKU
-``initial SKU stock = sku.stock + units in live orders`` stays true, and while an activity runs
-``stock + sold`` is its quota.
-
-Lock order (``starmall/locking.py`` step 6, beside the 秒杀): the group row, then the activity
-row; SKUs (7) after. A leader's create inserts its group (a new row nobody waits for).
+Orders ask marketing, never the reverse: ``order_confirm`` calls :func:`group_check`,
+``order_create`` :func:`group_take`, ``order_mark_paid`` :func:`group_seat_paid`, cancel and full
+refund :func:`group_give_back`; ``apps.payments.group_refunds`` settles a failed group after
+:func:`group_fail`. ``Group.seats`` grows only by a conditional UPDATE (CHECK ``seats <= group_size``),
+so racing joiners never overfill a group. Units follow the 秒杀's rule (``apps/marketing/flash_sales.py``
+"Conservation"). Lock order (``starmall/locking.py`` step 6): group, then activity; SKUs (7) after.
 """
 
 from __future__ import annotations
@@ -182,6 +165,7 @@ def group_take(
     activity = GroupBuy.objects.get(pk=group_buy_id)
     _limit_check(activity, customer_id, units)
     _activity_take(activity.pk, units, now, live_only=True)
+    # A leader's create inserts its group: a new row nobody waits for (lock order: the module).
     group = Group.objects.create(activity=activity, leader_id=customer_id, group_size=activity.group_size, seats=1)
     GroupSeat.objects.create(group=group, customer_id=customer_id, order_no=order_no, units=units, leader=True)
     return group.pk

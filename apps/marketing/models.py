@@ -86,16 +86,12 @@ class CouponTemplate(models.Model):
     """What a coupon gives, and how many may be handed out (API.md "Coupons").
 
     ``kind`` AMOUNT: ``amount_fen`` off; PERCENT: ``percent``% off (1..99) capped at
-    ``max_discount_fen`` (null: no cap). Both need the goods in ``scope`` to reach
-    ``threshold_fen``. Scope ALL, CATEGORY (``categories``: a product counts when its category
-    or that category's parent is listed) or PRODUCT (``products``). Validity: the fixed window
-    ``valid_from``..``valid_to`` (aware, Shanghai), or, when ``valid_days`` is set, from receipt
-    for that many days (``valid_to`` then only ends receiving).
-
-    ``total``: coupons that may ever be handed out; ``issued`` counts them and grows only by
-    ``UPDATE ... SET issued = issued + 1 WHERE issued < total`` (CHECK issued <= total).
-    ``per_customer``: coupons one customer may *receive* themselves (``CouponReceipt``);
-    staff issues count against ``total`` but not against it.
+    ``max_discount_fen`` (null: no cap). Both need ``threshold_fen`` of goods in ``scope`` (ALL,
+    CATEGORY, PRODUCT). Validity: the fixed window ``valid_from``..``valid_to`` (aware, Shanghai),
+    or ``valid_days`` from receipt (``valid_to`` then only ends receiving). ``total``: coupons
+    that may ever be handed out; ``issued`` counts them, grown only by ``UPDATE ... SET issued =
+    issued + 1 WHERE issued < total`` (CHECK issued <= total). ``per_customer``: coupons one
+    customer may *receive* (``CouponReceipt``); staff issues count against ``total`` only.
     """
 
     class Kind(models.TextChoices):
@@ -138,6 +134,7 @@ class CouponTemplate(models.Model):
         help_text="适用商品满多少元可用；0 或空 = 无门槛",
     )
     scope = models.CharField(verbose_name="适用范围", max_length=16, choices=Scope.choices, default=Scope.ALL)
+    # CATEGORY: a product counts when its category or that category's parent is listed.
     categories = models.ManyToManyField(
         "catalog.Category", verbose_name="适用分类", blank=True, related_name="coupon_templates"
     )

@@ -1,14 +1,11 @@
 """Daily sign-in (签到): points per Shanghai calendar day, with a streak bonus.
 
-The table is ``SignInRule`` (staff edit it in the admin): day ``d`` of a streak earns the
-points of rule ``d``. The streak counts consecutive Shanghai days; it CYCLES: with rules for
-days 1..N, streak day N+1 earns day 1's points again (``((streak - 1) % N) + 1``), so a 7-day
-table is a weekly round. Missing a day starts the streak at 1. A day without a rule (a gap in
-the table) earns the highest rule day below it; no rules at all: 0 points (still recorded).
-
-Once per day is the UNIQUE (customer, date) row, inserted in a savepoint: an IntegrityError
-means "already signed in today" (also for two requests at the same moment). The points go to
-the ledger (``WalletEvent`` reason ``sign_in``, 签到) in the same transaction.
+The table is ``SignInRule`` (staff edit it in the admin): day ``d`` of a streak of consecutive
+Shanghai days earns the points of rule ``d``, cycling after the last rule day
+(:func:`sign_in_points`); missing a day starts the streak at 1. Once per day is the UNIQUE
+(customer, date) row, inserted in a savepoint: an IntegrityError means "already signed in today"
+(also for two requests at the same moment). The points go to the ledger (``WalletEvent`` reason
+``sign_in``, 签到) in the same transaction.
 """
 
 from __future__ import annotations
@@ -44,7 +41,10 @@ def sign_in_rule_save(*, rule: SignInRule, changed: list[str] | None = None) -> 
 
 def sign_in_points(streak: int, rules: dict[int, int] | None = None) -> int:
     """Points for streak day ``streak`` (>= 1) under ``rules`` ({day: points}; default: the
-    table in the database). Cycling rule in the module docstring."""
+    table in the database). With rules for days 1..N the streak cycles: day N+1 earns day 1's
+    points again (``((streak - 1) % N) + 1``), so a 7-day table is a weekly round. A day without
+    a rule (a gap) earns the highest rule day below it; no rules at all: 0 points (the sign-in
+    is still recorded)."""
     if rules is None:
         rules = dict(SignInRule.objects.values_list("day", "points"))
     if not rules:

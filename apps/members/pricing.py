@@ -2,13 +2,10 @@
 
 Orders asks this at confirm (``apps.orders.confirm``) for goods lines at their own price (never a
 秒杀, 拼团, 砍价 or points-mall line; their express freight is free while SVIP all the same:
-:func:`member_freight_fen`). Per line the customer gets the LOWER of two, never both:
-
-- the SKU's ``member_price_fen`` while they are a paid member (SVIP): it becomes the line's price;
-- their level's ``discount_percent`` of the line's amount: the price stays, the discount
-  (``amount * (100 - percent) // 100``, fen, rounded down) is the line's ``member_fen``.
-
-Equal costs keep the SKU's own price (the discount shows as ``member_fen``).
+:func:`member_freight_fen`). Per line the customer gets the LOWER of two, never both
+(:func:`line_price`): the SKU's ``member_price_fen`` while a paid member (SVIP), which becomes the
+line's price; or their level's ``discount_percent`` of the line's amount, the price staying and the
+discount (fen, rounded down) being the line's ``member_fen``. Equal costs keep the SKU's own price.
 """
 
 from __future__ import annotations
@@ -120,7 +117,7 @@ def level_discount_fen(amount_fen: int, discount_percent: int) -> int:
 def line_price(*, price_fen: int, member_price_fen: int | None, quantity: int, terms: MemberTerms) -> LinePrice:
     """The line of ``quantity`` units of a SKU at ``price_fen`` (its member price
     ``member_price_fen`` or None) for a customer with ``terms``: the lower of the member price
-    and the level discount, never both (module docstring)."""
+    and the level discount, never both; equal costs keep ``price_fen`` (module docstring)."""
     amount = price_fen * quantity
     discount = level_discount_fen(amount, terms.discount_percent)
     if terms.svip and member_price_fen is not None and member_price_fen * quantity < amount - discount:

@@ -3,14 +3,10 @@
 Growth: every change is a :class:`GrowthEvent` row (UNIQUE ``(order_no, reason, ref)``) and, in
 the same transaction, the conditional UPDATE of ``Membership.growth`` by the same amount; a
 repeated call finds the row and changes nothing. An order's net growth is always
-``(basis - refunded) // 100`` (whole yuan of ``pay_fen - freight_fen`` less what was refunded),
-once it completed: each refund row takes back what brings the net down to that.
-
-SVIP: a purchase's ``unpaid/expired -> paid`` conditional UPDATE and the customer's expiry
-(``max(now, expiry) + days``) commit together, once; a refund shortens the expiry by the
-refunded share of the days. The customer's :class:`Membership` row is locked (``SELECT ... FOR
-UPDATE``, step 5 of ``starmall/locking.py``) before it is read and written; a purchase row
-(step 2, the customer's payment record like a recharge) is updated before it.
+``(basis - refunded) // 100`` (whole yuan of ``pay_fen - freight_fen`` less refunds) once it
+completed. SVIP: a purchase's ``unpaid/expired -> paid`` and the customer's expiry (``max(now,
+expiry) + days``) commit together, once; a refund shortens the expiry by its share of the days.
+Lock order: a purchase row (step 2 of ``starmall/locking.py``) before the locked ``Membership`` (5).
 """
 
 from __future__ import annotations

@@ -50,21 +50,15 @@ class _Destination(NamedTuple):
 
 
 def order_confirm(*, customer: Customer, **request) -> dict:
-    """Price a cart and store it as a draft; return the draft's dict (``OrderDraft.to_json``) with its ``order_key``.
-    Writes nothing to the database; :func:`order_confirm_many` of one.
+    """Price a cart into a Redis draft (no database write; :func:`order_confirm_many` of one); return its dict.
 
-    ``items``: ``[{"sku_id": int, "quantity": int}]``; or ``cart_item_ids``, the customer's cart lines (another's or
-    a gone line -> NotFound), recorded in the draft for create to remove. A consultation is one SKU, quantity 1,
-    with ``start`` (aware; one availability lists) or the legacy ``slot_id`` (:func:`_slot_check`); goods go to
-    ``address_id``, else the default address (the answer's ``address`` is the one used), or with
-    ``delivery="pickup"`` to ``store_id`` (自提: no address, no freight). ``coupon_id``: one of the answer's
-    ``usable_coupons`` (:func:`_coupon_choose`). ``use_points``: a number of points, or ``true`` for as many as the
-    order can take. At most one activity, each one item of its SKU at its price and no coupon (CouponUnavailable):
-    ``flash_sale_id`` (秒杀, its rules ``flash_sales.flash_sale_check``), ``group_buy_id`` / ``group_id`` (open / join
-    a 拼团, ``group_buys.group_check``), ``bargain_no`` (砍价, ``bargains.bargain_check``). Amounts are fen: freight is
-    ``apps.shipping``'s for the address; ``pay_fen`` is at least 1 fen (WeChat's minimum). Raises InvalidInput
-    (``detail`` names the field), NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded
-    (caps, flash-sale limit), InvalidState.
+    ``items``: ``[{"sku_id": int, "quantity": int}]``, or ``cart_item_ids`` (the customer's cart lines; create removes
+    them). A consultation is one SKU, quantity 1, at ``start`` (aware, as availability lists it) or the legacy
+    ``slot_id``. Goods go to ``address_id`` (else the default address), or with ``delivery="pickup"`` to ``store_id``
+    (自提: no freight). ``coupon_id``: one of the answer's ``usable_coupons``; ``use_points``: a number, or ``true`` for
+    all the order can take. At most one activity, one item at its price, no coupon: ``flash_sale_id`` (秒杀),
+    ``group_buy_id`` / ``group_id`` (open / join a 拼团), ``bargain_no`` (砍价). All fen. Raises InvalidInput (``detail``
+    names the field), NotFound, InsufficientStock, SlotUnavailable, CouponUnavailable, LimitExceeded, InvalidState.
     """
     result = order_confirm_many([(customer, request)])[0]
     if isinstance(result, Exception):

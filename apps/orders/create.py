@@ -3,12 +3,10 @@
 :func:`orders_create` is called by Django's ``POST /api/v1/orders`` with one request
 (:func:`order_create`) and by the ASGI gate (``starmall.gates.creates``) with the creates that
 arrive together in a 秒杀. Each order is made from its draft (``apps.orders.drafts``) in ONE
-transaction, all or nothing, taking its rows in the lock order of ``starmall/locking.py``:
-the order with its lines and first event (UNIQUE order_key), the slot, the coupon, the
-customer's row (caps, points, cart lines), the 秒杀 allowance and sale or the 拼团/砍价 record,
-the SKUs' stock. Creates of one sale and the same SKUs share one transaction: its hot rows
-(the sale, the SKUs) are taken once for all of them; a refusal rolls it back and the creates
-go on without the one refused (tests/orders/test_create_batch.py).
+transaction, all or nothing, taking its rows in the lock order of ``starmall/locking.py``
+(:func:`_transaction`). Creates of one sale and the same SKUs share one transaction: its hot rows
+(the sale, the SKUs) are taken once for all; a refusal rolls it back and the creates go on
+without the one refused (tests/orders/test_create_batch.py).
 """
 
 from __future__ import annotations
@@ -77,15 +75,13 @@ def order_create(*, customer: Customer, order_key: str, remark: str = "") -> tup
 def orders_create(requests: list[CreateRequest]) -> list[Created | Exception]:
     """Create the orders of ``requests``; one result per request, in order.
 
-    A result is :class:`Created`, or the error answering that request, with nothing kept for
-    it: OrderKeyExpired (no draft of the customer's, no order of the key), InsufficientStock
-    (first, from the sold-out flags: :func:`sold_out`; else from the database),
-    SlotUnavailable, CouponUnavailable, InvalidState (points changed; a 秒杀, 拼团 or 砍价 no
-    longer live), LimitExceeded (the unpaid caps, a 秒杀's limit), CustomerInactive; another
-    error (the database gone) for every request of the transaction it broke. A 秒杀 create
-    refused gives its reserved units back to the sale's quota at once; after a commit the drafts
-    are dropped and the reservations settled. A consultation's ``pay_deadline`` is ``min(now +
-    ORDER_PAY_TIMEOUT_MINUTES, slot start - BOOKING_MIN_NOTICE_MINUTES)``.
+    A result is :class:`Created`, or the error answering that request, with nothing kept for it:
+    OrderKeyExpired (no draft of the customer's, no order of the key), InsufficientStock (first
+    from the sold-out flags, :func:`sold_out`; else from the database), SlotUnavailable,
+    CouponUnavailable, InvalidState (points changed; a 秒杀, 拼团 or 砍价 no longer live),
+    LimitExceeded (the unpaid caps, a 秒杀's limit), CustomerInactive; another error (the database
+    gone) for every request of the transaction it broke. A refused 秒杀 create gives its reserved
+    units back to the quota at once; after a commit the drafts are dropped, reservations settled.
     """
     results: list[Created | Exception | None] = [None] * len(requests)
     items = []
@@ -336,7 +332,8 @@ def _replay(request: CreateRequest) -> Created | ShopError:
 
 
 def pay_deadline_of(draft: drafts.OrderDraft, now: dt.datetime) -> dt.datetime:
-    """``now + ORDER_PAY_TIMEOUT_MINUTES``; a consultation's no later than its booking closes."""
+    """``now + ORDER_PAY_TIMEOUT_MINUTES``; a consultation's no later than its booking closes
+    (slot start - ``BOOKING_MIN_NOTICE_MINUTES``)."""
     pay_deadline = now + dt.timedelta(minutes=settings.ORDER_PAY_TIMEOUT_MINUTES)
     if draft.slot:
         pay_deadline = min(pay_deadline, slots.booking_closes_at(draft.slot_start))

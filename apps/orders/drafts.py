@@ -2,13 +2,10 @@
 
 A draft is the priced cart the customer saw at confirm. It lives ``ORDER_DRAFT_TTL_SECONDS``
 and is deleted after the order that consumed it commits (never before: a failed create leaves
-it, so the customer can retry the same key).
-
-In code a draft is an :class:`OrderDraft` (lines: :class:`DraftLine`). In Redis it is the plain
-dict of :meth:`OrderDraft.to_json` — the shape every release wrote and reads (a draft written by
-the release before this one must still be read by this one, and the other way round), and the
-shape the confirm API answers with (``ConfirmOutSerializer``). Change it only in a way both
-releases read.
+it, so the customer can retry the same key). In code it is an :class:`OrderDraft` (lines:
+:class:`DraftLine`); in Redis the plain dict of :meth:`OrderDraft.to_json`, which confirm also
+answers (``ConfirmOutSerializer``). A draft the previous release wrote must be read by this one,
+and the other way round: change that shape only in a way both releases read.
 """
 
 from __future__ import annotations

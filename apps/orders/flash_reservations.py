@@ -1,22 +1,12 @@
 """A 秒杀 draft is a reservation on the sale's Redis quota (``apps.marketing.flash_quota``).
 
-Every flash-sale draft is written by the quota's TAKE script — from the ASGI gate
-(``starmall.gates.flash_confirm``) or, when the gate passed, from ``order_confirm``
-(:func:`draft_reserve`) — so the quota counts every draft while it is loaded. This module is
-the orders' side of that bookkeeping:
-
-- :func:`refusal`: the one mapping from the script's answer to the shop's error, used by both
-  places, so the gate's 409 is byte for byte Django's;
-- :func:`draft_reserve`: ``order_confirm``'s store of a flash-sale draft (loading the card and
-  the quota on demand; plain ``draft_save`` when Redis fails: PostgreSQL decides at create);
-- :func:`drafts_done` after the orders' commit, :func:`reservation_give_back` when
-  create is refused (the unit goes back at once instead of when the draft expires);
-- :func:`reservations_expire` (beat): reservations whose draft expired unused give their
-  units back; one whose order exists is settled instead;
-- :func:`quotas_reconcile` (beat): loads the quota of every sale about to start or live, and
-  corrects a loaded one against the database (see its docstring). Both beat jobs are safe on
-  several machines at once and twice: each reservation ends once (the END script's HDEL
-  decides), and a reconciliation corrects relatively from one consistent reading.
+Every flash-sale draft is written by the quota's TAKE script, from the ASGI gate
+(``starmall.gates.flash_confirm``) or from ``order_confirm`` (:func:`draft_reserve`), so the quota
+counts every draft while it is loaded. This module is the orders' side: :func:`refusal` (the
+script's answer as the shop's error, so the gate's 409 is byte for byte Django's),
+:func:`draft_reserve`, :func:`drafts_done` after commit, :func:`reservation_give_back` for a
+refused create, and the beat jobs :func:`reservations_expire` and :func:`quotas_reconcile`, safe on
+several machines at once and twice (the END script's HDEL ends each reservation once).
 """
 
 from __future__ import annotations
@@ -182,14 +172,12 @@ def quotas_reconcile(*, now: dt.datetime | None = None) -> dict[int, int]:
     """Beat: prepare and correct the Redis quota of every active sale starting within
     PREPARE_AHEAD or live; returns ``{sale_id: correction}`` (units added, negative taken).
 
-    A missing quota is loaded first (:func:`apps.marketing.flash_quota.quota_load`). Then it is
-    corrected relatively: the reservations and the quota are read at one instant, then ONE SQL
-    statement reads the sale's stock and which of those reservations have a committed order;
-    the quota should be ``stock - units of reservations without an order``, and the difference
-    from the quota read is added with INCRBY (what happened meanwhile stays). The customers'
-    allowances are corrected the same way from ``FlashSalePurchase``. A cancel committing within
-    those milliseconds can leave the quota too high by its units, which only lets a buyer reach
-    create's conditional UPDATEs. Runs under a Redis lock so machines take turns.
+    A missing quota is loaded first (:func:`apps.marketing.flash_quota.quota_load`), then corrected
+    relatively: from the reservations and quota read at one instant and ONE SQL statement for the
+    sale's stock and which reservations have a committed order, the quota should be ``stock -
+    units of reservations without an order``; the difference is added with INCRBY (what happened
+    meanwhile stays), the allowances likewise from ``FlashSalePurchase``. Runs under a Redis lock
+    so machines take turns.
     """
     now = now or timezone.now()
     conn = cache_client.redis_client()
@@ -214,6 +202,8 @@ def _reconcile_one(sale_id: int) -> int:
         return 0
     stock, committed = _stock_and_ordered(sale_id, list(reserved))
     pending = {k: v for k, v in reserved.items() if k not in committed}
+    # A cancel committing between the two readings can leave the quota too high by its units,
+    # which only lets a buyer reach create's conditional UPDATEs.
     delta = stock - sum(units for _, units in pending.values()) - quota
     expected = Counter(
         dict(FlashSalePurchase.objects.filter(sale_id=sale_id, quantity__gt=0).values_list("customer_id", "quantity"))

@@ -1,18 +1,12 @@
 """The follow-up outbox: record in the business transaction, push to Redis after commit.
 
-A follow-up is a row (:class:`FollowUp`) inserted in the same transaction as the change that
-causes it, so it commits or vanishes with it. ``on_commit`` then pushes the ids of all the
-rows the transaction recorded onto a Celery queue (a Redis list) as ONE message
-(``followup_run_many``). Workers acknowledge late, so a worker that dies mid-task leaves the
-message for another; :func:`followups_redispatch` (beat) re-pushes rows that are still pending,
-so even a Redis outage between commit and push loses nothing. Handlers are idempotent by the
-row: the conditional ``pending -> done`` UPDATE lets one effect count.
-
-A kind is either one outside send (:data:`SENDS`: a WeChat subscription message, an SMS) or
-database work (:data:`HANDLERS`: points, the chat), never both: work that has to follow a
-send is a follow-up of its own, so the send is recorded done the moment its provider answers.
-A kind may bring its own :data:`RETRY_POLICIES` (tries and backoff). Apps above orders add
-kinds to a paid order (:data:`PAID_KINDS`) and hear of deliveries (:data:`DELIVERED`).
+A follow-up is a row (:class:`FollowUp`) inserted in the transaction of the change that causes
+it, so it commits or vanishes with it; ``on_commit`` pushes the ids of all the rows the
+transaction recorded as ONE Celery message (``followup_run_many``). Late acks and
+:func:`followups_redispatch` (beat: re-pushes pending rows) lose nothing, even to a Redis outage
+between commit and push; the conditional ``pending -> done`` UPDATE lets one effect count. A kind
+is one outside send (:data:`SENDS`) or database work (:data:`HANDLERS`), never both, with its own
+:data:`RETRY_POLICIES` if any. Apps above orders add :data:`PAID_KINDS` and hear :data:`DELIVERED`.
 """
 
 from __future__ import annotations
@@ -136,15 +130,13 @@ def followup_dispatch(followup_id: int, *, sweep: bool = False) -> bool:
 def followup_execute(followup_id: int, *, now: dt.datetime | None = None) -> str:
     """Run one follow-up; return its status afterwards.
 
-    The row is claimed first (``pending`` and not leased -> leased for LEASE_SECONDS), so two
-    deliveries of the same message cannot run it at once, and a done row is skipped. Database
-    work (:data:`HANDLERS`: points) commits in the same transaction as ``done``: exactly once.
-    A send (:data:`SENDS`) is recorded done by the first statement after its provider answers
-    (:func:`_send`): at least once, and twice only if the worker dies in the milliseconds
-    between that answer and that UPDATE's commit. A failed attempt stays pending until
-    ``FollowUp.MAX_ATTEMPTS`` (or its kind's :data:`RETRY_POLICIES`, which also spaces the
-    tries), then becomes FAILED with its error (visible in the admin) and one alert.
-    Called by the worker outside any transaction (a send inside one would wait for its commit).
+    The row is claimed first (``pending`` and not leased -> leased for LEASE_SECONDS): two
+    deliveries of a message cannot run it at once, and a done row is skipped. Database work
+    (:data:`HANDLERS`) commits with ``done``: exactly once. A send (:data:`SENDS`, :func:`_send`)
+    is at least once, twice only if the worker dies between its provider's answer and the
+    ``done`` UPDATE's commit. A failed attempt stays pending until ``FollowUp.MAX_ATTEMPTS`` (or
+    its kind's :data:`RETRY_POLICIES`), then becomes FAILED with its error and one alert. Called
+    by the worker outside any transaction (a send inside one would wait for its commit).
     """
     now = now or timezone.now()
     free = Q(locked_until__isnull=True) | Q(locked_until__lt=now)
@@ -324,6 +316,8 @@ def _shipped_message(followup: FollowUp) -> Send | None:
     )
 
 
+#: A kind is a send or database work, never both: work that has to follow a send is a follow-up
+#: of its own, so the send is recorded done the moment its provider answers (:func:`_send`).
 SENDS: dict[str, Callable[[FollowUp], Send | None]] = {
     FollowUp.Kind.SUBSCRIBE_MESSAGE: _paid_message,
     FollowUp.Kind.SHIPPED_MESSAGE: _shipped_message,

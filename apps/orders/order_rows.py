@@ -1,17 +1,12 @@
 """The order's rows written at create: the order, its lines and its "created" event.
 
-These three INSERTs are the hottest write of the shop (every winner of a 秒杀 makes them while
-the sale's and the SKU's rows wait at the end of the same transaction). On PostgreSQL they are
-ONE statement of fixed text for any number of orders (:func:`pg_statement`: data-modifying
-CTEs reading the orders and their lines from one JSON parameter): one round trip, no per-row
-ORM work, and a query text psycopg parses once per process. Elsewhere (SQLite) the ORM writes
-them. Both paths take the same values and give back equal objects:
-``tests/orders/test_order_rows.py`` holds every field of the rows and of the returned
-instances equal between the two.
-
-Lock order (``starmall/locking.py``): the new order row first (step 1); the lines' foreign keys
-take KEY SHARE locks on their SKU and product rows, which the stock UPDATEs at the end of the
-transaction (FOR NO KEY UPDATE) do not conflict with.
+The hottest write of the shop: every 秒杀 winner makes them while the sale's and the SKU's rows
+wait at the end of the same transaction. On PostgreSQL they are ONE statement of fixed text for
+any number of orders (:func:`pg_statement`, data-modifying CTEs over one JSON parameter: one round
+trip, a text psycopg parses once per process); elsewhere (SQLite) the ORM writes them. Both paths
+give equal rows and objects (``tests/orders/test_order_rows.py``). Lock order (``starmall/locking.py``
+step 1): the new order row first; its lines' KEY SHARE locks on their SKU and product rows do not
+conflict with the stock UPDATEs (FOR NO KEY UPDATE) at the end of the transaction.
 """
 
 from __future__ import annotations

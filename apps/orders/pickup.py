@@ -1,21 +1,12 @@
 """Self-pickup (自提) on the orders side: the store chosen at confirm, the pickup code given at
 payment, and its QR picture.
 
-Stores live in ``apps.stores``, a layer above orders, so orders asks through a resolver that
-app registers at start-up (:func:`store_resolver_register`), as chat registers its follow-up
-handlers: orders never imports it. The verification itself (who may verify, the store check,
-the log) is ``apps.stores.services.pickup_verify``, which calls
-``apps.orders.services.order_mark_picked_up`` for the state change.
-
-The code: :data:`CODE_DIGITS` random digits, UNIQUE among the orders that can still be
-collected (``paid``/``refunding``: the partial constraint ``order_pickup_code_live_uniq``), given
-inside the paying transaction by a conditional UPDATE in a savepoint; a collision with another
-live order (one in 10**8 per live order) just draws again.
-
-Only the customer sees the code (their order answer: ``code`` and ``qr``); everywhere staff look
-(lists, the order page, exports, logs, alerts) it is ``pickup_code_masked`` (apps.orders.models), ``****5217``,
-and the back office cannot search or filter by it (:data:`CODE_FIELD`): a store's staff verify
-by typing or scanning what the customer shows (``apps.stores.services.pickup_verify``).
+Stores live in ``apps.stores``, a layer above orders: it registers a resolver at start-up
+(:func:`store_resolver_register`), so orders never imports it, and its ``services.pickup_verify``
+checks a code and calls ``apps.orders.services.order_mark_picked_up``. The code
+(:func:`pickup_code_assign`) is UNIQUE among the orders that can still be collected (``paid`` /
+``refunding``: ``order_pickup_code_live_uniq``). Only the customer sees it; staff see
+``pickup_code_masked`` (``****5217``) and cannot search or filter by it (:data:`CODE_FIELD`).
 """
 
 from __future__ import annotations
@@ -31,7 +22,9 @@ from starmall.errors import InvalidInput
 
 CODE_DIGITS = 8
 CODE_ATTEMPTS = 10
-#: the order column no back-office search, filter or lookup may touch (``lookup_allowed``)
+#: the order column no back-office search, filter or lookup may touch (``lookup_allowed``); lists,
+#: the order page, exports, logs and alerts show it masked, and a store's staff verify by typing or
+#: scanning what the customer shows
 CODE_FIELD = "pickup_code"
 
 #: store_id -> the store as the order keeps it (``{"id", "name", "address", "phone", "hours"}``),
@@ -62,8 +55,9 @@ def pickup_store_choose(*, kind: str, delivery: str, store_id: int | None) -> di
 
 
 def pickup_code_assign(order: Order) -> str:
-    """Give a paid pickup order its code (inside the paying transaction, after the transition to
-    ``paid``); returns it. An order that has one keeps it. Raises IntegrityError only if
+    """Give a paid pickup order its code of :data:`CODE_DIGITS` random digits (inside the paying
+    transaction, after the transition to ``paid``, by a conditional UPDATE in a savepoint);
+    returns it. An order that has one keeps it. Raises IntegrityError only if
     :data:`CODE_ATTEMPTS` draws all collided (practically never)."""
     if order.pickup_code:
         return order.pickup_code
@@ -76,7 +70,7 @@ def pickup_code_assign(order: Order) -> str:
                     return code
                 order.pickup_code = Order.objects.values_list("pickup_code", flat=True).get(pk=order.pk)
                 return order.pickup_code
-        except IntegrityError:
+        except IntegrityError:  # another live order has it (one in 10**8 per live order): draw again
             if attempt == CODE_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")

@@ -26,18 +26,15 @@ def order_reschedule(
     now: dt.datetime | None = None,
     start: dt.datetime | None = None,
 ) -> Order:
-    """Move the paid consultation ``order_no`` to ``start`` (one availability lists for its
-    service, its own booking not counting) or to the legacy slot ``slot_id`` (read as its start,
-    the same check); returns the order.
+    """Move the paid consultation ``order_no`` to ``start`` (one availability lists for its service,
+    its own booking not counting) or the legacy slot ``slot_id`` (read as its start); returns the order.
 
-    Rules (API.md): a paid consultation; the old slot at least ``RESCHEDULE_MIN_NOTICE_HOURS``
-    away; the new start listed by availability (the teacher's rules, open time, no overlap).
-    One transaction: the order row is locked (a refund or a second move waits), the booking
-    moves with ``slots.slot_move_start`` (availability asked again, the database refusing an
-    overlap), the order's slot changes under its status guard, and the status log records it.
-    ``customer_id`` limits the search to the caller's orders (API); staff pass None.
-    At most ``RESCHEDULE_MAX`` moves (the booking's ``reschedules``), else LimitExceeded.
-    Raises NotFound, InvalidState (not paid, not a consultation, too late), SlotUnavailable.
+    Rules (API.md): the old slot at least ``RESCHEDULE_MIN_NOTICE_HOURS`` away, at most
+    ``RESCHEDULE_MAX`` moves (the booking's ``reschedules``). One transaction, the order row
+    locked (a refund or a second move waits); the booking moves with ``slots.slot_move_start``
+    (availability asked again, the database refusing an overlap). ``customer_id`` limits the
+    search to the caller's orders (API); staff pass None. Raises NotFound, InvalidState (not
+    paid, not a consultation, too late), LimitExceeded, SlotUnavailable.
     """
     now = now or timezone.now()
     lookup = {"customer_id": customer_id} if customer_id is not None else {}
@@ -58,6 +55,7 @@ def order_reschedule(
         if slot_id == old.pk:
             raise SlotUnavailable("已经预约了这个时段，请选择其他时段。", slot_id=slot_id)
     new = slots.slot_move_start(order_no=order.order_no, start=start)
+    # The order's slot changes under its status guard; the status log records the move.
     moved = Order.objects.filter(pk=order.pk, status=OrderStatus.PAID, slot_id=old.pk).update(slot_id=new.pk)
     if moved != 1:  # cannot happen under the row lock; refuse rather than leave a half move
         raise InvalidState("订单状态已变化，请刷新后重试。")

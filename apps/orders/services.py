@@ -4,11 +4,9 @@ An order is made in two phases elsewhere: ``apps.orders.confirm.order_confirm`` 
 ``apps.orders.create.orders_create`` (the order, in ONE transaction); the per-customer caps are
 ``apps.orders.caps``. Every status change here is a conditional UPDATE (``WHERE id = ? AND
 status = <expected>``) through :func:`order_transition`, whose row count decides what happens
-next.
-
-The ``order_mark_*`` functions are the bare state changes. Cancelling an order is
-``apps.payments.order_lifecycle.order_cancel`` (it asks WeChat first); :func:`order_mark_cancelled`
-is only its last step.
+next. The ``order_mark_*`` functions are the bare state changes: cancelling an order is
+``apps.payments.order_lifecycle.order_cancel`` (it asks WeChat first), and
+:func:`order_mark_cancelled` only its last step.
 """
 
 from __future__ import annotations
@@ -283,19 +281,17 @@ def order_receive(*, order_no: str, customer_id: int) -> Order:
 def order_mark_picked_up(*, order: Order, actor: str, verifier: str) -> bool:
     """A store's staff handed a paid pickup order over (自提核销): ``paid -> completed``, with
     the verification's time and ``verifier`` (a staff username) written by the same
-    conditional UPDATE — whoever wins it completes the order; everyone else gets False and
-    changes nothing. The points the order earned become due ``POINTS_FREEZE_DAYS`` from now,
-    and the ``followups.DELIVERED`` hooks hear ``"pickup"`` (shipping information to WeChat).
-
-    The order row is locked first (step 1 of ``starmall/locking.py``), as ``order_ship`` does,
-    so that a refund request cannot slip in between the check and the hand-over; a request
-    waiting for staff raises InvalidState (``refund_no`` in detail). Called by
-    ``apps.stores.services.pickup_verify`` (permissions, the store, the log). Joins the
-    caller's transaction or opens one.
+    conditional UPDATE; whoever wins it completes the order, everyone else gets False and
+    changes nothing. The points become due ``POINTS_FREEZE_DAYS`` from now, and the
+    ``followups.DELIVERED`` hooks hear ``"pickup"``. A refund request waiting for staff raises
+    InvalidState (``refund_no`` in detail). Called by ``apps.stores.services.pickup_verify``
+    (permissions, the store, the log); joins the caller's transaction or opens one.
     """
     if order.delivery != Delivery.PICKUP:
         return False
     with transaction.atomic():
+        # The order row first (step 1 of starmall/locking.py), as order_ship does: a refund
+        # request cannot slip in between the check and the hand-over.
         if not order_lock_for_handover(order, waiting="该订单有进行中的退款申请，请先处理。"):
             return False
         now = timezone.now()

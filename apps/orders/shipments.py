@@ -144,8 +144,6 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
     False when the order is not a paid goods order (any more). Raises InvalidState (reason in
     Chinese, ``refund_no`` in detail) while a refund request waits for staff: decide it first
     (a request approved before shipping returns the stock; one approved after it does not).
-    The order row is locked before that check, as ``refund_request`` and
-    ``after_sale_approve`` lock it, so a request cannot slip in between check and shipment.
     """
     carrier = None
     if carrier_code or tracking_no:
@@ -153,6 +151,8 @@ def order_ship(*, order: Order, actor: str, carrier_code: str = "", tracking_no:
     if order.kind != Kind.GOODS or order.delivery == Delivery.PICKUP:  # pickups are collected, never shipped
         return False
     with transaction.atomic():
+        # The order row is locked before the refund check, as refund_request and
+        # after_sale_approve lock it: a request cannot slip in between check and shipment.
         if not services.order_lock_for_handover(order, waiting="有进行中的退款申请"):
             return False
         refusal = group_buys.group_ship_refusal(group_id=order.group_id) if order.group_id else None

@@ -112,31 +112,20 @@ def _extra(units: int, extra_unit: int, extra_fee_fen: int) -> int:
 
 
 def freight_quote(lines: Iterable[FreightLine], province: str, city: str) -> int:
-    """Freight in fen for ``lines`` delivered to ``province`` / ``city`` (names as on an address).
+    """Freight in fen for ``lines`` delivered to ``province`` / ``city`` (names as on an address);
+    0 for no lines or only free groups.
 
-    The combination rule of the original (CRMEB ``StoreOrderComputedServices``, "首件运费最大值"):
-
-    1. Lines are grouped by template. Per group: its units (pieces; grams = ``weight_g`` x
-       quantity; cm³ = ``volume_cm3`` x quantity, summed), its pieces and its goods amount.
-    2. Each group's fees for the address: the template's region rule naming the city, else one
-       naming the province, else the template's own first/extra fees.
-    3. A group is free (charges 0 and takes no further part) when one of its template's
-       free-shipping rules covers the address and the group reaches that rule's thresholds
-       (amount and/or pieces).
-    4. Among the groups still charged, one whose first fee is the highest pays its first fee
-       once, for its first ``first_unit`` units, plus its extra fee for every started
-       ``extra_unit`` beyond them. Every other group pays only its extra fee, for every started
-       ``extra_unit`` of ALL its units (no first fee of its own).
-    5. When several groups share the highest first fee, each is tried as the one paying it and
-       the highest total is charged (the original takes the maximum, so the answer does not
-       depend on the order of the lines).
-
-    Deviations from the original: a template whose extra unit costs nothing still charges its
-    first fee above its first units (the original charged nothing there); free-shipping counts
-    are pieces in every mode. Returns 0 for no lines or only free groups.
+    The combination rule of the original (CRMEB ``StoreOrderComputedServices``, "首件运费最大值";
+    steps in the comments below): lines are grouped by template; a group meeting a free-shipping
+    rule for the address is free; of the others, one with the highest first fee pays it once (plus
+    its extra fee beyond its ``first_unit`` units), every other group only its extra fee for every
+    started ``extra_unit`` of ALL its units. Deviations: a template whose extra unit costs nothing
+    still charges its first fee above its first units; free-shipping counts are pieces in every mode.
     """
     province_name = province_canonical(province)
     city_name = city_key(city)
+    # 1. Per template: its units (pieces; grams = weight_g x quantity; cm³ = volume_cm3 x quantity,
+    #    summed), its pieces and its goods amount.
     groups: dict[int, _Group] = {}
     for line in lines:
         template = line.template
@@ -147,12 +136,19 @@ def freight_quote(lines: Iterable[FreightLine], province: str, city: str) -> int
         group.units += per_unit * line.quantity
         group.pieces += line.quantity
         group.amount_fen += line.amount_fen
+    # 2-3. A group is free (charges 0, takes no further part) when a free-shipping rule of its
+    #    template covers the address and the group reaches its thresholds (amount and/or pieces);
+    #    else its fees are the region rule naming the city, else the province, else the template's.
     charged = []  # (group, first fee, extra fee)
     for group in groups.values():
         if not _is_free(group, province_name, city_name):
             charged.append((group, *_fees(group.template, province_name, city_name)))
     if not charged:
         return 0
+    # 4-5. The group paying the highest first fee pays it for its first ``first_unit`` units plus its
+    #    extra fee for every started ``extra_unit`` beyond them; every other group pays its extra fee
+    #    for all its units. Groups sharing the highest first fee are each tried as the one paying it
+    #    and the highest total is charged (as the original: the lines' order does not matter).
     extras = [_extra(g.units, g.template.extra_unit, extra) for g, _, extra in charged]
     highest = max(first for _, first, _ in charged)
     totals = []

@@ -1,15 +1,12 @@
 """Reads for freight: templates as calculator terms, and the freight of an order's lines.
 
-Orders asks here at confirm (``freight_for_lines``); shipping imports neither catalog nor
-orders: it gets plain lines (template id, quantity, weight, volume, amount).
-
-Every confirm needs the terms, and they change only when staff edit a template, so they are
-cached in Redis (one GET instead of three queries per confirm):
+Orders asks here at confirm (``freight_for_lines``); shipping imports neither catalog nor orders:
+it gets plain lines (template id, quantity, weight, volume, amount). The terms change only when
+staff edit a template, so they are cached in Redis (one GET instead of three queries per confirm);
 :func:`terms_cache_clear` runs on every write (``apps.shipping.apps``: saves and deletes of
-templates and their rules; :func:`apps.shipping.services.freight_template_make_default`),
-now and again after commit. A reader that loaded the old rows just before a commit can put
-them back after it; :data:`TERMS_CACHE_SECONDS` bounds that. Redis errors fall back to the
-database.
+templates and their rules; :func:`apps.shipping.services.freight_template_make_default`), now and
+again after commit. A reader that loaded the old rows just before a commit can put them back after
+it; :data:`TERMS_CACHE_SECONDS` bounds that. Redis errors fall back to the database.
 """
 
 from __future__ import annotations
