@@ -1,24 +1,12 @@
 """A customer's delivery address for the next goods order, kept in Redis for the flash-sale gate.
 
-A 秒杀 confirm answered in front of Django (``starmall.gates.flash_confirm``) needs the address
-``order_confirm`` would choose — the customer's default, else the newest
-(``selectors.address_default``) — without PostgreSQL. The card is that address as orders
-store it (``{"id", **Address.snapshot()}``, JSON), under :func:`card_key`.
-
-It is written from committed rows: after the commit of every address write
-(:func:`card_refresh_after_commit`, called by ``address_create``, ``address_update`` and
-``address_delete``), which drops it at the start of the write; and on demand by a 秒杀 confirm
-that Django answered with the customer's default address (:func:`card_offer`, only where no
-card exists). Two address writes of one customer
-whose after-commit refreshes cross could leave the older one in Redis; :data:`CARD_SECONDS`
-bounds that, and the card is only ever used for an address the customer owns. No card (Redis
-restarted, expired, never written): the gate passes the confirm to Django, which answers as
-always. Redis errors are logged, never raised: the card is an optimisation.
-
-The card also carries what apps above accounts need the gate to know of the customer
-(:data:`CARD_EXTRAS`, ``{"member": {...}}``: members' SVIP expiry, for free freight); an app
-that changes it calls :func:`card_refresh_after_commit`. :func:`card_read` gives the address
-alone, :func:`card_extras` the rest, :func:`card_split` both from one parse.
+A 秒杀 confirm answered in front of Django (``starmall.gates.flash_confirm``) needs, without
+PostgreSQL, the address ``order_confirm`` would choose (``selectors.address_default``: the default,
+else the newest). The card, under :func:`card_key`, is that address as orders store it
+(``{"id", **Address.snapshot()}``) plus :data:`CARD_EXTRAS`, as JSON, written from committed rows
+after every address write (:func:`card_refresh_after_commit`) and by a confirm Django answered
+(:func:`card_offer`). No card: the gate passes the confirm to Django. Redis errors are logged,
+never raised: the card is an optimisation.
 """
 
 from __future__ import annotations
@@ -35,11 +23,14 @@ from starmall import cache_client
 
 logger = logging.getLogger(__name__)
 
-CARD_SECONDS = 86400  # the longest a card may outlive a crossed refresh (see the module's docstring)
+# Two address writes of one customer whose after-commit refreshes cross may leave the older
+# address (still one the customer owns) in Redis: the TTL bounds how long.
+CARD_SECONDS = 86400
 
 
 #: ``name -> (customer_id -> JSON-able value)``: the card's further keys, registered by apps above
-#: accounts from their ``AppConfig.ready()`` (``apps.members``: "member").
+#: accounts from their ``AppConfig.ready()`` (``apps.members``: "member", the SVIP expiry for free
+#: freight). An app that changes what its extra reads calls :func:`card_refresh_after_commit`.
 CARD_EXTRAS: dict[str, Callable[[int], object]] = {}
 
 

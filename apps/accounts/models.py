@@ -57,15 +57,13 @@ class Customer(models.Model):
 class WalletEvent(models.Model):
     """The append-only ledger of the balance and the points: every change is a row.
 
-    ``Customer.balance_fen`` equals the sum of the customer's balance rows and
-    ``Customer.points`` the sum of their points rows in state AVAILABLE; frozen points are the
-    sum of rows in state FROZEN (not stored on the customer). Rows are never deleted and their
-    amounts never edited; the one UPDATE a row ever gets is the state of a points award, by a
-    conditional UPDATE: FROZEN -> AVAILABLE when released (the customer's points grow by the
-    amount in the same transaction) or FROZEN -> VOID when its order is cancelled or refunded.
-
-    ``(kind, reason, ref)`` is UNIQUE so that paying, refunding or returning points for the same
-    order twice is impossible: the second insert fails and the service reads that as done.
+    ``Customer.balance_fen`` is the sum of the customer's balance rows, ``Customer.points`` the sum
+    of their AVAILABLE points rows; frozen points are the sum of FROZEN rows (not stored on the
+    customer). Rows are never deleted nor their amounts edited; only a points award's ``state``
+    moves, by conditional UPDATE: FROZEN -> AVAILABLE when released (the customer's points grow in
+    the same transaction) or FROZEN -> VOID when its order is cancelled or refunded.
+    UNIQUE ``(kind, reason, ref)``: a second insert of the same change (paying, refunding or
+    returning points for one order twice) fails, and the service reads that as done.
     """
 
     class Kind(models.TextChoices):
@@ -126,18 +124,13 @@ class WalletEvent(models.Model):
 class Coupon(models.Model):
     """A customer's coupon, usually received from a ``marketing.CouponTemplate``.
 
-    Its terms are copied from the template at receipt (later template edits do not change
-    coupons already held): ``kind`` AMOUNT takes ``discount_fen`` off, PERCENT takes
-    ``percent``% off (at most ``max_discount_fen``, null = no cap), both only when the goods in
-    the template's scope reach ``min_spend_fen`` (the threshold); usable from ``valid_from``
-    (null: at once) until ``valid_until``. The scope (all / categories / products) is read from
-    the template; a coupon without one (granted by hand) applies to everything. The pricing
-    rules are ``apps.marketing.coupons.coupon_discount``.
-
-    ``status`` moves only in the wallet services (conditional UPDATEs): taken at order create
-    (``coupon_take``), given back on cancel / full refund while valid (``coupon_return``).
-    ``batch``: the staff issue that granted it; UNIQUE (batch, customer) makes issuing idempotent.
-    (The FKs point up to marketing by name only; accounts code never imports marketing.)
+    Its terms are copied from the template at receipt (later template edits do not change coupons
+    held); the scope (all / categories / products) is read from the template, and a coupon without
+    one (granted by hand) applies to everything. Pricing: ``apps.marketing.coupons.coupon_discount``.
+    ``status`` moves only in the wallet services, by conditional UPDATE: taken at order create
+    (``coupon_take``), given back on cancel / full refund while valid (``coupon_return``). UNIQUE
+    (``batch``, customer) makes a staff issue idempotent. The FKs name marketing's models as
+    strings: accounts code never imports marketing.
     """
 
     class Status(models.TextChoices):
@@ -159,7 +152,7 @@ class Coupon(models.Model):
     min_spend_fen = models.PositiveIntegerField(
         verbose_name="使用门槛", default=0
     )  # fen of in-scope goods (the threshold)
-    valid_from = models.DateTimeField(verbose_name="生效时间", null=True, blank=True)
+    valid_from = models.DateTimeField(verbose_name="生效时间", null=True, blank=True)  # null: usable at once
     valid_until = models.DateTimeField(verbose_name="到期时间")
     template = models.ForeignKey(
         "marketing.CouponTemplate",

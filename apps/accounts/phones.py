@@ -1,13 +1,12 @@
 """A customer's phone number: from the mini-program's getPhoneNumber code, or verified by an SMS code.
 
-SMS codes (``POST /api/v1/sms/codes``): six digits, only their HMAC-SHA256 (keyed by
-``SECRET_KEY``, over phone and code) is stored in an :class:`SmsCode` row; a code lives
-``SMS_CODE_TTL_SECONDS`` (5 minutes), is compared in constant time, checked at most
-``SMS_CODE_MAX_ATTEMPTS`` times in all, under races (every check is one conditional UPDATE of
-``attempts`` below the cap) and used once (the conditional UPDATE setting ``used_at`` decides
-between two simultaneous verifications). Throttles, counted in Redis so every process sees
-them: one code a minute per phone and per client address, ``SMS_CODES_PER_DAY`` a day
-(Shanghai date) per phone and per client address -> SmsThrottled (429 ``throttled``).
+SMS codes (``POST /api/v1/sms/codes``): six digits, of which an :class:`SmsCode` row stores only the
+HMAC-SHA256 (keyed by ``SECRET_KEY``, over phone and code). A code lives ``SMS_CODE_TTL_SECONDS``
+(5 minutes), is compared in constant time, checked at most ``SMS_CODE_MAX_ATTEMPTS`` times in all
+and used once, also under races (conditional UPDATEs of ``attempts`` below the cap and of
+``used_at``). Throttles, counted in Redis so every process sees them: one code a minute and
+``SMS_CODES_PER_DAY`` a Shanghai day, per phone and per client address -> SmsThrottled (429
+``throttled``).
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """Revoking a deactivated customer's API tokens until Redis confirms it (a small outbox).
 
 Authentication refuses an inactive customer's token anyway (it reads ``is_active``), but the
-sold-out gate in front of Django (``starmall.gates.orders``) trusts a token Redis knows.
-So a deactivation must reach Redis even when Redis is down at that moment:
-
-1. the transaction that deactivates or deletes customers records a :class:`TokenRevocation`
-   per customer (:func:`token_revocations_record`: ``Customer.save`` through its ``post_save``
-   receiver, ``services.customers_deactivate`` (the admin action), a delete);
-2. after commit it is tried once (:func:`token_revocations_process`); a Redis error leaves the
-   row, with the error;
-3. beat's ``tokens-revoke-sweep`` (every ``BEAT_SWEEP_SECONDS``) retries the rows until Redis
-   confirms, and first records rows for inactive customers who still have a token set in
-   Redis: deactivations done by SQL, or by a path that bypassed the ORM
-   (:func:`token_revocations_sweep`).
-
-A row is deleted only when no deactivation came after the one it was read for
-(``requested_at`` unchanged), so a revocation requested during the Redis call is not lost.
+sold-out gate in front of Django (``starmall.gates.orders``) trusts a token Redis knows, so a
+deactivation must reach Redis even when Redis is down. The transaction that deactivates or deletes
+customers records a :class:`TokenRevocation` each (:func:`token_revocations_record`), tried once
+after commit (:func:`token_revocations_process`); beat (:func:`token_revocations_sweep`) retries
+the rows until Redis confirms, and records inactive customers who still have a token in Redis
+(deactivated by SQL or another path around the ORM).
 """
 
 from __future__ import annotations
@@ -90,6 +81,8 @@ def token_revocations_process(*, customer_ids: list[int] | None = None, limit: i
             )
             counts["failed"] += 1
             break
+        # Only when no deactivation came after the one read (requested_at unchanged): a revocation
+        # requested during the Redis call is not lost.
         TokenRevocation.objects.filter(pk=pk, requested_at=requested_at).delete()
         counts["revoked"] += 1
     return counts

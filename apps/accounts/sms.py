@@ -1,11 +1,7 @@
 """SMS providers (``settings.SMS_BACKEND``): the interface, a log backend, and Tencent Cloud SMS.
 
-Every backend has ``send(*, phone, text, key, template="", params=())``: ``text`` is the whole
-message (what a log shows), ``template`` the shop's name of the provider template
-(``"code"``, ``"order_paid"``: ``SMS_TEMPLATE_CODE`` / ``SMS_TEMPLATE_ORDER_PAID``) and
-``params`` its values, ``key`` unique per message (for dedupe). A backend raises on failure
-(:class:`SmsSendFailed` or a network error) so the caller retries or reports it.
-
+Every backend has ``send(*, phone, text, key, template="", params=())`` (:class:`SmsBackend`) and
+raises on failure (:class:`SmsSendFailed` or a network error) so the caller retries or reports it.
 :class:`TencentSmsBackend` speaks Tencent Cloud's SMS API 2021-01-11 (``SendSms``) over HTTPS,
 each request signed with TC3-HMAC-SHA256 as Tencent documents it ("签名方法 v3"); ``make run``
 points it at the sandbox (``wechat_sandbox/sms.py``), which verifies the signature and records
@@ -34,7 +30,12 @@ class SmsSendFailed(Exception):
 
 
 class SmsBackend:
-    """Interface: ``send(phone, text, key, template, params)`` (module docstring)."""
+    """Interface: ``send(*, phone, text, key, template="", params=())``, raising on failure.
+
+    ``text`` is the whole message (what a log shows), ``template`` the shop's name of the provider
+    template (``"code"``, ``"order_paid"``: ``SMS_TEMPLATE_CODE`` / ``SMS_TEMPLATE_ORDER_PAID``)
+    and ``params`` its values, ``key`` unique per message (for dedupe).
+    """
 
     def send(self, *, phone: str, text: str, key: str, template: str = "", params: tuple = ()) -> None:
         raise NotImplementedError

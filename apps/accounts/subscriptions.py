@@ -1,19 +1,12 @@
 """Subscription messages: the templates staff manage, the send every sender goes through, and
 the customers who refused a kind (WeChat errcode 43101).
 
-The senders (``apps.orders.followups`` paid/shipped, ``apps.chat.reminders``, ``apps.chat.services``
-chat notices) sit on layers above ``accounts`` and call :func:`subscribe_send` with the shop's
-values by name (``{"order_no": "SM1...", "amount": "128.00元"}``); the template row of that kind
-says which WeChat template id to use and which keyword carries each value (``fields``). A kind
-with no row at all is sent with the built-in default (the settings' template id and the field
-map below), so a shop whose staff have not set templates yet behaves as before; a kind whose row
-is switched off sends nothing.
-
-A 43101 answer (the user has no subscription left for that template) is remembered as one
-:class:`SubscribeRefusal` row per customer and kind: the caller's row is finished (done or
-skipped), never retried, and further sends of that kind to that customer are skipped without
-calling WeChat for ``SUBSCRIBE_REFUSAL_QUIET_HOURS``; after that one send is tried again (the
-customer may have subscribed again in the mini-program) and a new refusal renews the row.
+Senders on layers above ``accounts`` (orders' paid/shipped follow-ups, chat reminders and notices)
+call :func:`subscribe_send` with the shop's values by name (``{"order_no": "SM1...", "amount":
+"128.00元"}``); the kind's template row gives the WeChat template id and the keyword of each value
+(``fields``), a kind without a row uses :data:`DEFAULTS` (the settings' template id), a switched-off
+row sends nothing. A 43101 answer (no subscription left) is a :class:`SubscribeRefusal` per
+customer and kind: that kind is not sent to them for ``SUBSCRIBE_REFUSAL_QUIET_HOURS``, then tried again.
 """
 
 from __future__ import annotations

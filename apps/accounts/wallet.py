@@ -1,14 +1,12 @@
 """The customer's wallet: balance (fen), points and coupons, each change with its ledger row.
 
-These functions change a counter with a conditional UPDATE (``... WHERE balance_fen >= n``)
-and write a ``WalletEvent`` ledger row whose UNIQUE ``(kind, reason, ref)`` makes a repeat a
-no-op. The customer's row is step 5 of the lock order in ``starmall/locking.py``: a caller
-locks its order, payment or refund rows, slot and coupon before calling these, and the flash
-sale, SKU and product rows after. They carry ``@transaction.atomic(savepoint=False)``: they join the caller's transaction
-(the order or payment service), so that the wallet change commits or rolls back with the
-business change, or open one when called alone. Points an order earns are frozen
-(:func:`points_award_freeze`) until it completes plus ``POINTS_FREEZE_DAYS``
-(:func:`points_release_due`) and die with a cancelled or refunded order (:func:`points_award_void`).
+A counter changes by conditional UPDATE (``... WHERE balance_fen >= n``) beside a ``WalletEvent`` row
+whose UNIQUE ``(kind, reason, ref)`` makes a repeat a no-op. The customer's row is step 5 of the lock
+order in ``starmall/locking.py`` (order, payment or refund rows, slot and coupon before; flash sale,
+SKU and product rows after). Balance and points writers carry ``@transaction.atomic(savepoint=False)``:
+they join the caller's transaction (the wallet change commits or rolls back with the business change)
+or open one. Earned points stay frozen (:func:`points_award_freeze`) until the order completes plus
+``POINTS_FREEZE_DAYS`` (:func:`points_release_due`); a cancel or refund voids them (:func:`points_award_void`).
 """
 
 from __future__ import annotations

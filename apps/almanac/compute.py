@@ -1,26 +1,12 @@
 """The lunar-python wrapper: the ONE module of Starmall that imports ``lunar_python``.
 
-Source, version and sect (README "Source"):
-
-* ``lunar-python`` (6tail), pinned exactly to :data:`PINNED_VERSION` in ``pyproject.toml``.
-  Another installed version may give other 宜/忌 tables, so :func:`check_version` refuses it
-  and every stored row records the version it came from.
-* 宜/忌 with ``sect=1`` (:data:`SECT`): ``Lunar.getDayYi(sect=1)`` looks the day up with the
-  month pillar *taken by day* (``getMonthInGanZhi``: the month changes on the day of the 节),
-  so the answer for a date never depends on the hour. ``sect=2`` uses the exact-time month
-  pillar, which flips at the minute of the 节: on 2022-12-07 (大雪 at 11:46:16) it gives
-  ``宜 纳采 订盟 嫁娶 ...`` for the day, while sect 1 gives ``宜 祭祀 求医 破屋 坏垣 馀事勿取,
-  忌 诸事不宜`` (tests/almanac/test_compute.py records both).
-* A Gregorian date always goes through ``Solar.fromYmd(y, m, d).getLunar()`` (the lunar date of
-  that civil day, at 00:00; every value we keep is by day, not by hour).
-
-Time zone: lunar-python is pure arithmetic on the calendar date. It reads no clock and no
-``TZ`` (``datetime.now()`` appears only in ``Solar.fromBaZi``, which we never call), and it
-gives solar-term instants in Beijing time, i.e. fixed UTC+8. They are returned here as aware
-datetimes in :data:`BEIJING` (a *fixed* +08:00, not ``Asia/Shanghai``: that zone kept summer
-time in 1940-1949 and 1986-1991 and would shift those instants by an hour).
-
-Nothing here touches Django, so the loader can run it in worker processes.
+``lunar-python`` (6tail) is pinned to :data:`PINNED_VERSION` (``pyproject.toml``): another version
+may give other 宜/忌 tables, so :func:`check_version` refuses it and every stored row records its
+version. 宜/忌 use :data:`SECT` 1 (the month pillar by day), so a date's answer never depends on the
+hour; a Gregorian date goes through ``Solar.fromYmd(y, m, d).getLunar()`` (that civil day, 00:00).
+lunar-python is pure calendar arithmetic (no clock, no ``TZ``); solar-term instants come back as
+aware datetimes in :data:`BEIJING`, a fixed UTC+8. Nothing here touches Django, so the loader can
+run it in worker processes.
 """
 
 from __future__ import annotations
@@ -35,12 +21,18 @@ from lunar_python.util import LunarUtil
 SOURCE = "lunar-python"
 DISTRIBUTION = "lunar_python"  # the name importlib.metadata knows it by
 PINNED_VERSION = "1.4.8"  # == pyproject.toml's "lunar-python==1.4.8"
-SECT = 1  # month pillar by day for 宜/忌 (see module docstring)
+# 宜/忌 by sect 1: getDayYi(sect=1) takes the month pillar by day (getMonthInGanZhi: the month changes
+# on the day of the 节), so a date's answer never depends on the hour. Sect 2 takes the exact-time
+# pillar, which flips at the minute of the 节: on 2022-12-07 (大雪 at 11:46:16) the two sects give
+# different 宜/忌 (tests/almanac/test_almanac_compute.py records both).
+SECT = 1
 
 # Dates the almanac is defined for (lunar-python is exact over this range).
 FIRST_DATE = dt.date(1901, 1, 1)
 LAST_DATE = dt.date(2100, 12, 31)
 
+# lunar-python gives solar-term instants in Beijing time, a fixed UTC+8. Not Asia/Shanghai: that zone
+# kept summer time in 1940-1949 and 1986-1991 and would shift those instants by an hour.
 BEIJING = dt.timezone(dt.timedelta(hours=8), "UTC+08:00")
 
 

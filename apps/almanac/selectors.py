@@ -1,14 +1,11 @@
 """Reads of the almanac: day, month, loaded ranges, and search by activity.
 
-Search and the booking filter (:func:`good_dates`) share one rule and one query
-(:func:`good_days`): resolve the word through the synonym table (``synonyms.resolve``), then
-keep the dates where at least one term is 宜 and none is 忌 (``synonyms.RULE``). The query
-reads only the ``AlmanacActivity`` index — a range scan of (term, kind, date) per term and a
-primary-key probe for the 忌 check — inside the database; no day is scanned in Python.
-
-Dates are civil dates in China (Beijing); "today" is ``timezone.localdate()`` (Asia/Shanghai).
-Every read of dates first checks they are loaded and raises ``DateOutOfRange`` (404, naming
-the loaded ranges) if not, so "nothing good" is never confused with "no data".
+Search and the booking filter (:func:`good_dates`) share one rule and one query (:func:`good_days`):
+resolve the word through the synonym table (``synonyms.resolve``), then keep the dates where at
+least one term is 宜 and none is 忌 (``synonyms.RULE``), reading only the ``AlmanacActivity`` index
+inside the database (no day is scanned in Python). Dates are civil dates in China (Beijing); "today"
+is ``timezone.localdate()`` (Asia/Shanghai). Every read of dates first checks they are loaded, else
+raises ``DateOutOfRange`` (404, naming the loaded ranges): "nothing good" is never "no data".
 """
 
 from __future__ import annotations
@@ -71,9 +68,8 @@ def month_days(*, year: int, month: int) -> list[AlmanacDay]:
 
 
 def good_days(*, terms: list[str], start: dt.date, end: dt.date) -> QuerySet[AlmanacDay]:
-    """Days from ``start`` to ``end`` (inclusive) where some term is 宜 and none is 忌, by date.
-
-    One SQL statement over the index::
+    """Days from ``start`` to ``end`` (inclusive) where some term is 宜 and none is 忌, by date; the
+    caller checks the range is loaded (:func:`ensure_loaded`). One SQL statement over the index::
 
         SELECT ... FROM almanacday WHERE date IN (
             SELECT a.date FROM almanacactivity a
@@ -81,8 +77,6 @@ def good_days(*, terms: list[str], start: dt.date, end: dt.date) -> QuerySet[Alm
               AND NOT EXISTS (SELECT 1 FROM almanacactivity j
                               WHERE j.date = a.date AND j.kind = 'ji' AND j.term IN (terms)))
         ORDER BY date
-
-    The caller checks the range is loaded (:func:`ensure_loaded`).
     """
     ji = AlmanacActivity.objects.filter(day_id=OuterRef("day_id"), kind=JI, term__in=terms)
     dates = (

@@ -1,14 +1,12 @@
 """Loading the almanac: lunar-python (``compute.py``) -> ``AlmanacDay`` + index + ranges.
 
 :func:`almanac_load` fills any range of 1901-01-01..2100-12-31 one calendar year (a chunk) at a
-time. Each chunk is one transaction: delete the chunk's index rows and days, insert them again,
-update the loaded ranges; after the last chunk the API cache starts a new generation. So a
-rerun is harmless (it rewrites the same rows), a crash leaves whole years loaded or not loaded,
-and a live shop on SQLite waits for the write lock a fraction of a second per year, not a
-minute. A chunk already loaded with the pinned source/version/sect is skipped unless ``force``.
-
-Computing a day costs about 0.6 ms of pure Python; for big ranges the years are computed in
-worker processes (spawned, they import only ``compute.py``) while this process writes.
+time, each chunk one transaction (delete its index rows and days, insert them again, update the
+loaded ranges); after the last chunk the API cache starts a new generation. A rerun rewrites the
+same rows, a crash leaves whole years loaded or not, and a live shop on SQLite waits for the write
+lock a fraction of a second per year. A chunk already loaded with the pinned source/version/sect is
+skipped unless ``force``. A day costs about 0.6 ms of pure Python, so big ranges are computed in
+worker processes (spawned, importing only ``compute.py``) while this process writes.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The synonym table: the words people type -> the almanac's 宜/忌 terms, and the rule.
 
 Nobody types 移徙; they type 搬家. :data:`SYNONYMS` maps everyday words to the terms of
-lunar-python's day 宜/忌 table (:data:`TERMS`, the 111 activities that table can produce; the
-tests check this list against the library). Every term is also a word for itself, so 移徙
-finds 移徙.
-
-The rule (:data:`RULE`), used by the search API *and* by the booking filter
-(``selectors.good_dates``): a day is good for a word when **at least one of its terms is 宜
-that day and none of its terms is 忌**. A word stands for one real-world undertaking, and each
-of its terms is a part of it (搬家 = 移徙 moving out + 入宅 entering the new home): the almanac
-rarely lists both parts on one day, so demanding all of them would hide most good days, but a
-day that warns against any part (宜移徙 but 忌入宅) is not a day we recommend for moving.
-
-Markers (:data:`MARKERS`: 馀事勿取 "nothing else", 诸事不宜 "nothing at all", 无 "none listed")
-are not activities: they are shown with the day but never indexed or searchable.
+lunar-python's day 宜/忌 table (:data:`TERMS`, the 111 activities it can produce, checked against
+the library by the tests); every term is also a word for itself. The rule (:data:`RULE`), used by
+the search API *and* the booking filter (``selectors.good_dates``): a day is good for a word when
+**at least one of its terms is 宜 that day and none of its terms is 忌**. Markers
+(:data:`MARKERS`) are not activities: shown with the day, never indexed or searchable.
 """
 
 from __future__ import annotations
@@ -23,8 +15,12 @@ import re
 
 from apps.almanac.exceptions import ActivityNeverAuspicious, UnknownActivity
 
+# A word stands for one undertaking and each of its terms for a part of it (搬家 = 移徙 moving out +
+# 入宅 entering the new home): the almanac rarely lists both parts on one day, so demanding all would
+# hide most good days, but a day that warns against any part (宜移徙 but 忌入宅) is not recommended.
 RULE = "某天只要这个活动对应的黄历用语中至少有一项为「宜」，且没有一项为「忌」，就会列出。"
 
+# 馀事勿取 "nothing else", 诸事不宜 "nothing at all", 无 "none listed".
 MARKERS: frozenset[str] = frozenset({"馀事勿取", "诸事不宜", "无"})
 
 # Every activity term lunar-python 1.4.8's day table produces (its whole 60x60 domain),

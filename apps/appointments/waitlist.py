@@ -1,14 +1,12 @@
 """The waitlist: customers waiting for a start on a full date of a teacher's service.
 
-Join (:func:`waitlist_join`) only a date that lists no start; at most ``WAITLIST_MAX_WAITING``
-waiting entries per customer (their row is locked first on PostgreSQL; SQLite's IMMEDIATE
-transactions queue the writers). Beat runs :func:`waitlist_sweep` every ``BEAT_SWEEP_SECONDS``:
-past dates -> ``expired``; an entry whose customer holds a live booking of that teacher, service
-and date -> ``booked``; a date that lists a start again (a cancel, a refund, an expired unpaid
-booking, a reschedule away, new hours) -> its ``waiting`` entries, oldest first, become
-``notified`` by one conditional UPDATE and their ``waitlist_open`` messages are pushed after
-commit; the entry row records the send (:func:`waitlist_message_send`, leased, retried by the
-next sweep until ``MAX_ATTEMPTS``). The first to book wins: a notification promises nothing.
+:func:`waitlist_join` accepts only a date that lists no start, at most ``WAITLIST_MAX_WAITING``
+waiting entries per customer. Beat's :func:`waitlist_sweep` (every ``BEAT_SWEEP_SECONDS``) expires
+past dates, marks ``booked`` the entries whose customer holds a live booking of that teacher,
+service and date, and makes the ``waiting`` entries of a date that lists a start again (a cancel,
+refund, expired unpaid booking, reschedule away, new hours) ``notified`` by one conditional UPDATE;
+their ``waitlist_open`` messages go after commit (:func:`waitlist_message_send`, leased, retried by
+the next sweep until ``MAX_ATTEMPTS``). The first to book wins: a notification promises nothing.
 """
 
 from __future__ import annotations
@@ -65,6 +63,7 @@ def waitlist_join(*, customer_id: int, teacher_id: int, product_id: int, date: d
         raise InvalidState("该日期仍有可约时间，请直接预约。", date=date.isoformat())
     key = dict(customer_id=customer_id, teacher_id=teacher_id, product_id=product_id, date=date)
     with transaction.atomic():
+        # The cap holds under races: this lock on PostgreSQL, the IMMEDIATE transaction on SQLite.
         Customer.objects.select_for_update().filter(pk=customer_id).first()  # joins of one customer queue
         existing = WaitlistEntry.objects.filter(status__in=WaitlistEntry.LIVE, **key).first()
         if existing is not None:

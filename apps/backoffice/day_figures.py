@@ -1,17 +1,12 @@
 """The dashboard's daily figures: a row per closed Shanghai day, summed again whole, never incremented.
 
 A closed day (before today, Shanghai) is read from :class:`DailyFigure` and its best sellers from
-:class:`DailyProductSales`; today is summed live by the selectors. :func:`days_refresh` sums a
-range of days from the source rows (one GROUP BY per figure) and UPSERTs them on the day's UNIQUE
-key, holding the days' rows locked: two refreshes of a day run one after the other, and the later
-one reads every commit before it (idempotent; PostgreSQL's READ COMMITTED takes each statement's
-snapshot after the lock).
-
-What changes a closed day reaches here after its commit through the follow-up outbox
-(``day_figures``, :func:`followup_day_figures`): the payment of an order created on a closed day,
-a refund of an order paid on a closed day (its commissions' reversed share). Beat, 00:10 Shanghai
-(:func:`days_close`): the last two closed days again (what committed after midnight; payments
-WeChat dated on them, delivered within its 24 h of retries) and every closed day without a row. ``manage.py day_figures`` sums every day again.
+:class:`DailyProductSales`; today is summed live by the selectors. :func:`days_refresh` sums days
+from the source rows and UPSERTs them on the day's UNIQUE key, the days' rows locked (idempotent).
+What changes a closed day reaches it after commit through the ``day_figures`` follow-up
+(:func:`followup_day_figures`: the payment of an order created on a closed day, a refund of one
+paid on a closed day). Beat, 00:10 Shanghai (:func:`days_close`), sums the last two closed days
+again and fills every closed day without a row; ``manage.py day_figures`` sums every day again.
 """
 
 from __future__ import annotations
@@ -119,6 +114,8 @@ def days_refresh(first: dt.date, last: dt.date, *, today: dt.date | None = None)
     with transaction.atomic():
         days = [first + dt.timedelta(days=i) for i in range((last - first).days + 1)]
         DailyFigure.objects.bulk_create([DailyFigure(day=day) for day in days], ignore_conflicts=True)
+        # The days' rows locked: two refreshes of a day run one after the other, and the later one
+        # reads every commit before it (READ COMMITTED takes each statement's snapshot after the lock).
         list(DailyFigure.objects.select_for_update().filter(day__gte=first, day__lte=last).order_by("day").values("pk"))
         values, products = days_values(first, last)
         DailyFigure.objects.bulk_create(

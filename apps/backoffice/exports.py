@@ -2,15 +2,11 @@
 range, as CSV or Excel, both streamed row by row (Excel: :mod:`starmall.xlsx_stream`, the zip
 built on the fly): the first bytes leave before the last row is read, memory stays flat.
 
-Cells are typed (:mod:`starmall.spreadsheet`): amounts are yuan as ``Decimal`` (headers say
-"（元）"; Excel: numbers shown ``0.00``), counts and ids integers, times aware datetimes (headers
-say "（北京时间）"; Excel: real date-times in Beijing time, CSV: "2026-12-01 20:00"), dates dates;
-nothing (no payment time, no address) is ``None``: an empty cell. Every text cell starting with
-``=``, ``+``, ``-``, ``@``, tab or CR gets a leading ``'`` (customers' nicknames and addresses
-never run as formulas); numbers and dates stay what they are.
-
+Cells are typed (:mod:`starmall.spreadsheet`; the list: docs/BACKOFFICE.md "Exports"): amounts are
+yuan as ``Decimal``, counts and ids integers, times aware datetimes in Beijing time, nothing is
+``None`` (an empty cell); a text cell that a spreadsheet would run as a formula gets a leading ``'``.
 ``rows(kind, start, end)`` yields the header then one list per row (``.iterator()``: constant
-memory however large the range), read off the replica when one is configured (:mod:`starmall.db_replica`).
+memory), read off the replica when one is configured (:mod:`starmall.db_replica`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The admin's sidebar, grouped by what staff do (订单, 商品, 营销, 咨询, 财务, 系统) — the ONE
+"""The admin's sidebar, grouped by what staff do (订单, 商品, 营销, 咨询, 财务, 系统 ...): the ONE
 mapping from admin pages to groups.
 
 django-unfold calls :func:`sidebar` (``UNFOLD["SIDEBAR"]["navigation"]``) on every page with the
-request. Models come from ``admin.site.get_app_list(request)``, so a staff user sees exactly the
-pages their permissions open, and a group with nothing in it for them is not shown: each role sees
-its own groups (the teacher: 咨询 only). A model is placed by :data:`MODEL_GROUPS`
-("app_label.model_name"), else by :data:`APP_GROUPS` (its app), else in a group named after its
-app's verbose name at the end — so an app added later appears at once, and moves to its group
-with one line here.
+request. Models come from ``admin.site.get_app_list(request)``, so staff see exactly the pages
+their permissions open and no group empty for them (the teacher: 咨询 only). A model is placed by
+:data:`MODEL_GROUPS` ("app_label.model_name"), else by :data:`APP_GROUPS` (its app), else in a
+group named after its app's verbose name at the end: an app added later appears at once, and
+moves to its group with one line here.
 """
 
 from __future__ import annotations

@@ -3,12 +3,10 @@ receiver's phone, the tracking number (each exactly), the receiver's name or the
 its start), or the openid (exactly).
 
 Every match is an index lookup, also with a million orders: no ``LIKE '%x%'`` and no OR across
-joined tables (which would scan the orders). The customers and shipments matching the term are
-looked up first (small indexed queries, capped), then the orders are filtered on their own
-columns only — ``order_no`` (unique), ``customer_id``, ``id``, ``receiver_phone`` /
-``receiver_name`` (stored generated columns of the address snapshot, indexed; the name with
-``text_pattern_ops`` on PostgreSQL so that ``LIKE 'x%'`` uses it) — which PostgreSQL answers
-with one BitmapOr. The pickup code is never searched (``apps.orders.admin.PickupCodeHidden``).
+joined tables (which would scan the orders). The matching customers and shipments are looked up
+first (small indexed queries, capped), then the orders are filtered on their own indexed columns
+only, which PostgreSQL answers with one BitmapOr. The pickup code is never searched
+(``apps.orders.admin.PickupCodeHidden``).
 """
 
 from __future__ import annotations
@@ -38,6 +36,9 @@ def order_search_q(term: str) -> Q | None:
     shipped_ids = list(
         Shipment.objects.filter(tracking_no=term).order_by().values_list("order_id", flat=True)[:MATCH_CAP]
     )
+    # The orders' own columns: order_no (unique), receiver_phone / receiver_name (stored generated
+    # columns of the address snapshot, indexed; the name with text_pattern_ops on PostgreSQL so that
+    # LIKE 'x%' uses it), customer_id and id.
     rule = Q(order_no=term) | Q(receiver_phone=term) | Q(receiver_name__startswith=term)
     if customer_ids:
         rule |= Q(customer_id__in=customer_ids)

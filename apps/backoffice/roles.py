@@ -1,13 +1,12 @@
 """The shop's staff roles as Django groups, each holding the named permissions its staff task needs.
 
-``sync_roles`` is idempotent: the data migration ``0002_roles`` calls it, and so does
-``make run`` (``runshop``), so permissions that appear later (e.g. the chat app's) are added to
-the roles that read them. A permission that does not exist (yet) is skipped, never an error.
-Each entry is "app_label.codename", or "app_label.view_*" for every view permission of an app.
-
-``permission_names_sync`` (after every ``migrate``) names the permissions in Chinese, as the
-group editor lists them: Django creates its own four as "Can add <model>" and never renames a
-permission whose name changed in ``Meta.permissions``.
+``sync_roles`` is idempotent: the data migration ``0002_roles`` calls it, and so does ``make run``
+(``runshop``), so permissions that appear later (e.g. the chat app's) are added to the roles that
+read them. A permission that does not exist (yet) is skipped, never an error. Each entry is
+"app_label.codename", or "app_label.view_*" for every view permission of an app.
+``permission_names_sync`` (after every ``migrate``) names the permissions in Chinese, as the group
+editor lists them: Django creates its own four as "Can add <model>" and never renames a permission
+whose name changed in ``Meta.permissions``.
 """
 
 from __future__ import annotations

@@ -2,12 +2,11 @@
 60-minute service and the legacy six starts a day, and each consultation order's booking.
 
 Every booking takes its own cell of the run's teacher x Shanghai day x start-hour grid
-(:data:`HOURS`, two hours apart: a 60-minute service plus :data:`BUFFER_MINUTES` on either
-side never meets the next cell), so no two of the run's bookings overlap, live or not, and the
-run's teachers are new: nothing meets another run's or a real booking (the PostgreSQL exclusion
-constraint holds by construction). The grid covers the last :data:`PAST_DAYS` days and the next
-:data:`AHEAD_DAYS`; its cells are drawn at random, and a cell's time decides what the order can
-have reached (:func:`consultation_timeline`).
+(:data:`HOURS`, two hours apart: a 60-minute service plus :data:`BUFFER_MINUTES` on either side
+never meets the next cell): none of the run's bookings overlap, and its teachers are new, so none
+meets another run's or a real one (the PostgreSQL exclusion constraint holds by construction).
+The grid covers the last :data:`PAST_DAYS` days and the next :data:`AHEAD_DAYS`; its cells are
+drawn at random, and a cell's time decides what the order can have reached (:func:`consultation_timeline`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
-"""The rows of one batch of seeded orders (``volume_seed``): the orders, their lines, the
-consultations' slots and bookings, status log, payments, after-sales and refunds, shipments,
-balance/points ledger, follow-ups, commissions and their ledger.
+"""The rows of one batch of seeded orders (``volume_seed``): orders, lines, consultations' slots and
+bookings, status log, payments, after-sales, refunds, shipments, ledgers, follow-ups, commissions.
 
 Each row is what the shop's own flows would have written for an order that reached its status
-(``apps.orders.services``, ``apps.payments``, ``apps.distribution``, ``apps.appointments``);
-keys follow the same formats with the run's order numbers, so they never meet another run's or
-a real order's. The rows that follow from an order's own columns alone (status log, shipments,
-points awards, follow-ups) are derived by the database from the batch's orders (INSERT ...
-SELECT over its range of order numbers); the rest are built here as tuples and copied.
+(``apps.orders.services``, ``apps.payments``, ``apps.distribution``, ``apps.appointments``), with
+keys in the same formats built from the run's order numbers: they never meet another run's or a
+real order's. Rows that follow from an order's own columns alone (status log, shipments, points
+awards, follow-ups) are derived by the database (INSERT ... SELECT over the batch's order numbers);
+the rest are built here as tuples and copied.
 """
 
 from __future__ import annotations

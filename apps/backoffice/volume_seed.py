@@ -1,14 +1,12 @@
 """A shop with a million orders: realistic bulk data for the volume benchmark (``seed_volume``).
 
-One run adds ``customers`` customers and ``orders`` orders spread over the last 365 Shanghai
-days (daytime-heavy), in every status, with their lines, status log, payments, after-sales,
-refunds, shipments, balance/points ledger rows, follow-ups, distributors and commissions (with
-their ledger); a share of the paid orders are consultations booked on the run's own teachers
-(``volume_bookings``). Rows are written in batches (``volume_orders``, ``volume_writer``: COPY
-and INSERT ... SELECT on PostgreSQL). Every unique key
-carries the run's number (orders ``V<run:03><n:09>``, customers ``vol-<run>-<n>``), the next
-number after the last run's customers: running it again adds a second, disjoint set. Balances,
-points and distributor totals are set from their ledger rows at the end, so the ledger sums hold.
+One run adds ``customers`` customers and ``orders`` orders spread over the last 365 Shanghai days
+(daytime-heavy), in every status, with every row their flows write (``volume_orders``) and
+distributors; a share of the paid orders are consultations on the run's own teachers
+(``volume_bookings``). Rows are written in batches (``volume_writer``: COPY and INSERT ... SELECT on
+PostgreSQL). Every unique key carries the run's number (orders ``V<run:03><n:09>``, customers
+``vol-<run>-<n>``), one more than the last run's: running it again adds a second, disjoint set.
+Balances, points and distributor totals are set from their ledger rows at the end, so the ledger sums hold.
 """
 
 from __future__ import annotations

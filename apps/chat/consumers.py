@@ -1,15 +1,12 @@
 """The chat's WebSocket: ``/ws/chat/{session_id}?token=<API token>``.
 
-Frames in: ``{"type": "message", "content_type", "content", "duration"?}``,
-``{"type": "read", "up_to"}``, ``{"type": "ping"}``. Frames out: ``{"type": "message",
-"message": {...}}``, ``{"type": "read", "up_to", "by"}``, ``{"type": "pong"}`` and
-``{"type": "error", "code", "message", "detail"}`` (API.md's error body, e.g. ``invalid_state``
-for a closed chat; the socket stays open).
-
-A bad token closes with 4401, someone else's (or no such) session with 4403 — after accepting,
-so the client sees the code (a close before accept is an HTTP 403 without one). Every message
-goes through :func:`apps.chat.services.message_send` in a worker thread (the row is committed)
-before it is sent to the group: what a socket shows is in the database.
+Frames in: ``{"type": "message", "content_type", "content", "duration"?}``, ``{"type": "read",
+"up_to"}``, ``{"type": "ping"}``. Frames out: ``{"type": "message", "message": {...}}``,
+``{"type": "read", "up_to", "by"}``, ``{"type": "pong"}`` and ``{"type": "error", "code",
+"message", "detail"}`` (API.md's error body, e.g. ``invalid_state`` for a closed chat; the socket
+stays open). A bad token closes with 4401, someone else's (or no such) session with 4403. Every
+message goes through :func:`apps.chat.services.message_send` in a worker thread (the row is
+committed) before it is sent to the group: what a socket shows is in the database.
 """
 
 from __future__ import annotations
@@ -55,6 +52,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.session_id = int(self.scope["url_route"]["kwargs"]["session_id"])
         token = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("token", [""])[0]
+        # Accept before checking, so the client sees the close code (a close before accept is an
+        # HTTP 403 without one).
         await self.accept()
         try:
             customer_id = await database_sync_to_async(_customer_for_token)(token)

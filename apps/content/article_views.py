@@ -1,14 +1,12 @@
 """Article views counted in Redis, flushed into ``Article.views`` by beat.
 
-A view is one ``HINCRBY`` on a Redis hash (``article id -> views since the last flush``), never
-a database write: a popular article read a thousand times a minute would otherwise hold its row
-locked all day. :func:`article_views_flush` (beat, every ``ARTICLE_VIEWS_FLUSH_SECONDS``) takes
-the pending counts with one atomic ``RENAME`` of the hash to a flush key and adds them with one
-relative ``UPDATE ... SET views = views + n`` per article. Safe to run twice, also at once: the
-rename hands the counts to exactly one flush (the other finds no hash); a flush that died after
-the rename leaves its key, which the next flush adds first (relative updates, then delete). The
-API shows the flushed count plus what is pending, so a reader sees their own view at once.
-Redis down: the view is not counted (the article is still served).
+A view is one ``HINCRBY`` on a Redis hash (article id -> views since the last flush), never a
+database write: a popular article would otherwise hold its row locked all day.
+:func:`article_views_flush` (beat, every ``ARTICLE_VIEWS_FLUSH_SECONDS``) renames the hash to a
+flush key (atomic: exactly one flush gets the counts) and adds them with one relative ``UPDATE``
+per article; a key left by a flush that died is added first, once. Safe to run twice, also
+concurrently. The API shows the flushed count plus what is pending, so a reader sees their own
+view at once. Redis down: the view is not counted (the article is still served).
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
-"""Back office for customer tags and coupons issued to a tag, through the services.
+"""Back office for customer tags and coupons issued to a tag, through the services (the pages:
+docs/BACKOFFICE.md "Members: tags, coupons to a tag, the points mall").
 
-* Tags (``members.Tag``): the rule editor (manual, spent over X yuan in N days, bought a
-  product), checked by ``members.tags.tag_validate``; the action "按规则立即更新" runs
-  ``crm.tag_rules.tag_rule_apply`` (what beat runs hourly). Django's own tag permissions.
-* The customer list (accounts) gets a tag filter and the actions "打标签" / "去掉标签" with a
-  tag chosen beside the action (``members.tags.customers_tag`` / ``customers_untag``),
-  permission ``members.add_customertag`` / ``members.delete_customertag``.
-* Coupons to a tag: add one = ``crm.tag_coupons.tag_coupon_issue_start`` (permission
-  ``marketing.issue_coupon``, checked when offered and again on save); the list shows how many
-  got it (``granted``) and how many did not because the template ran out (``skipped``).
+* Tags (``members.Tag``): the rule editor, checked by ``members.tags.tag_validate``; "按规则立即更新"
+  runs ``crm.tag_rules.tag_rule_apply`` (what beat runs hourly). Django's own tag permissions.
+* The customer list (accounts): a tag filter, actions "打标签" / "去掉标签" (``members.tags.customers_tag`` /
+  ``customers_untag``; permissions ``members.add_customertag`` / ``members.delete_customertag``).
+* Coupons to a tag: ``crm.tag_coupons.tag_coupon_issue_start`` (``marketing.issue_coupon``, checked when
+  offered and again on save); the list shows ``granted`` and ``skipped`` (the template ran out).
 """
 
 from django import forms

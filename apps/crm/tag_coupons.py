@@ -1,16 +1,12 @@
 """Coupons issued to a tag (API.md "Members": staff issue coupons to a tag in the back office).
 
 :func:`tag_coupon_issue_start` writes a ``TagCouponIssue`` row (the outbox) and pushes the task
-after commit; :func:`tag_coupon_issue_run` walks the tag's customers with marketing's one issue
-walk (``marketing.coupons.coupon_issue_walk``, shared with its own issues): in id order from the
-row's ``cursor``, each customer in one transaction: ``coupon_grant`` (template ``issued`` + 1,
-conditional, and the coupon), then the ``TagCouponGrant`` row (UNIQUE (issue, customer): for a
-customer given the coupon by an earlier, a retried or a parallel run it fails and the whole
-transaction, coupon and counter included, rolls back), the issue's ``granted`` and ``cursor``
-with them. When the template runs out,
-the customers left are counted ``skipped`` and the issue is DONE. Beat re-pushes issues not
-DONE (:func:`tag_coupon_issues_redispatch`). Customers tagged after the walk passed them are
-not included (a new issue includes them; one already given is not given twice by it either).
+after commit; :func:`tag_coupon_issue_run` walks the tag's customers with marketing's one issue walk
+(``marketing.coupons.coupon_issue_walk``): in id order from the row's ``cursor``, each customer in one
+transaction with their ``TagCouponGrant`` row, whose UNIQUE (issue, customer) rolls back a coupon an
+earlier, retried or parallel run already gave. When the template runs out, the customers left are
+counted ``skipped`` and the issue is DONE; beat re-pushes issues not DONE
+(:func:`tag_coupon_issues_redispatch`). Customers tagged after the walk passed them are not included.
 """
 
 from __future__ import annotations
@@ -58,6 +54,8 @@ def tag_coupon_issue_run(*, issue_id: int) -> str:
     if issue is None:
         return "done"
 
+    # A customer given the coupon before fails the grant row's UNIQUE: the walk rolls back that
+    # customer's transaction, coupon and template counter included.
     def grant(customer_id: int):
         coupon = coupons.coupon_grant(template=issue.template, customer_id=customer_id, now=now)
         if coupon is not None:

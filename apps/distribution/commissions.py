@@ -1,14 +1,12 @@
 """Commissions: written frozen after a payment, released after completion, reversed by refunds.
 
-- :func:`commission_award` is the handler of the ``commission_award`` follow-up that the paying
-  transaction records (``apps/orders/followups.py`` outbox; registered in
-  ``DistributionConfig.ready``): it runs in the same transaction as the follow-up's ``done``,
-  so it happens once; UNIQUE (order, level) makes racing deliveries write one row per level.
-- :func:`commission_reverse_sync` is called by ``refund_succeeded`` (``apps.payments.hooks``)
-  in the refund's transaction, and after an award: each commission's reversed part is brought
-  to its share of what was refunded, booked once per step.
-- :func:`commissions_release_due` (beat, ``manage.py commissions_release``) makes available
-  the frozen commissions of orders completed ``COMMISSION_FREEZE_DAYS`` ago.
+- :func:`commission_award` handles the ``commission_award`` follow-up the paying transaction records
+  (``apps/orders/followups.py`` outbox, registered in ``DistributionConfig.ready``), in the
+  transaction of the follow-up's ``done``: once; UNIQUE (order, level) keeps racing deliveries to one row.
+- :func:`commission_reverse_sync` (``refund_succeeded`` in ``apps.payments.hooks``, in the refund's
+  transaction, and after an award) brings each commission's reversed part to its share of what was
+  refunded, booked once per step. :func:`commissions_release_due` (beat, ``manage.py commissions_release``)
+  makes available the frozen commissions of orders completed ``COMMISSION_FREEZE_DAYS`` ago.
 """
 
 from __future__ import annotations

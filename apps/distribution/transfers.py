@@ -1,15 +1,12 @@
 """WeChat merchant transfers (商家转账, Pay API v3) of approved withdrawals: exactly one each.
 
-The :class:`TransferBill` row is the durable record. :func:`transfer_send` claims it (a lease),
-and before a create goes out marks it ``sending`` in its own committed UPDATE: from then on an
-attempt whose answer was lost (timeout, dropped connection) is followed by a QUERY of the
-``out_bill_no`` before anything is sent again — WeChat would also answer the same bill for
-the same ``out_bill_no``, so no withdrawal is ever transferred twice. The final state arrives by
-WeChat's notification (``TRANSFER_HANDLER`` in payments' table of callbacks: signature
-verified, AES-GCM decrypted, amount checked, one audit row) or by :func:`transfers_sweep`'s query; :func:`transfer_apply` settles it once
-(conditional UPDATE from a non-final state): ``SUCCESS`` -> withdrawal ``paid``; ``FAIL`` /
-``CANCELLED`` -> ``failed`` and the amount back to available. A transfer unfinished after
-``TRANSFER_STUCK_HOURS`` raises an alert.
+The :class:`TransferBill` row is the durable record. :func:`transfer_send` claims it (a lease) and
+marks it ``sending`` in its own committed UPDATE before a create goes out; from then on a lost
+answer (timeout, dropped connection) is followed by a QUERY of the ``out_bill_no`` before anything
+is sent again, so no withdrawal is transferred twice. The final state comes by WeChat's verified
+notification (:data:`TRANSFER_HANDLER`) or :func:`transfers_sweep`'s query; :func:`transfer_apply` settles
+it once (conditional UPDATE from a non-final state): ``SUCCESS`` -> withdrawal ``paid``; ``FAIL`` /
+``CANCELLED`` -> ``failed``, the amount back to available. Unfinished after ``TRANSFER_STUCK_HOURS``: an alert.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """Uploaded files (review images, avatars, chat voice and images) and the shop's media URLs.
 
-``upload_store`` is the one way a file enters the shop: its type is sniffed from the content
-(magic bytes), never from the name or the client's Content-Type, then checked for real: images
-are decoded and re-encoded with Pillow (``apps.files.images``: pixel limit from the header, a
-bounded number of decodes at a time; EXIF and appended data dropped), audio is parsed by mutagen
-(``apps.files.audio``: real frames, the duration read from the file). The result goes through
-Django's storage API (``STORAGES["default"]``: the local ``MEDIA_ROOT`` by default, any
-django-storages backend in production) under a random name, and an ``Upload`` row records it
-(uploader, kind, size, duration). URLs handed out are absolute (``SITE_URL`` + ``MEDIA_URL``
-for local storage; the backend's own URL otherwise). :func:`is_our_upload_url` lets reviews and
-avatars accept only such URLs; chat goes further and looks the row up
-(``apps.files.selectors.upload_of``: the sender's own upload of the right kind).
+:func:`upload_store` is the one way a file enters the shop: its type is sniffed from the content
+(magic bytes), never from the name or the client's Content-Type, then checked for real (images
+re-encoded by Pillow, ``apps.files.images``; audio parsed by mutagen, ``apps.files.audio``), stored
+through Django's storage API (``STORAGES["default"]``) under a random name and recorded in an
+``Upload`` row. URLs handed out are absolute (``SITE_URL`` + ``MEDIA_URL`` for local storage, else
+the backend's own). :func:`is_our_upload_url` lets reviews and avatars accept only such URLs; chat
+looks the row up (``apps.files.selectors.upload_of``: the sender's own upload of the right kind).
 """
 
 from __future__ import annotations
@@ -81,15 +77,13 @@ def sniff(head: bytes) -> Kind | None:
 def upload_store(*, file, uploader_id: int) -> Upload:
     """Check, clean and store an uploaded file for customer ``uploader_id``; return its row.
 
-    ``file``: a Django ``UploadedFile`` (or any file object with ``size`` and ``read``).
-    Accepted (API.md): JPEG/PNG up to ``IMAGE_MAX_BYTES`` (5 MB) and ``UPLOAD_MAX_PIXELS``,
-    re-encoded (``apps.files.images``); AAC/MP3/M4A up to ``AUDIO_MAX_BYTES`` (2 MB) that
-    mutagen parses into audio frames (``apps.files.audio``; ``duration_ms`` from the file).
-    Raises InvalidInput (``detail.file``: not an accepted type, an image too large or that
-    Pillow cannot decode, audio that does not parse), PayloadTooLarge (``detail.max_bytes``),
-    ServiceUnavailable (every image decoding slot busy too long). Names are
-    ``uploads/<yyyy>/<mm>/<random>.<ext>``; the file is stored, then its ``Upload`` row written
-    (a refused file stores nothing). The URL is :func:`media_url` of ``upload.name``.
+    ``file``: a Django ``UploadedFile`` (or any file object with ``size`` and ``read``). Accepted
+    (API.md): JPEG/PNG up to ``IMAGE_MAX_BYTES`` (5 MB) and ``UPLOAD_MAX_PIXELS``, re-encoded;
+    AAC/MP3/M4A up to ``AUDIO_MAX_BYTES`` (2 MB) that mutagen parses (``duration_ms`` from the file).
+    Raises InvalidInput (``detail.file``: not an accepted type, an image too large or that Pillow
+    cannot decode, audio that does not parse), PayloadTooLarge (``detail.max_bytes``),
+    ServiceUnavailable (every image decoding slot busy too long). Stored as ``uploads/<yyyy>/<mm>/<random>.<ext>``
+    (then its ``Upload`` row; a refused file stores nothing); the URL is :func:`media_url` of ``upload.name``.
     """
     size = getattr(file, "size", None)
     if size is None:

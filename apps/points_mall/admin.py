@@ -1,9 +1,8 @@
 """Back office for the points mall.
 
-* Items: staff create them with their stock; afterwards the stock is never written from the
-  page (an exchange may have taken one meanwhile): "增加/减少库存" adds a signed number through
-  ``services.item_stock_adjust`` (conditional UPDATE, never below 0). Django's own item
-  permissions.
+* Items: staff create them with their stock; afterwards the page never writes the stock (an
+  exchange may have taken one meanwhile): "增加/减少库存" adds a signed number through
+  ``services.item_stock_adjust`` (conditional UPDATE, never below 0). Django's own item permissions.
 * Exchanges: read-only (made by ``services.item_exchange``); a goods exchange's order is
   shipped from the order list like any other. Action 撤销兑换 (``points_mall.reverse_exchange``)
   through ``reversals.exchange_reverse``: points and the item's stock back, once; goods not yet

@@ -1,21 +1,12 @@
 """Reversing a points-mall exchange (staff, the back office's 撤销兑换): the customer gets the
 points back and the item its stock, once.
 
-:func:`exchange_reverse` is ONE transaction, rows in the lock order of ``starmall/locking.py``:
-
-1. goods: the exchange's 0-fen order (``orders.services.order_lock``); it must be ``paid`` (not
-   shipped) or, with ``returned`` (the goods came back: an after-sale), ``shipped``/``completed``;
-2. the exchange's own row: ``reversed_at`` set by ``UPDATE ... WHERE reversed_at IS NULL`` (the
-   once-guard; a second click, or a racing one, gets InvalidState and changes nothing); the
-   order goes ``refunding`` (its own earned points, none for 0 fen, die);
-4. coupon: the coupon still unused is withdrawn (``available -> used`` by the exchange number,
-   conditional); a used one refuses the reversal;
-5. the points back: ``wallet.points_credit`` (a RETURN ledger row, ref ``exchange_no``: UNIQUE);
-6. the item's stock: ``UPDATE ... SET stock = stock + 1``;
-7-8. goods: the order ``refunded`` with its units back in the SKU's stock and out of the
-   product's sales (``orders.services.order_mark_refunded``, restock).
-
-No money moves: the order was paid with points (``pay_method`` ``points``, 0 fen).
+:func:`exchange_reverse` is ONE transaction, rows in the lock order of ``starmall/locking.py`` (its
+steps numbered at the code): the goods order locked (``paid``, or ``shipped``/``completed`` with
+``returned``), the exchange's ``reversed_at`` set by a conditional UPDATE (the once-guard), an unused
+coupon withdrawn (a used one refuses), the points back (a RETURN ledger row, UNIQUE ref
+``exchange_no``), the item's stock + 1, the order ``refunded`` with its units back in the SKU's
+stock. No money moves: the order was paid with points (``pay_method`` ``points``, 0 fen).
 """
 
 from __future__ import annotations
@@ -45,6 +36,7 @@ def exchange_reverse(*, exchange_id: int, actor: str, returned: bool = False) ->
     with transaction.atomic():
         order = _order_lock(exchange, returned=returned)  # step 1
         now = timezone.now()
+        # Step 2, the once-guard: a second click, or a racing one, gets InvalidState and changes nothing.
         if (
             Exchange.objects.filter(pk=exchange.pk, reversed_at__isnull=True).update(
                 reversed_at=now, reversed_by=actor[:64]
@@ -52,7 +44,7 @@ def exchange_reverse(*, exchange_id: int, actor: str, returned: bool = False) ->
             != 1
         ):  # step 2: once
             raise InvalidState("这次兑换已撤销。", exchange_no=exchange.exchange_no)
-        if order is not None:
+        if order is not None:  # refunding: its own earned points (none for 0 fen) die
             order_services.order_mark_refunding(order=order, actor=actor)
         elif not _coupon_withdraw(exchange):  # step 4
             raise InvalidState("优惠券已使用，不能撤销兑换。", exchange_no=exchange.exchange_no)

@@ -1,20 +1,12 @@
 """Points-mall exchanges (API.md "Members": POST /api/v1/points-mall/{id}/exchange).
 
-:func:`item_exchange` is ONE transaction, rows in the lock order of ``starmall/locking.py``:
-
-1. goods: the order (a paid 0-fen order: ``order_rows.order_rows_insert`` of a one-line draft
-   at price 0 — never priced at confirm, so no member, level, coupon or points discount);
-5. the customer's row (``SELECT ... FOR UPDATE``): the per-customer limit is the count of the
-   customer's exchanges of the item read under that lock; then the points
-   (``wallet.points_exchange_debit``: ``UPDATE ... SET points = points - n WHERE points >= n``
-   and its EXCHANGE ledger row);
-6. the item's stock: ``UPDATE ... SET stock = stock - 1 WHERE id = ? AND stock >= 1``;
-7. goods: the SKU's stock (``catalog.stock.sku_stock_decrement``); then the order goes paid
-   (``orders.services.order_mark_paid``, method ``points``: follow-ups and sales as for any
-   paid order) and is shipped by staff like any other; coupon: ``coupons.coupon_grant``.
-
-Any refusal rolls everything back: racing exchanges never overdraw points, the item's stock,
-the SKU's stock or the limit (tests/concurrency/test_points_mall_races.py).
+:func:`item_exchange` is ONE transaction, rows in the lock order of ``starmall/locking.py`` (its steps
+numbered at the code): for goods a paid 0-fen order (a one-line draft at price 0, never priced at
+confirm: no member, level, coupon or points discount); the customer's row locked, the per-customer
+limit counted under it, the points taken (``wallet.points_exchange_debit``, conditional); the item's
+stock - 1 (conditional); goods: the SKU's stock, then the order paid (method ``points``) and shipped
+by staff like any other; a coupon: ``coupons.coupon_grant``. Any refusal rolls everything back, so
+racing exchanges never overdraw points, stock or the limit (tests/concurrency/test_points_mall_races.py).
 """
 
 from __future__ import annotations
@@ -139,6 +131,7 @@ def item_exchange(*, item_id: int, customer_id: int, address_id: int | None = No
         coupon = None
         if order is not None:
             stock.sku_stock_decrement(quantities={item.sku_id: 1})  # step 7
+            # Paid like any order (follow-ups, sales), then shipped by staff from the order list.
             order_services.order_mark_paid(order=order, method=PayMethod.POINTS, paid_at=now, actor=ACTOR)
         else:
             coupon = coupons.coupon_grant(template=item.coupon_template, customer_id=customer_id, now=now)

@@ -1,19 +1,12 @@
 """Cloud receipt printers and electronic waybills behind two small interfaces.
 
-- :class:`PrinterProvider` ``print(sn=, content=, copies=)`` -> the provider's print id.
-  :class:`FeieProvider` speaks 飞鹅云's ``Open_printMsg`` (form ``user``, ``stime``, ``sig`` =
-  sha1(user + UKEY + stime), ``apiname``, ``sn``, ``content``, ``times``; answer ``{"ret": 0,
-  "data": "<print id>"}``) at ``PRINTER_FEIE_URL`` with ``PRINTER_FEIE_USER`` /
-  ``PRINTER_FEIE_USER_KEY``; :class:`SandboxPrinterProvider` is the same protocol at the sandbox
-  (``wechat_sandbox/printing.py``) with the sandbox's public account.
-- :class:`WaybillProvider` ``order(...)`` -> :class:`Waybill` (tracking number, label URL).
-  :class:`Kuaidi100WaybillProvider` speaks Kuaidi100's 电子面单 ``label/order`` (form
-  ``method=order``, ``key``, ``t`` ms, ``sign`` = upper(md5(param + t + key + secret)),
-  ``param`` JSON; answer ``{"success", "code", "message", "data": {"taskId", "kuaidinum",
-  "label"}}``) at ``WAYBILL_URL``; :class:`SandboxWaybillProvider` the same at the sandbox.
-
-Failures raise :class:`ProviderError`; ``retry`` is False when the provider refused the
-request itself (signature, account, a printer it does not know): trying again cannot help.
+- :class:`PrinterProvider` ``print(sn=, content=, copies=)`` -> the provider's print id:
+  :class:`FeieProvider` (飞鹅云 ``Open_printMsg``), :class:`SandboxPrinterProvider` (the same at the
+  sandbox, ``wechat_sandbox/printing.py``, with the sandbox's public account).
+- :class:`WaybillProvider` ``order(...)`` -> :class:`Waybill` (tracking number, label URL):
+  :class:`Kuaidi100WaybillProvider` (Kuaidi100 电子面单 ``label/order``), :class:`SandboxWaybillProvider`.
+- Failures raise :class:`ProviderError`; ``retry`` is False when the provider refused the request
+  itself (signature, account, a printer it does not know): trying again cannot help.
 """
 
 from __future__ import annotations
@@ -73,7 +66,11 @@ class PrinterProvider:
 
 
 class FeieProvider(PrinterProvider):
-    """飞鹅云 ``Open_printMsg`` (module docstring)."""
+    """飞鹅云 ``Open_printMsg`` at ``PRINTER_FEIE_URL`` as ``PRINTER_FEIE_USER`` / ``PRINTER_FEIE_USER_KEY``.
+
+    Form ``user``, ``stime``, ``sig`` (:func:`feie_sig`: sha1(user + UKEY + stime)), ``apiname``,
+    ``sn``, ``content``, ``times``; answer ``{"ret": 0, "data": "<print id>"}``.
+    """
 
     def __init__(self, *, url: str | None = None, user: str | None = None, ukey: str | None = None) -> None:
         self.url = url or settings.PRINTER_FEIE_URL
@@ -144,7 +141,12 @@ class WaybillProvider:
 
 
 class Kuaidi100WaybillProvider(WaybillProvider):
-    """Kuaidi100 电子面单 ``label/order`` (module docstring); ``printType`` IMAGE (a label URL)."""
+    """Kuaidi100 电子面单 ``label/order`` at ``WAYBILL_URL``; ``printType`` IMAGE (a label URL).
+
+    Form ``method=order``, ``key``, ``t`` (ms), ``sign`` (:func:`kuaidi100_sign`: upper(md5(param +
+    t + key + secret))), ``param`` JSON; answer ``{"success", "code", "message", "data": {"taskId",
+    "kuaidinum", "label"}}``.
+    """
 
     def __init__(self, *, url: str | None = None, key: str | None = None, secret: str | None = None) -> None:
         self.url = url or settings.WAYBILL_URL

@@ -1,16 +1,12 @@
 """Print jobs: asked for (by staff or by a payment), sent by the worker, retried, reprinted.
 
-- :func:`print_job_request` writes the job row (UNIQUE ``key``: asking twice is one job) and
-  pushes it to the worker after commit. Tickets go to a printer; a label orders a waybill.
-- :func:`print_job_send` (the task's service) claims the row, calls the provider with no
-  transaction open and records the answer at once: a job that is ``done`` is never sent again,
-  so a redelivered task prints nothing. A failure waits a backoff (its lease) and is pushed again
-  by :func:`print_jobs_redispatch` (beat), ``PrintJob.MAX_ATTEMPTS`` tries in all.
-- A waybill's tracking number ships the order through ``apps.orders.shipments.order_ship``,
-  the manual shipping's one path.
-- :func:`print_job_reprint` (重打) is the only way to print a ticket again: a new job, new key.
-- :func:`paid_kinds` / :func:`followup_print_ticket`: print on payment, through the follow-up
-  outbox (registered in ``PrintingConfig.ready``).
+- :func:`print_job_request` writes the job row (UNIQUE ``key``: asking twice is one job), pushed after commit.
+  A ticket goes to a printer; a label orders a waybill, whose number ships the order as by hand (``order_ship``).
+- :func:`print_job_send` (the task's service) claims the row, calls the provider with no transaction
+  open and records the answer at once: a ``done`` job is never sent again. A failure waits a backoff
+  (its lease), then beat pushes it again (:func:`print_jobs_redispatch`): ``PrintJob.MAX_ATTEMPTS`` tries.
+- :func:`print_job_reprint` (重打) is the only way to print a ticket again (a new job, new key). Print
+  on payment: :func:`paid_kinds` / :func:`followup_print_ticket`, through the follow-up outbox.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Self-pickup in the back office: stores and their staff, the pickup orders of a store, the
 verification page (自提核销), the log of verifications and of wrong codes typed.
 
-Pickup codes appear only masked (``****5217``) and cannot be searched or filtered
-(``apps.orders.admin.PickupCodeHidden``): staff verify what the customer shows, and the page
-refuses a login's checks past ``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes an hour
-(``apps.stores.verify_throttle``). The wrong codes (核销码错误记录) are for operations, who hold
-the stores' view permissions; a store's staff do not see them.
-
-A store's staff (the 门店店员 role, ``StoreStaff`` linking the login to its store) see only
-their own store's pickup orders and verifications (operations, with the view permissions, see
-every store's); verifying needs ``stores.verify_pickup``
-and goes through ``apps.stores.services.pickup_verify`` — the same service and checks as
-``manage.py pickup_verify``. A superuser sees every store and may verify anywhere.
+Pickup codes appear only masked (``****5217``), never searched or filtered (``apps.orders.admin.PickupCodeHidden``).
+Verifying needs ``stores.verify_pickup`` and goes through ``apps.stores.services.pickup_verify`` (as
+``manage.py pickup_verify`` does), throttled per login (``apps.stores.verify_throttle``). A store's
+staff (the 门店店员 role, ``StoreStaff``) see only their own store's pickup orders and verifications;
+the wrong codes (核销码错误记录) are for operations, who see every store's with the view permissions.
+A superuser sees every store and may verify anywhere.
 """
 
 from __future__ import annotations

@@ -31,15 +31,12 @@ def pickup_verify(*, code: str, user, now: dt.datetime | None = None) -> Order:
     """Verify a pickup ``code`` (8 digits; spaces ignored) as staff ``user``; return the order,
     now ``completed`` with ``pickup_verified_at``/``pickup_verified_by``.
 
-    ``user`` needs ``stores.verify_pickup`` and must work at the order's store (a superuser may
-    verify at any store). Each check is throttled per login (``apps.stores.verify_throttle``):
-    a code no pickup order has, or another store's, counts as wrong. Raises InvalidInput (not
-    8 digits), Forbidden (no permission, not a store's staff, another store's order),
-    VerifyThrottled (``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes this hour: any code
-    refused), NotFound (no pickup order has the code), AlreadyVerified (verified before: the
-    message gives ``YYYY-MM-DD HH:MM`` Beijing time and the staff; detail ``verified_at``,
-    ``verified_by``), InvalidState (not paid, e.g. refunding or refunded, or a refund request
-    waiting).
+    ``user`` needs ``stores.verify_pickup`` and must work at the order's store (a superuser: any); checks
+    are throttled per login (``apps.stores.verify_throttle``), an unknown code or another store's counting
+    as wrong. Raises InvalidInput (not 8 digits), Forbidden (no permission, no store, another store's order),
+    VerifyThrottled (``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes this hour), NotFound (unknown code),
+    AlreadyVerified (the message gives when, ``YYYY-MM-DD HH:MM`` Beijing time, and who; detail ``verified_at``,
+    ``verified_by``), InvalidState (not paid, e.g. refunding or refunded, or a refund request waiting).
     """
     code = re.sub(r"\s+", "", code or "")
     if not CODE.fullmatch(code):

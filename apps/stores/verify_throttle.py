@@ -1,19 +1,11 @@
 """The per-staff throttle of pickup verification (API.md "Corrections"): at most
-``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes per staff login and Shanghai clock hour; past
-it every check is refused with VerifyThrottled (a right code too) until the next hour, and the
-managers get one alert for the login's hour.
-
-A check takes a place before it looks the code up (:func:`check`: one conditional UPDATE
-``tries = tries + 1 WHERE user = ? AND hour = ? AND tries < cap`` on
-:class:`PickupVerifyHour`, its row count deciding); a right code, or a refusal that is not a
-wrong code (already verified, refunding), gives the place back when the check ends; a wrong one
-keeps it and is logged (:class:`PickupVerifyFailure`, the code masked). However many checks run
-at once, no more than the cap of them look codes up in an hour.
-
-Counted by PostgreSQL rather than a Redis INCR: as atomic, it survives a restart of the web
-process and of Redis (the cache may evict keys under memory pressure, which would lift the
-throttle), and it sits beside the audit rows managers read. A check whose process dies between
-take and give-back keeps its place until the hour ends (erring towards refusing).
+``PICKUP_VERIFY_FAILURES_PER_HOUR`` wrong codes per staff login and Shanghai clock hour; past it
+every check is refused with VerifyThrottled (a right code too) until the next hour, and the managers
+get one alert for the login's hour. A check takes a place in :class:`PickupVerifyHour` before it
+looks the code up (:func:`check`); a wrong code keeps it and is logged (:class:`PickupVerifyFailure`,
+masked), any other outcome gives it back: however many checks run at once, no more than the cap look
+codes up in an hour. Counted by PostgreSQL, not Redis: it survives restarts and cache evictions
+(which would lift the throttle) and sits beside the audit rows managers read.
 """
 
 from __future__ import annotations
@@ -67,6 +59,8 @@ def check(*, user, now: dt.datetime) -> Iterator[Check]:
     hour = timezone.localtime(now).replace(minute=0, second=0, microsecond=0)
     PickupVerifyHour.objects.get_or_create(user_id=user.pk, hour=hour)
     places = PickupVerifyHour.objects.filter(user_id=user.pk, hour=hour)
+    # One conditional UPDATE, its row count deciding. A process that dies between take and give-back
+    # keeps its place until the hour ends (erring towards refusing).
     if places.filter(tries__lt=settings.PICKUP_VERIFY_FAILURES_PER_HOUR).update(tries=F("tries") + 1) != 1:
         raise VerifyThrottled(
             f"核销码输错次数过多（每小时最多 {settings.PICKUP_VERIFY_FAILURES_PER_HOUR} 次），"

@@ -1,19 +1,12 @@
 """What ``/wechat/official`` accepts before it stores or answers anything (API.md, corrections).
 
-- Freshness: a signed request's ``timestamp`` is at most ``MAX_SKEW_SECONDS`` (300) from the
-  shop's clock, and its ``nonce`` was not seen in the last ``NONCE_SECONDS`` (twice the window:
-  a query string stays replayable until its timestamp is 300 s old, at most 600 s after it was
-  first seen). The nonce memory is the shop's Redis (the cache's ``add``: SET NX with that
-  TTL), one memory for every process and machine. Redis down: its error propagates and the
-  view answers 503 ``service_unavailable`` (WeChat sends the message again); nothing is stored.
+- Freshness (:func:`fresh`, :func:`nonce_claim`): ``timestamp`` within ``MAX_SKEW_SECONDS`` (300 s) of
+  the shop's clock, ``nonce`` unseen for ``NONCE_SECONDS`` in the shop's Redis (one memory for every
+  process and machine). Redis down: its error propagates, the view answers 503 ``service_unavailable``
+  (WeChat sends the message again) and nothing is stored.
 - Mode (``WECHAT_OFFICIAL_MODE``, as chosen in 公众平台): ``plaintext`` accepts only plaintext
   messages, ``safe`` only encrypted ones (``encrypt_type=aes``), ``compatible`` both.
-- Ranges: each field the shop stores fits its column (the ``max_length`` of the
-  :class:`InboundEvent` and :class:`Follower` field of the same name; the XML element it is
-  read from too, ``wechat.SOURCES``), any other element's text fits the longest of those
-  columns, ``CreateTime`` is Unix seconds within
-  ``CREATE_TIME_SKEW_SECONDS`` of the clock, ``MsgId`` (when present) a 64-bit unsigned
-  integer. A message out of range is answered ``success`` and stored nowhere.
+- Ranges (:func:`out_of_range`): a message out of range is answered ``success`` and stored nowhere.
 """
 
 from __future__ import annotations
@@ -33,6 +26,8 @@ from starmall.errors import backend_errors
 logger = logging.getLogger(__name__)
 
 MAX_SKEW_SECONDS = 300
+# Twice the window: a query string stays replayable until its timestamp is 300 s old, which is at
+# most 600 s after it was first seen.
 NONCE_SECONDS = 2 * MAX_SKEW_SECONDS
 # WeChat delivers within seconds and retries for 15 s; a day covers clock drift and any delay,
 # and keeps every accepted CreateTime a datetime.
@@ -103,7 +98,13 @@ def _texts(value):
 
 
 def out_of_range(inbound: Inbound) -> str | None:
-    """The name of the first field no real message has (module docstring), or None."""
+    """The name of the first field no real message has, or None.
+
+    Each field the shop stores fits its column (the ``max_length`` of the :class:`InboundEvent` and
+    :class:`Follower` field of the same name; the XML element it is read from too, ``wechat.SOURCES``),
+    any other element's text fits the longest of those columns, ``CreateTime`` is Unix seconds within
+    ``CREATE_TIME_SKEW_SECONDS`` of the clock, ``MsgId`` (when present) a 64-bit unsigned integer.
+    """
     for name, limit in COLUMN_LIMITS.items():
         if len(getattr(inbound, name)) > limit:
             return name

@@ -5,9 +5,8 @@ Limits (WeChat's 创建自定义菜单 parameter table; bytes are UTF-8, a Chine
 1-3 top buttons; 1-5 sub-buttons under a top button that has them; ``name`` at most 16 bytes
 on a top button, 60 on a sub-button; ``key`` at most 128 bytes; ``url`` at most 1024 bytes
 (http/https). ``miniprogram`` needs ``appid``, ``pagepath`` and ``url`` (the page old clients
-open). A top button with sub-buttons has no type of its own.
-
-The stored shape is WeChat's: ``[{"name", "type", <its fields>} | {"name", "sub_button": [...]}]``.
+open). A top button with sub-buttons has no type of its own. The stored shape is WeChat's:
+``[{"name", "type", <its fields>} | {"name", "sub_button": [...]}]``.
 """
 
 from __future__ import annotations

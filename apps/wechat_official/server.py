@@ -1,23 +1,12 @@
 """The official account's server (``GET, POST /wechat/official``): WeChat's signed calls in,
 replies out within WeChat's 5 seconds (database work only: no outside call on this path).
 
-- Every call: the plain signature (``WECHAT_OFFICIAL_TOKEN`` over ``timestamp`` and ``nonce``),
-  a ``timestamp`` within 300 s of the clock and a ``nonce`` not seen within that window
-  (``guard``: Redis, shared by every process), else 403; Redis down -> 503 (WeChat retries).
-- GET with ``echostr``: ``echostr`` as is.
-- POST: ``WECHAT_OFFICIAL_MODE`` decides what is accepted (``plaintext``: plaintext only;
-  ``safe``: only ``encrypt_type=aes``; ``compatible``: both; else 403). An encrypted body's
-  ``Encrypt`` is checked against ``msg_signature`` and decrypted with
-  ``WECHAT_OFFICIAL_AES_KEY`` (403 when it does not verify), and the reply is encrypted.
-- A message with a field out of range (``guard.out_of_range``: longer than its column, a
-  ``CreateTime`` or ``MsgId`` no real message has) is answered ``success`` and stored nowhere.
-- Each message or event is stored once (:class:`InboundEvent`, UNIQUE ``dedupe_key``: WeChat
-  repeats a message it got no answer for); a follow or unfollow moves the :class:`Follower`
-  row; a follow or scan by a channel QR code stores the scene on the event row and counts one
-  visit to that channel (``distribution.channels.channel_scan_record``), once per event: a
-  repeated delivery stops at the UNIQUE ``dedupe_key`` before anything is counted.
-- The reply is chosen from staff's :class:`ReplyRule` rows (``selectors.reply_rule_for``);
-  with none, ``success`` (WeChat's "nothing to say").
+Every call needs the plain signature (``WECHAT_OFFICIAL_TOKEN`` over ``timestamp`` and ``nonce``) and passes
+``guard`` (freshness, mode, ranges: a message out of range is answered ``success``, stored nowhere); GET
+answers ``echostr`` as is. Each message or event is stored once (:class:`InboundEvent`, UNIQUE ``dedupe_key``:
+WeChat repeats a message it got no answer for), with its follow or unfollow (:class:`Follower`) and channel
+QR scan (``distribution.channels.channel_scan_record``); the reply comes from staff's :class:`ReplyRule`
+rows (``selectors.reply_rule_for``), with none ``success``.
 """
 
 from __future__ import annotations
@@ -66,7 +55,9 @@ def official_request(*, method: str, params: dict, body: bytes) -> Answer:
     """Answer one call of WeChat's server (module docstring). Never raises for bad input:
     403 for a bad, stale or repeated signature or a message the mode refuses, 400 for a body
     that is not a WeChat message, 413 for one over ``MAX_BODY_BYTES`` (the shop's JSON error
-    body: WeChat reads only the status). A Redis error propagates (the view's 503)."""
+    body: WeChat reads only the status). A Redis error propagates (the view's 503: WeChat retries).
+    An encrypted body's ``Encrypt`` is checked against ``msg_signature`` (else 403) and decrypted
+    with ``WECHAT_OFFICIAL_AES_KEY``; its reply is encrypted."""
     signature, timestamp, nonce = (str(params.get(k) or "") for k in ("signature", "timestamp", "nonce"))
     try:
         wechat.signature_check(signature=signature, timestamp=timestamp, nonce=nonce)
@@ -173,6 +164,7 @@ def inbound_record(inbound: wechat.Inbound, *, encrypted: bool = False) -> Reply
                 sent_at=sent_at,
             )
     except IntegrityError:
+        # A repeated delivery stops here, before a follow or a channel scan is counted again.
         return rule  # WeChat's repeat: already applied
     if inbound.event == "subscribe":
         follower_subscribe(openid=row.openid, at=sent_at, scene=inbound.scene)

@@ -2,12 +2,11 @@
 ``{% unfold_result_list cl %}`` at a fraction of its CPU (the order list's 100 rows).
 
 Unfold builds every column header again for every row (its ``items_for_result`` calls
-``result_headers``: the labels, the sort links and a checkbox widget rendered through the form
-templates, 10 columns x 100 rows). Here the headers, each cell's opening tag, the row checkbox
-and the change link are made once per page; per row only the value is looked up and escaped.
-The checkbox and the link are made from the first row's real ones with its primary key swapped
-in, so any admin whose checkbox or URL is not "the same text around the key" gets unfold's
-per-row path. List-editable and drag-to-sort pages are left to unfold's tag.
+``result_headers``). Here the headers, each cell's opening tag, the row checkbox and the change
+link are made once per page; per row only the value is looked up and escaped. The checkbox and the
+link are made from the first row's real ones with its primary key swapped in, so any admin whose
+checkbox or URL is not "the same text around the key" gets unfold's per-row path. List-editable
+and drag-to-sort pages are left to unfold's tag.
 """
 
 from __future__ import annotations
