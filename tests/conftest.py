@@ -193,6 +193,23 @@ def queued():
 
 
 @pytest.fixture
+def redis_pipelines(monkeypatch) -> list[int]:
+    """The number of commands in each pipeline the asyncio Redis client sends, in order (the
+    gates' batches: tests/test_gate_script_batch.py, tests/payments/test_notify_gate.py)."""
+    import redis.asyncio as aioredis
+
+    sent: list[int] = []
+    execute = aioredis.client.Pipeline.execute
+
+    async def counting(self, raise_on_error: bool = True):
+        sent.append(len(self.command_stack))
+        return await execute(self, raise_on_error)
+
+    monkeypatch.setattr(aioredis.client.Pipeline, "execute", counting)
+    return sent
+
+
+@pytest.fixture
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
 

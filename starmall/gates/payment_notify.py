@@ -22,7 +22,7 @@ from redis.exceptions import NoScriptError
 from apps.payments import notifications, notify_duplicates, notify_queue, tasks
 from apps.payments.api.views import MAX_NOTIFY_BYTES, wechat_notify, wechat_v3_notify
 from starmall import dispatch
-from starmall.gates import http, postgres
+from starmall.gates import http, postgres, redis_batch
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +96,10 @@ class PaymentNotifyGate(http.RedisGate):
         self._database = postgres.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
         # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
         self._accepts = postgres.BatchQueue(self._database, self._accept, warn=self.warn)
+        # Copies read in one turn of the loop: their DUPLICATE scripts in one pipeline.
+        self._duplicates = redis_batch.ScriptBatch(
+            notify_duplicates.DUPLICATE, notify_duplicates.DUPLICATE_SHA, self.client, warn=self.warn
+        )
         self._later: set[asyncio.Future] = set()  # markers' writes and wake-ups, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
         self._pushed_at = float("-inf")  # the last wake-up's loop time
@@ -143,15 +147,16 @@ class PaymentNotifyGate(http.RedisGate):
             notify_duplicates.backlog_entry(kept, time.time()),
             notify_duplicates.BACKLOG_MAX,
         ]
-        marked = await self._duplicate(keys, args)
+        marked = await self._duplicates.call(keys, args)
         if marked == 0:  # no marker: a first delivery, or a copy racing its queued marker
             queued = await self._queue(fields, body, signed)
             return queued == QUEUED or (queued == COPY and await self._copy(kept) == 1)
         return marked == 1
 
     async def aclose(self) -> None:
-        """Finish the statements under way, push a wake-up still due, then close the worker's
-        PostgreSQL pool and Redis client."""
+        """Finish the pipelines and statements under way, push a wake-up still due, then close
+        the worker's PostgreSQL pool and Redis client."""
+        await self._duplicates.drain()
         await self._accepts.drain()
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(task for task in self._later if task.get_loop() is loop), return_exceptions=True)
@@ -249,10 +254,6 @@ class PaymentNotifyGate(http.RedisGate):
             [notify_duplicates.backlog_key()],
             [entry, notify_duplicates.BACKLOG_MAX],
         )
-
-    async def _duplicate(self, keys: list[str], args: list) -> int | None:
-        """``notify_duplicates.DUPLICATE``'s answer (1: a recorded duplicate), or None when Redis failed."""
-        return await self._script(notify_duplicates.DUPLICATE, notify_duplicates.DUPLICATE_SHA, keys, args)
 
     async def _script(self, script: str, sha: str, keys: list[str], args: list) -> int | None:
         """A Lua script's answer, or None when Redis failed (one warning per interval). A Redis

@@ -103,21 +103,22 @@ class BatchQueue:
         pool = await self.database.pool()
         if pool is None:
             return None
+        loop = asyncio.get_running_loop()
         pending = self._pending()
-        entry = _Entry(item, asyncio.get_running_loop().create_future())
+        entry = _Entry(item, loop.create_future())
         pending.entries.append(entry)
         if pending.running < pool.max_size:
             pending.running += 1
-            task = asyncio.get_running_loop().create_task(self._send(pool, pending))
+            task = loop.create_task(self._send(pool, pending))
             pending.tasks.add(task)
             task.add_done_callback(pending.tasks.discard)
+        # A timer, not wait_for(shield(...)): the answer reaches the request in the turn after the
+        # sender sets it, not three turns later (each a turn of a loop busy with a burst).
+        timer = loop.call_later(wait_seconds, _expire, pending, entry)
         try:
-            return await asyncio.wait_for(asyncio.shield(entry.future), wait_seconds)
-        except TimeoutError:
-            if not entry.taken:  # never sent: nothing was written for it
-                pending.entries.remove(entry)
-                return None
             return await entry.future
+        finally:
+            timer.cancel()
 
     async def drain(self) -> None:
         """Wait for the statements of this loop still running (the worker's shut-down)."""
@@ -173,6 +174,14 @@ class BatchQueue:
         finally:
             if not done:
                 pending.running -= 1
+
+
+def _expire(pending: _Pending, entry: _Entry) -> None:
+    """An item's wait is over: never sent, it leaves the queue with None (nothing was written for
+    it); already in a statement, it waits for that statement's outcome."""
+    if not entry.taken and not entry.future.done():
+        pending.entries.remove(entry)
+        entry.future.set_result(None)
 
 
 class _Entry:

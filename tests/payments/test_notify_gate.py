@@ -310,6 +310,43 @@ def test_a_redis_that_lost_the_script_still_answers(paid):
     assert (answer[2], reached) == (SUCCESS, [])
 
 
+def _copies_at_once(body: bytes, count: int, gate: PaymentNotifyGate) -> list[tuple[int, bytes]]:
+    """``count`` deliveries of ``body`` read in one turn of one event loop, as a worker reads a storm."""
+    return [(status, payload) for status, _headers, payload in run(gate, [(body, HEADERS)] * count, path=NOTIFY_PATH)]
+
+
+def test_copies_read_together_are_answered_from_one_pipeline(paid, redis_pipelines):
+    _, body = paid
+    gate = PaymentNotifyGate(Inner())
+    assert _copies_at_once(body, 20, gate) == [(200, SUCCESS)] * 20
+    assert gate.app.bodies == []
+    assert redis_pipelines == [20]  # one write, twenty answers
+    assert notify_duplicates.notify_duplicates_record() == 20
+    assert outcomes() == ["applied"] + ["duplicate"] * 20
+
+
+def test_each_copy_in_a_pipeline_gets_its_own_answer(paid, redis_pipelines, monkeypatch):
+    """A backlog with room for three: of five copies read together, three are answered by the
+    gate and recorded, two reach Django."""
+    _, body = paid
+    monkeypatch.setattr(notify_duplicates, "BACKLOG_MAX", 3)
+    gate = PaymentNotifyGate(Inner())
+    answers = _copies_at_once(body, 5, gate)
+    assert Counter(answers) == {(200, SUCCESS): 3, (200, b"django"): 2}
+    assert gate.app.bodies == [body, body]
+    assert redis_pipelines == [5]
+    assert notify_duplicates.notify_duplicates_record() == 3
+
+
+def test_a_redis_that_lost_the_script_answers_copies_read_together(paid, redis_pipelines):
+    _, body = paid
+    get_redis_connection("default").script_flush()
+    gate = PaymentNotifyGate(Inner())
+    assert _copies_at_once(body, 4, gate) == [(200, SUCCESS)] * 4
+    assert redis_pipelines == [4, 4]  # EVALSHA refused, then EVAL
+    assert notify_duplicates.notify_duplicates_record() == 4
+
+
 # --- Redis in trouble --------------------------------------------------------------------------
 
 
@@ -339,6 +376,22 @@ def test_a_redis_that_does_not_answer_means_django_answers_quickly(paid, setting
         started = time.monotonic()
         assert gate_call(body)[1] == [body]
         assert time.monotonic() - started < 2
+    finally:
+        hung.close()
+
+
+def test_a_hung_redis_sends_copies_read_together_to_django_quickly(paid, settings):
+    _, body = paid
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(16)
+    try:
+        _cache_at(settings, f"redis://127.0.0.1:{hung.getsockname()[1]}/0")
+        gate = PaymentNotifyGate(Inner())
+        started = time.monotonic()
+        assert _copies_at_once(body, 10, gate) == [(200, b"django")] * 10
+        assert time.monotonic() - started < 2
+        assert gate.app.bodies == [body] * 10
     finally:
         hung.close()
 
