@@ -7,7 +7,6 @@ suite's real Redis; the gate's own use is tests/payments/test_notify_gate.py's.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import uuid
 
 import pytest
@@ -19,7 +18,6 @@ from starmall.gates import redis_batch
 
 # Adds ARGV[1] to KEYS[1] and answers the sum; ARGV[1] "boom" is an error reply.
 SCRIPT = "if ARGV[1] == 'boom' then return redis.error_reply('boom') end return redis.call('INCRBY', KEYS[1], ARGV[1])"
-SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
 
 
 def location() -> str:
@@ -75,7 +73,7 @@ def run(batch: redis_batch.ScriptBatch, clients: Clients, calls: list[tuple[list
 
 def test_calls_made_together_go_out_as_one_pipeline_each_with_its_own_answer(key, redis_pipelines):
     clients, warned = Clients(location()), Warnings()
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=warned)
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=warned)
     redis.Redis.from_url(location()).script_load(SCRIPT)
     answers = run(batch, clients, [([key], [amount]) for amount in (1, 10, 100, 1000)])
     assert answers == [1, 11, 111, 1111]  # the pipeline keeps the callers' order
@@ -86,7 +84,7 @@ def test_calls_made_together_go_out_as_one_pipeline_each_with_its_own_answer(key
 
 def test_calls_one_after_another_go_out_alone(key, redis_pipelines):
     clients = Clients(location())
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=Warnings())
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=Warnings())
     redis.Redis.from_url(location()).script_load(SCRIPT)
     assert run(batch, clients, [([key], [2])] * 3, together=False) == [2, 4, 6]
     assert redis_pipelines == [1, 1, 1]
@@ -94,7 +92,7 @@ def test_calls_one_after_another_go_out_alone(key, redis_pipelines):
 
 def test_an_error_reply_gives_none_to_its_caller_alone_with_one_warning(key, redis_pipelines):
     clients, warned = Clients(location()), Warnings()
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=warned)
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=warned)
     redis.Redis.from_url(location()).script_load(SCRIPT)
     answers = run(batch, clients, [([key], [5]), ([key], ["boom"]), ([key], [7])])
     assert answers == [5, None, 12]
@@ -104,7 +102,7 @@ def test_an_error_reply_gives_none_to_its_caller_alone_with_one_warning(key, red
 
 def test_a_redis_without_the_script_runs_it_by_eval_for_those_calls(key, redis_pipelines):
     clients, warned = Clients(location()), Warnings()
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=warned)
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=warned)
     redis.Redis.from_url(location()).script_flush()
     assert run(batch, clients, [([key], [1])] * 3) == [1, 2, 3]
     assert redis_pipelines == [3, 3]  # EVALSHA refused thrice, then EVAL (which loads it)
@@ -115,7 +113,7 @@ def test_a_redis_without_the_script_runs_it_by_eval_for_those_calls(key, redis_p
 
 def test_an_unreachable_redis_gives_every_caller_none_and_one_warning(key):
     clients, warned = Clients("redis://127.0.0.1:9/0"), Warnings()
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=warned)
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=warned)
     assert run(batch, clients, [([key], [1])] * 5) == [None] * 5
     assert warned == [("Redis unavailable", "ConnectionError")]
 
@@ -123,7 +121,7 @@ def test_an_unreachable_redis_gives_every_caller_none_and_one_warning(key):
 def test_drain_sends_the_calls_still_waiting(key, redis_pipelines):
     """The worker's end: a call made in the turn before ``drain`` is sent and answered by then."""
     clients = Clients(location())
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=Warnings())
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=Warnings())
     redis.Redis.from_url(location()).script_load(SCRIPT)
 
     async def main():
@@ -142,7 +140,7 @@ def test_a_caller_gone_does_not_stop_the_others(key):
     """A request cancelled while its call waits (a worker shutting down): the others are answered;
     its call, already queued, is still sent."""
     clients = Clients(location())
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=Warnings())
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=Warnings())
     redis.Redis.from_url(location()).script_load(SCRIPT)
 
     async def main():
@@ -163,7 +161,7 @@ def test_a_sender_cancelled_before_it_sent_leaves_no_caller_waiting_and_the_next
     """The loop closing cancels a pipeline due but not yet sent: its callers get None (Django
     answers), and a call after it gets its own pipeline."""
     clients = Clients(location())
-    batch = redis_batch.ScriptBatch(SCRIPT, SHA, clients, warn=Warnings())
+    batch = redis_batch.ScriptBatch(SCRIPT, clients, warn=Warnings())
     redis.Redis.from_url(location()).script_load(SCRIPT)
 
     async def main():

@@ -97,9 +97,7 @@ class PaymentNotifyGate(http.RedisGate):
         # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
         self._accepts = postgres.BatchQueue(self._database, self._accept, warn=self.warn)
         # Copies read in one turn of the loop: their DUPLICATE scripts in one pipeline.
-        self._duplicates = redis_batch.ScriptBatch(
-            notify_duplicates.DUPLICATE, notify_duplicates.DUPLICATE_SHA, self.client, warn=self.warn
-        )
+        self._duplicates = redis_batch.ScriptBatch(notify_duplicates.DUPLICATE, self.client, warn=self.warn)
         self._later: set[asyncio.Future] = set()  # markers' writes and wake-ups, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
         self._pushed_at = float("-inf")  # the last wake-up's loop time

@@ -9,6 +9,7 @@ when Redis failed, as a lone call would (docs/PERFORMANCE.md, "One pipeline for 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,13 +27,14 @@ class _Pending:
 
 
 class ScriptBatch:
-    """``await batch.call(keys, args)``: the script's answer for ``keys``/``args``, or None when
-    Redis failed (down, slower than the client's timeout, an error reply; ``warn(what, exc)`` told,
-    the gate's one warning per interval). ``client()`` gives the running loop's Redis client. A
-    Redis that lost the script (restarted) gets it by EVAL for the calls that found it missing."""
+    """``await batch.call(keys, args)``: the Lua ``script``'s answer for ``keys``/``args``, or None
+    when Redis failed (down, slower than the client's timeout, an error reply; ``warn(what, exc)``
+    told, the gate's one warning per interval). ``client()`` gives the running loop's Redis client.
+    A Redis that lost the script (restarted) runs it by EVAL for the calls that found it missing."""
 
-    def __init__(self, script: str, sha: str, client: Callable[[], aioredis.Redis], *, warn) -> None:
-        self.script, self.sha, self.client, self.warn = script, sha, client, warn
+    def __init__(self, script: str, client: Callable[[], aioredis.Redis], *, warn) -> None:
+        self.script, self.client, self.warn = script, client, warn
+        self.sha = hashlib.sha1(script.encode()).hexdigest()  # what EVALSHA names it by
         # One queue per event loop: tests run each request in a loop of its own.
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending] = weakref.WeakKeyDictionary()
 
@@ -85,7 +87,7 @@ class ScriptBatch:
             if errors:
                 self.warn("Redis unavailable", errors[0])
             for (_keys, _args, future), answer in zip(calls, answers, strict=True):
-                if not future.done():
+                if not future.done():  # else its request is gone
                     future.set_result(None if isinstance(answer, Exception) else answer)
         except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
             self.warn("Redis unavailable", exc)
