@@ -126,7 +126,7 @@ def test_drain_sends_the_calls_still_waiting(key, redis_pipelines):
 
     async def main():
         caller = asyncio.get_running_loop().create_task(batch.call([key], [3]))
-        await asyncio.sleep(0)  # the call is queued; its flush is due in the next turn
+        await asyncio.sleep(0)  # the call is made; its sender is due, not yet started
         await batch.drain()
         done = caller.done()
         await clients.aclose()

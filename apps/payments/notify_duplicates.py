@@ -12,7 +12,6 @@ as ``duplicate``: :data:`DUPLICATE` answers it in one round trip and appends it 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import logging
 import time
@@ -50,7 +49,6 @@ if redis.call('LLEN', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1
 """
-DUPLICATE_SHA = hashlib.sha1(DUPLICATE.encode()).hexdigest()  # what EVALSHA names it by
 
 # A copy of a result still queued for the worker (apps/payments/notify_queue.py) that met no
 # queued marker (Redis failed at its write, or the copy raced it): recorded all the same.
@@ -60,7 +58,6 @@ if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[2]) then return -1 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
 return 1
 """
-COPY_SHA = hashlib.sha1(COPY.encode()).hexdigest()
 
 # The queued marker written (the gate, after the row's commit) and forgotten (the apply refused
 # the row, after its commit), in whichever order they reach Redis: the refusal wins.

@@ -17,7 +17,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
-from redis.exceptions import NoScriptError
 
 from apps.payments import notifications, notify_duplicates, notify_queue, tasks
 from apps.payments.api.views import MAX_NOTIFY_BYTES, wechat_notify, wechat_v3_notify
@@ -96,8 +95,9 @@ class PaymentNotifyGate(http.RedisGate):
         self._database = postgres.Database("notify-gate", "NOTIFY_GATE_CONNECTIONS")  # first deliveries queued
         # First deliveries arriving together: one statement; a failed one warned as Redis's trouble is.
         self._accepts = postgres.BatchQueue(self._database, self._accept, warn=self.warn)
-        # Copies read in one turn of the loop: their DUPLICATE scripts in one pipeline.
+        # Copies read in one turn of the loop: their DUPLICATE (or COPY) scripts in one pipeline.
         self._duplicates = redis_batch.ScriptBatch(notify_duplicates.DUPLICATE, self.client, warn=self.warn)
+        self._copies = redis_batch.ScriptBatch(notify_duplicates.COPY, self.client, warn=self.warn)
         self._later: set[asyncio.Future] = set()  # markers' writes and wake-ups, not waited for by WeChat
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = None  # a wake-up due
         self._pushed_at = float("-inf")  # the last wake-up's loop time
@@ -156,6 +156,7 @@ class PaymentNotifyGate(http.RedisGate):
         the worker's PostgreSQL pool and Redis client."""
         await self._duplicates.drain()
         await self._accepts.drain()
+        await self._copies.drain()  # after the statements: a copy's COPY follows its statement
         loop = asyncio.get_running_loop()
         await asyncio.gather(*(task for task in self._later if task.get_loop() is loop), return_exceptions=True)
         if self._wake is not None and self._wake[0] is asyncio.get_running_loop():
@@ -246,22 +247,4 @@ class PaymentNotifyGate(http.RedisGate):
         """``notify_duplicates.COPY``'s answer (1: recorded ``body``, the audit row's text), or
         None when Redis failed."""
         entry = notify_duplicates.backlog_entry(body, time.time())
-        return await self._script(
-            notify_duplicates.COPY,
-            notify_duplicates.COPY_SHA,
-            [notify_duplicates.backlog_key()],
-            [entry, notify_duplicates.BACKLOG_MAX],
-        )
-
-    async def _script(self, script: str, sha: str, keys: list[str], args: list) -> int | None:
-        """A Lua script's answer, or None when Redis failed (one warning per interval). A Redis
-        without the script (restarted) runs it by EVAL."""
-        client = self.client()
-        try:
-            try:
-                return await client.evalsha(sha, len(keys), *keys, *args)
-            except NoScriptError:
-                return await client.eval(script, len(keys), *keys, *args)
-        except Exception as exc:  # noqa: BLE001 - down, slow, refusing or pool full: Django answers
-            self.warn("Redis unavailable", exc)
-            return None
+        return await self._copies.call([notify_duplicates.backlog_key()], [entry, notify_duplicates.BACKLOG_MAX])

@@ -364,36 +364,32 @@ def test_redis_unreachable_means_django_answers_with_one_warning(paid, settings,
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["notify gate: Redis unavailable"]
 
 
-def test_a_redis_that_does_not_answer_means_django_answers_quickly(paid, settings):
-    """A server that accepts connections and never answers (a hung Redis): the gate gives up
-    after its timeout and Django answers."""
-    _, body = paid
+@pytest.fixture
+def hung_redis(settings):
+    """The cache's Redis is a server that accepts connections and never answers (a hung Redis)."""
     hung = socket.socket()
     hung.bind(("127.0.0.1", 0))
     hung.listen(16)  # the kernel completes the handshakes; nobody ever reads or writes
-    try:
-        _cache_at(settings, f"redis://127.0.0.1:{hung.getsockname()[1]}/0")
-        started = time.monotonic()
-        assert gate_call(body)[1] == [body]
-        assert time.monotonic() - started < 2
-    finally:
-        hung.close()
+    _cache_at(settings, f"redis://127.0.0.1:{hung.getsockname()[1]}/0")
+    yield
+    hung.close()
 
 
-def test_a_hung_redis_sends_copies_read_together_to_django_quickly(paid, settings):
+def test_a_redis_that_does_not_answer_means_django_answers_quickly(paid, hung_redis):
+    """The gate gives up after its timeout and Django answers."""
     _, body = paid
-    hung = socket.socket()
-    hung.bind(("127.0.0.1", 0))
-    hung.listen(16)
-    try:
-        _cache_at(settings, f"redis://127.0.0.1:{hung.getsockname()[1]}/0")
-        gate = PaymentNotifyGate(Inner())
-        started = time.monotonic()
-        assert _copies_at_once(body, 10, gate) == [(200, b"django")] * 10
-        assert time.monotonic() - started < 2
-        assert gate.app.bodies == [body] * 10
-    finally:
-        hung.close()
+    started = time.monotonic()
+    assert gate_call(body)[1] == [body]
+    assert time.monotonic() - started < 2
+
+
+def test_a_hung_redis_sends_copies_read_together_to_django_quickly(paid, hung_redis):
+    _, body = paid
+    gate = PaymentNotifyGate(Inner())
+    started = time.monotonic()
+    assert _copies_at_once(body, 10, gate) == [(200, b"django")] * 10
+    assert time.monotonic() - started < 2
+    assert gate.app.bodies == [body] * 10
 
 
 # --- the marker ---------------------------------------------------------------------------------
